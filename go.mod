@@ -1,0 +1,3 @@
+module github.com/llmcloud/llmcloud
+
+go 1.26
