@@ -7,10 +7,14 @@ import "unicode"
 // outside marks a position beyond the current piece; it belongs to no class.
 const outside rune = -1
 
-func isLetter(r rune) bool { return r >= 0 && (r < 0x80 && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= 0x80 && unicode.IsLetter(r)) }
-func isNumber(r rune) bool { return r >= 0 && (r >= '0' && r <= '9' || r >= 0x80 && unicode.IsNumber(r)) }
-func isSpace(r rune) bool  { return r >= 0 && unicode.IsSpace(r) }
-func isPunct(r rune) bool  { return r >= 0 && unicode.IsPunct(r) }
+func isLetter(r rune) bool {
+	return r >= 0 && (r < 0x80 && (r|0x20 >= 'a' && r|0x20 <= 'z') || r >= 0x80 && unicode.IsLetter(r))
+}
+func isNumber(r rune) bool {
+	return r >= 0 && (r >= '0' && r <= '9' || r >= 0x80 && unicode.IsNumber(r))
+}
+func isSpace(r rune) bool { return r >= 0 && unicode.IsSpace(r) }
+func isPunct(r rune) bool { return r >= 0 && unicode.IsPunct(r) }
 
 // isOther reports [^\s\p{L}\p{N}] for a position inside the piece.
 func isOther(r rune) bool { return r >= 0 && !isSpace(r) && !isLetter(r) && !isNumber(r) }
