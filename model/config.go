@@ -1,0 +1,106 @@
+// Package model implements the Llama-family transformer (llama, mistral, qwen2, qwen3) on CPU:
+// its configuration, its weights under GGUF tensor names, loaders for GGUF, llama2.c and
+// Hugging Face checkpoints, and the forward pass with a KV cache.
+//
+// This file implements Config and the tensor shapes a configuration calls for.
+package model
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/kernels"
+)
+
+// RopeScaling holds Llama 3 rope scaling parameters (see kernels.Llama3Factors).
+type RopeScaling = kernels.RopeScaling
+
+// Config describes a network's shape and numerics.
+type Config struct {
+	Arch        string       // "llama", "mistral", "qwen2" or "qwen3"
+	Dim         int          // residual width (embedding length)
+	Layers      int          // transformer blocks
+	Heads       int          // query heads
+	KVHeads     int          // key/value heads (GQA when < Heads, MQA when 1)
+	HeadDim     int          // per-head width (often Dim/Heads; qwen3 may differ)
+	FFN         int          // feed-forward hidden width
+	Vocab       int          // vocabulary size
+	CtxLen      int          // trained context length
+	RopeTheta   float64      // RoPE frequency base
+	RopeScaling *RopeScaling // Llama 3 frequency scaling, nil if none
+	RopeNeoX    bool         // rotate-half RoPE (qwen2/qwen3); false = adjacent pairs
+	NormEps     float32      // RMSNorm epsilon
+	Tied        bool         // output projection shares token_embd.weight
+	QKVBias     bool         // attn_q/k/v have biases (qwen2)
+	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
+}
+
+// Validate checks the configuration for consistency.
+func (c *Config) Validate() error {
+	switch c.Arch {
+	case "llama", "mistral", "qwen2", "qwen3":
+	default:
+		return fmt.Errorf("model: unsupported architecture %q", c.Arch)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Dim", c.Dim}, {"Layers", c.Layers}, {"Heads", c.Heads}, {"KVHeads", c.KVHeads},
+		{"HeadDim", c.HeadDim}, {"FFN", c.FFN}, {"Vocab", c.Vocab}} {
+		if f.v <= 0 {
+			return fmt.Errorf("model: config %s = %d, must be positive", f.name, f.v)
+		}
+	}
+	if c.Heads%c.KVHeads != 0 {
+		return fmt.Errorf("model: %d heads is not a multiple of %d KV heads", c.Heads, c.KVHeads)
+	}
+	if c.HeadDim%2 != 0 {
+		return fmt.Errorf("model: head dim %d is odd (RoPE rotates pairs)", c.HeadDim)
+	}
+	if !(c.RopeTheta > 0) {
+		return fmt.Errorf("model: rope theta %v must be positive", c.RopeTheta)
+	}
+	if !(c.NormEps > 0) {
+		return fmt.Errorf("model: norm eps %v must be positive", c.NormEps)
+	}
+	return nil
+}
+
+// QDim is Heads*HeadDim, the width of the query projection.
+func (c *Config) QDim() int { return c.Heads * c.HeadDim }
+
+// KVDim is KVHeads*HeadDim, the width of the key and value projections.
+func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// Shapes returns every tensor the configuration requires, by GGUF name, with its row-major
+// shape. The optional rope_freqs.weight is not included.
+func (c *Config) Shapes() map[string][]int {
+	s := map[string][]int{
+		"token_embd.weight":  {c.Vocab, c.Dim},
+		"output_norm.weight": {c.Dim},
+	}
+	if !c.Tied {
+		s["output.weight"] = []int{c.Vocab, c.Dim}
+	}
+	for l := 0; l < c.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		s[p+"attn_norm.weight"] = []int{c.Dim}
+		s[p+"attn_q.weight"] = []int{c.QDim(), c.Dim}
+		s[p+"attn_k.weight"] = []int{c.KVDim(), c.Dim}
+		s[p+"attn_v.weight"] = []int{c.KVDim(), c.Dim}
+		s[p+"attn_output.weight"] = []int{c.Dim, c.QDim()}
+		if c.QKVBias {
+			s[p+"attn_q.bias"] = []int{c.QDim()}
+			s[p+"attn_k.bias"] = []int{c.KVDim()}
+			s[p+"attn_v.bias"] = []int{c.KVDim()}
+		}
+		if c.QKNorm {
+			s[p+"attn_q_norm.weight"] = []int{c.HeadDim}
+			s[p+"attn_k_norm.weight"] = []int{c.HeadDim}
+		}
+		s[p+"ffn_norm.weight"] = []int{c.Dim}
+		s[p+"ffn_gate.weight"] = []int{c.FFN, c.Dim}
+		s[p+"ffn_up.weight"] = []int{c.FFN, c.Dim}
+		s[p+"ffn_down.weight"] = []int{c.Dim, c.FFN}
+	}
+	return s
+}

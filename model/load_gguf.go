@@ -1,0 +1,130 @@
+// This file implements the GGUF loader: metadata keys to Config, tensors by their GGUF names.
+package model
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// ConfigFromGGUF reads the hyper-parameters of a llama/mistral/qwen2/qwen3 GGUF file.
+// Vocab comes from token_embd.weight, Tied from the absence of output.weight, QKVBias and
+// QKNorm from the presence of blk.0.attn_q.bias and blk.0.attn_q_norm.weight.
+func ConfigFromGGUF(f *gguf.File) (Config, error) {
+	c, err := configFromGGUF(f)
+	if err != nil {
+		return c, fmt.Errorf("model: %s: %w", f.Path, err)
+	}
+	return c, nil
+}
+
+func configFromGGUF(f *gguf.File) (Config, error) {
+	var c Config
+	arch, ok := f.String("general.architecture")
+	if !ok {
+		return c, fmt.Errorf("general.architecture missing")
+	}
+	c.Arch = arch
+	switch arch {
+	case "llama", "mistral":
+	case "qwen2", "qwen3":
+		c.RopeNeoX = true
+	default:
+		return c, fmt.Errorf("unsupported architecture %q", arch)
+	}
+	need := func(key string) (int, error) {
+		v, ok := f.Uint(arch + "." + key)
+		if !ok {
+			return 0, fmt.Errorf("%s.%s missing", arch, key)
+		}
+		if v == 0 || v > 1<<31 {
+			return 0, fmt.Errorf("%s.%s = %d out of range", arch, key, v)
+		}
+		return int(v), nil
+	}
+	var err error
+	if c.Dim, err = need("embedding_length"); err != nil {
+		return c, err
+	}
+	if c.Layers, err = need("block_count"); err != nil {
+		return c, err
+	}
+	if c.FFN, err = need("feed_forward_length"); err != nil {
+		return c, err
+	}
+	if c.Heads, err = need("attention.head_count"); err != nil {
+		return c, err
+	}
+	c.KVHeads = c.Heads
+	if _, ok := f.Uint(arch + ".attention.head_count_kv"); ok {
+		if c.KVHeads, err = need("attention.head_count_kv"); err != nil {
+			return c, err
+		}
+	}
+	c.HeadDim = c.Dim / c.Heads
+	if _, ok := f.Uint(arch + ".attention.key_length"); ok {
+		if c.HeadDim, err = need("attention.key_length"); err != nil {
+			return c, err
+		}
+	}
+	if v, ok := f.Uint(arch + ".context_length"); ok {
+		c.CtxLen = int(v)
+	}
+	c.RopeTheta = 10000
+	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
+		c.RopeTheta = v
+	}
+	c.NormEps = 1e-5
+	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
+		c.NormEps = float32(v)
+	}
+	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok && int(v) != c.HeadDim {
+		return c, fmt.Errorf("%s.rope.dimension_count = %d, partial rotary (head dim %d) is not supported", arch, v, c.HeadDim)
+	}
+	if typ, ok := f.String(arch + ".rope.scaling.type"); ok && typ != "none" && typ != "llama3" {
+		return c, fmt.Errorf("%s.rope.scaling.type %q is not supported", arch, typ)
+	}
+	embd, ok := f.Tensor("token_embd.weight")
+	if !ok || len(embd.Shape) != 2 {
+		return c, fmt.Errorf("token_embd.weight missing or not 2-D")
+	}
+	c.Vocab = embd.Shape[0]
+	_, hasOut := f.Tensor("output.weight")
+	c.Tied = !hasOut
+	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
+	_, c.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
+	return c, c.Validate()
+}
+
+// LoadGGUF builds a Model whose tensors alias f's mapping: keep f open while using it.
+func LoadGGUF(f *gguf.File) (*Model, error) {
+	cfg, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	ws := make(map[string]*tensor.Tensor, len(f.Tensors))
+	for i := range f.Tensors {
+		ws[f.Tensors[i].Name] = &f.Tensors[i]
+	}
+	m, err := New(cfg, ws)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return m, nil
+}
+
+// OpenGGUF opens path and loads it; Close the model to release the file.
+func OpenGGUF(path string) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := LoadGGUF(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.closer = f.Close
+	return m, nil
+}

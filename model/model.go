@@ -1,0 +1,154 @@
+// This file implements Model: weights validated against a Config and resolved per layer.
+package model
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// RopeFreqsName is the optional tensor of per-frequency RoPE divisors ([HeadDim/2], F32) that
+// Llama 3 GGUF files carry.
+const RopeFreqsName = "rope_freqs.weight"
+
+// Model is a loaded network. Weights maps GGUF tensor names to tensors (which may alias a
+// memory-mapped file: keep the file open while the model is used).
+type Model struct {
+	Config  Config
+	Weights map[string]*tensor.Tensor
+	// Pool runs the kernels; nil means kernels.Default. Set kernels.Serial for the
+	// single-threaded reference path.
+	Pool *kernels.Pool
+
+	embd, out *tensor.Tensor
+	outNorm   []float32
+	layers    []layer
+	rope      *kernels.Rope
+	closer    func() error
+}
+
+// layer holds one block's weights; vectors are decoded to f32 once at load.
+type layer struct {
+	attnNorm, ffnNorm []float32 // [Dim]
+	qNorm, kNorm      []float32 // [HeadDim], qwen3 only
+	bq, bk, bv        []float32 // [QDim], [KVDim], [KVDim], qwen2 only
+	wq, wk, wv, wo    *tensor.Tensor
+	gate, up, down    *tensor.Tensor
+}
+
+// New validates ws against cfg (every required tensor present with the right shape, nothing
+// unexpected) and returns the model. Errors name the offending tensor.
+func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	want := cfg.Shapes()
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t, ok := ws[n]
+		if !ok || t == nil {
+			return nil, fmt.Errorf("model: tensor %s missing", n)
+		}
+		if !slices.Equal(t.Shape, want[n]) {
+			return nil, fmt.Errorf("model: %s: shape %v, config wants %v", n, t.Shape, want[n])
+		}
+		if err := t.Check(); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		if len(want[n]) == 2 {
+			if _, err := t.Type.RowBytes(t.Cols()); err != nil {
+				return nil, fmt.Errorf("model: %s: %w", n, err)
+			}
+		}
+	}
+	var extra []string
+	for n := range ws {
+		if _, ok := want[n]; !ok && n != RopeFreqsName {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)",
+			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm)
+	}
+	m := &Model{Config: cfg, Weights: ws, embd: ws["token_embd.weight"]}
+	m.out = m.embd
+	if !cfg.Tied {
+		m.out = ws["output.weight"]
+	}
+	var err error
+	vec := func(n string) []float32 {
+		if err != nil {
+			return nil
+		}
+		var v []float32
+		v, err = ws[n].Float32()
+		if err != nil {
+			err = fmt.Errorf("model: %s: %w", n, err)
+		}
+		return v
+	}
+	m.outNorm = vec("output_norm.weight")
+	for l := 0; l < cfg.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		ly := layer{
+			attnNorm: vec(p + "attn_norm.weight"), ffnNorm: vec(p + "ffn_norm.weight"),
+			wq: ws[p+"attn_q.weight"], wk: ws[p+"attn_k.weight"], wv: ws[p+"attn_v.weight"],
+			wo: ws[p+"attn_output.weight"], gate: ws[p+"ffn_gate.weight"],
+			up: ws[p+"ffn_up.weight"], down: ws[p+"ffn_down.weight"],
+		}
+		if cfg.QKVBias {
+			ly.bq, ly.bk, ly.bv = vec(p+"attn_q.bias"), vec(p+"attn_k.bias"), vec(p+"attn_v.bias")
+		}
+		if cfg.QKNorm {
+			ly.qNorm, ly.kNorm = vec(p+"attn_q_norm.weight"), vec(p+"attn_k_norm.weight")
+		}
+		m.layers = append(m.layers, ly)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var factors []float32
+	if t, ok := ws[RopeFreqsName]; ok {
+		if !slices.Equal(t.Shape, []int{cfg.HeadDim / 2}) {
+			return nil, fmt.Errorf("model: %s: shape %v, config wants [%d]", RopeFreqsName, t.Shape, cfg.HeadDim/2)
+		}
+		if factors, err = t.Float32(); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", RopeFreqsName, err)
+		}
+	} else if cfg.RopeScaling != nil {
+		if factors, err = kernels.Llama3Factors(cfg.HeadDim, cfg.RopeTheta, *cfg.RopeScaling); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+	if m.rope, err = kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, cfg.RopeNeoX, factors); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	return m, nil
+}
+
+// Close releases the file a loader mapped for this model (if any). The model must not be
+// used afterwards.
+func (m *Model) Close() error {
+	if m.closer == nil {
+		return nil
+	}
+	err := m.closer()
+	m.closer = nil
+	return err
+}
+
+func (m *Model) pool() *kernels.Pool {
+	if m.Pool != nil {
+		return m.Pool
+	}
+	return kernels.Default
+}
