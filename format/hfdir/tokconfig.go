@@ -26,7 +26,7 @@ type TokenizerConfig struct {
 
 // AddedToken is one entry of added_tokens_decoder.
 type AddedToken struct {
-	Content                                        string
+	Content                                         string
 	Special, LStrip, RStrip, Normalized, SingleWord bool
 }
 
