@@ -1,0 +1,264 @@
+// Package sample chooses the next token from a row of logits: greedy, or seeded random
+// sampling with temperature, top-k, top-p and min-p, after logit bias and repetition,
+// presence and frequency penalties; it can report log-probabilities.
+//
+// Order of operations (following vLLM's sampler):
+//
+//  1. logit bias: logits[id] += bias[id]
+//  2. repetition penalty over every token seen (prompt and generated): a positive logit is
+//     divided by the penalty, a negative one multiplied
+//  3. frequency and presence penalties over generated tokens only (OpenAI):
+//     logits[id] -= count[id]*frequency + (count[id] > 0 ? presence : 0)
+//  4. temperature 0: greedy argmax (ties go to the lowest id), steps 5-8 are skipped
+//  5. divide by temperature
+//  6. min-p: drop tokens whose probability is below MinP times the largest probability
+//  7. top-k: keep the K most likely tokens (ties broken by lower id)
+//  8. top-p: keep the smallest most-likely-first prefix whose probability reaches TopP
+//     (renormalized after the steps above); then draw from what is left with the seeded RNG
+//
+// Log-probabilities are those of the raw model distribution (log-softmax of the logits
+// given to Sample, before any of the steps above), as vLLM reports by default.
+package sample
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Params configures a Sampler. The zero value is greedy decoding with no penalties.
+type Params struct {
+	Temperature       float64         // 0 = greedy
+	TopK              int             // 0 = no top-k
+	TopP              float64         // 0 or 1 = no top-p
+	MinP              float64         // 0 = no min-p
+	RepetitionPenalty float64         // 0 or 1 = none; > 1 discourages repeats
+	PresencePenalty   float64         // subtracted once from every generated token's logit
+	FrequencyPenalty  float64         // subtracted per occurrence of a generated token
+	LogitBias         map[int]float64 // added to the given token ids' logits
+	Seed              uint64          // RNG seed: same seed, same logits -> same choices
+	TopLogprobs       int             // number of most likely tokens to report (0 = none)
+	Logprobs          bool            // report the chosen token's log-probability
+}
+
+// TokenLogprob is one token with its log-probability.
+type TokenLogprob struct {
+	ID      int
+	Logprob float64
+}
+
+// Result is one sampling decision.
+type Result struct {
+	ID      int
+	Logprob float64        // log-probability of ID (raw distribution) when Params.Logprobs or TopLogprobs
+	Top     []TokenLogprob // the TopLogprobs most likely tokens, most likely first
+}
+
+// Sampler holds the parameters, the RNG and the token history for one sequence.
+type Sampler struct {
+	p         Params
+	rng       *rand.Rand
+	seen      map[int]bool // prompt + generated
+	generated map[int]int  // counts of generated tokens
+	buf       []float64
+	idx       []int
+}
+
+// New validates p and returns a Sampler.
+func New(p Params) (*Sampler, error) {
+	switch {
+	case p.Temperature < 0 || math.IsNaN(p.Temperature):
+		return nil, fmt.Errorf("sample: temperature %v must be >= 0", p.Temperature)
+	case p.TopK < 0:
+		return nil, fmt.Errorf("sample: top_k %d must be >= 0", p.TopK)
+	case p.TopP < 0 || p.TopP > 1:
+		return nil, fmt.Errorf("sample: top_p %v must be in [0, 1]", p.TopP)
+	case p.MinP < 0 || p.MinP > 1:
+		return nil, fmt.Errorf("sample: min_p %v must be in [0, 1]", p.MinP)
+	case p.RepetitionPenalty < 0:
+		return nil, fmt.Errorf("sample: repetition penalty %v must be > 0", p.RepetitionPenalty)
+	case p.TopLogprobs < 0:
+		return nil, fmt.Errorf("sample: top logprobs %d must be >= 0", p.TopLogprobs)
+	}
+	return &Sampler{
+		p:         p,
+		rng:       rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
+		seen:      map[int]bool{},
+		generated: map[int]int{},
+	}, nil
+}
+
+// SetPrompt records prompt tokens for the repetition penalty (not for presence/frequency).
+func (s *Sampler) SetPrompt(ids []int) {
+	for _, id := range ids {
+		s.seen[id] = true
+	}
+}
+
+// Accept records a generated token. Sample calls it for the token it returns; call it for
+// tokens chosen by other means (e.g. forced).
+func (s *Sampler) Accept(id int) {
+	s.seen[id] = true
+	s.generated[id]++
+}
+
+// Sample chooses a token from logits ([vocab]; not modified) and records it as generated.
+func (s *Sampler) Sample(logits []float32) (Result, error) {
+	n := len(logits)
+	if n == 0 {
+		return Result{}, fmt.Errorf("sample: empty logits")
+	}
+	for id := range s.p.LogitBias {
+		if id < 0 || id >= n {
+			return Result{}, fmt.Errorf("sample: logit bias for token %d outside vocabulary of %d", id, n)
+		}
+	}
+	x := s.processed(logits)
+	var id int
+	if s.p.Temperature == 0 {
+		id = argmax(x)
+	} else {
+		id = s.draw(x)
+	}
+	res := Result{ID: id}
+	if s.p.Logprobs || s.p.TopLogprobs > 0 {
+		res.Logprob, res.Top = logprobs(logits, id, s.p.TopLogprobs)
+	}
+	s.Accept(id)
+	return res, nil
+}
+
+// processed applies steps 1-3 and returns float64 logits (a reused buffer).
+func (s *Sampler) processed(logits []float32) []float64 {
+	x := s.buf[:0]
+	for _, v := range logits {
+		x = append(x, float64(v))
+	}
+	s.buf = x
+	for id, b := range s.p.LogitBias {
+		x[id] += b
+	}
+	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
+		for id := range s.seen {
+			if id < 0 || id >= len(x) {
+				continue
+			}
+			if x[id] > 0 {
+				x[id] /= rp
+			} else {
+				x[id] *= rp
+			}
+		}
+	}
+	if s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0 {
+		for id, c := range s.generated {
+			if id >= 0 && id < len(x) {
+				x[id] -= float64(c)*s.p.FrequencyPenalty + s.p.PresencePenalty
+			}
+		}
+	}
+	return x
+}
+
+// argmax returns the index of the largest value, the lowest index on ties; NaN never wins.
+func argmax(x []float64) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] || math.IsNaN(x[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+// draw applies steps 5-8 to x and samples an id.
+func (s *Sampler) draw(x []float64) int {
+	t := s.p.Temperature
+	mx := math.Inf(-1)
+	for i := range x {
+		x[i] /= t
+		mx = math.Max(mx, x[i])
+	}
+	// Probabilities (unnormalized; normalization happens on the kept set).
+	var sum float64
+	for i := range x {
+		x[i] = math.Exp(x[i] - mx)
+		sum += x[i]
+	}
+	idx := s.idx[:0]
+	for i := range x {
+		if x[i] > 0 {
+			idx = append(idx, i)
+		}
+	}
+	s.idx = idx
+	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
+	if len(idx) == 0 {
+		return argmax(x)
+	}
+	if s.p.MinP > 0 {
+		lim := s.p.MinP * x[idx[0]]
+		k := 1
+		for k < len(idx) && x[idx[k]] >= lim {
+			k++
+		}
+		idx = idx[:k]
+	}
+	if s.p.TopK > 0 && s.p.TopK < len(idx) {
+		idx = idx[:s.p.TopK]
+	}
+	kept := 0.0
+	for _, i := range idx {
+		kept += x[i]
+	}
+	if s.p.TopP > 0 && s.p.TopP < 1 {
+		var cum float64
+		k := 0
+		for k < len(idx) {
+			cum += x[idx[k]] / kept
+			k++
+			if cum >= s.p.TopP {
+				break
+			}
+		}
+		idx = idx[:k]
+		kept = 0
+		for _, i := range idx {
+			kept += x[i]
+		}
+	}
+	u := s.rng.Float64() * kept
+	for _, i := range idx {
+		u -= x[i]
+		if u < 0 {
+			return i
+		}
+	}
+	return idx[len(idx)-1]
+}
+
+// logprobs returns the raw log-softmax value of id and the top n entries.
+func logprobs(logits []float32, id, n int) (float64, []TokenLogprob) {
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v) - mx)
+	}
+	lse := mx + math.Log(sum)
+	var top []TokenLogprob
+	if n > 0 {
+		idx := make([]int, len(logits))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
+		for _, i := range idx[:min(n, len(idx))] {
+			top = append(top, TokenLogprob{ID: i, Logprob: float64(logits[i]) - lse})
+		}
+	}
+	return float64(logits[id]) - lse, top
+}
