@@ -1,7 +1,7 @@
 // This file implements DequantizeRow: the reference (plain Go) decoders for every DType,
 // following llama.cpp's block layouts (ggml-common.h) and its dequantize_row_* arithmetic.
 // Products are wrapped in float32() so the compiler cannot fuse them into FMAs; results are
-// then bit-identical to ggml's scalar code.
+// then bit-identical to ggml's scalar code when that is compiled without FMA contraction.
 package tensor
 
 import (

@@ -188,6 +188,19 @@ func tensorInfo(b []byte, name string, ne []uint64, ggml uint32, off uint64) []b
 	return binary.LittleEndian.AppendUint64(b, off)
 }
 
+func TestParseVersion2(t *testing.T) {
+	data := appendStr(header(2, 0, 1), "k")
+	data = binary.LittleEndian.AppendUint32(data, uint32(TypeUint16))
+	data = binary.LittleEndian.AppendUint16(data, 7)
+	f, err := Parse(data, "v2.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := f.Uint("k"); f.Version != 2 || !ok || v != 7 {
+		t.Errorf("version %d, k = %d %v", f.Version, v, ok)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	withPad := func(b []byte, n int) []byte { return append(b, make([]byte, n)...) }
 	kvHeader := func(key string, typ uint32) []byte {
