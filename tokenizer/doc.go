@@ -13,7 +13,9 @@
 //     The text is split by the pre-tokenizer named in Vocab.Pre, every byte of a piece is mapped
 //     to a printable rune (GPT-2's bytes_to_unicode table), and merges are applied by rank
 //     (lowest rank first, ties leftmost). Decoding maps the runes back to bytes.
-//   - "bert": WordPiece is not implemented yet; New rejects it with an error.
+//   - "bert": WordPiece as llama.cpp runs it (NFD, lower case, split at white space and around
+//     punctuation and CJK ideographs, greedy longest match of "▁"+word). Encode with addSpecial
+//     gives [CLS] ... [SEP] (SEP is stored as EOS). Decoding turns "▁" into spaces, nothing more.
 //
 // # Pre-tokenizers
 //

@@ -61,7 +61,7 @@ func readVectors(t testing.TB, name string) ([]string, [][]int) {
 }
 
 var llamacppVocabs = []string{"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "deepseek-llm",
-	"falcon", "mpt", "refact", "starcoder"}
+	"falcon", "mpt", "refact", "starcoder", "bert-bge"}
 
 func TestLlamaCppVectors(t *testing.T) {
 	for _, name := range llamacppVocabs {

@@ -58,8 +58,12 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		}
 		v.Merges = append([]string(nil), merges...)
 	case "bert":
-		v.Pre, v.BOS, v.UNK, v.PAD = "default", 101, 100, 0
-		v.AddBOS = true
+		// [CLS] text [SEP]: the separator plays the role of EOS (llama.cpp appends it).
+		v.Pre, v.BOS, v.EOS, v.UNK, v.PAD = "default", 101, 102, 100, 0
+		v.AddBOS, v.AddEOS = true, true
+		if id, ok := f.Uint("tokenizer.ggml.seperator_token_id"); ok && id < uint64(len(v.Tokens)) {
+			v.EOS = int(id)
+		}
 	default:
 		return nil, fmt.Errorf("tokenizer: %s: unsupported tokenizer.ggml.model %q", name, model)
 	}

@@ -20,6 +20,8 @@ type Tokenizer struct {
 	pieces  [][]byte // Piece(id)
 	special []int    // split-out tokens, longest text first
 	eog     map[int]bool
+	// WordPiece: longest token in bytes
+	maxTokenLen int
 }
 
 // eogNames are token texts that end generation besides EOS/EOT.
@@ -62,7 +64,9 @@ func New(v *Vocab) (*Tokenizer, error) {
 			}
 		}
 	case "bert":
-		return nil, fmt.Errorf("tokenizer: WordPiece (bert) vocabularies are not supported yet")
+		for _, s := range v.Tokens {
+			t.maxTokenLen = max(t.maxTokenLen, len(s))
+		}
 	default:
 		return nil, fmt.Errorf("tokenizer: unknown tokenizer model %q", v.Model)
 	}
@@ -143,9 +147,12 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int {
 		if v.Normalize == "NFC" {
 			s = norm.NFC.String(s)
 		}
-		if v.Model == "llama" {
+		switch v.Model {
+		case "llama":
 			out = t.encodeSPM(s, v.AddSpacePrefix && prevSpecial, out)
-		} else {
+		case "bert":
+			out = t.encodeWPM(s, out)
+		default:
 			out = t.encodeBPE(s, out)
 		}
 		prevSpecial = false
