@@ -6,6 +6,7 @@
 //   mkdir -p /tmp/jj && cd /tmp/jj && npm install @huggingface/jinja@0.5.11
 //   TZ=UTC node /path/to/chattmpl/testdata/gen/gen.cjs
 //
+// It also renders ../snippets.json (one feature each) into ../golden/snippets.json.
 // The clock is frozen at FIXED_TIME (also used by the Go test) so strftime_now is reproducible.
 // Variables are passed the way transformers.js apply_chat_template passes them: messages,
 // add_generation_prompt, tools (left undefined when the case has none), bos_token/eos_token
@@ -58,5 +59,18 @@ for (const t of templates) {
 		}
 	}
 }
+// Snippets: small templates exercising one feature each, with their own variables.
+const snippets = JSON.parse(fs.readFileSync(path.join(root, "snippets.json"), "utf8"));
+const snippetOut = {};
+for (const sn of snippets) {
+	try {
+		snippetOut[sn.name] = { out: new Template(sn.src).render(sn.vars || {}) };
+		ok++;
+	} catch (e) {
+		snippetOut[sn.name] = { err: String(e && e.message) };
+		errs++;
+	}
+}
+fs.writeFileSync(path.join(goldenDir, "snippets.json"), JSON.stringify(snippetOut, null, 1) + "\n");
 fs.writeFileSync(path.join(goldenDir, "VERSION"), `@huggingface/jinja ${version}\n`);
 console.log(`rendered ${ok}, errors ${errs}`);
