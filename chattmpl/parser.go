@@ -484,7 +484,7 @@ func (p *parser) parseArgs(params bool) []node {
 		if p.i >= len(p.toks) {
 			p.fail("expected ')'")
 		}
-		at := p.pos()
+		at, startI := p.pos(), p.i
 		if !params && p.is(tPower) {
 			p.i++
 			args = append(args, &kwSpreadNode{base{at}, p.parseExpr()})
@@ -527,6 +527,7 @@ func (p *parser) parseArgs(params bool) []node {
 			if _, ok := arg.(*kwargNode); ok {
 				sawKw = true
 			} else if sawKw {
+				p.i = startI
 				p.fail("positional arguments must come before keyword arguments")
 			}
 			args = append(args, arg)
@@ -550,14 +551,17 @@ func (p *parser) parseMember(x node) node {
 			x = &memberNode{base{t.pos}, x, prop, true}
 			continue
 		}
+		startI := p.i
 		prop := p.parsePrimary()
+		ok := false
 		switch pr := prop.(type) {
 		case *identNode:
+			ok = true
 		case *litNode:
-			if _, ok := pr.v.(int64); !ok {
-				p.fail("expected identifier or integer following dot operator")
-			}
-		default:
+			_, ok = pr.v.(int64)
+		}
+		if !ok {
+			p.i = startI
 			p.fail("expected identifier or integer following dot operator")
 		}
 		x = &memberNode{base{t.pos}, x, prop, false}
