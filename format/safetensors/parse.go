@@ -22,8 +22,19 @@ const MaxHeaderSize = 100_000_000
 // headerEntry is one tensor's header entry; pointers detect missing fields.
 type headerEntry struct {
 	Dtype       *string       `json:"dtype"`
-	Shape       []json.Number `json:"shape"`
-	DataOffsets []json.Number `json:"data_offsets"`
+	Shape       []jsonNum `json:"shape"`
+	DataOffsets []jsonNum `json:"data_offsets"`
+}
+
+// jsonNum is the text of a JSON number; unlike json.Number it refuses quoted strings.
+type jsonNum string
+
+func (n *jsonNum) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || !(b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
+		return fmt.Errorf("want a number, got %s", b)
+	}
+	*n = jsonNum(b)
+	return nil
 }
 
 // entry is a validated header entry.

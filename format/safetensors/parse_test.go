@@ -40,6 +40,7 @@ func TestParseErrors(t *testing.T) {
 		{"unsupported BOOL", rawFile(`{"m":{"dtype":"BOOL","shape":[8],"data_offsets":[0,8]}}`, buf8), `unsupported dtype BOOL`},
 		{"unsupported F64", rawFile(`{"m":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}`, buf8), `unsupported dtype F64`},
 		{"negative dim", rawFile(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, buf8[:4]), "not a valid size"},
+		{"quoted dim", rawFile(`{"a":{"dtype":"F32","shape":["1"],"data_offsets":[0,4]}}`, buf8[:4]), "want a number"},
 		{"fractional dim", rawFile(`{"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}}`, buf8[:4]), "not a valid size"},
 		{"huge shape", rawFile(`{"a":{"dtype":"F32","shape":[281474976710656,281474976710656],"data_offsets":[0,4]}}`, buf8[:4]), "too large"},
 		{"offsets count", rawFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}}`, buf8[:4]), "2 entries"},
