@@ -21,7 +21,7 @@ const MaxHeaderSize = 100_000_000
 
 // headerEntry is one tensor's header entry; pointers detect missing fields.
 type headerEntry struct {
-	Dtype       *string       `json:"dtype"`
+	Dtype       *string   `json:"dtype"`
 	Shape       []jsonNum `json:"shape"`
 	DataOffsets []jsonNum `json:"data_offsets"`
 }
