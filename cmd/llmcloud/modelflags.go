@@ -1,0 +1,95 @@
+// Flags shared by the commands that run a model: --model, --tokenizer, --threads and the
+// sampling flags (named as in llama.cpp and vLLM).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/sample"
+)
+
+type modelFlags struct {
+	model     string
+	tokenizer string
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin")
+	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
+}
+
+func (m *modelFlags) open() (*loader.Bundle, error) {
+	if m.model == "" {
+		return nil, usagef("--model is required")
+	}
+	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer})
+	if err != nil {
+		return nil, err
+	}
+	if b.Tok == nil {
+		b.Close()
+		return nil, fmt.Errorf("%s: the model has no tokenizer; pass --tokenizer FILE", m.model)
+	}
+	return b, nil
+}
+
+// samplingFlags are the sampling settings; a flag left unset takes the model's default
+// (generation_config.json) and otherwise the neutral value.
+type samplingFlags struct {
+	temperature, topP, minP, repPen, presPen, freqPen float64
+	topK                                              int
+	seed                                              uint64
+	maxTokens                                         int
+	stops                                             stringList
+	ignoreEOS                                         bool
+}
+
+func (s *samplingFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&s.temperature, "temperature", 0, "sampling temperature (0 = greedy)")
+	fs.Float64Var(&s.topP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this probability mass")
+	fs.IntVar(&s.topK, "top-k", 0, "keep only the K most likely tokens (0 = all)")
+	fs.Float64Var(&s.minP, "min-p", 0, "drop tokens less likely than min-p times the most likely one")
+	fs.Float64Var(&s.repPen, "repetition-penalty", 1, "penalize tokens already in the prompt or output (1 = off)")
+	fs.Float64Var(&s.presPen, "presence-penalty", 0, "OpenAI presence penalty")
+	fs.Float64Var(&s.freqPen, "frequency-penalty", 0, "OpenAI frequency penalty")
+	fs.Uint64Var(&s.seed, "seed", 0, "random seed (same seed, same output)")
+	fs.IntVar(&s.maxTokens, "max-tokens", 128, "maximum tokens to generate")
+	fs.Var(&s.stops, "stop", "stop string (repeatable)")
+	fs.BoolVar(&s.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence tokens")
+}
+
+// params merges the flags the user set with the model's defaults.
+func (s *samplingFlags) params(fs *flag.FlagSet, d loader.Defaults) sample.Params {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	p := sample.Params{
+		Temperature: s.temperature, TopP: s.topP, TopK: s.topK, MinP: s.minP,
+		RepetitionPenalty: s.repPen, PresencePenalty: s.presPen, FrequencyPenalty: s.freqPen,
+		Seed: s.seed,
+	}
+	if !set["temperature"] && d.Temperature != nil {
+		p.Temperature = *d.Temperature
+	}
+	if !set["top-p"] && d.TopP != nil {
+		p.TopP = *d.TopP
+	}
+	if !set["top-k"] && d.TopK != nil {
+		p.TopK = *d.TopK
+	}
+	if !set["min-p"] && d.MinP != nil {
+		p.MinP = *d.MinP
+	}
+	if !set["repetition-penalty"] && d.RepetitionPenalty != nil {
+		p.RepetitionPenalty = *d.RepetitionPenalty
+	}
+	return p
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }

@@ -1,0 +1,60 @@
+// The perplexity command: llama-perplexity's method on a text file; prints the running
+// estimate per chunk and then `PPL = <number>`.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/llmcloud/llmcloud/eval"
+)
+
+func init() {
+	register("perplexity", "perplexity of a text file (llama-perplexity's method)", runPerplexity)
+}
+
+func runPerplexity(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("perplexity", stderr)
+	var mf modelFlags
+	mf.register(fs)
+	file := fs.String("file", "", "text file to score")
+	ctx := fs.Int("ctx", 512, "tokens per chunk")
+	chunks := fs.Int("chunks", -1, "score at most this many chunks (-1 = all)")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("--file is required")
+	}
+	text, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	b, err := mf.open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if n := b.Model.Config.CtxLen; n > 0 && *ctx > n {
+		return fmt.Errorf("--ctx %d is longer than the model's context length %d", *ctx, n)
+	}
+	ids := b.Tok.Encode(string(text), true, false)
+	if b.Tok.BOS() < 0 || len(ids) == 0 || ids[0] != b.Tok.BOS() {
+		return fmt.Errorf("the tokenizer adds no BOS token; llama-perplexity's method needs one")
+	}
+	fmt.Fprintf(stderr, "%s: %d tokens, %d chunks of %d\n", *file, len(ids), len(ids) / *ctx, *ctx)
+	t0 := time.Now()
+	res, err := eval.PerplexityChunks(b.Model, ids, *ctx, *chunks)
+	if err != nil {
+		return err
+	}
+	for i, p := range res.Running {
+		fmt.Fprintf(stderr, "[%d]%.4f,", i+1, p)
+	}
+	fmt.Fprintln(stderr)
+	fmt.Fprintf(stderr, "scored %d tokens in %.1f s\n", res.Scored, time.Since(t0).Seconds())
+	fmt.Fprintf(stdout, "PPL = %.4f +/- %.5f\n", res.PPL, res.Err)
+	return nil
+}
