@@ -374,7 +374,7 @@ func rangeFn(args []any, _ *Map) (any, error) {
 	}
 	var out []any
 	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
-		if len(out) >= 1<<20 {
+		if len(out) >= 100000 {
 			return nil, errors.New("range() too large")
 		}
 		out = append(out, i)

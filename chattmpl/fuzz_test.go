@@ -4,6 +4,7 @@ package chattmpl
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,7 +27,10 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, _ = tm.RenderAt(map[string]any{"messages": msgs, "x": map[string]any{"k": 1}, "add_generation_prompt": true},
+		_, err = tm.RenderAt(map[string]any{"messages": msgs, "x": map[string]any{"k": 1}, "add_generation_prompt": true},
 			func() time.Time { return fixedTime })
+		if err != nil && strings.Contains(err.Error(), "internal error") {
+			t.Fatalf("render panicked: %v", err)
+		}
 	})
 }
