@@ -4,6 +4,7 @@ package gguf
 
 import (
 	"fmt"
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"os"
 )
 
@@ -26,12 +27,9 @@ func Open(path string) (*File, error) {
 	if size == 0 {
 		return nil, fmt.Errorf("%s: empty file, not GGUF", path)
 	}
-	if int64(int(size)) != size {
-		return nil, fmt.Errorf("%s: file of %d bytes is too large to map", path, size)
-	}
-	data, unmap, err := mapFile(fh, int(size))
+	data, unmap, err := mmap.Map(fh, size)
 	if err != nil {
-		return nil, fmt.Errorf("%s: map: %w", path, err)
+		return nil, err
 	}
 	f, err := Parse(data, path)
 	if err != nil {
