@@ -7,6 +7,7 @@ package safetensors
 
 import (
 	"fmt"
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"os"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -61,7 +62,7 @@ func Open(path string) (*File, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("safetensors: %s: is a directory (use OpenDir)", path)
 	}
-	data, unmap, err := mapFile(fh, fi.Size())
+	data, unmap, err := mmap.Map(fh, fi.Size())
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
