@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
 func TestCompletePrefix(t *testing.T) {
@@ -85,5 +87,42 @@ func TestLoaderErrors(t *testing.T) {
 	}
 	if _, err := New(&Vocab{Model: "gpt2", Pre: "nope", Tokens: []string{"x"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}); err == nil {
 		t.Error("New accepted an unknown pre-tokenizer")
+	}
+}
+
+// TestSPMWordSplitExact checks that merging words separately gives llama.cpp's whole-text
+// result, and that the splittability check sees pieces such as "a▁b".
+func TestSPMWordSplitExact(t *testing.T) {
+	tok := loadTok512(t)
+	if !tok.spmSplit {
+		t.Fatal("tok512 should allow word-wise merging")
+	}
+	text := "  Once upon a time,  there was\ta little   girl 日本 named Lily.  "
+	whole := tok.mergeSPM(strings.ReplaceAll(" "+text, " ", spmSpace), nil)
+	if got := tok.Encode(text, false, false); !equalInts(got, whole) {
+		t.Errorf("word-wise %v != whole-text %v", got, whole)
+	}
+	if spmWordSplittable([]string{"▁a", "▁▁", "a▁b"}) {
+		t.Error("a▁b must make the vocabulary not word-splittable")
+	}
+	if !spmWordSplittable([]string{"▁a", "▁▁b", "c"}) {
+		t.Error("▁▁b is fine")
+	}
+}
+
+func TestSPMWordSplitLlama2(t *testing.T) {
+	v, err := VocabFromLlama2C(shared.Path(t, "models", "llama2-tokenizer", "tokenizer.bin"), 32000)
+	tok := newTok(t, v, err)
+	b, err := os.ReadFile(shared.Path(t, "reference", "brown_val_100k.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b[:20000])
+	whole := tok.mergeSPM(strings.ReplaceAll(" "+text, " ", spmSpace), nil)
+	if got := tok.Encode(text, false, false); !equalInts(got, whole) {
+		t.Errorf("Llama 2: word-wise merge (split=%v) differs from whole-text merge", tok.spmSplit)
+	}
+	if d := tok.Decode(append([]int{tok.BOS()}, whole...)); d != text {
+		t.Error("Llama 2: brown text does not round-trip")
 	}
 }

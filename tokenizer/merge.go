@@ -36,10 +36,10 @@ func (h *pairHeap) Pop() any {
 	return x
 }
 
-// mergeWord splits word into characters and merges pairs. prio(left, right) returns the
-// priority of merging the two texts and whether they may merge at all. It returns the final
-// symbols in order.
-func mergeWord(word string, prio func(a, b string) (float64, bool)) []symbol {
+// mergeWord splits word into characters and merges pairs. prio(word, s, m, e) returns the
+// priority of merging word[s:m] with word[m:e] and whether they may merge at all. It returns
+// the final symbols in order.
+func mergeWord(word string, prio func(word string, s, m, e int) (float64, bool)) []symbol {
 	syms := make([]symbol, 0, len(word))
 	for i := 0; i < len(word); {
 		n := utf8Len(word[i])
@@ -58,9 +58,9 @@ func mergeWord(word string, prio func(a, b string) (float64, bool)) []symbol {
 		if l < 0 || r < 0 {
 			return
 		}
-		a, b := word[syms[l].start:syms[l].end], word[syms[r].start:syms[r].end]
-		if p, ok := prio(a, b); ok {
-			heap.Push(h, pair{left: l, right: r, prio: p, size: len(a) + len(b)})
+		s, m, e := syms[l].start, syms[r].start, syms[r].end
+		if p, ok := prio(word, s, m, e); ok {
+			heap.Push(h, pair{left: l, right: r, prio: p, size: e - s})
 		}
 	}
 	for i := 1; i < len(syms); i++ {

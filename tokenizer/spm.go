@@ -1,11 +1,39 @@
 // SentencePiece BPE encoding as llama.cpp's SPM tokenizer does it: spaces become "▁", the
 // characters are merged pairwise, always the pair whose merged piece has the highest score
 // (ties: leftmost), and symbols that are not pieces fall back to <0xXX> byte tokens.
+//
+// llama.cpp merges over the whole text at once. When no vocabulary piece has "▁" right after
+// another character (true for Llama 2 and tok512, checked in New), no merge can cross the
+// boundary before a word's "▁", so words are merged separately, which gives the same ids, and
+// their results are cached like byte-level BPE words.
 package tokenizer
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 const spmSpace = "\u2581"
+
+// spmWordSplittable reports whether no token contains "▁" preceded by another character.
+func spmWordSplittable(tokens []string) bool {
+	for _, tok := range tokens {
+		if i := strings.Index(tok, spmSpace); i >= 0 {
+			for j := i; j >= 0; {
+				// a "▁" at byte j preceded by a character other than "▁"
+				if j > 0 && !strings.HasSuffix(tok[:j], spmSpace) {
+					return false
+				}
+				k := strings.Index(tok[j+len(spmSpace):], spmSpace)
+				if k < 0 {
+					break
+				}
+				j += len(spmSpace) + k
+			}
+		}
+	}
+	return true
+}
 
 // encodeSPM appends the ids of one text fragment (no special tokens in it).
 func (t *Tokenizer) encodeSPM(text string, prefixSpace bool, out []int) []int {
@@ -13,8 +41,35 @@ func (t *Tokenizer) encodeSPM(text string, prefixSpace bool, out []int) []int {
 		text = " " + text
 	}
 	text = strings.ReplaceAll(text, " ", spmSpace)
-	prio := func(a, b string) (float64, bool) {
-		id, ok := t.ids[a+b]
+	if !t.spmSplit {
+		return t.mergeSPM(text, out)
+	}
+	start := 0
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if r == '\u2581' && i > start && !strings.HasSuffix(text[start:i], spmSpace) {
+			out = t.cachedSPM(text[start:i], out)
+			start = i
+		}
+		i += n
+	}
+	return t.cachedSPM(text[start:], out)
+}
+
+func (t *Tokenizer) cachedSPM(word string, out []int) []int {
+	if ids, ok := t.cache.get(word); ok {
+		return append(out, ids...)
+	}
+	n := len(out)
+	out = t.mergeSPM(word, out)
+	t.cache.put(word, append([]int(nil), out[n:]...))
+	return out
+}
+
+// mergeSPM runs the score-ordered merge over text.
+func (t *Tokenizer) mergeSPM(text string, out []int) []int {
+	prio := func(w string, s, _, e int) (float64, bool) {
+		id, ok := t.ids[w[s:e]]
 		if !ok {
 			return 0, false
 		}

@@ -12,14 +12,17 @@ import (
 
 // Tokenizer encodes and decodes text for one vocabulary. It is safe for concurrent use.
 type Tokenizer struct {
-	vocab   *Vocab
-	ids     map[string]int // token text -> id (last one wins, as in llama.cpp)
-	ranks   map[string]int // "a b" -> merge rank
-	stages  []stage
-	byteIDs [256]int // <0xXX> tokens, -1 if absent
-	pieces  [][]byte // Piece(id)
-	special []int    // split-out tokens, longest text first
-	eog     map[int]bool
+	vocab *Vocab
+	ids   map[string]int   // token text -> id (last one wins, as in llama.cpp)
+	ranks map[mergeKey]int // merge pair -> rank
+	cache wordCache
+	// SentencePiece: words may be merged separately (see spm.go)
+	spmSplit bool
+	stages   []stage
+	byteIDs  [256]int // <0xXX> tokens, -1 if absent
+	pieces   [][]byte // Piece(id)
+	special  []int    // split-out tokens, longest text first
+	eog      map[int]bool
 	// WordPiece: longest token in bytes
 	maxTokenLen int
 }
@@ -42,6 +45,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 	}
 	switch v.Model {
 	case "llama":
+		t.spmSplit = spmWordSplittable(v.Tokens)
 		for i, s := range v.Tokens {
 			if b, ok := parseBytePiece(s); ok && (v.Types == nil || v.Types[i] == TypeByte) {
 				t.byteIDs[b] = i
@@ -53,14 +57,16 @@ func New(v *Vocab) (*Tokenizer, error) {
 			return nil, err
 		}
 		t.stages = stages
-		t.ranks = make(map[string]int, len(v.Merges))
+		t.ranks = make(map[mergeKey]int, len(v.Merges))
 		for i, m := range v.Merges {
 			sp := strings.IndexByte(m[min(1, len(m)):], ' ')
 			if sp < 0 {
 				return nil, fmt.Errorf("tokenizer: merge %d %q has no space", i, m)
 			}
-			if _, dup := t.ranks[m]; !dup {
-				t.ranks[m] = i
+			sp += min(1, len(m))
+			k := mergeKey{m[:sp], m[sp+1:]}
+			if _, dup := t.ranks[k]; !dup {
+				t.ranks[k] = i
 			}
 		}
 	case "bert":
