@@ -2,4 +2,4 @@ module github.com/llmcloud/llmcloud
 
 go 1.26.0
 
-require golang.org/x/text v0.44.0 // indirect
+require golang.org/x/text v0.44.0
