@@ -26,6 +26,7 @@ package llama2c
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"os"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -183,7 +184,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llama2c: %s: %w", path, err)
 	}
-	data, release, err := mapFile(fh, st.Size())
+	data, release, err := mmap.Map(fh, st.Size())
 	if err != nil {
 		return nil, fmt.Errorf("llama2c: %s: map: %w", path, err)
 	}
