@@ -1,5 +1,6 @@
 // Encode throughput on ../shared/data/brown/val.txt (600 kB of English prose) for the
 // SentencePiece and byte-level BPE paths; b.SetBytes makes `go test -bench` print MB/s.
+
 package tokenizer
 
 import (

@@ -1,6 +1,7 @@
 // Byte-level BPE encoding (GPT-2 family): each pre-token is spelled with the byte-level runes
 // and its characters are merged by merge rank, lowest rank first, ties leftmost. Results per
 // pre-token are cached (prose repeats its words), up to wordCacheMax entries.
+
 package tokenizer
 
 import "sync"

@@ -1,6 +1,7 @@
 // GPT-2's byte <-> printable-rune table (bytes_to_unicode): the 188 printable Latin-1 bytes
 // map to themselves, the other 68 bytes to U+0100.. in byte order, so every byte string has a
 // whitespace-free, printable spelling that BPE vocabularies store.
+
 package tokenizer
 
 import "strings"

@@ -1,5 +1,6 @@
 // Character classes used by the pre-tokenizers: \p{L}, \p{N}, \p{P} and \s as Unicode defines
 // them (Go's unicode tables), with "outside the piece" as a class of its own.
+
 package tokenizer
 
 import "unicode"

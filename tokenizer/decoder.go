@@ -1,5 +1,6 @@
 // Streaming detokenizer: turns ids into text one at a time without ever splitting a UTF-8
 // sequence; see the package comment for the rule.
+
 package tokenizer
 
 import "unicode/utf8"

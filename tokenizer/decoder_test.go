@@ -1,4 +1,5 @@
 // Unit tests of the streaming decoder's hold-back rule and of loader error messages.
+
 package tokenizer
 
 import (

@@ -4,6 +4,7 @@
 //	go test ./tokenizer -run '^$' -fuzz FuzzRoundTrip/ -fuzztime 60s
 //
 // The seed corpus runs in every plain `go test`.
+
 package tokenizer
 
 import (

@@ -1,5 +1,6 @@
 // Golden vectors made by @huggingface/tokenizers (testdata/gen/gen_goldens.mjs) for Qwen3's
 // real tokenizer.json and for the GPT-2-layout files in ../shared/models.
+
 package tokenizer
 
 import (

@@ -1,5 +1,6 @@
 // Tests of the SentencePiece path on stories260K's tok512.bin against llama.cpp's reference
 // outputs in ../shared/reference.
+
 package tokenizer
 
 import (

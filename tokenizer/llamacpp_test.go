@@ -1,5 +1,6 @@
 // llama.cpp's tokenizer test vectors (models/ggml-vocab-*.gguf with .inp/.out, tokenized with
 // add_special=false, parse_special=false) for every vocabulary GGUF in ../shared.
+
 package tokenizer
 
 import (

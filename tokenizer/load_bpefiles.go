@@ -1,6 +1,7 @@
 // Shared construction of byte-level BPE vocabularies from Hugging Face style pieces (a
 // token -> id map, merges, added tokens), plus VocabFromGPT2Files for vocab.json + merges.txt
 // (+ added_tokens.json and tokenizer_config.json when they sit beside them).
+
 package tokenizer
 
 import (

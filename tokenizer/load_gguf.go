@@ -1,6 +1,7 @@
 // VocabFromGGUF: reads the tokenizer.ggml.* keys of a GGUF file, with llama.cpp's defaults for
 // keys that are absent and its name-based fix-ups (EOT/EOG tokens become control tokens,
 // Phi-3's special tokens strip white space on their right).
+
 package tokenizer
 
 import (

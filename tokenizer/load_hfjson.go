@@ -1,5 +1,6 @@
 // VocabFromHFJSON: reads a Hugging Face tokenizer.json with a byte-level BPE model, and
 // tokenizer_config.json beside it when present (special-token names, add_bos/add_eos).
+
 package tokenizer
 
 import (

@@ -5,6 +5,7 @@
 // types: pieces of the form <0xXX> are byte tokens, ids 0,1,2 are <unk>, <s>, </s>. llama2.c's
 // exporter wrote SentencePiece's "▁" as a plain space; it is turned back into "▁" here so the
 // Vocab looks like the GGUF one.
+
 package tokenizer
 
 import (

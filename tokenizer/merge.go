@@ -1,6 +1,7 @@
 // The shared merge loop of both BPE kinds: a word starts as one symbol per character, and the
 // best adjacent pair (by a caller-supplied priority) is merged until no pair qualifies. A
 // min-heap holds candidate pairs; stale entries are skipped when popped.
+
 package tokenizer
 
 import "container/heap"

@@ -8,6 +8,7 @@
 //
 // Each walks the piece once, trying the alternatives in order at the current position, which
 // is what a backtracking regex engine does for these patterns.
+
 package tokenizer
 
 // contraction returns the length of 's 't 're 've 'm 'll 'd at i (0 if none); fold enables

@@ -1,6 +1,7 @@
 // Pre-tokenizer stages without look-ahead (the ones llama.cpp runs through std::regex):
 // each is an anchored matcher tried at every position, leftmost first; text between matches
 // stays as its own piece. Also the table from pre-tokenizer name to stage list.
+
 package tokenizer
 
 import (

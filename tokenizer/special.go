@@ -1,6 +1,7 @@
 // Splitting special tokens out of the text before pre-tokenization, as llama.cpp's
 // tokenizer_st_partition: every special token, longest first, splits every remaining text
 // fragment at each of its occurrences; lstrip/rstrip tokens swallow adjacent ASCII white space.
+
 package tokenizer
 
 import "strings"

@@ -6,6 +6,7 @@
 // another character (true for Llama 2 and tok512, checked in New), no merge can cross the
 // boundary before a word's "▁", so words are merged separately, which gives the same ids, and
 // their results are cached like byte-level BPE words.
+
 package tokenizer
 
 import (

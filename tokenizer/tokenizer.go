@@ -1,5 +1,6 @@
 // Tokenizer: built from a Vocab; splits out special tokens, dispatches to the SentencePiece or
 // byte-level BPE encoder, and turns ids back into bytes.
+
 package tokenizer
 
 import (

@@ -1,4 +1,5 @@
 // Vocab: the format-neutral vocabulary description shared by all loaders and the GGUF writer.
+
 package tokenizer
 
 import "fmt"

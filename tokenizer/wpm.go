@@ -3,6 +3,7 @@
 // characters; then each word, prefixed with "▁" (GGUF spells word starts that way instead of
 // marking continuations with "##"), is cut greedily into the longest vocabulary pieces. A word
 // that cannot be covered becomes UNK.
+
 package tokenizer
 
 import (
