@@ -11,6 +11,9 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
+// Reference forces the plain-Go reference kernels (for tests and comparisons).
+var Reference = false
+
 // MatMul computes out = x · wᵀ on the Default pool.
 // w is [n, k] in dtype w.Type, x is [m, k], out is [m, n].
 func MatMul(out, x []float32, w *tensor.Tensor, m int) error {
@@ -37,6 +40,17 @@ func (p *Pool) MatMul(out, x []float32, w *tensor.Tensor, m int) error {
 	rowBytes, err := w.Type.RowBytes(k)
 	if err != nil {
 		return fmt.Errorf("matmul: weight %s: %w", w.Name, err)
+	}
+	// Fast paths (AVX2 assembly where the CPU has it) for float and quantized weights; each
+	// reports false when it does not handle the case, and the reference below runs instead.
+	if !Reference {
+		if w.Type.Quantized() {
+			if matmulQuant(p, out, x, w, m, n, k) {
+				return nil
+			}
+		} else if matmulFloat(p, out, x, w, m, n, k) {
+			return nil
+		}
 	}
 	if w.Type == tensor.F32 {
 		if wf := f32View(w.Data); wf != nil {
