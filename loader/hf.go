@@ -1,8 +1,102 @@
-// This file opens Hugging Face model directories.
+// This file opens Hugging Face model directories: config.json, the tokenizer (tokenizer.json,
+// or vocab.json + merges.txt), the chat template (tokenizer_config.json or
+// chat_template.jinja), the sampling defaults (generation_config.json) and the safetensors
+// weights through model.LoadHF. Before the weights are loaded, every tensor is checked
+// against config.json so that a bad checkpoint is reported with the file and tensor at fault.
 package loader
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/format/safetensors"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
+	"github.com/llmcloud/llmcloud/tokenizer"
+)
 
 func openHF(path string) (*Bundle, error) {
-	return nil, fmt.Errorf("%s: Hugging Face directories are not supported yet", path)
+	d, err := hfdir.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(path, hfdir.ConfigFile)
+	cfg, err := model.ConfigFromHF(d.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfgFile, err)
+	}
+	v, tmpl, err := hfDirVocab(path)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.New(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkHFTensors(path, cfgFile, cfg); err != nil {
+		return nil, err
+	}
+	m, err := model.LoadHF(path)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Path: path, Format: HF, Model: m, Tok: tok, ChatTemplate: tmpl, closers: []func() error{m.Close}}
+	b.Name = filepath.Base(filepath.Clean(path))
+	if g := d.Generation; g != nil {
+		b.Defaults = Defaults{Temperature: g.Temperature, TopP: g.TopP, MinP: g.MinP,
+			RepetitionPenalty: g.RepetitionPenalty, TopK: g.TopK, MaxNewTokens: g.MaxNewTokens}
+	}
+	return b, nil
+}
+
+// checkHFTensors compares every safetensors tensor of dir with the shapes cfg calls for and
+// reports the first problem with the file and tensor it concerns.
+func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	want := cfg.Shapes()
+	seen := map[string]bool{}
+	for _, f := range set.Files {
+		for i := range f.Tensors {
+			t := &f.Tensors[i]
+			g, err := model.HFName(t.Name)
+			if err != nil {
+				return fmt.Errorf("%s: tensor %s has no place in a %s model", f.Path, t.Name, cfg.Arch)
+			}
+			if g == "" || (g == "output.weight" && cfg.Tied) {
+				continue
+			}
+			shape, ok := want[g]
+			if !ok {
+				return fmt.Errorf("%s: tensor %s is not expected by %s (model_type %s, tie_word_embeddings=%v)",
+					f.Path, t.Name, cfgFile, cfg.Arch, cfg.Tied)
+			}
+			if !slices.Equal(t.Shape, shape) {
+				return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)",
+					f.Path, t.Name, t.Shape, cfgFile, shape)
+			}
+			if t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16 {
+				return fmt.Errorf("%s: tensor %s has dtype %s; weights must be F32, F16 or BF16", f.Path, t.Name, t.Type)
+			}
+			seen[g] = true
+		}
+	}
+	var missing []string
+	for g := range want {
+		if !seen[g] && !(g == "output.weight") {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("%s: the safetensors files lack %d tensors that %s calls for, first %s (GGUF name)",
+			dir, len(missing), cfgFile, missing[0])
+	}
+	return nil
 }

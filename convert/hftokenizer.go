@@ -1,0 +1,157 @@
+// This file implements TokenizerJSON: a byte-level BPE ("gpt2") Vocab as a Hugging Face
+// tokenizer.json (BPE model with vocab and merges, the ByteLevel pre-tokenizer — preceded by
+// the Split regex of the vocabulary's pre-tokenizer when it has one —, ByteLevel decoder,
+// added tokens), and the matching tokenizer_config.json. SentencePiece ("llama") and
+// WordPiece ("bert") vocabularies are refused: llmcloud's tokenizer.json reader handles
+// byte-level BPE only, so such a file could not be checked by a round trip.
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/tokenizer"
+)
+
+// splitRegex is the tokenizer.json Split pattern of each supported pre-tokenizer name.
+var splitRegex = map[string]string{
+	"llama-bpe": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+	"qwen2":     `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+}
+
+type jsonObj = map[string]any
+
+// TokenizerJSON renders v as tokenizer.json.
+func TokenizerJSON(v *tokenizer.Vocab) ([]byte, error) {
+	if v.Model != "gpt2" {
+		return nil, fmt.Errorf("tokenizer.json: a %q vocabulary is not supported (only byte-level BPE, \"gpt2\"); write GGUF to keep this tokenizer", v.Model)
+	}
+	byteLevel := func(regex bool) jsonObj {
+		return jsonObj{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": regex}
+	}
+	var pre jsonObj
+	switch v.Pre {
+	case "gpt-2":
+		pre = byteLevel(true)
+	case "llama-bpe", "qwen2":
+		pre = jsonObj{"type": "Sequence", "pretokenizers": []any{
+			jsonObj{"type": "Split", "pattern": jsonObj{"Regex": splitRegex[v.Pre]}, "behavior": "Isolated", "invert": false},
+			byteLevel(false),
+		}}
+	default:
+		return nil, fmt.Errorf("tokenizer.json: pre-tokenizer %q is not supported (gpt-2, llama-bpe, qwen2)", v.Pre)
+	}
+	var normalizer any
+	if v.Normalize == "NFC" {
+		normalizer = jsonObj{"type": "NFC"}
+	}
+	var added []any
+	vocab := &orderedVocab{}
+	seen := map[string]int{}
+	for id, tok := range v.Tokens {
+		typ := int32(tokenizer.TypeNormal)
+		if v.Types != nil {
+			typ = v.Types[id]
+		}
+		if typ == tokenizer.TypeUnused && tok == fmt.Sprintf("[PAD%d]", id) {
+			continue // a hole in the id space; the reader recreates the placeholder
+		}
+		if prev, dup := seen[tok]; dup {
+			return nil, fmt.Errorf("tokenizer.json: token %q has two ids, %d and %d", tok, prev, id)
+		}
+		seen[tok] = id
+		switch typ {
+		case tokenizer.TypeControl, tokenizer.TypeUserDefined, tokenizer.TypeUnknown:
+			special := typ != tokenizer.TypeUserDefined
+			added = append(added, jsonObj{"id": id, "content": tok, "single_word": false,
+				"lstrip": v.LStrip[id], "rstrip": v.RStrip[id], "normalized": !special, "special": special})
+		default:
+			vocab.add(tok, id)
+		}
+	}
+	var post any = byteLevel(false)
+	post.(jsonObj)["trim_offsets"] = false
+	if v.AddBOS && v.BOS >= 0 {
+		bos := v.Tokens[v.BOS]
+		post = jsonObj{"type": "TemplateProcessing",
+			"single": []any{jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 0}}, jsonObj{"Sequence": jsonObj{"id": "A", "type_id": 0}}},
+			"pair": []any{jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 0}}, jsonObj{"Sequence": jsonObj{"id": "A", "type_id": 0}},
+				jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 1}}, jsonObj{"Sequence": jsonObj{"id": "B", "type_id": 1}}},
+			"special_tokens": jsonObj{bos: jsonObj{"id": bos, "ids": []int{v.BOS}, "tokens": []string{bos}}},
+		}
+	}
+	merges := v.Merges
+	if merges == nil {
+		merges = []string{}
+	}
+	if added == nil {
+		added = []any{}
+	}
+	doc := jsonObj{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
+		"normalizer": normalizer, "pre_tokenizer": pre, "post_processor": post,
+		"decoder": byteLevel(true),
+		"model": jsonObj{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil,
+			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false,
+			"ignore_merges": v.IgnoreMerges, "vocab": vocab, "merges": merges},
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// orderedVocab marshals a token -> id object in id order, as Hugging Face writes it.
+type orderedVocab struct {
+	toks []string
+	ids  []int
+}
+
+func (o *orderedVocab) add(tok string, id int) {
+	o.toks, o.ids = append(o.toks, tok), append(o.ids, id)
+}
+
+func (o *orderedVocab) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, t := range o.toks {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		var kb bytes.Buffer
+		enc := json.NewEncoder(&kb)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(t); err != nil {
+			return nil, err
+		}
+		b.Write(bytes.TrimRight(kb.Bytes(), "\n"))
+		fmt.Fprintf(&b, ":%d", o.ids[i])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// tokenizerConfig is the tokenizer_config.json of p.
+func tokenizerConfig(p *Plan) *hfdir.TokenizerConfig {
+	v := p.Vocab
+	name := func(id int) string {
+		if id >= 0 && id < len(v.Tokens) {
+			return v.Tokens[id]
+		}
+		return ""
+	}
+	addBOS, addEOS := v.AddBOS, v.AddEOS
+	tc := &hfdir.TokenizerConfig{ChatTemplate: p.ChatTemplate, BOSToken: name(v.BOS), EOSToken: name(v.EOS),
+		PADToken: name(v.PAD), UNKToken: name(v.UNK), AddBOSToken: &addBOS, AddEOSToken: &addEOS,
+		Raw: map[string]any{"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": false}}
+	if p.Config.CtxLen > 0 {
+		tc.ModelMaxLength = float64(p.Config.CtxLen)
+	}
+	return tc
+}

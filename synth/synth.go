@@ -1,0 +1,171 @@
+// Package synth makes random-weight models of real shapes: weights drawn from N(0, 0.02) by a
+// seeded generator (each tensor from its own stream, derived from the seed and the tensor's
+// name, so the values do not depend on the order of writing), norm weights 1.0. The result is
+// a convert.Plan whose tensors are generated only when the writer asks for them, so a
+// multi-gigabyte model is written one tensor at a time.
+package synth
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
+	"github.com/llmcloud/llmcloud/tokenizer"
+)
+
+// Options describe the model. Zero fields take defaults (see Plan).
+type Options struct {
+	Arch                                      string // llama, mistral, qwen2, qwen3
+	Dim, Layers, Heads, KVHeads, HeadDim, FFN int
+	Vocab, CtxLen                             int
+	RopeTheta                                 float64
+	NormEps                                   float32
+	Tied                                      bool
+	Seed                                      uint64
+	Name                                      string
+	Tokenizer                                 *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate                              string
+}
+
+// Presets hold the exact shapes of well-known models.
+var Presets = map[string]Options{
+	"tinyllama-1.1b": {Arch: "llama", Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000,
+		CtxLen: 2048, RopeTheta: 10000, NormEps: 1e-5},
+	"qwen2.5-0.5b": {Arch: "qwen2", Dim: 896, Layers: 24, Heads: 14, KVHeads: 2, FFN: 4864, Vocab: 151936,
+		CtxLen: 32768, RopeTheta: 1000000, NormEps: 1e-6, Tied: true},
+	"stories110m": {Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, FFN: 2048, Vocab: 32000,
+		CtxLen: 1024, RopeTheta: 10000, NormEps: 1e-5, Tied: true},
+	"stories15m": {Arch: "llama", Dim: 288, Layers: 6, Heads: 6, KVHeads: 6, FFN: 768, Vocab: 32000,
+		CtxLen: 256, RopeTheta: 10000, NormEps: 1e-5, Tied: true},
+}
+
+// Config resolves o's defaults: arch llama, dim 64, 2 layers, 4 heads, KV heads = heads, head
+// dim = dim/heads, FFN = 4*dim (rounded up to a multiple of 32), vocab = the tokenizer's size,
+// context 512, rope theta 10000 (1e6 for qwen), eps 1e-5 (1e-6 for qwen).
+func (o Options) Config() (model.Config, error) {
+	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
+		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
+		NormEps: o.NormEps, Tied: o.Tied}
+	qwen := strings.HasPrefix(c.Arch, "qwen")
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if c.Arch == "" {
+		c.Arch = "llama"
+	}
+	def(&c.Dim, 64)
+	def(&c.Layers, 2)
+	def(&c.Heads, 4)
+	def(&c.KVHeads, c.Heads)
+	if c.Heads > 0 {
+		def(&c.HeadDim, c.Dim/c.Heads)
+	}
+	def(&c.FFN, (4*c.Dim+31)/32*32)
+	def(&c.CtxLen, 512)
+	if c.Vocab == 0 {
+		c.Vocab = len(o.vocab().Tokens)
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+		if qwen {
+			c.RopeTheta = 1e6
+		}
+	}
+	if c.NormEps == 0 {
+		c.NormEps = 1e-5
+		if qwen {
+			c.NormEps = 1e-6
+		}
+	}
+	switch c.Arch {
+	case "qwen2":
+		c.RopeNeoX, c.QKVBias = true, true
+	case "qwen3":
+		c.RopeNeoX, c.QKNorm = true, true
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("synth: %w", err)
+	}
+	if n := len(o.vocab().Tokens); n > c.Vocab {
+		return c, fmt.Errorf("synth: the tokenizer has %d tokens, more than the vocabulary size %d", n, c.Vocab)
+	}
+	return c, nil
+}
+
+func (o Options) vocab() *tokenizer.Vocab {
+	if o.Tokenizer != nil {
+		return o.Tokenizer
+	}
+	return ByteVocab()
+}
+
+// Plan returns the random model as a convert.Plan (tensors in F32; the writer converts them).
+func (o Options) Plan() (*convert.Plan, error) {
+	c, err := o.Config()
+	if err != nil {
+		return nil, err
+	}
+	name := o.Name
+	if name == "" {
+		name = fmt.Sprintf("synth-%s-%d", c.Arch, o.Seed)
+	}
+	p := &convert.Plan{Name: name, Config: c, Vocab: o.vocab(), ChatTemplate: o.ChatTemplate}
+	shapes := c.Shapes()
+	for _, n := range convert.OrderNames(shapes) {
+		shape := shapes[n]
+		p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
+			Load: func() (*tensor.Tensor, error) { return Generate(n, shape, o.Seed), nil }})
+	}
+	return p, nil
+}
+
+// Generate makes tensor name: all ones for a norm, else N(0, 0.02) from the stream of
+// (seed, name).
+func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	data := make([]byte, 4*n)
+	if strings.Contains(name, "norm") {
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(1))
+		}
+	} else {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
+		}
+	}
+	return &tensor.Tensor{Name: name, Type: tensor.F32, Shape: append([]int(nil), shape...), Data: data}
+}
+
+// ByteVocab is a byte-level BPE vocabulary without merges: the 256 bytes (spelled with GPT-2's
+// byte-to-rune table) then <s> (BOS) and </s> (EOS) as control tokens. Every text encodes, one
+// token per byte.
+func ByteVocab() *tokenizer.Vocab {
+	v := &tokenizer.Vocab{Model: "gpt2", Pre: "gpt-2", Merges: []string{}, BOS: 256, EOS: 257, UNK: -1, PAD: -1, EOT: -1}
+	extra := 0
+	for b := 0; b < 256; b++ {
+		r := rune(b)
+		if !(b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF) {
+			r = rune(256 + extra)
+			extra++
+		}
+		v.Tokens = append(v.Tokens, string(r))
+		v.Types = append(v.Types, tokenizer.TypeNormal)
+	}
+	v.Tokens = append(v.Tokens, "<s>", "</s>")
+	v.Types = append(v.Types, tokenizer.TypeControl, tokenizer.TypeControl)
+	return v
+}
