@@ -6,6 +6,7 @@ package convert
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -58,7 +59,10 @@ func WriteLlama2C(path string, p *Plan, opts Options) error {
 		}
 		ts[p.Tensors[i].Name] = t
 	}
-	if c.Tied {
+	if o, e := ts["output.weight"], ts["token_embd.weight"]; o != nil && e != nil && o.Type == e.Type && bytes.Equal(o.Data, e.Data) {
+		h.Shared = true // an untied copy of the embedding (as llama.cpp's llama2.c converter writes)
+	}
+	if h.Shared {
 		delete(ts, "output.weight")
 	}
 	err := writeAtomic(path, func(w *bufio.Writer) error { return llama2c.Write(w, h, ts) })
