@@ -1,0 +1,211 @@
+// This file implements causal grouped-query attention with an online ("flash") softmax: keys
+// and values are read block by block, each query head keeps a running maximum and a running
+// sum of exponentials, and the output is rescaled when the maximum grows. No score vector of
+// the full context length is ever stored, and the query heads that share one KV head are
+// processed together so each K/V block is loaded once for the whole group.
+package kernels
+
+import (
+	"math"
+)
+
+// AttnBlock is the number of cached positions processed per block (32 KiB of f32 keys at
+// head dim 128: the block of keys stays in L1/L2 while every head of the group reads it).
+const AttnBlock = 64
+
+// attnMaxGroup is the most query heads processed together on one KV head; larger groups are
+// split into sub-groups (which then read the same K/V block from cache again).
+const attnMaxGroup = 16
+
+// AttentionGroup computes out_j = softmax(q_j·Kᵀ/sqrt(headDim)) · V for the g query heads q_j
+// that share one KV head, over cached positions 0..nPos-1, with an online softmax over blocks
+// of AttnBlock positions.
+// q and out are [g, headDim] (heads contiguous); k and v start at the KV head's offset inside
+// cache rows of stride elements (k[p*stride : p*stride+headDim] is position p's key).
+// scratch needs at least AttentionScratch(g) values. g must be at most 16 for the stack-free
+// path used by Pool.Attention; any g works here.
+func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratch []float32) {
+	const B = AttnBlock
+	scale := float32(1 / math.Sqrt(float64(headDim)))
+	s := scratch[: g*B : g*B]
+	mx := scratch[g*B : g*B+g]
+	sum := scratch[g*B+g : g*B+2*g]
+	for j := 0; j < g; j++ {
+		mx[j] = float32(math.Inf(-1))
+		sum[j] = 0
+		clear(out[j*headDim : (j+1)*headDim])
+	}
+	if nPos <= 0 {
+		return
+	}
+	_ = k[(nPos-1)*stride+headDim-1]
+	_ = v[(nPos-1)*stride+headDim-1]
+	for p0 := 0; p0 < nPos; p0 += B {
+		nb := min(B, nPos-p0)
+		// Scores: each key row is read once for all g heads.
+		for i := 0; i < nb; i++ {
+			kp := k[(p0+i)*stride : (p0+i)*stride+headDim]
+			for j := 0; j < g; j++ {
+				s[j*B+i] = Dot(q[j*headDim:(j+1)*headDim], kp) * scale
+			}
+		}
+		// Online softmax update per head.
+		for j := 0; j < g; j++ {
+			sj := s[j*B : j*B+nb]
+			bm := sj[0]
+			for _, x := range sj[1:] {
+				bm = max(bm, x)
+			}
+			if bm > mx[j] {
+				if sum[j] != 0 {
+					c := expf(mx[j] - bm)
+					sum[j] *= c
+					attnScale(out[j*headDim:(j+1)*headDim], c)
+				}
+				mx[j] = bm
+			}
+			m := mx[j]
+			var t float32
+			for i, x := range sj {
+				e := expf(x - m)
+				sj[i] = e
+				t += e
+			}
+			sum[j] += t
+		}
+		// Weighted values: each value row is read once for all g heads.
+		for i := 0; i < nb; i++ {
+			vp := v[(p0+i)*stride : (p0+i)*stride+headDim]
+			for j := 0; j < g; j++ {
+				attnAxpy(out[j*headDim:(j+1)*headDim], s[j*B+i], vp)
+			}
+		}
+	}
+	for j := 0; j < g; j++ {
+		attnScale(out[j*headDim:(j+1)*headDim], 1/sum[j])
+	}
+}
+
+// AttentionScratch is the scratch length AttentionGroup needs for g heads.
+func AttentionScratch(g int) int { return g*AttnBlock + 2*g }
+
+// Attention computes causal GQA attention for n query tokens at positions start..start+n-1
+// (token i sees cached positions 0..start+i), splitting the work across the pool: by (token,
+// KV head, sub-group) for prefill, by (KV head, sub-group) for decode. q and out are
+// [n, heads*headDim]; kc and vc are the cache rows [>= start+n, kvHeads*headDim], already
+// holding this batch's keys and values. See AttentionRunner for the allocation-free form.
+func (p *Pool) Attention(out, q, kc, vc []float32, n, start, heads, kvHeads, headDim int) {
+	var r AttentionRunner
+	r.Run(p, out, q, kc, vc, n, start, heads, kvHeads, headDim)
+}
+
+// AttentionRunner runs Pool.Attention without allocating: keep one per sequence (or per
+// goroutine) and reuse it. The zero value is ready; a runner must not be used concurrently.
+type AttentionRunner struct {
+	a  attnArgs
+	fn func(lo, hi int)
+}
+
+// Run is Pool.Attention on pool p.
+func (r *AttentionRunner) Run(p *Pool, out, q, kc, vc []float32, n, start, heads, kvHeads, headDim int) {
+	if r.fn == nil {
+		r.fn = r.a.run
+	}
+	r.a = attnArgs{out: out, q: q, kc: kc, vc: vc, n: n, start: start, heads: heads, kvHeads: kvHeads, headDim: headDim}
+	r.a.prepare(p.Workers())
+	items := n * kvHeads * r.a.nsub
+	// Small decode steps are not worth a fan-out (~1 µs per pool call).
+	if p.Workers() == 1 || (n == 1 && (start+1)*heads*headDim < 1<<15) {
+		r.a.run(0, items)
+	} else {
+		p.For(items, 1, r.fn)
+	}
+	r.a = attnArgs{} // drop references to the caller's buffers
+}
+
+// attnArgs is one Attention call; run is handed to the pool.
+type attnArgs struct {
+	out, q, kc, vc                          []float32
+	n, start, heads, kvHeads, headDim, nsub int
+	sg                                      int // query heads per work item
+}
+
+// prepare picks the sub-group size: at most attnMaxGroup heads, and enough items to keep
+// every worker busy in decode.
+func (a *attnArgs) prepare(workers int) {
+	group := a.heads / a.kvHeads
+	nsub := 1
+	for nsub < group && (group%nsub != 0 || group/nsub > attnMaxGroup || a.n*a.kvHeads*nsub < workers) {
+		nsub++
+	}
+	for group%nsub != 0 {
+		nsub++
+	}
+	a.nsub, a.sg = nsub, group/nsub
+}
+
+// run processes work items [lo, hi). Item t covers token row tokenOrder(t / perTok): rows are
+// taken alternately from both ends so contiguous item ranges get balanced causal work.
+func (a *attnArgs) run(lo, hi int) {
+	var buf [attnMaxGroup*AttnBlock + 2*attnMaxGroup]float32
+	perTok := a.kvHeads * a.nsub
+	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim
+	group := a.heads / a.kvHeads
+	for it := lo; it < hi; it++ {
+		t, r := it/perTok, it%perTok
+		i := t / 2
+		if t%2 == 1 {
+			i = a.n - 1 - t/2
+		}
+		kv, sub := r/a.nsub, r%a.nsub
+		h0 := kv*group + sub*a.sg
+		off := kv * hd
+		qo := i*qd + h0*hd
+		AttentionGroup(a.out[qo:qo+a.sg*hd], a.q[qo:qo+a.sg*hd], a.kc[off:], a.vc[off:],
+			a.sg, a.start+i+1, kvd, hd, buf[:])
+	}
+}
+
+// attnAxpy sets y += a*x (len(x) >= len(y)).
+func attnAxpy(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y[i] += a * x[i]
+		y[i+1] += a * x[i+1]
+		y[i+2] += a * x[i+2]
+		y[i+3] += a * x[i+3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
+	}
+}
+
+// attnScale sets y *= a.
+func attnScale(y []float32, a float32) {
+	for i := range y {
+		y[i] *= a
+	}
+}
+
+// expf is a float32 exp accurate to about 2 ulp for the arguments attention produces (x <= 0):
+// x = n·ln2 + r with |r| <= ln2/2, exp(r) by a degree-7 Taylor polynomial, times 2^n.
+func expf(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693145751953125
+		ln2lo = 1.42860682030941723212e-6
+		round = 12582912 // 1.5·2^23: adding it rounds a float32 to an integer
+	)
+	if x < -87.33 {
+		return 0
+	}
+	if x > 88.72 {
+		return float32(math.Inf(1))
+	}
+	nf := x*log2e + round
+	nf -= round
+	r := x - nf*ln2hi - nf*ln2lo
+	pr := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	return pr * math.Float32frombits(uint32(int32(nf)+127)<<23)
+}
