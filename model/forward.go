@@ -16,6 +16,8 @@ type Cache struct {
 	K, V [][]float32
 	Len  int // positions filled
 	Max  int // capacity in positions
+
+	ws *workspace // activation buffers reused across Forward calls on this cache
 }
 
 // NewCache allocates a cache for maxTokens positions.
@@ -39,6 +41,12 @@ func (m *Model) Decode(c *Cache, token int) ([]float32, error) {
 // overwrites and discards cached positions from start on) and leaves c.Len = start+n.
 // It returns logits [n, Vocab] when allLogits is set, otherwise only the last row's [Vocab].
 func (m *Model) Forward(c *Cache, tokens []int, start int, allLogits bool) ([]float32, error) {
+	return m.ForwardTo(nil, c, tokens, start, allLogits)
+}
+
+// ForwardTo is Forward writing the logits into dst when it has the capacity (otherwise a new
+// slice). With a reused dst and cache, a decode step allocates nothing in the model itself.
+func (m *Model) ForwardTo(dst []float32, c *Cache, tokens []int, start int, allLogits bool) ([]float32, error) {
 	cfg := &m.Config
 	n := len(tokens)
 	switch {
@@ -59,15 +67,16 @@ func (m *Model) Forward(c *Cache, tokens []int, start int, allLogits bool) ([]fl
 	c.Len = start // positions >= start are rewritten below; keep Len honest on error
 	p := m.pool()
 	dim, qd, kvd, hd := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HeadDim
-	x := make([]float32, n*dim)        // residual stream [n, dim]
-	xb := make([]float32, n*dim)       // normed input [n, dim]
-	q := make([]float32, n*qd)         // [n, qDim]
-	k := make([]float32, n*kvd)        // [n, kvDim]
-	v := make([]float32, n*kvd)        // [n, kvDim]
-	att := make([]float32, n*qd)       // attention output [n, qDim]
-	gate := make([]float32, n*cfg.FFN) // [n, ffn]
-	up := make([]float32, n*cfg.FFN)   // [n, ffn]
-	cs := make([]float32, n*hd)        // RoPE cos/sin per row [n, headDim]
+	ws := c.workspace(cfg, n)
+	x := ws.x[:n*dim]           // residual stream [n, dim]
+	xb := ws.xb[:n*dim]         // normed input [n, dim]
+	q := ws.q[:n*qd]            // [n, qDim]
+	k := ws.k[:n*kvd]           // [n, kvDim]
+	v := ws.v[:n*kvd]           // [n, kvDim]
+	att := ws.att[:n*qd]        // attention output [n, qDim]
+	gate := ws.gate[:n*cfg.FFN] // [n, ffn]
+	up := ws.up[:n*cfg.FFN]     // [n, ffn]
+	cs := ws.cs[:n*hd]          // RoPE cos/sin per row [n, headDim]
 	for i, t := range tokens {
 		if err := tensor.DequantizeRow(m.embd.Type, m.embd.RowData(t), x[i*dim:(i+1)*dim]); err != nil {
 			return nil, fmt.Errorf("model: token_embd.weight row %d: %w", t, err)
@@ -82,9 +91,7 @@ func (m *Model) Forward(c *Cache, tokens []int, start int, allLogits bool) ([]fl
 	}
 	for l := range m.layers {
 		ly := &m.layers[l]
-		for i := 0; i < n; i++ {
-			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.attnNorm, cfg.NormEps)
-		}
+		ws.rmsNormRows(p, xb, x, ly.attnNorm, n, dim, cfg.NormEps)
 		if err := mm(q, xb, ly.wq); err != nil {
 			return nil, err
 		}
@@ -116,30 +123,20 @@ func (m *Model) Forward(c *Cache, tokens []int, start int, allLogits bool) ([]fl
 			copy(kc[pos*kvd:(pos+1)*kvd], ki)
 			copy(vc[pos*kvd:(pos+1)*kvd], vi)
 		}
-		// Causal attention: row i sees positions 0..start+i. Work items are (row, head).
-		group := cfg.Heads / cfg.KVHeads
-		p.For(n*cfg.Heads, 4, func(lo, hi int) {
-			scores := make([]float32, start+n)
-			for it := lo; it < hi; it++ {
-				i, h := it/cfg.Heads, it%cfg.Heads
-				off := (h / group) * hd
-				kernels.AttentionHead(att[i*qd+h*hd:], q[i*qd+h*hd:], kc[off:], vc[off:], start+i+1, kvd, hd, scores)
-			}
-		})
+		// Causal attention: row i sees positions 0..start+i (online softmax over K/V blocks).
+		ws.attn.Run(p, att, q, kc, vc, n, start, cfg.Heads, cfg.KVHeads, hd)
 		if err := mm(xb, att, ly.wo); err != nil {
 			return nil, err
 		}
 		kernels.Add(x, xb)
-		for i := 0; i < n; i++ {
-			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.ffnNorm, cfg.NormEps)
-		}
+		ws.rmsNormRows(p, xb, x, ly.ffnNorm, n, dim, cfg.NormEps)
 		if err := mm(gate, xb, ly.gate); err != nil {
 			return nil, err
 		}
 		if err := mm(up, xb, ly.up); err != nil {
 			return nil, err
 		}
-		kernels.SwiGLU(gate, gate, up)
+		ws.swiGLU(p, gate, up)
 		if err := mm(xb, gate, ly.down); err != nil {
 			return nil, err
 		}
@@ -154,7 +151,10 @@ func (m *Model) Forward(c *Cache, tokens []int, start int, allLogits bool) ([]fl
 	for i := 0; i < nr; i++ {
 		kernels.RMSNorm(rows[i*dim:(i+1)*dim], rows[i*dim:(i+1)*dim], m.outNorm, cfg.NormEps)
 	}
-	logits := make([]float32, nr*cfg.Vocab)
+	if cap(dst) < nr*cfg.Vocab {
+		dst = make([]float32, nr*cfg.Vocab)
+	}
+	logits := dst[:nr*cfg.Vocab]
 	if err := p.MatMul(logits, rows, m.out, nr); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
