@@ -199,12 +199,32 @@ func converted(t *Tensor, dt tensor.DType, transform func(*tensor.Tensor) (*tens
 		if src.Type == dt {
 			return src.Data, nil
 		}
-		out, err := tensor.Convert(src, dt)
-		if err != nil {
-			return nil, fmt.Errorf("convert: %s: %w", t.Name, err)
-		}
-		return out.Data, nil
+		return convertRows(src, dt)
 	}
+}
+
+// convertRows converts src to dt one row at a time (the same result as tensor.Convert, whose
+// blocks run along rows, without a float32 copy of the whole tensor).
+func convertRows(src *tensor.Tensor, dt tensor.DType) ([]byte, error) {
+	if err := src.Check(); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	rows, cols := src.Rows(), src.Cols()
+	rb, err := dt.RowBytes(cols)
+	if err != nil {
+		return nil, fmt.Errorf("convert: %s: %w", src.Name, err)
+	}
+	out := make([]byte, rows*rb)
+	buf := make([]float32, cols)
+	for r := 0; r < rows; r++ {
+		if err := tensor.DequantizeRow(src.Type, src.RowData(r), buf); err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", src.Name, err)
+		}
+		if err := tensor.QuantizeRow(dt, buf, out[r*rb:(r+1)*rb]); err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", src.Name, err)
+		}
+	}
+	return out, nil
 }
 
 // fileType is general.file_type (llama.cpp's LLAMA_FTYPE_*) for the dominant weight type.

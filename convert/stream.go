@@ -76,6 +76,9 @@ func placeholders(ts []outTensor) ([]tensor.Tensor, []int64, error) {
 // writeAtomic creates path via a temporary file in the same directory, renamed into place only
 // when write succeeded.
 func writeAtomic(path string, write func(w *bufio.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err

@@ -11,9 +11,12 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
 	"github.com/llmcloud/llmcloud/tokenizer"
@@ -168,4 +171,20 @@ func ByteVocab() *tokenizer.Vocab {
 	v.Tokens = append(v.Tokens, "<s>", "</s>")
 	v.Types = append(v.Types, tokenizer.TypeControl, tokenizer.TypeControl)
 	return v
+}
+
+// LoadTokenizer reads the vocabulary at path with loader.OpenVocab (tokenizer.json,
+// tokenizer.bin, a GGUF file, a Hugging Face directory), also accepting a bare directory of
+// vocab.json + merges.txt without config.json. It returns the chat template found with it.
+func LoadTokenizer(path string) (*tokenizer.Vocab, string, error) {
+	vj, mt := filepath.Join(path, "vocab.json"), filepath.Join(path, "merges.txt")
+	if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+		if _, err := os.Stat(vj); err == nil {
+			if _, err := os.Stat(mt); err == nil {
+				v, err := tokenizer.VocabFromGPT2Files(vj, mt)
+				return v, "", err
+			}
+		}
+	}
+	return loader.OpenVocab(path)
 }

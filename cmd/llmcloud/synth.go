@@ -1,0 +1,119 @@
+// The synth command: llmcloud synth --arch A [shape flags | --preset P] -o OUT writes a
+// random-weight model (see package synth) as GGUF (OUT ends in .gguf) or a Hugging Face
+// directory, one tensor at a time.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/synth"
+)
+
+func init() {
+	register("synth", "write a random-weight model of a given shape (GGUF or Hugging Face)", runSynth)
+}
+
+func runSynth(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("synth", stderr)
+	preset := fs.String("preset", "", "shape of a known model: "+presetNames())
+	arch := fs.String("arch", "", "architecture: llama, mistral, qwen2, qwen3 (default llama)")
+	dim := fs.Int("dim", 0, "embedding width (default 64)")
+	layers := fs.Int("layers", 0, "transformer blocks (default 2)")
+	heads := fs.Int("heads", 0, "query heads (default 4)")
+	kvHeads := fs.Int("kv-heads", 0, "key/value heads (default: heads)")
+	headDim := fs.Int("head-dim", 0, "per-head width (default dim/heads)")
+	ffn := fs.Int("ffn", 0, "feed-forward width (default 4*dim)")
+	vocab := fs.Int("vocab", 0, "vocabulary size (default: the tokenizer's)")
+	ctx := fs.Int("ctx", 0, "context length (default 512)")
+	theta := fs.Float64("rope-theta", 0, "RoPE base (default 10000, qwen 1e6)")
+	tied := fs.Bool("tied", false, "tie the output projection to the token embedding")
+	seed := fs.Uint64("seed", 0, "random seed")
+	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (GGUF only for the last four)")
+	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
+	name := fs.String("name", "", "model name")
+	out := fs.String("o", "", "output: *.gguf, else a Hugging Face directory")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	if *out == "" {
+		return usagef("-o OUT is required")
+	}
+	var o synth.Options
+	if *preset != "" {
+		p, ok := synth.Presets[*preset]
+		if !ok {
+			return usagef("unknown preset %q (%s)", *preset, presetNames())
+		}
+		o = p
+		o.Name = *preset
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, f := range []struct {
+		flag string
+		dst  *int
+		v    int
+	}{{"dim", &o.Dim, *dim}, {"layers", &o.Layers, *layers}, {"heads", &o.Heads, *heads},
+		{"kv-heads", &o.KVHeads, *kvHeads}, {"head-dim", &o.HeadDim, *headDim}, {"ffn", &o.FFN, *ffn},
+		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}} {
+		if set[f.flag] {
+			*f.dst = f.v
+		}
+	}
+	if set["arch"] {
+		o.Arch = *arch
+	}
+	if set["rope-theta"] {
+		o.RopeTheta = *theta
+	}
+	if set["tied"] {
+		o.Tied = *tied
+	}
+	if set["name"] {
+		o.Name = *name
+	}
+	o.Seed = *seed
+	if *tok != "" {
+		v, tmpl, err := synth.LoadTokenizer(*tok)
+		if err != nil {
+			return err
+		}
+		o.Tokenizer, o.ChatTemplate = v, tmpl
+		if !set["vocab"] && *preset == "" {
+			o.Vocab = len(v.Tokens)
+		}
+	}
+	p, err := o.Plan()
+	if err != nil {
+		return err
+	}
+	if strings.HasSuffix(*out, ".bin") {
+		return usagef("synth writes GGUF (*.gguf) or a Hugging Face directory; convert the result to llama2.c")
+	}
+	opts := convert.Options{Type: *typ, Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }}
+	if err := convert.Write(*out, p, opts); err != nil {
+		return err
+	}
+	c := p.Config
+	fmt.Fprintf(stdout, "wrote %s: %s dim %d, %d layers, %d/%d heads (head dim %d), ffn %d, vocab %d, %s, seed %d\n",
+		*out, c.Arch, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab, *typ, o.Seed)
+	return nil
+}
+
+func presetNames() string {
+	names := make([]string, 0, len(synth.Presets))
+	for n := range synth.Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
