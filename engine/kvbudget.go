@@ -1,0 +1,19 @@
+// This file implements the sizing of the paged KV cache: bytes of K and V per token, and how
+// many fixed-size blocks fit in a byte budget.
+
+package engine
+
+// KVBytesPerToken is the memory one token's keys and values take across the whole model:
+// 2 (K and V) x layers x KV heads x head dim x bytes per element.
+func KVBytesPerToken(numLayers, numKVHeads, headDim, elemBytes int) int64 {
+	return 2 * int64(numLayers) * int64(numKVHeads) * int64(headDim) * int64(elemBytes)
+}
+
+// NumBlocksForBudget is how many blocks of blockSizeTokens tokens fit in budgetBytes when each
+// token takes kvBytesPerToken (rounded down; 0 when not even one block fits).
+func NumBlocksForBudget(budgetBytes int64, blockSizeTokens int, kvBytesPerToken int64) int {
+	if budgetBytes <= 0 || blockSizeTokens <= 0 || kvBytesPerToken <= 0 {
+		return 0
+	}
+	return int(budgetBytes / (int64(blockSizeTokens) * kvBytesPerToken))
+}
