@@ -91,6 +91,9 @@ func runTraceFile(t *testing.T, path string) {
 			continue
 		}
 		got := strings.TrimRight(h.do(c.cmd), "\n")
+		if got == "" {
+			got = "(nothing)"
+		}
 		if h.s != nil {
 			if err := h.s.check(); err != nil {
 				got += "\nINVARIANT: " + err.Error()
