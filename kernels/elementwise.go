@@ -7,12 +7,29 @@ import "math"
 // RMSNorm sets out = x / sqrt(mean(x²) + eps) * w. x, w and out are [k]; out may alias x.
 // The sum of squares is accumulated in float64 (as ggml does).
 func RMSNorm(out, x, w []float32, eps float32) {
+	if useFloatAsm && !Reference {
+		rmsNormFast(out, x, w, eps)
+		return
+	}
+	rmsNormRef(out, x, w, eps)
+}
+
+// rmsScale is 1/sqrt(ss/k + eps) as the reference computes it.
+func rmsScale(ss float64, k int, eps float32) float32 {
+	mean := float32(ss / float64(k))
+	return float32(1 / math.Sqrt(float64(mean+eps)))
+}
+
+// expRef is the reference f32 exponential.
+func expRef(v float32) float32 { return float32(math.Exp(float64(v))) }
+
+// rmsNormRef is the plain-Go RMSNorm.
+func rmsNormRef(out, x, w []float32, eps float32) {
 	var ss float64
 	for _, v := range x {
 		ss += float64(v * v)
 	}
-	mean := float32(ss / float64(len(x)))
-	scale := float32(1 / math.Sqrt(float64(mean+eps)))
+	scale := rmsScale(ss, len(x), eps)
 	w = w[:len(x)]
 	out = out[:len(x)]
 	for i, v := range x {
@@ -20,11 +37,21 @@ func RMSNorm(out, x, w []float32, eps float32) {
 	}
 }
 
-// Softmax replaces x ([k]) by exp(x - max) / sum, in place.
+// Softmax replaces x ([k]) by exp(x - max) / sum, in place. The AVX2 path uses a polynomial
+// exp (max relative error ~2e-7, see docs/kernels-float.md).
 func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
+	if useFloatAsm && !Reference {
+		softmaxFast(x)
+		return
+	}
+	softmaxRef(x)
+}
+
+// softmaxRef is the plain-Go Softmax (len(x) > 0).
+func softmaxRef(x []float32) {
 	mx := x[0]
 	for _, v := range x[1:] {
 		mx = max(mx, v)
@@ -44,6 +71,15 @@ func Softmax(x []float32) {
 // SwiGLU sets out = SiLU(a) * b element-wise, SiLU(a) = a / (1 + exp(-a)). a, b and out are
 // [k]; out may alias a or b.
 func SwiGLU(out, a, b []float32) {
+	if useFloatAsm && !Reference {
+		swigluFast(out, a, b)
+		return
+	}
+	swigluRef(out, a, b)
+}
+
+// swigluRef is the plain-Go SwiGLU.
+func swigluRef(out, a, b []float32) {
 	b = b[:len(a)]
 	out = out[:len(a)]
 	for i, v := range a {
@@ -53,6 +89,15 @@ func SwiGLU(out, a, b []float32) {
 
 // Add sets dst += src element-wise (both [k]).
 func Add(dst, src []float32) {
+	if useFloatAsm && !Reference {
+		addFast(dst, src)
+		return
+	}
+	addRef(dst, src)
+}
+
+// addRef is the plain-Go Add.
+func addRef(dst, src []float32) {
 	src = src[:len(dst)]
 	for i := range dst {
 		dst[i] += src[i]

@@ -91,8 +91,12 @@ func matmulF32(out, x, w []float32, m, n, k, lo, hi int) {
 	}
 }
 
-// Dot is the f32 inner product of a and b (len(b) >= len(a)), with four partial sums.
+// Dot is the f32 inner product of a and b (len(b) >= len(a)), with four partial sums (AVX2:
+// 32 partial sums).
 func Dot(a, b []float32) float32 {
+	if useFloatAsm && !Reference && len(a) >= 8 {
+		return dotFast(a, b)
+	}
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0

@@ -1,0 +1,321 @@
+// Command float generates kernels/float_amd64.s and kernels/float_stubs_amd64.go: the AVX2+FMA
+// (+F16C) kernels for float-weight matmuls (GEMV and a dot-product-style GEMM micro-kernel) and
+// the element-wise fast paths. Run through `go generate ./kernels/` (see kernels/float.go).
+//
+// Conventions of every generated function: lengths are element counts that are multiples of 8
+// (the Go wrappers handle tails), strides are in bytes, pointers are unaligned-safe.
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// wtype describes how 8 weights are loaded into a YMM register as f32.
+type wtype struct {
+	name  string // F32, F16, BF16
+	ctype string // Go pointer element type in the stub
+	size  int    // bytes per element
+}
+
+var wtypes = []wtype{{"F32", "float32", 4}, {"F16", "uint16", 2}, {"BF16", "uint16", 2}}
+
+// load8 loads 8 weights at m into y as f32.
+func (t wtype) load8(m Mem, y VecVirtual) {
+	switch t.name {
+	case "F32":
+		VMOVUPS(m, y)
+	case "F16":
+		VCVTPH2PS(m, y)
+	case "BF16":
+		VPMOVZXWD(m, y)
+		VPSLLD(U8(16), y, y)
+	}
+}
+
+func main() {
+	expConsts()
+	for _, t := range wtypes {
+		gemv4(t)
+		gemv1(t)
+	}
+	for mr := 1; mr <= 3; mr++ {
+		for nr := 1; nr <= 4; nr++ {
+			gemmKernel(mr, nr)
+		}
+	}
+	cvt("F16")
+	cvt("BF16")
+	roundF16()
+	dot()
+	axpy()
+	scale()
+	sumSq()
+	mulScale()
+	add()
+	maxf()
+	expSub()
+	swiglu()
+	Generate()
+}
+
+// hsum4 reduces four YMM accumulators to one XMM [s(a0), s(a1), s(a2), s(a3)].
+func hsum4(a [4]VecVirtual) VecVirtual {
+	VHADDPS(a[1], a[0], a[0])
+	VHADDPS(a[3], a[2], a[2])
+	VHADDPS(a[2], a[0], a[0])
+	hi := XMM()
+	VEXTRACTF128(U8(1), a[0], hi)
+	VADDPS(hi, a[0].AsX(), hi)
+	return hi
+}
+
+// hsum1 reduces one YMM accumulator to the low lane of an XMM.
+func hsum1(a VecVirtual) VecVirtual {
+	hi := XMM()
+	VEXTRACTF128(U8(1), a, hi)
+	VADDPS(hi, a.AsX(), hi)
+	VHADDPS(hi, hi, hi)
+	VHADDPS(hi, hi, hi)
+	return hi
+}
+
+// gemv4 computes out[0..3] = dot(w row r, x) for four weight rows at stride ldw bytes.
+func gemv4(t wtype) {
+	TEXT("gemv"+t.name+"x4", NOSPLIT, fmt.Sprintf("func(w *%s, ldw int, x *float32, k int, out *float32)", t.ctype))
+	Doc(fmt.Sprintf("gemv%sx4 sets out[r] = Σ_i w[r*ldw/%d+i]*x[i] for r < 4; k is a multiple of 8.", t.name, t.size))
+	p0 := Load(Param("w"), GP64())
+	ld := Load(Param("ldw"), GP64())
+	x := Load(Param("x"), GP64())
+	k := Load(Param("k"), GP64())
+	p1 := GP64()
+	LEAQ(Mem{Base: p0, Index: ld, Scale: 1}, p1)
+	rows := func(off int) [4]Mem {
+		return [4]Mem{
+			{Base: p0, Disp: off},
+			{Base: p0, Index: ld, Scale: 1, Disp: off},
+			{Base: p0, Index: ld, Scale: 2, Disp: off},
+			{Base: p1, Index: ld, Scale: 2, Disp: off},
+		}
+	}
+	var acc [2][4]VecVirtual
+	for u := 0; u < 2; u++ {
+		for r := 0; r < 4; r++ {
+			acc[u][r] = YMM()
+			VXORPS(acc[u][r], acc[u][r], acc[u][r])
+		}
+	}
+	xv := [2]VecVirtual{YMM(), YMM()}
+	wv := [2]VecVirtual{YMM(), YMM()}
+	Label("loop16")
+	CMPQ(k, U8(16))
+	JL(LabelRef("tail8"))
+	for u := 0; u < 2; u++ {
+		VMOVUPS(Mem{Base: x, Disp: 32 * u}, xv[u])
+	}
+	for r := 0; r < 4; r++ {
+		for u := 0; u < 2; u++ {
+			t.load8(rows(8 * t.size * u)[r], wv[u])
+			VFMADD231PS(xv[u], wv[u], acc[u][r])
+		}
+	}
+	ADDQ(U8(64), x)
+	ADDQ(U8(16*t.size), p0)
+	ADDQ(U8(16*t.size), p1)
+	SUBQ(U8(16), k)
+	JMP(LabelRef("loop16"))
+	Label("tail8")
+	CMPQ(k, U8(8))
+	JL(LabelRef("reduce"))
+	VMOVUPS(Mem{Base: x}, xv[0])
+	for r := 0; r < 4; r++ {
+		t.load8(rows(0)[r], wv[0])
+		VFMADD231PS(xv[0], wv[0], acc[0][r])
+	}
+	Label("reduce")
+	for r := 0; r < 4; r++ {
+		VADDPS(acc[1][r], acc[0][r], acc[0][r])
+	}
+	s := hsum4(acc[0])
+	o := Load(Param("out"), GP64())
+	VMOVUPS(s, Mem{Base: o})
+	VZEROUPPER()
+	RET()
+}
+
+// gemv1 computes one row: returns dot(w, x).
+func gemv1(t wtype) {
+	TEXT("gemv"+t.name+"x1", NOSPLIT, fmt.Sprintf("func(w *%s, x *float32, k int) float32", t.ctype))
+	Doc(fmt.Sprintf("gemv%sx1 returns Σ_i w[i]*x[i]; k is a multiple of 8.", t.name))
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	k := Load(Param("k"), GP64())
+	var acc [4]VecVirtual
+	for u := range acc {
+		acc[u] = YMM()
+		VXORPS(acc[u], acc[u], acc[u])
+	}
+	wv := [4]VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	Label("loop32")
+	CMPQ(k, U8(32))
+	JL(LabelRef("tail8"))
+	for u := 0; u < 4; u++ {
+		t.load8(Mem{Base: w, Disp: 8 * t.size * u}, wv[u])
+		VFMADD231PS(Mem{Base: x, Disp: 32 * u}, wv[u], acc[u])
+	}
+	ADDQ(U8(128), x)
+	ADDQ(U8(32*t.size), w)
+	SUBQ(U8(32), k)
+	JMP(LabelRef("loop32"))
+	Label("tail8")
+	CMPQ(k, U8(8))
+	JL(LabelRef("reduce"))
+	t.load8(Mem{Base: w}, wv[0])
+	VFMADD231PS(Mem{Base: x}, wv[0], acc[0])
+	ADDQ(U8(32), x)
+	ADDQ(U8(8*t.size), w)
+	SUBQ(U8(8), k)
+	JMP(LabelRef("tail8"))
+	Label("reduce")
+	VADDPS(acc[1], acc[0], acc[0])
+	VADDPS(acc[3], acc[2], acc[2])
+	VADDPS(acc[2], acc[0], acc[0])
+	s := hsum1(acc[0])
+	Store(s, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// gemmKernel: C[i][j] (+)= Σ_l A[i][l]*B[j][l] for i < mr, j < nr; A rows at stride lda bytes,
+// B rows at ldb bytes, C rows at ldc bytes; k multiple of 8; accumulate when acc != 0.
+func gemmKernel(mr, nr int) {
+	name := fmt.Sprintf("gemmKernel%dx%d", mr, nr)
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)")
+	Doc(fmt.Sprintf("%s sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < %d, j < %d; strides in bytes.", name, mr, nr))
+	pa := Load(Param("a"), GP64())
+	lda := Load(Param("lda"), GP64())
+	pb := Load(Param("b"), GP64())
+	ldb := Load(Param("ldb"), GP64())
+	k := Load(Param("k"), GP64())
+	pb2 := GP64()
+	LEAQ(Mem{Base: pb, Index: ldb, Scale: 1}, pb2)
+	amem := func(i, off int) Mem {
+		switch i {
+		case 0:
+			return Mem{Base: pa, Disp: off}
+		case 1:
+			return Mem{Base: pa, Index: lda, Scale: 1, Disp: off}
+		}
+		return Mem{Base: pa, Index: lda, Scale: 2, Disp: off}
+	}
+	bmem := func(j, off int) Mem {
+		switch j {
+		case 0:
+			return Mem{Base: pb, Disp: off}
+		case 1:
+			return Mem{Base: pb, Index: ldb, Scale: 1, Disp: off}
+		case 2:
+			return Mem{Base: pb, Index: ldb, Scale: 2, Disp: off}
+		}
+		return Mem{Base: pb2, Index: ldb, Scale: 2, Disp: off}
+	}
+	acc := make([][]VecVirtual, mr)
+	for i := range acc {
+		acc[i] = make([]VecVirtual, nr)
+		for j := range acc[i] {
+			acc[i][j] = YMM()
+			VXORPS(acc[i][j], acc[i][j], acc[i][j])
+		}
+	}
+	av := make([]VecVirtual, mr)
+	for i := range av {
+		av[i] = YMM()
+	}
+	bv := YMM()
+	step := func(off int) {
+		for i := 0; i < mr; i++ {
+			VMOVUPS(amem(i, off), av[i])
+		}
+		for j := 0; j < nr; j++ {
+			if mr == 1 {
+				VFMADD231PS(bmem(j, off), av[0], acc[0][j])
+				continue
+			}
+			VMOVUPS(bmem(j, off), bv)
+			for i := 0; i < mr; i++ {
+				VFMADD231PS(av[i], bv, acc[i][j])
+			}
+		}
+	}
+	Label("loop16")
+	CMPQ(k, U8(16))
+	JL(LabelRef("tail8"))
+	step(0)
+	step(32)
+	ADDQ(U8(64), pa)
+	ADDQ(U8(64), pb)
+	ADDQ(U8(64), pb2)
+	SUBQ(U8(16), k)
+	JMP(LabelRef("loop16"))
+	Label("tail8")
+	CMPQ(k, U8(8))
+	JL(LabelRef("reduce"))
+	step(0)
+	Label("reduce")
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	flag := Load(Param("acc"), GP64())
+	sums := make([]VecVirtual, mr)
+	for i := 0; i < mr; i++ {
+		if nr == 4 {
+			sums[i] = hsum4([4]VecVirtual{acc[i][0], acc[i][1], acc[i][2], acc[i][3]})
+		} else {
+			// Pack the nr scalar sums into the low lanes of one XMM.
+			s := hsum1(acc[i][0])
+			for j := 1; j < nr; j++ {
+				sj := hsum1(acc[i][j])
+				VINSERTPS(U8(j<<4), sj, s, s)
+			}
+			sums[i] = s
+		}
+	}
+	cmem := func(i, off int) Mem {
+		switch i {
+		case 0:
+			return Mem{Base: c, Disp: off}
+		case 1:
+			return Mem{Base: c, Index: ldc, Scale: 1, Disp: off}
+		}
+		return Mem{Base: c, Index: ldc, Scale: 2, Disp: off}
+	}
+	TESTQ(flag, flag)
+	JZ(LabelRef("store"))
+	for i := 0; i < mr; i++ {
+		if nr == 4 {
+			VADDPS(cmem(i, 0), sums[i], sums[i])
+			continue
+		}
+		t := XMM()
+		VMOVSS(cmem(i, 0), t)
+		for j := 1; j < nr; j++ {
+			VINSERTPS(U8(j<<4), cmem(i, 4*j), t, t)
+		}
+		VADDPS(t, sums[i], sums[i])
+	}
+	Label("store")
+	for i := 0; i < mr; i++ {
+		if nr == 4 {
+			VMOVUPS(sums[i], cmem(i, 0))
+			continue
+		}
+		VMOVSS(sums[i], cmem(i, 0))
+		for j := 1; j < nr; j++ {
+			VEXTRACTPS(U8(j), sums[i], cmem(i, 4*j))
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
