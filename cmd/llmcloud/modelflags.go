@@ -5,8 +5,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"runtime"
 	"strings"
 
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/sample"
 )
@@ -14,11 +16,13 @@ import (
 type modelFlags struct {
 	model     string
 	tokenizer string
+	threads   int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin")
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
+	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 }
 
 func (m *modelFlags) open() (*loader.Bundle, error) {
@@ -33,6 +37,11 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 		b.Close()
 		return nil, fmt.Errorf("%s: the model has no tokenizer; pass --tokenizer FILE", m.model)
 	}
+	if m.threads < 1 {
+		b.Close()
+		return nil, usagef("--threads must be at least 1")
+	}
+	b.Model.Pool = kernels.NewPool(m.threads)
 	return b, nil
 }
 

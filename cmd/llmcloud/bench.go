@@ -1,0 +1,121 @@
+// The bench command: engine benchmarks. `bench latency` measures prompt processing (pp) and
+// token generation (tg) speed like llama-bench and prints its table, plus the share of the
+// machine's memory read bandwidth decode uses. (`bench throughput` and `bench serve` come
+// later.)
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/perf"
+)
+
+func init() {
+	register("bench", "benchmarks: `bench latency` (llama-bench pp/tg tokens/s and memory-bandwidth share)", runBench)
+}
+
+var benchModes = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"latency": runBenchLatency,
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, "usage: llmcloud bench latency --model FILE [-p 512] [-n 128] [--threads N] [--repetitions R]")
+		if len(args) == 0 {
+			return usagef("which benchmark? (latency)")
+		}
+		return nil
+	}
+	run, ok := benchModes[args[0]]
+	if !ok {
+		return usagef("unknown benchmark %q (want latency)", args[0])
+	}
+	return run(args[1:], stdout, stderr)
+}
+
+func runBenchLatency(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench latency", stderr)
+	var path string
+	fs.StringVar(&path, "model", "", "model file (GGUF, HF directory, llama2.c .bin)")
+	fs.StringVar(&path, "m", "", "shorthand for --model")
+	prompt := fs.Int("p", 512, "pp test: prompt tokens in one batch (0 = skip)")
+	gen := fs.Int("n", 128, "tg test: generated tokens (0 = skip)")
+	threads := fs.Int("threads", runtime.NumCPU(), "compute threads")
+	fs.IntVar(threads, "t", runtime.NumCPU(), "shorthand for --threads")
+	reps := fs.Int("repetitions", 5, "timed runs of each test (after one warm-up)")
+	fs.IntVar(reps, "r", 5, "shorthand for --repetitions")
+	noBW := fs.Bool("no-bandwidth", false, "skip the memory bandwidth measurement")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef("unexpected argument %q", pos[0])
+	case path == "":
+		return usagef("--model is required")
+	case *prompt < 0 || *gen < 0 || *prompt+*gen == 0:
+		return usagef("-p and -n must be >= 0 and not both 0")
+	case *threads < 1 || *reps < 1:
+		return usagef("--threads and --repetitions must be at least 1")
+	}
+	b, err := loader.Open(path, loader.Options{})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	m := b.Model
+	m.Pool = kernels.NewPool(*threads)
+	res, err := perf.Latency(m, perf.LatencyOptions{Prompt: *prompt, Gen: *gen, Repetitions: *reps})
+	if err != nil {
+		return err
+	}
+	st := perf.Stats(m)
+	desc := fmt.Sprintf("%s %s %s", m.Config.Arch, shortParams(st.Params), st.Type)
+	fmt.Fprintln(stdout, "| model | size | params | backend | threads | test | t/s |")
+	fmt.Fprintln(stdout, "| ------------------------------ | ---------: | ---------: | ---------- | ------: | ------------: | -------------------: |")
+	row := func(test string, xs []float64) {
+		mean, sd := perf.MeanSD(xs)
+		fmt.Fprintf(stdout, "| %-30s | %10s | %10s | %-10s | %7d | %13s | %20s |\n",
+			desc, perf.SizeString(st.Bytes), perf.ParamsString(st.Params), "CPU", *threads, test,
+			fmt.Sprintf("%.2f ± %.2f", mean, sd))
+	}
+	if *prompt > 0 {
+		row(fmt.Sprintf("pp%d", *prompt), res.PP)
+	}
+	if *gen > 0 {
+		row(fmt.Sprintf("tg%d", *gen), res.TG)
+	}
+	fmt.Fprintln(stdout)
+	if *gen > 0 {
+		tg, _ := perf.MeanSD(res.TG)
+		used := float64(st.DecodeBytes) * tg
+		fmt.Fprintf(stdout, "decode reads %s of weights per token; at %.2f t/s that is %.2f GB/s", perf.SizeString(st.DecodeBytes), tg, used/1e9)
+		if *noBW {
+			fmt.Fprintln(stdout)
+		} else {
+			bw := perf.ReadBandwidth()
+			fmt.Fprintf(stdout, " = %.0f%% of the measured read bandwidth %.2f GB/s\n", 100*used/bw.BytesPerSec, bw.BytesPerSec/1e9)
+			fmt.Fprintf(stdout, "(bandwidth: best of %d passes over %d MiB, %d threads, %s; median %.2f GB/s)\n",
+				bw.Passes, bw.Bytes>>20, bw.Threads, bw.Method, bw.Median/1e9)
+		}
+	}
+	return nil
+}
+
+// shortParams is a size label like "110M" or "1.1B".
+func shortParams(n int64) string {
+	switch {
+	case n >= 1e9:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e9), ".0") + "B"
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	default:
+		return fmt.Sprintf("%.0fK", float64(n)/1e3)
+	}
+}

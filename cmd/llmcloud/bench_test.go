@@ -1,0 +1,26 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/shared"
+)
+
+func TestBenchLatency(t *testing.T) {
+	m := shared.Path(t, "models", "rand3M", "rand3M-q8_0.gguf")
+	out, _ := run(t, "bench", "latency", "-m", m, "-p", "16", "-n", "4", "--threads", "2", "-r", "2", "--no-bandwidth")
+	for _, want := range []string{"| model | size | params | backend | threads | test | t/s |", "| llama 3M Q8_0", "pp16", "tg4", " ± ", "decode reads 3.19 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{{"bench"}, {"bench", "nope"}, {"bench", "latency"}, {"bench", "latency", "-m", "x", "-p", "0", "-n", "0"}} {
+		if code := runMain(args, &strings.Builder{}, &strings.Builder{}); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

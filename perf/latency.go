@@ -1,0 +1,158 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// LatencyOptions configures a llama-bench-style latency run.
+type LatencyOptions struct {
+	Prompt      int // pp test: one batched forward of Prompt tokens from an empty cache (0 = skip)
+	Gen         int // tg test: Gen single-token decodes from an empty cache (0 = skip)
+	Repetitions int // timed runs of each test, after one warm-up run
+}
+
+// LatencyResult holds tokens/s of every timed repetition.
+type LatencyResult struct {
+	PP, TG []float64
+}
+
+// Latency runs the pp and tg tests on m (with m.Pool) as llama-bench does: token ids are
+// pseudo-random, the cache starts empty for every run, pp asks for the last row's logits only,
+// tg decodes one token per step starting from BOS-like id 1, and one untimed warm-up run of
+// each test precedes the timed ones.
+func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
+	var res LatencyResult
+	reps := max(o.Repetitions, 1)
+	c := m.NewCache(max(o.Prompt, o.Gen, 1))
+	var logits []float32
+	if o.Prompt > 0 {
+		ids := make([]int, o.Prompt)
+		x := uint64(0x9E3779B97F4A7C15)
+		for i := range ids {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			ids[i] = int(x % uint64(m.Config.Vocab))
+		}
+		for r := 0; r <= reps; r++ {
+			t0 := time.Now()
+			var err error
+			if logits, err = m.ForwardTo(logits, c, ids, 0, false); err != nil {
+				return res, fmt.Errorf("pp%d: %w", o.Prompt, err)
+			}
+			if r > 0 {
+				res.PP = append(res.PP, float64(o.Prompt)/time.Since(t0).Seconds())
+			}
+		}
+	}
+	if o.Gen > 0 {
+		tok := []int{1 % m.Config.Vocab}
+		for r := 0; r <= reps; r++ {
+			t0 := time.Now()
+			for i := 0; i < o.Gen; i++ {
+				var err error
+				if logits, err = m.ForwardTo(logits, c, tok, i, false); err != nil {
+					return res, fmt.Errorf("tg%d: %w", o.Gen, err)
+				}
+				tok[0] = argmax(logits)
+			}
+			if r > 0 {
+				res.TG = append(res.TG, float64(o.Gen)/time.Since(t0).Seconds())
+			}
+		}
+	}
+	return res, nil
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// MeanSD returns the mean and sample standard deviation of xs (sd 0 for one value).
+func MeanSD(xs []float64) (mean, sd float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// ModelStats are the figures llama-bench's table shows for a model, plus the weight bytes a
+// decode step streams.
+type ModelStats struct {
+	Bytes       int64  // all tensor data
+	Params      int64  // all tensor elements
+	DecodeBytes int64  // matrices read per generated token: every block's linear weights and the output matrix
+	Type        string // dominant weight type by bytes among the linear weights, e.g. Q8_0 (Q4_K_M when Q4_K with Q6_K)
+}
+
+// Stats computes m's ModelStats.
+func Stats(m *model.Model) ModelStats {
+	var s ModelStats
+	byType := map[tensor.DType]int64{}
+	for name, t := range m.Weights {
+		s.Bytes += int64(len(t.Data))
+		el := int64(1)
+		for _, d := range t.Shape {
+			el *= int64(d)
+		}
+		s.Params += el
+		if len(t.Shape) != 2 {
+			continue
+		}
+		if name == "token_embd.weight" && !m.Config.Tied {
+			continue // a decode step reads one embedding row
+		}
+		s.DecodeBytes += int64(len(t.Data))
+		byType[t.Type] += int64(len(t.Data))
+	}
+	var best tensor.DType
+	var bestBytes int64 = -1
+	for ty, b := range byType {
+		if b > bestBytes || (b == bestBytes && ty.String() < best.String()) {
+			best, bestBytes = ty, b
+		}
+	}
+	s.Type = best.String()
+	if best == tensor.Q4_K && byType[tensor.Q6_K] > 0 {
+		s.Type = "Q4_K_M"
+	}
+	return s
+}
+
+// SizeString formats bytes as llama-bench does (MiB below 1 GiB, else GiB).
+func SizeString(b int64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+}
+
+// ParamsString formats a parameter count as llama-bench does (M below 1e9, else B).
+func ParamsString(n int64) string {
+	if n < 1e9 {
+		return fmt.Sprintf("%.2f M", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f B", float64(n)/1e9)
+}
