@@ -48,7 +48,7 @@ func TestOpenHF(t *testing.T) {
 		t.Errorf("config %+v", c)
 	}
 	ids := b.Tok.Encode("hi", true, false)
-	if len(ids) != 2 || b.Tok.Decode(ids) != "hi" {
+	if len(ids) != 3 || ids[0] != 256 || b.Tok.Decode(ids) != "hi" {
 		t.Errorf("byte tokenizer: %v -> %q", ids, b.Tok.Decode(ids))
 	}
 }

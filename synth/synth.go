@@ -154,10 +154,10 @@ func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
 }
 
 // ByteVocab is a byte-level BPE vocabulary without merges: the 256 bytes (spelled with GPT-2's
-// byte-to-rune table) then <s> (BOS) and </s> (EOS) as control tokens. Every text encodes, one
+// byte-to-rune table) then <s> (BOS, added) and </s> (EOS) as control tokens. Every text encodes, one
 // token per byte.
 func ByteVocab() *tokenizer.Vocab {
-	v := &tokenizer.Vocab{Model: "gpt2", Pre: "gpt-2", Merges: []string{}, BOS: 256, EOS: 257, UNK: -1, PAD: -1, EOT: -1}
+	v := &tokenizer.Vocab{Model: "gpt2", Pre: "gpt-2", Merges: []string{}, BOS: 256, EOS: 257, UNK: -1, PAD: -1, EOT: -1, AddBOS: true}
 	extra := 0
 	for b := 0; b < 256; b++ {
 		r := rune(b)
