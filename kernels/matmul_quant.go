@@ -1,9 +1,150 @@
 // This file dispatches matmuls with block-quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) to the
-// fast kernels. (Stub: the fast quantized kernels are not written yet.)
+// integer kernels: the activations are quantized once per call (to blocks of 32 for Q8_0/Q4_0,
+// to Q8_K for Q4_K/Q6_K, as llama.cpp does), then integer dot products per block are scaled and
+// accumulated in float32. Decode (m == 1) runs a 4-row GEMV kernel; prefill (m > 1) runs
+// 2-row x 4-token tiles over chunks of tokens that stay in L2. Row ranges are split across the
+// pool. See docs/kernels-quant.md.
 package kernels
 
-import "github.com/llmcloud/llmcloud/tensor"
+import (
+	"unsafe"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// quantTiles[q4][R][T] is the R-row x T-token tile kernel (q4: Q4_0 weights, else Q8_0).
+// Shapes used: 4x1 (GEMV), 2x1..2x4, 1x1..1x4 (tails).
+var quantTiles [2][5][5]tileFunc
+
+// dotQ4K and dotQ6K are the one-row, one-token K-quant dot kernels.
+var (
+	dotQ4K = func(w *byte, xq *int8, xd *float32, bsum8 *int16, nb int) float32 {
+		return dotQ4KRef(unsafe.Slice(w, nb*144), unsafe.Slice(xq, nb*256), unsafe.Slice(xd, nb), unsafe.Slice(bsum8, nb*8), nb)
+	}
+	dotQ6K = func(w *byte, xq *int8, xd *float32, bsums *int16, nb int) float32 {
+		return dotQ6KRef(unsafe.Slice(w, nb*210), unsafe.Slice(xq, nb*256), unsafe.Slice(xd, nb), unsafe.Slice(bsums, nb*16), nb)
+	}
+)
+
+// quantAsm reports whether the AVX2 assembly kernels are installed.
+var quantAsm bool
+
+func init() {
+	for q := 0; q < 2; q++ {
+		for r := 1; r <= 4; r++ {
+			for t := 1; t <= 4; t++ {
+				quantTiles[q][r][t] = refTile(q == 1, r, t)
+			}
+		}
+	}
+	useQuantAsm()
+}
+
+// tokenChunk is the number of activation rows processed against each weight row pair before
+// moving on, chosen so the quantized activations (about 2.2 bytes per value) stay in L2.
+func tokenChunk(k int) int {
+	c := (192 << 10) / (k*9/4 + 1)
+	return max(4, c&^3)
+}
 
 // matmulQuant computes out = x · wᵀ for a quantized w ([n, k]; x is [m, k], out is [m, n]) and
 // reports whether it did; false sends the call to the reference path.
-func matmulQuant(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool { return false }
+func matmulQuant(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool {
+	switch w.Type {
+	case tensor.Q8_0, tensor.Q4_0:
+		matmulQ8(p, out, x, w.Data, w.Type == tensor.Q4_0, m, n, k)
+	case tensor.Q4_K, tensor.Q6_K:
+		matmulK(p, out, x, w.Data, w.Type == tensor.Q6_K, m, n, k)
+	default:
+		return false
+	}
+	return true
+}
+
+// matmulQ8 is the Q8_0 / Q4_0 matmul.
+func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
+	nb := k / 32
+	bb := 34
+	if q4 {
+		bb = 18
+	}
+	rs := nb * bb
+	a := getQ8Acts(m, k, q4)
+	defer q8ActPool.Put(a)
+	a.quantize(p, x, q4)
+	var corr []int32
+	if q4 {
+		corr = a.corr
+	}
+	qi := 0
+	if q4 {
+		qi = 1
+	}
+	tiles := &quantTiles[qi]
+	// tile runs an R x T tile at weight row r, token t.
+	tile := func(R, T, r, t int) {
+		var cp *int32
+		if corr != nil {
+			cp = &corr[t*nb*8]
+		}
+		tiles[R][T](&w[r*rs], rs, &a.qs[t*k], k, &a.d[t*nb], cp, nb, &out[t*n+r], n)
+	}
+	if m == 1 {
+		p.For((n+3)/4, 16, func(lo, hi int) {
+			r, end := 4*lo, min(4*hi, n)
+			for ; r+4 <= end; r += 4 {
+				tile(4, 1, r, 0)
+			}
+			for ; r < end; r++ {
+				tile(1, 1, r, 0)
+			}
+		})
+		return
+	}
+	tc := tokenChunk(k)
+	p.For((n+1)/2, 8, func(lo, hi int) {
+		r0, r1 := 2*lo, min(2*hi, n)
+		for t0 := 0; t0 < m; t0 += tc {
+			t1 := min(t0+tc, m)
+			for r := r0; r < r1; r += 2 {
+				R := min(2, r1-r)
+				t := t0
+				for ; t+4 <= t1; t += 4 {
+					tile(R, 4, r, t)
+				}
+				if t < t1 {
+					tile(R, t1-t, r, t)
+				}
+			}
+		}
+	})
+}
+
+// matmulK is the Q4_K / Q6_K matmul.
+func matmulK(p *Pool, out, x []float32, w []byte, q6 bool, m, n, k int) {
+	nb := k / 256
+	bb := 144
+	if q6 {
+		bb = 210
+	}
+	rs := nb * bb
+	a := getQ8KActs(m, k)
+	defer q8KActPool.Put(a)
+	a.quantize(p, x)
+	tc := tokenChunk(k)
+	p.For(n, 8, func(lo, hi int) {
+		for t0 := 0; t0 < m; t0 += tc {
+			t1 := min(t0+tc, m)
+			for r := lo; r < hi; r++ {
+				wr := &w[r*rs]
+				for t := t0; t < t1; t++ {
+					if q6 {
+						out[t*n+r] = dotQ6K(wr, &a.qs[t*k], &a.d[t*nb], &a.bsums[t*nb*16], nb)
+					} else {
+						out[t*n+r] = dotQ4K(wr, &a.qs[t*k], &a.d[t*nb], &a.bsum8[t*nb*8], nb)
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,484 @@
+// Command quant generates the AVX2 assembly for llmcloud's quantized matmul kernels
+// (kernels/quant_amd64.s and its Go declarations kernels/quant_stub_amd64.go).
+//
+//	cd kernels/internal/asmgen/quant && go run . -out ../../../quant_amd64.s -stubs ../../../quant_stub_amd64.go -pkg kernels
+//
+// (kernels/quant_amd64.go carries the go:generate line.) The kernels and their data layouts are
+// described in docs/kernels-quant.md; every kernel has a plain-Go twin in kernels/quant_ref.go
+// that computes the same integer math.
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+var (
+	ones16  Mem // 16 x int16 1
+	mask0F  Mem // 32 x 0x0f
+	mask30  Mem // 32 x 0x30
+	absMask Mem // 0x7fffffff
+	f127    Mem // float32 127
+	permQ8  Mem // VPERMD order that undoes the in-lane interleave of VPACKSSDW/VPACKSSWB
+	ctrlK4  Mem // 8 x 32 bytes: VPSHUFB controls broadcasting byte j of a qword as a word
+	ctrlK6  Mem // 8 x 32 bytes: lane0 all 2g, lane1 all 2g+1
+)
+
+func consts() {
+	ones16 = GLOBL("q_ones16", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(2*i, U16(1))
+	}
+	mask0F = GLOBL("q_mask0f", RODATA|NOPTR)
+	for i := 0; i < 32; i++ {
+		DATA(i, U8(0x0f))
+	}
+	mask30 = GLOBL("q_mask30", RODATA|NOPTR)
+	for i := 0; i < 32; i++ {
+		DATA(i, U8(0x30))
+	}
+	absMask = GLOBL("q_absmask", RODATA|NOPTR)
+	DATA(0, U32(0x7fffffff))
+	f127 = GLOBL("q_f127", RODATA|NOPTR)
+	DATA(0, U32(0x42fe0000)) // float32 127
+	permQ8 = GLOBL("q_permq8", RODATA|NOPTR)
+	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
+		DATA(4*i, U32(v))
+	}
+	ctrlK4 = GLOBL("q_ctrlk4", RODATA|NOPTR)
+	for j := 0; j < 8; j++ {
+		for i := 0; i < 16; i++ {
+			DATA(32*j+2*i, U8(j))
+			DATA(32*j+2*i+1, U8(0x80))
+		}
+	}
+	ctrlK6 = GLOBL("q_ctrlk6", RODATA|NOPTR)
+	for g := 0; g < 8; g++ {
+		for i := 0; i < 32; i++ {
+			DATA(32*g+i, U8(2*g+i/16))
+		}
+	}
+}
+
+func main() {
+	consts()
+	genQuantQ8_0()
+	for _, rt := range [][2]int{{4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
+		genTile(false, rt[0], rt[1])
+		genTile(true, rt[0], rt[1])
+	}
+	genDotQ4K()
+	genDotQ6K()
+	Generate()
+}
+
+// hsum reduces the 8 floats of v to lane 0 of v's xmm half (clobbers t).
+func hsum(v, t VecVirtual) {
+	VEXTRACTF128(Imm(1), v, t.AsX())
+	VADDPS(t.AsX(), v.AsX(), v.AsX())
+	VHADDPS(v.AsX(), v.AsX(), v.AsX())
+	VHADDPS(v.AsX(), v.AsX(), v.AsX())
+}
+
+// genQuantQ8_0 emits the activation quantizer to blocks of 32: d = fp16(amax/127) stored as
+// float32, q = round-half-even(x * (127/amax)).
+func genQuantQ8_0() {
+	TEXT("quantQ8_0AVX2", NOSPLIT, "func(x *float32, qs *int8, d *float32, nb int)")
+	Doc("quantQ8_0AVX2 quantizes nb blocks of 32 floats at x to int8 qs and float32 (fp16-rounded) scales d.")
+	Pragma("noescape")
+	xp := Load(Param("x"), GP64())
+	qp := Load(Param("qs"), GP64())
+	dp := Load(Param("d"), GP64())
+	n := Load(Param("nb"), GP64())
+	TESTQ(n, n)
+	JZ(LabelRef("q8done"))
+	am := YMM()
+	VBROADCASTSS(absMask, am)
+	Label("q8loop")
+	v := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	for i := range v {
+		VMOVUPS(Mem{Base: xp, Disp: 32 * i}, v[i])
+	}
+	a, b := YMM(), YMM()
+	VANDPS(am, v[0], a)
+	VANDPS(am, v[1], b)
+	VMAXPS(b, a, a)
+	VANDPS(am, v[2], b)
+	VMAXPS(b, a, a)
+	VANDPS(am, v[3], b)
+	VMAXPS(b, a, a)
+	VEXTRACTF128(Imm(1), a, b.AsX())
+	VMAXPS(b.AsX(), a.AsX(), a.AsX())
+	VMOVHLPS(a.AsX(), a.AsX(), b.AsX())
+	VMAXPS(b.AsX(), a.AsX(), a.AsX())
+	VMOVSHDUP(a.AsX(), b.AsX())
+	VMAXSS(b.AsX(), a.AsX(), a.AsX()) // a[0] = amax
+	c := XMM()
+	VMOVSS(f127, c)
+	dv := XMM()
+	VDIVSS(c, a.AsX(), dv) // amax/127
+	VCVTPS2PH(Imm(0), dv, dv)
+	VCVTPH2PS(dv, dv)
+	VMOVSS(dv, Mem{Base: dp})
+	id := XMM()
+	VDIVSS(a.AsX(), c, id) // 127/amax
+	z := XMM()
+	VXORPS(z, z, z)
+	VCMPSS(Imm(4), z, a.AsX(), z) // amax != 0
+	VANDPS(z, id, id)
+	VBROADCASTSS(id, b)
+	for i := range v {
+		VMULPS(b, v[i], v[i])
+		VCVTPS2DQ(v[i], v[i])
+	}
+	VPACKSSDW(v[1], v[0], v[0])
+	VPACKSSDW(v[3], v[2], v[2])
+	VPACKSSWB(v[2], v[0], v[0])
+	VMOVDQU(permQ8, b)
+	VPERMD(v[0], b, v[0])
+	VMOVDQU(v[0], Mem{Base: qp})
+	ADDQ(Imm(128), xp)
+	ADDQ(Imm(32), qp)
+	ADDQ(Imm(4), dp)
+	DECQ(n)
+	JNZ(LabelRef("q8loop"))
+	Label("q8done")
+	VZEROUPPER()
+	RET()
+}
+
+// genTile emits an R-rows x T-tokens kernel for Q8_0 (q4 false) or Q4_0 (q4 true) weights
+// against Q8_0-quantized activations. Per block, row r, token t:
+//
+//	Q8_0: sumi = Σ w*x via VPMADDUBSW(|w|, x·sign(w))
+//	Q4_0: sumi = Σ nib*x - 8Σx via VPMADDUBSW(nib, x) + the precomputed correction corr[t]
+//	acc[r][t] += (float(sumi) * dw) * dx   (8 lanes, reduced at the end)
+//
+// w points at row 0 block 0 (rows wstride bytes apart); xq at token 0 (tokens xstride bytes
+// apart, xstride = 32*nb); xd at the token-0 scales (tokens xstride/8 bytes apart); corr (Q4_0)
+// at token 0's corrections (8 int32 per block, tokens xstride bytes apart). out[t*ostride+r].
+func genTile(q4 bool, R, T int) {
+	kind, bb := "q8_0", 34
+	if q4 {
+		kind, bb = "q4_0", 18
+	}
+	name := fmt.Sprintf("%sTile%dx%d", kind, R, T)
+	TEXT(name, NOSPLIT, "func(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)")
+	Doc(fmt.Sprintf("%s computes a %d-row x %d-token tile of a %s matmul (see genTile).", name, R, T, kind))
+	Pragma("noescape")
+	wp := Load(Param("w"), GP64())
+	ws := Load(Param("wstride"), GP64())
+	xp := Load(Param("xq"), GP64())
+	xs := Load(Param("xstride"), GP64())
+	dp := Load(Param("xd"), GP64())
+	var cp Register
+	if q4 {
+		cp = Load(Param("corr"), GP64())
+	}
+	n := Load(Param("nb"), GP64())
+	var ws3, xs3, ds, ds3 GPVirtual
+	if R > 3 {
+		ws3 = GP64()
+		LEAQ(Mem{Base: ws, Index: ws, Scale: 2}, ws3)
+	}
+	if T > 3 {
+		xs3 = GP64()
+		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
+	}
+	if T > 1 {
+		ds = GP64()
+		MOVQ(xs, ds)
+		SHRQ(Imm(3), ds)
+		if T > 3 {
+			ds3 = GP64()
+			LEAQ(Mem{Base: ds, Index: ds, Scale: 2}, ds3)
+		}
+	}
+	idx := func(base, s, s3 Register, i int) Mem {
+		switch i {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: s, Scale: 1}
+		case 2:
+			return Mem{Base: base, Index: s, Scale: 2}
+		}
+		return Mem{Base: base, Index: s3, Scale: 1}
+	}
+	acc := make([][]VecVirtual, R)
+	for r := range acc {
+		acc[r] = make([]VecVirtual, T)
+		for t := range acc[r] {
+			acc[r][t] = YMM()
+			VXORPS(acc[r][t], acc[r][t], acc[r][t])
+		}
+	}
+	ones := YMM()
+	VMOVDQU(ones16, ones)
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_end"))
+	Label(name + "_loop")
+	wv := make([]VecVirtual, R) // |w| (Q8_0) or unpacked nibbles (Q4_0)
+	dw := make([]VecVirtual, R)
+	for r := 0; r < R; r++ {
+		wm := idx(wp, ws, ws3, r)
+		wv[r] = YMM()
+		if q4 {
+			lo, hi := XMM(), XMM()
+			VMOVDQU(wm.Offset(2), lo)
+			VPSRLW(Imm(4), lo, hi)
+			VINSERTI128(Imm(1), hi, lo.AsY(), wv[r])
+			VPAND(mask0F, wv[r], wv[r])
+		} else {
+			VPABSB(wm.Offset(2), wv[r])
+		}
+		dw[r] = YMM()
+		VPBROADCASTW(wm, dw[r].AsX())
+		VCVTPH2PS(dw[r].AsX(), dw[r])
+	}
+	var xr VecVirtual
+	if T == 1 && !q4 {
+		xr = YMM()
+		VMOVDQU(Mem{Base: xp}, xr)
+	}
+	for t := 0; t < T; t++ {
+		s := YMM()
+		if t == 0 {
+			VBROADCASTSS(Mem{Base: dp}, s)
+		} else {
+			VBROADCASTSS(idx(dp, ds, ds3, t), s)
+		}
+		xm := idx(xp, xs, xs3, t)
+		for r := 0; r < R; r++ {
+			wm := idx(wp, ws, ws3, r)
+			p := YMM()
+			if q4 {
+				VPMADDUBSW(xm, wv[r], p)
+			} else {
+				if xr != nil {
+					VPSIGNB(wm.Offset(2), xr, p)
+				} else {
+					VMOVDQU(xm, p)
+					VPSIGNB(wm.Offset(2), p, p)
+				}
+				VPMADDUBSW(p, wv[r], p)
+			}
+			VPMADDWD(ones, p, p)
+			if q4 {
+				VPADDD(idx(cp, xs, xs3, t), p, p)
+			}
+			VCVTDQ2PS(p, p)
+			VMULPS(dw[r], p, p)
+			VFMADD231PS(s, p, acc[r][t])
+		}
+	}
+	ADDQ(Imm(uint64(bb)), wp)
+	ADDQ(Imm(32), xp)
+	ADDQ(Imm(4), dp)
+	if q4 {
+		ADDQ(Imm(32), cp)
+	}
+	DECQ(n)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_end")
+	op := Load(Param("out"), GP64())
+	os := Load(Param("ostride"), GP64())
+	SHLQ(Imm(2), os)
+	tmp := YMM()
+	for t := 0; t < T; t++ {
+		for r := 0; r < R; r++ {
+			hsum(acc[r][t], tmp)
+			VMOVSS(acc[r][t].AsX(), Mem{Base: op, Disp: 4 * r})
+		}
+		if t+1 < T {
+			ADDQ(os, op)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genDotQ4K emits the Q4_K x Q8_K dot product of one row with one token over nb super-blocks:
+// Σ_b dx_b*(d_b*Σ_j sc_j*Σ q4*q8 - dmin_b*Σ_j m_j*bsum8_j).
+func genDotQ4K() {
+	TEXT("dotQ4KAVX2", NOSPLIT, "func(w *byte, xq *int8, xd *float32, bsum8 *int16, nb int) float32")
+	Doc("dotQ4KAVX2 is the dot product of one Q4_K row with one Q8_K-quantized token (see genDotQ4K).")
+	Pragma("noescape")
+	wp := Load(Param("w"), GP64())
+	xp := Load(Param("xq"), GP64())
+	dp := Load(Param("xd"), GP64())
+	bp := Load(Param("bsum8"), GP64())
+	n := Load(Param("nb"), GP64())
+	acc, accm := YMM(), XMM()
+	VXORPS(acc, acc, acc)
+	VXORPS(accm, accm, accm)
+	TESTQ(n, n)
+	JZ(LabelRef("k4_end"))
+	Label("k4_loop")
+	u0, u1, u2 := GP64(), GP64(), GP64()
+	MOVL(Mem{Base: wp, Disp: 4}, u0.As32())
+	MOVL(Mem{Base: wp, Disp: 8}, u1.As32())
+	MOVL(Mem{Base: wp, Disp: 12}, u2.As32())
+	sc, mn, t := GP64(), GP64(), GP64()
+	// sc_hi = (u2 & 0x0f0f0f0f) | ((u0>>6)&0x03030303)<<4
+	MOVL(u0.As32(), t.As32())
+	SHRL(Imm(6), t.As32())
+	ANDL(U32(0x03030303), t.As32())
+	SHLL(Imm(4), t.As32())
+	MOVL(u2.As32(), sc.As32())
+	ANDL(U32(0x0f0f0f0f), sc.As32())
+	ORL(t.As32(), sc.As32())
+	SHLQ(Imm(32), sc)
+	ANDL(U32(0x3f3f3f3f), u0.As32())
+	ORQ(u0, sc)
+	// mn_hi = ((u2>>4)&0x0f0f0f0f) | ((u1>>6)&0x03030303)<<4
+	MOVL(u1.As32(), t.As32())
+	SHRL(Imm(6), t.As32())
+	ANDL(U32(0x03030303), t.As32())
+	SHLL(Imm(4), t.As32())
+	MOVL(u2.As32(), mn.As32())
+	SHRL(Imm(4), mn.As32())
+	ANDL(U32(0x0f0f0f0f), mn.As32())
+	ORL(t.As32(), mn.As32())
+	SHLQ(Imm(32), mn)
+	ANDL(U32(0x3f3f3f3f), u1.As32())
+	ORQ(u1, mn)
+	dx := YMM()
+	VBROADCASTSS(Mem{Base: dp}, dx)
+	// mins
+	m := XMM()
+	MOVQ(mn, m)
+	VPMOVZXBW(m, m)
+	VPMADDWD(Mem{Base: bp}, m, m)
+	VCVTDQ2PS(m, m)
+	f := YMM()
+	VPBROADCASTW(Mem{Base: wp, Disp: 2}, f.AsX())
+	VCVTPH2PS(f.AsX(), f.AsX())
+	VMULPS(dx.AsX(), f.AsX(), f.AsX())
+	VFMADD231PS(f.AsX(), m, accm)
+	// scales
+	s := YMM()
+	MOVQ(sc, s.AsX())
+	VPBROADCASTQ(s.AsX(), s)
+	sumi := YMM()
+	VPXOR(sumi, sumi, sumi)
+	for c := 0; c < 4; c++ {
+		q, lo, hi, p, sv := YMM(), YMM(), YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: wp, Disp: 16 + 32*c}, q)
+		VPAND(mask0F, q, lo)
+		VPSRLW(Imm(4), q, hi)
+		VPAND(mask0F, hi, hi)
+		VPMADDUBSW(Mem{Base: xp, Disp: 64 * c}, lo, p)
+		VPSHUFB(ctrlK4.Offset(32*(2*c)), s, sv)
+		VPMADDWD(sv, p, p)
+		VPADDD(p, sumi, sumi)
+		VPMADDUBSW(Mem{Base: xp, Disp: 64*c + 32}, hi, p)
+		VPSHUFB(ctrlK4.Offset(32*(2*c+1)), s, sv)
+		VPMADDWD(sv, p, p)
+		VPADDD(p, sumi, sumi)
+	}
+	VCVTDQ2PS(sumi, sumi)
+	VPBROADCASTW(Mem{Base: wp}, f.AsX())
+	VCVTPH2PS(f.AsX(), f)
+	VMULPS(dx, f, f)
+	VFMADD231PS(f, sumi, acc)
+	ADDQ(U32(144), wp)
+	ADDQ(U32(256), xp)
+	ADDQ(Imm(4), dp)
+	ADDQ(Imm(16), bp)
+	DECQ(n)
+	JNZ(LabelRef("k4_loop"))
+	Label("k4_end")
+	tmp := YMM()
+	hsum(acc, tmp)
+	VHADDPS(accm, accm, accm)
+	VHADDPS(accm, accm, accm)
+	VSUBSS(accm, acc.AsX(), acc.AsX())
+	VZEROUPPER()
+	Store(acc.AsX(), ReturnIndex(0))
+	RET()
+}
+
+// genDotQ6K emits the Q6_K x Q8_K dot product of one row with one token over nb super-blocks:
+// Σ_b dx_b*d_b*(Σ_g sc_g*Σ q6*q8 - 32*Σ_g sc_g*bsum_g), q6 in 0..63.
+func genDotQ6K() {
+	TEXT("dotQ6KAVX2", NOSPLIT, "func(w *byte, xq *int8, xd *float32, bsums *int16, nb int) float32")
+	Doc("dotQ6KAVX2 is the dot product of one Q6_K row with one Q8_K-quantized token (see genDotQ6K).")
+	Pragma("noescape")
+	wp := Load(Param("w"), GP64())
+	xp := Load(Param("xq"), GP64())
+	dp := Load(Param("xd"), GP64())
+	bp := Load(Param("bsums"), GP64())
+	n := Load(Param("nb"), GP64())
+	acc := YMM()
+	VXORPS(acc, acc, acc)
+	TESTQ(n, n)
+	JZ(LabelRef("k6_end"))
+	Label("k6_loop")
+	sc := YMM()
+	VBROADCASTI128(Mem{Base: wp, Disp: 192}, sc)
+	corr := YMM()
+	VPMOVSXBW(Mem{Base: wp, Disp: 192}, corr)
+	VPMADDWD(Mem{Base: bp}, corr, corr)
+	VPSLLD(Imm(5), corr, corr)
+	sumi := YMM()
+	VPXOR(sumi, sumi, sumi)
+	for h := 0; h < 2; h++ {
+		ql0, ql1, qh := YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: wp, Disp: 64 * h}, ql0)
+		VMOVDQU(Mem{Base: wp, Disp: 64*h + 32}, ql1)
+		VMOVDQU(Mem{Base: wp, Disp: 128 + 32*h}, qh)
+		for i := 0; i < 4; i++ {
+			a, b := YMM(), YMM()
+			switch i {
+			case 0:
+				VPAND(mask0F, ql0, a)
+				VPSLLW(Imm(4), qh, b)
+			case 1:
+				VPAND(mask0F, ql1, a)
+				VPSLLW(Imm(2), qh, b)
+			case 2:
+				VPSRLW(Imm(4), ql0, a)
+				VPAND(mask0F, a, a)
+				VMOVDQU(qh, b)
+			case 3:
+				VPSRLW(Imm(4), ql1, a)
+				VPAND(mask0F, a, a)
+				VPSRLW(Imm(2), qh, b)
+			}
+			VPAND(mask30, b, b)
+			VPOR(b, a, a)
+			p := YMM()
+			VPMADDUBSW(Mem{Base: xp, Disp: 128*h + 32*i}, a, p)
+			sv := YMM()
+			VPSHUFB(ctrlK6.Offset(32*(4*h+i)), sc, sv)
+			VPSRAW(Imm(8), sv, sv)
+			VPMADDWD(sv, p, p)
+			VPADDD(p, sumi, sumi)
+		}
+	}
+	VPSUBD(corr, sumi, sumi)
+	VCVTDQ2PS(sumi, sumi)
+	f := YMM()
+	VPBROADCASTW(Mem{Base: wp, Disp: 208}, f.AsX())
+	VCVTPH2PS(f.AsX(), f)
+	dx := YMM()
+	VBROADCASTSS(Mem{Base: dp}, dx)
+	VMULPS(dx, f, f)
+	VFMADD231PS(f, sumi, acc)
+	ADDQ(U32(210), wp)
+	ADDQ(U32(256), xp)
+	ADDQ(Imm(4), dp)
+	ADDQ(Imm(32), bp)
+	DECQ(n)
+	JNZ(LabelRef("k6_loop"))
+	Label("k6_end")
+	tmp := YMM()
+	hsum(acc, tmp)
+	VZEROUPPER()
+	Store(acc.AsX(), ReturnIndex(0))
+	RET()
+}

@@ -1,0 +1,179 @@
+// This file quantizes activations for the integer dot products of the quantized matmul, as
+// llama.cpp does: to blocks of 32 (Q8_0 style: fp16 scale amax/127, q = round-half-even(x*127/amax))
+// for Q8_0/Q4_0 weights, and to blocks of 256 (Q8_K: f32 scale max/-127, q = nearest(x*-127/max),
+// plus 16-element sums) for Q4_K/Q6_K weights. The quantized activations live in llmcloud's own
+// layout (separate int8, scale and sum arrays), not in ggml's block structs.
+package kernels
+
+import (
+	"math"
+	"sync"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// q8Acts holds m activation rows of k values quantized to blocks of 32.
+type q8Acts struct {
+	m, k, nb int
+	qs       []int8    // [m][k]
+	d        []float32 // [m][nb] block scales (fp16-rounded, as float32)
+	corr     []int32   // [m][nb][8]: lane 0 = -8*Σq of the block, lanes 1..7 = 0 (Q4_0 weights only)
+}
+
+// q8KActs holds m activation rows of k values quantized to Q8_K blocks of 256.
+type q8KActs struct {
+	m, k, nb int
+	qs       []int8    // [m][k]
+	d        []float32 // [m][nb]
+	bsums    []int16   // [m][nb][16] sums of each 16 q's
+	bsum8    []int16   // [m][nb][8] bsums[2j]+bsums[2j+1] (sums of each 32 q's)
+}
+
+var q8ActPool, q8KActPool sync.Pool
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func getQ8Acts(m, k int, corr bool) *q8Acts {
+	a, _ := q8ActPool.Get().(*q8Acts)
+	if a == nil {
+		a = new(q8Acts)
+	}
+	a.m, a.k, a.nb = m, k, k/32
+	a.qs = grow(a.qs, m*k)
+	a.d = grow(a.d, m*a.nb)
+	if corr {
+		a.corr = grow(a.corr, m*a.nb*8)
+	}
+	return a
+}
+
+func getQ8KActs(m, k int) *q8KActs {
+	a, _ := q8KActPool.Get().(*q8KActs)
+	if a == nil {
+		a = new(q8KActs)
+	}
+	a.m, a.k, a.nb = m, k, k/256
+	a.qs = grow(a.qs, m*k)
+	a.d = grow(a.d, m*a.nb)
+	a.bsums = grow(a.bsums, m*a.nb*16)
+	a.bsum8 = grow(a.bsum8, m*a.nb*8)
+	return a
+}
+
+// quantizeQ8 fills a from x ([m][k]); rows are split across p when there are several.
+func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
+	k, nb := a.k, a.nb
+	row := func(i int) {
+		qs := a.qs[i*k : (i+1)*k]
+		d := a.d[i*nb : (i+1)*nb]
+		quantRowQ8(x[i*k:(i+1)*k], qs, d)
+		if corr {
+			c := a.corr[i*nb*8 : (i+1)*nb*8]
+			for b := 0; b < nb; b++ {
+				var s int32
+				for _, q := range qs[b*32 : b*32+32] {
+					s += int32(q)
+				}
+				c[b*8] = -8 * s
+			}
+		}
+	}
+	if a.m == 1 {
+		row(0)
+		return
+	}
+	p.For(a.m, 4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row(i)
+		}
+	})
+}
+
+// quantize fills a from x ([m][k]); rows are split across p when there are several.
+func (a *q8KActs) quantize(p *Pool, x []float32) {
+	k, nb := a.k, a.nb
+	row := func(i int) {
+		quantRowQ8KRef(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
+			a.bsums[i*nb*16:(i+1)*nb*16], a.bsum8[i*nb*8:(i+1)*nb*8])
+	}
+	if a.m == 1 {
+		row(0)
+		return
+	}
+	p.For(a.m, 4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row(i)
+		}
+	})
+}
+
+// quantRowQ8 quantizes one row to blocks of 32 (the AVX2 kernel where available).
+var quantRowQ8 = quantRowQ8Ref
+
+// quantRowQ8Ref is the reference activation quantizer to blocks of 32: d = fp16(amax/127),
+// q = round-half-even(x * (127/amax)) (0 when amax is 0).
+func quantRowQ8Ref(x []float32, qs []int8, d []float32) {
+	for b := range d {
+		xb := x[b*32 : b*32+32]
+		var amax float32
+		for _, v := range xb {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax = a
+			}
+		}
+		d[b] = tensor.F16ToF32(tensor.F32ToF16(amax / 127))
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		q := qs[b*32 : b*32+32]
+		for j, v := range xb {
+			q[j] = int8(math.RoundToEven(float64(v * id)))
+		}
+	}
+}
+
+// quantRowQ8KRef quantizes one row to Q8_K blocks of 256: with max the value of largest
+// magnitude (the first one on ties), iscale = -127/max, q = min(127, nearest(iscale*x)),
+// d = 1/iscale; all zero when the block is zero. bsums are the sums of each 16 q's.
+func quantRowQ8KRef(x []float32, qs []int8, d []float32, bsums, bsum8 []int16) {
+	for b := range d {
+		xb := x[b*256 : b*256+256]
+		q := qs[b*256 : b*256+256]
+		var amax, mx float32
+		for _, v := range xb {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, mx = a, v
+			}
+		}
+		bs := bsums[b*16 : b*16+16]
+		b8 := bsum8[b*8 : b*8+8]
+		if amax == 0 {
+			d[b] = 0
+			clear(q)
+			clear(bs)
+			clear(b8)
+			continue
+		}
+		iscale := -127 / mx
+		for j, v := range xb {
+			q[j] = int8(min(127, int(math.RoundToEven(float64(iscale*v)))))
+		}
+		for g := 0; g < 16; g++ {
+			var s int16
+			for _, v := range q[g*16 : g*16+16] {
+				s += int16(v)
+			}
+			bs[g] = s
+		}
+		for j := 0; j < 8; j++ {
+			b8[j] = bs[2*j] + bs[2*j+1]
+		}
+		d[b] = 1 / iscale
+	}
+}
