@@ -18,7 +18,7 @@ import (
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
-func openHF(path string) (*Bundle, error) {
+func openHF(path string, opts Options) (*Bundle, error) {
 	d, err := hfdir.Load(path)
 	if err != nil {
 		return nil, err
@@ -28,13 +28,19 @@ func openHF(path string) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgFile, err)
 	}
-	v, tmpl, err := hfDirVocab(path)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := tokenizer.New(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var tok *tokenizer.Tokenizer
+	var tmpl string
+	if opts.Tokenizer == "" { // otherwise Open applies the override
+		v, t, err := hfDirVocab(path)
+		if err != nil {
+			return nil, err
+		}
+		if tok, err = tokenizer.New(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tmpl = t
+	} else if d.TokenizerConfig != nil {
+		tmpl = d.TokenizerConfig.ChatTemplate
 	}
 	if err := checkHFTensors(path, cfgFile, cfg); err != nil {
 		return nil, err

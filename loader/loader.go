@@ -77,7 +77,7 @@ func Open(path string, opts Options) (*Bundle, error) {
 	case GGUF:
 		b, err = openGGUF(path)
 	case HF:
-		b, err = openHF(path)
+		b, err = openHF(path, opts)
 	case Llama2C:
 		b, err = openLlama2C(path, opts)
 	}
