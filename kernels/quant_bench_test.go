@@ -1,0 +1,181 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// randQuantFast fills an [n, k] weight of type dt by repeating a few quantized random rows
+// (quantizing 32000x2048 values row by row would dominate the benchmark setup).
+func randQuantFast(b *testing.B, dt tensor.DType, n, k int) *tensor.Tensor {
+	rng := rand.New(rand.NewPCG(1, uint64(dt)))
+	base := randQuant(b, rng, dt, 8, k)
+	rb := len(base.Data) / 8
+	data := make([]byte, n*rb)
+	for r := 0; r < n; r++ {
+		copy(data[r*rb:], base.Data[(r%8)*rb:(r%8+1)*rb])
+	}
+	return &tensor.Tensor{Name: "w", Type: dt, Shape: []int{n, k}, Data: data}
+}
+
+var benchShapes = [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
+
+// BenchmarkQuantGEMV: decode (m=1), GB/s of weight bytes; ref = the dequantizing reference path.
+func BenchmarkQuantGEMV(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+		for _, sh := range benchShapes {
+			// Enough copies of the weight that one pass over them (~100 MB) streams from DRAM,
+			// as a decode step over all layers does.
+			w0 := randQuantFast(b, dt, sh[0], sh[1])
+			ws := []*tensor.Tensor{w0}
+			for len(ws)*len(w0.Data) < 100<<20 {
+				ws = append(ws, &tensor.Tensor{Name: "w", Type: dt, Shape: w0.Shape, Data: append([]byte(nil), w0.Data...)})
+			}
+			x := qRandVec(rand.New(rand.NewPCG(2, 3)), sh[1], 1)
+			out := make([]float32, sh[0])
+			for _, th := range []int{1, 2} {
+				p := NewPool(th)
+				for _, ref := range []bool{false, true} {
+					if ref && (sh[0] != 2048 || sh[1] != 2048) {
+						continue
+					}
+					name := fmt.Sprintf("%s/%dx%d/t%d", dt, sh[0], sh[1], th)
+					if ref {
+						name += "/ref"
+					}
+					b.Run(name, func(b *testing.B) {
+						Reference = ref
+						defer func() { Reference = false }()
+						b.SetBytes(int64(len(w0.Data)))
+						i := 0
+						for b.Loop() {
+							if err := p.MatMul(out, x, ws[i%len(ws)], 1); err != nil {
+								b.Fatal(err)
+							}
+							i++
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQuantGEMM: prefill (m tokens), GOP/s (2*m*n*k); gemv = m separate GEMV calls.
+func BenchmarkQuantGEMM(b *testing.B) {
+	const m = 64
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
+		for _, sh := range benchShapes[:3] {
+			n, k := sh[0], sh[1]
+			w := randQuantFast(b, dt, n, k)
+			x := qRandVec(rand.New(rand.NewPCG(2, 3)), m*k, 1)
+			out := make([]float32, m*n)
+			for _, th := range []int{1, 2} {
+				p := NewPool(th)
+				for _, mode := range []string{"gemm", "gemv", "ref"} {
+					if mode != "gemm" && (n != 2048 || k != 2048) {
+						continue
+					}
+					b.Run(fmt.Sprintf("%s/%dx%d/m%d/t%d/%s", dt, n, k, m, th, mode), func(b *testing.B) {
+						Reference = mode == "ref"
+						defer func() { Reference = false }()
+						for b.Loop() {
+							if mode == "gemv" {
+								for i := 0; i < m; i++ {
+									_ = p.MatMul(out[i*n:(i+1)*n], x[i*k:(i+1)*k], w, 1)
+								}
+							} else if err := p.MatMul(out, x, w, m); err != nil {
+								b.Fatal(err)
+							}
+						}
+						b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQuantDot: one kernel call in L1 (2048 values), GB/s of weight bytes.
+func BenchmarkQuantDot(b *testing.B) {
+	const k = 2048
+	rng := rand.New(rand.NewPCG(4, 5))
+	x := qRandVec(rng, 4*k, 1)
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+		q4 := dt == tensor.Q4_0
+		w := randQuant(b, rng, dt, 4, k)
+		rs := len(w.Data) / 4
+		a := getQ8Acts(4, k, q4)
+		a.quantize(Serial, x, q4)
+		var cp *int32
+		if q4 {
+			cp = &a.corr[0]
+		}
+		out := make([]float32, 16)
+		for _, rt := range [][2]int{{1, 1}, {4, 1}, {2, 4}} {
+			for _, ref := range []bool{false, true} {
+				f := quantTiles[btoi(q4)][rt[0]][rt[1]]
+				name := fmt.Sprintf("%s/tile%dx%d", dt, rt[0], rt[1])
+				if ref {
+					f, name = refTile(q4, rt[0], rt[1]), name+"/go"
+				}
+				b.Run(name, func(b *testing.B) {
+					b.SetBytes(int64(rs * rt[0] * rt[1]))
+					for b.Loop() {
+						f(&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, k/32, &out[0], 4)
+					}
+				})
+			}
+		}
+	}
+	a := getQ8KActs(1, k)
+	a.quantize(Serial, x[:k])
+	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
+		w := randQuant(b, rng, dt, 1, k)
+		for _, ref := range []bool{false, true} {
+			name := dt.String()
+			if ref {
+				name += "/go"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					switch {
+					case dt == tensor.Q4_K && !ref:
+						dotQ4K(&w.Data[0], &a.qs[0], &a.d[0], &a.bsum8[0], k/256)
+					case dt == tensor.Q4_K:
+						dotQ4KRef(w.Data, a.qs, a.d, a.bsum8, k/256)
+					case !ref:
+						dotQ6K(&w.Data[0], &a.qs[0], &a.d[0], &a.bsums[0], k/256)
+					default:
+						dotQ6KRef(w.Data, a.qs, a.d, a.bsums, k/256)
+					}
+				}
+			})
+		}
+	}
+	b.Run("quantQ8_0", func(b *testing.B) {
+		qa := getQ8Acts(1, k, false)
+		b.SetBytes(4 * k)
+		for b.Loop() {
+			quantRowQ8(x[:k], qa.qs, qa.d)
+		}
+	})
+	b.Run("quantQ8_0/go", func(b *testing.B) {
+		qa := getQ8Acts(1, k, false)
+		b.SetBytes(4 * k)
+		for b.Loop() {
+			quantRowQ8Ref(x[:k], qa.qs, qa.d)
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
