@@ -43,10 +43,23 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 	for p0 := 0; p0 < nPos; p0 += B {
 		nb := min(B, nPos-p0)
 		// Scores: each key row is read once for all g heads.
-		for i := 0; i < nb; i++ {
-			kp := k[(p0+i)*stride : (p0+i)*stride+headDim]
+		fast := attnAsm && !Reference && headDim%8 == 0
+		if fast {
+			n4 := nb &^ 3
 			for j := 0; j < g; j++ {
-				s[j*B+i] = Dot(q[j*headDim:(j+1)*headDim], kp) * scale
+				if n4 > 0 {
+					attnScores4(&q[j*headDim], &k[p0*stride], stride, headDim, n4, scale, &s[j*B])
+				}
+				for i := n4; i < nb; i++ {
+					s[j*B+i] = Dot(q[j*headDim:(j+1)*headDim], k[(p0+i)*stride:(p0+i)*stride+headDim]) * scale
+				}
+			}
+		} else {
+			for i := 0; i < nb; i++ {
+				kp := k[(p0+i)*stride : (p0+i)*stride+headDim]
+				for j := 0; j < g; j++ {
+					s[j*B+i] = Dot(q[j*headDim:(j+1)*headDim], kp) * scale
+				}
 			}
 		}
 		// Online softmax update per head.
@@ -60,7 +73,7 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 				if sum[j] != 0 {
 					c := expf(mx[j] - bm)
 					sum[j] *= c
-					attnScale(out[j*headDim:(j+1)*headDim], c)
+					Scale(out[j*headDim:(j+1)*headDim], c)
 				}
 				mx[j] = bm
 			}
@@ -73,16 +86,23 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 			}
 			sum[j] += t
 		}
-		// Weighted values: each value row is read once for all g heads.
-		for i := 0; i < nb; i++ {
-			vp := v[(p0+i)*stride : (p0+i)*stride+headDim]
+		// Weighted values: each value row is read once for all g heads (the assembly keeps
+		// one head's output in registers over the block; the block stays in L1 for the group).
+		if fast {
 			for j := 0; j < g; j++ {
-				attnAxpy(out[j*headDim:(j+1)*headDim], s[j*B+i], vp)
+				attnPV(&out[j*headDim], &s[j*B], &v[p0*stride], stride, headDim, nb)
+			}
+		} else {
+			for i := 0; i < nb; i++ {
+				vp := v[(p0+i)*stride : (p0+i)*stride+headDim]
+				for j := 0; j < g; j++ {
+					Axpy(out[j*headDim:(j+1)*headDim], s[j*B+i], vp)
+				}
 			}
 		}
 	}
 	for j := 0; j < g; j++ {
-		attnScale(out[j*headDim:(j+1)*headDim], 1/sum[j])
+		Scale(out[j*headDim:(j+1)*headDim], 1/sum[j])
 	}
 }
 
@@ -163,28 +183,6 @@ func (a *attnArgs) run(lo, hi int) {
 		qo := i*qd + h0*hd
 		AttentionGroup(a.out[qo:qo+a.sg*hd], a.q[qo:qo+a.sg*hd], a.kc[off:], a.vc[off:],
 			a.sg, a.start+i+1, kvd, hd, buf[:])
-	}
-}
-
-// attnAxpy sets y += a*x (len(x) >= len(y)).
-func attnAxpy(y []float32, a float32, x []float32) {
-	x = x[:len(y)]
-	i := 0
-	for ; i+4 <= len(y); i += 4 {
-		y[i] += a * x[i]
-		y[i+1] += a * x[i+1]
-		y[i+2] += a * x[i+2]
-		y[i+3] += a * x[i+3]
-	}
-	for ; i < len(y); i++ {
-		y[i] += a * x[i]
-	}
-}
-
-// attnScale sets y *= a.
-func attnScale(y []float32, a float32) {
-	for i := range y {
-		y[i] *= a
 	}
 }
 

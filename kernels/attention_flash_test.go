@@ -78,12 +78,17 @@ func TestFlashAttentionMatchesReference(t *testing.T) {
 				}
 			}
 			want := refBatch(q, kc, vc, s.n, s.start, s.heads, s.kvHeads, s.hd)
-			for pi, p := range pools {
+			for pi, p := range append(pools, nil) {
+				if p == nil { // the plain-Go path of the flash kernel
+					p = Serial
+					Reference = true
+				}
 				got := make([]float32, len(want))
 				for i := range got {
 					got[i] = float32(math.NaN()) // every output must be written
 				}
 				p.Attention(got, q, kc, vc, s.n, s.start, s.heads, s.kvHeads, s.hd)
+				Reference = false
 				name := fmt.Sprintf("%+v amp %g pool %d", s, amp, pi)
 				var worst float64
 				for i := range want {

@@ -1,0 +1,137 @@
+#include "textflag.h"
+
+// func attnScores4(q, k *float32, stride, hd, nb int, scale float32, out *float32)
+// out[i] = scale * dot(q[0:hd], k[i*stride : i*stride+hd]) for i < nb; nb a multiple of 4,
+// hd a multiple of 8. Four keys per iteration share each load of q.
+TEXT ·attnScores4(SB), NOSPLIT, $0-56
+	MOVQ         q+0(FP), SI
+	MOVQ         k+8(FP), DI
+	MOVQ         stride+16(FP), R8
+	SHLQ         $2, R8 // stride in bytes
+	MOVQ         hd+24(FP), R9
+	MOVQ         nb+32(FP), R10
+	VBROADCASTSS scale+40(FP), X15
+	MOVQ         out+48(FP), DX
+	SHRQ         $2, R10
+	JZ           sdone
+
+sloop:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   DI, AX
+	LEAQ   (DI)(R8*1), BX
+	LEAQ   (BX)(R8*1), CX
+	LEAQ   (CX)(R8*1), R11
+	XORQ   R12, R12 // byte offset in the row
+
+sinner:
+	VMOVUPS     (SI)(R12*1), Y4
+	VFMADD231PS (AX)(R12*1), Y4, Y0
+	VFMADD231PS (BX)(R12*1), Y4, Y1
+	VFMADD231PS (CX)(R12*1), Y4, Y2
+	VFMADD231PS (R11)(R12*1), Y4, Y3
+	ADDQ        $32, R12
+	MOVQ        R9, R13
+	SHLQ        $2, R13
+	CMPQ        R12, R13
+	JLT         sinner
+
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMULPS       X15, X0, X0
+	VMOVUPS      X0, (DX)
+	ADDQ         $16, DX
+	LEAQ         (R11)(R8*1), DI
+	DECQ         R10
+	JNZ          sloop
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func attnPV(out, p, v *float32, stride, hd, nb int)
+// out[0:hd] += sum_i p[i] * v[i*stride : i*stride+hd] for i < nb; hd a multiple of 8.
+// Columns are done 64 (8 registers) at a time, then 8 at a time; out stays in registers
+// across all nb rows.
+TEXT ·attnPV(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DX
+	MOVQ p+8(FP), SI
+	MOVQ v+16(FP), DI
+	MOVQ stride+24(FP), R8
+	SHLQ $2, R8
+	MOVQ hd+32(FP), R9
+	MOVQ nb+40(FP), R10
+	TESTQ R10, R10
+	JZ   pdone
+
+p64:
+	CMPQ R9, $64
+	JLT  p8
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+	MOVQ    DI, AX
+	XORQ    CX, CX
+
+p64row:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VFMADD231PS  (AX), Y8, Y0
+	VFMADD231PS  32(AX), Y8, Y1
+	VFMADD231PS  64(AX), Y8, Y2
+	VFMADD231PS  96(AX), Y8, Y3
+	VFMADD231PS  128(AX), Y8, Y4
+	VFMADD231PS  160(AX), Y8, Y5
+	VFMADD231PS  192(AX), Y8, Y6
+	VFMADD231PS  224(AX), Y8, Y7
+	ADDQ         R8, AX
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          p64row
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	ADDQ    $256, DX
+	ADDQ    $256, DI
+	SUBQ    $64, R9
+	JMP     p64
+
+p8:
+	CMPQ R9, $8
+	JLT  pdone
+	VMOVUPS (DX), Y0
+	MOVQ    DI, AX
+	XORQ    CX, CX
+
+p8row:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VFMADD231PS  (AX), Y8, Y0
+	ADDQ         R8, AX
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          p8row
+
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, R9
+	JMP     p8
+
+pdone:
+	VZEROUPPER
+	RET
