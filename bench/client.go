@@ -1,0 +1,236 @@
+// Client: one streamed request to an OpenAI-compatible server, timed chunk by chunk.
+
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Output is what one request gave. Times are from Start, taken just before the request is
+// written.
+type Output struct {
+	Success       bool
+	Error         string
+	PromptTokens  int // from the dataset
+	OutputTokens  int // from the usage chunk, else counted (see Client.Count)
+	UsageTokens   bool
+	GeneratedText string
+	Scheduled     time.Time       // when the arrival process wanted it sent
+	Start         time.Time       // when it was sent
+	TTFT          time.Duration   // to the first content chunk
+	ITL           []time.Duration // gaps between content chunks
+	Latency       time.Duration   // to the last content chunk
+	End           time.Time       // when Do returned
+}
+
+// Client sends requests to one server endpoint.
+type Client struct {
+	URL        string // base URL + endpoint
+	Chat       bool   // /v1/chat/completions body and deltas
+	Model      string
+	IgnoreEOS  bool
+	Temp       float64
+	Extra      map[string]any // more body fields
+	HTTP       *http.Client
+	Count      func(text string) int // output tokens when the server sends no usage (nil: content chunks)
+	RequestIDs bool                  // send X-Request-Id: bench-<n> (tests match server-side timings)
+}
+
+// NewHTTPClient returns an http.Client tuned for a load generator: keep-alive connections without
+// a per-host cap on idle ones (Go's default of 2 would reconnect under concurrency), no gzip, and
+// a whole-request timeout (0 = none).
+func NewHTTPClient(timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 65536,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
+}
+
+// body builds the JSON request.
+func (c *Client) body(r Request) ([]byte, error) {
+	m := map[string]any{
+		"model":          c.Model,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
+		"temperature":    c.Temp,
+	}
+	if c.Chat {
+		m["messages"] = []map[string]string{{"role": "user", "content": r.Prompt}}
+		m["max_completion_tokens"] = r.OutputTokens
+	} else {
+		m["prompt"] = r.Prompt
+		m["max_tokens"] = r.OutputTokens
+	}
+	if c.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
+	for k, v := range c.Extra {
+		m[k] = v
+	}
+	return json.Marshal(m)
+}
+
+// sseChunk is the part of a completions or chat completions chunk the benchmark reads.
+type sseChunk struct {
+	Choices []struct {
+		Text  *string `json:"text"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Usage *struct {
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Do sends r and reads the stream to [DONE]. It never returns an error: failures (connection,
+// HTTP status, malformed chunk, stream cut before [DONE], ctx cancelled) are in out.Error.
+func (c *Client) Do(ctx context.Context, r Request, id int) (out Output) {
+	out.PromptTokens = r.PromptTokens
+	defer func() { out.End = time.Now() }()
+	body, err := c.body(r)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.RequestIDs {
+		req.Header.Set("X-Request-Id", fmt.Sprintf("bench-%d", id))
+	}
+	out.Start = time.Now()
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		out.Error = describe(ctx, err)
+		return out
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		out.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+		return out
+	}
+	err = c.read(resp.Body, &out)
+	switch {
+	case err != nil:
+		out.Error = describe(ctx, err)
+	case out.TTFT == 0:
+		out.Error = "no content chunk in the stream"
+	default:
+		out.Success = true
+		if !out.UsageTokens {
+			if c.Count != nil {
+				out.OutputTokens = c.Count(out.GeneratedText)
+			} else {
+				out.OutputTokens = len(out.ITL) + 1
+			}
+		}
+	}
+	return out
+}
+
+// describe names a transport error, marking errors caused by cancellation as interrupted.
+func describe(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		return "interrupted: " + err.Error()
+	}
+	return err.Error()
+}
+
+// read parses the event stream into out, timing content chunks.
+func (c *Client) read(body io.Reader, out *Output) error {
+	br := bufio.NewReaderSize(body, 32<<10)
+	var sb strings.Builder
+	var last time.Time
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if err != nil && (err != io.EOF || len(line) == 0) {
+			if err == io.EOF {
+				return errors.New("stream ended before [DONE]")
+			}
+			return err
+		}
+		now := time.Now()
+		line = bytes.TrimRight(line, "\r\n")
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			if err == io.EOF {
+				return errors.New("stream ended before [DONE]")
+			}
+			continue // blank line, comment, event: or id: field
+		}
+		data = bytes.TrimSpace(data)
+		if string(data) == "[DONE]" {
+			out.GeneratedText = sb.String()
+			return nil
+		}
+		var ch sseChunk
+		if jerr := json.Unmarshal(data, &ch); jerr != nil {
+			return fmt.Errorf("malformed chunk %.80q: %v", data, jerr)
+		}
+		if ch.Error != nil {
+			return fmt.Errorf("server error in stream: %s", ch.Error.Message)
+		}
+		if len(ch.Choices) > 0 {
+			var text string
+			if c0 := ch.Choices[0]; c0.Text != nil {
+				text = *c0.Text
+			} else {
+				text = c0.Delta.Content + c0.Delta.ReasoningContent + c0.Delta.Reasoning
+			}
+			if text != "" {
+				if out.TTFT == 0 {
+					out.TTFT = max(now.Sub(out.Start), 1)
+				} else {
+					out.ITL = append(out.ITL, now.Sub(last))
+				}
+				last = now
+				out.Latency = now.Sub(out.Start)
+				sb.WriteString(text)
+			}
+		}
+		if ch.Usage != nil {
+			out.OutputTokens = ch.Usage.CompletionTokens
+			out.UsageTokens = true
+		}
+		if err == io.EOF {
+			return errors.New("stream ended before [DONE]")
+		}
+	}
+}
