@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -164,9 +165,14 @@ func describe(ctx context.Context, err error) string {
 	return err.Error()
 }
 
+// readers recycles stream readers (one per request in flight).
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
 // read parses the event stream into out, timing content chunks.
 func (c *Client) read(body io.Reader, out *Output) error {
-	br := bufio.NewReaderSize(body, 32<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	var sb strings.Builder
 	var last time.Time
 	var long []byte

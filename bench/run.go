@@ -86,6 +86,7 @@ func send(ctx context.Context, c *Client, reqs []Request, gaps []time.Duration, 
 		if ctx.Err() != nil {
 			break
 		}
+		due := target
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -101,7 +102,7 @@ func send(ctx context.Context, c *Client, reqs []Request, gaps []time.Duration, 
 				return
 			}
 			o := c.Do(ctx, r, firstID+i)
-			o.Scheduled = target
+			o.Scheduled = due
 			outs[i], sent[i] = o, true
 			if progress != nil {
 				mu.Lock()

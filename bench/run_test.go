@@ -20,7 +20,9 @@ func newClient(url string, chat bool) *Client {
 	return &Client{URL: url + ep, Chat: chat, Model: "scripted", HTTP: NewHTTPClient(30 * time.Second), RequestIDs: true}
 }
 
-func wordRequests(t *testing.T, n, in, out int) []Request {
+func wordRequests(t *testing.T, n, in, out int) []Request { return wordRequestsTB(t, n, in, out) }
+
+func wordRequestsTB(t testing.TB, n, in, out int) []Request {
 	t.Helper()
 	reqs, err := RandomRequests(Words{}, RandomOptions{InputLen: in, OutputLen: out}, n, 1)
 	if err != nil {
