@@ -13,8 +13,8 @@ import (
 )
 
 // quantTiles[q4][R][T] is the R-row x T-token tile kernel (q4: Q4_0 weights, else Q8_0).
-// Shapes used: 4x1 (GEMV), 2x1..2x4, 1x1..1x4 (tails).
-var quantTiles [2][5][5]tileFunc
+// Shapes used: 8x1 and 4x1 (GEMV), 2x1..2x4, 1x1..1x4 (tails).
+var quantTiles [2][9][5]tileFunc
 
 // dotQ4K and dotQ6K are the one-row, one-token K-quant dot kernels.
 var (
@@ -31,7 +31,7 @@ var quantAsm bool
 
 func init() {
 	for q := 0; q < 2; q++ {
-		for r := 1; r <= 4; r++ {
+		for r := 1; r <= 8; r++ {
 			for t := 1; t <= 4; t++ {
 				quantTiles[q][r][t] = refTile(q == 1, r, t)
 			}
@@ -39,6 +39,9 @@ func init() {
 	}
 	useQuantAsm()
 }
+
+// gemvRows is the number of weight rows the decode kernel reads at once (4 or 8).
+var gemvRows = 8
 
 // tokenChunk is the number of activation rows processed against each weight row pair before
 // moving on, chosen so the quantized activations (about 2.2 bytes per value) stay in L2.
@@ -90,8 +93,12 @@ func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
 		tiles[R][T](&w[r*rs], rs, &a.qs[t*k], k, &a.d[t*nb], cp, nb, &out[t*n+r], n)
 	}
 	if m == 1 {
-		p.For((n+3)/4, 16, func(lo, hi int) {
-			r, end := 4*lo, min(4*hi, n)
+		g := gemvRows
+		p.For((n+g-1)/g, 64/g, func(lo, hi int) {
+			r, end := g*lo, min(g*hi, n)
+			for ; r+g <= end; r += g {
+				tile(g, 1, r, 0)
+			}
 			for ; r+4 <= end; r += 4 {
 				tile(4, 1, r, 0)
 			}

@@ -14,16 +14,18 @@ import (
 var hasQuantAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // asmTiles[q4][R][T] are the generated tile kernels.
-var asmTiles = [2][5][5]tileFunc{
+var asmTiles = [2][9][5]tileFunc{
 	{
 		1: {1: q8_0Tile1x1, 2: q8_0Tile1x2, 3: q8_0Tile1x3, 4: q8_0Tile1x4},
 		2: {1: q8_0Tile2x1, 2: q8_0Tile2x2, 3: q8_0Tile2x3, 4: q8_0Tile2x4},
 		4: {1: q8_0Tile4x1},
+		8: {1: q8_0Tile8x1},
 	},
 	{
 		1: {1: q4_0Tile1x1, 2: q4_0Tile1x2, 3: q4_0Tile1x3, 4: q4_0Tile1x4},
 		2: {1: q4_0Tile2x1, 2: q4_0Tile2x2, 3: q4_0Tile2x3, 4: q4_0Tile2x4},
-		4: {1: q4_0Tile4x1},
+		4: {1: q4_0Pairs4x1},
+		8: {1: q4_0Pairs8x1},
 	},
 }
 

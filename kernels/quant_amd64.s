@@ -104,6 +104,16 @@ DATA q_permq8<>+24(SB)/4, $0x00000003
 DATA q_permq8<>+28(SB)/4, $0x00000007
 GLOBL q_permq8<>(SB), RODATA|NOPTR, $32
 
+DATA q_lane04<>+0(SB)/4, $0xffffffff
+DATA q_lane04<>+4(SB)/4, $0x00000000
+DATA q_lane04<>+8(SB)/4, $0x00000000
+DATA q_lane04<>+12(SB)/4, $0x00000000
+DATA q_lane04<>+16(SB)/4, $0xffffffff
+DATA q_lane04<>+20(SB)/4, $0x00000000
+DATA q_lane04<>+24(SB)/4, $0x00000000
+DATA q_lane04<>+28(SB)/4, $0x00000000
+GLOBL q_lane04<>(SB), RODATA|NOPTR, $32
+
 DATA q_ctrlk4<>+0(SB)/1, $0x00
 DATA q_ctrlk4<>+1(SB)/1, $0x80
 DATA q_ctrlk4<>+2(SB)/1, $0x00
@@ -683,6 +693,158 @@ q8done:
 	VZEROUPPER
 	RET
 
+// func q8_0Tile8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q8_0Tile8x1(SB), NOSPLIT, $0-72
+	MOVQ    w+0(FP), AX
+	MOVQ    wstride+8(FP), CX
+	MOVQ    xq+16(FP), DX
+	MOVQ    xstride+24(FP), BX
+	MOVQ    xd+32(FP), BX
+	MOVQ    nb+48(FP), SI
+	LEAQ    (CX)(CX*2), DI
+	LEAQ    (AX)(CX*4), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	VMOVDQU q_ones16<>+0(SB), Y8
+	TESTQ   SI, SI
+	JZ      q8_0Tile8x1_end
+
+q8_0Tile8x1_loop:
+	VMOVDQU      (DX), Y9
+	VBROADCASTSS (BX), Y10
+	VPABSB       2(AX), Y11
+	VPBROADCASTW (AX), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(AX), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y0
+	VPABSB       2(AX)(CX*1), Y11
+	VPBROADCASTW (AX)(CX*1), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(AX)(CX*1), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y1
+	VPABSB       2(AX)(CX*2), Y11
+	VPBROADCASTW (AX)(CX*2), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(AX)(CX*2), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y2
+	VPABSB       2(AX)(DI*1), Y11
+	VPBROADCASTW (AX)(DI*1), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(AX)(DI*1), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y3
+	VPABSB       2(R8), Y11
+	VPBROADCASTW (R8), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(R8), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y4
+	VPABSB       2(R8)(CX*1), Y11
+	VPBROADCASTW (R8)(CX*1), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(R8)(CX*1), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y5
+	VPABSB       2(R8)(CX*2), Y11
+	VPBROADCASTW (R8)(CX*2), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(R8)(CX*2), Y9, Y13
+	VPMADDUBSW   Y13, Y11, Y13
+	VPMADDWD     Y8, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y12, Y13, Y13
+	VFMADD231PS  Y10, Y13, Y6
+	VPABSB       2(R8)(DI*1), Y11
+	VPBROADCASTW (R8)(DI*1), X12
+	VCVTPH2PS    X12, Y12
+	VPSIGNB      2(R8)(DI*1), Y9, Y9
+	VPMADDUBSW   Y9, Y11, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y12, Y9, Y9
+	VFMADD231PS  Y10, Y9, Y7
+	ADDQ         $0x22, AX
+	ADDQ         $0x22, R8
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         SI
+	JNZ          q8_0Tile8x1_loop
+
+q8_0Tile8x1_end:
+	MOVQ         out+56(FP), AX
+	MOVQ         ostride+64(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS       X8, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTF128 $0x01, Y1, X8
+	VADDPS       X8, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X8
+	VADDPS       X8, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X8
+	VADDPS       X8, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, 12(AX)
+	VEXTRACTF128 $0x01, Y4, X8
+	VADDPS       X8, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, 16(AX)
+	VEXTRACTF128 $0x01, Y5, X8
+	VADDPS       X8, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, 20(AX)
+	VEXTRACTF128 $0x01, Y6, X8
+	VADDPS       X8, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VMOVSS       X6, 24(AX)
+	VEXTRACTF128 $0x01, Y7, X8
+	VADDPS       X8, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	VMOVSS       X7, 28(AX)
+	VZEROUPPER
+	RET
+
 // func q8_0Tile4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
 // Requires: AVX, AVX2, F16C, FMA3
 TEXT ·q8_0Tile4x1(SB), NOSPLIT, $0-72
@@ -702,44 +864,44 @@ TEXT ·q8_0Tile4x1(SB), NOSPLIT, $0-72
 	JZ      q8_0Tile4x1_end
 
 q8_0Tile4x1_loop:
-	VPABSB       2(AX), Y5
-	VPBROADCASTW (AX), X6
-	VCVTPH2PS    X6, Y6
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VPABSB       2(AX), Y7
+	VPBROADCASTW (AX), X8
+	VCVTPH2PS    X8, Y8
+	VPSIGNB      2(AX), Y5, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     Y4, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VFMADD231PS  Y6, Y9, Y0
 	VPABSB       2(AX)(CX*1), Y7
 	VPBROADCASTW (AX)(CX*1), X8
 	VCVTPH2PS    X8, Y8
-	VPABSB       2(AX)(CX*2), Y9
-	VPBROADCASTW (AX)(CX*2), X10
-	VCVTPH2PS    X10, Y10
-	VPABSB       2(AX)(DI*1), Y11
-	VPBROADCASTW (AX)(DI*1), X12
-	VCVTPH2PS    X12, Y12
-	VMOVDQU      (DX), Y13
-	VBROADCASTSS (BX), Y14
-	VPSIGNB      2(AX), Y13, Y15
-	VPMADDUBSW   Y15, Y5, Y15
-	VPMADDWD     Y4, Y15, Y15
-	VCVTDQ2PS    Y15, Y15
-	VMULPS       Y6, Y15, Y15
-	VFMADD231PS  Y14, Y15, Y0
-	VPSIGNB      2(AX)(CX*1), Y13, Y5
+	VPSIGNB      2(AX)(CX*1), Y5, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     Y4, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VFMADD231PS  Y6, Y9, Y1
+	VPABSB       2(AX)(CX*2), Y7
+	VPBROADCASTW (AX)(CX*2), X8
+	VCVTPH2PS    X8, Y8
+	VPSIGNB      2(AX)(CX*2), Y5, Y9
+	VPMADDUBSW   Y9, Y7, Y9
+	VPMADDWD     Y4, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VFMADD231PS  Y6, Y9, Y2
+	VPABSB       2(AX)(DI*1), Y7
+	VPBROADCASTW (AX)(DI*1), X8
+	VCVTPH2PS    X8, Y8
+	VPSIGNB      2(AX)(DI*1), Y5, Y5
 	VPMADDUBSW   Y5, Y7, Y5
 	VPMADDWD     Y4, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       Y8, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y1
-	VPSIGNB      2(AX)(CX*2), Y13, Y5
-	VPMADDUBSW   Y5, Y9, Y5
-	VPMADDWD     Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y10, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y2
-	VPSIGNB      2(AX)(DI*1), Y13, Y5
-	VPMADDUBSW   Y5, Y11, Y5
-	VPMADDWD     Y4, Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y12, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y3
+	VFMADD231PS  Y6, Y5, Y3
 	ADDQ         $0x22, AX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -747,109 +909,6 @@ q8_0Tile4x1_loop:
 	JNZ          q8_0Tile4x1_loop
 
 q8_0Tile4x1_end:
-	MOVQ         out+56(FP), AX
-	MOVQ         ostride+64(FP), CX
-	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMOVSS       X0, (AX)
-	VEXTRACTF128 $0x01, Y1, X4
-	VADDPS       X4, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, 4(AX)
-	VEXTRACTF128 $0x01, Y2, X4
-	VADDPS       X4, X2, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VMOVSS       X2, 8(AX)
-	VEXTRACTF128 $0x01, Y3, X4
-	VADDPS       X4, X3, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
-	VMOVSS       X3, 12(AX)
-	VZEROUPPER
-	RET
-
-// func q4_0Tile4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
-TEXT ·q4_0Tile4x1(SB), NOSPLIT, $0-72
-	MOVQ    w+0(FP), AX
-	MOVQ    wstride+8(FP), CX
-	MOVQ    xq+16(FP), DX
-	MOVQ    xstride+24(FP), BX
-	MOVQ    xd+32(FP), BX
-	MOVQ    corr+40(FP), SI
-	MOVQ    nb+48(FP), DI
-	LEAQ    (CX)(CX*2), R8
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	VMOVDQU q_ones16<>+0(SB), Y4
-	TESTQ   DI, DI
-	JZ      q4_0Tile4x1_end
-
-q4_0Tile4x1_loop:
-	VMOVDQU      2(AX), X6
-	VPSRLW       $0x04, X6, X5
-	VINSERTI128  $0x01, X5, Y6, Y5
-	VPAND        q_mask0f<>+0(SB), Y5, Y5
-	VPBROADCASTW (AX), X7
-	VCVTPH2PS    X7, Y7
-	VMOVDQU      2(AX)(CX*1), X6
-	VPSRLW       $0x04, X6, X8
-	VINSERTI128  $0x01, X8, Y6, Y8
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPBROADCASTW (AX)(CX*1), X9
-	VCVTPH2PS    X9, Y9
-	VMOVDQU      2(AX)(CX*2), X6
-	VPSRLW       $0x04, X6, X10
-	VINSERTI128  $0x01, X10, Y6, Y10
-	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPBROADCASTW (AX)(CX*2), X11
-	VCVTPH2PS    X11, Y11
-	VMOVDQU      2(AX)(R8*1), X6
-	VPSRLW       $0x04, X6, X12
-	VINSERTI128  $0x01, X12, Y6, Y12
-	VPAND        q_mask0f<>+0(SB), Y12, Y12
-	VPBROADCASTW (AX)(R8*1), X13
-	VCVTPH2PS    X13, Y13
-	VBROADCASTSS (BX), Y14
-	VPMADDUBSW   (DX), Y5, Y5
-	VPMADDWD     Y4, Y5, Y5
-	VPADDD       (SI), Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y7, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y0
-	VPMADDUBSW   (DX), Y8, Y5
-	VPMADDWD     Y4, Y5, Y5
-	VPADDD       (SI), Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y9, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y1
-	VPMADDUBSW   (DX), Y10, Y5
-	VPMADDWD     Y4, Y5, Y5
-	VPADDD       (SI), Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y11, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y2
-	VPMADDUBSW   (DX), Y12, Y5
-	VPMADDWD     Y4, Y5, Y5
-	VPADDD       (SI), Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMULPS       Y13, Y5, Y5
-	VFMADD231PS  Y14, Y5, Y3
-	ADDQ         $0x12, AX
-	ADDQ         $0x20, DX
-	ADDQ         $0x04, BX
-	ADDQ         $0x20, SI
-	DECQ         DI
-	JNZ          q4_0Tile4x1_loop
-
-q4_0Tile4x1_end:
 	MOVQ         out+56(FP), AX
 	MOVQ         ostride+64(FP), CX
 	SHLQ         $0x02, CX
@@ -892,26 +951,26 @@ TEXT ·q8_0Tile2x1(SB), NOSPLIT, $0-72
 	JZ      q8_0Tile2x1_end
 
 q8_0Tile2x1_loop:
-	VPABSB       2(AX), Y3
-	VPBROADCASTW (AX), X4
-	VCVTPH2PS    X4, Y4
+	VMOVDQU      (DX), Y3
+	VBROADCASTSS (BX), Y4
+	VPABSB       2(AX), Y5
+	VPBROADCASTW (AX), X6
+	VCVTPH2PS    X6, Y6
+	VPSIGNB      2(AX), Y3, Y7
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     Y2, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y6, Y7, Y7
+	VFMADD231PS  Y4, Y7, Y0
 	VPABSB       2(AX)(CX*1), Y5
 	VPBROADCASTW (AX)(CX*1), X6
 	VCVTPH2PS    X6, Y6
-	VMOVDQU      (DX), Y7
-	VBROADCASTSS (BX), Y8
-	VPSIGNB      2(AX), Y7, Y9
-	VPMADDUBSW   Y9, Y3, Y9
-	VPMADDWD     Y2, Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y4, Y9, Y9
-	VFMADD231PS  Y8, Y9, Y0
-	VPSIGNB      2(AX)(CX*1), Y7, Y3
+	VPSIGNB      2(AX)(CX*1), Y3, Y3
 	VPMADDUBSW   Y3, Y5, Y3
 	VPMADDWD     Y2, Y3, Y3
 	VCVTDQ2PS    Y3, Y3
 	VMULPS       Y6, Y3, Y3
-	VFMADD231PS  Y8, Y3, Y1
+	VFMADD231PS  Y4, Y3, Y1
 	ADDQ         $0x22, AX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -952,31 +1011,31 @@ TEXT ·q4_0Tile2x1(SB), NOSPLIT, $0-72
 	JZ      q4_0Tile2x1_end
 
 q4_0Tile2x1_loop:
-	VMOVDQU      2(AX), X4
-	VPSRLW       $0x04, X4, X3
-	VINSERTI128  $0x01, X3, Y4, Y3
-	VPAND        q_mask0f<>+0(SB), Y3, Y3
-	VPBROADCASTW (AX), X5
-	VCVTPH2PS    X5, Y5
-	VMOVDQU      2(AX)(CX*1), X4
-	VPSRLW       $0x04, X4, X6
-	VINSERTI128  $0x01, X6, Y4, Y6
-	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPBROADCASTW (AX)(CX*1), X7
-	VCVTPH2PS    X7, Y7
-	VBROADCASTSS (BX), Y8
-	VPMADDUBSW   (DX), Y3, Y3
-	VPMADDWD     Y2, Y3, Y3
-	VPADDD       (SI), Y3, Y3
-	VCVTDQ2PS    Y3, Y3
-	VMULPS       Y5, Y3, Y3
-	VFMADD231PS  Y8, Y3, Y0
-	VPMADDUBSW   (DX), Y6, Y3
-	VPMADDWD     Y2, Y3, Y3
-	VPADDD       (SI), Y3, Y3
-	VCVTDQ2PS    Y3, Y3
-	VMULPS       Y7, Y3, Y3
-	VFMADD231PS  Y8, Y3, Y1
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      2(AX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VPBROADCASTW (AX), X6
+	VCVTPH2PS    X6, Y6
+	VPMADDUBSW   (DX), Y4, Y4
+	VPMADDWD     Y2, Y4, Y4
+	VPADDD       (SI), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y6, Y4, Y4
+	VFMADD231PS  Y3, Y4, Y0
+	VMOVDQU      2(AX)(CX*1), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VPBROADCASTW (AX)(CX*1), X6
+	VCVTPH2PS    X6, Y6
+	VPMADDUBSW   (DX), Y4, Y4
+	VPMADDWD     Y2, Y4, Y4
+	VPADDD       (SI), Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       Y6, Y4, Y4
+	VFMADD231PS  Y3, Y4, Y1
 	ADDQ         $0x12, AX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -1734,17 +1793,17 @@ TEXT ·q8_0Tile1x1(SB), NOSPLIT, $0-72
 	JZ      q8_0Tile1x1_end
 
 q8_0Tile1x1_loop:
-	VPABSB       2(AX), Y2
-	VPBROADCASTW (AX), X3
-	VCVTPH2PS    X3, Y3
-	VMOVDQU      (CX), Y4
-	VBROADCASTSS (DX), Y5
-	VPSIGNB      2(AX), Y4, Y4
-	VPMADDUBSW   Y4, Y2, Y4
-	VPMADDWD     Y1, Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       Y3, Y4, Y4
-	VFMADD231PS  Y5, Y4, Y0
+	VMOVDQU      (CX), Y2
+	VBROADCASTSS (DX), Y3
+	VPABSB       2(AX), Y4
+	VPBROADCASTW (AX), X5
+	VCVTPH2PS    X5, Y5
+	VPSIGNB      2(AX), Y2, Y2
+	VPMADDUBSW   Y2, Y4, Y2
+	VPMADDWD     Y1, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y5, Y2, Y2
+	VFMADD231PS  Y3, Y2, Y0
 	ADDQ         $0x22, AX
 	ADDQ         $0x20, CX
 	ADDQ         $0x04, DX
@@ -1779,19 +1838,19 @@ TEXT ·q4_0Tile1x1(SB), NOSPLIT, $0-72
 	JZ      q4_0Tile1x1_end
 
 q4_0Tile1x1_loop:
-	VMOVDQU      2(AX), X3
-	VPSRLW       $0x04, X3, X2
-	VINSERTI128  $0x01, X2, Y3, Y2
-	VPAND        q_mask0f<>+0(SB), Y2, Y2
-	VPBROADCASTW (AX), X4
-	VCVTPH2PS    X4, Y4
-	VBROADCASTSS (DX), Y5
-	VPMADDUBSW   (CX), Y2, Y2
-	VPMADDWD     Y1, Y2, Y2
-	VPADDD       (BX), Y2, Y2
-	VCVTDQ2PS    Y2, Y2
-	VMULPS       Y4, Y2, Y2
-	VFMADD231PS  Y5, Y2, Y0
+	VBROADCASTSS (DX), Y2
+	VMOVDQU      2(AX), X4
+	VPSRLW       $0x04, X4, X3
+	VINSERTI128  $0x01, X3, Y4, Y3
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPBROADCASTW (AX), X5
+	VCVTPH2PS    X5, Y5
+	VPMADDUBSW   (CX), Y3, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VPADDD       (BX), Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y5, Y3, Y3
+	VFMADD231PS  Y2, Y3, Y0
 	ADDQ         $0x12, AX
 	ADDQ         $0x20, CX
 	ADDQ         $0x04, DX
@@ -2274,6 +2333,210 @@ q4_0Tile1x4_end:
 	VHADDPS      X3, X3, X3
 	VHADDPS      X3, X3, X3
 	VMOVSS       X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q4_0Pairs4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4_0Pairs4x1(SB), NOSPLIT, $0-72
+	MOVQ    w+0(FP), AX
+	MOVQ    wstride+8(FP), CX
+	MOVQ    xq+16(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    corr+40(FP), SI
+	MOVQ    nb+48(FP), DI
+	LEAQ    (CX)(CX*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VMOVDQU q_ones16<>+0(SB), Y2
+	TESTQ   DI, DI
+	JZ      q4_0Pairs4x1_end
+
+q4_0Pairs4x1_loop:
+	VBROADCASTI128 (DX), Y3
+	VBROADCASTI128 16(DX), Y4
+	VBROADCASTSS   (BX), Y5
+	VPBROADCASTD   (SI), Y6
+	VPAND          q_lane04<>+0(SB), Y6, Y6
+	VMOVDQU        2(AX), X7
+	VINSERTI128    $0x01, 2(AX)(CX*1), Y7, Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VPMADDUBSW     Y3, Y7, Y9
+	VPMADDUBSW     Y4, Y8, Y8
+	VPADDW         Y8, Y9, Y9
+	VPMADDWD       Y2, Y9, Y9
+	VPADDD         Y6, Y9, Y9
+	VCVTDQ2PS      Y9, Y9
+	VPBROADCASTW   (AX), X8
+	VPBROADCASTW   (AX)(CX*1), X7
+	VPBLENDD       $0x0c, X7, X8, X8
+	VCVTPH2PS      X8, Y8
+	VMULPS         Y8, Y9, Y9
+	VFMADD231PS    Y5, Y9, Y0
+	VMOVDQU        2(AX)(CX*2), X10
+	VINSERTI128    $0x01, 2(AX)(R8*1), Y10, Y10
+	VPSRLW         $0x04, Y10, Y8
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VPMADDUBSW     Y3, Y10, Y3
+	VPMADDUBSW     Y4, Y8, Y8
+	VPADDW         Y8, Y3, Y3
+	VPMADDWD       Y2, Y3, Y3
+	VPADDD         Y6, Y3, Y3
+	VCVTDQ2PS      Y3, Y3
+	VPBROADCASTW   (AX)(CX*2), X4
+	VPBROADCASTW   (AX)(R8*1), X6
+	VPBLENDD       $0x0c, X6, X4, X4
+	VCVTPH2PS      X4, Y4
+	VMULPS         Y4, Y3, Y3
+	VFMADD231PS    Y5, Y3, Y1
+	ADDQ           $0x12, AX
+	ADDQ           $0x20, DX
+	ADDQ           $0x04, BX
+	ADDQ           $0x20, SI
+	DECQ           DI
+	JNZ            q4_0Pairs4x1_loop
+
+q4_0Pairs4x1_end:
+	MOVQ         out+56(FP), AX
+	VEXTRACTF128 $0x01, Y0, X2
+	VHADDPS      X2, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTPS   $0x01, X0, 4(AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VHADDPS      X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, 8(AX)
+	VEXTRACTPS   $0x01, X1, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0Pairs8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4_0Pairs8x1(SB), NOSPLIT, $0-72
+	MOVQ    w+0(FP), AX
+	MOVQ    wstride+8(FP), CX
+	MOVQ    xq+16(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    corr+40(FP), SI
+	MOVQ    nb+48(FP), DI
+	LEAQ    (CX)(CX*2), R8
+	LEAQ    (AX)(CX*4), R9
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU q_ones16<>+0(SB), Y4
+	TESTQ   DI, DI
+	JZ      q4_0Pairs8x1_end
+
+q4_0Pairs8x1_loop:
+	VBROADCASTI128 (DX), Y5
+	VBROADCASTI128 16(DX), Y6
+	VBROADCASTSS   (BX), Y7
+	VPBROADCASTD   (SI), Y8
+	VPAND          q_lane04<>+0(SB), Y8, Y8
+	VMOVDQU        2(AX), X9
+	VINSERTI128    $0x01, 2(AX)(CX*1), Y9, Y9
+	VPSRLW         $0x04, Y9, Y10
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VPMADDUBSW     Y5, Y9, Y11
+	VPMADDUBSW     Y6, Y10, Y10
+	VPADDW         Y10, Y11, Y11
+	VPMADDWD       Y4, Y11, Y11
+	VPADDD         Y8, Y11, Y11
+	VCVTDQ2PS      Y11, Y11
+	VPBROADCASTW   (AX), X10
+	VPBROADCASTW   (AX)(CX*1), X9
+	VPBLENDD       $0x0c, X9, X10, X10
+	VCVTPH2PS      X10, Y10
+	VMULPS         Y10, Y11, Y11
+	VFMADD231PS    Y7, Y11, Y0
+	VMOVDQU        2(AX)(CX*2), X12
+	VINSERTI128    $0x01, 2(AX)(R8*1), Y12, Y12
+	VPSRLW         $0x04, Y12, Y10
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VPMADDUBSW     Y5, Y12, Y11
+	VPMADDUBSW     Y6, Y10, Y10
+	VPADDW         Y10, Y11, Y11
+	VPMADDWD       Y4, Y11, Y11
+	VPADDD         Y8, Y11, Y11
+	VCVTDQ2PS      Y11, Y11
+	VPBROADCASTW   (AX)(CX*2), X10
+	VPBROADCASTW   (AX)(R8*1), X9
+	VPBLENDD       $0x0c, X9, X10, X10
+	VCVTPH2PS      X10, Y10
+	VMULPS         Y10, Y11, Y11
+	VFMADD231PS    Y7, Y11, Y1
+	VMOVDQU        2(R9), X13
+	VINSERTI128    $0x01, 2(R9)(CX*1), Y13, Y13
+	VPSRLW         $0x04, Y13, Y10
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VPMADDUBSW     Y5, Y13, Y11
+	VPMADDUBSW     Y6, Y10, Y10
+	VPADDW         Y10, Y11, Y11
+	VPMADDWD       Y4, Y11, Y11
+	VPADDD         Y8, Y11, Y11
+	VCVTDQ2PS      Y11, Y11
+	VPBROADCASTW   (R9), X10
+	VPBROADCASTW   (R9)(CX*1), X9
+	VPBLENDD       $0x0c, X9, X10, X10
+	VCVTPH2PS      X10, Y10
+	VMULPS         Y10, Y11, Y11
+	VFMADD231PS    Y7, Y11, Y2
+	VMOVDQU        2(R9)(CX*2), X14
+	VINSERTI128    $0x01, 2(R9)(R8*1), Y14, Y14
+	VPSRLW         $0x04, Y14, Y10
+	VPAND          q_mask0f<>+0(SB), Y14, Y14
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VPMADDUBSW     Y5, Y14, Y5
+	VPMADDUBSW     Y6, Y10, Y10
+	VPADDW         Y10, Y5, Y5
+	VPMADDWD       Y4, Y5, Y5
+	VPADDD         Y8, Y5, Y5
+	VCVTDQ2PS      Y5, Y5
+	VPBROADCASTW   (R9)(CX*2), X6
+	VPBROADCASTW   (R9)(R8*1), X8
+	VPBLENDD       $0x0c, X8, X6, X6
+	VCVTPH2PS      X6, Y6
+	VMULPS         Y6, Y5, Y5
+	VFMADD231PS    Y7, Y5, Y3
+	ADDQ           $0x12, AX
+	ADDQ           $0x12, R9
+	ADDQ           $0x20, DX
+	ADDQ           $0x04, BX
+	ADDQ           $0x20, SI
+	DECQ           DI
+	JNZ            q4_0Pairs8x1_loop
+
+q4_0Pairs8x1_end:
+	MOVQ         out+56(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VHADDPS      X4, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (AX)
+	VEXTRACTPS   $0x01, X0, 4(AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VHADDPS      X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, 8(AX)
+	VEXTRACTPS   $0x01, X1, 12(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VHADDPS      X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, 16(AX)
+	VEXTRACTPS   $0x01, X2, 20(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VHADDPS      X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, 24(AX)
+	VEXTRACTPS   $0x01, X3, 28(AX)
 	VZEROUPPER
 	RET
 

@@ -106,16 +106,16 @@ func BenchmarkQuantDot(b *testing.B) {
 	x := qRandVec(rng, 4*k, 1)
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 		q4 := dt == tensor.Q4_0
-		w := randQuant(b, rng, dt, 4, k)
-		rs := len(w.Data) / 4
+		w := randQuant(b, rng, dt, 8, k)
+		rs := len(w.Data) / 8
 		a := getQ8Acts(4, k, q4)
 		a.quantize(Serial, x, q4)
 		var cp *int32
 		if q4 {
 			cp = &a.corr[0]
 		}
-		out := make([]float32, 16)
-		for _, rt := range [][2]int{{1, 1}, {4, 1}, {2, 4}} {
+		out := make([]float32, 32)
+		for _, rt := range [][2]int{{1, 1}, {2, 1}, {4, 1}, {8, 1}, {2, 4}} {
 			for _, ref := range []bool{false, true} {
 				f := quantTiles[btoi(q4)][rt[0]][rt[1]]
 				name := fmt.Sprintf("%s/tile%dx%d", dt, rt[0], rt[1])
@@ -125,7 +125,7 @@ func BenchmarkQuantDot(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					b.SetBytes(int64(rs * rt[0] * rt[1]))
 					for b.Loop() {
-						f(&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, k/32, &out[0], 4)
+						f(&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, k/32, &out[0], 8)
 					}
 				})
 			}
@@ -178,4 +178,32 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// BenchmarkQuantGEMVRows compares the 4-row and 8-row decode kernels (GB/s of weights, DRAM).
+func BenchmarkQuantGEMVRows(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+		w0 := randQuantFast(b, dt, 5632, 2048)
+		ws := []*tensor.Tensor{w0}
+		for len(ws)*len(w0.Data) < 100<<20 {
+			ws = append(ws, &tensor.Tensor{Name: "w", Type: dt, Shape: w0.Shape, Data: append([]byte(nil), w0.Data...)})
+		}
+		x := qRandVec(rand.New(rand.NewPCG(2, 3)), 2048, 1)
+		out := make([]float32, 5632)
+		for _, th := range []int{1, 2} {
+			p := NewPool(th)
+			for _, rows := range []int{4, 8} {
+				b.Run(fmt.Sprintf("%s/t%d/rows%d", dt, th, rows), func(b *testing.B) {
+					defer func(g int) { gemvRows = g }(gemvRows)
+					gemvRows = rows
+					b.SetBytes(int64(len(w0.Data)))
+					i := 0
+					for b.Loop() {
+						_ = p.MatMul(out, x, ws[i%len(ws)], 1)
+						i++
+					}
+				})
+			}
+		}
+	}
 }

@@ -1,7 +1,10 @@
 // This file holds the plain-Go twins of the AVX2 quantized kernels in quant_amd64.s. They do
 // the same integer math and accumulate in the same eight float32 lanes, in the same order, so
 // they agree with the assembly up to the rounding of a fused multiply-add (the assembly rounds
-// a*b+c once, Go rounds float32(a*b) and then the sum). They are the fallback on CPUs without
+// a*b+c once, Go rounds float32(a*b) and then the sum). Exception: the Q4_0 decode kernels
+// (q4_0Pairs4x1/8x1) group the integer partial sums into four lanes per row instead of eight,
+// so their float sums are ordered differently (same value within float32 rounding; the tests
+// bound the difference). They are the fallback on CPUs without
 // AVX2/FMA/F16C and on other architectures, and the reference in the tests.
 package kernels
 

@@ -7,15 +7,15 @@ package kernels
 //go:noescape
 func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 
+// q8_0Tile8x1 computes a 8-row x 1-token tile of a q8_0 matmul (see genTile).
+//
+//go:noescape
+func q8_0Tile8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
+
 // q8_0Tile4x1 computes a 4-row x 1-token tile of a q8_0 matmul (see genTile).
 //
 //go:noescape
 func q8_0Tile4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-
-// q4_0Tile4x1 computes a 4-row x 1-token tile of a q4_0 matmul (see genTile).
-//
-//go:noescape
-func q4_0Tile4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
 
 // q8_0Tile2x1 computes a 2-row x 1-token tile of a q8_0 matmul (see genTile).
 //
@@ -96,6 +96,16 @@ func q8_0Tile1x4(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr 
 //
 //go:noescape
 func q4_0Tile1x4(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
+
+// q4_0Pairs4x1 computes 4 rows x 1 token of a q4_0 matmul, two rows per register (see genQ4Pairs).
+//
+//go:noescape
+func q4_0Pairs4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
+
+// q4_0Pairs8x1 computes 8 rows x 1 token of a q4_0 matmul, two rows per register (see genQ4Pairs).
+//
+//go:noescape
+func q4_0Pairs8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
 
 // dotQ4KAVX2 is the dot product of one Q4_K row with one Q8_K-quantized token (see genDotQ4K).
 //

@@ -100,8 +100,8 @@ func TestQuantTiles(t *testing.T) {
 		q4 := qi == 1
 		for _, nb := range []int{1, 2, 3, 5, 8, 33} {
 			k := nb * 32
-			w := randQuant(t, rng, dt, 4, k)
-			rs := len(w.Data) / 4
+			w := randQuant(t, rng, dt, 8, k)
+			rs := len(w.Data) / 8
 			x := qRandVec(rng, 4*k, 1)
 			a := getQ8Acts(4, k, q4)
 			a.quantize(Serial, x, q4)
@@ -109,19 +109,19 @@ func TestQuantTiles(t *testing.T) {
 			if q4 {
 				cp = &a.corr[0]
 			}
-			for R := 1; R <= 4; R++ {
+			for _, R := range []int{1, 2, 4, 8} {
 				for T := 1; T <= 4; T++ {
-					if quantTiles[qi][R][T] == nil || (R == 4 && T > 1) || R == 3 {
+					if R >= 4 && T > 1 {
 						continue
 					}
-					got := make([]float32, 4*5)
-					want := make([]float32, 4*5)
-					quantTiles[qi][R][T](&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, nb, &got[0], 5)
-					refTile(q4, R, T)(&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, nb, &want[0], 5)
+					got := make([]float32, 4*9)
+					want := make([]float32, 4*9)
+					quantTiles[qi][R][T](&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, nb, &got[0], 9)
+					refTile(q4, R, T)(&w.Data[0], rs, &a.qs[0], k, &a.d[0], cp, nb, &want[0], 9)
 					for tt := 0; tt < T; tt++ {
 						for r := 0; r < R; r++ {
 							ex, mag := exactQ8(q4, w.Data[r*rs:], a.qs[tt*k:], a.d[tt*a.nb:], nb)
-							g, wnt := got[tt*5+r], want[tt*5+r]
+							g, wnt := got[tt*9+r], want[tt*9+r]
 							if d := math.Abs(float64(g - wnt)); d > 1e-6*mag+1e-30 {
 								t.Errorf("%s nb=%d tile %dx%d [%d,%d]: asm %g ref %g", dt, nb, R, T, r, tt, g, wnt)
 							}
@@ -131,7 +131,7 @@ func TestQuantTiles(t *testing.T) {
 						}
 					}
 					for i := range got {
-						if i%5 >= R || i/5 >= T {
+						if i%9 >= R || i/9 >= T {
 							if got[i] != 0 {
 								t.Fatalf("%s tile %dx%d wrote out of its tile at %d", dt, R, T, i)
 							}
@@ -217,7 +217,7 @@ func TestMatMulQuantGo(t *testing.T) {
 	tiles, q, k4, k6 := quantTiles, quantRowQ8, dotQ4K, dotQ6K
 	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K = tiles, q, k4, k6 }()
 	for qi := 0; qi < 2; qi++ {
-		for r := 1; r <= 4; r++ {
+		for r := 1; r <= 8; r++ {
 			for t := 1; t <= 4; t++ {
 				quantTiles[qi][r][t] = refTile(qi == 1, r, t)
 			}
@@ -237,7 +237,7 @@ func checkMatMulQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	pool := NewPool(3)
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
-		for _, sh := range [][2]int{{1, 256}, {7, 512}, {13, 256}, {35, 768}, {6, 4096}} {
+		for _, sh := range [][2]int{{1, 256}, {7, 512}, {13, 256}, {35, 768}, {6, 4096}, {141, 256}} {
 			n, k := sh[0], sh[1]
 			w := randQuant(t, rng, dt, n, k)
 			wf, _ := w.Float32()

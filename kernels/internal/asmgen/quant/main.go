@@ -25,6 +25,7 @@ var (
 	permQ8  Mem // VPERMD order that undoes the in-lane interleave of VPACKSSDW/VPACKSSWB
 	ctrlK4  Mem // 8 x 32 bytes: VPSHUFB controls broadcasting byte j of a qword as a word
 	ctrlK6  Mem // 8 x 32 bytes: lane0 all 2g, lane1 all 2g+1
+	lane04  Mem // int32 mask of lanes 0 and 4
 )
 
 func consts() {
@@ -48,6 +49,14 @@ func consts() {
 	for i, v := range []uint32{0, 4, 1, 5, 2, 6, 3, 7} {
 		DATA(4*i, U32(v))
 	}
+	lane04 = GLOBL("q_lane04", RODATA|NOPTR)
+	for i := 0; i < 8; i++ {
+		v := uint32(0)
+		if i%4 == 0 {
+			v = 0xffffffff
+		}
+		DATA(4*i, U32(v))
+	}
 	ctrlK4 = GLOBL("q_ctrlk4", RODATA|NOPTR)
 	for j := 0; j < 8; j++ {
 		for i := 0; i < 16; i++ {
@@ -66,10 +75,14 @@ func consts() {
 func main() {
 	consts()
 	genQuantQ8_0()
-	for _, rt := range [][2]int{{4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
+	for _, rt := range [][2]int{{8, 1}, {4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
 		genTile(false, rt[0], rt[1])
-		genTile(true, rt[0], rt[1])
+		if rt[0] < 4 { // Q4_0 decode uses genQ4Pairs
+			genTile(true, rt[0], rt[1])
+		}
 	}
+	genQ4Pairs(2)
+	genQ4Pairs(4)
 	genDotQ4K()
 	genDotQ6K()
 	Generate()
@@ -179,10 +192,14 @@ func genTile(q4 bool, R, T int) {
 		cp = Load(Param("corr"), GP64())
 	}
 	n := Load(Param("nb"), GP64())
-	var ws3, xs3, ds, ds3 GPVirtual
+	var ws3, xs3, ds, ds3, wp4 GPVirtual
 	if R > 3 {
 		ws3 = GP64()
 		LEAQ(Mem{Base: ws, Index: ws, Scale: 2}, ws3)
+	}
+	if R > 4 {
+		wp4 = GP64()
+		LEAQ(Mem{Base: wp, Index: ws, Scale: 4}, wp4)
 	}
 	if T > 3 {
 		xs3 = GP64()
@@ -208,6 +225,12 @@ func genTile(q4 bool, R, T int) {
 		}
 		return Mem{Base: base, Index: s3, Scale: 1}
 	}
+	wrow := func(r int) Mem {
+		if r >= 4 {
+			return idx(wp4, ws, ws3, r-4)
+		}
+		return idx(wp, ws, ws3, r)
+	}
 	acc := make([][]VecVirtual, R)
 	for r := range acc {
 		acc[r] = make([]VecVirtual, T)
@@ -223,8 +246,8 @@ func genTile(q4 bool, R, T int) {
 	Label(name + "_loop")
 	wv := make([]VecVirtual, R) // |w| (Q8_0) or unpacked nibbles (Q4_0)
 	dw := make([]VecVirtual, R)
-	for r := 0; r < R; r++ {
-		wm := idx(wp, ws, ws3, r)
+	prep := func(r int) {
+		wm := wrow(r)
 		wv[r] = YMM()
 		if q4 {
 			lo, hi := XMM(), XMM()
@@ -238,6 +261,13 @@ func genTile(q4 bool, R, T int) {
 		dw[r] = YMM()
 		VPBROADCASTW(wm, dw[r].AsX())
 		VCVTPH2PS(dw[r].AsX(), dw[r])
+	}
+	// With one token, each row is prepared right before its use (fewer live registers, so
+	// up to 8 rows fit); with several, all rows are prepared once and reused per token.
+	if T > 1 {
+		for r := 0; r < R; r++ {
+			prep(r)
+		}
 	}
 	var xr VecVirtual
 	if T == 1 && !q4 {
@@ -253,7 +283,10 @@ func genTile(q4 bool, R, T int) {
 		}
 		xm := idx(xp, xs, xs3, t)
 		for r := 0; r < R; r++ {
-			wm := idx(wp, ws, ws3, r)
+			if T == 1 {
+				prep(r)
+			}
+			wm := wrow(r)
 			p := YMM()
 			if q4 {
 				VPMADDUBSW(xm, wv[r], p)
@@ -276,6 +309,9 @@ func genTile(q4 bool, R, T int) {
 		}
 	}
 	ADDQ(Imm(uint64(bb)), wp)
+	if R > 4 {
+		ADDQ(Imm(uint64(bb)), wp4)
+	}
 	ADDQ(Imm(32), xp)
 	ADDQ(Imm(4), dp)
 	if q4 {
@@ -480,5 +516,105 @@ func genDotQ6K() {
 	hsum(acc, tmp)
 	VZEROUPPER()
 	Store(acc.AsX(), ReturnIndex(0))
+	RET()
+}
+
+// genQ4Pairs emits a decode (one token) Q4_0 kernel over 2*pairs rows that packs two rows into
+// each 256-bit register: [row r nibbles | row r+1 nibbles], multiplied against the token's
+// block halves broadcast to both 128-bit lanes. Per row pair and block this needs one
+// VPMADDWD and one float conversion instead of two. Lanes 0..3 of a pair accumulator belong
+// to row r, lanes 4..7 to row r+1; lane j holds elements 4j..4j+3 and 16+4j..16+4j+3.
+func genQ4Pairs(pairs int) {
+	R := 2 * pairs
+	name := fmt.Sprintf("q4_0Pairs%dx1", R)
+	TEXT(name, NOSPLIT, "func(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)")
+	Doc(fmt.Sprintf("%s computes %d rows x 1 token of a q4_0 matmul, two rows per register (see genQ4Pairs).", name, R))
+	Pragma("noescape")
+	wp := Load(Param("w"), GP64())
+	ws := Load(Param("wstride"), GP64())
+	xp := Load(Param("xq"), GP64())
+	dp := Load(Param("xd"), GP64())
+	cp := Load(Param("corr"), GP64())
+	n := Load(Param("nb"), GP64())
+	ws3 := GP64()
+	LEAQ(Mem{Base: ws, Index: ws, Scale: 2}, ws3)
+	var wp4 GPVirtual
+	if R > 4 {
+		wp4 = GP64()
+		LEAQ(Mem{Base: wp, Index: ws, Scale: 4}, wp4)
+	}
+	wrow := func(r int) Mem {
+		base := wp
+		if r >= 4 {
+			base, r = wp4, r-4
+		}
+		switch r {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: ws, Scale: 1}
+		case 2:
+			return Mem{Base: base, Index: ws, Scale: 2}
+		}
+		return Mem{Base: base, Index: ws3, Scale: 1}
+	}
+	acc := make([]VecVirtual, pairs)
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	ones := YMM()
+	VMOVDQU(ones16, ones)
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_end"))
+	Label(name + "_loop")
+	xlo, xhi, dx, cv := YMM(), YMM(), YMM(), YMM()
+	VBROADCASTI128(Mem{Base: xp}, xlo)
+	VBROADCASTI128(Mem{Base: xp, Disp: 16}, xhi)
+	VBROADCASTSS(Mem{Base: dp}, dx)
+	VPBROADCASTD(Mem{Base: cp}, cv)
+	VPAND(lane04, cv, cv)
+	for i := 0; i < pairs; i++ {
+		ra, rb := wrow(2*i), wrow(2*i+1)
+		q, hi, p := YMM(), YMM(), YMM()
+		VMOVDQU(ra.Offset(2), q.AsX())
+		VINSERTI128(Imm(1), rb.Offset(2), q, q)
+		VPSRLW(Imm(4), q, hi)
+		VPAND(mask0F, q, q)
+		VPAND(mask0F, hi, hi)
+		VPMADDUBSW(xlo, q, p)
+		VPMADDUBSW(xhi, hi, hi)
+		VPADDW(hi, p, p)
+		VPMADDWD(ones, p, p)
+		VPADDD(cv, p, p)
+		VCVTDQ2PS(p, p)
+		s, s2 := XMM(), XMM()
+		VPBROADCASTW(ra, s)
+		VPBROADCASTW(rb, s2)
+		VPBLENDD(Imm(0xc), s2, s, s)
+		VCVTPH2PS(s, s.AsY())
+		VMULPS(s.AsY(), p, p)
+		VFMADD231PS(dx, p, acc[i])
+	}
+	ADDQ(Imm(18), wp)
+	if R > 4 {
+		ADDQ(Imm(18), wp4)
+	}
+	ADDQ(Imm(32), xp)
+	ADDQ(Imm(4), dp)
+	ADDQ(Imm(32), cp)
+	DECQ(n)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_end")
+	op := Load(Param("out"), GP64())
+	for i := 0; i < pairs; i++ {
+		t := XMM()
+		VEXTRACTF128(Imm(1), acc[i], t)
+		VHADDPS(t, acc[i].AsX(), acc[i].AsX()) // [a0+a1, a2+a3, b0+b1, b2+b3]
+		VHADDPS(acc[i].AsX(), acc[i].AsX(), acc[i].AsX())
+		VMOVSS(acc[i].AsX(), Mem{Base: op, Disp: 8 * i})
+		VEXTRACTPS(Imm(1), acc[i].AsX(), Mem{Base: op, Disp: 8*i + 4})
+	}
+	VZEROUPPER()
 	RET()
 }
