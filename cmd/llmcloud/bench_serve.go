@@ -31,27 +31,27 @@ func init() {
 // serveFlags are the flags of `bench serve`, shared with `bench sweep`.
 type serveFlags struct {
 	baseURL, host, endpoint, backend, model, tokenizer string
-	port                                                int
-	dataset, datasetPath                                string
-	numPrompts                                          int
-	randIn, randOut, randPrefix                         int
-	randRange                                           float64
-	prefixLen, suffixLen, numPrefixes, prefixOut        int
-	sharegptOut, customOut                              int
-	rate                                                string
-	burstiness                                          float64
-	maxConc                                             int
-	seed                                                uint64
-	ignoreEOS                                           bool
-	temperature                                         float64
-	goodput                                             []string
-	percentileMetrics, metricPercentiles                string
-	numWarmups                                          int
-	saveResult                                          bool
-	resultDir, resultFile, label                        string
-	metadata                                            []string
-	disableProgress, saveDetailed                       bool
-	timeout                                             time.Duration
+	port                                               int
+	dataset, datasetPath                               string
+	numPrompts                                         int
+	randIn, randOut, randPrefix                        int
+	randRange                                          float64
+	prefixLen, suffixLen, numPrefixes, prefixOut       int
+	sharegptOut, customOut                             int
+	rate                                               string
+	burstiness                                         float64
+	maxConc                                            int
+	seed                                               uint64
+	ignoreEOS                                          bool
+	temperature                                        float64
+	goodput                                            []string
+	percentileMetrics, metricPercentiles               string
+	numWarmups                                         int
+	saveResult                                         bool
+	resultDir, resultFile, label                       string
+	metadata                                           []string
+	disableProgress, saveDetailed                      bool
+	timeout                                            time.Duration
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
