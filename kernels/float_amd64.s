@@ -502,9 +502,9 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func gemmKernel1x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_1x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel1x1(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_1x1(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), CX
@@ -550,9 +550,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel1x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_1x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel1x2(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_1x2(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), CX
@@ -609,9 +609,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel1x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_1x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel1x3(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_1x3(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), CX
@@ -679,9 +679,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel1x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_1x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel1x4(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_1x4(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), CX
@@ -739,9 +739,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel2x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_2x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel2x1(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_2x1(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -804,9 +804,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel2x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_2x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel2x2(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_2x2(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -894,9 +894,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel2x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_2x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel2x3(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_2x3(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1009,9 +1009,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel2x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_2x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel2x4(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_2x4(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1107,9 +1107,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel3x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_3x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel3x1(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_3x1(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1186,9 +1186,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel3x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_3x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel3x2(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_3x2(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1301,9 +1301,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel3x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_3x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel3x3(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_3x3(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1452,9 +1452,9 @@ store:
 	VZEROUPPER
 	RET
 
-// func gemmKernel3x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// func gemmF32_3x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 // Requires: AVX, FMA3
-TEXT ·gemmKernel3x4(SB), NOSPLIT, $0-64
+TEXT ·gemmF32_3x4(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1540,6 +1540,2304 @@ tail8:
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
 	VMOVUPS     (DI)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y11
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VHADDPS      Y9, Y8, Y8
+	VHADDPS      Y11, Y10, Y10
+	VHADDPS      Y10, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X2
+	VADDPS       X2, X8, X2
+	TESTQ        DX, DX
+	JZ           store
+	VADDPS       (AX), X1, X1
+	VADDPS       (AX)(CX*1), X0, X0
+	VADDPS       (AX)(CX*2), X2, X2
+
+store:
+	VMOVUPS X1, (AX)
+	VMOVUPS X0, (AX)(CX*1)
+	VMOVUPS X2, (AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_1x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), DX
+	VXORPS Y0, Y0, Y0
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y1
+	VCVTPH2PS   (CX), Y2
+	VFMADD231PS Y1, Y2, Y0
+	VMOVUPS     32(AX), Y1
+	VCVTPH2PS   16(CX), Y2
+	VFMADD231PS Y1, Y2, Y0
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, DX
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y1
+	VCVTPH2PS   (CX), Y2
+	VFMADD231PS Y1, Y2, Y0
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	TESTQ        CX, CX
+	JZ           store
+	VMOVSS       (AX), X0
+	VADDPS       X0, X1, X1
+
+store:
+	VMOVSS X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_1x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y2
+	VCVTPH2PS   (CX), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VCVTPH2PS   (CX)(DX*1), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     32(AX), Y2
+	VCVTPH2PS   16(CX), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VCVTPH2PS   16(CX)(DX*1), Y3
+	VFMADD231PS Y2, Y3, Y1
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y2
+	VCVTPH2PS   (CX), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VCVTPH2PS   (CX)(DX*1), Y3
+	VFMADD231PS Y2, Y3, Y1
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X2, X2
+	TESTQ        CX, CX
+	JZ           store
+	VMOVSS       (AX), X0
+	VINSERTPS    $0x10, 4(AX), X0, X0
+	VADDPS       X0, X2, X2
+
+store:
+	VMOVSS     X2, (AX)
+	VEXTRACTPS $0x01, X2, 4(AX)
+	VZEROUPPER
+	RET
+
+// func gemmF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_1x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y3
+	VCVTPH2PS   (CX), Y4
+	VFMADD231PS Y3, Y4, Y0
+	VCVTPH2PS   (CX)(DX*1), Y4
+	VFMADD231PS Y3, Y4, Y1
+	VCVTPH2PS   (CX)(DX*2), Y4
+	VFMADD231PS Y3, Y4, Y2
+	VMOVUPS     32(AX), Y3
+	VCVTPH2PS   16(CX), Y4
+	VFMADD231PS Y3, Y4, Y0
+	VCVTPH2PS   16(CX)(DX*1), Y4
+	VFMADD231PS Y3, Y4, Y1
+	VCVTPH2PS   16(CX)(DX*2), Y4
+	VFMADD231PS Y3, Y4, Y2
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y3
+	VCVTPH2PS   (CX), Y4
+	VFMADD231PS Y3, Y4, Y0
+	VCVTPH2PS   (CX)(DX*1), Y4
+	VFMADD231PS Y3, Y4, Y1
+	VCVTPH2PS   (CX)(DX*2), Y4
+	VFMADD231PS Y3, Y4, Y2
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X3, X3
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x20, X0, X3, X3
+	TESTQ        CX, CX
+	JZ           store
+	VMOVSS       (AX), X0
+	VINSERTPS    $0x10, 4(AX), X0, X0
+	VINSERTPS    $0x20, 8(AX), X0, X0
+	VADDPS       X0, X3, X3
+
+store:
+	VMOVSS     X3, (AX)
+	VEXTRACTPS $0x01, X3, 4(AX)
+	VEXTRACTPS $0x02, X3, 8(AX)
+	VZEROUPPER
+	RET
+
+// func gemmF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_1x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y4
+	VCVTPH2PS   (CX), Y5
+	VFMADD231PS Y4, Y5, Y0
+	VCVTPH2PS   (CX)(DX*1), Y5
+	VFMADD231PS Y4, Y5, Y1
+	VCVTPH2PS   (CX)(DX*2), Y5
+	VFMADD231PS Y4, Y5, Y2
+	VCVTPH2PS   (SI)(DX*2), Y5
+	VFMADD231PS Y4, Y5, Y3
+	VMOVUPS     32(AX), Y4
+	VCVTPH2PS   16(CX), Y5
+	VFMADD231PS Y4, Y5, Y0
+	VCVTPH2PS   16(CX)(DX*1), Y5
+	VFMADD231PS Y4, Y5, Y1
+	VCVTPH2PS   16(CX)(DX*2), Y5
+	VFMADD231PS Y4, Y5, Y2
+	VCVTPH2PS   16(SI)(DX*2), Y5
+	VFMADD231PS Y4, Y5, Y3
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y4
+	VCVTPH2PS   (CX), Y5
+	VFMADD231PS Y4, Y5, Y0
+	VCVTPH2PS   (CX)(DX*1), Y5
+	VFMADD231PS Y4, Y5, Y1
+	VCVTPH2PS   (CX)(DX*2), Y5
+	VFMADD231PS Y4, Y5, Y2
+	VCVTPH2PS   (SI)(DX*2), Y5
+	VFMADD231PS Y4, Y5, Y3
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	TESTQ        CX, CX
+	JZ           store
+	VADDPS       (AX), X1, X1
+
+store:
+	VMOVUPS X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_2x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y2
+	VMOVUPS     (AX)(CX*1), Y3
+	VCVTPH2PS   (DX), Y4
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y3, Y4, Y1
+	VMOVUPS     32(AX), Y2
+	VMOVUPS     32(AX)(CX*1), Y3
+	VCVTPH2PS   16(DX), Y4
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y3, Y4, Y1
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, BX
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y2
+	VMOVUPS     (AX)(CX*1), Y3
+	VCVTPH2PS   (DX), Y4
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y3, Y4, Y1
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X1
+	VADDPS       X1, X2, X2
+	VMOVSS       (AX)(CX*1), X1
+	VADDPS       X1, X0, X0
+
+store:
+	VMOVSS X2, (AX)
+	VMOVSS X0, (AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_2x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y4
+	VMOVUPS     (AX)(CX*1), Y5
+	VCVTPH2PS   (DX), Y6
+	VFMADD231PS Y4, Y6, Y0
+	VFMADD231PS Y5, Y6, Y2
+	VCVTPH2PS   (DX)(BX*1), Y6
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y3
+	VMOVUPS     32(AX), Y4
+	VMOVUPS     32(AX)(CX*1), Y5
+	VCVTPH2PS   16(DX), Y6
+	VFMADD231PS Y4, Y6, Y0
+	VFMADD231PS Y5, Y6, Y2
+	VCVTPH2PS   16(DX)(BX*1), Y6
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y3
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y4
+	VMOVUPS     (AX)(CX*1), Y5
+	VCVTPH2PS   (DX), Y6
+	VFMADD231PS Y4, Y6, Y0
+	VFMADD231PS Y5, Y6, Y2
+	VCVTPH2PS   (DX)(BX*1), Y6
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y3
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X4, X4
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X1, X3, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X1
+	VINSERTPS    $0x10, 4(AX), X1, X1
+	VADDPS       X1, X4, X4
+	VMOVSS       (AX)(CX*1), X1
+	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
+	VADDPS       X1, X0, X0
+
+store:
+	VMOVSS     X4, (AX)
+	VEXTRACTPS $0x01, X4, 4(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_2x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VCVTPH2PS   (DX), Y8
+	VFMADD231PS Y6, Y8, Y0
+	VFMADD231PS Y7, Y8, Y3
+	VCVTPH2PS   (DX)(BX*1), Y8
+	VFMADD231PS Y6, Y8, Y1
+	VFMADD231PS Y7, Y8, Y4
+	VCVTPH2PS   (DX)(BX*2), Y8
+	VFMADD231PS Y6, Y8, Y2
+	VFMADD231PS Y7, Y8, Y5
+	VMOVUPS     32(AX), Y6
+	VMOVUPS     32(AX)(CX*1), Y7
+	VCVTPH2PS   16(DX), Y8
+	VFMADD231PS Y6, Y8, Y0
+	VFMADD231PS Y7, Y8, Y3
+	VCVTPH2PS   16(DX)(BX*1), Y8
+	VFMADD231PS Y6, Y8, Y1
+	VFMADD231PS Y7, Y8, Y4
+	VCVTPH2PS   16(DX)(BX*2), Y8
+	VFMADD231PS Y6, Y8, Y2
+	VFMADD231PS Y7, Y8, Y5
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VCVTPH2PS   (DX), Y8
+	VFMADD231PS Y6, Y8, Y0
+	VFMADD231PS Y7, Y8, Y3
+	VCVTPH2PS   (DX)(BX*1), Y8
+	VFMADD231PS Y6, Y8, Y1
+	VFMADD231PS Y7, Y8, Y4
+	VCVTPH2PS   (DX)(BX*2), Y8
+	VFMADD231PS Y6, Y8, Y2
+	VFMADD231PS Y7, Y8, Y5
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X6, X6
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x20, X0, X6, X6
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X1, X4, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	VEXTRACTF128 $0x01, Y5, X1
+	VADDPS       X1, X5, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x20, X1, X0, X0
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X1
+	VINSERTPS    $0x10, 4(AX), X1, X1
+	VINSERTPS    $0x20, 8(AX), X1, X1
+	VADDPS       X1, X6, X6
+	VMOVSS       (AX)(CX*1), X1
+	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
+	VINSERTPS    $0x20, 8(AX)(CX*1), X1, X1
+	VADDPS       X1, X0, X0
+
+store:
+	VMOVSS     X6, (AX)
+	VEXTRACTPS $0x01, X6, 4(AX)
+	VEXTRACTPS $0x02, X6, 8(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_2x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y8
+	VMOVUPS     (AX)(CX*1), Y9
+	VCVTPH2PS   (DX), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VCVTPH2PS   (DX)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y9, Y10, Y5
+	VCVTPH2PS   (DX)(BX*2), Y10
+	VFMADD231PS Y8, Y10, Y2
+	VFMADD231PS Y9, Y10, Y6
+	VCVTPH2PS   (DI)(BX*2), Y10
+	VFMADD231PS Y8, Y10, Y3
+	VFMADD231PS Y9, Y10, Y7
+	VMOVUPS     32(AX), Y8
+	VMOVUPS     32(AX)(CX*1), Y9
+	VCVTPH2PS   16(DX), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VCVTPH2PS   16(DX)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y9, Y10, Y5
+	VCVTPH2PS   16(DX)(BX*2), Y10
+	VFMADD231PS Y8, Y10, Y2
+	VFMADD231PS Y9, Y10, Y6
+	VCVTPH2PS   16(DI)(BX*2), Y10
+	VFMADD231PS Y8, Y10, Y3
+	VFMADD231PS Y9, Y10, Y7
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y8
+	VMOVUPS     (AX)(CX*1), Y9
+	VCVTPH2PS   (DX), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VCVTPH2PS   (DX)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y9, Y10, Y5
+	VCVTPH2PS   (DX)(BX*2), Y10
+	VFMADD231PS Y8, Y10, Y2
+	VFMADD231PS Y9, Y10, Y6
+	VCVTPH2PS   (DI)(BX*2), Y10
+	VFMADD231PS Y8, Y10, Y3
+	VFMADD231PS Y9, Y10, Y7
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	TESTQ        DX, DX
+	JZ           store
+	VADDPS       (AX), X1, X1
+	VADDPS       (AX)(CX*1), X0, X0
+
+store:
+	VMOVUPS X1, (AX)
+	VMOVUPS X0, (AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_3x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y3
+	VMOVUPS     (AX)(CX*1), Y4
+	VMOVUPS     (AX)(CX*2), Y5
+	VCVTPH2PS   (DX), Y6
+	VFMADD231PS Y3, Y6, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y2
+	VMOVUPS     32(AX), Y3
+	VMOVUPS     32(AX)(CX*1), Y4
+	VMOVUPS     32(AX)(CX*2), Y5
+	VCVTPH2PS   16(DX), Y6
+	VFMADD231PS Y3, Y6, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y2
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, BX
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y3
+	VMOVUPS     (AX)(CX*1), Y4
+	VMOVUPS     (AX)(CX*2), Y5
+	VCVTPH2PS   (DX), Y6
+	VFMADD231PS Y3, Y6, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y2
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X1, X2, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X2
+	VADDPS       X2, X3, X3
+	VMOVSS       (AX)(CX*1), X2
+	VADDPS       X2, X0, X0
+	VMOVSS       (AX)(CX*2), X2
+	VADDPS       X2, X1, X1
+
+store:
+	VMOVSS X3, (AX)
+	VMOVSS X0, (AX)(CX*1)
+	VMOVSS X1, (AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_3x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VMOVUPS     (AX)(CX*2), Y8
+	VCVTPH2PS   (DX), Y9
+	VFMADD231PS Y6, Y9, Y0
+	VFMADD231PS Y7, Y9, Y2
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   (DX)(BX*1), Y9
+	VFMADD231PS Y6, Y9, Y1
+	VFMADD231PS Y7, Y9, Y3
+	VFMADD231PS Y8, Y9, Y5
+	VMOVUPS     32(AX), Y6
+	VMOVUPS     32(AX)(CX*1), Y7
+	VMOVUPS     32(AX)(CX*2), Y8
+	VCVTPH2PS   16(DX), Y9
+	VFMADD231PS Y6, Y9, Y0
+	VFMADD231PS Y7, Y9, Y2
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   16(DX)(BX*1), Y9
+	VFMADD231PS Y6, Y9, Y1
+	VFMADD231PS Y7, Y9, Y3
+	VFMADD231PS Y8, Y9, Y5
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VMOVUPS     (AX)(CX*2), Y8
+	VCVTPH2PS   (DX), Y9
+	VFMADD231PS Y6, Y9, Y0
+	VFMADD231PS Y7, Y9, Y2
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   (DX)(BX*1), Y9
+	VFMADD231PS Y6, Y9, Y1
+	VFMADD231PS Y7, Y9, Y3
+	VFMADD231PS Y8, Y9, Y5
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X6, X6
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X1, X3, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X1, X4, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VEXTRACTF128 $0x01, Y5, X2
+	VADDPS       X2, X5, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VINSERTPS    $0x10, X2, X1, X1
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VADDPS       X2, X6, X6
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
+	VMOVSS       (AX)(CX*2), X2
+	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VADDPS       X2, X1, X1
+
+store:
+	VMOVSS     X6, (AX)
+	VEXTRACTPS $0x01, X6, 4(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VMOVSS     X1, (AX)(CX*2)
+	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_3x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y9
+	VMOVUPS     (AX)(CX*1), Y10
+	VMOVUPS     (AX)(CX*2), Y11
+	VCVTPH2PS   (DX), Y12
+	VFMADD231PS Y9, Y12, Y0
+	VFMADD231PS Y10, Y12, Y3
+	VFMADD231PS Y11, Y12, Y6
+	VCVTPH2PS   (DX)(BX*1), Y12
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y7
+	VCVTPH2PS   (DX)(BX*2), Y12
+	VFMADD231PS Y9, Y12, Y2
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y8
+	VMOVUPS     32(AX), Y9
+	VMOVUPS     32(AX)(CX*1), Y10
+	VMOVUPS     32(AX)(CX*2), Y11
+	VCVTPH2PS   16(DX), Y12
+	VFMADD231PS Y9, Y12, Y0
+	VFMADD231PS Y10, Y12, Y3
+	VFMADD231PS Y11, Y12, Y6
+	VCVTPH2PS   16(DX)(BX*1), Y12
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y7
+	VCVTPH2PS   16(DX)(BX*2), Y12
+	VFMADD231PS Y9, Y12, Y2
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y8
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y9
+	VMOVUPS     (AX)(CX*1), Y10
+	VMOVUPS     (AX)(CX*2), Y11
+	VCVTPH2PS   (DX), Y12
+	VFMADD231PS Y9, Y12, Y0
+	VFMADD231PS Y10, Y12, Y3
+	VFMADD231PS Y11, Y12, Y6
+	VCVTPH2PS   (DX)(BX*1), Y12
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y7
+	VCVTPH2PS   (DX)(BX*2), Y12
+	VFMADD231PS Y9, Y12, Y2
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y8
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X9
+	VADDPS       X9, X0, X9
+	VHADDPS      X9, X9, X9
+	VHADDPS      X9, X9, X9
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X9, X9
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x20, X0, X9, X9
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X1, X4, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	VEXTRACTF128 $0x01, Y5, X1
+	VADDPS       X1, X5, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x20, X1, X0, X0
+	VEXTRACTF128 $0x01, Y6, X1
+	VADDPS       X1, X6, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VEXTRACTF128 $0x01, Y7, X2
+	VADDPS       X2, X7, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VINSERTPS    $0x10, X2, X1, X1
+	VEXTRACTF128 $0x01, Y8, X2
+	VADDPS       X2, X8, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VINSERTPS    $0x20, X2, X1, X1
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VINSERTPS    $0x20, 8(AX), X2, X2
+	VADDPS       X2, X9, X9
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
+	VMOVSS       (AX)(CX*2), X2
+	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*2), X2, X2
+	VADDPS       X2, X1, X1
+
+store:
+	VMOVSS     X9, (AX)
+	VEXTRACTPS $0x01, X9, 4(AX)
+	VEXTRACTPS $0x02, X9, 8(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
+	VMOVSS     X1, (AX)(CX*2)
+	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VEXTRACTPS $0x02, X1, 8(AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemmF16_3x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y12
+	VMOVUPS     (AX)(CX*1), Y13
+	VMOVUPS     (AX)(CX*2), Y14
+	VCVTPH2PS   (DX), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y8
+	VCVTPH2PS   (DX)(BX*1), Y15
+	VFMADD231PS Y12, Y15, Y1
+	VFMADD231PS Y13, Y15, Y5
+	VFMADD231PS Y14, Y15, Y9
+	VCVTPH2PS   (DX)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y6
+	VFMADD231PS Y14, Y15, Y10
+	VCVTPH2PS   (DI)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y11
+	VMOVUPS     32(AX), Y12
+	VMOVUPS     32(AX)(CX*1), Y13
+	VMOVUPS     32(AX)(CX*2), Y14
+	VCVTPH2PS   16(DX), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y8
+	VCVTPH2PS   16(DX)(BX*1), Y15
+	VFMADD231PS Y12, Y15, Y1
+	VFMADD231PS Y13, Y15, Y5
+	VFMADD231PS Y14, Y15, Y9
+	VCVTPH2PS   16(DX)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y6
+	VFMADD231PS Y14, Y15, Y10
+	VCVTPH2PS   16(DI)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y12
+	VMOVUPS     (AX)(CX*1), Y13
+	VMOVUPS     (AX)(CX*2), Y14
+	VCVTPH2PS   (DX), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y8
+	VCVTPH2PS   (DX)(BX*1), Y15
+	VFMADD231PS Y12, Y15, Y1
+	VFMADD231PS Y13, Y15, Y5
+	VFMADD231PS Y14, Y15, Y9
+	VCVTPH2PS   (DX)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y6
+	VFMADD231PS Y14, Y15, Y10
+	VCVTPH2PS   (DI)(BX*2), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y11
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	VHADDPS      Y9, Y8, Y8
+	VHADDPS      Y11, Y10, Y10
+	VHADDPS      Y10, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X2
+	VADDPS       X2, X8, X2
+	TESTQ        DX, DX
+	JZ           store
+	VADDPS       (AX), X1, X1
+	VADDPS       (AX)(CX*1), X0, X0
+	VADDPS       (AX)(CX*2), X2, X2
+
+store:
+	VMOVUPS X1, (AX)
+	VMOVUPS X0, (AX)(CX*1)
+	VMOVUPS X2, (AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_1x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), DX
+	VXORPS Y0, Y0, Y0
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y1
+	VPMOVZXWD   (CX), Y2
+	VPSLLD      $0x10, Y2, Y2
+	VFMADD231PS Y1, Y2, Y0
+	VMOVUPS     32(AX), Y1
+	VPMOVZXWD   16(CX), Y2
+	VPSLLD      $0x10, Y2, Y2
+	VFMADD231PS Y1, Y2, Y0
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, DX
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y1
+	VPMOVZXWD   (CX), Y2
+	VPSLLD      $0x10, Y2, Y2
+	VFMADD231PS Y1, Y2, Y0
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	TESTQ        CX, CX
+	JZ           store
+	VMOVSS       (AX), X0
+	VADDPS       X0, X1, X1
+
+store:
+	VMOVSS X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_1x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y2
+	VPMOVZXWD   (CX), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VFMADD231PS Y2, Y3, Y0
+	VPMOVZXWD   (CX)(DX*1), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     32(AX), Y2
+	VPMOVZXWD   16(CX), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VFMADD231PS Y2, Y3, Y0
+	VPMOVZXWD   16(CX)(DX*1), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VFMADD231PS Y2, Y3, Y1
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y2
+	VPMOVZXWD   (CX), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VFMADD231PS Y2, Y3, Y0
+	VPMOVZXWD   (CX)(DX*1), Y3
+	VPSLLD      $0x10, Y3, Y3
+	VFMADD231PS Y2, Y3, Y1
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X2, X2
+	TESTQ        CX, CX
+	JZ           store
+	VMOVSS       (AX), X0
+	VINSERTPS    $0x10, 4(AX), X0, X0
+	VADDPS       X0, X2, X2
+
+store:
+	VMOVSS     X2, (AX)
+	VEXTRACTPS $0x01, X2, 4(AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_1x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y3
+	VPMOVZXWD   (CX), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y0
+	VPMOVZXWD   (CX)(DX*1), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y1
+	VPMOVZXWD   (CX)(DX*2), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y2
+	VMOVUPS     32(AX), Y3
+	VPMOVZXWD   16(CX), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y0
+	VPMOVZXWD   16(CX)(DX*1), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y1
+	VPMOVZXWD   16(CX)(DX*2), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y2
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y3
+	VPMOVZXWD   (CX), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y0
+	VPMOVZXWD   (CX)(DX*1), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y1
+	VPMOVZXWD   (CX)(DX*2), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y3, Y4, Y2
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X3, X3
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x20, X0, X3, X3
+	TESTQ        CX, CX
+	JZ           store
+	VMOVSS       (AX), X0
+	VINSERTPS    $0x10, 4(AX), X0, X0
+	VINSERTPS    $0x20, 8(AX), X0, X0
+	VADDPS       X0, X3, X3
+
+store:
+	VMOVSS     X3, (AX)
+	VEXTRACTPS $0x01, X3, 4(AX)
+	VEXTRACTPS $0x02, X3, 8(AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_1x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), CX
+	MOVQ   ldb+24(FP), DX
+	MOVQ   k+32(FP), BX
+	LEAQ   (CX)(DX*1), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop16:
+	CMPQ        BX, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y4
+	VPMOVZXWD   (CX), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y0
+	VPMOVZXWD   (CX)(DX*1), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y1
+	VPMOVZXWD   (CX)(DX*2), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y2
+	VPMOVZXWD   (SI)(DX*2), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y3
+	VMOVUPS     32(AX), Y4
+	VPMOVZXWD   16(CX), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y0
+	VPMOVZXWD   16(CX)(DX*1), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y1
+	VPMOVZXWD   16(CX)(DX*2), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y2
+	VPMOVZXWD   16(SI)(DX*2), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y3
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, SI
+	SUBQ        $0x10, BX
+	JMP         loop16
+
+tail8:
+	CMPQ        BX, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y4
+	VPMOVZXWD   (CX), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y0
+	VPMOVZXWD   (CX)(DX*1), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y1
+	VPMOVZXWD   (CX)(DX*2), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y2
+	VPMOVZXWD   (SI)(DX*2), Y5
+	VPSLLD      $0x10, Y5, Y5
+	VFMADD231PS Y4, Y5, Y3
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), CX
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	TESTQ        CX, CX
+	JZ           store
+	VADDPS       (AX), X1, X1
+
+store:
+	VMOVUPS X1, (AX)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_2x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y2
+	VMOVUPS     (AX)(CX*1), Y3
+	VPMOVZXWD   (DX), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y3, Y4, Y1
+	VMOVUPS     32(AX), Y2
+	VMOVUPS     32(AX)(CX*1), Y3
+	VPMOVZXWD   16(DX), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y3, Y4, Y1
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, BX
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y2
+	VMOVUPS     (AX)(CX*1), Y3
+	VPMOVZXWD   (DX), Y4
+	VPSLLD      $0x10, Y4, Y4
+	VFMADD231PS Y2, Y4, Y0
+	VFMADD231PS Y3, Y4, Y1
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X1
+	VADDPS       X1, X2, X2
+	VMOVSS       (AX)(CX*1), X1
+	VADDPS       X1, X0, X0
+
+store:
+	VMOVSS X2, (AX)
+	VMOVSS X0, (AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_2x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y4
+	VMOVUPS     (AX)(CX*1), Y5
+	VPMOVZXWD   (DX), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y4, Y6, Y0
+	VFMADD231PS Y5, Y6, Y2
+	VPMOVZXWD   (DX)(BX*1), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y3
+	VMOVUPS     32(AX), Y4
+	VMOVUPS     32(AX)(CX*1), Y5
+	VPMOVZXWD   16(DX), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y4, Y6, Y0
+	VFMADD231PS Y5, Y6, Y2
+	VPMOVZXWD   16(DX)(BX*1), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y3
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y4
+	VMOVUPS     (AX)(CX*1), Y5
+	VPMOVZXWD   (DX), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y4, Y6, Y0
+	VFMADD231PS Y5, Y6, Y2
+	VPMOVZXWD   (DX)(BX*1), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y3
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X4, X4
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X1, X3, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X1
+	VINSERTPS    $0x10, 4(AX), X1, X1
+	VADDPS       X1, X4, X4
+	VMOVSS       (AX)(CX*1), X1
+	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
+	VADDPS       X1, X0, X0
+
+store:
+	VMOVSS     X4, (AX)
+	VEXTRACTPS $0x01, X4, 4(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_2x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VPMOVZXWD   (DX), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y0
+	VFMADD231PS Y7, Y8, Y3
+	VPMOVZXWD   (DX)(BX*1), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y1
+	VFMADD231PS Y7, Y8, Y4
+	VPMOVZXWD   (DX)(BX*2), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y2
+	VFMADD231PS Y7, Y8, Y5
+	VMOVUPS     32(AX), Y6
+	VMOVUPS     32(AX)(CX*1), Y7
+	VPMOVZXWD   16(DX), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y0
+	VFMADD231PS Y7, Y8, Y3
+	VPMOVZXWD   16(DX)(BX*1), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y1
+	VFMADD231PS Y7, Y8, Y4
+	VPMOVZXWD   16(DX)(BX*2), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y2
+	VFMADD231PS Y7, Y8, Y5
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VPMOVZXWD   (DX), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y0
+	VFMADD231PS Y7, Y8, Y3
+	VPMOVZXWD   (DX)(BX*1), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y1
+	VFMADD231PS Y7, Y8, Y4
+	VPMOVZXWD   (DX)(BX*2), Y8
+	VPSLLD      $0x10, Y8, Y8
+	VFMADD231PS Y6, Y8, Y2
+	VFMADD231PS Y7, Y8, Y5
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X6, X6
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x20, X0, X6, X6
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X1, X4, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	VEXTRACTF128 $0x01, Y5, X1
+	VADDPS       X1, X5, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x20, X1, X0, X0
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X1
+	VINSERTPS    $0x10, 4(AX), X1, X1
+	VINSERTPS    $0x20, 8(AX), X1, X1
+	VADDPS       X1, X6, X6
+	VMOVSS       (AX)(CX*1), X1
+	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
+	VINSERTPS    $0x20, 8(AX)(CX*1), X1, X1
+	VADDPS       X1, X0, X0
+
+store:
+	VMOVSS     X6, (AX)
+	VEXTRACTPS $0x01, X6, 4(AX)
+	VEXTRACTPS $0x02, X6, 8(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_2x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y8
+	VMOVUPS     (AX)(CX*1), Y9
+	VPMOVZXWD   (DX), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VPMOVZXWD   (DX)(BX*1), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y9, Y10, Y5
+	VPMOVZXWD   (DX)(BX*2), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y2
+	VFMADD231PS Y9, Y10, Y6
+	VPMOVZXWD   (DI)(BX*2), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y3
+	VFMADD231PS Y9, Y10, Y7
+	VMOVUPS     32(AX), Y8
+	VMOVUPS     32(AX)(CX*1), Y9
+	VPMOVZXWD   16(DX), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VPMOVZXWD   16(DX)(BX*1), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y9, Y10, Y5
+	VPMOVZXWD   16(DX)(BX*2), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y2
+	VFMADD231PS Y9, Y10, Y6
+	VPMOVZXWD   16(DI)(BX*2), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y3
+	VFMADD231PS Y9, Y10, Y7
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y8
+	VMOVUPS     (AX)(CX*1), Y9
+	VPMOVZXWD   (DX), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VPMOVZXWD   (DX)(BX*1), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y9, Y10, Y5
+	VPMOVZXWD   (DX)(BX*2), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y2
+	VFMADD231PS Y9, Y10, Y6
+	VPMOVZXWD   (DI)(BX*2), Y10
+	VPSLLD      $0x10, Y10, Y10
+	VFMADD231PS Y8, Y10, Y3
+	VFMADD231PS Y9, Y10, Y7
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X0
+	TESTQ        DX, DX
+	JZ           store
+	VADDPS       (AX), X1, X1
+	VADDPS       (AX)(CX*1), X0, X0
+
+store:
+	VMOVUPS X1, (AX)
+	VMOVUPS X0, (AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_3x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y3
+	VMOVUPS     (AX)(CX*1), Y4
+	VMOVUPS     (AX)(CX*2), Y5
+	VPMOVZXWD   (DX), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y3, Y6, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y2
+	VMOVUPS     32(AX), Y3
+	VMOVUPS     32(AX)(CX*1), Y4
+	VMOVUPS     32(AX)(CX*2), Y5
+	VPMOVZXWD   16(DX), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y3, Y6, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y2
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, BX
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y3
+	VMOVUPS     (AX)(CX*1), Y4
+	VMOVUPS     (AX)(CX*2), Y5
+	VPMOVZXWD   (DX), Y6
+	VPSLLD      $0x10, Y6, Y6
+	VFMADD231PS Y3, Y6, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VFMADD231PS Y5, Y6, Y2
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X1, X2, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X2
+	VADDPS       X2, X3, X3
+	VMOVSS       (AX)(CX*1), X2
+	VADDPS       X2, X0, X0
+	VMOVSS       (AX)(CX*2), X2
+	VADDPS       X2, X1, X1
+
+store:
+	VMOVSS X3, (AX)
+	VMOVSS X0, (AX)(CX*1)
+	VMOVSS X1, (AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_3x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VMOVUPS     (AX)(CX*2), Y8
+	VPMOVZXWD   (DX), Y9
+	VPSLLD      $0x10, Y9, Y9
+	VFMADD231PS Y6, Y9, Y0
+	VFMADD231PS Y7, Y9, Y2
+	VFMADD231PS Y8, Y9, Y4
+	VPMOVZXWD   (DX)(BX*1), Y9
+	VPSLLD      $0x10, Y9, Y9
+	VFMADD231PS Y6, Y9, Y1
+	VFMADD231PS Y7, Y9, Y3
+	VFMADD231PS Y8, Y9, Y5
+	VMOVUPS     32(AX), Y6
+	VMOVUPS     32(AX)(CX*1), Y7
+	VMOVUPS     32(AX)(CX*2), Y8
+	VPMOVZXWD   16(DX), Y9
+	VPSLLD      $0x10, Y9, Y9
+	VFMADD231PS Y6, Y9, Y0
+	VFMADD231PS Y7, Y9, Y2
+	VFMADD231PS Y8, Y9, Y4
+	VPMOVZXWD   16(DX)(BX*1), Y9
+	VPSLLD      $0x10, Y9, Y9
+	VFMADD231PS Y6, Y9, Y1
+	VFMADD231PS Y7, Y9, Y3
+	VFMADD231PS Y8, Y9, Y5
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y6
+	VMOVUPS     (AX)(CX*1), Y7
+	VMOVUPS     (AX)(CX*2), Y8
+	VPMOVZXWD   (DX), Y9
+	VPSLLD      $0x10, Y9, Y9
+	VFMADD231PS Y6, Y9, Y0
+	VFMADD231PS Y7, Y9, Y2
+	VFMADD231PS Y8, Y9, Y4
+	VPMOVZXWD   (DX)(BX*1), Y9
+	VPSLLD      $0x10, Y9, Y9
+	VFMADD231PS Y6, Y9, Y1
+	VFMADD231PS Y7, Y9, Y3
+	VFMADD231PS Y8, Y9, Y5
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X6
+	VADDPS       X6, X0, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X6, X6
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X1, X3, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X1, X4, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VEXTRACTF128 $0x01, Y5, X2
+	VADDPS       X2, X5, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VINSERTPS    $0x10, X2, X1, X1
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VADDPS       X2, X6, X6
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
+	VMOVSS       (AX)(CX*2), X2
+	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VADDPS       X2, X1, X1
+
+store:
+	VMOVSS     X6, (AX)
+	VEXTRACTPS $0x01, X6, 4(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VMOVSS     X1, (AX)(CX*2)
+	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_3x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y9
+	VMOVUPS     (AX)(CX*1), Y10
+	VMOVUPS     (AX)(CX*2), Y11
+	VPMOVZXWD   (DX), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y0
+	VFMADD231PS Y10, Y12, Y3
+	VFMADD231PS Y11, Y12, Y6
+	VPMOVZXWD   (DX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y7
+	VPMOVZXWD   (DX)(BX*2), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y2
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y8
+	VMOVUPS     32(AX), Y9
+	VMOVUPS     32(AX)(CX*1), Y10
+	VMOVUPS     32(AX)(CX*2), Y11
+	VPMOVZXWD   16(DX), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y0
+	VFMADD231PS Y10, Y12, Y3
+	VFMADD231PS Y11, Y12, Y6
+	VPMOVZXWD   16(DX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y7
+	VPMOVZXWD   16(DX)(BX*2), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y2
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y8
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y9
+	VMOVUPS     (AX)(CX*1), Y10
+	VMOVUPS     (AX)(CX*2), Y11
+	VPMOVZXWD   (DX), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y0
+	VFMADD231PS Y10, Y12, Y3
+	VFMADD231PS Y11, Y12, Y6
+	VPMOVZXWD   (DX)(BX*1), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y1
+	VFMADD231PS Y10, Y12, Y4
+	VFMADD231PS Y11, Y12, Y7
+	VPMOVZXWD   (DX)(BX*2), Y12
+	VPSLLD      $0x10, Y12, Y12
+	VFMADD231PS Y9, Y12, Y2
+	VFMADD231PS Y10, Y12, Y5
+	VFMADD231PS Y11, Y12, Y8
+
+reduce:
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	MOVQ         acc+56(FP), DX
+	VEXTRACTF128 $0x01, Y0, X9
+	VADDPS       X9, X0, X9
+	VHADDPS      X9, X9, X9
+	VHADDPS      X9, X9, X9
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x10, X0, X9, X9
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VINSERTPS    $0x20, X0, X9, X9
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VEXTRACTF128 $0x01, Y4, X1
+	VADDPS       X1, X4, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x10, X1, X0, X0
+	VEXTRACTF128 $0x01, Y5, X1
+	VADDPS       X1, X5, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VINSERTPS    $0x20, X1, X0, X0
+	VEXTRACTF128 $0x01, Y6, X1
+	VADDPS       X1, X6, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VEXTRACTF128 $0x01, Y7, X2
+	VADDPS       X2, X7, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VINSERTPS    $0x10, X2, X1, X1
+	VEXTRACTF128 $0x01, Y8, X2
+	VADDPS       X2, X8, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VINSERTPS    $0x20, X2, X1, X1
+	TESTQ        DX, DX
+	JZ           store
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VINSERTPS    $0x20, 8(AX), X2, X2
+	VADDPS       X2, X9, X9
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
+	VMOVSS       (AX)(CX*2), X2
+	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*2), X2, X2
+	VADDPS       X2, X1, X1
+
+store:
+	VMOVSS     X9, (AX)
+	VEXTRACTPS $0x01, X9, 4(AX)
+	VEXTRACTPS $0x02, X9, 8(AX)
+	VMOVSS     X0, (AX)(CX*1)
+	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
+	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
+	VMOVSS     X1, (AX)(CX*2)
+	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VEXTRACTPS $0x02, X1, 8(AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func gemmBF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemmBF16_3x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (DX)(BX*1), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+loop16:
+	CMPQ        SI, $0x10
+	JL          tail8
+	VMOVUPS     (AX), Y12
+	VMOVUPS     (AX)(CX*1), Y13
+	VMOVUPS     (AX)(CX*2), Y14
+	VPMOVZXWD   (DX), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y8
+	VPMOVZXWD   (DX)(BX*1), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y1
+	VFMADD231PS Y13, Y15, Y5
+	VFMADD231PS Y14, Y15, Y9
+	VPMOVZXWD   (DX)(BX*2), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y6
+	VFMADD231PS Y14, Y15, Y10
+	VPMOVZXWD   (DI)(BX*2), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y11
+	VMOVUPS     32(AX), Y12
+	VMOVUPS     32(AX)(CX*1), Y13
+	VMOVUPS     32(AX)(CX*2), Y14
+	VPMOVZXWD   16(DX), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y8
+	VPMOVZXWD   16(DX)(BX*1), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y1
+	VFMADD231PS Y13, Y15, Y5
+	VFMADD231PS Y14, Y15, Y9
+	VPMOVZXWD   16(DX)(BX*2), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y6
+	VFMADD231PS Y14, Y15, Y10
+	VPMOVZXWD   16(DI)(BX*2), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ        $0x40, AX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop16
+
+tail8:
+	CMPQ        SI, $0x08
+	JL          reduce
+	VMOVUPS     (AX), Y12
+	VMOVUPS     (AX)(CX*1), Y13
+	VMOVUPS     (AX)(CX*2), Y14
+	VPMOVZXWD   (DX), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y8
+	VPMOVZXWD   (DX)(BX*1), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y1
+	VFMADD231PS Y13, Y15, Y5
+	VFMADD231PS Y14, Y15, Y9
+	VPMOVZXWD   (DX)(BX*2), Y15
+	VPSLLD      $0x10, Y15, Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y6
+	VFMADD231PS Y14, Y15, Y10
+	VPMOVZXWD   (DI)(BX*2), Y15
+	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11

@@ -62,6 +62,15 @@ func TestFloatMatMulShapes(t *testing.T) {
 	if !useFloatAsm {
 		t.Skip("no AVX2/FMA/F16C")
 	}
+	// Run every shape through the direct small-m path and through the packed GEMM.
+	defer func(v int) { gemmDirectMaxM = v }(gemmDirectMaxM)
+	for _, d := range []int{64, 0} {
+		gemmDirectMaxM = d
+		t.Run(fmt.Sprintf("directMaxM=%d", d), testFloatMatMulShapes)
+	}
+}
+
+func testFloatMatMulShapes(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	pools := []*Pool{Serial, NewPool(3)}
 	dts := []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
@@ -75,7 +84,7 @@ func TestFloatMatMulShapes(t *testing.T) {
 	}
 	// Larger shapes crossing the k block (512) and n block (128) sizes, on 1 and 3 workers.
 	for _, dt := range dts {
-		for _, s := range [][3]int{{1, 300, 1030}, {1, 37, 172}, {2, 131, 520}, {17, 133, 1037}, {32, 260, 64}, {64, 9, 1024}} {
+		for _, s := range [][3]int{{1, 300, 1030}, {1, 37, 172}, {2, 131, 520}, {17, 133, 1037}, {32, 260, 64}, {64, 9, 1024}, {67, 21, 72}, {100, 130, 530}} {
 			for _, p := range pools {
 				checkFloatMatMul(t, p, r, dt, s[0], s[1], s[2], false, false)
 			}

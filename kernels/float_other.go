@@ -24,4 +24,8 @@ func maxF32(x *float32, n int) float32                               { panic("no
 func expSubF32(x *float32, mx float32, n int) float32                { panic("no asm") }
 func swigluF32(out, a, b *float32, n int)                            { panic("no asm") }
 
-var gemmKernels [4][5]func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+var (
+	gemmF32Kernels  [4][5]func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+	gemmF16Kernels  [4][5]func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+	gemmBF16Kernels [4][5]func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+)

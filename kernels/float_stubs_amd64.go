@@ -20,41 +20,113 @@ func gemvBF16x4(w *uint16, ldw int, x *float32, k int, out *float32)
 // gemvBF16x1 returns Σ_i w[i]*x[i]; k is a multiple of 8.
 func gemvBF16x1(w *uint16, x *float32, k int) float32
 
-// gemmKernel1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 1; strides in bytes.
-func gemmKernel1x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 1; strides in bytes.
+func gemmF32_1x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 2; strides in bytes.
-func gemmKernel1x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 2; strides in bytes.
+func gemmF32_1x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 3; strides in bytes.
-func gemmKernel1x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 3; strides in bytes.
+func gemmF32_1x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 4; strides in bytes.
-func gemmKernel1x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 4; strides in bytes.
+func gemmF32_1x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 1; strides in bytes.
-func gemmKernel2x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 1; strides in bytes.
+func gemmF32_2x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 2; strides in bytes.
-func gemmKernel2x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 2; strides in bytes.
+func gemmF32_2x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 3; strides in bytes.
-func gemmKernel2x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 3; strides in bytes.
+func gemmF32_2x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 4; strides in bytes.
-func gemmKernel2x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 4; strides in bytes.
+func gemmF32_2x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 1; strides in bytes.
-func gemmKernel3x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 1; strides in bytes.
+func gemmF32_3x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 2; strides in bytes.
-func gemmKernel3x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 2; strides in bytes.
+func gemmF32_3x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 3; strides in bytes.
-func gemmKernel3x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 3; strides in bytes.
+func gemmF32_3x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 
-// gemmKernel3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 4; strides in bytes.
-func gemmKernel3x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// gemmF32_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 4; strides in bytes.
+func gemmF32_3x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 1; strides in bytes.
+func gemmF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 2; strides in bytes.
+func gemmF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 3; strides in bytes.
+func gemmF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 4; strides in bytes.
+func gemmF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 1; strides in bytes.
+func gemmF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 2; strides in bytes.
+func gemmF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 3; strides in bytes.
+func gemmF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 4; strides in bytes.
+func gemmF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 1; strides in bytes.
+func gemmF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 2; strides in bytes.
+func gemmF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 3; strides in bytes.
+func gemmF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmF16_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 4; strides in bytes.
+func gemmF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 1; strides in bytes.
+func gemmBF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 2; strides in bytes.
+func gemmBF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 3; strides in bytes.
+func gemmBF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 4; strides in bytes.
+func gemmBF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 1; strides in bytes.
+func gemmBF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 2; strides in bytes.
+func gemmBF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 3; strides in bytes.
+func gemmBF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 2, j < 4; strides in bytes.
+func gemmBF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 1; strides in bytes.
+func gemmBF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 2; strides in bytes.
+func gemmBF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 3; strides in bytes.
+func gemmBF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmBF16_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 4; strides in bytes.
+func gemmBF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
 
 // cvtF16 converts n (multiple of 8) F16 values to f32.
 func cvtF16(dst *float32, src *uint16, n int)

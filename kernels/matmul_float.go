@@ -49,12 +49,61 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 		RoundToF16(*xr, x)
 		x = *xr
 	}
-	if m == 1 {
+	switch {
+	case m == 1:
 		gemvFloat(p, out, x, w.Type, w.Data, n, k)
-	} else {
+	case m <= gemmDirectMaxM:
+		gemmDirect(p, out, x, w.Type, w.Data, m, n, k)
+	default:
 		gemmFloat(p, out, x, w.Type, w.Data, m, n, k)
 	}
 	return true
+}
+
+// gemmDirectMaxM is the largest m that runs the micro-kernels directly on the stored weights
+// (converted in registers, no packing); larger m packs f32 blocks once and reuses them.
+var gemmDirectMaxM = 64
+
+// gemmDirect computes out = x · wᵀ for small m: for each group of 4 weight rows (L1-resident
+// after the first tile) the 3x4 micro-kernel runs over every 3-row tile of x across the whole
+// of k; the k % 8 tail is added in Go.
+func gemmDirect(p *Pool, out, x []float32, dt tensor.DType, data []byte, m, n, k int) {
+	es := elemSize(dt)
+	k8 := k &^ 7
+	groups := (n + 3) / 4
+	minGroups := max(1, (64<<10)/(4*k*es))
+	p.For(groups, minGroups, func(lo, hi int) {
+		r0, r1 := 4*lo, min(4*hi, n)
+		for r := r0; r < r1; r += 4 {
+			nr := min(4, r1-r)
+			wp := unsafe.Pointer(&data[r*k*es])
+			for i0 := 0; i0 < m; i0 += 3 {
+				mr := min(3, m-i0)
+				a, c := &x[i0*k], &out[i0*n+r]
+				switch dt {
+				case tensor.F32:
+					gemmF32Kernels[mr][nr](a, 4*k, (*float32)(wp), k*es, k8, c, 4*n, 0)
+				case tensor.F16:
+					gemmF16Kernels[mr][nr](a, 4*k, (*uint16)(wp), k*es, k8, c, 4*n, 0)
+				case tensor.BF16:
+					gemmBF16Kernels[mr][nr](a, 4*k, (*uint16)(wp), k*es, k8, c, 4*n, 0)
+				}
+			}
+		}
+		if k8 < k {
+			var tail [8]float32
+			for r := r0; r < r1; r++ {
+				weightRow(tail[:], dt, data, k, r, k8, k-k8)
+				for i := 0; i < m; i++ {
+					s := out[i*n+r]
+					for l := k8; l < k; l++ {
+						s += x[i*k+l] * tail[l-k8]
+					}
+					out[i*n+r] = s
+				}
+			}
+		}
+	})
 }
 
 func elemSize(t tensor.DType) int {
@@ -215,7 +264,7 @@ func gemmFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, m, n, k 
 					ap := &a[i0*lda+k0]
 					for j0 := 0; j0 < nb; j0 += 4 {
 						nr := min(4, nb-j0)
-						gemmKernels[mr][nr](ap, 4*lda, &buf[j0*kbp], 4*kbp, kbp, &out[i0*n+nb0+j0], 4*n, acc)
+						gemmF32Kernels[mr][nr](ap, 4*lda, &buf[j0*kbp], 4*kbp, kbp, &out[i0*n+nb0+j0], 4*n, acc)
 					}
 				}
 			}

@@ -42,9 +42,11 @@ func main() {
 		gemv4(t)
 		gemv1(t)
 	}
-	for mr := 1; mr <= 3; mr++ {
-		for nr := 1; nr <= 4; nr++ {
-			gemmKernel(mr, nr)
+	for _, t := range wtypes {
+		for mr := 1; mr <= 3; mr++ {
+			for nr := 1; nr <= 4; nr++ {
+				gemmKernel(t, mr, nr)
+			}
 		}
 	}
 	cvt("F16")
@@ -189,11 +191,12 @@ func gemv1(t wtype) {
 	RET()
 }
 
-// gemmKernel: C[i][j] (+)= Σ_l A[i][l]*B[j][l] for i < mr, j < nr; A rows at stride lda bytes,
-// B rows at ldb bytes, C rows at ldc bytes; k multiple of 8; accumulate when acc != 0.
-func gemmKernel(mr, nr int) {
-	name := fmt.Sprintf("gemmKernel%dx%d", mr, nr)
-	TEXT(name, NOSPLIT, "func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)")
+// gemmKernel: C[i][j] (+)= Σ_l A[i][l]*B[j][l] for i < mr, j < nr; A rows (f32) at stride lda
+// bytes, B rows (weights of type t, converted on the fly) at ldb bytes, C rows at ldc bytes; k
+// multiple of 8; accumulate when acc != 0.
+func gemmKernel(t wtype, mr, nr int) {
+	name := fmt.Sprintf("gemm%s_%dx%d", t.name, mr, nr)
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(a *float32, lda int, b *%s, ldb int, k int, c *float32, ldc int, acc int)", t.ctype))
 	Doc(fmt.Sprintf("%s sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < %d, j < %d; strides in bytes.", name, mr, nr))
 	pa := Load(Param("a"), GP64())
 	lda := Load(Param("lda"), GP64())
@@ -240,11 +243,11 @@ func gemmKernel(mr, nr int) {
 			VMOVUPS(amem(i, off), av[i])
 		}
 		for j := 0; j < nr; j++ {
-			if mr == 1 {
+			if mr == 1 && t.name == "F32" {
 				VFMADD231PS(bmem(j, off), av[0], acc[0][j])
 				continue
 			}
-			VMOVUPS(bmem(j, off), bv)
+			t.load8(bmem(j, off*t.size/4), bv)
 			for i := 0; i < mr; i++ {
 				VFMADD231PS(av[i], bv, acc[i][j])
 			}
@@ -256,8 +259,8 @@ func gemmKernel(mr, nr int) {
 	step(0)
 	step(32)
 	ADDQ(U8(64), pa)
-	ADDQ(U8(64), pb)
-	ADDQ(U8(64), pb2)
+	ADDQ(U8(16*t.size), pb)
+	ADDQ(U8(16*t.size), pb2)
 	SUBQ(U8(16), k)
 	JMP(LabelRef("loop16"))
 	Label("tail8")
