@@ -12,7 +12,7 @@ func BenchmarkSmallM(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
 	n, k := 5632, 2048
 	w, _ := tensor.Convert(f32Tensor("w", []int{n, k}, randVec(r, n*k, 0.1)), tensor.F16)
-	for _, m := range []int{1, 2, 3, 4, 8, 16, 32, 64, 128} {
+	for _, m := range []int{1, 2, 3, 4, 8, 16, 32, 64, 128, 512} {
 		x := randVec(r, m*k, 1)
 		out := make([]float32, m*n)
 		for _, th := range []int{0, 100} {

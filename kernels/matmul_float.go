@@ -64,30 +64,53 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 // (converted in registers, no packing); larger m packs f32 blocks once and reuses them.
 var gemmDirectMaxM = 64
 
-// gemmDirect computes out = x · wᵀ for small m: for each group of 4 weight rows (L1-resident
-// after the first tile) the 3x4 micro-kernel runs over every 3-row tile of x across the whole
-// of k; the k % 8 tail is added in Go.
+// Blocking of gemmDirect: an activation block of directMB rows x directKC columns (L2) is
+// reused by every group of 4 weight rows; each group's directKC columns (L1) are reused by
+// every 3-row tile of the activation block.
+var (
+	directKC = 512
+	directMB = 96
+)
+
+// gemmDirect computes out = x · wᵀ with the micro-kernels reading the stored weight rows
+// (F16/BF16 converted in registers, no packing). The weight rows are split across workers; the
+// k % 8 tail is added in Go.
 func gemmDirect(p *Pool, out, x []float32, dt tensor.DType, data []byte, m, n, k int) {
 	es := elemSize(dt)
 	k8 := k &^ 7
 	groups := (n + 3) / 4
-	minGroups := max(1, (64<<10)/(4*k*es))
+	minGroups := max(1, (64<<10)/(4*k*es), (1<<20)/(8*m*k))
 	p.For(groups, minGroups, func(lo, hi int) {
 		r0, r1 := 4*lo, min(4*hi, n)
-		for r := r0; r < r1; r += 4 {
-			nr := min(4, r1-r)
-			wp := unsafe.Pointer(&data[r*k*es])
-			for i0 := 0; i0 < m; i0 += 3 {
-				mr := min(3, m-i0)
-				a, c := &x[i0*k], &out[i0*n+r]
-				switch dt {
-				case tensor.F32:
-					gemmF32Kernels[mr][nr](a, 4*k, (*float32)(wp), k*es, k8, c, 4*n, 0)
-				case tensor.F16:
-					gemmF16Kernels[mr][nr](a, 4*k, (*uint16)(wp), k*es, k8, c, 4*n, 0)
-				case tensor.BF16:
-					gemmBF16Kernels[mr][nr](a, 4*k, (*uint16)(wp), k*es, k8, c, 4*n, 0)
+		for k0 := 0; k0 < k8; k0 += directKC {
+			kb := min(directKC, k8-k0)
+			acc := 0
+			if k0 > 0 {
+				acc = 1
+			}
+			for m0 := 0; m0 < m; m0 += directMB {
+				m1 := min(m0+directMB, m)
+				for r := r0; r < r1; r += 4 {
+					nr := min(4, r1-r)
+					wp := unsafe.Pointer(&data[(r*k+k0)*es])
+					for i0 := m0; i0 < m1; i0 += 3 {
+						mr := min(3, m1-i0)
+						a, c := &x[i0*k+k0], &out[i0*n+r]
+						switch dt {
+						case tensor.F32:
+							gemmF32Kernels[mr][nr](a, 4*k, (*float32)(wp), k*es, kb, c, 4*n, acc)
+						case tensor.F16:
+							gemmF16Kernels[mr][nr](a, 4*k, (*uint16)(wp), k*es, kb, c, 4*n, acc)
+						case tensor.BF16:
+							gemmBF16Kernels[mr][nr](a, 4*k, (*uint16)(wp), k*es, kb, c, 4*n, acc)
+						}
+					}
 				}
+			}
+		}
+		if k8 == 0 {
+			for i := 0; i < m; i++ {
+				clear(out[i*n+r0 : i*n+r1])
 			}
 		}
 		if k8 < k {
