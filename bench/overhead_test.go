@@ -46,7 +46,7 @@ func measureOverhead(t testing.TB, n int, rate float64) overheadStats {
 // this 2-core machine runs other tests at the same time; docs/bench.md records a quiet-machine
 // measurement (p99 added latency well under 1 ms).
 func TestClientOverhead(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		t.Skip("timing test")
 	}
 	st := measureOverhead(t, 1000, 1000)

@@ -40,16 +40,19 @@ func within(t *testing.T, name string, got, want, rel float64) {
 	}
 }
 
-// TestScriptedTimings runs against a server with known timings (TTFT 50 ms, 10 ms between 20
+// TestScriptedTimings runs against a server with known timings (TTFT 100 ms, 10 ms between 20
 // tokens) and checks every reported metric against the truth within 2%.
 func TestScriptedTimings(t *testing.T) {
+	if raceEnabled {
+		t.Skip("timing test")
+	}
 	for _, chat := range []bool{false, true} {
 		name := "completions"
 		if chat {
 			name = "chat"
 		}
 		t.Run(name, func(t *testing.T) {
-			const ttft, itl, tokens, n, conc = 50 * time.Millisecond, 10 * time.Millisecond, 20, 16, 4
+			const ttft, itl, tokens, n, conc = 100 * time.Millisecond, 10 * time.Millisecond, 20, 16, 4
 			srv := benchtest.New(benchtest.Script{TTFT: ttft, ITL: itl}, true)
 			defer srv.Close()
 			res := &Result{}
@@ -65,6 +68,7 @@ func TestScriptedTimings(t *testing.T) {
 			// The truth is what the server did (its timers overshoot a little on a busy machine):
 			// its receive time and the time it flushed each chunk.
 			var trueTTFT, trueITL, trueE2E, trueTPOT []float64
+			var first, last time.Time
 			for i := range outs {
 				tm, ok := srv.Timing(idOf(i))
 				if !ok || len(tm.Writes) != tokens {
@@ -73,6 +77,12 @@ func TestScriptedTimings(t *testing.T) {
 				trueTTFT = append(trueTTFT, tm.Writes[0].Sub(tm.Received).Seconds())
 				for k := 1; k < len(tm.Writes); k++ {
 					trueITL = append(trueITL, tm.Writes[k].Sub(tm.Writes[k-1]).Seconds())
+				}
+				if first.IsZero() || tm.Received.Before(first) {
+					first = tm.Received
+				}
+				if tm.Writes[tokens-1].After(last) {
+					last = tm.Writes[tokens-1]
 				}
 				e2e := tm.Writes[tokens-1].Sub(tm.Received).Seconds()
 				trueE2E = append(trueE2E, e2e)
@@ -88,10 +98,10 @@ func TestScriptedTimings(t *testing.T) {
 				within(t, k, res.Stats[k], truth[k], 0.02)
 			}
 			// And the script itself, loosely (the server's timers are the only slack).
-			within(t, "mean TTFT vs script", res.Stats["mean_ttft_ms"], ms(ttft), 0.10)
-			within(t, "mean ITL vs script", res.Stats["mean_itl_ms"], ms(itl), 0.05)
-			// Four waves of four requests back to back: the run lasts about 4 E2ELs.
-			wantDur := 4 * truth["mean_e2el_ms"] / 1000
+			within(t, "mean TTFT vs script", res.Stats["mean_ttft_ms"], ms(ttft), 0.20)
+			within(t, "mean ITL vs script", res.Stats["mean_itl_ms"], ms(itl), 0.20)
+			// The run lasts from the first request's arrival to the last token the server sent.
+			wantDur := last.Sub(first).Seconds()
 			within(t, "duration s", res.Duration, wantDur, 0.02)
 			within(t, "request throughput", res.RequestThroughput, n/wantDur, 0.02)
 			within(t, "output throughput", res.OutputThroughput, n*tokens/wantDur, 0.02)
