@@ -60,7 +60,7 @@ func TestClientOverhead(t *testing.T) {
 	if st.achievedRate < 900 {
 		t.Errorf("achieved %.0f req/s, want about 1000", st.achievedRate)
 	}
-	if p50 > 1 || p99 > 25 || lag99 > 25 {
+	if p50 > 1 || p99 > 100 || lag99 > 100 {
 		t.Errorf("client overhead too high: added p50 %.3f p99 %.3f ms, dispatch lag p99 %.3f ms", p50, p99, lag99)
 	}
 }
