@@ -694,7 +694,7 @@ q8done:
 	RET
 
 // func q8_0Tile8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q8_0Tile8x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -719,6 +719,7 @@ TEXT ·q8_0Tile8x1(SB), NOSPLIT, $0-72
 q8_0Tile8x1_loop:
 	VMOVDQU      (DX), Y9
 	VBROADCASTSS (BX), Y10
+	PREFETCHT0   512(AX)
 	VPABSB       2(AX), Y11
 	VPBROADCASTW (AX), X12
 	VCVTPH2PS    X12, Y12
@@ -728,6 +729,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y0
+	PREFETCHT0   512(AX)(CX*1)
 	VPABSB       2(AX)(CX*1), Y11
 	VPBROADCASTW (AX)(CX*1), X12
 	VCVTPH2PS    X12, Y12
@@ -737,6 +739,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y1
+	PREFETCHT0   512(AX)(CX*2)
 	VPABSB       2(AX)(CX*2), Y11
 	VPBROADCASTW (AX)(CX*2), X12
 	VCVTPH2PS    X12, Y12
@@ -746,6 +749,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y2
+	PREFETCHT0   512(AX)(DI*1)
 	VPABSB       2(AX)(DI*1), Y11
 	VPBROADCASTW (AX)(DI*1), X12
 	VCVTPH2PS    X12, Y12
@@ -755,6 +759,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y3
+	PREFETCHT0   512(R8)
 	VPABSB       2(R8), Y11
 	VPBROADCASTW (R8), X12
 	VCVTPH2PS    X12, Y12
@@ -764,6 +769,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y4
+	PREFETCHT0   512(R8)(CX*1)
 	VPABSB       2(R8)(CX*1), Y11
 	VPBROADCASTW (R8)(CX*1), X12
 	VCVTPH2PS    X12, Y12
@@ -773,6 +779,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y5
+	PREFETCHT0   512(R8)(CX*2)
 	VPABSB       2(R8)(CX*2), Y11
 	VPBROADCASTW (R8)(CX*2), X12
 	VCVTPH2PS    X12, Y12
@@ -782,6 +789,7 @@ q8_0Tile8x1_loop:
 	VCVTDQ2PS    Y13, Y13
 	VMULPS       Y12, Y13, Y13
 	VFMADD231PS  Y10, Y13, Y6
+	PREFETCHT0   512(R8)(DI*1)
 	VPABSB       2(R8)(DI*1), Y11
 	VPBROADCASTW (R8)(DI*1), X12
 	VCVTPH2PS    X12, Y12
@@ -846,7 +854,7 @@ q8_0Tile8x1_end:
 	RET
 
 // func q8_0Tile4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q8_0Tile4x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -866,6 +874,7 @@ TEXT ·q8_0Tile4x1(SB), NOSPLIT, $0-72
 q8_0Tile4x1_loop:
 	VMOVDQU      (DX), Y5
 	VBROADCASTSS (BX), Y6
+	PREFETCHT0   512(AX)
 	VPABSB       2(AX), Y7
 	VPBROADCASTW (AX), X8
 	VCVTPH2PS    X8, Y8
@@ -875,6 +884,7 @@ q8_0Tile4x1_loop:
 	VCVTDQ2PS    Y9, Y9
 	VMULPS       Y8, Y9, Y9
 	VFMADD231PS  Y6, Y9, Y0
+	PREFETCHT0   512(AX)(CX*1)
 	VPABSB       2(AX)(CX*1), Y7
 	VPBROADCASTW (AX)(CX*1), X8
 	VCVTPH2PS    X8, Y8
@@ -884,6 +894,7 @@ q8_0Tile4x1_loop:
 	VCVTDQ2PS    Y9, Y9
 	VMULPS       Y8, Y9, Y9
 	VFMADD231PS  Y6, Y9, Y1
+	PREFETCHT0   512(AX)(CX*2)
 	VPABSB       2(AX)(CX*2), Y7
 	VPBROADCASTW (AX)(CX*2), X8
 	VCVTPH2PS    X8, Y8
@@ -893,6 +904,7 @@ q8_0Tile4x1_loop:
 	VCVTDQ2PS    Y9, Y9
 	VMULPS       Y8, Y9, Y9
 	VFMADD231PS  Y6, Y9, Y2
+	PREFETCHT0   512(AX)(DI*1)
 	VPABSB       2(AX)(DI*1), Y7
 	VPBROADCASTW (AX)(DI*1), X8
 	VCVTPH2PS    X8, Y8
@@ -936,7 +948,7 @@ q8_0Tile4x1_end:
 	RET
 
 // func q8_0Tile2x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q8_0Tile2x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -953,6 +965,7 @@ TEXT ·q8_0Tile2x1(SB), NOSPLIT, $0-72
 q8_0Tile2x1_loop:
 	VMOVDQU      (DX), Y3
 	VBROADCASTSS (BX), Y4
+	PREFETCHT0   512(AX)
 	VPABSB       2(AX), Y5
 	VPBROADCASTW (AX), X6
 	VCVTPH2PS    X6, Y6
@@ -962,6 +975,7 @@ q8_0Tile2x1_loop:
 	VCVTDQ2PS    Y7, Y7
 	VMULPS       Y6, Y7, Y7
 	VFMADD231PS  Y4, Y7, Y0
+	PREFETCHT0   512(AX)(CX*1)
 	VPABSB       2(AX)(CX*1), Y5
 	VPBROADCASTW (AX)(CX*1), X6
 	VCVTPH2PS    X6, Y6
@@ -995,7 +1009,7 @@ q8_0Tile2x1_end:
 	RET
 
 // func q4_0Tile2x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q4_0Tile2x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -1012,6 +1026,7 @@ TEXT ·q4_0Tile2x1(SB), NOSPLIT, $0-72
 
 q4_0Tile2x1_loop:
 	VBROADCASTSS (BX), Y3
+	PREFETCHT0   512(AX)
 	VMOVDQU      2(AX), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
@@ -1024,6 +1039,7 @@ q4_0Tile2x1_loop:
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       Y6, Y4, Y4
 	VFMADD231PS  Y3, Y4, Y0
+	PREFETCHT0   512(AX)(CX*1)
 	VMOVDQU      2(AX)(CX*1), X5
 	VPSRLW       $0x04, X5, X4
 	VINSERTI128  $0x01, X4, Y5, Y4
@@ -1779,7 +1795,7 @@ q4_0Tile2x4_end:
 	RET
 
 // func q8_0Tile1x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q8_0Tile1x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -1795,6 +1811,7 @@ TEXT ·q8_0Tile1x1(SB), NOSPLIT, $0-72
 q8_0Tile1x1_loop:
 	VMOVDQU      (CX), Y2
 	VBROADCASTSS (DX), Y3
+	PREFETCHT0   512(AX)
 	VPABSB       2(AX), Y4
 	VPBROADCASTW (AX), X5
 	VCVTPH2PS    X5, Y5
@@ -1823,7 +1840,7 @@ q8_0Tile1x1_end:
 	RET
 
 // func q4_0Tile1x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q4_0Tile1x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -1839,6 +1856,7 @@ TEXT ·q4_0Tile1x1(SB), NOSPLIT, $0-72
 
 q4_0Tile1x1_loop:
 	VBROADCASTSS (DX), Y2
+	PREFETCHT0   512(AX)
 	VMOVDQU      2(AX), X4
 	VPSRLW       $0x04, X4, X3
 	VINSERTI128  $0x01, X3, Y4, Y3
@@ -2337,7 +2355,7 @@ q4_0Tile1x4_end:
 	RET
 
 // func q4_0Pairs4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q4_0Pairs4x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -2358,6 +2376,8 @@ q4_0Pairs4x1_loop:
 	VBROADCASTSS   (BX), Y5
 	VPBROADCASTD   (SI), Y6
 	VPAND          q_lane04<>+0(SB), Y6, Y6
+	PREFETCHT0     1536(AX)
+	PREFETCHT0     1536(AX)(CX*1)
 	VMOVDQU        2(AX), X7
 	VINSERTI128    $0x01, 2(AX)(CX*1), Y7, Y7
 	VPSRLW         $0x04, Y7, Y8
@@ -2375,6 +2395,8 @@ q4_0Pairs4x1_loop:
 	VCVTPH2PS      X8, Y8
 	VMULPS         Y8, Y9, Y9
 	VFMADD231PS    Y5, Y9, Y0
+	PREFETCHT0     1536(AX)(CX*2)
+	PREFETCHT0     1536(AX)(R8*1)
 	VMOVDQU        2(AX)(CX*2), X10
 	VINSERTI128    $0x01, 2(AX)(R8*1), Y10, Y10
 	VPSRLW         $0x04, Y10, Y8
@@ -2415,7 +2437,7 @@ q4_0Pairs4x1_end:
 	RET
 
 // func q4_0Pairs8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q4_0Pairs8x1(SB), NOSPLIT, $0-72
 	MOVQ    w+0(FP), AX
 	MOVQ    wstride+8(FP), CX
@@ -2439,6 +2461,8 @@ q4_0Pairs8x1_loop:
 	VBROADCASTSS   (BX), Y7
 	VPBROADCASTD   (SI), Y8
 	VPAND          q_lane04<>+0(SB), Y8, Y8
+	PREFETCHT0     1536(AX)
+	PREFETCHT0     1536(AX)(CX*1)
 	VMOVDQU        2(AX), X9
 	VINSERTI128    $0x01, 2(AX)(CX*1), Y9, Y9
 	VPSRLW         $0x04, Y9, Y10
@@ -2456,6 +2480,8 @@ q4_0Pairs8x1_loop:
 	VCVTPH2PS      X10, Y10
 	VMULPS         Y10, Y11, Y11
 	VFMADD231PS    Y7, Y11, Y0
+	PREFETCHT0     1536(AX)(CX*2)
+	PREFETCHT0     1536(AX)(R8*1)
 	VMOVDQU        2(AX)(CX*2), X12
 	VINSERTI128    $0x01, 2(AX)(R8*1), Y12, Y12
 	VPSRLW         $0x04, Y12, Y10
@@ -2473,6 +2499,8 @@ q4_0Pairs8x1_loop:
 	VCVTPH2PS      X10, Y10
 	VMULPS         Y10, Y11, Y11
 	VFMADD231PS    Y7, Y11, Y1
+	PREFETCHT0     1536(R9)
+	PREFETCHT0     1536(R9)(CX*1)
 	VMOVDQU        2(R9), X13
 	VINSERTI128    $0x01, 2(R9)(CX*1), Y13, Y13
 	VPSRLW         $0x04, Y13, Y10
@@ -2490,6 +2518,8 @@ q4_0Pairs8x1_loop:
 	VCVTPH2PS      X10, Y10
 	VMULPS         Y10, Y11, Y11
 	VFMADD231PS    Y7, Y11, Y2
+	PREFETCHT0     1536(R9)(CX*2)
+	PREFETCHT0     1536(R9)(R8*1)
 	VMOVDQU        2(R9)(CX*2), X14
 	VINSERTI128    $0x01, 2(R9)(R8*1), Y14, Y14
 	VPSRLW         $0x04, Y14, Y10
