@@ -1,0 +1,47 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// BenchmarkGemvModel runs m=1 matmuls over a model's worth of F16 weights that do not fit in
+// any cache (stories110M: 768-wide, TinyLlama: 2048-wide layers), reporting weight GB/s.
+func BenchmarkGemvModel(b *testing.B) {
+	for _, s := range []struct {
+		name     string
+		dim, ffn int
+		layers   int
+	}{{"stories110M", 768, 2048, 12}, {"tinyllama-8layers", 2048, 5632, 8}} {
+		r := rand.New(rand.NewSource(1))
+		var ws []*tensor.Tensor
+		for l := 0; l < s.layers; l++ {
+			for _, sh := range [][2]int{{s.dim, s.dim}, {s.dim, s.dim}, {s.dim, s.dim}, {s.dim, s.dim}, {s.ffn, s.dim}, {s.ffn, s.dim}, {s.dim, s.ffn}} {
+				w, _ := tensor.Convert(f32Tensor("w", []int{sh[0], sh[1]}, randVec(r, sh[0]*sh[1], 0.1)), tensor.F16)
+				ws = append(ws, w)
+			}
+		}
+		var bytes int
+		for _, w := range ws {
+			bytes += len(w.Data)
+		}
+		x := randVec(r, max(s.dim, s.ffn), 1)
+		out := make([]float32, max(s.dim, s.ffn))
+		for _, th := range []int{1, 2} {
+			{
+				p := NewPool(th)
+				b.Run(fmt.Sprintf("%s/t=%d", s.name, th), func(b *testing.B) {
+					b.SetBytes(int64(bytes))
+					for b.Loop() {
+						for _, w := range ws {
+							p.MatMul(out, x, w, 1)
+						}
+					}
+				})
+			}
+		}
+	}
+}
