@@ -26,6 +26,12 @@ var (
 	}
 )
 
+// q4Rows is the sequential Q4_0 decode kernel (q4_0Rows; see q4RowsRef).
+var q4Rows = func(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32) {
+	q4RowsRef(unsafe.Slice(w, (nrows-1)*rs+npairs*36), rs, nrows, unsafe.Slice(x2, npairs*64),
+		unsafe.Slice(d2, npairs*8), unsafe.Slice(c2, npairs*8), npairs, unsafe.Slice(out, nrows))
+}
+
 // quantAsm reports whether the AVX2 assembly kernels are installed.
 var quantAsm bool
 
@@ -94,6 +100,13 @@ func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
 			cp = &corr[t*nb*8]
 		}
 		tiles[R][T](&w[r*rs], rs, &a.qs[t*k], k, &a.d[t*nb], cp, nb, &out[t*n+r], n)
+	}
+	if m == 1 && q4 && nb%2 == 0 && gemvRows == 1 {
+		a.pairLayout()
+		p.For(n, 64, func(lo, hi int) {
+			q4Rows(&w[lo*rs], rs, hi-lo, &a.x2[0], &a.d2[0], &a.c2[0], nb/2, &out[lo])
+		})
+		return
 	}
 	if m == 1 {
 		g := gemvRows

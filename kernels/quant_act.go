@@ -18,6 +18,33 @@ type q8Acts struct {
 	qs       []int8    // [m][k]
 	d        []float32 // [m][nb] block scales (fp16-rounded, as float32)
 	corr     []int32   // [m][nb][8]: lane 0 = -8*Σq of the block, lanes 1..7 = 0 (Q4_0 weights only)
+
+	// Token 0 rearranged per block pair for the sequential Q4_0 decode kernel (q4_0Rows):
+	x2 []int8    // [nb/2][64]: x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]
+	d2 []float32 // [nb/2][8]: dx_b x4, dx_b1 x4
+	c2 []int32   // [nb/2][8]: corr_b 0 0 0 corr_b1 0 0 0
+}
+
+// pairLayout fills x2, d2 and c2 from token 0 (nb even, corrections computed).
+func (a *q8Acts) pairLayout() {
+	np := a.nb / 2
+	a.x2 = grow(a.x2, np*64)
+	a.d2 = grow(a.d2, np*8)
+	a.c2 = grow(a.c2, np*8)
+	for i := 0; i < np; i++ {
+		q0, q1 := a.qs[64*i:64*i+32], a.qs[64*i+32:64*i+64]
+		x := a.x2[64*i : 64*i+64]
+		copy(x[0:16], q0[0:16])
+		copy(x[16:32], q1[0:16])
+		copy(x[32:48], q0[16:32])
+		copy(x[48:64], q1[16:32])
+		d, c := a.d2[8*i:8*i+8], a.c2[8*i:8*i+8]
+		clear(c)
+		c[0], c[4] = a.corr[16*i], a.corr[16*i+8]
+		for j := 0; j < 4; j++ {
+			d[j], d[4+j] = a.d[2*i], a.d[2*i+1]
+		}
+	}
 }
 
 // q8KActs holds m activation rows of k values quantized to Q8_K blocks of 256.
