@@ -32,6 +32,12 @@ var q4Rows = func(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, 
 		unsafe.Slice(d2, npairs*8), unsafe.Slice(c2, npairs*8), npairs, unsafe.Slice(out, nrows))
 }
 
+// q8Rows is the sequential Q8_0 decode kernel (q8_0Rows; see q8RowsRef).
+var q8Rows = func(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32) {
+	q8RowsRef(unsafe.Slice(w, (nrows-1)*rs+nb*34), rs, nrows, unsafe.Slice(xq, nb*32),
+		unsafe.Slice(xd, nb), nb, unsafe.Slice(out, nrows))
+}
+
 // quantAsm reports whether the AVX2 assembly kernels are installed.
 var quantAsm bool
 
@@ -105,6 +111,12 @@ func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
 		a.pairLayout()
 		p.For(n, 64, func(lo, hi int) {
 			q4Rows(&w[lo*rs], rs, hi-lo, &a.x2[0], &a.d2[0], &a.c2[0], nb/2, &out[lo])
+		})
+		return
+	}
+	if m == 1 && !q4 && gemvRows == 1 {
+		p.For(n, 64, func(lo, hi int) {
+			q8Rows(&w[lo*rs], rs, hi-lo, &a.qs[0], &a.d[0], nb, &out[lo])
 		})
 		return
 	}

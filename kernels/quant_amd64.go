@@ -54,6 +54,7 @@ func useQuantAsm() {
 	}
 	quantRowQ8 = quantRowQ8AVX2
 	q4Rows = q4_0Rows
+	q8Rows = q8_0Rows
 	dotQ4K = dotQ4KAVX2
 	dotQ6K = dotQ6KAVX2
 }

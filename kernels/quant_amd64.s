@@ -2632,6 +2632,89 @@ q4r_done:
 	VZEROUPPER
 	RET
 
+// func q8_0Rows(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·q8_0Rows(SB), NOSPLIT, $0-56
+	MOVQ    w+0(FP), AX
+	MOVQ    rs+8(FP), CX
+	MOVQ    nrows+16(FP), DX
+	MOVQ    out+48(FP), BX
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   DX, DX
+	JZ      q8r_done
+
+q8r_row:
+	MOVQ   AX, SI
+	MOVQ   xq+24(FP), DI
+	MOVQ   xd+32(FP), R8
+	MOVQ   nb+40(FP), R9
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	CMPQ   R9, $0x02
+	JL     q8r_tail
+
+q8r_loop:
+	PREFETCHT0   512(SI)
+	VPABSB       2(SI), Y3
+	VMOVDQU      (DI), Y4
+	VPSIGNB      2(SI), Y4, Y4
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (SI), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y4, Y4
+	VBROADCASTSS (R8), Y3
+	VFMADD231PS  Y3, Y4, Y1
+	VPABSB       36(SI), Y3
+	VMOVDQU      32(DI), Y4
+	VPSIGNB      36(SI), Y4, Y4
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW 34(SI), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y4, Y4
+	VBROADCASTSS 4(R8), Y3
+	VFMADD231PS  Y3, Y4, Y2
+	ADDQ         $0x44, SI
+	ADDQ         $0x40, DI
+	ADDQ         $0x08, R8
+	SUBQ         $0x02, R9
+	CMPQ         R9, $0x02
+	JGE          q8r_loop
+
+q8r_tail:
+	TESTQ        R9, R9
+	JZ           q8r_end
+	VPABSB       2(SI), Y3
+	VMOVDQU      (DI), Y4
+	VPSIGNB      2(SI), Y4, Y4
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (SI), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y4, Y4
+	VBROADCASTSS (R8), Y3
+	VFMADD231PS  Y3, Y4, Y1
+
+q8r_end:
+	VADDPS       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (BX)
+	ADDQ         $0x04, BX
+	ADDQ         CX, AX
+	DECQ         DX
+	JNZ          q8r_row
+
+q8r_done:
+	VZEROUPPER
+	RET
+
 // func dotQ4KAVX2(w *byte, xq *int8, xd *float32, bsum8 *int16, nb int) float32
 // Requires: AVX, AVX2, F16C, FMA3, SSE, SSE2
 TEXT ·dotQ4KAVX2(SB), NOSPLIT, $0-44

@@ -188,3 +188,31 @@ func q4RowsRef(w []byte, rs, nrows int, x2 []int8, d2 []float32, c2 []int32, npa
 		out[r] = hsum8(&acc)
 	}
 }
+
+// q8RowsRef is the reference for q8_0Rows: nrows consecutive Q8_0 rows (rs bytes apart) against
+// one token; even blocks go to one set of lanes, odd blocks to another, added at the end.
+func q8RowsRef(w []byte, rs, nrows int, xq []int8, xd []float32, nb int, out []float32) {
+	for r := 0; r < nrows; r++ {
+		row := w[r*rs:]
+		var acc [2][8]float32
+		for b := 0; b < nb; b++ {
+			var lanes [8]int32
+			blk := row[34*b : 34*b+34]
+			for j := 0; j < 32; j++ {
+				lanes[j/4] += int32(int8(blk[2+j])) * int32(xq[32*b+j])
+			}
+			dw := f16(blk)
+			a := &acc[b%2]
+			if b == nb-1 && nb%2 == 1 {
+				a = &acc[0]
+			}
+			for l := range a {
+				a[l] += float32(float32(lanes[l])*dw) * xd[b]
+			}
+		}
+		for l := range acc[0] {
+			acc[0][l] += acc[1][l]
+		}
+		out[r] = hsum8(&acc[0])
+	}
+}

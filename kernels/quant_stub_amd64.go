@@ -112,6 +112,11 @@ func q4_0Pairs8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr
 //go:noescape
 func q4_0Rows(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32)
 
+// q8_0Rows computes nrows consecutive Q8_0 rows against one token (see genQ8Rows).
+//
+//go:noescape
+func q8_0Rows(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32)
+
 // dotQ4KAVX2 is the dot product of one Q4_K row with one Q8_K-quantized token (see genDotQ4K).
 //
 //go:noescape

@@ -170,6 +170,32 @@ func TestQ4Rows(t *testing.T) {
 	}
 }
 
+func TestQ8Rows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, nb := range []int{1, 2, 3, 4, 7, 64} {
+		k := nb * 32
+		w := randQuant(t, rng, tensor.Q8_0, 5, k)
+		rs := len(w.Data) / 5
+		a := getQ8Acts(1, k, false)
+		a.quantize(Serial, qRandVec(rng, k, 1), false)
+		got, want := make([]float32, 6), make([]float32, 6)
+		q8Rows(&w.Data[0], rs, 5, &a.qs[0], &a.d[0], nb, &got[0])
+		q8RowsRef(w.Data, rs, 5, a.qs, a.d, nb, want)
+		for r := 0; r < 5; r++ {
+			ex, mag := exactQ8(false, w.Data[r*rs:], a.qs, a.d, nb)
+			if d := math.Abs(float64(got[r] - want[r])); d > 1e-6*mag {
+				t.Errorf("nb=%d row %d: asm %g ref %g", nb, r, got[r], want[r])
+			}
+			if d := math.Abs(float64(want[r]) - ex); d > 1e-5*mag {
+				t.Errorf("nb=%d row %d: ref %g exact %g", nb, r, want[r], ex)
+			}
+		}
+		if got[5] != 0 {
+			t.Errorf("wrote past nrows")
+		}
+	}
+}
+
 func TestQuantRowQ8K(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	x := qRandVec(rng, 512, 1)
@@ -241,8 +267,12 @@ func TestMatMulQuant(t *testing.T) { checkMatMulQuant(t) }
 
 // TestMatMulQuantGo runs the same checks with the plain-Go kernels installed.
 func TestMatMulQuantGo(t *testing.T) {
-	tiles, q, k4, k6, q4r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows
-	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows = tiles, q, k4, k6, q4r }()
+	tiles, q, k4, k6, q4r, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows
+	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows = tiles, q, k4, k6, q4r, q8r }()
+	q8Rows = func(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32) {
+		q8RowsRef(unsafe.Slice(w, (nrows-1)*rs+nb*34), rs, nrows, unsafe.Slice(xq, nb*32),
+			unsafe.Slice(xd, nb), nb, unsafe.Slice(out, nrows))
+	}
 	q4Rows = func(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32) {
 		q4RowsRef(unsafe.Slice(w, (nrows-1)*rs+npairs*36), rs, nrows, unsafe.Slice(x2, npairs*64),
 			unsafe.Slice(d2, npairs*8), unsafe.Slice(c2, npairs*8), npairs, unsafe.Slice(out, nrows))
