@@ -17,7 +17,7 @@ func BenchmarkGemmMicroKernel(b *testing.B) {
 	c := make([]float32, 12)
 	for b.Loop() {
 		for range 16 {
-			gemmF32_3x4(&a[0], 4*k, &w[0], 4*k, k, &c[0], 16, 1)
+			gemmF32Kernels[3][4](&a[0], 4*k, &w[0], 4*k, k, &c[0], 16, 1)
 		}
 	}
 	b.ReportMetric(16*2*12*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
