@@ -104,7 +104,7 @@ func TestFloatMatMulRoundF16(t *testing.T) {
 	defer func(v bool) { RoundF16Activations = v }(RoundF16Activations)
 	RoundF16Activations = true
 	r := rand.New(rand.NewSource(8))
-	for _, s := range [][3]int{{1, 37, 100}, {1, 64, 64}, {7, 37, 100}, {12, 20, 515}} {
+	for _, s := range [][3]int{{1, 37, 100}, {1, 64, 64}, {7, 37, 100}, {12, 20, 515}, {70, 9, 40}} {
 		checkFloatMatMul(t, Default, r, tensor.F16, s[0], s[1], s[2], true, false)
 		// Other types are not rounded.
 		checkFloatMatMul(t, Default, r, tensor.F32, s[0], s[1], s[2], false, false)
