@@ -31,17 +31,15 @@ func BenchmarkGemvModel(b *testing.B) {
 		x := randVec(r, max(s.dim, s.ffn), 1)
 		out := make([]float32, max(s.dim, s.ffn))
 		for _, th := range []int{1, 2} {
-			{
-				p := NewPool(th)
-				b.Run(fmt.Sprintf("%s/t=%d", s.name, th), func(b *testing.B) {
-					b.SetBytes(int64(bytes))
-					for b.Loop() {
-						for _, w := range ws {
-							p.MatMul(out, x, w, 1)
-						}
+			p := NewPool(th)
+			b.Run(fmt.Sprintf("%s/t=%d", s.name, th), func(b *testing.B) {
+				b.SetBytes(int64(bytes))
+				for b.Loop() {
+					for _, w := range ws {
+						p.MatMul(out, x, w, 1)
 					}
-				})
-			}
+				}
+			})
 		}
 	}
 }
