@@ -31,15 +31,19 @@ func BenchmarkGemvModel(b *testing.B) {
 		x := randVec(r, max(s.dim, s.ffn), 1)
 		out := make([]float32, max(s.dim, s.ffn))
 		for _, th := range []int{1, 2} {
-			p := NewPool(th)
-			b.Run(fmt.Sprintf("%s/t=%d", s.name, th), func(b *testing.B) {
-				b.SetBytes(int64(bytes))
-				for b.Loop() {
-					for _, w := range ws {
-						p.MatMul(out, x, w, 1)
+			for _, one := range []bool{false, true} {
+				p := NewPool(th)
+				b.Run(fmt.Sprintf("%s/t=%d/rows=%s", s.name, th, map[bool]string{false: "4interleaved", true: "sequential"}[one]), func(b *testing.B) {
+					defer func(v bool) { gemvOneRow = v }(gemvOneRow)
+					gemvOneRow = one
+					b.SetBytes(int64(bytes))
+					for b.Loop() {
+						for _, w := range ws {
+							p.MatMul(out, x, w, 1)
+						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -198,6 +198,11 @@ func weightRow(dst []float32, dt tensor.DType, data []byte, k, r, k0, kb int) {
 	}
 }
 
+// gemvOneRow makes the GEMV read weight rows one after another (one memory stream per worker)
+// instead of four interleaved rows: measured 1.0–2.1x faster from DRAM on the development host
+// (BenchmarkGemvModel); shared/PERFORMANCE-NOTES.md found 4 rows faster on Zen 1.
+var gemvOneRow = true
+
 // gemvFloat computes out[r] = w row r · x for all n rows, four rows per kernel call.
 func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int) {
 	es := elemSize(dt)
@@ -208,7 +213,7 @@ func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int
 	p.For(groups, minGroups, func(lo, hi int) {
 		r0, r1 := 4*lo, min(4*hi, n)
 		r := r0
-		for ; r+4 <= r1; r += 4 {
+		for ; !gemvOneRow && r+4 <= r1; r += 4 {
 			wp := unsafe.Pointer(&data[r*k*es])
 			switch dt {
 			case tensor.F32:
