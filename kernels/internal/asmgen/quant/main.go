@@ -754,6 +754,7 @@ func genQ8Rows() {
 	Label("q8r_loop")
 	PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead})
 	q8Block(Mem{Base: wp}, Mem{Base: xp}, Mem{Base: dp}, ones, acc0)
+	PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead + 34})
 	q8Block(Mem{Base: wp, Disp: 34}, Mem{Base: xp, Disp: 32}, Mem{Base: dp, Disp: 4}, ones, acc1)
 	ADDQ(Imm(68), wp)
 	ADDQ(Imm(64), xp)
