@@ -194,41 +194,49 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func gemvF32x1(w *float32, x *float32, k int) float32
-// Requires: AVX, FMA3, SSE
-TEXT ·gemvF32x1(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), CX
-	MOVQ   k+16(FP), DX
+// func gemvF32rows(w *float32, ldw int, x *float32, k int, out *float32, rows int)
+// Requires: AVX, FMA3
+TEXT ·gemvF32rows(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), AX
+	MOVQ ldw+8(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ rows+40(FP), BX
+
+row:
+	TESTQ  BX, BX
+	JZ     done
+	MOVQ   AX, SI
+	MOVQ   x+16(FP), DI
+	MOVQ   k+24(FP), R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
 loop32:
-	CMPQ        DX, $0x20
+	CMPQ        R8, $0x20
 	JL          tail8
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	VMOVUPS     32(AX), Y4
-	VFMADD231PS 32(CX), Y4, Y1
-	VMOVUPS     64(AX), Y4
-	VFMADD231PS 64(CX), Y4, Y2
-	VMOVUPS     96(AX), Y4
-	VFMADD231PS 96(CX), Y4, Y3
-	ADDQ        $0x80, CX
-	ADDQ        $0x80, AX
-	SUBQ        $0x20, DX
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VMOVUPS     32(SI), Y4
+	VFMADD231PS 32(DI), Y4, Y1
+	VMOVUPS     64(SI), Y4
+	VFMADD231PS 64(DI), Y4, Y2
+	VMOVUPS     96(SI), Y4
+	VFMADD231PS 96(DI), Y4, Y3
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, SI
+	SUBQ        $0x20, R8
 	JMP         loop32
 
 tail8:
-	CMPQ        DX, $0x08
+	CMPQ        R8, $0x08
 	JL          reduce
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, AX
-	SUBQ        $0x08, DX
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $0x20, DI
+	ADDQ        $0x20, SI
+	SUBQ        $0x08, R8
 	JMP         tail8
 
 reduce:
@@ -239,7 +247,13 @@ reduce:
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
-	MOVSS        X1, ret+24(FP)
+	VMOVSS       X1, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
 	VZEROUPPER
 	RET
 
@@ -315,41 +329,49 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func gemvF16x1(w *uint16, x *float32, k int) float32
-// Requires: AVX, F16C, FMA3, SSE
-TEXT ·gemvF16x1(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), CX
-	MOVQ   k+16(FP), DX
+// func gemvF16rows(w *uint16, ldw int, x *float32, k int, out *float32, rows int)
+// Requires: AVX, F16C, FMA3
+TEXT ·gemvF16rows(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), AX
+	MOVQ ldw+8(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ rows+40(FP), BX
+
+row:
+	TESTQ  BX, BX
+	JZ     done
+	MOVQ   AX, SI
+	MOVQ   x+16(FP), DI
+	MOVQ   k+24(FP), R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
 loop32:
-	CMPQ        DX, $0x20
+	CMPQ        R8, $0x20
 	JL          tail8
-	VCVTPH2PS   (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	VCVTPH2PS   16(AX), Y4
-	VFMADD231PS 32(CX), Y4, Y1
-	VCVTPH2PS   32(AX), Y4
-	VFMADD231PS 64(CX), Y4, Y2
-	VCVTPH2PS   48(AX), Y4
-	VFMADD231PS 96(CX), Y4, Y3
-	ADDQ        $0x80, CX
-	ADDQ        $0x40, AX
-	SUBQ        $0x20, DX
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VCVTPH2PS   16(SI), Y4
+	VFMADD231PS 32(DI), Y4, Y1
+	VCVTPH2PS   32(SI), Y4
+	VFMADD231PS 64(DI), Y4, Y2
+	VCVTPH2PS   48(SI), Y4
+	VFMADD231PS 96(DI), Y4, Y3
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, SI
+	SUBQ        $0x20, R8
 	JMP         loop32
 
 tail8:
-	CMPQ        DX, $0x08
+	CMPQ        R8, $0x08
 	JL          reduce
-	VCVTPH2PS   (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	ADDQ        $0x20, CX
-	ADDQ        $0x10, AX
-	SUBQ        $0x08, DX
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $0x20, DI
+	ADDQ        $0x10, SI
+	SUBQ        $0x08, R8
 	JMP         tail8
 
 reduce:
@@ -360,7 +382,13 @@ reduce:
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
-	MOVSS        X1, ret+24(FP)
+	VMOVSS       X1, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
 	VZEROUPPER
 	RET
 
@@ -448,46 +476,54 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func gemvBF16x1(w *uint16, x *float32, k int) float32
-// Requires: AVX, AVX2, FMA3, SSE
-TEXT ·gemvBF16x1(SB), NOSPLIT, $0-28
-	MOVQ   w+0(FP), AX
-	MOVQ   x+8(FP), CX
-	MOVQ   k+16(FP), DX
+// func gemvBF16rows(w *uint16, ldw int, x *float32, k int, out *float32, rows int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·gemvBF16rows(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), AX
+	MOVQ ldw+8(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ rows+40(FP), BX
+
+row:
+	TESTQ  BX, BX
+	JZ     done
+	MOVQ   AX, SI
+	MOVQ   x+16(FP), DI
+	MOVQ   k+24(FP), R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
 loop32:
-	CMPQ        DX, $0x20
+	CMPQ        R8, $0x20
 	JL          tail8
-	VPMOVZXWD   (AX), Y4
+	VPMOVZXWD   (SI), Y4
 	VPSLLD      $0x10, Y4, Y4
-	VFMADD231PS (CX), Y4, Y0
-	VPMOVZXWD   16(AX), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VPMOVZXWD   16(SI), Y4
 	VPSLLD      $0x10, Y4, Y4
-	VFMADD231PS 32(CX), Y4, Y1
-	VPMOVZXWD   32(AX), Y4
+	VFMADD231PS 32(DI), Y4, Y1
+	VPMOVZXWD   32(SI), Y4
 	VPSLLD      $0x10, Y4, Y4
-	VFMADD231PS 64(CX), Y4, Y2
-	VPMOVZXWD   48(AX), Y4
+	VFMADD231PS 64(DI), Y4, Y2
+	VPMOVZXWD   48(SI), Y4
 	VPSLLD      $0x10, Y4, Y4
-	VFMADD231PS 96(CX), Y4, Y3
-	ADDQ        $0x80, CX
-	ADDQ        $0x40, AX
-	SUBQ        $0x20, DX
+	VFMADD231PS 96(DI), Y4, Y3
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, SI
+	SUBQ        $0x20, R8
 	JMP         loop32
 
 tail8:
-	CMPQ        DX, $0x08
+	CMPQ        R8, $0x08
 	JL          reduce
-	VPMOVZXWD   (AX), Y4
+	VPMOVZXWD   (SI), Y4
 	VPSLLD      $0x10, Y4, Y4
-	VFMADD231PS (CX), Y4, Y0
-	ADDQ        $0x20, CX
-	ADDQ        $0x10, AX
-	SUBQ        $0x08, DX
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $0x20, DI
+	ADDQ        $0x10, SI
+	SUBQ        $0x08, R8
 	JMP         tail8
 
 reduce:
@@ -498,7 +534,13 @@ reduce:
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
-	MOVSS        X1, ret+24(FP)
+	VMOVSS       X1, (DX)
+	ADDQ         $0x04, DX
+	ADDQ         CX, AX
+	DECQ         BX
+	JMP          row
+
+done:
 	VZEROUPPER
 	RET
 

@@ -63,10 +63,14 @@ func TestFloatMatMulShapes(t *testing.T) {
 		t.Skip("no AVX2/FMA/F16C")
 	}
 	// Run every shape through the direct small-m path and through the packed GEMM.
-	defer func(v int) { gemmDirectMaxM = v }(gemmDirectMaxM)
-	for _, d := range []int{64, 0} {
-		gemmDirectMaxM = d
-		t.Run(fmt.Sprintf("directMaxM=%d", d), testFloatMatMulShapes)
+	// GEMV: sequential rows and 4 interleaved rows.
+	defer func(v int, o bool) { gemmDirectMaxM, gemvOneRow = v, o }(gemmDirectMaxM, gemvOneRow)
+	for _, c := range []struct {
+		d   int
+		one bool
+	}{{64, true}, {0, false}} {
+		gemmDirectMaxM, gemvOneRow = c.d, c.one
+		t.Run(fmt.Sprintf("directMaxM=%d/gemvOneRow=%v", c.d, c.one), testFloatMatMulShapes)
 	}
 }
 

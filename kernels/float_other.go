@@ -6,11 +6,8 @@ package kernels
 var useFloatAsm = false
 
 func gemvF32x4(w *float32, ldw int, x *float32, k int, out *float32) { panic("no asm") }
-func gemvF32x1(w *float32, x *float32, k int) float32                { panic("no asm") }
 func gemvF16x4(w *uint16, ldw int, x *float32, k int, out *float32)  { panic("no asm") }
-func gemvF16x1(w *uint16, x *float32, k int) float32                 { panic("no asm") }
 func gemvBF16x4(w *uint16, ldw int, x *float32, k int, out *float32) { panic("no asm") }
-func gemvBF16x1(w *uint16, x *float32, k int) float32                { panic("no asm") }
 func cvtF16(dst *float32, src *uint16, n int)                        { panic("no asm") }
 func cvtBF16(dst *float32, src *uint16, n int)                       { panic("no asm") }
 func roundF16(dst, src *float32, n int)                              { panic("no asm") }
@@ -29,3 +26,7 @@ var (
 	gemmF16Kernels  [4][5]func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
 	gemmBF16Kernels [4][5]func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
 )
+
+func gemvF32rows(w *float32, ldw int, x *float32, k int, out *float32, rows int) { panic("no asm") }
+func gemvF16rows(w *uint16, ldw int, x *float32, k int, out *float32, rows int)  { panic("no asm") }
+func gemvBF16rows(w *uint16, ldw int, x *float32, k int, out *float32, rows int) { panic("no asm") }

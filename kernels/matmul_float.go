@@ -224,15 +224,15 @@ func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int
 				gemvBF16x4((*uint16)(wp), k*es, &x[0], k8, &out[r])
 			}
 		}
-		for ; r < r1; r++ {
+		if r < r1 {
 			wp := unsafe.Pointer(&data[r*k*es])
 			switch dt {
 			case tensor.F32:
-				out[r] = gemvF32x1((*float32)(wp), &x[0], k8)
+				gemvF32rows((*float32)(wp), k*es, &x[0], k8, &out[r], r1-r)
 			case tensor.F16:
-				out[r] = gemvF16x1((*uint16)(wp), &x[0], k8)
+				gemvF16rows((*uint16)(wp), k*es, &x[0], k8, &out[r], r1-r)
 			case tensor.BF16:
-				out[r] = gemvBF16x1((*uint16)(wp), &x[0], k8)
+				gemvBF16rows((*uint16)(wp), k*es, &x[0], k8, &out[r], r1-r)
 			}
 		}
 		if k8 < k {

@@ -40,7 +40,8 @@ func main() {
 	expConsts()
 	for _, t := range wtypes {
 		gemv4(t)
-		gemv1(t)
+
+		gemvRows(t)
 	}
 	for _, t := range wtypes {
 		for mr := 1; mr <= 3; mr++ {
@@ -148,19 +149,29 @@ func gemv4(t wtype) {
 	RET()
 }
 
-// gemv1 computes one row: returns dot(w, x).
-func gemv1(t wtype) {
-	TEXT("gemv"+t.name+"x1", NOSPLIT, fmt.Sprintf("func(w *%s, x *float32, k int) float32", t.ctype))
-	Doc(fmt.Sprintf("gemv%sx1 returns Σ_i w[i]*x[i]; k is a multiple of 8.", t.name))
-	w := Load(Param("w"), GP64())
-	x := Load(Param("x"), GP64())
-	k := Load(Param("k"), GP64())
+// gemvRows computes out[r] = dot(w row r, x) for r < rows, reading the rows one after another.
+func gemvRows(t wtype) {
+	TEXT("gemv"+t.name+"rows", NOSPLIT, fmt.Sprintf("func(w *%s, ldw int, x *float32, k int, out *float32, rows int)", t.ctype))
+	Doc(fmt.Sprintf("gemv%srows sets out[r] = Σ_i w[r*ldw/%d+i]*x[i] for r < rows, one row after another; k is a multiple of 8.", t.name, t.size))
+	row := Load(Param("w"), GP64())
+	ld := Load(Param("ldw"), GP64())
+	o := Load(Param("out"), GP64())
+	rows := Load(Param("rows"), GP64())
+	w, x, k := GP64(), GP64(), GP64()
 	var acc [4]VecVirtual
 	for u := range acc {
 		acc[u] = YMM()
-		VXORPS(acc[u], acc[u], acc[u])
 	}
 	wv := [4]VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	Label("row")
+	TESTQ(rows, rows)
+	JZ(LabelRef("done"))
+	MOVQ(row, w)
+	Load(Param("x"), x)
+	Load(Param("k"), k)
+	for u := range acc {
+		VXORPS(acc[u], acc[u], acc[u])
+	}
 	Label("loop32")
 	CMPQ(k, U8(32))
 	JL(LabelRef("tail8"))
@@ -186,7 +197,12 @@ func gemv1(t wtype) {
 	VADDPS(acc[3], acc[2], acc[2])
 	VADDPS(acc[2], acc[0], acc[0])
 	s := hsum1(acc[0])
-	Store(s, ReturnIndex(0))
+	VMOVSS(s, Mem{Base: o})
+	ADDQ(U8(4), o)
+	ADDQ(ld, row)
+	DECQ(rows)
+	JMP(LabelRef("row"))
+	Label("done")
 	VZEROUPPER()
 	RET()
 }
