@@ -1,0 +1,164 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// pagedFixture is one layer's KV pool holding one sequence's nPos positions in shuffled blocks,
+// plus the same rows gathered contiguously.
+type pagedFixture struct {
+	kc, vc     []float32 // pool [numBlocks*blockSize, kvd]
+	kg, vg     []float32 // gathered [nPos, kvd]
+	table      []int32
+	blockSize  int
+	nPos, kvd  int
+	numBlocks  int
+	heads, kvh int
+	hd         int
+}
+
+func newPagedFixture(r *rand.Rand, nPos, blockSize, heads, kvh, hd int) *pagedFixture {
+	f := &pagedFixture{blockSize: blockSize, nPos: nPos, kvd: kvh * hd, heads: heads, kvh: kvh, hd: hd}
+	nb := (nPos + blockSize - 1) / blockSize
+	f.numBlocks = 2*nb + 3
+	f.kc = make([]float32, f.numBlocks*blockSize*f.kvd)
+	f.vc = make([]float32, f.numBlocks*blockSize*f.kvd)
+	for i := range f.kc {
+		f.kc[i] = r.Float32()*4 - 2
+		f.vc[i] = r.Float32()*4 - 2
+	}
+	perm := r.Perm(f.numBlocks)
+	for i := 0; i < nb; i++ {
+		f.table = append(f.table, int32(perm[i]))
+	}
+	for p := 0; p < nPos; p++ {
+		row := int(f.table[p/blockSize])*blockSize + p%blockSize
+		f.kg = append(f.kg, f.kc[row*f.kvd:(row+1)*f.kvd]...)
+		f.vg = append(f.vg, f.vc[row*f.kvd:(row+1)*f.kvd]...)
+	}
+	return f
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	d := 0.0
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+func TestPagedAttentionGroupMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, hd := range []int{8, 32, 6} {
+		for _, bs := range []int{16, 5, 1} {
+			for _, nPos := range []int{1, 4, 15, 16, 17, 63, 64, 65, 130} {
+				const heads, kvh = 8, 2
+				g := heads / kvh
+				f := newPagedFixture(r, nPos, bs, heads, kvh, hd)
+				q := make([]float32, g*hd)
+				for i := range q {
+					q[i] = r.Float32()*2 - 1
+				}
+				for kv := 0; kv < kvh; kv++ {
+					off := kv * hd
+					got := make([]float32, g*hd)
+					PagedAttentionGroup(got, q, g, f.kc[off:], f.vc[off:], f.table, bs, nPos, f.kvd, hd, make([]float32, AttentionScratch(g)))
+					want := make([]float32, g*hd)
+					pagedAttentionRef(want, q, g, f.kc[off:], f.vc[off:], f.table, bs, nPos, f.kvd, hd)
+					if d := maxAbsDiff(got, want); d > 2e-5 {
+						t.Errorf("hd %d bs %d nPos %d kv %d: max |paged - reference| = %g", hd, bs, nPos, kv, d)
+					}
+					flat := make([]float32, g*hd)
+					AttentionGroup(flat, q, f.kg[off:], f.vg[off:], g, nPos, f.kvd, hd, make([]float32, AttentionScratch(g)))
+					if d := maxAbsDiff(got, flat); d > 2e-5 {
+						t.Errorf("hd %d bs %d nPos %d kv %d: max |paged - contiguous| = %g", hd, bs, nPos, kv, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPagedAttentionBatchInvariant checks that a row's output is bit-identical whether it runs
+// alone or in a batch with other sequences' rows, on one worker or two, and wherever its blocks
+// sit in the pool.
+func TestPagedAttentionBatchInvariant(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const heads, kvh, hd, bs = 6, 2, 16, 4
+	qd := heads * hd
+	type seq struct {
+		f    *pagedFixture
+		rows []PagedRow
+		q    []float32
+	}
+	var seqs []seq
+	for _, n := range []int{1, 9, 33, 70} {
+		f := newPagedFixture(r, n, bs, heads, kvh, hd)
+		s := seq{f: f}
+		for p := max(0, n-5); p < n; p++ {
+			s.rows = append(s.rows, PagedRow{Pos: p, Table: f.table})
+		}
+		s.q = make([]float32, len(s.rows)*qd)
+		for i := range s.q {
+			s.q[i] = r.Float32()*2 - 1
+		}
+		seqs = append(seqs, s)
+	}
+	// A shared pool holding every sequence, at different block ids than in its own fixture.
+	total := 0
+	for _, s := range seqs {
+		total += s.f.numBlocks
+	}
+	kc := make([]float32, total*bs*hd*kvh)
+	vc := make([]float32, len(kc))
+	var rows []PagedRow
+	var q []float32
+	base := 0
+	for _, s := range seqs {
+		copy(kc[base*bs*s.f.kvd:], s.f.kc)
+		copy(vc[base*bs*s.f.kvd:], s.f.vc)
+		table := make([]int32, len(s.f.table))
+		for i, b := range s.f.table {
+			table[i] = b + int32(base)
+		}
+		for _, row := range s.rows {
+			rows = append(rows, PagedRow{Pos: row.Pos, Table: table})
+		}
+		q = append(q, s.q...)
+		base += s.f.numBlocks
+	}
+	var pa PagedAttention
+	for _, p := range []*Pool{Serial, NewPool(2)} {
+		batch := make([]float32, len(rows)*qd)
+		if err := pa.Run(p, batch, q, kc, vc, rows, heads, kvh, hd, bs); err != nil {
+			t.Fatal(err)
+		}
+		off := 0
+		for si, s := range seqs {
+			alone := make([]float32, len(s.rows)*qd)
+			if err := pa.Run(p, alone, s.q, s.f.kc, s.f.vc, s.rows, heads, kvh, hd, bs); err != nil {
+				t.Fatal(err)
+			}
+			for i := range alone {
+				if alone[i] != batch[off+i] {
+					t.Fatalf("workers %d seq %d: value %d differs alone (%v) and batched (%v)", p.Workers(), si, i, alone[i], batch[off+i])
+				}
+			}
+			off += len(alone)
+		}
+	}
+}
+
+func TestPagedAttentionErrors(t *testing.T) {
+	var pa PagedAttention
+	kc := make([]float32, 4*2*8)
+	out := make([]float32, 16)
+	if err := pa.Run(Serial, out, out, kc, kc, []PagedRow{{Pos: 2, Table: []int32{0}}}, 2, 1, 8, 2); err == nil {
+		t.Error("short table accepted")
+	}
+	if err := pa.Run(Serial, out, out, kc, kc, []PagedRow{{Pos: 0, Table: []int32{4}}}, 2, 1, 8, 2); err == nil {
+		t.Error("block outside the pool accepted")
+	}
+}
