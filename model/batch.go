@@ -1,0 +1,224 @@
+// This file implements the batched forward pass of the serving engine: one ragged batch of
+// rows from many sequences (prefill chunks and decode tokens mixed) runs through every block
+// with each linear layer as ONE matmul over all the step's rows; each row is rotated at its own
+// position, its K/V row is written into its sequence's paged-KV slot, and attention reads each
+// sequence's keys and values through its block table. Logits are computed only for the last
+// row of the sequences that need them.
+//
+// Batch invariance: a row's result does not depend on the other rows of the batch. Row-wise
+// ops (norms, RoPE, SwiGLU) and paged attention are per row by construction; matmuls sum each
+// output in an order that does not depend on m for m >= 2 (the GEMM paths), but m == 1 takes
+// the GEMV path whose order differs. With Batch.Invariant set, a one-row matmul is run as two
+// rows (the row twice), so every row always sums in the GEMM order.
+package model
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// BatchSeq is one sequence's share of a batch: Tokens at positions StartPos.., K/V slots
+// through BlockTable (which must cover StartPos+len(Tokens) positions). Positions before
+// StartPos must already be in the pool.
+type BatchSeq struct {
+	Tokens      []int
+	StartPos    int
+	BlockTable  []int32
+	NeedsLogits bool // return the logits of this sequence's last row
+}
+
+// Batch is the reusable scratch of ForwardBatch: activations for the largest batch seen so far.
+// One Batch serves one caller at a time.
+type Batch struct {
+	// Invariant runs one-row matmuls as two rows so that every row's result is bit-identical
+	// whatever the batch size (see the file comment). It costs single-sequence decode the GEMV
+	// fast path.
+	Invariant bool
+
+	scratch Cache // only its activation workspace is used
+	rows    []kernels.PagedRow
+	attn    kernels.PagedAttention
+	last    []float32 // [rows needing logits (>= 2), Dim]
+	logits  []float32 // [rows needing logits (>= 2), Vocab]
+	glu     gluRowsJob
+}
+
+// gluRowsJob is SwiGLU row by row: the vector kernel treats a row's tail differently from its
+// body, so a flat split over the batch would make a row's values depend on its neighbours.
+type gluRowsJob struct {
+	gate, up []float32
+	ffn      int
+	fn       func(lo, hi int)
+}
+
+func (j *gluRowsJob) run(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		kernels.SwiGLU(j.gate[i*j.ffn:(i+1)*j.ffn], j.gate[i*j.ffn:(i+1)*j.ffn], j.up[i*j.ffn:(i+1)*j.ffn])
+	}
+}
+
+// swiGLURows sets gate = SiLU(gate) * up for n rows of ffn values.
+func (b *Batch) swiGLURows(p *kernels.Pool, gate, up []float32, n, ffn int) {
+	j := &b.glu
+	if j.fn == nil {
+		j.fn = j.run
+	}
+	j.gate, j.up, j.ffn = gate, up, ffn
+	if n*ffn < parallelMin {
+		j.run(0, n)
+	} else {
+		p.For(n, max(1, 4096/ffn), j.fn)
+	}
+	j.gate, j.up = nil, nil
+}
+
+// ForwardBatch runs seqs as one ragged batch over the paged cache kv and returns the logits
+// [number of seqs with NeedsLogits, Vocab], in seqs order. The logits alias b's buffers and
+// are valid until b's next use.
+func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
+	cfg := &m.Config
+	if len(kv.K) != cfg.Layers || kv.KVDim != cfg.KVDim() {
+		return nil, fmt.Errorf("model: forward batch: paged KV has %d layers of %d, model %d of %d",
+			len(kv.K), kv.KVDim, cfg.Layers, cfg.KVDim())
+	}
+	n, nl := 0, 0
+	for si, s := range seqs {
+		end := s.StartPos + len(s.Tokens)
+		switch {
+		case len(s.Tokens) == 0:
+			return nil, fmt.Errorf("model: forward batch: sequence %d has no tokens", si)
+		case s.StartPos < 0:
+			return nil, fmt.Errorf("model: forward batch: sequence %d starts at %d", si, s.StartPos)
+		case len(s.BlockTable)*kv.BlockSize < end:
+			return nil, fmt.Errorf("model: forward batch: sequence %d: %d blocks of %d slots do not cover positions 0..%d",
+				si, len(s.BlockTable), kv.BlockSize, end-1)
+		}
+		for _, blk := range s.BlockTable[:(end+kv.BlockSize-1)/kv.BlockSize] {
+			if blk < 0 || int(blk) >= kv.NumBlocks {
+				return nil, fmt.Errorf("model: forward batch: sequence %d: block %d outside the pool of %d", si, blk, kv.NumBlocks)
+			}
+		}
+		for _, t := range s.Tokens {
+			if t < 0 || t >= cfg.Vocab {
+				return nil, fmt.Errorf("model: forward batch: sequence %d: token %d out of range [0, %d)", si, t, cfg.Vocab)
+			}
+		}
+		n += len(s.Tokens)
+		if s.NeedsLogits {
+			nl++
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("model: forward batch: no tokens")
+	}
+	p := m.pool()
+	dim, qd, kvd, hd := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HeadDim
+	ws := b.scratch.workspace(cfg, max(n, 2))
+	x := ws.x[:n*dim]           // residual stream [n, dim]
+	xb := ws.xb[:n*dim]         // normed input [n, dim]
+	q := ws.q[:n*qd]            // [n, qDim]
+	k := ws.k[:n*kvd]           // [n, kvDim]
+	v := ws.v[:n*kvd]           // [n, kvDim]
+	att := ws.att[:n*qd]        // attention output [n, qDim]
+	gate := ws.gate[:n*cfg.FFN] // [n, ffn]
+	up := ws.up[:n*cfg.FFN]     // [n, ffn]
+	cs := ws.cs[:n*hd]          // RoPE cos/sin per row [n, headDim]
+	b.rows = b.rows[:0]
+	i := 0
+	for _, s := range seqs {
+		for j, t := range s.Tokens {
+			if err := tensor.DequantizeRow(m.embd.Type, m.embd.RowData(t), x[i*dim:(i+1)*dim]); err != nil {
+				return nil, fmt.Errorf("model: token_embd.weight row %d: %w", t, err)
+			}
+			m.rope.Table(cs[i*hd:(i+1)*hd], s.StartPos+j)
+			b.rows = append(b.rows, kernels.PagedRow{Pos: s.StartPos + j, Table: s.BlockTable})
+			i++
+		}
+	}
+	mm := func(out, in []float32, w *tensor.Tensor, rows int) error {
+		if rows == 1 && b.Invariant {
+			kk, nn := w.Shape[1], w.Shape[0]
+			in, out, rows = in[:2*kk], out[:2*nn], 2
+			copy(in[kk:], in[:kk])
+		}
+		if err := p.MatMul(out, in, w, rows); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		return nil
+	}
+	for l := range m.layers {
+		ly := &m.layers[l]
+		ws.rmsNormRows(p, xb, x, ly.attnNorm, n, dim, cfg.NormEps)
+		for _, w := range [...]struct {
+			out []float32
+			t   *tensor.Tensor
+		}{{q, ly.wq}, {k, ly.wk}, {v, ly.wv}} {
+			if err := mm(w.out, xb, w.t, n); err != nil {
+				return nil, err
+			}
+		}
+		kc, vc := kv.K[l], kv.V[l]
+		for i, row := range b.rows {
+			qi, ki, vi := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd]
+			if ly.bq != nil {
+				kernels.Add(qi, ly.bq)
+				kernels.Add(ki, ly.bk)
+				kernels.Add(vi, ly.bv)
+			}
+			if ly.qNorm != nil {
+				for h := 0; h < cfg.Heads; h++ {
+					kernels.RMSNorm(qi[h*hd:(h+1)*hd], qi[h*hd:(h+1)*hd], ly.qNorm, cfg.NormEps)
+				}
+				for h := 0; h < cfg.KVHeads; h++ {
+					kernels.RMSNorm(ki[h*hd:(h+1)*hd], ki[h*hd:(h+1)*hd], ly.kNorm, cfg.NormEps)
+				}
+			}
+			m.rope.Apply(qi, cfg.Heads, hd, cs[i*hd:(i+1)*hd])
+			m.rope.Apply(ki, cfg.KVHeads, hd, cs[i*hd:(i+1)*hd])
+			r := kv.slot(row.Table, row.Pos)
+			copy(kc[r*kvd:(r+1)*kvd], ki)
+			copy(vc[r*kvd:(r+1)*kvd], vi)
+		}
+		if err := b.attn.Run(p, att, q, kc, vc, b.rows, cfg.Heads, cfg.KVHeads, hd, kv.BlockSize); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		if err := mm(xb, att, ly.wo, n); err != nil {
+			return nil, err
+		}
+		kernels.Add(x, xb)
+		ws.rmsNormRows(p, xb, x, ly.ffnNorm, n, dim, cfg.NormEps)
+		if err := mm(gate, xb, ly.gate, n); err != nil {
+			return nil, err
+		}
+		if err := mm(up, xb, ly.up, n); err != nil {
+			return nil, err
+		}
+		b.swiGLURows(p, gate, up, n, cfg.FFN)
+		if err := mm(xb, gate, ly.down, n); err != nil {
+			return nil, err
+		}
+		kernels.Add(x, xb)
+	}
+	if nl == 0 {
+		return nil, nil
+	}
+	rows := max(nl, 2)
+	if len(b.last) < rows*dim {
+		b.last = make([]float32, rows*dim)
+		b.logits = make([]float32, rows*cfg.Vocab)
+	}
+	i, j := 0, 0
+	for _, s := range seqs {
+		i += len(s.Tokens)
+		if s.NeedsLogits {
+			kernels.RMSNorm(b.last[j*dim:(j+1)*dim], x[(i-1)*dim:i*dim], m.outNorm, cfg.NormEps)
+			j++
+		}
+	}
+	if err := mm(b.logits, b.last, m.out, nl); err != nil {
+		return nil, err
+	}
+	return b.logits[:nl*cfg.Vocab], nil
+}

@@ -1,0 +1,40 @@
+// This file implements the paged KV cache: for every layer one pool of K rows and one of V
+// rows, each [NumBlocks*BlockSize, KVDim] f32, divided into blocks of BlockSize token slots.
+// A sequence owns a block table (block ids); position p lives in slot p%BlockSize of block
+// table[p/BlockSize]. The serving engine's block manager decides which blocks a sequence holds.
+package model
+
+import "fmt"
+
+// PagedKV is the KV pool of a model. K[l] and V[l] are layer l's rows.
+type PagedKV struct {
+	K, V      [][]float32 // per layer [NumBlocks*BlockSize*KVDim]
+	NumBlocks int
+	BlockSize int // token slots per block
+	KVDim     int // KVHeads*HeadDim
+}
+
+// NewPagedKV allocates a pool of numBlocks blocks of blockSize slots for m.
+func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
+	if numBlocks <= 0 || blockSize <= 0 {
+		return nil, fmt.Errorf("model: paged KV of %d blocks of %d tokens", numBlocks, blockSize)
+	}
+	kvd := m.Config.KVDim()
+	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kvd}
+	n := numBlocks * blockSize * kvd
+	for range m.Config.Layers {
+		kv.K = append(kv.K, make([]float32, n))
+		kv.V = append(kv.V, make([]float32, n))
+	}
+	return kv, nil
+}
+
+// Bytes is the memory the pool holds.
+func (kv *PagedKV) Bytes() int64 {
+	return 2 * int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * int64(kv.KVDim) * 4
+}
+
+// slot returns the pool row of position pos through table.
+func (kv *PagedKV) slot(table []int32, pos int) int {
+	return int(table[pos/kv.BlockSize])*kv.BlockSize + pos%kv.BlockSize
+}
