@@ -16,8 +16,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	s.AddRequest(engine.Request{ID: 1, Prompt: []int{5, 6, 7, 8, 9}, MaxTokens: 2})
-	s.AddRequest(engine.Request{ID: 2, Prompt: []int{1, 2}, MaxTokens: 3, StopTokenIDs: []int{0}})
+	s.AddRequest(engine.SeqRequest{ID: 1, Prompt: []int{5, 6, 7, 8, 9}, MaxTokens: 2})
+	s.AddRequest(engine.SeqRequest{ID: 2, Prompt: []int{1, 2}, MaxTokens: 3, StopTokenIDs: []int{0}})
 	for s.HasUnfinished() {
 		plan := s.Schedule()
 		sampled := map[engine.SeqID]int{}

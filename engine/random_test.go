@@ -121,7 +121,7 @@ func (o *opRunner) add() {
 	}
 	o.nextID++
 	// Errors (a prompt over the budget with chunked prefill off) are fine.
-	o.s.AddRequest(Request{ID: o.nextID, Prompt: prompt, MaxTokens: src.next() % 12,
+	o.s.AddRequest(SeqRequest{ID: o.nextID, Prompt: prompt, MaxTokens: src.next() % 12,
 		StopTokenIDs: stop, Priority: src.next() % 3, ArrivalTime: o.clock, CacheSalt: salt})
 }
 

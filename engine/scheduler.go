@@ -134,7 +134,7 @@ func (s *Scheduler) HasUnfinished() bool { return len(s.seqs) > 0 }
 // AddRequest queues a request. It fails for a duplicate live id, an empty prompt, a prompt
 // that leaves no room to generate under MaxModelLenTokens, or (chunked prefill off) a prompt
 // longer than the step budget.
-func (s *Scheduler) AddRequest(r Request) (*Sequence, error) {
+func (s *Scheduler) AddRequest(r SeqRequest) (*Sequence, error) {
 	switch {
 	case s.seqs[r.ID] != nil:
 		return nil, fmt.Errorf("engine: request %d already exists", r.ID)

@@ -36,9 +36,10 @@ func (s Status) String() string {
 // IsFinished reports whether s is one of the finished states.
 func (s Status) IsFinished() bool { return s >= StatusFinishedStopped }
 
-// Request is what a client asks for. Time is logical: ArrivalTime is whatever unit the caller
-// uses (nanoseconds of its own clock, a step count); only its order matters.
-type Request struct {
+// SeqRequest is what the scheduler is asked to run (the engine's Request in token ids). Time
+// is logical: ArrivalTime is whatever unit the caller uses (nanoseconds of its own clock, a
+// step count); only its order matters.
+type SeqRequest struct {
 	ID           SeqID
 	Prompt       []int // token ids, at least one
 	MaxTokens    int   // output tokens at most; 0 = until the model's length limit
@@ -50,7 +51,7 @@ type Request struct {
 
 // Sequence is a request under way. The scheduler owns it; callers read it.
 type Sequence struct {
-	Request
+	SeqRequest
 	Status Status
 	// NumComputedTokens counts the leading tokens whose KV rows are in the cache (or will be
 	// once the pending plan runs: it is advanced by Update).
@@ -64,8 +65,8 @@ type Sequence struct {
 	order     uint64 // admission order into the scheduler: the last tie-breaker
 }
 
-func newSequence(r Request, order uint64) *Sequence {
-	s := &Sequence{Request: r, Status: StatusWaiting, order: order, numPrompt: len(r.Prompt)}
+func newSequence(r SeqRequest, order uint64) *Sequence {
+	s := &Sequence{SeqRequest: r, Status: StatusWaiting, order: order, numPrompt: len(r.Prompt)}
 	s.tokens = append(make([]int, 0, len(r.Prompt)+max(r.MaxTokens, 16)), r.Prompt...)
 	s.Prompt = s.tokens[:len(r.Prompt):len(r.Prompt)]
 	return s

@@ -194,7 +194,7 @@ func (h *traceHarness) do(cmd string) (out string) {
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		_, err = h.s.AddRequest(Request{
+		_, err = h.s.AddRequest(SeqRequest{
 			ID: SeqID(atoiOr(kv, "id", 0)), Prompt: prompt, MaxTokens: atoiOr(kv, "max_tokens", 0),
 			StopTokenIDs: stop, Priority: atoiOr(kv, "priority", 0),
 			ArrivalTime: int64(atoiOr(kv, "arrival", 0)), CacheSalt: kv["salt"],
