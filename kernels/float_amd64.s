@@ -3923,6 +3923,22 @@ TEXT ·cvtF16(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), CX
 	MOVQ n+16(FP), DX
 
+loop32:
+	CMPQ      DX, $0x20
+	JL        loop
+	VCVTPH2PS (CX), Y0
+	VCVTPH2PS 16(CX), Y1
+	VCVTPH2PS 32(CX), Y2
+	VCVTPH2PS 48(CX), Y3
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y1, 32(AX)
+	VMOVUPS   Y2, 64(AX)
+	VMOVUPS   Y3, 96(AX)
+	ADDQ      $0x80, AX
+	ADDQ      $0x40, CX
+	SUBQ      $0x20, DX
+	JMP       loop32
+
 loop:
 	CMPQ      DX, $0x08
 	JL        done
@@ -3943,6 +3959,26 @@ TEXT ·cvtBF16(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), AX
 	MOVQ src+8(FP), CX
 	MOVQ n+16(FP), DX
+
+loop32:
+	CMPQ      DX, $0x20
+	JL        loop
+	VPMOVZXWD (CX), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VPMOVZXWD 16(CX), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VPMOVZXWD 32(CX), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VPMOVZXWD 48(CX), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMOVUPS   Y0, (AX)
+	VMOVUPS   Y1, 32(AX)
+	VMOVUPS   Y2, 64(AX)
+	VMOVUPS   Y3, 96(AX)
+	ADDQ      $0x80, AX
+	ADDQ      $0x40, CX
+	SUBQ      $0x20, DX
+	JMP       loop32
 
 loop:
 	CMPQ      DX, $0x08

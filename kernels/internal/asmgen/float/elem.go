@@ -83,17 +83,43 @@ func loop8(n Register, adv []GPVirtual, body func()) {
 	Label("done")
 }
 
-func cvt(name string) {
-	TEXT("cvt"+name, NOSPLIT, "func(dst *float32, src *uint16, n int)")
-	Doc("cvt" + name + " converts n (multiple of 8) " + name + " values to f32.")
+// cvt converts F16/BF16 to f32, 32 values per iteration; with pf > 0 it prefetches the source
+// pf bytes ahead (the GEMM packer uses the next k block of the same weight row).
+func cvt(name string, pf int) {
+	fn := "cvt" + name
+	if pf > 0 {
+		fn += "PF"
+	}
+	TEXT(fn, NOSPLIT, "func(dst *float32, src *uint16, n int)")
+	Doc(fn + " converts n (multiple of 8) " + name + " values to f32.")
 	p := ptrs("dst", "src")
 	n := Load(Param("n"), GP64())
-	y := YMM()
+	var y [4]VecVirtual
+	for i := range y {
+		y[i] = YMM()
+	}
+	t := wtype{name: name}
+	Label("loop32")
+	CMPQ(n, U8(32))
+	JL(LabelRef("loop"))
+	if pf > 0 {
+		PREFETCHT0(Mem{Base: p[1], Disp: pf})
+	}
+	for i := 0; i < 4; i++ {
+		t.load8(Mem{Base: p[1], Disp: 16 * i}, y[i])
+	}
+	for i := 0; i < 4; i++ {
+		VMOVUPS(y[i], Mem{Base: p[0], Disp: 32 * i})
+	}
+	ADDQ(U8(128), p[0])
+	ADDQ(U8(64), p[1])
+	SUBQ(U8(32), n)
+	JMP(LabelRef("loop32"))
 	Label("loop")
 	CMPQ(n, U8(8))
 	JL(LabelRef("done"))
-	wtype{name: name}.load8(Mem{Base: p[1]}, y)
-	VMOVUPS(y, Mem{Base: p[0]})
+	t.load8(Mem{Base: p[1]}, y[0])
+	VMOVUPS(y[0], Mem{Base: p[0]})
 	ADDQ(U8(32), p[0])
 	ADDQ(U8(16), p[1])
 	SUBQ(U8(8), n)

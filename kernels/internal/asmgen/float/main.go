@@ -50,8 +50,8 @@ func main() {
 			}
 		}
 	}
-	cvt("F16")
-	cvt("BF16")
+	cvt("F16", 0)
+	cvt("BF16", 0)
 	roundF16()
 	dot()
 	axpy()
