@@ -174,7 +174,7 @@ func quantRowQ8KRef(x []float32, qs []int8, d []float32, bsums, bsum8 []int16) {
 		q := qs[b*256 : b*256+256]
 		var amax, mx float32
 		for _, v := range xb {
-			if a := float32(math.Abs(float64(v))); a > amax {
+			if a := math.Float32frombits(math.Float32bits(v) &^ (1 << 31)); a > amax {
 				amax, mx = a, v
 			}
 		}
@@ -189,7 +189,9 @@ func quantRowQ8KRef(x []float32, qs []int8, d []float32, bsums, bsum8 []int16) {
 		}
 		iscale := -127 / mx
 		for j, v := range xb {
-			q[j] = int8(min(127, int(math.RoundToEven(float64(iscale*v)))))
+			// Round half to even by the magic-number addition (exact for |v| < 2^22).
+			n := int32(math.Float32bits(float32(iscale*v)+12582912)&0x7fffff) - 0x400000
+			q[j] = int8(min(127, n))
 		}
 		for g := 0; g < 16; g++ {
 			var s int16
