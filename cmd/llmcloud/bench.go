@@ -100,9 +100,9 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout)
 		} else {
 			bw := perf.ReadBandwidth()
-			fmt.Fprintf(stdout, " = %.0f%% of the measured read bandwidth %.2f GB/s\n", 100*used/bw.BytesPerSec, bw.BytesPerSec/1e9)
-			fmt.Fprintf(stdout, "(bandwidth: best of %d passes over %d MiB, %d threads, %s; median %.2f GB/s)\n",
-				bw.Passes, bw.Bytes>>20, bw.Threads, bw.Method, bw.Median/1e9)
+			fmt.Fprintf(stdout, " = %.0f%% of the measured read bandwidth %.2f GB/s\n", 100*used/bw.Median, bw.Median/1e9)
+			fmt.Fprintf(stdout, "(bandwidth: median of %d passes over %d MiB, %d threads, %s; best pass %.2f GB/s = %.0f%%)\n",
+				bw.Passes, bw.Bytes>>20, bw.Threads, bw.Method, bw.BytesPerSec/1e9, 100*used/bw.BytesPerSec)
 		}
 	}
 	return nil
