@@ -57,7 +57,7 @@ func TestQuantRowQ8AVX2(t *testing.T) {
 		q1, q2 := make([]int8, nb*32), make([]int8, nb*32)
 		d1, d2 := make([]float32, nb), make([]float32, nb)
 		quantRowQ8Ref(x, q1, d1)
-		quantRowQ8AVX2(x, q2, d2)
+		quantRowQ8(x, q2, d2) // the AVX2 kernel when quantAsm
 		for i := range q1 {
 			if q1[i] != q2[i] {
 				t.Fatalf("nb=%d q[%d]: ref %d asm %d", nb, i, q1[i], q2[i])
