@@ -57,6 +57,7 @@ func WriteGGUF(path string, p *Plan, opts Options) error {
 		tensors = append([]Tensor{{Name: rf.Name, Type: rf.Type, Shape: rf.Shape,
 			Load: func() (*tensor.Tensor, error) { return rf, nil }}}, tensors...)
 	}
+	opts.layers, opts.tiedOutput = c.Layers, !hasTensor(tensors, "output.weight")
 	var outs []outTensor
 	var weightTypes []tensor.DType
 	for i := range tensors {
@@ -74,7 +75,11 @@ func WriteGGUF(path string, p *Plan, opts Options) error {
 	if opts.Name != "" {
 		name = opts.Name
 	}
-	kvs, err := ggufMeta(p, name, fileType(weightTypes))
+	ftype := fileType(weightTypes)
+	if opts.Type == mixQ4KM {
+		ftype = 15 // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	}
+	kvs, err := ggufMeta(p, name, ftype)
 	if err != nil {
 		return fmt.Errorf("convert: %s: %w", path, err)
 	}

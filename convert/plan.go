@@ -37,7 +37,8 @@ type Plan struct {
 // Options select the output.
 type Options struct {
 	// Type is the weight type: "" keeps each tensor's type (dequantizing to F32 where the
-	// output format cannot hold it), else f32, f16, bf16, q8_0, q4_0, q4_k or q6_k. Vectors
+	// output format cannot hold it), else f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, or q4_k_m
+	// (llama-quantize's Q4_K_M mix of Q4_K and Q6_K, see mix.go). Vectors
 	// (norms, biases) are always written as F32.
 	Type string
 	// Name overrides the model name (general.name).
@@ -46,6 +47,9 @@ type Options struct {
 	ShardBytes int64
 	// Warn receives warnings (e.g. a fallback type); nil discards them.
 	Warn func(msg string)
+
+	layers     int  // set by the writers for the q4_k_m mix
+	tiedOutput bool // no output.weight: token_embd.weight is the output
 }
 
 func (o *Options) warnf(format string, a ...any) {
@@ -59,9 +63,12 @@ func (o *Options) weightType() (dt tensor.DType, keep bool, err error) {
 	if o.Type == "" {
 		return tensor.F32, true, nil
 	}
+	if o.Type == mixQ4KM {
+		return tensor.Q4_K, false, nil // refined per tensor by q4kmType
+	}
 	dt, err = tensor.Parse(o.Type)
 	if err != nil || dt == tensor.I32 {
-		return 0, false, fmt.Errorf("convert: unknown weight type %q (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)", o.Type)
+		return 0, false, fmt.Errorf("convert: unknown weight type %q (f32, f16, bf16, q8_0, q4_0, q4_k, q4_k_m, q6_k)", o.Type)
 	}
 	return dt, false, nil
 }
@@ -155,6 +162,9 @@ func outType(t *Tensor, opts *Options, floatOnly bool) (tensor.DType, error) {
 	want, keep, err := opts.weightType()
 	if err != nil {
 		return 0, err
+	}
+	if opts.Type == mixQ4KM && len(t.Shape) == 2 {
+		want = q4kmType(t.Name, opts.layers, opts.tiedOutput)
 	}
 	if len(t.Shape) != 2 {
 		if keep && floatOnly && !t.Type.Quantized() {

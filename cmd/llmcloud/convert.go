@@ -18,7 +18,7 @@ func init() {
 
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", stderr)
-	typ := fs.String("type", "", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (default: keep the input's)")
+	typ := fs.String("type", "", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q4_k_m, q6_k (default: keep the input's)")
 	tok := fs.String("tokenizer", "", "tokenizer to use instead of the model's own (file or directory)")
 	name := fs.String("name", "", "model name to record (default: the input's)")
 	shard := fs.Int64("shard-size", convert.DefaultShardBytes, "largest safetensors shard in bytes (Hugging Face output)")
