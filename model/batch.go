@@ -45,6 +45,38 @@ type Batch struct {
 	glu     gluRowsJob
 }
 
+// invariantMaxM is the most rows one float-weight matmul with k % 8 != 0 may take in
+// Invariant mode: the kernels' direct GEMM (m <= 64) adds the k % 8 tail after the vector
+// part while the packed GEMM (m > 64) pads it into the vectors, so larger matmuls are split
+// into pieces of 2..64 rows. (TestMatMulBatchInvariance checks the kernels still agree.)
+const invariantMaxM = 64
+
+// matMul is out = in · wᵀ for rows rows ([rows, k] -> [rows, n]); in Invariant mode it keeps
+// every row on the kernels' batch-size-independent GEMM order: a lone row runs as two (in and
+// out must have room for two rows), and float matmuls with a ragged k run in pieces.
+func (b *Batch) matMul(p *kernels.Pool, out, in []float32, w *tensor.Tensor, rows int) error {
+	nn, kk := w.Shape[0], w.Shape[1]
+	if !b.Invariant {
+		return p.MatMul(out, in, w, rows)
+	}
+	if rows == 1 {
+		in, out = in[:2*kk], out[:2*nn]
+		copy(in[kk:], in[:kk])
+		return p.MatMul(out, in, w, 2)
+	}
+	if w.Type.Quantized() || kk%8 == 0 || rows <= invariantMaxM {
+		return p.MatMul(out, in, w, rows)
+	}
+	pieces := (rows + invariantMaxM - 1) / invariantMaxM
+	for i := 0; i < pieces; i++ {
+		lo, hi := i*rows/pieces, (i+1)*rows/pieces
+		if err := p.MatMul(out[lo*nn:hi*nn], in[lo*kk:hi*kk], w, hi-lo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // gluRowsJob is SwiGLU row by row: the vector kernel treats a row's tail differently from its
 // body, so a flat split over the batch would make a row's values depend on its neighbours.
 type gluRowsJob struct {
@@ -138,12 +170,7 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 		}
 	}
 	mm := func(out, in []float32, w *tensor.Tensor, rows int) error {
-		if rows == 1 && b.Invariant {
-			kk, nn := w.Shape[1], w.Shape[0]
-			in, out, rows = in[:2*kk], out[:2*nn], 2
-			copy(in[kk:], in[:kk])
-		}
-		if err := p.MatMul(out, in, w, rows); err != nil {
+		if err := b.matMul(p, out, in, w, rows); err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
 		return nil

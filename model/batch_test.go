@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/tensor"
 )
 
 // batchModels are the models the batched-forward tests run on: the small synthetic Qwen2 /
@@ -152,12 +153,12 @@ func TestForwardBatchMatchesForward(t *testing.T) {
 func TestForwardBatchInvariant(t *testing.T) {
 	for name, m := range batchModels(t) {
 		t.Run(name, func(t *testing.T) {
-			lens := []int{3, 17, 1, 30, 9}
+			lens := []int{3, 17, 1, 30, 9, 150}
 			prompts := randPrompts(m, lens, 5)
 			const decodes = 5
 			alone := make([][][]float32, len(lens))
 			for i, p := range prompts {
-				s := newPagedSim(t, m, 1, 40, 4, uint64(i), true)
+				s := newPagedSim(t, m, 1, 60, 4, uint64(i), true)
 				s.toks[0] = append([]int(nil), p...)
 				s.step(t, []int{len(p)})
 				for range decodes {
@@ -198,22 +199,30 @@ func TestForwardBatchInvariant(t *testing.T) {
 	}
 }
 
-// TestMatMulBatchInvariance documents why Invariant exists: on the kernels' GEMM paths a row's
-// result does not depend on how many rows run with it (m >= 2), so running a lone row as two
-// rows makes every row sum in the same order.
+// TestMatMulBatchInvariance checks Invariant mode's matmul: a row's result does not depend on
+// how many rows run with it, on every linear-layer shape of the test models (this is what the
+// kernels' GEMM paths must keep for batch invariance).
 func TestMatMulBatchInvariance(t *testing.T) {
 	for name, m := range batchModels(t) {
-		w := m.layers[0].gate
+		for _, w := range []*tensor.Tensor{m.layers[0].gate, m.layers[0].down, m.out} {
+			checkMatMulInvariant(t, name, w)
+		}
+	}
+}
+
+func checkMatMulInvariant(t *testing.T, name string, w *tensor.Tensor) {
+	{
 		nn, k := w.Shape[0], w.Shape[1]
 		r := rand.New(rand.NewPCG(1, 1))
-		x := make([]float32, 70*k)
+		x := make([]float32, 300*k)
 		for i := range x {
 			x[i] = r.Float32()*2 - 1
 		}
 		two := make([]float32, 2*nn)
-		for _, rows := range []int{2, 3, 5, 64, 65, 70} {
+		b := Batch{Invariant: true}
+		for _, rows := range []int{2, 3, 5, 64, 65, 70, 129, 300} {
 			out := make([]float32, rows*nn)
-			if err := kernels.Default.MatMul(out, x, w, rows); err != nil {
+			if err := b.matMul(kernels.Default, out, x, w, rows); err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < rows; i++ {
@@ -223,7 +232,7 @@ func TestMatMulBatchInvariance(t *testing.T) {
 				}
 				for j := 0; j < nn; j++ {
 					if two[j] != out[i*nn+j] {
-						t.Fatalf("%s (%v): row %d of %d differs from the row run as two rows", name, w.Type, i, rows)
+						t.Fatalf("%s %s (%v %v): row %d of %d differs from the row run as two rows", name, w.Name, w.Type, w.Shape, i, rows)
 					}
 				}
 			}

@@ -1,0 +1,367 @@
+// This file implements Engine, the serving engine's public API used by the HTTP server and
+// the CLI: New starts one step-loop goroutine that owns the scheduler, the paged KV pool and
+// the model runner; Add queues a request and returns its stream of Outputs; Abort (or the
+// request's context) cancels it; Stats and the per-step hook report what the engine is doing;
+// Shutdown drains. Callers' goroutines never touch the scheduler: Add and Abort leave events
+// in an inbox that the loop applies between steps (engine_loop.go).
+
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/sample"
+	"github.com/llmcloud/llmcloud/tokenizer"
+)
+
+// Errors returned by Add.
+var (
+	ErrQueueFull     = errors.New("engine: queue full")
+	ErrPromptTooLong = errors.New("engine: prompt too long")
+	ErrShutdown      = errors.New("engine: shut down")
+)
+
+// Options configures an Engine. Start from DefaultOptions.
+type Options struct {
+	// Scheduler is the scheduler's configuration. NumBlocks is replaced by the blocks that fit
+	// in KVCacheBytes when that is set; MaxModelLenTokens 0 means the model's context length.
+	Scheduler Config
+	// KVCacheBytes is the memory of the paged KV pool (f32 K and V rows; see KVBytesPerToken).
+	// 0 keeps Scheduler.NumBlocks.
+	KVCacheBytes int64
+	// MaxQueuedRequests bounds the requests accepted but not yet started; Add returns
+	// ErrQueueFull beyond it. 0 = unbounded.
+	MaxQueuedRequests int
+	// BatchInvariant makes a request's tokens bit-identical whatever else runs with it (a
+	// lone row's matmuls run as two rows; see model.Batch.Invariant). It costs a single
+	// sequence the GEMV decode path.
+	BatchInvariant bool
+	// OutputBuffer is the capacity of each request's Output channel. When a client reads
+	// slower than tokens come, deltas are merged rather than blocking the step loop.
+	OutputBuffer int
+	// OnStep, if set, is called by the step loop after every step (keep it quick).
+	OnStep func(StepMetrics)
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// DefaultOptions returns a complete configuration: the scheduler's defaults with the model's
+// context length, batch invariance on, 64-deep output channels.
+func DefaultOptions() Options {
+	cfg := DefaultConfig()
+	cfg.MaxModelLenTokens = 0
+	return Options{Scheduler: cfg, BatchInvariant: true, OutputBuffer: 64}
+}
+
+// Request is one generation request, in token ids.
+type Request struct {
+	ID           string // unique among live requests
+	Prompt       []int
+	Params       sample.Params // sampling, seed, logprobs (Params.Logprobs, Params.TopLogprobs)
+	MaxTokens    int           // output tokens at most; 0 = up to the maximum model length
+	Stop         []string      // stop strings: the text ends before the first match
+	StopTokenIDs []int         // ids that end generation (besides EOS; kept in TokenIDs, not in Text)
+	IgnoreEOS    bool          // keep going past the tokenizer's end-of-generation ids
+	Priority     int           // PolicyPriority: lower runs first
+	CacheSalt    string        // prefix-cache isolation: only equal salts share blocks
+}
+
+// Finish reasons, as the OpenAI API and vLLM name them.
+const (
+	FinishStop   = "stop"   // EOS, a stop token id or a stop string
+	FinishLength = "length" // MaxTokens or the maximum model length
+	FinishAbort  = "abort"  // Abort, a cancelled context, Shutdown, or an engine error (Err)
+)
+
+// Output is one update of a request's stream: what is new since the previous Output. The last
+// Output of a stream has Finished set; then the channel is closed.
+type Output struct {
+	ID       string
+	TokenIDs []int           // newly sampled token ids (a stop token id included)
+	Text     string          // newly final text (partial UTF-8 and possible stop-string starts held back)
+	Logprobs []sample.Result // one per new token when Params.Logprobs or TopLogprobs ask
+	Finished bool
+	// FinishReason is set on the last Output: FinishStop, FinishLength or FinishAbort.
+	FinishReason string
+	Err          error // why an engine error aborted the request
+
+	PromptTokens int // prompt length
+	OutputTokens int // tokens generated so far
+	CachedTokens int // prompt tokens the prefix cache supplied at admission
+	Metrics      RequestMetrics
+}
+
+// RequestMetrics are a request's timestamps (zero until reached).
+type RequestMetrics struct {
+	Arrival        time.Time // Add
+	FirstScheduled time.Time // first step that ran any of its tokens
+	FirstToken     time.Time // its first token was sampled
+	LastToken      time.Time
+	Finished       time.Time
+	Preemptions    int
+}
+
+// QueueTime is the wait from arrival to the first scheduled step.
+func (m RequestMetrics) QueueTime() time.Duration { return since(m.Arrival, m.FirstScheduled) }
+
+// TTFT is the time from arrival to the first token.
+func (m RequestMetrics) TTFT() time.Duration { return since(m.Arrival, m.FirstToken) }
+
+// PrefillTime is from the first scheduled step to the first token.
+func (m RequestMetrics) PrefillTime() time.Duration { return since(m.FirstScheduled, m.FirstToken) }
+
+// DecodeTime is from the first token to the last.
+func (m RequestMetrics) DecodeTime() time.Duration { return since(m.FirstToken, m.LastToken) }
+
+func since(a, b time.Time) time.Duration {
+	if a.IsZero() || b.IsZero() {
+		return 0
+	}
+	return b.Sub(a)
+}
+
+// Stats is a snapshot of the engine, taken by the step loop after every step.
+type Stats struct {
+	Running, Waiting      int     // sequences in the scheduler
+	NumBlocks, FreeBlocks int     // KV pool blocks; free includes cached blocks nobody holds
+	KVUsage               float64 // fraction of blocks in use
+	PrefixQueryTokens     int64   // prompt tokens looked up in the prefix cache
+	PrefixHitTokens       int64   // of which found
+	Preemptions           int64
+	PromptTokens          int64 // prompt tokens of admitted requests
+	PrefillTokens         int64 // prompt (and recompute) tokens actually run through the model
+	GenerationTokens      int64 // tokens sampled
+	Steps                 int64
+	BatchedTokens         int64 // tokens over all steps
+	LastStepTokens        int
+	Finished, Aborted     int64 // requests
+}
+
+// StepMetrics describes one step for the OnStep hook.
+type StepMetrics struct {
+	Step          int64
+	NumSeqs       int // sequences in the batch
+	NumTokens     int // rows of the batch
+	PrefillTokens int // rows belonging to prompt chunks
+	DecodeSeqs    int // one-token decode entries
+	Preempted     int
+	Start         time.Time
+	Forward       time.Duration // model forward pass
+	Sample        time.Duration // sampling
+	Total         time.Duration // the whole step, bookkeeping and output included
+	KVUsage       float64
+	Running       int
+	Waiting       int
+}
+
+// Engine serves many requests on one model with continuous batching over a paged KV cache.
+type Engine struct {
+	m      *model.Model
+	tok    *tokenizer.Tokenizer
+	opts   Options
+	cfg    Config // effective scheduler configuration
+	eog    []int  // the tokenizer's end-of-generation ids
+	now    func() time.Time
+	sched  *Scheduler // step loop only
+	runner *runner    // step loop only
+
+	mu        sync.Mutex
+	inbox     []event
+	live      map[string]*reqState // accepted and not finished (for Abort and duplicates)
+	notStart  int                  // live requests not yet scheduled (MaxQueuedRequests)
+	accepting bool
+	draining  bool // Shutdown: exit when idle
+	abortAll  bool // Shutdown's context ended: abort everything
+	stats     Stats
+	nextSeq   SeqID
+	wake      chan struct{}
+	done      chan struct{}
+}
+
+type eventKind int
+
+const (
+	evAdd eventKind = iota
+	evAbort
+)
+
+type event struct {
+	kind eventKind
+	r    *reqState
+}
+
+// New builds an engine for m (tok may be nil: then Outputs carry no text and no EOS is known)
+// and starts its step loop.
+func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error) {
+	cfg := opts.Scheduler
+	mc := &m.Config
+	if cfg.MaxModelLenTokens == 0 {
+		cfg.MaxModelLenTokens = mc.CtxLen
+		if cfg.MaxModelLenTokens <= 0 {
+			cfg.MaxModelLenTokens = 4096
+		}
+	}
+	if opts.KVCacheBytes > 0 {
+		per := KVBytesPerToken(mc.Layers, mc.KVHeads, mc.HeadDim, 4)
+		cfg.NumBlocks = NumBlocksForBudget(opts.KVCacheBytes, cfg.BlockSizeTokens, per)
+		if cfg.NumBlocks*cfg.BlockSizeTokens < cfg.MaxModelLenTokens {
+			return nil, fmt.Errorf("engine: KV cache of %d bytes holds %d tokens (%d B/token), less than the maximum model length %d",
+				opts.KVCacheBytes, cfg.NumBlocks*cfg.BlockSizeTokens, per, cfg.MaxModelLenTokens)
+		}
+	}
+	sched, err := NewScheduler(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := m.NewPagedKV(cfg.NumBlocks, cfg.BlockSizeTokens)
+	if err != nil {
+		return nil, err
+	}
+	if opts.OutputBuffer < 2 {
+		opts.OutputBuffer = 64
+	}
+	e := &Engine{m: m, tok: tok, opts: opts, cfg: cfg, now: opts.Now, sched: sched,
+		runner: newRunner(m, kv, opts.BatchInvariant), live: map[string]*reqState{},
+		accepting: true, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if tok != nil {
+		for id := 0; id < tok.VocabSize(); id++ {
+			if tok.IsEOG(id) {
+				e.eog = append(e.eog, id)
+			}
+		}
+	}
+	e.stats = e.snapshot()
+	go e.loop()
+	return e, nil
+}
+
+// Config returns the effective scheduler configuration (NumBlocks and MaxModelLenTokens
+// resolved).
+func (e *Engine) Config() Config { return e.cfg }
+
+// Add validates r and queues it. The returned channel receives the request's Outputs and is
+// closed after the one with Finished set. Cancelling ctx aborts the request.
+func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
+	if err := e.validate(r); err != nil {
+		return nil, err
+	}
+	smp, err := sample.New(r.Params)
+	if err != nil {
+		return nil, fmt.Errorf("engine: request %s: %w", r.ID, err)
+	}
+	smp.SetPrompt(r.Prompt)
+	st := &reqState{req: r, sampler: smp, out: make(chan Output, e.opts.OutputBuffer),
+		stop: newStopText(e.tok, r.Stop)}
+	st.metrics.Arrival = e.now()
+	e.mu.Lock()
+	switch {
+	case !e.accepting:
+		e.mu.Unlock()
+		return nil, ErrShutdown
+	case e.live[r.ID] != nil:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("engine: request id %q is already live", r.ID)
+	case e.opts.MaxQueuedRequests > 0 && e.notStart >= e.opts.MaxQueuedRequests:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d requests waiting (limit %d)", ErrQueueFull, e.notStart, e.opts.MaxQueuedRequests)
+	}
+	st.seq = e.nextSeq
+	e.nextSeq++
+	e.live[r.ID] = st
+	e.notStart++
+	e.inbox = append(e.inbox, event{kind: evAdd, r: st})
+	e.mu.Unlock()
+	st.stopCtx = context.AfterFunc(ctx, func() { _ = e.Abort(r.ID) })
+	e.signal()
+	return st.out, nil
+}
+
+// validate checks what Add can check without the loop.
+func (e *Engine) validate(r Request) error {
+	maxLen := e.cfg.MaxModelLenTokens
+	switch {
+	case r.ID == "":
+		return errors.New("engine: request without an id")
+	case len(r.Prompt) == 0:
+		return fmt.Errorf("engine: request %s: empty prompt", r.ID)
+	case len(r.Prompt) >= maxLen:
+		return fmt.Errorf("%w: request %s: prompt of %d tokens is %d tokens over the maximum model length %d (which must leave room for one generated token)",
+			ErrPromptTooLong, r.ID, len(r.Prompt), len(r.Prompt)-maxLen+1, maxLen)
+	case !e.cfg.ChunkedPrefill && len(r.Prompt) > e.cfg.MaxNumBatchedTokens:
+		return fmt.Errorf("%w: request %s: prompt of %d tokens is %d tokens over the step budget %d (chunked prefill off)",
+			ErrPromptTooLong, r.ID, len(r.Prompt), len(r.Prompt)-e.cfg.MaxNumBatchedTokens, e.cfg.MaxNumBatchedTokens)
+	case r.MaxTokens < 0:
+		return fmt.Errorf("engine: request %s: negative max tokens %d", r.ID, r.MaxTokens)
+	}
+	vocab := e.m.Config.Vocab
+	for i, t := range r.Prompt {
+		if t < 0 || t >= vocab {
+			return fmt.Errorf("engine: request %s: prompt token %d (index %d) outside the vocabulary [0, %d)", r.ID, t, i, vocab)
+		}
+	}
+	for id := range r.Params.LogitBias {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("engine: request %s: logit bias for token %d outside the vocabulary [0, %d)", r.ID, id, vocab)
+		}
+	}
+	return nil
+}
+
+// Abort ends a live request: its stream gets a final Output with FinishReason "abort" and its
+// KV blocks are free once the current step is over.
+func (e *Engine) Abort(id string) error {
+	e.mu.Lock()
+	st := e.live[id]
+	if st == nil {
+		e.mu.Unlock()
+		return fmt.Errorf("engine: no live request %q", id)
+	}
+	e.inbox = append(e.inbox, event{kind: evAbort, r: st})
+	e.mu.Unlock()
+	e.signal()
+	return nil
+}
+
+// Stats returns the snapshot the step loop took after its last step or event.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Shutdown stops accepting requests and lets the live ones finish; when ctx ends first, the
+// rest are aborted. It returns when the step loop has exited: nil after a full drain,
+// ctx.Err() if requests had to be aborted.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.accepting = false
+	e.draining = true
+	e.mu.Unlock()
+	e.signal()
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	e.abortAll = true
+	e.mu.Unlock()
+	e.signal()
+	<-e.done
+	return ctx.Err()
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,247 @@
+// This file implements the engine's step loop, the only goroutine that touches the scheduler,
+// the KV pool and the samplers:
+//
+//	apply the inbox (adds, aborts) -> Schedule -> runner.execute (forward + sample)
+//	-> Update -> stream outputs, Finish on stop strings -> publish Stats, OnStep
+//
+// It sleeps when nothing is live and exits after Shutdown once idle. Aborts and stop strings
+// finish sequences between steps, so their blocks are free before the next Schedule.
+
+package engine
+
+import (
+	"slices"
+
+	"github.com/llmcloud/llmcloud/sample"
+)
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	bySeq := map[SeqID]*reqState{}
+	samplerOf := func(id SeqID) *sample.Sampler { return bySeq[id].sampler }
+	for {
+		e.mu.Lock()
+		events := e.inbox
+		e.inbox = nil
+		abortAll := e.abortAll
+		e.mu.Unlock()
+		for _, ev := range events {
+			st := ev.r
+			switch ev.kind {
+			case evAdd:
+				e.admit(st, bySeq)
+			case evAbort:
+				if !st.finished {
+					_ = e.sched.Abort(st.seq)
+					e.finish(st, bySeq, FinishAbort, nil)
+				}
+			}
+		}
+		if abortAll {
+			for _, st := range bySeq {
+				_ = e.sched.Abort(st.seq)
+				e.finish(st, bySeq, FinishAbort, nil)
+			}
+		}
+		for _, st := range bySeq {
+			st.flushPending()
+		}
+		if !e.sched.HasUnfinished() {
+			e.publish()
+			e.mu.Lock()
+			exit := e.draining && len(e.inbox) == 0
+			e.mu.Unlock()
+			if exit {
+				return
+			}
+			if len(events) == 0 && !abortAll {
+				<-e.wake
+			}
+			continue
+		}
+		e.step(bySeq, samplerOf)
+		e.publish()
+	}
+}
+
+// admit hands a new request to the scheduler.
+func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
+	r := st.req
+	stopIDs := slices.Clone(r.StopTokenIDs)
+	if !r.IgnoreEOS {
+		stopIDs = append(stopIDs, e.eog...)
+	}
+	bySeq[st.seq] = st
+	_, err := e.sched.AddRequest(SeqRequest{ID: st.seq, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
+		StopTokenIDs: stopIDs, Priority: r.Priority, ArrivalTime: int64(st.seq), CacheSalt: r.CacheSalt})
+	if err != nil {
+		e.finish(st, bySeq, FinishAbort, err)
+		return
+	}
+	e.mu.Lock()
+	e.stats.PromptTokens += int64(len(r.Prompt))
+	e.mu.Unlock()
+}
+
+// step runs one scheduler step end to end.
+func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *sample.Sampler) {
+	t0 := e.now()
+	plan := e.sched.Schedule()
+	m := StepMetrics{Step: plan.Step, NumSeqs: len(plan.Seqs), NumTokens: plan.NumBatchedTokens,
+		Preempted: len(plan.Preempted), Start: t0}
+	started := 0
+	for _, ss := range plan.Seqs {
+		st := bySeq[ss.ID]
+		if !st.started {
+			st.started = true
+			st.metrics.FirstScheduled = t0
+			st.cached = e.sched.Sequence(ss.ID).NumCachedTokens
+			started++
+		}
+		if ss.Prefill {
+			m.PrefillTokens += len(ss.Tokens)
+		} else {
+			m.DecodeSeqs++
+		}
+	}
+	for _, id := range plan.Preempted {
+		bySeq[id].metrics.Preemptions++
+	}
+	res, err := e.runner.execute(plan, samplerOf)
+	m.Forward, m.Sample = res.forward, res.sample
+	if err != nil {
+		// An engine error (not expected: requests are validated) fails this step's requests.
+		for _, ss := range plan.Seqs {
+			if st := bySeq[ss.ID]; st != nil && !st.finished {
+				_ = e.sched.Abort(ss.ID)
+				e.finish(st, bySeq, FinishAbort, err)
+			}
+		}
+		res.sampled = nil
+	}
+	outs, err := e.sched.Update(plan, res.sampled)
+	if err != nil {
+		panic(err) // the runner samples every sequence that needs it: a bug
+	}
+	now := e.now()
+	for _, o := range outs {
+		st := bySeq[o.ID]
+		st.nOut++
+		if st.metrics.FirstToken.IsZero() {
+			st.metrics.FirstToken = now
+		}
+		st.metrics.LastToken = now
+		d := Output{TokenIDs: []int{o.Token}}
+		if st.req.Params.Logprobs || st.req.Params.TopLogprobs > 0 {
+			d.Logprobs = []sample.Result{res.results[o.ID]}
+		}
+		reason := ""
+		switch o.Status {
+		case StatusFinishedStopped:
+			reason = FinishStop // a stop token id: no text for it
+		case StatusFinishedLength:
+			reason = FinishLength
+		}
+		if reason != FinishStop {
+			text, stopped := st.stop.add(o.Token)
+			d.Text = text
+			if stopped {
+				if reason == "" {
+					_ = e.sched.Finish(o.ID, StatusFinishedStopped)
+				}
+				reason = FinishStop
+			}
+		}
+		if reason == "" {
+			st.send(e.fill(st, d), false)
+			continue
+		}
+		e.finishWith(st, bySeq, reason, nil, d)
+	}
+	m.Total = e.now().Sub(t0)
+	e.mu.Lock()
+	e.notStart -= started
+	e.stats.Steps++
+	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
+	e.stats.LastStepTokens = plan.NumBatchedTokens
+	e.stats.PrefillTokens += int64(m.PrefillTokens)
+	e.stats.GenerationTokens += int64(len(outs))
+	e.mu.Unlock()
+	if e.opts.OnStep != nil {
+		bs := e.sched.Blocks()
+		m.KVUsage = bs.Usage()
+		m.Running, m.Waiting = e.sched.NumRunning(), e.sched.NumWaiting()
+		e.opts.OnStep(m)
+	}
+}
+
+// fill completes a delta with the request's counters and timestamps.
+func (e *Engine) fill(st *reqState, d Output) Output {
+	d.ID = st.req.ID
+	d.PromptTokens = len(st.req.Prompt)
+	d.OutputTokens = st.nOut
+	d.CachedTokens = st.cached
+	d.Metrics = st.metrics
+	return d
+}
+
+// finish ends a request that the scheduler no longer holds, with no new token.
+func (e *Engine) finish(st *reqState, bySeq map[SeqID]*reqState, reason string, err error) {
+	e.finishWith(st, bySeq, reason, err, Output{})
+}
+
+// finishWith sends the final Output (d plus any held-back text) and forgets the request.
+func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason string, err error, d Output) {
+	if st.finished {
+		return
+	}
+	st.finished = true
+	if reason != FinishAbort {
+		text, stopped := st.stop.flush()
+		d.Text += text
+		if stopped {
+			reason = FinishStop
+		}
+	}
+	st.metrics.Finished = e.now()
+	d.Finished, d.FinishReason, d.Err = true, reason, err
+	st.send(e.fill(st, d), true)
+	if st.stopCtx != nil {
+		st.stopCtx()
+	}
+	delete(bySeq, st.seq)
+	e.mu.Lock()
+	if !st.started {
+		e.notStart--
+	}
+	delete(e.live, st.req.ID)
+	if reason == FinishAbort {
+		e.stats.Aborted++
+	} else {
+		e.stats.Finished++
+	}
+	e.mu.Unlock()
+}
+
+// publish refreshes the Stats snapshot.
+func (e *Engine) publish() {
+	s := e.snapshot()
+	e.mu.Lock()
+	s.PromptTokens, s.PrefillTokens, s.GenerationTokens = e.stats.PromptTokens, e.stats.PrefillTokens, e.stats.GenerationTokens
+	s.Steps, s.BatchedTokens, s.LastStepTokens = e.stats.Steps, e.stats.BatchedTokens, e.stats.LastStepTokens
+	s.Finished, s.Aborted = e.stats.Finished, e.stats.Aborted
+	e.stats = s
+	e.mu.Unlock()
+}
+
+// snapshot reads the scheduler's side of Stats (step loop, or before it starts).
+func (e *Engine) snapshot() Stats {
+	bs := e.sched.Blocks()
+	bst := bs.Stats()
+	return Stats{
+		Running: e.sched.NumRunning(), Waiting: e.sched.NumWaiting(),
+		NumBlocks: e.cfg.NumBlocks, FreeBlocks: bs.NumFreeBlocks(), KVUsage: bs.Usage(),
+		PrefixQueryTokens: bst.QueryTokens, PrefixHitTokens: bst.HitTokens,
+		Preemptions: e.sched.Stats().Preemptions,
+	}
+}
