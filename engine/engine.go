@@ -277,9 +277,11 @@ func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 	e.nextSeq++
 	e.live[r.ID] = st
 	e.notStart++
+	// Set before the loop can see st (it reads the inbox under mu); a context that is already
+	// done calls Abort from its own goroutine, after the request is live.
+	st.stopCtx = context.AfterFunc(ctx, func() { _ = e.Abort(r.ID) })
 	e.inbox = append(e.inbox, event{kind: evAdd, r: st})
 	e.mu.Unlock()
-	st.stopCtx = context.AfterFunc(ctx, func() { _ = e.Abort(r.ID) })
 	e.signal()
 	return st.out, nil
 }

@@ -205,12 +205,11 @@ func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason stri
 	}
 	st.metrics.Finished = e.now()
 	d.Finished, d.FinishReason, d.Err = true, reason, err
-	st.send(e.fill(st, d), true)
 	if st.stopCtx != nil {
 		st.stopCtx()
 	}
 	delete(bySeq, st.seq)
-	e.mu.Lock()
+	e.mu.Lock() // counters first: a client that has its final Output sees them
 	if !st.started {
 		e.notStart--
 	}
@@ -221,6 +220,7 @@ func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason stri
 		e.stats.Finished++
 	}
 	e.mu.Unlock()
+	st.send(e.fill(st, d), true)
 }
 
 // publish refreshes the Stats snapshot.

@@ -184,12 +184,19 @@ func TestEngineConcurrentMatchesAlone(t *testing.T) {
 			reqs := mixedRequests(64, b.Model.Config.Vocab, 120, 40, 1)
 			e := newEngine(t, b, nil)
 			alone := runAlone(t, e, reqs)
+			var mu sync.Mutex // OnStep runs on the step loop
 			maxBatch := 0
 			e2 := newEngine(t, b, func(o *Options) {
-				o.OnStep = func(m StepMetrics) { maxBatch = max(maxBatch, m.NumSeqs) }
+				o.OnStep = func(m StepMetrics) {
+					mu.Lock()
+					maxBatch = max(maxBatch, m.NumSeqs)
+					mu.Unlock()
+				}
 			})
 			together := runAll(t, e2, reqs)
 			compareResults(t, alone, together)
+			mu.Lock()
+			defer mu.Unlock()
 			if maxBatch < 32 {
 				t.Errorf("at most %d sequences ran together; the test wants a crowd", maxBatch)
 			}
@@ -265,7 +272,7 @@ func TestEnginePreemption(t *testing.T) {
 // TestEnginePrefixCaching: 32 requests sharing a 1,024-token prefix compute at least 90% fewer
 // prompt tokens with prefix caching than without.
 func TestEnginePrefixCaching(t *testing.T) {
-	b := openBundle(t, testModels[1].path)
+	b := openBundle(t, testModels[0].path)
 	r := rand.New(rand.NewPCG(5, 5))
 	prefix := make([]int, 1024)
 	for i := range prefix {
