@@ -43,6 +43,7 @@ func openBundle(t *testing.T, path []string) *loader.Bundle {
 func newEngine(t *testing.T, b *loader.Bundle, mod func(*Options)) *Engine {
 	t.Helper()
 	o := DefaultOptions()
+	o.BatchInvariant = true
 	o.Scheduler.MaxNumBatchedTokens = 256
 	o.Scheduler.NumBlocks = 512
 	if mod != nil {
@@ -224,7 +225,7 @@ func TestEngineConcurrentMatchesAlone(t *testing.T) {
 // TestEngineMatchesGenerate: greedy outputs equal the single-sequence generate.Run.
 func TestEngineMatchesGenerate(t *testing.T) {
 	b := openBundle(t, testModels[0].path)
-	e := newEngine(t, b, nil)
+	e := newEngine(t, b, func(o *Options) { o.BatchInvariant = false }) // the default mode
 	for i, prompt := range []string{"Once upon a time", "The cat", "Lily and Ben went to the park. They"} {
 		ids := b.Tok.Encode(prompt, true, false)
 		want, err := generate.Run(context.Background(), b.Model, b.Tok, ids, generate.Options{MaxTokens: 60}, nil)

@@ -6,10 +6,10 @@
 // row of the sequences that need them.
 //
 // Batch invariance: a row's result does not depend on the other rows of the batch. Row-wise
-// ops (norms, RoPE, SwiGLU) and paged attention are per row by construction; matmuls sum each
-// output in an order that does not depend on m for m >= 2 (the GEMM paths), but m == 1 takes
-// the GEMV path whose order differs. With Batch.Invariant set, a one-row matmul is run as two
-// rows (the row twice), so every row always sums in the GEMM order.
+// ops (norms, RoPE, SwiGLU row by row) and paged attention are per row by construction;
+// matmuls sum each output in an order that does not depend on m for m >= 2 (the GEMM paths),
+// but m == 1 takes the GEMV path whose order differs. With Batch.Invariant set, matmuls go
+// through kernels.MatMulInvariant, which runs a lone row on the GEMM kernels.
 package model
 
 import (
@@ -32,16 +32,15 @@ type BatchSeq struct {
 // Batch is the reusable scratch of ForwardBatch: activations for the largest batch seen so far.
 // One Batch serves one caller at a time.
 type Batch struct {
-	// Invariant runs one-row matmuls as two rows so that every row's result is bit-identical
-	// whatever the batch size (see the file comment). It costs single-sequence decode the GEMV
-	// fast path.
+	// Invariant makes every row's result bit-identical whatever the batch (see the file
+	// comment). It costs single-sequence decode the GEMV fast path.
 	Invariant bool
 
 	scratch Cache // only its activation workspace is used
 	rows    []kernels.PagedRow
 	attn    kernels.PagedAttention
-	last    []float32 // [rows needing logits (>= 2), Dim]
-	logits  []float32 // [rows needing logits (>= 2), Vocab]
+	last    []float32 // [rows needing logits, Dim]
+	logits  []float32 // [rows needing logits, Vocab]
 	glu     gluRowsJob
 }
 
@@ -52,25 +51,20 @@ type Batch struct {
 const invariantMaxM = 64
 
 // matMul is out = in · wᵀ for rows rows ([rows, k] -> [rows, n]); in Invariant mode it keeps
-// every row on the kernels' batch-size-independent GEMM order: a lone row runs as two (in and
-// out must have room for two rows), and float matmuls with a ragged k run in pieces.
+// every row on the kernels' batch-size-independent GEMM order: kernels.MatMulInvariant (a lone
+// row runs the GEMM's kernels), with float matmuls of a ragged k in pieces of at most 64 rows.
 func (b *Batch) matMul(p *kernels.Pool, out, in []float32, w *tensor.Tensor, rows int) error {
 	nn, kk := w.Shape[0], w.Shape[1]
 	if !b.Invariant {
 		return p.MatMul(out, in, w, rows)
 	}
-	if rows == 1 {
-		in, out = in[:2*kk], out[:2*nn]
-		copy(in[kk:], in[:kk])
-		return p.MatMul(out, in, w, 2)
-	}
 	if w.Type.Quantized() || kk%8 == 0 || rows <= invariantMaxM {
-		return p.MatMul(out, in, w, rows)
+		return p.MatMulInvariant(out, in, w, rows)
 	}
 	pieces := (rows + invariantMaxM - 1) / invariantMaxM
 	for i := 0; i < pieces; i++ {
 		lo, hi := i*rows/pieces, (i+1)*rows/pieces
-		if err := p.MatMul(out[lo*nn:hi*nn], in[lo*kk:hi*kk], w, hi-lo); err != nil {
+		if err := p.MatMulInvariant(out[lo*nn:hi*nn], in[lo*kk:hi*kk], w, hi-lo); err != nil {
 			return err
 		}
 	}
@@ -147,7 +141,7 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 	}
 	p := m.pool()
 	dim, qd, kvd, hd := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HeadDim
-	ws := b.scratch.workspace(cfg, max(n, 2))
+	ws := b.scratch.workspace(cfg, n)
 	x := ws.x[:n*dim]           // residual stream [n, dim]
 	xb := ws.xb[:n*dim]         // normed input [n, dim]
 	q := ws.q[:n*qd]            // [n, qDim]
@@ -231,10 +225,9 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 	if nl == 0 {
 		return nil, nil
 	}
-	rows := max(nl, 2)
-	if len(b.last) < rows*dim {
-		b.last = make([]float32, rows*dim)
-		b.logits = make([]float32, rows*cfg.Vocab)
+	if len(b.last) < nl*dim {
+		b.last = make([]float32, nl*dim)
+		b.logits = make([]float32, nl*cfg.Vocab)
 	}
 	i, j := 0, 0
 	for _, s := range seqs {

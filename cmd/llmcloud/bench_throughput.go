@@ -36,7 +36,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: room for every running sequence at once)")
 	noPrefix := fs.Bool("no-enable-prefix-caching", false, "turn automatic prefix caching off")
 	noChunk := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
-	fs.BoolVar(&o.Engine.BatchInvariant, "batch-invariant", o.Engine.BatchInvariant, "bit-identical results whatever the batch (a lone row's matmul runs as two rows)")
+	fs.BoolVar(&o.Engine.BatchInvariant, "batch-invariant", o.Engine.BatchInvariant, "bit-identical results whatever the batch (a lone row's matmuls run on the GEMM kernels)")
 	jsonOut := fs.String("output-json", "", "also write the results to this JSON file")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

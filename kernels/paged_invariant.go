@@ -1,0 +1,59 @@
+// This file implements MatMulInvariant, the batch-invariant matmul of the serving engine's
+// paged forward pass: a row's result is bit-identical whatever m is. The GEMM paths (m >= 2)
+// already sum each output independently of m; only m == 1 differs, because it takes the GEMV
+// kernels, which sum in another order. Here a single row runs the GEMM paths' own kernels
+// instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles) and
+// the direct float GEMM with one activation row. TestMatMulInvariant
+// checks the agreement for every dtype.
+package kernels
+
+import "github.com/llmcloud/llmcloud/tensor"
+
+// MatMulInvariant is MatMul (out = x · wᵀ; w [n, k], x [m, k], out [m, n]) with results per
+// row independent of m. Float weights with k % 8 != 0 must be called with m <= 64 (the direct
+// GEMM; larger m pads the k tail differently): split larger batches.
+func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error {
+	if m != 1 || Reference || len(w.Shape) != 2 {
+		return p.MatMul(out, x, w, m)
+	}
+	n, k := w.Shape[0], w.Shape[1]
+	if err := w.Check(); err != nil || len(x) < k || len(out) < n || n == 0 || k == 0 {
+		return p.MatMul(out, x, w, m) // let MatMul report the problem
+	}
+	switch w.Type {
+	case tensor.Q8_0, tensor.Q4_0:
+		if !quantAsm || k%32 != 0 {
+			break
+		}
+		q4 := w.Type == tensor.Q4_0
+		nb := k / 32
+		rs := nb * 34
+		qi := 0
+		if q4 {
+			rs, qi = nb*18, 1
+		}
+		a := getQ8Acts(1, k, q4)
+		defer q8ActPool.Put(a)
+		a.quantize(p, x, q4)
+		var cp *int32
+		if q4 {
+			cp = &a.corr[0]
+		}
+		tile := quantTiles[qi][1][1]
+		p.For(n, 64, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				tile(&w.Data[r*rs], rs, &a.qs[0], k, &a.d[0], cp, nb, &out[r], n)
+			}
+		})
+		return nil
+	case tensor.F32, tensor.F16, tensor.BF16:
+		if !useFloatAsm || !littleEndian || (w.Type == tensor.F16 && RoundF16Activations) {
+			break
+		}
+		gemmDirect(p, out[:n], x[:k], w.Type, w.Data, 1, n, k)
+		return nil
+	}
+	// K-quants (one dot product per row and token on every path) and the reference paths
+	// are already invariant; so is anything MatMul does without a GEMV special case.
+	return p.MatMul(out, x, w, m)
+}
