@@ -1,0 +1,205 @@
+// The serve command: an OpenAI-compatible HTTP server (package server) over the engine, with
+// vLLM's flag names. The listener opens first, so /health answers 503 while the model loads;
+// SIGTERM or SIGINT stops accepting, lets running requests finish (bounded by
+// --shutdown-timeout) and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/server"
+)
+
+func init() {
+	register("serve", "serve a model over an OpenAI-compatible HTTP API (vLLM's flags and metrics)", runServe)
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return serve(ctx, args, stderr, nil)
+}
+
+// serve runs the server until ctx ends; ready, if set, gets the listening address.
+func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+	fs := newFlags("serve", stderr)
+	var mf modelFlags
+	mf.register(fs)
+	sc := engine.DefaultConfig()
+	host := fs.String("host", "0.0.0.0", "address to listen on")
+	port := fs.Int("port", 8000, "port to listen on (0 = any free port)")
+	var names stringList
+	fs.Var(&names, "served-model-name", "model name(s) clients use (repeatable or comma-separated; default: the model's name)")
+	maxLen := fs.Int("max-model-len", 0, "maximum prompt + output tokens (0 = the model's context length)")
+	fs.IntVar(&sc.MaxNumSeqs, "max-num-seqs", sc.MaxNumSeqs, "sequences running at most")
+	fs.IntVar(&sc.MaxNumBatchedTokens, "max-num-batched-tokens", sc.MaxNumBatchedTokens, "token budget of one engine step")
+	fs.IntVar(&sc.BlockSizeTokens, "block-size", sc.BlockSizeTokens, "KV-cache block size in tokens")
+	prefix := fs.Bool("enable-prefix-caching", true, "automatic prefix caching")
+	noPrefix := fs.Bool("no-enable-prefix-caching", false, "turn automatic prefix caching off")
+	chunked := fs.Bool("enable-chunked-prefill", true, "split long prompts across steps")
+	noChunked := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
+	apiKey := fs.String("api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* (default $LLMCLOUD_API_KEY)")
+	seed := fs.Int64("seed", -1, "seed of the seeds given to requests without one (-1 = random)")
+	tmplFlag := fs.String("chat-template", "", "chat template: a Jinja file, or the template itself")
+	genCfg := fs.String("generation-config", "auto", "sampling defaults: auto (the model's generation_config.json), vllm (none), or a directory holding generation_config.json")
+	noLog := fs.Bool("disable-log-requests", false, "no log line per request")
+	shutdownSec := fs.Float64("shutdown-timeout", 30, "seconds running requests get to finish after SIGTERM")
+	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence)")
+	maxQueued := fs.Int("max-queued-requests", 0, "requests waiting at most before 429 (0 = unbounded)")
+	maxBody := fs.String("max-body-size", "8MiB", "largest request body (413 beyond)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 1:
+		return usagef("unexpected arguments %q", pos[1:])
+	case len(pos) == 1 && mf.model != "" && mf.model != pos[0]:
+		return usagef("the model is given twice (%q and --model %q)", pos[0], mf.model)
+	case len(pos) == 1:
+		mf.model = pos[0]
+	}
+	if mf.model == "" {
+		return usagef("give the model: llmcloud serve MODEL (or --model)")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	sc.PrefixCaching = *prefix && !*noPrefix
+	sc.ChunkedPrefill = *chunked && !*noChunked
+	var served []string
+	for _, n := range names {
+		for _, p := range strings.Split(n, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				served = append(served, p)
+			}
+		}
+	}
+	bodyBytes, err := parseBytes(*maxBody)
+	if err != nil {
+		return usagef("--max-body-size: %v", err)
+	}
+	var kvBytes int64
+	if *kvMem != "" {
+		if kvBytes, err = parseBytes(*kvMem); err != nil {
+			return usagef("--kv-cache-memory: %v", err)
+		}
+	}
+	tmpl := ""
+	if *tmplFlag != "" {
+		if src, err := os.ReadFile(*tmplFlag); err == nil {
+			tmpl = string(src)
+		} else if strings.ContainsAny(*tmplFlag, "{%") {
+			tmpl = *tmplFlag
+		} else {
+			return fmt.Errorf("--chat-template: %w", err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ChatTemplate: tmpl,
+		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
+		Logger: log, Version: Version}
+	if set["seed"] && *seed >= 0 {
+		s := uint64(*seed)
+		opts.Seed = &s
+	}
+	srv := server.New(opts)
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("listening", "addr", addr, "model", mf.model)
+	if ready != nil {
+		ready(addr)
+	}
+
+	b, err := mf.open()
+	if err != nil {
+		hs.Close()
+		return err
+	}
+	defer b.Close()
+	switch *genCfg {
+	case "auto":
+	case "vllm":
+		b.Defaults = loader.Defaults{}
+	default:
+		g, err := hfdir.ReadGenerationConfig(filepath.Join(*genCfg, "generation_config.json"))
+		if err != nil {
+			hs.Close()
+			return fmt.Errorf("--generation-config: %w", err)
+		}
+		b.Defaults = loader.Defaults{Temperature: g.Temperature, TopP: g.TopP, TopK: g.TopK, MinP: g.MinP,
+			RepetitionPenalty: g.RepetitionPenalty, MaxNewTokens: g.MaxNewTokens}
+	}
+	eo := engine.DefaultOptions()
+	sc.MaxModelLenTokens = *maxLen
+	if sc.MaxModelLenTokens == 0 {
+		sc.MaxModelLenTokens = b.Model.Config.CtxLen
+	}
+	if kvBytes == 0 && sc.MaxModelLenTokens > sc.NumBlocks*sc.BlockSizeTokens {
+		sc.NumBlocks = (sc.MaxModelLenTokens + sc.BlockSizeTokens - 1) / sc.BlockSizeTokens
+	}
+	eo.Scheduler = sc
+	eo.KVCacheBytes = kvBytes
+	eo.MaxQueuedRequests = *maxQueued
+	eo.OnStep = srv.StepHook
+	eng, err := engine.New(b.Model, b.Tok, eo)
+	if err != nil {
+		hs.Close()
+		return err
+	}
+	srv.Attach(b, eng)
+	cfg := eng.Config()
+	log.Info("ready", "model", b.Name, "max_model_len", cfg.MaxModelLenTokens, "kv_blocks", cfg.NumBlocks,
+		"block_size", cfg.BlockSizeTokens, "threads", mf.threads)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		eng.Shutdown(context.Background())
+		return err
+	}
+	timeout := time.Duration(*shutdownSec * float64(time.Second))
+	log.Info("shutting down", "timeout", timeout)
+	srv.BeginShutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(sctx) }()
+	if err := eng.Shutdown(sctx); err != nil {
+		log.Warn("shutdown timeout: running requests aborted", "err", err)
+	}
+	// The engine is done: every handler has its final Output and returns promptly.
+	select {
+	case err := <-httpDone:
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	case <-time.After(5 * time.Second):
+		hs.Close()
+	}
+	log.Info("stopped")
+	return nil
+}
