@@ -7,6 +7,7 @@ package kernels
 
 import (
 	"math"
+	"sync"
 )
 
 // AttnBlock is the number of cached positions processed per block (32 KiB of f32 keys at
@@ -65,8 +66,15 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 		// Online softmax update per head.
 		for j := 0; j < g; j++ {
 			sj := s[j*B : j*B+nb]
+			n8 := 0
+			if fast && useFloatAsm {
+				n8 = nb &^ 7
+			}
 			bm := sj[0]
-			for _, x := range sj[1:] {
+			if n8 > 0 {
+				bm = maxF32(&sj[0], n8)
+			}
+			for _, x := range sj[n8:] {
 				bm = max(bm, x)
 			}
 			if bm > mx[j] {
@@ -79,8 +87,11 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 			}
 			m := mx[j]
 			var t float32
-			for i, x := range sj {
-				e := expf(x - m)
+			if n8 > 0 { // the float kernels' AVX2 exp(x - m) in place, returning the sum
+				t = expSubF32(&sj[0], m, n8)
+			}
+			for i := n8; i < nb; i++ {
+				e := expf(sj[i] - m)
 				sj[i] = e
 				t += e
 			}
@@ -143,6 +154,10 @@ func (r *AttentionRunner) Run(p *Pool, out, q, kc, vc []float32, n, start, heads
 	r.a = attnArgs{} // drop references to the caller's buffers
 }
 
+const attnScratchLen = attnMaxGroup*AttnBlock + 2*attnMaxGroup
+
+var attnScratch = sync.Pool{New: func() any { return new([attnScratchLen]float32) }}
+
 // attnArgs is one Attention call; run is handed to the pool.
 type attnArgs struct {
 	out, q, kc, vc                          []float32
@@ -167,7 +182,11 @@ func (a *attnArgs) prepare(workers int) {
 // run processes work items [lo, hi). Item t covers token row tokenOrder(t / perTok): rows are
 // taken alternately from both ends so contiguous item ranges get balanced causal work.
 func (a *attnArgs) run(lo, hi int) {
-	var buf [attnMaxGroup*AttnBlock + 2*attnMaxGroup]float32
+	// Scratch comes from a sync.Pool: the max/exp assembly of the float kernels is not marked
+	// noescape, so a stack array would move to the heap on every call.
+	bp := attnScratch.Get().(*[attnScratchLen]float32)
+	defer attnScratch.Put(bp)
+	buf := bp[:]
 	perTok := a.kvHeads * a.nsub
 	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim
 	group := a.heads / a.kvHeads
@@ -182,7 +201,7 @@ func (a *attnArgs) run(lo, hi int) {
 		off := kv * hd
 		qo := i*qd + h0*hd
 		AttentionGroup(a.out[qo:qo+a.sg*hd], a.q[qo:qo+a.sg*hd], a.kc[off:], a.vc[off:],
-			a.sg, a.start+i+1, kvd, hd, buf[:])
+			a.sg, a.start+i+1, kvd, hd, buf)
 	}
 }
 
