@@ -70,7 +70,7 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 						return nil, err
 					}
 				}
-				return UnpermuteRope(src, h)
+				return model.UnpermuteRope(src, h)
 			}
 		}
 		outs = append(outs, outTensor{Name: name, Type: dt, Shape: t.Shape, Gen: converted(t, dt, transform)})
@@ -181,31 +181,6 @@ func qkHeads(name string, c *model.Config) int {
 		return c.KVHeads
 	}
 	return 0
-}
-
-// UnpermuteRope is the inverse of model.PermuteRope: within each head, Hugging Face row
-// s*headDim/2+i is GGUF row 2i+s. Whole rows move, so any dtype works.
-func UnpermuteRope(t *tensor.Tensor, heads int) (*tensor.Tensor, error) {
-	if len(t.Shape) == 0 || heads <= 0 || t.Shape[0]%(2*heads) != 0 {
-		return nil, fmt.Errorf("convert: %s: shape %v cannot be split into %d heads of even size", t.Name, t.Shape, heads)
-	}
-	if err := t.Check(); err != nil {
-		return nil, err
-	}
-	rows := t.Shape[0]
-	rb := len(t.Data) / rows
-	hd := rows / heads
-	out := &tensor.Tensor{Name: t.Name, Type: t.Type, Shape: append([]int(nil), t.Shape...), Data: make([]byte, len(t.Data))}
-	for h := 0; h < heads; h++ {
-		for i := 0; i < hd/2; i++ {
-			for s := 0; s < 2; s++ {
-				src := h*hd + 2*i + s
-				dst := h*hd + s*hd/2 + i
-				copy(out.Data[dst*rb:(dst+1)*rb], t.Data[src*rb:(src+1)*rb])
-			}
-		}
-	}
-	return out, nil
 }
 
 // shortFloat widens a float32 to the float64 with the shortest decimal spelling that rounds

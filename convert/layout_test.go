@@ -51,7 +51,7 @@ func TestPermutationDirection(t *testing.T) {
 			heads = cfg.KVHeads
 		}
 		if heads > 0 {
-			if hfw[n], err = convert.UnpermuteRope(w, heads); err != nil {
+			if hfw[n], err = model.UnpermuteRope(w, heads); err != nil {
 				t.Fatal(err)
 			}
 			back, err := model.PermuteRope(hfw[n], heads)

@@ -150,6 +150,16 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 // head, new row 2i+s is old row s*headDim/2+i (s = 0, 1). This is llama.cpp's converter
 // permutation; whole rows move, so any dtype works. The result owns new memory.
 func PermuteRope(t *tensor.Tensor, heads int) (*tensor.Tensor, error) {
+	return permuteRope(t, heads, false)
+}
+
+// UnpermuteRope is the inverse of PermuteRope (adjacent-pair rows back to HF's rotate-half
+// order), used when writing Hugging Face checkpoints.
+func UnpermuteRope(t *tensor.Tensor, heads int) (*tensor.Tensor, error) {
+	return permuteRope(t, heads, true)
+}
+
+func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, error) {
 	if len(t.Shape) == 0 || heads <= 0 || t.Shape[0]%(2*heads) != 0 {
 		return nil, fmt.Errorf("%s: shape %v cannot be split into %d heads of even size", t.Name, t.Shape, heads)
 	}
@@ -163,8 +173,11 @@ func PermuteRope(t *tensor.Tensor, heads int) (*tensor.Tensor, error) {
 	for h := 0; h < heads; h++ {
 		for i := 0; i < hd/2; i++ {
 			for s := 0; s < 2; s++ {
-				dst := h*hd + 2*i + s
-				src := h*hd + s*hd/2 + i
+				pair, half := h*hd+2*i+s, h*hd+s*hd/2+i // adjacent-pair row, rotate-half row
+				dst, src := pair, half
+				if inverse {
+					dst, src = half, pair
+				}
 				copy(out.Data[dst*rb:(dst+1)*rb], t.Data[src*rb:(src+1)*rb])
 			}
 		}
