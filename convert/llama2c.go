@@ -5,15 +5,16 @@
 package convert
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"strings"
 
 	"github.com/llmcloud/llmcloud/format/llama2c"
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
 	"github.com/llmcloud/llmcloud/tokenizer"
@@ -65,7 +66,7 @@ func WriteLlama2C(path string, p *Plan, opts Options) error {
 	if h.Shared {
 		delete(ts, "output.weight")
 	}
-	err := writeAtomic(path, func(w *bufio.Writer) error { return llama2c.Write(w, h, ts) })
+	err := atomicfile.Write(path, func(w io.Writer) error { return llama2c.Write(w, h, ts) })
 	if err != nil {
 		return fmt.Errorf("convert: %w", err)
 	}
@@ -75,7 +76,7 @@ func WriteLlama2C(path string, p *Plan, opts Options) error {
 		opts.warnf("%s: a %q vocabulary cannot be written as llama2.c tokenizer.bin; pass the original tokenizer with --tokenizer when running", path, p.Vocab.Model)
 	default:
 		tp := filepath.Join(filepath.Dir(path), "tokenizer.bin")
-		if err := writeAtomic(tp, func(w *bufio.Writer) error { return writeLlama2CTokenizer(w, p.Vocab) }); err != nil {
+		if err := atomicfile.Write(tp, func(w io.Writer) error { return writeLlama2CTokenizer(w, p.Vocab) }); err != nil {
 			return fmt.Errorf("convert: %w", err)
 		}
 	}
@@ -85,7 +86,7 @@ func WriteLlama2C(path string, p *Plan, opts Options) error {
 // writeLlama2CTokenizer writes llama2.c's tokenizer.bin: int32 max_token_length, then per
 // token float32 score, int32 byte length and the bytes, with "▁" spelled as a space as
 // llama2.c's exporter does.
-func writeLlama2CTokenizer(w *bufio.Writer, v *tokenizer.Vocab) error {
+func writeLlama2CTokenizer(w io.Writer, v *tokenizer.Vocab) error {
 	pieces := make([]string, len(v.Tokens))
 	longest := 0
 	for i, t := range v.Tokens {
@@ -102,7 +103,7 @@ func writeLlama2CTokenizer(w *bufio.Writer, v *tokenizer.Vocab) error {
 		}
 		put(math.Float32bits(score))
 		put(uint32(len(s)))
-		if _, err := w.WriteString(s); err != nil {
+		if _, err := io.WriteString(w, s); err != nil {
 			return err
 		}
 	}

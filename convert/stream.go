@@ -10,7 +10,6 @@
 package convert
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/format/safetensors"
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -73,40 +73,6 @@ func placeholders(ts []outTensor) ([]tensor.Tensor, []int64, error) {
 	return out, sizes, nil
 }
 
-// writeAtomic creates path via a temporary file in the same directory, renamed into place only
-// when write succeeded.
-func writeAtomic(path string, write func(w *bufio.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
 // emit generates each tensor in turn and writes it, padding each to align bytes (0: none).
 func emit(w io.Writer, ts []outTensor, sizes []int64, align int64) error {
 	var pad []byte
@@ -154,7 +120,7 @@ func writeGGUFStream(path string, kvs []gguf.KV, ts []outTensor) error {
 			header -= (s + ggufAlign - 1) / ggufAlign * ggufAlign
 		}
 	}
-	err = writeAtomic(path, func(w *bufio.Writer) error {
+	err = atomicfile.Write(path, func(w io.Writer) error {
 		if err := gguf.Write(&limitWriter{w: w, n: header}, kvs, ph); err != nil {
 			return err
 		}
@@ -180,7 +146,7 @@ func writeSafetensorsStream(path string, ts []outTensor, meta map[string]string)
 	for _, s := range sizes {
 		header -= s
 	}
-	err = writeAtomic(path, func(w *bufio.Writer) error {
+	err = atomicfile.Write(path, func(w io.Writer) error {
 		if err := safetensors.Write(&limitWriter{w: w, n: header}, ph, meta); err != nil {
 			return err
 		}
@@ -234,7 +200,7 @@ func writeSafetensorsDir(dir string, ts []outTensor, shardBytes int64) error {
 	if err != nil {
 		return fmt.Errorf("convert: %s: %w", index, err)
 	}
-	if err := writeAtomic(index, func(w *bufio.Writer) error { _, err := w.Write(append(js, '\n')); return err }); err != nil {
+	if err := atomicfile.Write(index, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err }); err != nil {
 		return fmt.Errorf("convert: %w", err)
 	}
 	return removeIfExists(single)

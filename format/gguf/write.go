@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -243,26 +243,7 @@ func Write(w io.Writer, kvs []KV, tensors []tensor.Tensor) error {
 	return e.w.Flush()
 }
 
-// WriteFile writes the file to path+".tmp" and renames it over path once complete.
+// WriteFile writes the file through a temporary file renamed over path once complete.
 func WriteFile(path string, kvs []KV, tensors []tensor.Tensor) error {
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	err = Write(fh, kvs, tensors)
-	if err == nil {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, kvs, tensors) })
 }

@@ -9,13 +9,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 )
 
 // pyFloat marshals like Python's repr of a float.
@@ -125,23 +126,8 @@ func (o *overlay) write(path string) error {
 	if err := enc.Encode(o.m); err != nil {
 		return fmt.Errorf("hfdir: %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
 		return fmt.Errorf("hfdir: %w", err)
-	}
-	_, err = tmp.Write(b.Bytes())
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("hfdir: %s: %w", path, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -182,7 +183,7 @@ func WriteSharded(dir string, tensors []tensor.Tensor, metadata map[string]strin
 		return fmt.Errorf("safetensors: write %s: %w", dir, err)
 	}
 	js = append(js, '\n')
-	err = writeAtomic(filepath.Join(dir, IndexFile), func(w io.Writer) error {
+	err = atomicfile.Write(filepath.Join(dir, IndexFile), func(w io.Writer) error {
 		_, err := w.Write(js)
 		return err
 	})

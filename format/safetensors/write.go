@@ -8,12 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -116,35 +115,5 @@ func Write(w io.Writer, tensors []tensor.Tensor, metadata map[string]string) err
 // WriteFile writes a safetensors file at path. It writes a temporary file in the same
 // directory, syncs it and renames it over path, so readers never see a partial file.
 func WriteFile(path string, tensors []tensor.Tensor, metadata map[string]string) error {
-	return writeAtomic(path, func(w io.Writer) error { return Write(w, tensors, metadata) })
-}
-
-// writeAtomic writes path through a temporary file + rename.
-func writeAtomic(path string, fill func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("safetensors: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = fill(tmp); err != nil {
-		return fmt.Errorf("%w (writing %s)", err, path)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, tensors, metadata) })
 }
