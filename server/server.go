@@ -296,6 +296,7 @@ func decodeBody(r *http.Request, v any) *apiError {
 	if err := json.Unmarshal(b, v); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
+			ute.Field = strings.TrimPrefix(ute.Field, "SamplingFields.")
 			return badRequest(ute.Field, "field %q: expected %s, got JSON %s", ute.Field, ute.Type, ute.Value)
 		}
 		return badRequest("", "invalid JSON body: %v", err)
