@@ -2,9 +2,11 @@
 // live in a pool of fixed-size blocks, found through each sequence's block table (position p is
 // slot p%blockSize of block table[p/blockSize]). It runs the online softmax of AttentionGroup
 // over chunks of AttnBlock positions assembled from pages, with the query heads that share a
-// KV head processed together. A chunk is cut at page boundaries for the dot-product kernels,
-// and those boundaries depend only on positions, so a row's result never depends on where its
-// blocks sit in the pool or on which other sequences share the batch (batch invariance).
+// KV head processed together; a row whose positions all sit in its first block runs
+// AttentionGroup itself (so a one-block cache, as Model.Forward uses, is exactly the flash
+// kernel). A chunk is cut at page boundaries for the dot-product kernels, and those boundaries
+// depend only on positions, so a row's result never depends on where its blocks sit in the
+// pool or on which other sequences share the batch (batch invariance).
 package kernels
 
 import (
@@ -19,6 +21,13 @@ import (
 // kc[r*stride : r*stride+headDim]); table holds at least ceil(nPos/blockSize) block ids;
 // scratch needs AttentionScratch(g) values.
 func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int32, blockSize, nPos, stride, headDim int, scratch []float32) {
+	if nPos <= blockSize {
+		// All positions in the first block: contiguous rows, the flash kernel itself (which
+		// one runs depends on positions only, so batch invariance holds).
+		r0 := int(table[0]) * blockSize
+		AttentionGroup(out, q, kc[r0*stride:], vc[r0*stride:], g, nPos, stride, headDim, scratch)
+		return
+	}
 	const B = AttnBlock
 	scale := float32(1 / math.Sqrt(float64(headDim)))
 	s := scratch[: g*B : g*B]
@@ -54,11 +63,19 @@ func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int3
 			}
 			i0 += seg
 		}
-		// Online softmax update per head.
+		// Online softmax update per head (as AttentionGroup: AVX2 max and exp-sum over the
+		// first multiple of 8 scores).
 		for j := 0; j < g; j++ {
 			sj := s[j*B : j*B+nb]
+			n8 := 0
+			if fast && useFloatAsm {
+				n8 = nb &^ 7
+			}
 			bm := sj[0]
-			for _, x := range sj[1:] {
+			if n8 > 0 {
+				bm = maxF32(&sj[0], n8)
+			}
+			for _, x := range sj[n8:] {
 				bm = max(bm, x)
 			}
 			if bm > mx[j] {
@@ -71,8 +88,11 @@ func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int3
 			}
 			m := mx[j]
 			var t float32
-			for i, x := range sj {
-				e := expf(x - m)
+			if n8 > 0 {
+				t = expSubF32(&sj[0], m, n8)
+			}
+			for i := n8; i < nb; i++ {
+				e := expf(sj[i] - m)
 				sj[i] = e
 				t += e
 			}

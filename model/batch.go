@@ -27,6 +27,8 @@ type BatchSeq struct {
 	StartPos    int
 	BlockTable  []int32
 	NeedsLogits bool // return the logits of this sequence's last row
+
+	allLogits bool // with NeedsLogits: the logits of every row (Forward's allLogits)
 }
 
 // Batch is the reusable scratch of ForwardBatch: activations for the largest batch seen so far.
@@ -104,6 +106,12 @@ func (b *Batch) swiGLURows(p *kernels.Pool, gate, up []float32, n, ffn int) {
 // [number of seqs with NeedsLogits, Vocab], in seqs order. The logits alias b's buffers and
 // are valid until b's next use.
 func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
+	return m.forwardBatch(nil, false, b, kv, seqs)
+}
+
+// forwardBatch is ForwardBatch writing the logits into dst when it has the capacity; otherwise
+// into a new slice if fresh is set, or into b's buffer.
+func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
 	cfg := &m.Config
 	if len(kv.K) != cfg.Layers || kv.KVDim != cfg.KVDim() {
 		return nil, fmt.Errorf("model: forward batch: paged KV has %d layers of %d, model %d of %d",
@@ -132,7 +140,10 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 			}
 		}
 		n += len(s.Tokens)
-		if s.NeedsLogits {
+		switch {
+		case s.NeedsLogits && s.allLogits:
+			nl += len(s.Tokens)
+		case s.NeedsLogits:
 			nl++
 		}
 	}
@@ -227,18 +238,36 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 	}
 	if len(b.last) < nl*dim {
 		b.last = make([]float32, nl*dim)
-		b.logits = make([]float32, nl*cfg.Vocab)
 	}
 	i, j := 0, 0
 	for _, s := range seqs {
 		i += len(s.Tokens)
-		if s.NeedsLogits {
-			kernels.RMSNorm(b.last[j*dim:(j+1)*dim], x[(i-1)*dim:i*dim], m.outNorm, cfg.NormEps)
+		if !s.NeedsLogits {
+			continue
+		}
+		first := i - 1
+		if s.allLogits {
+			first = i - len(s.Tokens)
+		}
+		for r := first; r < i; r++ {
+			kernels.RMSNorm(b.last[j*dim:(j+1)*dim], x[r*dim:(r+1)*dim], m.outNorm, cfg.NormEps)
 			j++
 		}
 	}
-	if err := mm(b.logits, b.last, m.out, nl); err != nil {
+	logits := dst
+	switch {
+	case cap(dst) >= nl*cfg.Vocab:
+	case fresh:
+		logits = make([]float32, nl*cfg.Vocab)
+	default:
+		if len(b.logits) < nl*cfg.Vocab {
+			b.logits = make([]float32, nl*cfg.Vocab)
+		}
+		logits = b.logits
+	}
+	logits = logits[:nl*cfg.Vocab]
+	if err := mm(logits, b.last, m.out, nl); err != nil {
 		return nil, err
 	}
-	return b.logits[:nl*cfg.Vocab], nil
+	return logits, nil
 }

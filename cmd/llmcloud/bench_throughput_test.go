@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/shared"
+)
+
+func TestBenchThroughput(t *testing.T) {
+	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	out := filepath.Join(t.TempDir(), "tp.json")
+	var stdout, stderr bytes.Buffer
+	err := runBench([]string{"throughput", "--model", model, "--num-prompts", "4", "--input-len", "16", "--output-len", "8",
+		"--max-num-seqs", "2", "--max-num-batched-tokens", "32", "--block-size", "8", "--kv-cache-memory", "1MiB",
+		"--no-enable-prefix-caching", "--threads", "1", "--output-json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "Throughput: ") || !strings.Contains(stdout.String(), "requests/s") {
+		t.Errorf("output:\n%s", stdout.String())
+	}
+	var res map[string]any
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["num_requests"] != 4.0 || res["total_output_tokens"] != 32.0 || res["max_num_seqs"] != 2.0 || res["block_size"] != 8.0 {
+		t.Errorf("json: %v", res)
+	}
+	for _, bad := range [][]string{{"throughput"}, {"throughput", "--model", model, "--num-prompts", "0"},
+		{"throughput", "--model", model, "--kv-cache-memory", "lots"}} {
+		if err := runBench(bad, &stdout, &stderr); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for s, want := range map[string]int64{"1024": 1024, "2KiB": 2048, "1.5 GiB": 3 << 29, "3M": 3 << 20, "1GB": 1 << 30} {
+		if got, err := parseBytes(s); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "x", "-1", "0"} {
+		if _, err := parseBytes(s); err == nil {
+			t.Errorf("parseBytes(%q) accepted", s)
+		}
+	}
+}
