@@ -163,10 +163,16 @@ func (s *Server) buildGen(st *state, f *api.SamplingFields, maxTokens *int, maxT
 	return g, nil
 }
 
+// maxChoices bounds prompts x n of one request.
+const maxChoices = 256
+
 // checkPrompts validates prompt token ids and lengths against max-model-len.
 func (g *genRequest) checkPrompts(st *state, param string) *apiError {
 	vocab := st.b.Model.Config.Vocab
 	limit := st.maxModelLen
+	if len(g.prompts)*g.n > maxChoices {
+		return badRequest(param, "%d prompts x n=%d is more than %d choices in one request", len(g.prompts), g.n, maxChoices)
+	}
 	for _, ids := range g.prompts {
 		if len(ids) == 0 {
 			return badRequest(param, "%s is empty (no tokens)", param)
