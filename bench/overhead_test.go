@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -42,12 +43,13 @@ func measureOverhead(t testing.TB, n int, rate float64) overheadStats {
 	return st
 }
 
-// TestClientOverhead: 1,000 small requests/s for one second. The bound is generous because
-// this 2-core machine runs other tests at the same time; docs/bench.md records measurements
-// (p50 about 0.17 ms added; p99 under 1 ms unless the machine is oversubscribed).
+// TestClientOverhead: 1,000 small requests/s for one second. It is a measurement, so it runs
+// only when asked (LLMCLOUD_TIMING_TESTS=1, on a quiet machine): under `go test ./...` the
+// other packages' tests share the two cores and the numbers say nothing about the client.
+// BenchmarkClientOverhead is the same measurement as a benchmark; docs/bench.md records both.
 func TestClientOverhead(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("timing test")
+	if os.Getenv("LLMCLOUD_TIMING_TESTS") == "" || raceEnabled {
+		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
 	}
 	st := measureOverhead(t, 1000, 1000)
 	if st.completed != st.total {
