@@ -225,7 +225,11 @@ func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow,
 // run processes work items [lo, hi). Item t covers row order(t / perRow), rows taken
 // alternately from both ends of the batch so contiguous item ranges get balanced causal work.
 func (a *pagedArgs) run(lo, hi int) {
-	var buf [attnMaxGroup*AttnBlock + 2*attnMaxGroup]float32
+	// Scratch from attention_flash.go's pool (the float kernels' assembly is not noescape,
+	// so a stack array would move to the heap on every call).
+	bp := attnScratch.Get().(*[attnScratchLen]float32)
+	defer attnScratch.Put(bp)
+	buf := bp
 	perRow := a.kvHeads * a.nsub
 	n := len(a.rows)
 	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim

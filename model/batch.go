@@ -38,12 +38,12 @@ type Batch struct {
 	// comment). It costs single-sequence decode the GEMV fast path.
 	Invariant bool
 
-	scratch Cache // only its activation workspace is used
-	rows    []kernels.PagedRow
-	attn    kernels.PagedAttention
-	last    []float32 // [rows needing logits, Dim]
-	logits  []float32 // [rows needing logits, Vocab]
-	glu     gluRowsJob
+	wsc    *Cache // holds the activation workspace: Forward's own cache, or a private one
+	rows   []kernels.PagedRow
+	attn   kernels.PagedAttention
+	last   []float32 // [rows needing logits, Dim]
+	logits []float32 // [rows needing logits, Vocab]
+	glu    gluRowsJob
 }
 
 // invariantMaxM is the most rows one float-weight matmul with k % 8 != 0 may take in
@@ -152,7 +152,10 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	}
 	p := m.pool()
 	dim, qd, kvd, hd := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.HeadDim
-	ws := b.scratch.workspace(cfg, n)
+	if b.wsc == nil {
+		b.wsc = &Cache{}
+	}
+	ws := b.wsc.workspace(cfg, n)
 	x := ws.x[:n*dim]           // residual stream [n, dim]
 	xb := ws.xb[:n*dim]         // normed input [n, dim]
 	q := ws.q[:n*qd]            // [n, qDim]
