@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -186,27 +187,38 @@ func (s *Sampler) draw(x []float64) int {
 		x[i] = math.Exp(x[i] - mx)
 		sum += x[i]
 	}
+	// Candidates: every id with a non-zero probability, and under min-p only those within
+	// MinP of the most likely (whose unnormalized probability is exp(0) = 1).
+	lim := 0.0
+	if s.p.MinP > 0 {
+		lim = s.p.MinP
+	}
 	idx := s.idx[:0]
 	for i := range x {
-		if x[i] > 0 {
+		if x[i] > 0 && x[i] >= lim {
 			idx = append(idx, i)
 		}
 	}
 	s.idx = idx
-	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
 	if len(idx) == 0 {
 		return argmax(x)
 	}
-	if s.p.MinP > 0 {
-		lim := s.p.MinP * x[idx[0]]
-		k := 1
-		for k < len(idx) && x[idx[k]] >= lim {
-			k++
+	// Most likely first (ties: lower id first) only where a cut needs the order: top-k keeps a
+	// prefix (found by partial selection), top-p a cumulative prefix. Without either, the draw
+	// walks the candidates in id order, which samples the same distribution with no sort.
+	desc := func(a, b int) int {
+		if x[a] != x[b] {
+			if x[a] > x[b] {
+				return -1
+			}
+			return 1
 		}
-		idx = idx[:k]
+		return a - b
 	}
 	if s.p.TopK > 0 && s.p.TopK < len(idx) {
-		idx = idx[:s.p.TopK]
+		idx = topK(idx, s.p.TopK, desc)
+	} else if s.p.TopP > 0 && s.p.TopP < 1 {
+		slices.SortFunc(idx, desc)
 	}
 	kept := 0.0
 	for _, i := range idx {
@@ -236,6 +248,24 @@ func (s *Sampler) draw(x []float64) int {
 		}
 	}
 	return idx[len(idx)-1]
+}
+
+// topK returns the k first elements of idx under cmp, in that order, reordering idx in place:
+// a selection of the k best in one pass with a bounded insertion (k is small next to a
+// vocabulary), then they are already sorted.
+func topK(idx []int, k int, cmp func(a, b int) int) []int {
+	best := make([]int, 0, k+1)
+	for _, id := range idx {
+		if len(best) == k && cmp(id, best[k-1]) >= 0 {
+			continue
+		}
+		pos, _ := slices.BinarySearchFunc(best, id, cmp)
+		best = slices.Insert(best, pos, id)
+		if len(best) > k {
+			best = best[:k]
+		}
+	}
+	return append(idx[:0], best...)
 }
 
 // logprobs returns the raw log-softmax value of id and the top n entries.

@@ -4,6 +4,7 @@ package sample
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -166,5 +167,36 @@ func TestBadParams(t *testing.T) {
 	}
 	if _, err := mustNew(t, Params{}).Sample(nil); err == nil {
 		t.Error("empty logits accepted")
+	}
+}
+
+// BenchmarkSample32k: one draw from a 32,000-token vocabulary, as the engine does per token.
+func BenchmarkSample32k(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 32000)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 3)
+	}
+	for _, c := range []struct {
+		name string
+		p    Params
+	}{
+		{"greedy", Params{}},
+		{"temperature", Params{Temperature: 1}},
+		{"top-k40", Params{Temperature: 1, TopK: 40}},
+		{"top-p0.9", Params{Temperature: 1, TopP: 0.9}},
+		{"min-p0.05", Params{Temperature: 1, MinP: 0.05}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := New(c.p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := s.Sample(logits); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
