@@ -329,6 +329,7 @@ func TestEngineAbort(t *testing.T) {
 	defer cancel()
 	var e *Engine
 	steps := 0
+	var prefillSeq SeqID
 	e = newEngine(t, b, func(o *Options) {
 		o.Scheduler.MaxNumBatchedTokens = 64 // the long prompt takes 5 steps
 		o.Scheduler.MaxNumSeqs = 3           // the fourth request waits
@@ -336,9 +337,19 @@ func TestEngineAbort(t *testing.T) {
 			steps++
 			switch steps {
 			case 2:
+				e.mu.Lock()
+				prefillSeq = e.live["prefill"].seq
+				e.mu.Unlock()
+				if len(e.sched.Blocks().BlockTable(prefillSeq)) == 0 {
+					t.Error("the long prompt holds no blocks mid-prefill")
+				}
 				_ = e.Abort("prefill") // mid-prefill
 				_ = e.Abort("waiting")
 			case 3:
+				// Aborted before this step was scheduled: its blocks are free already.
+				if bt := e.sched.Blocks().BlockTable(prefillSeq); len(bt) != 0 || e.sched.Sequence(prefillSeq) != nil {
+					t.Errorf("one step after the abort the sequence still holds blocks %v", bt)
+				}
 				cancel() // "cancelled" is decoding by now
 			case 5:
 				_ = e.Abort("decode")
