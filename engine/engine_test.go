@@ -540,3 +540,69 @@ func TestEngineShutdownAborts(t *testing.T) {
 	}
 	checkNoLeaks(t, e)
 }
+
+// TestEngineStress adds requests from several goroutines while others abort, cancel contexts
+// and read slowly: every stream ends with exactly one final Output, requests that were not
+// aborted produce exactly their tokens alone, and no block leaks.
+func TestEngineStress(t *testing.T) {
+	b := openBundle(t, testModels[0].path)
+	reqs := mixedRequests(96, b.Model.Config.Vocab, 80, 30, 3)
+	alone := runAll(t, newEngine(t, b, func(o *Options) { o.Scheduler.MaxNumSeqs = 1 }), reqs)
+	e := newEngine(t, b, func(o *Options) {
+		o.OutputBuffer = 3
+		o.Scheduler.NumBlocks = 64 // preemptions too
+		o.Scheduler.MaxModelLenTokens = 256
+	})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	aborted := map[string]bool{}
+	for w := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := w; i < len(reqs); i += 8 {
+				req := reqs[i]
+				ctx, cancel := context.WithCancel(context.Background())
+				ch, err := e.Add(ctx, req)
+				if err != nil {
+					t.Error(err)
+					cancel()
+					continue
+				}
+				mode := r.IntN(6)
+				wg.Go(func() {
+					defer cancel()
+					var res result
+					finals := 0
+					for o := range ch {
+						res.tokens = append(res.tokens, o.TokenIDs...)
+						res.text += o.Text
+						if o.Finished {
+							finals++
+							res.final = o
+						}
+						switch {
+						case mode == 0 && len(res.tokens) >= 2:
+							cancel()
+						case mode == 1 && len(res.tokens) >= 1:
+							_ = e.Abort(req.ID)
+						}
+					}
+					if finals != 1 {
+						t.Errorf("%s: %d final outputs", req.ID, finals)
+					}
+					if res.final.FinishReason == FinishAbort {
+						mu.Lock()
+						aborted[req.ID] = true
+						mu.Unlock()
+						return
+					}
+					if want := alone[req.ID]; fmt.Sprint(want.tokens) != fmt.Sprint(res.tokens) || want.text != res.text {
+						t.Errorf("%s (mode %d): %v, alone %v", req.ID, mode, res, want)
+					}
+				})
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d of %d aborted; %d preemptions", len(aborted), len(reqs), e.Stats().Preemptions)
+}
