@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -110,6 +111,11 @@ func collect(ch <-chan Output) result {
 // runAll adds every request at once and collects the streams.
 func runAll(t *testing.T, e *Engine, reqs []Request) map[string]result {
 	t.Helper()
+	return collectAll(reqs, addAll(t, e, reqs))
+}
+
+func addAll(t *testing.T, e *Engine, reqs []Request) []<-chan Output {
+	t.Helper()
 	chans := make([]<-chan Output, len(reqs))
 	for i, r := range reqs {
 		ch, err := e.Add(context.Background(), r)
@@ -118,6 +124,10 @@ func runAll(t *testing.T, e *Engine, reqs []Request) map[string]result {
 		}
 		chans[i] = ch
 	}
+	return chans
+}
+
+func collectAll(reqs []Request, chans []<-chan Output) map[string]result {
 	out := map[string]result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -187,14 +197,18 @@ func TestEngineConcurrentMatchesAlone(t *testing.T) {
 			alone := runAlone(t, e, reqs)
 			var mu sync.Mutex // OnStep runs on the step loop
 			maxBatch := 0
+			gate := make(chan struct{}) // the first step waits until every request is in
 			e2 := newEngine(t, b, func(o *Options) {
 				o.OnStep = func(m StepMetrics) {
+					<-gate
 					mu.Lock()
 					maxBatch = max(maxBatch, m.NumSeqs)
 					mu.Unlock()
 				}
 			})
-			together := runAll(t, e2, reqs)
+			chans := addAll(t, e2, reqs)
+			close(gate)
+			together := collectAll(reqs, chans)
 			compareResults(t, alone, together)
 			mu.Lock()
 			defer mu.Unlock()
@@ -351,6 +365,17 @@ func TestEngineAbort(t *testing.T) {
 					t.Errorf("one step after the abort the sequence still holds blocks %v", bt)
 				}
 				cancel() // "cancelled" is decoding by now
+				// The context's callback calls Abort from its own goroutine: wait (on the loop,
+				// so no step runs meanwhile) until the abort is in the inbox.
+				for {
+					e.mu.Lock()
+					n := len(e.inbox)
+					e.mu.Unlock()
+					if n > 0 {
+						break
+					}
+					runtime.Gosched()
+				}
 			case 5:
 				_ = e.Abort("decode")
 			}
@@ -518,6 +543,17 @@ func TestEngineShutdownAborts(t *testing.T) {
 		o.OnStep = func(m StepMetrics) {
 			if m.Step == 3 {
 				cancel()
+				// Hold the loop until Shutdown has given up on draining (no request can
+				// finish meanwhile).
+				for {
+					e.mu.Lock()
+					done := e.abortAll
+					e.mu.Unlock()
+					if done {
+						break
+					}
+					runtime.Gosched()
+				}
 			}
 		}
 	})
