@@ -270,8 +270,9 @@ func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("engine: request id %q is already live", r.ID)
 	case e.opts.MaxQueuedRequests > 0 && e.notStart >= e.opts.MaxQueuedRequests:
+		waiting := e.notStart // read under mu: the step loop updates it
 		e.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d requests waiting (limit %d)", ErrQueueFull, e.notStart, e.opts.MaxQueuedRequests)
+		return nil, fmt.Errorf("%w: %d requests waiting (limit %d)", ErrQueueFull, waiting, e.opts.MaxQueuedRequests)
 	}
 	st.seq = e.nextSeq
 	e.nextSeq++
