@@ -39,7 +39,8 @@ type Options struct {
 	MaxQueuedRequests int
 	// BatchInvariant makes a request's tokens bit-identical whatever else runs with it (a
 	// lone row's matmuls run on the GEMM kernels; see model.Batch.Invariant). It costs a
-	// single sequence the GEMV decode path (stories110M Q8_0: 11 ms a token instead of 7).
+	// single sequence the GEMV decode path: nothing measurable on Q8_0 weights, 1.8x per
+	// token on F16 (docs/engine.md).
 	BatchInvariant bool
 	// OutputBuffer is the capacity of each request's Output channel. When a client reads
 	// slower than tokens come, deltas are merged rather than blocking the step loop.
