@@ -14,7 +14,6 @@ type workspace struct {
 	x, xb, q, k, v, att, gate, up, cs []float32
 	attn                              kernels.AttentionRunner
 	norm                              normJob
-	glu                               gluJob
 }
 
 // workspace returns c's buffers, grown to n rows if needed.
@@ -23,7 +22,6 @@ func (c *Cache) workspace(cfg *Config, n int) *workspace {
 	if ws == nil {
 		ws = &workspace{}
 		ws.norm.fn = ws.norm.run
-		ws.glu.fn = ws.glu.run
 		c.ws = ws
 	}
 	if n > ws.rows {
@@ -69,26 +67,4 @@ func (ws *workspace) rmsNormRows(p *kernels.Pool, out, x, w []float32, n, dim in
 		p.For(n, 1, j.fn)
 	}
 	j.out, j.x, j.w = nil, nil, nil
-}
-
-// gluJob is the SwiGLU gate over a flat range of elements.
-type gluJob struct {
-	gate, up []float32
-	fn       func(lo, hi int)
-}
-
-func (j *gluJob) run(lo, hi int) {
-	kernels.SwiGLU(j.gate[lo:hi], j.gate[lo:hi], j.up[lo:hi])
-}
-
-// swiGLU sets gate = SiLU(gate) * up.
-func (ws *workspace) swiGLU(p *kernels.Pool, gate, up []float32) {
-	j := &ws.glu
-	j.gate, j.up = gate, up
-	if len(gate) < parallelMin {
-		j.run(0, len(gate))
-	} else {
-		p.For(len(gate), 4096, j.fn)
-	}
-	j.gate, j.up = nil, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"strings"
 
 	"github.com/llmcloud/llmcloud/kernels"
@@ -16,7 +17,7 @@ import (
 )
 
 func init() {
-	register("bench", "benchmarks: `bench latency` (llama-bench pp/tg tokens/s and memory-bandwidth share)", runBench)
+	register("bench", "benchmarks: latency (llama-bench pp/tg), throughput (offline engine), serve/compare/plot/sweep (any OpenAI server)", runBench)
 }
 
 var benchModes = map[string]func(args []string, stdout, stderr io.Writer) error{
@@ -25,15 +26,15 @@ var benchModes = map[string]func(args []string, stdout, stderr io.Writer) error{
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "usage: llmcloud bench latency --model FILE [-p 512] [-n 128] [--threads N] [--repetitions R]")
+		fmt.Fprintln(stderr, "usage: llmcloud bench latency|throughput|serve|compare|plot|sweep [flags]   (`llmcloud bench NAME -h` for flags)")
 		if len(args) == 0 {
-			return usagef("which benchmark? (latency)")
+			return usagef("which benchmark? (%s)", benchNames())
 		}
 		return nil
 	}
 	run, ok := benchModes[args[0]]
 	if !ok {
-		return usagef("unknown benchmark %q (want latency)", args[0])
+		return usagef("unknown benchmark %q (want one of: %s)", args[0], benchNames())
 	}
 	return run(args[1:], stdout, stderr)
 }
@@ -118,4 +119,14 @@ func shortParams(n int64) string {
 	default:
 		return fmt.Sprintf("%.0fK", float64(n)/1e3)
 	}
+}
+
+// benchNames lists the registered benchmarks.
+func benchNames() string {
+	names := make([]string, 0, len(benchModes))
+	for n := range benchModes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
