@@ -22,7 +22,8 @@ import (
 // ThroughputOptions configures a throughput run.
 type ThroughputOptions struct {
 	NumPrompts  int
-	InputLen    int     // prompt tokens per request
+	InputLen    int     // prompt tokens per request, after the shared prefix
+	PrefixLen   int     // tokens of one random prefix that every prompt starts with (0 = none)
 	OutputLen   int     // generated tokens per request (EOS ignored)
 	Temperature float64 // sampling temperature (vLLM's benchmark uses 1.0); 0 = greedy
 	Seed        uint64  // prompts and sampling seeds
@@ -79,12 +80,12 @@ func RandomPrompts(vocab int, tok *tokenizer.Tokenizer, n, length int, seed uint
 // Throughput runs the benchmark on m (with m.Pool).
 func Throughput(m *model.Model, tok *tokenizer.Tokenizer, o ThroughputOptions) (ThroughputResult, error) {
 	var res ThroughputResult
-	if o.NumPrompts < 1 || o.InputLen < 1 || o.OutputLen < 1 {
+	if o.NumPrompts < 1 || o.InputLen < 1 || o.OutputLen < 1 || o.PrefixLen < 0 {
 		return res, fmt.Errorf("throughput: need at least one prompt, one input and one output token")
 	}
 	eo := o.Engine
 	if eo.Scheduler.MaxModelLenTokens == 0 {
-		eo.Scheduler.MaxModelLenTokens = max(m.Config.CtxLen, o.InputLen+o.OutputLen)
+		eo.Scheduler.MaxModelLenTokens = max(m.Config.CtxLen, o.PrefixLen+o.InputLen+o.OutputLen)
 	}
 	var mu sync.Mutex
 	var decodeTime time.Duration
@@ -111,6 +112,12 @@ func Throughput(m *model.Model, tok *tokenizer.Tokenizer, o ThroughputOptions) (
 	}
 	defer e.Shutdown(context.Background())
 	prompts := RandomPrompts(m.Config.Vocab, tok, o.NumPrompts, o.InputLen, o.Seed)
+	if o.PrefixLen > 0 {
+		prefix := RandomPrompts(m.Config.Vocab, tok, 1, o.PrefixLen, o.Seed^0x70726566)[0]
+		for i, p := range prompts {
+			prompts[i] = append(append(make([]int, 0, len(prefix)+len(p)), prefix...), p...)
+		}
+	}
 	t0 := time.Now()
 	chans := make([]<-chan engine.Output, len(prompts))
 	for i, p := range prompts {
@@ -142,7 +149,7 @@ func Throughput(m *model.Model, tok *tokenizer.Tokenizer, o ThroughputOptions) (
 	defer mu.Unlock()
 	res = ThroughputResult{
 		ElapsedSeconds: elapsed, NumRequests: len(prompts),
-		TotalNumTokens:    int64(o.NumPrompts*o.InputLen) + outTokens,
+		TotalNumTokens:    int64(o.NumPrompts*(o.PrefixLen+o.InputLen)) + outTokens,
 		TotalOutputTokens: outTokens,
 		DecodeSteps:       decodeSteps, Steps: st.Steps, Preemptions: st.Preemptions,
 		PrefixHitTokens: st.PrefixHitTokens, PrefillTokens: st.PrefillTokens,

@@ -25,7 +25,8 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	o := perf.ThroughputOptions{Engine: engine.DefaultOptions()}
 	sc := &o.Engine.Scheduler
 	fs.IntVar(&o.NumPrompts, "num-prompts", 64, "number of prompts")
-	fs.IntVar(&o.InputLen, "input-len", 128, "prompt tokens per request (random ids)")
+	fs.IntVar(&o.InputLen, "input-len", 128, "prompt tokens per request (random ids), after the shared prefix")
+	fs.IntVar(&o.PrefixLen, "prefix-len", 0, "random tokens of one prefix that every prompt starts with (like vLLM's --random-prefix-len)")
 	fs.IntVar(&o.OutputLen, "output-len", 128, "generated tokens per request (EOS ignored)")
 	fs.Float64Var(&o.Temperature, "temperature", 1.0, "sampling temperature (vLLM's benchmark samples at 1.0; 0 = greedy)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the prompts and samplers")
@@ -62,10 +63,10 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 			return usagef("--kv-cache-memory: %v", err)
 		}
 	} else {
-		maxLen := max(sc.MaxModelLenTokens, m.Config.CtxLen, o.InputLen+o.OutputLen)
+		maxLen := max(sc.MaxModelLenTokens, m.Config.CtxLen, o.PrefixLen+o.InputLen+o.OutputLen)
 		seqs := min(o.NumPrompts, sc.MaxNumSeqs)
 		bs := int64(sc.BlockSizeTokens)
-		perSeq := (int64(o.InputLen+o.OutputLen) + bs - 1) / bs * bs
+		perSeq := (int64(o.PrefixLen+o.InputLen+o.OutputLen) + bs - 1) / bs * bs
 		o.Engine.KVCacheBytes = max(int64(seqs)*perSeq, int64(maxLen)+bs) * per
 	}
 	res, err := perf.Throughput(m, b.Tok, o)
@@ -74,7 +75,8 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n",
 		res.RequestsPerSecond, res.TokensPerSecond, res.OutputTokensPerSecond)
-	fmt.Fprintf(stdout, "Total num prompt tokens:  %d\nTotal num output tokens:  %d\n", o.NumPrompts*o.InputLen, res.TotalOutputTokens)
+	fmt.Fprintf(stdout, "Total num prompt tokens:  %d (%d computed, %d from the prefix cache)\nTotal num output tokens:  %d\n",
+		o.NumPrompts*(o.PrefixLen+o.InputLen), res.PrefillTokens, res.PrefixHitTokens, res.TotalOutputTokens)
 	fmt.Fprintf(stdout, "Elapsed: %.2f s, %d steps (%.2f s forward, %.2f s sampling), mean TTFT %.3f s\n",
 		res.ElapsedSeconds, res.Steps, res.ForwardSeconds, res.SampleSeconds, res.MeanTTFTSeconds)
 	fmt.Fprintf(stdout, "Decode-only steps: %d, mean batch %.1f, %.2f tokens/s\n", res.DecodeSteps, res.MeanDecodeBatch, res.DecodeTokensPerSecond)

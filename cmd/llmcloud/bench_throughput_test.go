@@ -55,3 +55,37 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// With --prefix-len every prompt starts with the same tokens, so with prefix caching on only the
+// first request computes the shared blocks and the later ones find them cached. A step budget of
+// one prompt (80 tokens) admits the requests one step apart, after the prefix is in the cache.
+func TestBenchThroughputSharedPrefix(t *testing.T) {
+	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	run := func(extra ...string) map[string]any {
+		out := filepath.Join(t.TempDir(), "tp.json")
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"throughput", "--model", model, "--num-prompts", "8", "--prefix-len", "64",
+			"--input-len", "16", "--output-len", "4", "--block-size", "8", "--max-num-batched-tokens", "80",
+			"--threads", "1", "--output-json", out}, extra...)
+		if err := runBench(args, &stdout, &stderr); err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal(data, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	on, off := run(), run("--no-enable-prefix-caching")
+	if off["prefill_tokens"] != 8.0*80 || off["prefix_hit_tokens"] != 0.0 {
+		t.Errorf("caching off: %v prefill, %v hits; want 640 and 0", off["prefill_tokens"], off["prefix_hit_tokens"])
+	}
+	// The first request computes all 80; each later one finds the 64 shared tokens cached.
+	if pf, _ := on["prefill_tokens"].(float64); on["prefix_hit_tokens"] != 7.0*64 || pf > 80+7*16 || pf < 0.9*(80+7*16) {
+		t.Errorf("caching on: %v prefill, %v hits; want about 192 and 448", on["prefill_tokens"], on["prefix_hit_tokens"])
+	}
+}
