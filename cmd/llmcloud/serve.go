@@ -64,6 +64,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence)")
 	maxQueued := fs.Int("max-queued-requests", 0, "requests waiting at most before 429 (0 = unbounded)")
 	maxBody := fs.String("max-body-size", "8MiB", "largest request body (413 beyond)")
+	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -164,6 +165,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	eo.Scheduler = sc
 	eo.KVCacheBytes = kvBytes
 	eo.MaxQueuedRequests = *maxQueued
+	eo.BatchInvariant = *invariant
 	eo.OnStep = srv.StepHook
 	eng, err := engine.New(b.Model, b.Tok, eo)
 	if err != nil {
