@@ -63,40 +63,7 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 				}
 			}
 		}
-		// Online softmax update per head.
-		for j := 0; j < g; j++ {
-			sj := s[j*B : j*B+nb]
-			n8 := 0
-			if fast && useFloatAsm {
-				n8 = nb &^ 7
-			}
-			bm := sj[0]
-			if n8 > 0 {
-				bm = maxF32(&sj[0], n8)
-			}
-			for _, x := range sj[n8:] {
-				bm = max(bm, x)
-			}
-			if bm > mx[j] {
-				if sum[j] != 0 {
-					c := expf(mx[j] - bm)
-					sum[j] *= c
-					Scale(out[j*headDim:(j+1)*headDim], c)
-				}
-				mx[j] = bm
-			}
-			m := mx[j]
-			var t float32
-			if n8 > 0 { // the float kernels' AVX2 exp(x - m) in place, returning the sum
-				t = expSubF32(&sj[0], m, n8)
-			}
-			for i := n8; i < nb; i++ {
-				e := expf(sj[i] - m)
-				sj[i] = e
-				t += e
-			}
-			sum[j] += t
-		}
+		onlineSoftmax(s, B, nb, g, headDim, mx, sum, out, fast)
 		// Weighted values: each value row is read once for all g heads (the assembly keeps
 		// one head's output in registers over the block; the block stays in L1 for the group).
 		if fast {
@@ -225,4 +192,45 @@ func expf(x float32) float32 {
 	r := x - nf*ln2hi - nf*ln2lo
 	pr := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
 	return pr * math.Float32frombits(uint32(int32(nf)+127)<<23)
+}
+
+// onlineSoftmax folds one block of nb scores per head into the running softmax of g heads:
+// s holds the scores of head j at s[j*B:j*B+nb] and gets exp(score - max) in place; mx and sum
+// are the heads' running max and sum of exponentials; when a head's max grows, its partial
+// output out[j*headDim:(j+1)*headDim] and sum are rescaled. With fast set, the AVX2 max and
+// exp-sum kernels take the first multiple of 8 scores.
+func onlineSoftmax(s []float32, B, nb, g, headDim int, mx, sum, out []float32, fast bool) {
+	for j := 0; j < g; j++ {
+		sj := s[j*B : j*B+nb]
+		n8 := 0
+		if fast && useFloatAsm {
+			n8 = nb &^ 7
+		}
+		bm := sj[0]
+		if n8 > 0 {
+			bm = maxF32(&sj[0], n8)
+		}
+		for _, x := range sj[n8:] {
+			bm = max(bm, x)
+		}
+		if bm > mx[j] {
+			if sum[j] != 0 {
+				c := expf(mx[j] - bm)
+				sum[j] *= c
+				Scale(out[j*headDim:(j+1)*headDim], c)
+			}
+			mx[j] = bm
+		}
+		m := mx[j]
+		var t float32
+		if n8 > 0 { // the float kernels' AVX2 exp(x - m) in place, returning the sum
+			t = expSubF32(&sj[0], m, n8)
+		}
+		for i := n8; i < nb; i++ {
+			e := expf(sj[i] - m)
+			sj[i] = e
+			t += e
+		}
+		sum[j] += t
+	}
 }

@@ -63,41 +63,7 @@ func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int3
 			}
 			i0 += seg
 		}
-		// Online softmax update per head (as AttentionGroup: AVX2 max and exp-sum over the
-		// first multiple of 8 scores).
-		for j := 0; j < g; j++ {
-			sj := s[j*B : j*B+nb]
-			n8 := 0
-			if fast && useFloatAsm {
-				n8 = nb &^ 7
-			}
-			bm := sj[0]
-			if n8 > 0 {
-				bm = maxF32(&sj[0], n8)
-			}
-			for _, x := range sj[n8:] {
-				bm = max(bm, x)
-			}
-			if bm > mx[j] {
-				if sum[j] != 0 {
-					c := expf(mx[j] - bm)
-					sum[j] *= c
-					Scale(out[j*headDim:(j+1)*headDim], c)
-				}
-				mx[j] = bm
-			}
-			m := mx[j]
-			var t float32
-			if n8 > 0 {
-				t = expSubF32(&sj[0], m, n8)
-			}
-			for i := n8; i < nb; i++ {
-				e := expf(sj[i] - m)
-				sj[i] = e
-				t += e
-			}
-			sum[j] += t
-		}
+		onlineSoftmax(s, B, nb, g, headDim, mx, sum, out, fast)
 		// Weighted values, page segment by page segment.
 		for i0 := 0; i0 < nb; {
 			p := p0 + i0
