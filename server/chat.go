@@ -12,13 +12,6 @@ import (
 	"github.com/llmcloud/llmcloud/engine"
 )
 
-// plainTemplate renders a transcript for models that ship no chat template.
-const plainTemplate = `{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}{{ m.content }}
-
-{% elif m.role == 'user' %}User: {{ m.content }}
-{% else %}Assistant: {{ m.content }}
-{% endif %}{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}`
-
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 	var req api.ChatCompletionRequest
 	if e := decodeBody(r, &req); e != nil {
@@ -243,7 +236,7 @@ func (st *state) renderChat(rawMsgs, rawTools, rawKwargs []byte, addGen bool) (s
 	}
 	tmpl := st.tmpl
 	if tmpl == "" {
-		tmpl = plainTemplate
+		tmpl = chattmpl.PlainTranscript
 	}
 	out, err := chattmpl.Apply(tmpl, list, opts)
 	if err != nil {

@@ -23,13 +23,6 @@ func init() {
 	})
 }
 
-// plainTemplate is used for models that ship no chat template (such as base models).
-const plainTemplate = `{{ bos_token }}{% for m in messages %}{% if m.role == 'system' %}{{ m.content }}
-
-{% elif m.role == 'user' %}User: {{ m.content }}
-{% else %}Assistant: {{ m.content }}
-{% endif %}{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}`
-
 func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("chat", stderr)
 	var mf modelFlags
@@ -56,7 +49,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	if tmpl == "" {
 		fmt.Fprintln(stderr, "note: the model has no chat template; using a plain \"User:/Assistant:\" transcript")
-		tmpl = plainTemplate
+		tmpl = chattmpl.PlainTranscript
 		if len(sf.stops) == 0 {
 			sf.stops = stringList{"\nUser:"}
 		}
