@@ -123,6 +123,11 @@ func (c *Client) Do(ctx context.Context, r Request, id int) (out Output) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	// A server may close an idle kept-alive connection just as the client reuses it (seen
+	// with llama-server: the POST fails with EOF before the server read it). Marking the
+	// request idempotent lets net/http resend it on a fresh connection in exactly that case
+	// (nothing was written back); a nil value means the header itself is not sent.
+	req.Header["X-Idempotency-Key"] = nil
 	if c.RequestIDs {
 		req.Header.Set("X-Request-Id", fmt.Sprintf("bench-%d", id))
 	}
