@@ -4,6 +4,7 @@
 package plot
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -144,7 +145,7 @@ func xOf(r *bench.Result, axis string) float64 {
 // (mean, median, p99 of ttft, tpot, itl, e2el) against the sweep axis.
 func Sweep(rs []*bench.Result, axis, dir string) ([]string, error) {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b *bench.Result) int { return cmpF(xOf(a, axis), xOf(b, axis)) })
+	slices.SortFunc(rs, func(a, b *bench.Result) int { return cmp.Compare(xOf(a, axis), xOf(b, axis)) })
 	xlabel := map[string]string{"request_rate": "request rate (req/s)", "max_concurrency": "max concurrency"}[axis]
 	series := func(key string) plotter.XYs {
 		var pts plotter.XYs
@@ -204,14 +205,4 @@ func Sweep(rs []*bench.Result, axis, dir string) ([]string, error) {
 		files = append(files, f)
 	}
 	return files, nil
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

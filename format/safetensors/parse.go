@@ -4,6 +4,7 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -205,9 +206,9 @@ func checkEntry(name string, h *headerEntry, bufLen uint64) (entry, error) {
 func checkCoverage(entries []entry, bufLen uint64) error {
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		if a.begin != b.begin {
-			return cmpU64(a.begin, b.begin)
+			return cmp.Compare(a.begin, b.begin)
 		}
-		return cmpU64(a.end, b.end)
+		return cmp.Compare(a.end, b.end)
 	})
 	var pos uint64
 	prev := ""
@@ -225,14 +226,4 @@ func checkCoverage(entries []entry, bufLen uint64) error {
 		return fmt.Errorf("tensors cover %d bytes but the data buffer has %d (%d trailing bytes)", pos, bufLen, bufLen-pos)
 	}
 	return nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
