@@ -28,14 +28,7 @@ const attnMaxGroup = 16
 func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratch []float32) {
 	const B = AttnBlock
 	scale := float32(1 / math.Sqrt(float64(headDim)))
-	s := scratch[: g*B : g*B]
-	mx := scratch[g*B : g*B+g]
-	sum := scratch[g*B+g : g*B+2*g]
-	for j := 0; j < g; j++ {
-		mx[j] = float32(math.Inf(-1))
-		sum[j] = 0
-		clear(out[j*headDim : (j+1)*headDim])
-	}
+	s, mx, sum := startOnlineSoftmax(scratch, out, g, headDim)
 	if nPos <= 0 {
 		return
 	}
@@ -192,6 +185,21 @@ func expf(x float32) float32 {
 	r := x - nf*ln2hi - nf*ln2lo
 	pr := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
 	return pr * math.Float32frombits(uint32(int32(nf)+127)<<23)
+}
+
+// startOnlineSoftmax splits scratch into the score block s ([g, AttnBlock]) and the running max
+// and sum of g heads, and resets them and the heads' outputs (out is [g, headDim]).
+func startOnlineSoftmax(scratch, out []float32, g, headDim int) (s, mx, sum []float32) {
+	const B = AttnBlock
+	s = scratch[: g*B : g*B]
+	mx = scratch[g*B : g*B+g]
+	sum = scratch[g*B+g : g*B+2*g]
+	for j := 0; j < g; j++ {
+		mx[j] = float32(math.Inf(-1))
+		sum[j] = 0
+		clear(out[j*headDim : (j+1)*headDim])
+	}
+	return s, mx, sum
 }
 
 // onlineSoftmax folds one block of nb scores per head into the running softmax of g heads:

@@ -30,14 +30,7 @@ func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int3
 	}
 	const B = AttnBlock
 	scale := float32(1 / math.Sqrt(float64(headDim)))
-	s := scratch[: g*B : g*B]
-	mx := scratch[g*B : g*B+g]
-	sum := scratch[g*B+g : g*B+2*g]
-	for j := 0; j < g; j++ {
-		mx[j] = float32(math.Inf(-1))
-		sum[j] = 0
-		clear(out[j*headDim : (j+1)*headDim])
-	}
+	s, mx, sum := startOnlineSoftmax(scratch, out, g, headDim)
 	fast := attnAsm && !Reference && headDim%8 == 0
 	for p0 := 0; p0 < nPos; p0 += B {
 		nb := min(B, nPos-p0)
