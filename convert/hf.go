@@ -15,6 +15,7 @@ import (
 	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
+	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
 // DefaultShardBytes is the default largest safetensors shard (transformers' 5 GB).
@@ -38,7 +39,7 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 	var tokJSON []byte
 	if p.Vocab != nil {
 		var err error
-		if tokJSON, err = TokenizerJSON(p.Vocab); err != nil {
+		if tokJSON, err = tokenizer.MarshalHFJSON(p.Vocab); err != nil {
 			return fmt.Errorf("convert: %s: %w", dir, err)
 		}
 	}
@@ -129,7 +130,7 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		if err := os.WriteFile(filepath.Join(dir, hfdir.TokenizerJSONFile), tokJSON, 0o644); err != nil {
 			return fmt.Errorf("convert: %w", err)
 		}
-		if err := hfdir.WriteTokenizerConfig(filepath.Join(dir, hfdir.TokenizerConfigFile), tokenizerConfig(p)); err != nil {
+		if err := hfdir.WriteTokenizerConfig(filepath.Join(dir, hfdir.TokenizerConfigFile), tokenizer.HFConfig(p.Vocab, p.ChatTemplate, p.Config.CtxLen)); err != nil {
 			return err
 		}
 	}

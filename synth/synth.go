@@ -158,14 +158,8 @@ func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
 // token per byte.
 func ByteVocab() *tokenizer.Vocab {
 	v := &tokenizer.Vocab{Model: "gpt2", Pre: "gpt-2", Merges: []string{}, BOS: 256, EOS: 257, UNK: -1, PAD: -1, EOT: -1, AddBOS: true}
-	extra := 0
-	for b := 0; b < 256; b++ {
-		r := rune(b)
-		if !(b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF) {
-			r = rune(256 + extra)
-			extra++
-		}
-		v.Tokens = append(v.Tokens, string(r))
+	for b := range 256 {
+		v.Tokens = append(v.Tokens, string(tokenizer.ByteLevelRune(byte(b))))
 		v.Types = append(v.Types, tokenizer.TypeNormal)
 	}
 	v.Tokens = append(v.Tokens, "<s>", "</s>")

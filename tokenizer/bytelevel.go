@@ -50,3 +50,10 @@ func byteDecode(s string) ([]byte, bool) {
 	}
 	return out, ok
 }
+
+// ByteLevelRune is the printable rune GPT-2's table spells byte b with.
+func ByteLevelRune(b byte) rune { return byteToRune[b] }
+
+// ByteLevelSpelling spells the bytes of s with the byte-level runes (how byte-level BPE
+// vocabularies and merges store text).
+func ByteLevelSpelling(s string) string { return byteEncode(s) }

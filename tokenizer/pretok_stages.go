@@ -203,3 +203,14 @@ func preSplit(stages []stage, text string) []string {
 	}
 	return out
 }
+
+// PreTokenize splits text with the pre-tokenizer named pre (a GGUF tokenizer.ggml.pre name such
+// as "gpt-2", "llama-bpe", "qwen2") into the pieces byte-level BPE merges within; the pieces are
+// substrings of text and concatenate to it.
+func PreTokenize(pre, text string) ([]string, error) {
+	stages, err := preTokenizer(pre)
+	if err != nil {
+		return nil, err
+	}
+	return preSplit(stages, text), nil
+}

@@ -1,10 +1,11 @@
-// This file implements TokenizerJSON: a byte-level BPE ("gpt2") Vocab as a Hugging Face
-// tokenizer.json (BPE model with vocab and merges, the ByteLevel pre-tokenizer — preceded by
-// the Split regex of the vocabulary's pre-tokenizer when it has one —, ByteLevel decoder,
-// added tokens), and the matching tokenizer_config.json. SentencePiece ("llama") and
-// WordPiece ("bert") vocabularies are refused: llmcloud's tokenizer.json reader handles
-// byte-level BPE only, so such a file could not be checked by a round trip.
-package convert
+// MarshalHFJSON: a byte-level BPE ("gpt2") Vocab as a Hugging Face tokenizer.json (BPE model
+// with vocab and merges, the ByteLevel pre-tokenizer — preceded by the Split regex of the
+// vocabulary's pre-tokenizer when it has one —, ByteLevel decoder, added tokens), and HFConfig,
+// the matching tokenizer_config.json. SentencePiece ("llama") and WordPiece ("bert")
+// vocabularies are refused: VocabFromHFJSON handles byte-level BPE only, so such a file could
+// not be checked by a round trip. Used by convert (model export) and tokenizer training.
+
+package tokenizer
 
 import (
 	"bytes"
@@ -12,7 +13,6 @@ import (
 	"fmt"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
-	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
 // splitRegex is the tokenizer.json Split pattern of each supported pre-tokenizer name.
@@ -21,10 +21,10 @@ var splitRegex = map[string]string{
 	"qwen2":     `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
 }
 
-type jsonObj = map[string]any
+type jsonObj = map[string]any // a JSON object, keys written sorted
 
-// TokenizerJSON renders v as tokenizer.json.
-func TokenizerJSON(v *tokenizer.Vocab) ([]byte, error) {
+// MarshalHFJSON renders v as tokenizer.json.
+func MarshalHFJSON(v *Vocab) ([]byte, error) {
 	if v.Model != "gpt2" {
 		return nil, fmt.Errorf("tokenizer.json: a %q vocabulary is not supported (only byte-level BPE, \"gpt2\"); write GGUF to keep this tokenizer", v.Model)
 	}
@@ -51,11 +51,11 @@ func TokenizerJSON(v *tokenizer.Vocab) ([]byte, error) {
 	vocab := &orderedVocab{}
 	seen := map[string]int{}
 	for id, tok := range v.Tokens {
-		typ := int32(tokenizer.TypeNormal)
+		typ := int32(TypeNormal)
 		if v.Types != nil {
 			typ = v.Types[id]
 		}
-		if typ == tokenizer.TypeUnused && tok == fmt.Sprintf("[PAD%d]", id) {
+		if typ == TypeUnused && tok == fmt.Sprintf("[PAD%d]", id) {
 			continue // a hole in the id space; the reader recreates the placeholder
 		}
 		if prev, dup := seen[tok]; dup {
@@ -63,8 +63,8 @@ func TokenizerJSON(v *tokenizer.Vocab) ([]byte, error) {
 		}
 		seen[tok] = id
 		switch typ {
-		case tokenizer.TypeControl, tokenizer.TypeUserDefined, tokenizer.TypeUnknown:
-			special := typ != tokenizer.TypeUserDefined
+		case TypeControl, TypeUserDefined, TypeUnknown:
+			special := typ != TypeUserDefined
 			added = append(added, jsonObj{"id": id, "content": tok, "single_word": false,
 				"lstrip": v.LStrip[id], "rstrip": v.RStrip[id], "normalized": !special, "special": special})
 		default:
@@ -137,9 +137,9 @@ func (o *orderedVocab) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// tokenizerConfig is the tokenizer_config.json of p.
-func tokenizerConfig(p *Plan) *hfdir.TokenizerConfig {
-	v := p.Vocab
+// HFConfig is the tokenizer_config.json that goes with MarshalHFJSON(v); chatTemplate may be
+// empty, ctxLen 0 when unknown.
+func HFConfig(v *Vocab, chatTemplate string, ctxLen int) *hfdir.TokenizerConfig {
 	name := func(id int) string {
 		if id >= 0 && id < len(v.Tokens) {
 			return v.Tokens[id]
@@ -147,11 +147,11 @@ func tokenizerConfig(p *Plan) *hfdir.TokenizerConfig {
 		return ""
 	}
 	addBOS, addEOS := v.AddBOS, v.AddEOS
-	tc := &hfdir.TokenizerConfig{ChatTemplate: p.ChatTemplate, BOSToken: name(v.BOS), EOSToken: name(v.EOS),
+	tc := &hfdir.TokenizerConfig{ChatTemplate: chatTemplate, BOSToken: name(v.BOS), EOSToken: name(v.EOS),
 		PADToken: name(v.PAD), UNKToken: name(v.UNK), AddBOSToken: &addBOS, AddEOSToken: &addEOS,
 		Raw: map[string]any{"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": false}}
-	if p.Config.CtxLen > 0 {
-		tc.ModelMaxLength = float64(p.Config.CtxLen)
+	if ctxLen > 0 {
+		tc.ModelMaxLength = float64(ctxLen)
 	}
 	return tc
 }

@@ -1,6 +1,6 @@
-// Tests of TokenizerJSON: GPT-2, Qwen2 and Llama 3 vocabularies written as tokenizer.json read
+// Tests of MarshalHFJSON: GPT-2, Qwen2 and Llama 3 vocabularies written as tokenizer.json read
 // back (tokenizer.VocabFromHFJSON) to the same tokens, merges and encodings.
-package convert_test
+package tokenizer_test
 
 import (
 	"os"
@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/internal/shared"
-	"github.com/llmcloud/llmcloud/synth"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
@@ -31,7 +29,7 @@ func TestTokenizerJSONRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			js, err := convert.TokenizerJSON(v)
+			js, err := tokenizer.MarshalHFJSON(v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,13 +60,15 @@ func TestTokenizerJSONRoundTrip(t *testing.T) {
 }
 
 func TestTokenizerJSONRefusals(t *testing.T) {
-	v := synth.ByteVocab()
-	v.Pre = "falcon"
-	if _, err := convert.TokenizerJSON(v); err == nil || !strings.Contains(err.Error(), "falcon") {
+	v := &tokenizer.Vocab{Model: "gpt2", Pre: "falcon", BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}
+	for b := range 256 {
+		v.Tokens = append(v.Tokens, string(tokenizer.ByteLevelRune(byte(b))))
+	}
+	if _, err := tokenizer.MarshalHFJSON(v); err == nil || !strings.Contains(err.Error(), "falcon") {
 		t.Errorf("falcon pre-tokenizer: %v", err)
 	}
 	spm := &tokenizer.Vocab{Model: "llama", Tokens: []string{"<unk>", "<s>", "</s>"}}
-	if _, err := convert.TokenizerJSON(spm); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := tokenizer.MarshalHFJSON(spm); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("SentencePiece: %v", err)
 	}
 }
