@@ -1,0 +1,200 @@
+// This file implements the training forward and backward passes: the activations every layer
+// keeps for its backward (one allocation, carved into views per block), the scratch of the
+// backward pass, and Forward/Backward wiring the layers of layers.go and attention.go.
+package nn
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/model"
+)
+
+// blockActs are what one block keeps from Forward for Backward (N = B*T rows).
+type blockActs struct {
+	xn1, rstd1 []float32 // attention RMSNorm output (N,D) and 1/rms (N)
+	q, k, v    []float32 // (N,QD) and (N,KVD), q and k after RoPE
+	att        []float32 // softmax probabilities (B,H,T,T)
+	y          []float32 // attention output before attn_output (N,QD)
+	xmid       []float32 // residual after the attention branch (N,D)
+	xn2, rstd2 []float32 // FFN RMSNorm output (N,D), (N)
+	gate, up   []float32 // FFN pre-activations (N,F)
+	h          []float32 // SiLU(gate)·up (N,F)
+}
+
+// acts are all activations of a Forward, carved from one buffer.
+type acts struct {
+	buf    []float32
+	resid  [][]float32 // L+1 residual streams (N,D): resid[l] enters block l, resid[L] leaves
+	blocks []blockActs
+	xf     []float32 // final RMSNorm output (N,D)
+	rstdf  []float32 // (N)
+	logits []float32 // (N,V)
+	lse    []float32 // log-sum-exp per row (N)
+	losses []float32 // per-row loss (N)
+}
+
+// carve hands out consecutive views of buf (a nil buf only counts the total).
+type carver struct {
+	buf []float32
+	off int
+}
+
+func (c *carver) take(n int) []float32 {
+	c.off += n
+	if c.buf == nil {
+		return nil
+	}
+	return c.buf[c.off-n : c.off : c.off]
+}
+
+func (a *acts) alloc(c *model.Config, B, T int) {
+	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
+	var cv carver
+	for pass := 0; pass < 2; pass++ {
+		a.resid, a.blocks = nil, nil
+		for l := 0; l <= c.Layers; l++ {
+			a.resid = append(a.resid, cv.take(N*D))
+		}
+		for l := 0; l < c.Layers; l++ {
+			a.blocks = append(a.blocks, blockActs{
+				xn1: cv.take(N * D), rstd1: cv.take(N), q: cv.take(N * QD), k: cv.take(N * KVD),
+				v: cv.take(N * KVD), att: cv.take(B * c.Heads * T * T), y: cv.take(N * QD),
+				xmid: cv.take(N * D), xn2: cv.take(N * D), rstd2: cv.take(N),
+				gate: cv.take(N * F), up: cv.take(N * F), h: cv.take(N * F),
+			})
+		}
+		a.xf, a.rstdf = cv.take(N*D), cv.take(N)
+		a.logits, a.lse, a.losses = cv.take(N*c.Vocab), cv.take(N), cv.take(N)
+		if pass == 0 {
+			a.buf = make([]float32, cv.off)
+			cv = carver{buf: a.buf}
+		}
+	}
+}
+
+// grads is the scratch of Backward (activation gradients, reused by every block).
+type grads struct {
+	dres, dxn, dy, dq, dk, dv, dh, dgate, dup, dlogits, attn []float32
+}
+
+func (g *grads) alloc(c *model.Config, B, T int) {
+	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
+	g.dres, g.dxn, g.dy = make([]float32, N*D), make([]float32, N*D), make([]float32, N*QD)
+	g.dq, g.dk, g.dv = make([]float32, N*QD), make([]float32, N*KVD), make([]float32, N*KVD)
+	g.dh, g.dgate, g.dup = make([]float32, N*F), make([]float32, N*F), make([]float32, N*F)
+	g.dlogits = make([]float32, N*c.Vocab)
+	g.attn = make([]float32, B*c.KVHeads*T)
+}
+
+// Validate reports whether Forward accepts this batch: 1 <= B <= maxB, 1 <= T <= maxT,
+// B*T tokens (and targets, when not nil) in [0, Vocab).
+func (m *Model) Validate(tokens, targets []int32, B, T int) error {
+	switch {
+	case B < 1 || B > m.maxB || T < 1 || T > m.maxT:
+		return fmt.Errorf("nn: batch %d x %d outside the allocated 1..%d x 1..%d", B, T, m.maxB, m.maxT)
+	case len(tokens) < B*T:
+		return fmt.Errorf("nn: %d tokens for a batch of %d x %d", len(tokens), B, T)
+	case targets != nil && len(targets) < B*T:
+		return fmt.Errorf("nn: %d targets for a batch of %d x %d", len(targets), B, T)
+	}
+	for i, t := range tokens[:B*T] {
+		if t < 0 || int(t) >= m.Cfg.Vocab {
+			return fmt.Errorf("nn: token %d at position %d outside the vocabulary [0, %d)", t, i, m.Cfg.Vocab)
+		}
+	}
+	if targets != nil {
+		for i, t := range targets[:B*T] {
+			if t < 0 || int(t) >= m.Cfg.Vocab {
+				return fmt.Errorf("nn: target %d at position %d outside the vocabulary [0, %d)", t, i, m.Cfg.Vocab)
+			}
+		}
+	}
+	return nil
+}
+
+// Forward runs tokens (B,T) through the model, keeping the activations, and returns the mean
+// cross-entropy against targets (B,T) over the B*T positions; with targets nil it computes the
+// logits only and returns 0. Each row of the batch is an independent sequence starting at
+// position 0. Input that Validate rejects is a programming error and panics with its message.
+func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
+	if err := m.Validate(tokens, targets, B, T); err != nil {
+		panic(err.Error())
+	}
+	c, p, a := &m.Cfg, m.pool, &m.acts
+	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
+	m.B, m.T = B, T
+	copy(m.tokens, tokens[:N])
+	m.hasTargets = targets != nil
+	if m.hasTargets {
+		copy(m.targets, targets[:N])
+	}
+	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
+	embeddingForward(a.resid[0], m.embd.W, m.tokens, N, D)
+	for l := range m.blocks {
+		w, ba, x := &m.blocks[l], &a.blocks[l], a.resid[l]
+		rmsnormForward(p, ba.xn1, ba.rstd1, x, w.attnNorm.W, N, D, c.NormEps)
+		linearForward(p, ba.q, ba.xn1, w.wq.W, N, D, QD)
+		linearForward(p, ba.k, ba.xn1, w.wk.W, N, D, KVD)
+		linearForward(p, ba.v, ba.xn1, w.wv.W, N, D, KVD)
+		ropeForward(p, ba.q, m.cs, N, T, c.Heads, c.HeadDim)
+		ropeForward(p, ba.k, m.cs, N, T, c.KVHeads, c.HeadDim)
+		attentionForward(p, ba.y, ba.att, ba.q, ba.k, ba.v, s)
+		linearForward(p, ba.xmid, ba.y, w.wo.W, N, QD, D)
+		residualForward(ba.xmid[:N*D], x[:N*D], ba.xmid[:N*D])
+		rmsnormForward(p, ba.xn2, ba.rstd2, ba.xmid, w.ffnNorm.W, N, D, c.NormEps)
+		linearForward(p, ba.gate, ba.xn2, w.gate.W, N, D, F)
+		linearForward(p, ba.up, ba.xn2, w.up.W, N, D, F)
+		swigluForward(p, ba.h, ba.gate, ba.up, N*F)
+		linearForward(p, a.resid[l+1], ba.h, w.down.W, N, F, D)
+		residualForward(a.resid[l+1][:N*D], ba.xmid[:N*D], a.resid[l+1][:N*D])
+	}
+	rmsnormForward(p, a.xf, a.rstdf, a.resid[c.Layers], m.outNorm.W, N, D, c.NormEps)
+	linearForward(p, a.logits, a.xf, m.out.W, N, D, V)
+	if !m.hasTargets {
+		return 0
+	}
+	return crossEntropyForward(p, a.losses, a.lse, a.logits, m.targets, N, V)
+}
+
+// Backward adds d(mean loss)/d(parameters) of the last Forward to the gradients (call ZeroGrad
+// between optimizer steps; without it, gradients accumulate over micro-batches). Calling it
+// without a Forward with targets is a programming error and panics.
+func (m *Model) Backward() {
+	if !m.hasTargets {
+		panic("nn: Backward needs a Forward with targets")
+	}
+	c, p, a, g := &m.Cfg, m.pool, &m.acts, &m.grad
+	B, T := m.B, m.T
+	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
+	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
+	crossEntropyBackward(p, g.dlogits, a.logits, a.lse, m.targets, N, V, 1/float32(N))
+	// The output projection: dxf (in g.dxn) = dlogits·W, dW += dlogitsᵀ·xf.
+	linearBackward(p, g.dxn, m.out.G, g.dlogits, a.xf, m.out.W, N, D, V, false)
+	dres := g.dres[:N*D]
+	clear(dres)
+	rmsnormBackward(p, dres, m.outNorm.G, g.dxn, a.resid[c.Layers], m.outNorm.W, a.rstdf, N, D)
+	for l := c.Layers - 1; l >= 0; l-- {
+		w, ba := &m.blocks[l], &a.blocks[l]
+		// FFN branch: resid[l+1] = xmid + h·downᵀ.
+		linearBackward(p, g.dh, w.down.G, dres, ba.h, w.down.W, N, F, D, false)
+		clear(g.dgate[:N*F])
+		clear(g.dup[:N*F])
+		swigluBackward(p, g.dgate, g.dup, g.dh, ba.gate, ba.up, N*F)
+		linearBackward(p, g.dxn, w.gate.G, g.dgate, ba.xn2, w.gate.W, N, D, F, false)
+		linearBackward(p, g.dxn, w.up.G, g.dup, ba.xn2, w.up.W, N, D, F, true)
+		rmsnormBackward(p, dres, w.ffnNorm.G, g.dxn, ba.xmid, w.ffnNorm.W, ba.rstd2, N, D)
+		// Attention branch: xmid = resid[l] + y·woᵀ.
+		linearBackward(p, g.dy, w.wo.G, dres, ba.y, w.wo.W, N, QD, D, false)
+		clear(g.dq[:N*QD])
+		clear(g.dk[:N*KVD])
+		clear(g.dv[:N*KVD])
+		attentionBackward(p, g.dq, g.dk, g.dv, g.dy, ba.att, ba.q, ba.k, ba.v, g.attn, s)
+		ropeBackward(p, g.dq, m.cs, N, T, c.Heads, c.HeadDim)
+		ropeBackward(p, g.dk, m.cs, N, T, c.KVHeads, c.HeadDim)
+		linearBackward(p, g.dxn, w.wq.G, g.dq, ba.xn1, w.wq.W, N, D, QD, false)
+		linearBackward(p, g.dxn, w.wk.G, g.dk, ba.xn1, w.wk.W, N, D, KVD, true)
+		linearBackward(p, g.dxn, w.wv.G, g.dv, ba.xn1, w.wv.W, N, D, KVD, true)
+		rmsnormBackward(p, dres, w.attnNorm.G, g.dxn, a.resid[l], w.attnNorm.W, ba.rstd1, N, D)
+	}
+	embeddingBackward(m.embd.G, dres, m.tokens, N, D)
+}
