@@ -1,0 +1,332 @@
+// The HTTP side: the router's own endpoints and the proxy. A request body is read once (it may be
+// sent again); the policy picks a backend among the healthy ones not yet tried; the response is
+// held back until its first body byte, so a failure before then (no connection, reset, EOF, a
+// 5xx) is retried on another backend, up to MaxRetries times. After the first byte the body is
+// copied and flushed read by read (SSE passes through unbuffered); a failure then cuts the
+// client's connection, so a truncated stream never looks complete. 4xx answers pass through.
+
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmcloud/llmcloud/api"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler serves the proxy (every path but the router's own), GET /health (200 if any backend
+// is healthy), GET /metrics (the router's registry) and GET /router/status (Backends as JSON).
+func (r *Router) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", r.serveHealth)
+	if r.gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(r.gatherer, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("GET /router/status", r.serveStatus)
+	mux.HandleFunc("/", r.serveProxy)
+	return mux
+}
+
+func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	n := 0
+	for _, b := range r.Backends() {
+		if b.Healthy {
+			n++
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if n == 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	io.WriteString(w, `{"healthy_backends":`+strconv.Itoa(n)+"}\n")
+}
+
+func (r *Router) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	b, _ := json.MarshalIndent(struct {
+		Policy   string          `json:"policy"`
+		Backends []BackendStatus `json:"backends"`
+	}{r.opts.Policy, r.Backends()}, "", "  ")
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
+}
+
+// RequestIDHeader is passed to the backend and returned to the client (generated if absent).
+const RequestIDHeader = "X-Request-Id"
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// savedResponse is a 5xx answer kept while another backend is tried: the client gets it if none
+// does better.
+type savedResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
+	id := req.Header.Get(RequestIDHeader)
+	if id == "" {
+		id = r.idPrefix + strconv.FormatUint(r.idSeq.Add(1), 10)
+	}
+	w.Header().Set(RequestIDHeader, id)
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		var err error
+		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, r.opts.MaxBodyBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				r.fail(w, http.StatusRequestEntityTooLarge, "request_too_large", "request body larger than "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
+			} else {
+				r.fail(w, http.StatusBadRequest, "bad_request", "reading the request body: "+err.Error())
+			}
+			return
+		}
+	}
+	var in Input
+	if r.wantSess || r.wantText {
+		in = parseInput(body, req.Header.Get(SessionHeader), r.wantSess, r.wantText)
+	}
+	var tried [4]*backend
+	excl := tried[:0]
+	var saved *savedResponse
+	for attempt := 0; attempt <= r.opts.MaxRetries; attempt++ {
+		b := r.pick(in, excl)
+		if b == nil {
+			break
+		}
+		if attempt > 0 {
+			r.m.retries.Inc()
+		}
+		excl = append(excl, b)
+		if r.try(w, req, body, id, b, &saved) {
+			return
+		}
+		if req.Context().Err() != nil {
+			r.m.clientTotal.WithLabelValues("aborted").Inc()
+			return
+		}
+	}
+	if saved != nil {
+		copyHeader(w.Header(), saved.header)
+		w.Header().Del("Content-Length")
+		w.Header().Set(RequestIDHeader, id)
+		w.WriteHeader(saved.status)
+		w.Write(saved.body)
+		r.m.clientTotal.WithLabelValues(strconv.Itoa(saved.status)).Inc()
+		return
+	}
+	if len(excl) == 0 {
+		r.fail(w, http.StatusServiceUnavailable, "no_backend", "no backend available")
+		return
+	}
+	r.fail(w, http.StatusBadGateway, "upstream_unavailable", "no backend answered (tried "+strconv.Itoa(len(excl))+")")
+}
+
+// pick asks the policy for a backend among the healthy ones not in excl; when none is healthy,
+// among those not yet probed; when none of those either, among all (a last resort that finds
+// recovered backends faster than the probes). It returns nil when excl holds every backend.
+func (r *Router) pick(in Input, excl []*backend) *backend {
+	r.mu.RLock()
+	n := len(r.backends)
+	cands := make([]Candidate, 0, n)
+	bs := make([]*backend, 0, n)
+	for tier := 0; tier < 3 && len(cands) == 0; tier++ {
+		for _, b := range r.backends {
+			ok := (tier == 0 && b.healthy) || (tier == 1 && !b.probed) || tier == 2
+			if !ok || containsBackend(excl, b) {
+				continue
+			}
+			cands = append(cands, Candidate{URL: b.url, Inflight: int(b.inflight.Load()),
+				Running: b.load.Running, Waiting: b.load.Waiting, KVUsage: b.load.KVUsage})
+			bs = append(bs, b)
+		}
+	}
+	r.mu.RUnlock()
+	if len(cands) == 0 {
+		return nil
+	}
+	r.pmu.Lock()
+	d := r.policy.Pick(in, cands)
+	r.pmu.Unlock()
+	r.m.decisions.WithLabelValues(r.opts.Policy, d.Reason).Inc()
+	if d.PrefixLookup {
+		r.m.lookups.Inc()
+		if d.PrefixHit {
+			r.m.hits.Inc()
+		}
+	}
+	if d.Index < 0 || d.Index >= len(bs) {
+		return bs[0]
+	}
+	return bs[d.Index]
+}
+
+func containsBackend(bs []*backend, b *backend) bool {
+	for _, x := range bs {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+// try sends the request to b. It returns true when the client has its answer (or is gone) and
+// false when another backend should be tried; a 5xx it does not pass on lands in *saved.
+func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) bool {
+	ctx, cancel := context.WithTimeout(req.Context(), r.opts.RequestTimeout)
+	defer cancel()
+	out, err := http.NewRequestWithContext(ctx, req.Method, b.url+req.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		r.fail(w, http.StatusBadRequest, "bad_request", err.Error())
+		return true
+	}
+	copyHeader(out.Header, req.Header)
+	out.Header.Set(RequestIDHeader, id)
+	if ip, _, err := net.SplitHostPort(req.RemoteAddr); err == nil {
+		if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
+			ip = prior + ", " + ip
+		}
+		out.Header.Set("X-Forwarded-For", ip)
+	}
+	// The body is buffered, so the transport may resend it on a kept-alive connection the
+	// backend had closed (a race, not a failure of the backend).
+	out.Header["X-Idempotency-Key"] = nil
+
+	b.requests.Add(1)
+	b.inflight.Add(1)
+	b.inflightG.Inc()
+	defer func() {
+		b.inflight.Add(-1)
+		b.inflightG.Dec()
+	}()
+	start := time.Now()
+	resp, err := r.transport.RoundTrip(out)
+	if err != nil {
+		r.m.requests.WithLabelValues(b.url, "error").Inc()
+		switch {
+		case req.Context().Err() != nil: // the client left: not the backend's fault
+			return true
+		case ctx.Err() != nil:
+			r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
+			return true
+		}
+		b.failures.Add(1)
+		r.setHealth(b, err, "request")
+		return false
+	}
+	defer resp.Body.Close()
+	b.latencyObs.Observe(time.Since(start).Seconds())
+	r.m.requests.WithLabelValues(b.url, strconv.Itoa(resp.StatusCode)).Inc()
+	if resp.StatusCode >= 500 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		*saved = &savedResponse{status: resp.StatusCode, header: resp.Header, body: data}
+		b.failures.Add(1)
+		r.setHealth(b, errors.New("answered "+resp.Status), "request")
+		return false
+	}
+
+	bufp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bufp)
+	buf := *bufp
+	n, rerr := readSome(resp.Body, buf)
+	if n == 0 && rerr != nil && rerr != io.EOF {
+		if req.Context().Err() != nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
+			return true
+		}
+		b.failures.Add(1)
+		r.setHealth(b, rerr, "request")
+		return false
+	}
+	b.ttfbObs.Observe(time.Since(start).Seconds())
+	if !r.isHealthy(b) {
+		r.setHealth(b, nil, "request")
+	}
+	copyHeader(w.Header(), resp.Header)
+	w.Header().Set(RequestIDHeader, id)
+	w.WriteHeader(resp.StatusCode)
+	flusher, _ := w.(http.Flusher)
+	code := strconv.Itoa(resp.StatusCode)
+	for {
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				r.m.clientTotal.WithLabelValues("aborted").Inc()
+				return true // the client left; cancel() stops the upstream request
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			r.m.clientTotal.WithLabelValues(code).Inc()
+			return true
+		}
+		if rerr != nil {
+			r.m.clientTotal.WithLabelValues("aborted").Inc()
+			if req.Context().Err() == nil {
+				b.failures.Add(1)
+				r.log.Warn("router: upstream body cut", "backend", b.url, "request_id", id, "err", rerr)
+			}
+			panic(http.ErrAbortHandler) // cut the client's connection: the body is incomplete
+		}
+		n, rerr = readSome(resp.Body, buf)
+	}
+}
+
+// readSome reads until it gets at least one byte or an error.
+func readSome(r io.Reader, buf []byte) (int, error) {
+	for {
+		n, err := r.Read(buf)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+}
+
+func (r *Router) isHealthy(b *backend) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return b.healthy
+}
+
+// fail answers with an OpenAI-shaped error body.
+func (r *Router) fail(w http.ResponseWriter, status int, code, msg string) {
+	typ := "server_error"
+	if status < 500 {
+		typ = "invalid_request_error"
+	}
+	data, _ := json.Marshal(api.ErrorResponse{Error: api.ErrorBody{Message: "router: " + msg, Type: typ, Code: code}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+	r.m.clientTotal.With(prometheus.Labels{"code": strconv.Itoa(status)}).Inc()
+}
+
+// hopHeaders are connection-level headers a proxy does not forward (RFC 9110 7.6.1).
+var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true}
+
+// copyHeader adds src's end-to-end headers to dst.
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		if hopHeaders[k] {
+			continue
+		}
+		dst[k] = append(dst[k], vs...)
+	}
+}

@@ -1,0 +1,271 @@
+// Package router is llmcloud's load balancer in front of OpenAI-compatible replicas (llmcloud
+// serve, vLLM, llama-server): it proxies /v1/* to one healthy backend chosen by a policy
+// (round-robin, least-load, session affinity, prefix-aware; policy.go, prefix.go), streams
+// responses through chunk by chunk, retries on another replica while nothing has reached the
+// client (proxy.go), checks backends actively (GET /health) and ejects them passively on
+// connection errors and 5xx (health.go), scrapes their vLLM load metrics (load.go) and exports
+// its own llmcloud_router_* metrics (metrics.go). It imports no compute code.
+//
+// This file holds the Router, its options and its backend set.
+package router
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Options configure a Router. Zero fields take the defaults noted.
+type Options struct {
+	Policy         string        // "round-robin" (default) | "least-load" | "session" | "prefix"
+	HealthInterval time.Duration // active GET /health probe period (default 1s)
+	RequestTimeout time.Duration // per upstream request (default 10m)
+	MaxRetries     int           // retries on another replica before the first byte of the response body is sent to the client (default 2; -1: none)
+	MaxBodyBytes   int64         // largest request body (default 32 MiB; 413 beyond)
+	Logger         *slog.Logger  // default: discard
+	Registerer     prometheus.Registerer
+	Client         *http.Client // optional: its Transport carries upstream requests
+}
+
+// BackendStatus is a snapshot of one backend.
+type BackendStatus struct {
+	URL       string  `json:"url"`
+	Healthy   bool    `json:"healthy"`
+	Inflight  int     `json:"inflight"`
+	Running   float64 `json:"running"`
+	Waiting   float64 `json:"waiting"`
+	KVUsage   float64 `json:"kv_usage"`
+	Requests  int64   `json:"requests"` // upstream attempts
+	Failures  int64   `json:"failures"` // attempts that failed (no response, 5xx, cut mid-body)
+	LastError string  `json:"last_error,omitempty"`
+}
+
+// backend is one replica. The atomics are touched on the hot path; the rest under Router.mu.
+type backend struct {
+	url      string // normalized: scheme://host[:port][/path], no trailing slash
+	inflight atomic.Int64
+	requests atomic.Int64
+	failures atomic.Int64
+	probing  atomic.Bool
+
+	healthy    bool
+	probed     bool // a probe or a response has said something about it
+	timeouts   int  // consecutive probe timeouts
+	load       Load
+	lastError  string
+	inflightG  prometheus.Gauge
+	latencyObs prometheus.Observer
+	ttfbObs    prometheus.Observer
+}
+
+// Router routes requests to backends. Create it with New.
+type Router struct {
+	opts      Options
+	log       *slog.Logger
+	transport http.RoundTripper
+	probe     *http.Client
+	policy    Policy
+	wantSess  bool
+	wantText  bool
+	m         *metrics
+	gatherer  prometheus.Gatherer
+	idPrefix  string
+	idSeq     atomic.Uint64
+	kick      chan struct{} // SetBackends asks Run for an immediate probe
+
+	mu       sync.RWMutex
+	backends []*backend // sorted by URL
+
+	pmu sync.Mutex // serializes the policy
+}
+
+// New returns a Router with no backends.
+func New(opts Options) (*Router, error) {
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = time.Second
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 10 * time.Minute
+	}
+	switch {
+	case opts.MaxRetries == 0:
+		opts.MaxRetries = 2
+	case opts.MaxRetries < 0:
+		opts.MaxRetries = 0
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 32 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	pol, err := NewPolicy(opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	opts.Policy = pol.Name()
+	reg := opts.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("router: registering metrics: %w", err)
+	}
+	gatherer, _ := reg.(prometheus.Gatherer)
+	var rt http.RoundTripper = newTransport()
+	if opts.Client != nil && opts.Client.Transport != nil {
+		rt = opts.Client.Transport
+	}
+	var id [4]byte
+	rand.Read(id[:])
+	r := &Router{opts: opts, log: opts.Logger, transport: rt, policy: pol, m: m, gatherer: gatherer,
+		idPrefix: "rtr-" + hex.EncodeToString(id[:]) + "-", kick: make(chan struct{}, 1),
+		probe: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	r.wantSess, r.wantText = needs(pol)
+	return r, nil
+}
+
+// newTransport keeps many idle connections per backend (Go's default of 2 would reconnect under
+// load) and passes bodies through untouched (no gzip).
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 4096,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     32 << 10,
+		ReadBufferSize:      32 << 10,
+	}
+}
+
+// NormalizeURL checks a backend URL (http or https, with a host) and drops a trailing slash.
+func NormalizeURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("backend %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("backend %q: want http(s)://host:port[/path]", s)
+	}
+	return strings.TrimSuffix(s, "/"), nil
+}
+
+// SetBackends replaces the backend set. Backends that stay keep their health, load and counters;
+// new ones take traffic once a probe (or a response) says they are up; removed ones finish the
+// requests they have. Invalid URLs are logged and skipped, duplicates merged. Safe at any time
+// from any goroutine.
+func (r *Router) SetBackends(urls []string) {
+	want := make(map[string]bool, len(urls))
+	for _, u := range urls {
+		n, err := NormalizeURL(u)
+		if err != nil {
+			r.log.Warn("router: skipping backend", "err", err)
+			continue
+		}
+		want[n] = true
+	}
+	r.mu.Lock()
+	next := make([]*backend, 0, len(want))
+	var removed []string
+	added := 0
+	for _, b := range r.backends {
+		if want[b.url] {
+			next = append(next, b)
+			delete(want, b.url)
+		} else {
+			removed = append(removed, b.url)
+		}
+	}
+	for u := range want {
+		b := &backend{url: u, inflightG: r.m.inflight.WithLabelValues(u),
+			latencyObs: r.m.latency.WithLabelValues(u), ttfbObs: r.m.ttfb.WithLabelValues(u)}
+		r.m.healthy.WithLabelValues(u).Set(0)
+		next = append(next, b)
+		added++
+	}
+	slices.SortFunc(next, func(a, b *backend) int { return cmp.Compare(a.url, b.url) })
+	r.backends = next
+	r.mu.Unlock()
+
+	if len(removed) > 0 {
+		r.pmu.Lock()
+		for _, u := range removed {
+			r.policy.Forget(u)
+		}
+		r.pmu.Unlock()
+		for _, u := range removed {
+			r.m.forget(u)
+		}
+	}
+	if added > 0 || len(removed) > 0 {
+		r.log.Info("router: backends", "count", len(next), "added", added, "removed", removed)
+	}
+	if added > 0 {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Backends returns a snapshot of the backends, sorted by URL.
+func (r *Router) Backends() []BackendStatus {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]BackendStatus, len(r.backends))
+	for i, b := range r.backends {
+		out[i] = BackendStatus{URL: b.url, Healthy: b.healthy, Inflight: int(b.inflight.Load()),
+			Running: b.load.Running, Waiting: b.load.Waiting, KVUsage: b.load.KVUsage,
+			Requests: b.requests.Load(), Failures: b.failures.Load(), LastError: b.lastError}
+	}
+	return out
+}
+
+// Policy is the name of the routing policy in use.
+func (r *Router) Policy() string { return r.opts.Policy }
+
+// setHealth records what a probe or a request said of b; err == nil means up.
+func (r *Router) setHealth(b *backend, err error, why string) {
+	r.mu.Lock()
+	was, wasProbed := b.healthy, b.probed
+	b.probed = true
+	if err == nil {
+		b.healthy, b.timeouts = true, 0
+	} else {
+		b.healthy = false
+		b.lastError = err.Error()
+	}
+	now := b.healthy
+	r.mu.Unlock()
+	if was != now || !wasProbed {
+		v := 0.0
+		if now {
+			v = 1
+		}
+		r.m.healthy.WithLabelValues(b.url).Set(v)
+		if now {
+			r.log.Info("router: backend up", "backend", b.url, "by", why)
+		} else {
+			r.log.Warn("router: backend down", "backend", b.url, "by", why, "err", err)
+		}
+	}
+}
+
+// errTimeout marks probe timeouts, which eject only on the second in a row.
+var errTimeout = errors.New("timeout")

@@ -1,0 +1,151 @@
+// Package routertest is a fast OpenAI-compatible replica for testing and measuring the router:
+// POST /v1/completions and /v1/chat/completions answer with Tokens chunks (streamed as SSE, one
+// flush per token, ITL apart, or as one JSON body), GET /health, GET /v1/models, and GET /metrics
+// with vLLM's load gauges (the requests it is serving as vllm:num_requests_running). It does
+// no model work, so the router's own cost shows. Request headers steer single requests:
+// X-Test-Status answers with that status and an OpenAI error body, X-Test-Tokens and
+// X-Test-ITL override the token count and gap. Every answer carries X-Backend (the name) and
+// echoes X-Request-Id.
+package routertest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Backend is one replica's handler.
+type Backend struct {
+	Name   string
+	Tokens int           // chunks per answer (default 1)
+	ITL    time.Duration // gap between chunks
+
+	healthy  atomic.Bool
+	running  atomic.Int64
+	requests atomic.Int64
+	canceled atomic.Int64
+}
+
+// New returns a healthy backend called name.
+func New(name string, tokens int, itl time.Duration) *Backend {
+	b := &Backend{Name: name, Tokens: max(tokens, 1), ITL: itl}
+	b.healthy.Store(true)
+	return b
+}
+
+// SetHealthy makes GET /health answer 200 (true) or 503.
+func (b *Backend) SetHealthy(ok bool) { b.healthy.Store(ok) }
+
+// Requests is the number of completion requests received.
+func (b *Backend) Requests() int64 { return b.requests.Load() }
+
+// Running is the number of completion requests being answered now.
+func (b *Backend) Running() int64 { return b.running.Load() }
+
+// Canceled is the number of streams that ended because the client went away.
+func (b *Backend) Canceled() int64 { return b.canceled.Load() }
+
+type body struct {
+	Stream    bool `json:"stream"`
+	MaxTokens int  `json:"max_tokens"`
+}
+
+var (
+	chunk    = []byte("data: {\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}]}\n\n")
+	chatRole = []byte("data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
+	chatTok  = []byte("data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},\"finish_reason\":null}]}\n\n")
+	done     = []byte("data: [DONE]\n\n")
+)
+
+func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Backend", b.Name)
+	if id := r.Header.Get("X-Request-Id"); id != "" {
+		h.Set("X-Request-Id", id)
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/health":
+		if !b.healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		return
+	case r.Method == http.MethodGet && r.URL.Path == "/metrics":
+		h.Set("Content-Type", "text/plain; version=0.0.4")
+		w.Write([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"test\"} " +
+			strconv.FormatInt(b.running.Load(), 10) + "\nvllm:num_requests_waiting{model_name=\"test\"} 0\n" +
+			"vllm:kv_cache_usage_perc{model_name=\"test\"} 0\n"))
+		return
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+		h.Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object":"list","data":[{"id":"test","object":"model"}]}`))
+		return
+	}
+	chat := r.URL.Path == "/v1/chat/completions"
+	if r.Method != http.MethodPost || (!chat && r.URL.Path != "/v1/completions") {
+		writeError(w, http.StatusNotFound, "no route "+r.Method+" "+r.URL.Path)
+		return
+	}
+	b.requests.Add(1)
+	b.running.Add(1)
+	defer b.running.Add(-1)
+	var req body
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
+		return
+	}
+	if s := r.Header.Get("X-Test-Status"); s != "" {
+		code, _ := strconv.Atoi(s)
+		writeError(w, code, "scripted status "+s)
+		return
+	}
+	tokens, itl := b.Tokens, b.ITL
+	if s := r.Header.Get("X-Test-Tokens"); s != "" {
+		tokens, _ = strconv.Atoi(s)
+	}
+	if s := r.Header.Get("X-Test-ITL"); s != "" {
+		itl, _ = time.ParseDuration(s)
+	}
+	if !req.Stream {
+		h.Set("Content-Type", "application/json")
+		out, _ := json.Marshal(map[string]any{"object": "text_completion", "model": "test",
+			"choices": []map[string]any{{"index": 0, "text": strings.Repeat(" tok", tokens), "finish_reason": "length"}}})
+		w.Write(out)
+		return
+	}
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	fl := w.(http.Flusher)
+	tok := chunk
+	if chat {
+		tok = chatTok
+		w.Write(chatRole)
+	}
+	for i := range tokens {
+		if i > 0 && itl > 0 {
+			t := time.NewTimer(itl)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				b.canceled.Add(1)
+				return
+			case <-t.C:
+			}
+		}
+		if _, err := w.Write(tok); err != nil {
+			b.canceled.Add(1)
+			return
+		}
+		fl.Flush()
+	}
+	w.Write(done)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	out, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": strconv.Itoa(status)}})
+	w.Write(out)
+}
