@@ -1,7 +1,151 @@
-// This file implements the fast path of Gemm: packed panels and the AVX2/FMA micro-kernel.
+// This file implements the fast path of Gemm, blocked as BLIS does: op(B) is packed in blocks
+// of trainKC rows x trainNC columns into 16-column panels (one panel, 16 KiB, stays in L1
+// while it is used), op(A) in blocks of trainMC x trainKC into 6-row panels (L2), and the
+// AVX2/FMA micro-kernel of gemm_train_amd64.s computes each 6x16 tile of C from one panel of
+// each. Transposes cost nothing extra: they only change how the panels are gathered. Edge
+// tiles run the same kernel on zero-padded panels into a scratch tile.
 package kernels
 
-// gemmFast runs Gemm on the packed AVX2 path and reports whether it did.
+//go:generate sh -c "cd internal/asmgen/train && go run . -out ../../../gemm_train_amd64.s -stubs ../../../gemm_train_stubs_amd64.go -pkg kernels"
+
+import "sync"
+
+const (
+	trainMR = 6    // rows of a micro-tile
+	trainNR = 16   // columns of a micro-tile
+	trainKC = 256  // k block: a B panel is trainKC x 16 f32 = 16 KiB
+	trainMC = 144  // rows of the A block: 144 x 256 f32 = 144 KiB (L2)
+	trainNC = 3072 // columns of the B block: 256 x 3072 f32 = 3 MiB (L3)
+)
+
+// gemmMinFlops is the size below which Gemm stays on the plain-Go path (packing would cost
+// more than it saves).
+const gemmMinFlops = 1 << 12
+
+// gemmFast runs Gemm on the packed AVX2 path and reports whether it did. The work is split
+// across workers along n in whole 16-column panels (or along m in 6-row panels when n is too
+// narrow to keep every worker busy); either way each element of C is summed by one worker in
+// the same order, so the result does not depend on the split.
 func gemmFast(p *Pool, m, n, k int, a, b Mat, c []float32, ldc int, acc bool) bool {
-	return false
+	if !useTrainAsm || m*n*k < gemmMinFlops {
+		return false
+	}
+	nPanels, mPanels := (n+trainNR-1)/trainNR, (m+trainMR-1)/trainMR
+	// At least ~2 MFLOP per worker.
+	if nPanels >= 2*p.workers || nPanels >= mPanels {
+		minChunk := max(1, (1<<20)/(m*k*trainNR))
+		p.For(nPanels, minChunk, func(lo, hi int) {
+			gemmBlock(m, k, a, b, c, ldc, acc, 0, m, lo*trainNR, min(hi*trainNR, n))
+		})
+	} else {
+		minChunk := max(1, (1<<20)/(n*k*trainMR))
+		p.For(mPanels, minChunk, func(lo, hi int) {
+			gemmBlock(m, k, a, b, c, ldc, acc, lo*trainMR, min(hi*trainMR, m), 0, n)
+		})
+	}
+	return true
+}
+
+// gemmBuf is one worker's packing scratch.
+type gemmBuf struct {
+	a    [trainMC * trainKC]float32
+	b    [trainKC * trainNC]float32
+	tile [trainMR * trainNR]float32
+}
+
+var gemmBufs = sync.Pool{New: func() any { return new(gemmBuf) }}
+
+// gemmBlock computes rows [i0, i1) x columns [j0, j1) of C.
+func gemmBlock(m, k int, a, b Mat, c []float32, ldc int, acc bool, i0, i1, j0, j1 int) {
+	buf := gemmBufs.Get().(*gemmBuf)
+	defer gemmBufs.Put(buf)
+	for jc := j0; jc < j1; jc += trainNC {
+		nc := min(trainNC, j1-jc)
+		for pc := 0; pc < k; pc += trainKC {
+			kc := min(trainKC, k-pc)
+			packB(buf.b[:], b, pc, kc, jc, nc)
+			flag := 0
+			if acc || pc > 0 {
+				flag = 1
+			}
+			for ic := i0; ic < i1; ic += trainMC {
+				mc := min(trainMC, i1-ic)
+				packA(buf.a[:], a, ic, mc, pc, kc)
+				for jr := 0; jr < nc; jr += trainNR {
+					nr := min(trainNR, nc-jr)
+					bp := &buf.b[jr*kc]
+					for ir := 0; ir < mc; ir += trainMR {
+						mr := min(trainMR, mc-ir)
+						ap := &buf.a[ir*kc]
+						off := (ic+ir)*ldc + jc + jr
+						if mr == trainMR && nr == trainNR {
+							gemmTrain6x16(kc, ap, bp, &c[off], 4*ldc, flag)
+							continue
+						}
+						gemmTrain6x16(kc, ap, bp, &buf.tile[0], 4*trainNR, 0)
+						for r := 0; r < mr; r++ {
+							dst, src := c[off+r*ldc:off+r*ldc+nr], buf.tile[r*trainNR:r*trainNR+nr]
+							if flag == 0 {
+								copy(dst, src)
+								continue
+							}
+							for j := range dst {
+								dst[j] += src[j]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA packs rows [ic, ic+mc) x columns [pc, pc+kc) of op(A) into 6-row panels: panel q holds
+// dst[q*6*kc + p*6 + r] = op(A)[ic+6q+r][pc+p], rows past mc zero.
+func packA(dst []float32, a Mat, ic, mc, pc, kc int) {
+	for ir := 0; ir < mc; ir += trainMR {
+		mr := min(trainMR, mc-ir)
+		d := dst[ir*kc : (ir+trainMR)*kc]
+		if mr < trainMR {
+			clear(d)
+		}
+		if a.T {
+			for p := 0; p < kc; p++ {
+				copy(d[p*trainMR:p*trainMR+mr], a.Data[(pc+p)*a.Stride+ic+ir:])
+			}
+			continue
+		}
+		for r := 0; r < mr; r++ {
+			src := a.Data[(ic+ir+r)*a.Stride+pc:]
+			src = src[:kc]
+			for p, v := range src {
+				d[p*trainMR+r] = v
+			}
+		}
+	}
+}
+
+// packB packs rows [pc, pc+kc) x columns [jc, jc+nc) of op(B) into 16-column panels: panel q
+// holds dst[q*16*kc + p*16 + j] = op(B)[pc+p][jc+16q+j], columns past nc zero.
+func packB(dst []float32, b Mat, pc, kc, jc, nc int) {
+	for jr := 0; jr < nc; jr += trainNR {
+		nr := min(trainNR, nc-jr)
+		d := dst[jr*kc : (jr+trainNR)*kc]
+		if nr < trainNR {
+			clear(d)
+		}
+		if !b.T {
+			for p := 0; p < kc; p++ {
+				copy(d[p*trainNR:p*trainNR+nr], b.Data[(pc+p)*b.Stride+jc+jr:])
+			}
+			continue
+		}
+		for j := 0; j < nr; j++ {
+			src := b.Data[(jc+jr+j)*b.Stride+pc:]
+			src = src[:kc]
+			for p, v := range src {
+				d[p*trainNR+j] = v
+			}
+		}
+	}
 }

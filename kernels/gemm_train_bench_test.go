@@ -1,0 +1,60 @@
+// This file benchmarks Gemm on the trainer's three products at GPT-2-124M-like shapes (B*T =
+// 256 rows, dim 768, ffn 2048), against the plain-Go path, and the FMA peak; each reports
+// GFLOP/s. Run: go test ./kernels -run X -bench 'GemmTrain|PeakFLOPS'
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+func BenchmarkGemmTrain(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const rows = 256
+	for _, sh := range [][2]int{{768, 768}, {768, 2048}, {2048, 768}, {768, 8192}} {
+		in, out := sh[0], sh[1]
+		x, w, dy := gemmOperand(r, rows, in, false), gemmOperand(r, out, in, false), gemmOperand(r, rows, out, false)
+		for _, c := range []struct {
+			name    string
+			m, n, k int
+			a, b    Mat
+			ldc     int
+		}{
+			{"fwd_XWt", rows, out, in, x, Mat{Data: w.Data, Stride: w.Stride, T: true}, out},
+			{"dX_dYW", rows, in, out, dy, w, in},
+			{"dW_dYtX", out, in, rows, Mat{Data: dy.Data, Stride: dy.Stride, T: true}, x, in},
+		} {
+			cbuf := make([]float32, c.m*c.ldc)
+			for _, ref := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%dx%d/asm", c.name, in, out)
+				if ref {
+					if in*out > 768*768 {
+						continue
+					}
+					name = fmt.Sprintf("%s/%dx%d/go", c.name, in, out)
+				}
+				b.Run(name, func(b *testing.B) {
+					Reference = ref
+					defer func() { Reference = false }()
+					for b.Loop() {
+						Default.Gemm(c.m, c.n, c.k, c.a, c.b, cbuf, c.ldc, true)
+					}
+					b.ReportMetric(2*float64(c.m)*float64(c.n)*float64(c.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+func BenchmarkPeakFLOPS(b *testing.B) {
+	for _, th := range []int{1, 2} {
+		b.Run(fmt.Sprint(th, "threads"), func(b *testing.B) {
+			var f float64
+			for b.Loop() {
+				f = PeakFLOPS(th)
+			}
+			b.ReportMetric(f/1e9, "GFLOP/s")
+		})
+	}
+}

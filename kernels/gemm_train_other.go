@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package kernels
+
+// useTrainAsm is false where no assembly exists; the stubs below are never called.
+var useTrainAsm = false
+
+func gemmTrain6x16(k int, a, b, c *float32, ldc int, acc int) { panic("no asm") }
+func fmaPeak(n int) float32                                   { panic("no asm") }
