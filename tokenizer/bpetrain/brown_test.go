@@ -1,9 +1,11 @@
 // The real corpus: a 4096-token tokenizer trained on the Brown corpus train split
-// (../shared/data/brown, skipped when absent) reaches its size, round-trips the val split and
-// compresses it; BenchmarkTrainBrown measures counting and merging.
+// (../shared/data/brown, skipped when absent) reaches its size, is the committed
+// recipes/default/tokenizer.json, round-trips the val split and compresses it;
+// BenchmarkTrainBrown measures counting and merging.
 package bpetrain
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"testing"
@@ -25,6 +27,14 @@ func TestBrown4096(t *testing.T) {
 	}
 	if len(res.Vocab.Tokens) != 4096 || res.Merges != 4096-257 {
 		t.Fatalf("%d tokens, %d merges", len(res.Vocab.Tokens), res.Merges)
+	}
+	// the default model's committed tokenizer is this one, byte for byte
+	js, err := tokenizer.MarshalHFJSON(res.Vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if committed, err := os.ReadFile(defaultTokenizer); err != nil || !bytes.Equal(js, committed) {
+		t.Errorf("retrained tokenizer differs from %s (%v)", defaultTokenizer, err)
 	}
 	tok, err := tokenizer.New(res.Vocab)
 	if err != nil {

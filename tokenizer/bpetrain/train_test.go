@@ -50,9 +50,13 @@ func TestRetrainIsByteIdentical(t *testing.T) {
 	}
 }
 
-func loadTestdata(t testing.TB) *tokenizer.Tokenizer {
+// defaultTokenizer is the default model's tokenizer (trained on the Brown corpus, see
+// recipes/default/README.md).
+const defaultTokenizer = "../../recipes/default/tokenizer.json"
+
+func loadTestdata(t testing.TB, path string) *tokenizer.Tokenizer {
 	t.Helper()
-	v, err := tokenizer.VocabFromHFJSON("testdata/tokenizer.json")
+	v, err := tokenizer.VocabFromHFJSON(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +71,13 @@ func loadTestdata(t testing.TB) *tokenizer.Tokenizer {
 }
 
 func TestEncodesLikeHuggingFace(t *testing.T) {
-	tok := loadTestdata(t)
-	b, err := os.ReadFile("testdata/golden.json")
+	for tokPath, golden := range map[string]string{"testdata/tokenizer.json": "testdata/golden.json", defaultTokenizer: "testdata/golden_default.json"} {
+		t.Run(filepath.Base(golden), func(t *testing.T) { checkGolden(t, loadTestdata(t, tokPath), golden) })
+	}
+}
+
+func checkGolden(t *testing.T, tok *tokenizer.Tokenizer, golden string) {
+	b, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +106,7 @@ func TestEncodesLikeHuggingFace(t *testing.T) {
 }
 
 func FuzzRoundTrip(f *testing.F) {
-	tok := loadTestdata(f)
+	tok := loadTestdata(f, "testdata/tokenizer.json")
 	for _, s := range []string{"", "The council met.", "  two\n\n\tspaces ", "naïve 你好 😀", "<|endoftext|>", "\xff\xfe bad utf-8 \xc3"} {
 		f.Add(s)
 	}

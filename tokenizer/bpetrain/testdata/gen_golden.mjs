@@ -1,12 +1,12 @@
-// Writes golden.json: the ids and decoded text @huggingface/tokenizers gives for the committed
-// trained tokenizer.json (+ tokenizer_config.json). Run by hand only (see README.md); the Go
-// test reads the committed output.
+// Writes a golden file: the ids and decoded text @huggingface/tokenizers gives for a trained
+// tokenizer.json (+ tokenizer_config.json) on the cases below, plus the non-blank lines of an
+// optional text file. Run by hand only (see README.md); the Go tests read the committed output.
 //
-//   node gen_golden.mjs <node_modules dir> <this testdata dir>
+//   node gen_golden.mjs <node_modules dir> <tokenizer dir> <output .json> [extra lines .txt]
 import fs from "node:fs";
 import path from "node:path";
 
-const [nodeModules, dir] = process.argv.slice(2);
+const [nodeModules, dir, outFile, extraFile] = process.argv.slice(2);
 const { Tokenizer } = await import(path.join(nodeModules, "@huggingface/tokenizers/dist/tokenizers.mjs"));
 
 const cases = [
@@ -22,6 +22,10 @@ const cases = [
   "Words the trainer never saw: xylophone quizzically zephyr",
 ];
 
+if (extraFile) {
+  cases.push(...fs.readFileSync(extraFile, "utf8").split("\n").filter((l) => l.trim() !== ""));
+}
+
 const tokJSON = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
 const config = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
 const tok = new Tokenizer(tokJSON, config);
@@ -30,5 +34,5 @@ const out = cases.map((text) => {
   const decoded = ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "";
   return { text, ids, decoded };
 });
-fs.writeFileSync(path.join(dir, "golden.json"), JSON.stringify({ cases: out }, null, 0) + "\n");
+fs.writeFileSync(outFile, JSON.stringify({ cases: out }, null, 0) + "\n");
 console.log(out.length, "cases");
