@@ -45,7 +45,7 @@ func writeTestTokenizer(t *testing.T, dir string) string {
 
 // writeStream writes a data set whose split holds the given tokens, cut into shards of
 // shardTokens, and returns its directory.
-func writeStream(t *testing.T, vocabSize int, shardTokens int64, train, val []int) string {
+func writeStream(t testing.TB, vocabSize int, shardTokens int64, train, val []int) string {
 	t.Helper()
 	dir := t.TempDir()
 	m := &Meta{Format: FormatName, Version: Version, Tokenizer: "tokenizer.json", VocabSize: vocabSize,
