@@ -1,0 +1,270 @@
+// The up command: a whole local cloud in one process tree. It starts N `llmcloud serve`
+// replicas under a supervisor (package cloud), puts the router (package router) in front of
+// them in-process, optionally runs the autoscaler (package autoscale) over the supervisor, and
+// shows the fleet's status every second. Ctrl-C drains and stops everything. See docs/cloud.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmcloud/llmcloud/autoscale"
+	"github.com/llmcloud/llmcloud/cloud"
+	"github.com/llmcloud/llmcloud/router"
+)
+
+func init() {
+	register("up", "run a local cloud: supervised serve replicas behind the router, with an optional autoscaler", runUp)
+}
+
+func runUp(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return up(ctx, args, stdout, stderr, upHooks{serveArgv: []string{exe, "serve"}})
+}
+
+// upHooks let tests run the command in-process.
+type upHooks struct {
+	serveArgv []string          // the serve command (before the model and passed-through flags)
+	ready     func(addr string) // gets the router's address once it listens
+}
+
+// upFlags are the command's settings.
+type upFlags struct {
+	replicas              int
+	model, host, policy   string
+	port                  int
+	autoscale             string
+	targetWaiting, target float64
+	metric                string
+	upCool, downCool      time.Duration
+	interval              time.Duration
+	statusInterval        time.Duration
+	logFile               string
+	startTimeout, drain   time.Duration
+	health                time.Duration
+	retries               int
+}
+
+func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHooks) error {
+	fs := newFlags("up", stderr)
+	var f upFlags
+	fs.IntVar(&f.replicas, "replicas", 2, "replicas to start (with --autoscale: clamped to its bounds)")
+	fs.StringVar(&f.model, "model", "", "model path (GGUF, Hugging Face directory, llama2.c .bin); empty: serve's default")
+	fs.StringVar(&f.host, "host", "0.0.0.0", "router address to listen on")
+	fs.IntVar(&f.port, "port", 8080, "router port (0 = any free port)")
+	fs.StringVar(&f.policy, "policy", "prefix", "routing policy: round-robin, least-load, session or prefix")
+	fs.StringVar(&f.autoscale, "autoscale", "", "MIN:MAX replicas: turn the autoscaler on")
+	fs.StringVar(&f.metric, "autoscale-metric", string(autoscale.MetricWaiting), "per-replica metric the autoscaler targets: waiting, running or kv-usage")
+	fs.Float64Var(&f.targetWaiting, "target-waiting", 2, "target requests waiting per replica (metric waiting)")
+	fs.Float64Var(&f.target, "target", 0, "target value of --autoscale-metric per replica (overrides --target-waiting)")
+	fs.DurationVar(&f.upCool, "scale-up-cooldown", 10*time.Second, "no scale-up sooner than this after a change")
+	fs.DurationVar(&f.downCool, "scale-down-cooldown", 60*time.Second, "scale-down stabilization window")
+	fs.DurationVar(&f.interval, "autoscale-interval", time.Second, "time between autoscaler evaluations")
+	fs.DurationVar(&f.statusInterval, "status-interval", time.Second, "status refresh period (0 = no status)")
+	fs.StringVar(&f.logFile, "log-file", "", "log and replica output file (default: stderr, or a temp file when stdout is a terminal)")
+	fs.DurationVar(&f.startTimeout, "start-timeout", 2*time.Minute, "a replica's start to /health 200")
+	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "a removed replica's SIGTERM to SIGKILL")
+	fs.DurationVar(&f.health, "health-interval", time.Second, "router's /health and /metrics probe period")
+	fs.IntVar(&f.retries, "max-retries", 2, "router retries on another replica before any response byte reached the client")
+	var passThrough []string // serve flags, after "--"
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, passThrough = args[:i], args[i+1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments %q (serve flags go after --)", fs.Args())
+	}
+	if f.replicas < 0 {
+		return usagef("--replicas %d < 0", f.replicas)
+	}
+	for _, a := range passThrough {
+		switch name := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-"); name {
+		case "host", "port":
+			return usagef("serve flag --%s is set by up", name)
+		}
+	}
+	var asCfg *autoscale.Config
+	if f.autoscale != "" {
+		c, err := parseAutoscale(f)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		asCfg = &c
+		f.replicas = min(max(f.replicas, c.MinReplicas), c.MaxReplicas)
+	}
+
+	logOut, logPath, closeLog, err := upLogOutput(f.logFile, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	log := slog.New(slog.NewTextHandler(logOut, nil))
+	reg := prometheus.NewRegistry()
+	rt, err := router.New(router.Options{Policy: f.policy, HealthInterval: f.health, MaxRetries: f.retries,
+		Logger: log.With("component", "router"), Registerer: reg})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	argv := append([]string{}, hooks.serveArgv...)
+	if f.model != "" {
+		argv = append(argv, "--model", f.model)
+	}
+	argv = append(argv, passThrough...)
+	sup, err := cloud.New(cloud.Options{Argv: argv, Replicas: f.replicas, StartTimeout: f.startTimeout,
+		StopTimeout: f.drain, Output: logOut, OnChange: rt.SetBackends,
+		Logger: log.With("component", "cloud"), Registerer: reg})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		return err
+	}
+	var ctl *autoscale.Controller
+	mux := http.NewServeMux()
+	mux.Handle("/", rt.Handler())
+	mux.HandleFunc("GET /cloud/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(cloudStatus(sup, rt, ctl))
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("router listening", "addr", addr, "policy", f.policy, "replicas", f.replicas, "serve", argv)
+	if logPath != "" {
+		fmt.Fprintf(stderr, "llmcloud up: router on %s; logs in %s\n", addr, logPath)
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { rt.Run(runCtx) })
+	if err := sup.Start(); err != nil {
+		cancel()
+		hs.Close()
+		wg.Wait()
+		return err
+	}
+	if asCfg != nil {
+		ctl, err = autoscale.NewController(autoscale.ControllerOptions{Config: *asCfg, Scaler: sup,
+			Observe: observeRouter(rt), Interval: f.interval, Logger: log.With("component", "autoscale"),
+			Registerer: reg}, time.Now())
+		if err != nil {
+			cancel()
+			sup.Stop()
+			hs.Close()
+			wg.Wait()
+			return err
+		}
+		wg.Go(func() { ctl.Run(runCtx) })
+	}
+	if hooks.ready != nil {
+		hooks.ready(addr)
+	}
+	if f.statusInterval > 0 {
+		wg.Go(func() { showStatus(runCtx, stdout, isTerminal(stdout), f.statusInterval, sup, rt, ctl, log) })
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-serveErr:
+	}
+	log.Info("shutting down: draining replicas")
+	cancel() // autoscaler and status stop first, so nothing scales during the drain
+	wg.Wait()
+	shutdownDone := make(chan struct{})
+	go func() {
+		sctx, c := context.WithTimeout(context.Background(), f.drain+5*time.Second)
+		defer c()
+		hs.Shutdown(sctx)
+		close(shutdownDone)
+	}()
+	sup.Stop()
+	<-shutdownDone
+	log.Info("stopped")
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	return runErr
+}
+
+// parseAutoscale builds the autoscaler's config from the flags.
+func parseAutoscale(f upFlags) (autoscale.Config, error) {
+	lo, hi, ok := strings.Cut(f.autoscale, ":")
+	minR, err1 := strconv.Atoi(lo)
+	maxR, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil {
+		return autoscale.Config{}, fmt.Errorf("--autoscale %q: want MIN:MAX, e.g. 1:4", f.autoscale)
+	}
+	c := autoscale.Config{Metric: autoscale.Metric(f.metric), Target: f.targetWaiting, MinReplicas: minR,
+		MaxReplicas: maxR, ScaleUpCooldown: f.upCool, ScaleDownCooldown: f.downCool}
+	if f.target != 0 {
+		c.Target = f.target
+	}
+	return c, c.Validate()
+}
+
+// observeRouter reads the replicas' load from the router's latest scrapes (healthy ones only).
+func observeRouter(rt *router.Router) autoscale.ObserveFunc {
+	return func(context.Context) ([]autoscale.Sample, error) {
+		var s []autoscale.Sample
+		for _, b := range rt.Backends() {
+			if b.Healthy {
+				s = append(s, autoscale.Sample{Replica: b.URL, Waiting: b.Waiting, Running: b.Running, KVUsage: b.KVUsage})
+			}
+		}
+		return s, nil
+	}
+}
+
+// upLogOutput opens where logs and replica output go, and returns its path if it is a file.
+func upLogOutput(path string, stdout, stderr io.Writer) (io.Writer, string, func(), error) {
+	if path == "" && isTerminal(stdout) {
+		path = filepath.Join(os.TempDir(), fmt.Sprintf("llmcloud-up-%d.log", os.Getpid()))
+	}
+	if path == "" {
+		return stderr, "", func() {}, nil
+	}
+	fl, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--log-file: %w", err)
+	}
+	return fl, path, func() { fl.Close() }, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	fl, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := fl.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/internal/shared"
+)
+
+// TestUpHelperCLI is not a test: with LLMCLOUD_UP_HELPER set, this test binary is the
+// `llmcloud` that up's tests start as replicas (`... -test.run=^TestUpHelperCLI$ -- serve ...`).
+func TestUpHelperCLI(t *testing.T) {
+	if os.Getenv("LLMCLOUD_UP_HELPER") == "" {
+		t.Skip("helper process for the up tests")
+	}
+	os.Exit(runMain(flag.Args(), os.Stdout, os.Stderr))
+}
+
+// lockedBuffer collects the up command's log.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// startUp runs `llmcloud up ARGS` in-process with this test binary as the replicas' binary and
+// returns the router's URL and the log. The cloud is stopped (and checked to stop cleanly) at
+// the end of the test.
+func startUp(t *testing.T, args ...string) (string, *lockedBuffer) {
+	t.Helper()
+	t.Setenv("LLMCLOUD_UP_HELPER", "1")
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	args = append([]string{"--host", "127.0.0.1", "--port", "0", "--status-interval", "500ms"}, args...)
+	go func() {
+		done <- up(ctx, args, logs, logs, upHooks{
+			serveArgv: []string{os.Args[0], "-test.run=^TestUpHelperCLI$", "--", "serve"},
+			ready:     func(a string) { addrc <- a },
+		})
+	}()
+	var url string
+	select {
+	case a := <-addrc:
+		url = "http://" + a
+	case err := <-done:
+		t.Fatalf("up: %v\n%s", err, logs)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("up returned %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Error("up did not stop")
+		}
+		if t.Failed() {
+			t.Logf("up's log:\n%s", logs)
+		}
+	})
+	return url, logs
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// waitFleet polls /cloud/status until cond holds.
+func waitFleet(t *testing.T, url, what string, timeout time.Duration, cond func(fleetView) bool) fleetView {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var v fleetView
+		getJSON(t, url+"/cloud/status", &v)
+		if cond(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; status %+v", what, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readyCount(v fleetView) int {
+	n := 0
+	for _, r := range v.Replicas {
+		if r.State == "ready" && r.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// routerURLs returns the backends of GET /router/status.
+func routerURLs(t *testing.T, url string) []string {
+	var st struct {
+		Backends []struct {
+			URL string `json:"url"`
+		} `json:"backends"`
+	}
+	getJSON(t, url+"/router/status", &st)
+	var urls []string
+	for _, b := range st.Backends {
+		urls = append(urls, b.URL)
+	}
+	return urls
+}
+
+// Issue 7, acceptance 1: three replicas behind the router under a benchmark; one is SIGKILLed
+// mid-run. No request fails unless it had started streaming from the dead replica, the dead
+// one leaves the router within 2 s, and it is restarted and takes traffic again.
+func TestUpSurvivesKilledReplica(t *testing.T) {
+	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	url, logs := startUp(t, "--replicas", "3", "--model", model, "--policy", "round-robin",
+		"--", "--max-model-len", "256", "--threads", "1", "--max-num-seqs", "16", "--disable-log-requests")
+	waitFleet(t, url, "3 ready replicas", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 3 })
+
+	reqs, err := bench.RandomRequests(bench.Words{}, bench.RandomOptions{InputLen: 16, OutputLen: 160}, 150, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &bench.Client{URL: url + "/v1/completions", Model: "stories260K", IgnoreEOS: true, HTTP: bench.NewHTTPClient(time.Minute)}
+	var res bench.Result
+	outc := make(chan []bench.Output, 1)
+	go func() {
+		outc <- bench.Run(context.Background(), bench.Config{Client: client, Requests: reqs, RequestRate: 30, Seed: 1}, &res)
+	}()
+
+	// Kill, a second into the run, the replica with the most requests in flight (waiting up to
+	// 2 s more for one with at least two).
+	time.Sleep(time.Second)
+	var victim replicaView
+	for wait := time.Now(); ; {
+		var v fleetView
+		getJSON(t, url+"/cloud/status", &v)
+		victim = slices.MaxFunc(v.Replicas, func(a, b replicaView) int { return a.Inflight - b.Inflight })
+		if victim.Inflight >= 2 || time.Since(wait) > 2*time.Second {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for slices.Contains(routerURLs(t, url), victim.URL) {
+		if time.Since(killed) > 2*time.Second {
+			t.Fatalf("killed replica %s still in the router after 2 s", victim.URL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	removedAfter := time.Since(killed)
+	back := waitFleet(t, url, "the killed replica to be restarted", 30*time.Second, func(v fleetView) bool {
+		for _, r := range v.Replicas {
+			if r.Name == victim.Name {
+				return r.Restarts == 1 && r.PID != victim.PID && r.State == "ready" && r.Healthy
+			}
+		}
+		return false
+	})
+	restartedAfter := time.Since(killed)
+
+	outs := <-outc
+	streamedCut := 0
+	for i, o := range outs {
+		if o.Success {
+			continue
+		}
+		if o.TTFT == 0 {
+			t.Errorf("request %d failed before it streamed anything: %s", i, o.Error)
+		}
+		streamedCut++
+	}
+	if res.Completed < len(reqs)-victim.Inflight-4 {
+		t.Errorf("only %d of %d requests completed", res.Completed, len(reqs))
+	}
+	// Round-robin over the three: of six more requests, the restarted replica gets two.
+	var newURL string
+	for _, r := range back.Replicas {
+		if r.Name == victim.Name {
+			newURL = r.URL
+		}
+	}
+	for i := range 6 {
+		if o := client.Do(context.Background(), reqs[i], i); !o.Success {
+			t.Errorf("request after the restart failed: %s", o.Error)
+		}
+	}
+	var end fleetView
+	getJSON(t, url+"/cloud/status", &end)
+	for _, r := range end.Replicas {
+		if r.URL == newURL && r.Requests == 0 {
+			t.Errorf("restarted replica %s got no traffic: %+v", r.Name, r)
+		}
+	}
+	if !strings.Contains(logs.String(), "replica exited; restarting") {
+		t.Error("no restart in the log")
+	}
+	t.Logf("killed %s (pid %d, %d in flight): out of the router after %s, restarted after %s; %d/%d completed, %d cut mid-stream",
+		victim.Name, victim.PID, victim.Inflight, removedAfter.Round(time.Millisecond), restartedAfter.Round(time.Millisecond),
+		res.Completed, len(reqs), streamedCut)
+}
+
+// Issue 7, acceptance 3: a burst makes the autoscaler add replicas up to the maximum; idle for
+// the scale-down window, the fleet goes back to the minimum. Each decision is logged with the
+// per-replica metric values behind it.
+func TestUpAutoscales(t *testing.T) {
+	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	url, logs := startUp(t, "--replicas", "1", "--model", model, "--autoscale", "1:3", "--target-waiting", "2",
+		"--scale-up-cooldown", "1s", "--scale-down-cooldown", "3s", "--autoscale-interval", "200ms", "--health-interval", "200ms",
+		"--", "--max-model-len", "512", "--threads", "1", "--max-num-seqs", "1", "--disable-log-requests")
+	waitFleet(t, url, "1 ready replica", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 1 })
+
+	reqs, err := bench.RandomRequests(bench.Words{}, bench.RandomOptions{InputLen: 16, OutputLen: 200}, 160, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While the burst runs, keep the status with the most ready replicas.
+	var peak fleetView
+	stopPoll := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stopPoll:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			var v fleetView
+			getJSON(t, url+"/cloud/status", &v)
+			if readyCount(v) >= readyCount(peak) {
+				peak = v
+			}
+		}
+	}()
+	client := &bench.Client{URL: url + "/v1/completions", Model: "stories260K", IgnoreEOS: true, HTTP: bench.NewHTTPClient(time.Minute)}
+	var res bench.Result
+	// 40 requests/s for 4 s: far more than one replica running one sequence at a time serves,
+	// and long enough for the added replicas to start and take a share.
+	outs := bench.Run(context.Background(), bench.Config{Client: client, Requests: reqs, RequestRate: 40, Seed: 2}, &res)
+	close(stopPoll)
+	<-polled
+	if res.Failed != 0 {
+		t.Errorf("%d requests failed during scaling: %v", res.Failed, firstError(outs))
+	}
+	if !regexp.MustCompile(`msg=autoscale component=autoscale action=up before=[12] after=3 desired=3 metric=waiting sum=\d+ target=2 values="http://127\.0\.0\.1:\d+=\d+`).MatchString(logs.String()) {
+		t.Fatalf("no scale-up to 3 with its metric values in the log:\n%s", grepLines(logs.String(), "autoscale"))
+	}
+	if readyCount(peak) != 3 {
+		t.Errorf("at most %d replicas were ready during the burst", readyCount(peak))
+	}
+	took := 0
+	for _, r := range peak.Replicas {
+		if r.Requests > 0 {
+			took++
+		}
+	}
+	if took < 2 {
+		t.Errorf("the added replicas took no traffic: %+v", peak.Replicas)
+	}
+	down := waitFleet(t, url, "the scale-down to 1 replica", 30*time.Second, func(v fleetView) bool {
+		return len(v.Replicas) == 1 && readyCount(v) == 1
+	})
+	if !regexp.MustCompile(`msg=autoscale component=autoscale action=down before=[23] after=1 desired=1 metric=waiting sum=0 target=2 values="http://\S+=0 http://\S+=0`).MatchString(logs.String()) {
+		t.Fatalf("no scale-down decision with its values:\n%s", grepLines(logs.String(), "autoscale"))
+	}
+	for _, r := range peak.Replicas {
+		if r.Name != down.Replicas[0].Name && syscall.Kill(r.PID, 0) == nil {
+			t.Errorf("removed replica %s (pid %d) still running", r.Name, r.PID)
+		}
+	}
+	t.Logf("autoscale decisions:\n%s", grepLines(logs.String(), "msg=autoscale"))
+}
+
+func firstError(outs []bench.Output) string {
+	for _, o := range outs {
+		if !o.Success {
+			return o.Error
+		}
+	}
+	return ""
+}
+
+func grepLines(s, sub string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			fmt.Fprintln(&b, l)
+		}
+	}
+	return b.String()
+}
+
+// Bad flags are usage errors and start nothing.
+func TestUpFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--autoscale", "3"},
+		{"--autoscale", "4:2"},
+		{"--autoscale", "1:2", "--target-waiting", "0"},
+		{"--autoscale", "1:2", "--autoscale-metric", "gpu"},
+		{"--replicas", "-1"},
+		{"--policy", "random-walk"},
+		{"--", "--port", "9000"},
+		{"stray"},
+	} {
+		var out bytes.Buffer
+		err := up(context.Background(), append([]string{"--port", "0", "--host", "127.0.0.1"}, args...), &out, &out,
+			upHooks{serveArgv: []string{"/nonexistent"}})
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) {
+			t.Errorf("%q: got %v, want a usage error", args, err)
+		}
+	}
+}
