@@ -1,0 +1,118 @@
+// This file implements the optimizer: the global gradient L2 norm, clipping to it, and
+// decoupled AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019) over
+// the model's flat parameter buffer, as PyTorch's torch.optim.AdamW computes it. The fast
+// path splits the buffer into fixed chunks run on the worker pool; every element's update is
+// independent and the norm's partial sums are added in chunk order, so the result does not
+// depend on the thread count. adamwRef and gradNormRef are the plain serial references.
+package train
+
+import (
+	"math"
+
+	"github.com/llmcloud/llmcloud/kernels"
+)
+
+// chunkElems is the fixed unit of parallel work (and of the norm's partial sums).
+const chunkElems = 1 << 15
+
+// AdamW holds the moment estimates of every parameter and the update count.
+type AdamW struct {
+	M, V   []float32 // first and second moments, [len(w)]
+	spans  []span    // parameter ranges in the flat buffer and whether they decay
+	T      int       // updates applied so far (bias correction uses T+1 for the next one)
+	pool   *kernels.Pool
+	partSq []float64 // per-chunk partial sums of squares
+}
+
+// span is one parameter's range [lo, hi) of the flat buffer.
+type span struct {
+	lo, hi int
+	decay  bool
+}
+
+// Hyper are one update's settings.
+type Hyper struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+	GradScale                          float32 // gradients are multiplied by this first (1/grad-accum)
+	Clip                               float64 // global norm limit after scaling; 0 = off
+}
+
+// NewAdamW makes an optimizer for a flat buffer of n parameters laid out as spans (a nil
+// pool means kernels.Serial).
+func NewAdamW(n int, spans []span, pool *kernels.Pool) *AdamW {
+	if pool == nil {
+		pool = kernels.Serial
+	}
+	return &AdamW{M: make([]float32, n), V: make([]float32, n), spans: spans, pool: pool,
+		partSq: make([]float64, (n+chunkElems-1)/chunkElems)}
+}
+
+// Step scales g, clips it to the global norm limit, updates w in place and returns the
+// global L2 norm of the scaled gradient before clipping. w, g: [n].
+func (o *AdamW) Step(w, g []float32, h Hyper) float64 {
+	n := len(w)
+	nChunks := (n + chunkElems - 1) / chunkElems
+	o.pool.For(nChunks, 1, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			a, b := c*chunkElems, min((c+1)*chunkElems, n)
+			var s float64
+			for _, x := range g[a:b] {
+				x *= h.GradScale
+				s += float64(x) * float64(x)
+			}
+			o.partSq[c] = s
+		}
+	})
+	var sum float64
+	for _, s := range o.partSq[:nChunks] {
+		sum += s
+	}
+	norm := math.Sqrt(sum)
+	scale := h.GradScale
+	if h.Clip > 0 && norm > h.Clip {
+		scale *= float32(h.Clip / norm)
+	}
+	o.T++
+	k := o.coeffs(h, scale)
+	for _, sp := range o.spans {
+		wd := float32(0)
+		if sp.decay {
+			wd = k.decay
+		}
+		o.pool.For((sp.hi-sp.lo+chunkElems-1)/chunkElems, 1, func(lo, hi int) {
+			a, b := sp.lo+lo*chunkElems, min(sp.lo+hi*chunkElems, sp.hi)
+			adamwRange(w[a:b], g[a:b], o.M[a:b], o.V[a:b], k, wd)
+		})
+	}
+	return norm
+}
+
+// coeffs holds one step's constants in float32.
+type coeffs struct {
+	scale, b1, b2, omb1, omb2, lr, eps, bc1, bc2, decay float32
+}
+
+func (o *AdamW) coeffs(h Hyper, scale float32) coeffs {
+	t := float64(o.T)
+	return coeffs{
+		scale: scale, b1: float32(h.Beta1), b2: float32(h.Beta2),
+		omb1: float32(1 - h.Beta1), omb2: float32(1 - h.Beta2),
+		lr: float32(h.LR), eps: float32(h.Eps),
+		bc1: float32(1 - math.Pow(h.Beta1, t)), bc2: float32(1 - math.Pow(h.Beta2, t)),
+		decay: float32(h.LR * h.WeightDecay),
+	}
+}
+
+// adamwRange updates one range: w, g, m, v all [n]; wd is lr·weight_decay or 0.
+func adamwRange(w, g, m, v []float32, k coeffs, wd float32) {
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	for i := range w {
+		gi := g[i] * k.scale
+		mi := k.b1*m[i] + k.omb1*gi
+		vi := k.b2*v[i] + k.omb2*gi*gi
+		m[i], v[i] = mi, vi
+		mhat := mi / k.bc1
+		vhat := vi / k.bc2
+		w[i] -= wd*w[i] + k.lr*mhat/(float32(math.Sqrt(float64(vhat)))+k.eps)
+	}
+}

@@ -1,0 +1,221 @@
+// This file implements checkpoints (docs/formats/checkpoint.md): a directory holding
+// trainer.json (step, token count, loader position, RNG state, AdamW step, the run's config and
+// the model's shape), state.safetensors (every parameter and both AdamW moments as F32, under
+// "param.", "adam_m." and "adam_v." + the GGUF tensor name) and the tokenizer.json of the data.
+// A checkpoint is written into a temporary directory and renamed into place, then the run
+// directory's "latest" file is replaced atomically to name it.
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/llmcloud/llmcloud/format/safetensors"
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// CheckpointVersion is the trainer.json format version written.
+const CheckpointVersion = 1
+
+// Files of a checkpoint directory and the pointer file of a run directory.
+const (
+	stateFile     = "trainer.json"
+	tensorsFile   = "state.safetensors"
+	tokenizerFile = "tokenizer.json"
+	latestFile    = "latest"
+)
+
+// State is trainer.json.
+type State struct {
+	Version        int          `json:"version"`
+	Step           int          `json:"step"`   // optimizer steps completed
+	Tokens         int64        `json:"tokens"` // training tokens consumed
+	LoaderPosition int64        `json:"loader_position"`
+	LoaderEpoch    int          `json:"loader_epoch"`
+	RNG            []byte       `json:"rng"` // math/rand/v2 PCG state (MarshalBinary), base64
+	AdamStep       int          `json:"adam_step"`
+	ElapsedSeconds float64      `json:"elapsed_seconds"` // training wall time so far
+	TrainLoss      float32      `json:"train_loss"`      // loss of the last step
+	Config         Config       `json:"config"`
+	Model          model.Config `json:"model"`
+}
+
+// Checkpoint is a loaded checkpoint: its state and its tensors (F32, by full name).
+type Checkpoint struct {
+	Dir           string
+	State         State
+	Tensors       map[string][]float32
+	TokenizerPath string // "" if the checkpoint has none
+}
+
+// f32Bytes views f as bytes (little-endian machines, as the rest of the project assumes).
+func f32Bytes(f []float32) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}
+
+// namedF32 is one tensor to save.
+type namedF32 struct {
+	name  string
+	shape []int
+	data  []float32
+}
+
+// writeCheckpoint writes a checkpoint for st.Step under runDir/ckpt/ and points runDir/latest
+// at it. It returns the checkpoint's directory.
+func writeCheckpoint(runDir string, st *State, ts []namedF32, tokenizerSrc string) (string, error) {
+	root := filepath.Join(runDir, "ckpt")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	name := fmt.Sprintf("step-%08d", st.Step)
+	tmp, err := os.MkdirTemp(root, "."+name+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	js, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, stateFile), append(js, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	tens := make([]tensor.Tensor, len(ts))
+	for i, t := range ts {
+		tens[i] = tensor.Tensor{Name: t.name, Type: tensor.F32, Shape: t.shape, Data: f32Bytes(t.data)}
+	}
+	meta := map[string]string{"format": "llmcloud-train-checkpoint", "version": fmt.Sprint(CheckpointVersion)}
+	if err := safetensors.WriteFile(filepath.Join(tmp, tensorsFile), tens, meta); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	if tokenizerSrc != "" {
+		if err := copyFile(tokenizerSrc, filepath.Join(tmp, tokenizerFile)); err != nil {
+			return "", fmt.Errorf("train: checkpoint: %w", err)
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	final := filepath.Join(root, name)
+	if err := os.RemoveAll(final); err != nil { // a re-run of the same step replaces it
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	ok = true
+	rel := filepath.Join("ckpt", name)
+	if err := atomicfile.Write(filepath.Join(runDir, latestFile), func(w io.Writer) error {
+		_, err := io.WriteString(w, rel+"\n")
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	return final, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return atomicfile.Write(dst, func(w io.Writer) error { _, err := io.Copy(w, in); return err })
+}
+
+// ResolveCheckpoint turns a --resume argument into a checkpoint directory: "latest" reads
+// runDir/latest; anything else is the checkpoint directory itself, or a run directory whose
+// latest checkpoint is meant.
+func ResolveCheckpoint(arg, runDir string) (string, error) {
+	if arg == "latest" {
+		if runDir == "" {
+			return "", fmt.Errorf("train: --resume latest needs --out (the run directory)")
+		}
+		arg = runDir
+	}
+	if _, err := os.Stat(filepath.Join(arg, stateFile)); err == nil {
+		return arg, nil
+	}
+	raw, err := os.ReadFile(filepath.Join(arg, latestFile))
+	if err != nil {
+		return "", fmt.Errorf("train: %s is neither a checkpoint (no %s) nor a run directory with a checkpoint (%v)", arg, stateFile, err)
+	}
+	return filepath.Join(arg, strings.TrimSpace(string(raw))), nil
+}
+
+// LoadCheckpoint reads a checkpoint directory and checks that its tensors are complete.
+func LoadCheckpoint(dir string) (*Checkpoint, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("train: checkpoint: %w", err)
+	}
+	ck := &Checkpoint{Dir: dir, Tensors: map[string][]float32{}}
+	if err := json.Unmarshal(raw, &ck.State); err != nil {
+		return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
+	}
+	if ck.State.Version != CheckpointVersion {
+		return nil, fmt.Errorf("train: checkpoint %s: version %d, this build reads %d", dir, ck.State.Version, CheckpointVersion)
+	}
+	if err := ck.State.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
+	}
+	f, err := safetensors.Open(filepath.Join(dir, tensorsFile))
+	if err != nil {
+		return nil, fmt.Errorf("train: checkpoint: %w", err)
+	}
+	defer f.Close()
+	for _, t := range f.Tensors {
+		if t.Type != tensor.F32 {
+			return nil, fmt.Errorf("train: checkpoint %s: tensor %s is %s, want F32", dir, t.Name, t.Type)
+		}
+		v := make([]float32, len(t.Data)/4)
+		copy(f32Bytes(v), t.Data)
+		ck.Tensors[t.Name] = v
+	}
+	shapes := ck.State.Model.Shapes()
+	names := make([]string, 0, len(shapes))
+	for n := range shapes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		want := 1
+		for _, d := range shapes[n] {
+			want *= d
+		}
+		for _, pre := range []string{"param.", "adam_m.", "adam_v."} {
+			if got := len(ck.Tensors[pre+n]); got != want {
+				return nil, fmt.Errorf("train: checkpoint %s: %s%s has %d values, the model wants %d", dir, pre, n, got, want)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, tokenizerFile)); err == nil {
+		ck.TokenizerPath = filepath.Join(dir, tokenizerFile)
+	}
+	return ck, nil
+}

@@ -1,0 +1,156 @@
+// Package train is the training loop of llmcloud: a Llama-family model (package train/nn)
+// trained on token shards (package data) with AdamW, a warmup + cosine learning-rate schedule,
+// gradient accumulation and global-norm clipping; periodic validation, checkpoints that resume
+// bit for bit, a progress line with tokens/s and MFU, a JSONL log, a loss-curve PNG, and
+// export to GGUF or a Hugging Face directory through package convert. See docs/training.md.
+//
+// This file implements Config: every setting of a run, its defaults and its validation.
+package train
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/llmcloud/llmcloud/model"
+)
+
+// Config is one training run. The JSON/YAML keys are the command-line flag names.
+type Config struct {
+	Data string `json:"data" yaml:"data"` // directory of shards made by `llmcloud data prepare`
+	Out  string `json:"out" yaml:"out"`   // run directory: checkpoints, log, loss curve
+
+	// Model shape; the vocabulary comes from the data.
+	Dim       int     `json:"dim" yaml:"dim"`
+	Layers    int     `json:"layers" yaml:"layers"`
+	Heads     int     `json:"heads" yaml:"heads"`
+	KVHeads   int     `json:"kv-heads" yaml:"kv-heads"` // 0: Heads
+	FFN       int     `json:"ffn" yaml:"ffn"`           // 0: Llama's 8/3·dim rounded up to 64
+	Ctx       int     `json:"ctx" yaml:"ctx"`           // context length written to the model (0: Seq)
+	RopeTheta float64 `json:"rope-theta" yaml:"rope-theta"`
+	Tied      bool    `json:"tied" yaml:"tied"` // output projection shares the embedding
+
+	// Batching: each optimizer step sees GradAccum micro-batches of Batch×Seq tokens.
+	Batch     int `json:"batch" yaml:"batch"`
+	Seq       int `json:"seq" yaml:"seq"`
+	GradAccum int `json:"grad-accum" yaml:"grad-accum"`
+	Steps     int `json:"steps" yaml:"steps"`
+
+	// Optimizer: decoupled AdamW (no decay on 1-D parameters), warmup then cosine decay from
+	// LR to MinLR at the last step, gradients clipped to a global L2 norm of Clip (0: off).
+	LR          float64 `json:"lr" yaml:"lr"`
+	MinLR       float64 `json:"min-lr" yaml:"min-lr"`
+	Warmup      int     `json:"warmup" yaml:"warmup"`
+	WeightDecay float64 `json:"weight-decay" yaml:"weight-decay"`
+	Beta1       float64 `json:"beta1" yaml:"beta1"`
+	Beta2       float64 `json:"beta2" yaml:"beta2"`
+	Eps         float64 `json:"eps" yaml:"eps"`
+	Clip        float64 `json:"clip" yaml:"clip"`
+
+	Seed        uint64 `json:"seed" yaml:"seed"`
+	EvalEvery   int    `json:"eval-every" yaml:"eval-every"`     // 0: only at the end
+	EvalBatches int    `json:"eval-batches" yaml:"eval-batches"` // validation batches per evaluation
+	CkptEvery   int    `json:"ckpt-every" yaml:"ckpt-every"`     // 0: only at the end
+	LogEvery    int    `json:"log-every" yaml:"log-every"`       // steps per progress line
+	Threads     int    `json:"threads" yaml:"threads"`
+
+	// Export at the end of the run ("" = none); ExportType is a convert weight type.
+	ExportGGUF string `json:"export-gguf" yaml:"export-gguf"`
+	ExportHF   string `json:"export-hf" yaml:"export-hf"`
+	ExportType string `json:"export-type" yaml:"export-type"`
+}
+
+// DefaultConfig returns a complete configuration: a small model and llm.c-like optimizer
+// settings.
+func DefaultConfig() Config {
+	return Config{
+		Dim: 256, Layers: 4, Heads: 4, RopeTheta: 10000,
+		Batch: 8, Seq: 256, GradAccum: 1, Steps: 1000,
+		LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.1,
+		Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Clip: 1.0,
+		Seed: 1337, EvalEvery: 100, EvalBatches: 8, LogEvery: 10,
+		Threads: runtime.NumCPU(),
+	}
+}
+
+// Validate reports the first inconsistent setting.
+func (c *Config) Validate() error {
+	pos := []struct {
+		name string
+		v    int
+	}{{"dim", c.Dim}, {"layers", c.Layers}, {"heads", c.Heads}, {"batch", c.Batch}, {"seq", c.Seq},
+		{"grad-accum", c.GradAccum}, {"steps", c.Steps}, {"eval-batches", c.EvalBatches},
+		{"log-every", c.LogEvery}, {"threads", c.Threads}}
+	for _, p := range pos {
+		if p.v <= 0 {
+			return fmt.Errorf("train: --%s = %d, must be positive", p.name, p.v)
+		}
+	}
+	nonneg := []struct {
+		name string
+		v    int
+	}{{"kv-heads", c.KVHeads}, {"ffn", c.FFN}, {"ctx", c.Ctx}, {"warmup", c.Warmup},
+		{"eval-every", c.EvalEvery}, {"ckpt-every", c.CkptEvery}}
+	for _, p := range nonneg {
+		if p.v < 0 {
+			return fmt.Errorf("train: --%s = %d, must not be negative", p.name, p.v)
+		}
+	}
+	if c.Dim%c.Heads != 0 {
+		return fmt.Errorf("train: --dim %d is not a multiple of --heads %d", c.Dim, c.Heads)
+	}
+	if c.kvHeads() > c.Heads || c.Heads%c.kvHeads() != 0 {
+		return fmt.Errorf("train: --heads %d is not a multiple of --kv-heads %d", c.Heads, c.kvHeads())
+	}
+	if (c.Dim/c.Heads)%2 != 0 {
+		return fmt.Errorf("train: head size %d (dim/heads) is odd; RoPE rotates pairs", c.Dim/c.Heads)
+	}
+	if c.Ctx > 0 && c.Ctx < c.Seq {
+		return fmt.Errorf("train: --ctx %d is shorter than --seq %d", c.Ctx, c.Seq)
+	}
+	if !(c.LR > 0) || c.MinLR < 0 || c.MinLR > c.LR {
+		return fmt.Errorf("train: need 0 <= --min-lr (%g) <= --lr (%g) and --lr > 0", c.MinLR, c.LR)
+	}
+	if c.WeightDecay < 0 || c.Clip < 0 || !(c.Eps > 0) {
+		return errors.New("train: --weight-decay and --clip must not be negative, --eps must be positive")
+	}
+	if c.Beta1 < 0 || c.Beta1 >= 1 || c.Beta2 < 0 || c.Beta2 >= 1 {
+		return fmt.Errorf("train: --beta1 %g and --beta2 %g must be in [0, 1)", c.Beta1, c.Beta2)
+	}
+	if !(c.RopeTheta > 0) {
+		return fmt.Errorf("train: --rope-theta %g must be positive", c.RopeTheta)
+	}
+	return nil
+}
+
+func (c *Config) kvHeads() int {
+	if c.KVHeads == 0 {
+		return c.Heads
+	}
+	return c.KVHeads
+}
+
+// ffn is the feed-forward width: FFN, or Llama's 2/3·4·dim rounded up to a multiple of 64.
+func (c *Config) ffn() int {
+	if c.FFN > 0 {
+		return c.FFN
+	}
+	f := 8 * c.Dim / 3
+	return (f + 63) / 64 * 64
+}
+
+// ModelConfig is the network the run trains, for a vocabulary of vocab tokens.
+func (c *Config) ModelConfig(vocab int) model.Config {
+	ctx := c.Ctx
+	if ctx == 0 {
+		ctx = c.Seq
+	}
+	return model.Config{
+		Arch: "llama", Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.kvHeads(),
+		HeadDim: c.Dim / c.Heads, FFN: c.ffn(), Vocab: vocab, CtxLen: ctx,
+		RopeTheta: c.RopeTheta, NormEps: 1e-5, Tied: c.Tied,
+	}
+}
+
+// TokensPerStep is Batch·Seq·GradAccum.
+func (c *Config) TokensPerStep() int64 { return int64(c.Batch) * int64(c.Seq) * int64(c.GradAccum) }

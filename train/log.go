@@ -1,0 +1,88 @@
+// This file implements the run log: log.jsonl in the run directory, one JSON object per
+// optimizer step and one per validation (format in docs/training.md). A resumed run keeps the
+// records up to its checkpoint's step and drops the rest, so the log never holds a step twice.
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
+)
+
+// Record is one line of log.jsonl: a training step (Loss set) or a validation (ValLoss set).
+type Record struct {
+	Step       int      `json:"step"`
+	Loss       *float64 `json:"loss,omitempty"`
+	LR         float64  `json:"lr,omitempty"`
+	GradNorm   float64  `json:"grad_norm,omitempty"`
+	Tokens     int64    `json:"tokens,omitempty"`
+	StepMs     float64  `json:"step_ms,omitempty"`
+	TokensPerS float64  `json:"tokens_per_s,omitempty"`
+	MFU        float64  `json:"mfu,omitempty"`
+	ValLoss    *float64 `json:"val_loss,omitempty"`
+	ValPPL     float64  `json:"val_ppl,omitempty"`
+}
+
+const logFile = "log.jsonl"
+
+// runLog appends records to log.jsonl and keeps them for the loss curve.
+type runLog struct {
+	f       *os.File
+	records []Record
+}
+
+// openRunLog opens dir/log.jsonl, keeping the records of steps <= keepSteps (0 for a fresh
+// run) and rewriting the file atomically when any are dropped.
+func openRunLog(dir string, keepSteps int) (*runLog, error) {
+	path := filepath.Join(dir, logFile)
+	l := &runLog{}
+	raw, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("train: log: %w", err)
+	}
+	if keepSteps > 0 {
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			var r Record
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Step <= keepSteps {
+				l.records = append(l.records, r)
+			}
+		}
+	}
+	if err := atomicfile.Write(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, r := range l.records {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("train: log: %w", err)
+	}
+	if l.f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, fmt.Errorf("train: log: %w", err)
+	}
+	return l, nil
+}
+
+func (l *runLog) add(r Record) error {
+	l.records = append(l.records, r)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = l.f.Write(append(b, '\n'))
+	return err
+}
+
+func (l *runLog) Close() error { return l.f.Close() }

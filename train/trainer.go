@@ -1,0 +1,237 @@
+// This file implements Trainer: the model, the optimizer and the data loaders of one run, one
+// optimizer step (GradAccum forward/backward passes, then AdamW), validation, and saving and
+// restoring the whole state so a resumed run continues bit for bit.
+package train
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+	"unsafe"
+
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/train/nn"
+)
+
+// Batches is a stream of training windows: Next fills x and y ([B*T] each, y is x shifted by
+// one token) and advances; Position is how far the stream has advanced, and SetPosition returns to
+// such a position. data.Loader implements it.
+type Batches interface {
+	Next(x, y []int32)
+	Position() int64
+	SetPosition(pos int64) error
+	Epoch() int
+}
+
+// Data is what a run trains on.
+type Data struct {
+	Train         Batches
+	Val           Batches // nil: no validation
+	Vocab         int     // vocabulary size of the tokens
+	TokenizerPath string  // tokenizer.json of the tokens ("" = none; exports then have no vocabulary)
+}
+
+// StepStats describe one optimizer step.
+type StepStats struct {
+	Step     int     // 1-based number of the step just taken
+	Loss     float32 // mean training loss over its micro-batches
+	LR       float64
+	GradNorm float64 // global L2 norm before clipping
+	Tokens   int64   // training tokens consumed so far
+	Duration time.Duration
+}
+
+// Trainer runs one training run.
+type Trainer struct {
+	Cfg   Config
+	Model model.Config
+	Net   *nn.Model
+
+	data    Data
+	opt     *AdamW
+	pool    *kernels.Pool
+	rng     *rand.PCG
+	step    int
+	tokens  int64
+	elapsed time.Duration // training wall time, including earlier runs of a resumed run
+	last    float32
+	x, y    []int32 // [Batch*Seq]
+	log     *slog.Logger
+}
+
+// New builds the model and optimizer for cfg on d and initializes the weights from cfg.Seed.
+func New(cfg Config, d Data, log *slog.Logger) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Train == nil || d.Vocab <= 0 {
+		return nil, errors.New("train: no training data")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mc := cfg.ModelConfig(d.Vocab)
+	if err := mc.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	pool := kernels.NewPool(cfg.Threads)
+	net, err := nn.New(mc, cfg.Batch, cfg.Seq, pool)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	t := &Trainer{Cfg: cfg, Model: mc, Net: net, data: d, pool: pool, log: log,
+		rng: rand.NewPCG(cfg.Seed, 0x6c6c6d636c6f7564), // stream: "llmcloud"
+		x:   make([]int32, cfg.Batch*cfg.Seq), y: make([]int32, cfg.Batch*cfg.Seq)}
+	net.Init(rand.New(t.rng).Uint64())
+	w, _ := net.Flat()
+	t.opt = NewAdamW(len(w), paramSpans(net), pool)
+	return t, nil
+}
+
+// paramSpans locates each parameter in the flat buffer; 1-D parameters (norm gains, biases)
+// get no weight decay.
+func paramSpans(net *nn.Model) []span {
+	w, _ := net.Flat()
+	var out []span
+	for _, p := range net.Params() {
+		if len(p.W) == 0 {
+			continue
+		}
+		lo := offsetIn(w, p.W)
+		out = append(out, span{lo: lo, hi: lo + len(p.W), decay: len(p.Shape) >= 2})
+	}
+	return out
+}
+
+// offsetIn is the index of sub's first element in the buffer buf it is a view of.
+func offsetIn(buf, sub []float32) int {
+	d := uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	i := int(d / 4)
+	if d%4 != 0 || i < 0 || i+len(sub) > len(buf) || &buf[i] != &sub[0] {
+		panic("train: a parameter is not a view of the model's flat buffer")
+	}
+	return i
+}
+
+// StepNum is the number of optimizer steps taken.
+func (t *Trainer) StepNum() int { return t.step }
+
+// Tokens is the number of training tokens consumed.
+func (t *Trainer) Tokens() int64 { return t.tokens }
+
+// Elapsed is the training wall time so far, including earlier runs a resumed run continues.
+func (t *Trainer) Elapsed() time.Duration { return t.elapsed }
+
+// Step takes one optimizer step.
+func (t *Trainer) Step() StepStats {
+	start := time.Now()
+	c := &t.Cfg
+	t.Net.ZeroGrad()
+	var lossSum float64
+	for range c.GradAccum {
+		t.data.Train.Next(t.x, t.y)
+		lossSum += float64(t.Net.Forward(t.x, t.y, c.Batch, c.Seq))
+		t.Net.Backward()
+	}
+	loss := float32(lossSum / float64(c.GradAccum))
+	lr := c.LRAt(t.step)
+	w, g := t.Net.Flat()
+	norm := t.opt.Step(w, g, Hyper{LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
+		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum), Clip: c.Clip})
+	t.step++
+	t.tokens += c.TokensPerStep()
+	t.last = loss
+	d := time.Since(start)
+	t.elapsed += d
+	return StepStats{Step: t.step, Loss: loss, LR: lr, GradNorm: norm, Tokens: t.tokens, Duration: d}
+}
+
+// Eval returns the mean validation loss over the first EvalBatches validation batches (the
+// same batches every time) and its perplexity. ok is false without validation data.
+func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
+	v := t.data.Val
+	if v == nil {
+		return 0, 0, false, nil
+	}
+	if err := v.SetPosition(0); err != nil {
+		return 0, 0, false, fmt.Errorf("train: validation: %w", err)
+	}
+	c := &t.Cfg
+	var sum float64
+	for range c.EvalBatches {
+		v.Next(t.x, t.y)
+		sum += float64(t.Net.Forward(t.x, t.y, c.Batch, c.Seq))
+	}
+	loss = sum / float64(c.EvalBatches)
+	return loss, math.Exp(loss), true, nil
+}
+
+// state is the trainer's state as written to a checkpoint.
+func (t *Trainer) state() (*State, []namedF32, error) {
+	rng, err := t.rng.MarshalBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &State{Version: CheckpointVersion, Step: t.step, Tokens: t.tokens,
+		LoaderPosition: t.data.Train.Position(), LoaderEpoch: t.data.Train.Epoch(), RNG: rng,
+		AdamStep: t.opt.T, ElapsedSeconds: t.elapsed.Seconds(), TrainLoss: t.last,
+		Config: t.Cfg, Model: t.Model}
+	var ts []namedF32
+	w, _ := t.Net.Flat()
+	for _, p := range t.Net.Params() {
+		lo := offsetIn(w, p.W)
+		ts = append(ts, namedF32{"param." + p.Name, p.Shape, p.W},
+			namedF32{"adam_m." + p.Name, p.Shape, t.opt.M[lo : lo+len(p.W)]},
+			namedF32{"adam_v." + p.Name, p.Shape, t.opt.V[lo : lo+len(p.W)]})
+	}
+	return st, ts, nil
+}
+
+// Save writes a checkpoint of the current state under the run directory and returns its
+// directory.
+func (t *Trainer) Save() (string, error) {
+	if t.Cfg.Out == "" {
+		return "", errors.New("train: no run directory (--out) to save a checkpoint in")
+	}
+	st, ts, err := t.state()
+	if err != nil {
+		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	return writeCheckpoint(t.Cfg.Out, st, ts, t.data.TokenizerPath)
+}
+
+// Restore loads ck's weights, optimizer moments, step, loader position and RNG state. The
+// checkpoint's model must be the trainer's model.
+func (t *Trainer) Restore(ck *Checkpoint) error {
+	if ck.State.Model != t.Model {
+		return fmt.Errorf("train: checkpoint %s has model %+v, this run builds %+v", ck.Dir, ck.State.Model, t.Model)
+	}
+	w, _ := t.Net.Flat()
+	for _, p := range t.Net.Params() {
+		lo := offsetIn(w, p.W)
+		for _, c := range []struct {
+			pre string
+			dst []float32
+		}{{"param.", p.W}, {"adam_m.", t.opt.M[lo : lo+len(p.W)]}, {"adam_v.", t.opt.V[lo : lo+len(p.W)]}} {
+			src, ok := ck.Tensors[c.pre+p.Name]
+			if !ok || len(src) != len(c.dst) {
+				return fmt.Errorf("train: checkpoint %s: %s%s missing or of the wrong size", ck.Dir, c.pre, p.Name)
+			}
+			copy(c.dst, src)
+		}
+	}
+	if err := t.rng.UnmarshalBinary(ck.State.RNG); err != nil {
+		return fmt.Errorf("train: checkpoint %s: rng: %w", ck.Dir, err)
+	}
+	if err := t.data.Train.SetPosition(ck.State.LoaderPosition); err != nil {
+		return fmt.Errorf("train: checkpoint %s: %w", ck.Dir, err)
+	}
+	t.opt.T = ck.State.AdamStep
+	t.step, t.tokens, t.last = ck.State.Step, ck.State.Tokens, ck.State.TrainLoss
+	t.elapsed = time.Duration(ck.State.ElapsedSeconds * float64(time.Second))
+	return nil
+}
