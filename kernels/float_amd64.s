@@ -549,34 +549,38 @@ done:
 TEXT ·gemmF32_1x1(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), DX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y1
-	VFMADD231PS (CX), Y1, Y0
+	VFMADD231PS (DX), Y1, Y0
 	VMOVUPS     32(AX), Y1
-	VFMADD231PS 32(CX), Y1, Y0
+	VFMADD231PS 32(DX), Y1, Y0
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
 	ADDQ        $0x40, DX
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y1
-	VFMADD231PS (CX), Y1, Y0
+	VFMADD231PS (DX), Y1, Y0
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
@@ -597,38 +601,42 @@ store:
 TEXT ·gemmF32_1x2(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y2
-	VFMADD231PS (CX), Y2, Y0
-	VFMADD231PS (CX)(DX*1), Y2, Y1
+	VFMADD231PS (DX), Y2, Y0
+	VFMADD231PS (DX)(BX*1), Y2, Y1
 	VMOVUPS     32(AX), Y2
-	VFMADD231PS 32(CX), Y2, Y0
-	VFMADD231PS 32(CX)(DX*1), Y2, Y1
+	VFMADD231PS 32(DX), Y2, Y0
+	VFMADD231PS 32(DX)(BX*1), Y2, Y1
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	ADDQ        $0x40, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y2
-	VFMADD231PS (CX), Y2, Y0
-	VFMADD231PS (CX)(DX*1), Y2, Y1
+	VFMADD231PS (DX), Y2, Y0
+	VFMADD231PS (DX)(BX*1), Y2, Y1
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
@@ -656,42 +664,46 @@ store:
 TEXT ·gemmF32_1x3(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y3
-	VFMADD231PS (CX), Y3, Y0
-	VFMADD231PS (CX)(DX*1), Y3, Y1
-	VFMADD231PS (CX)(DX*2), Y3, Y2
+	VFMADD231PS (DX), Y3, Y0
+	VFMADD231PS (DX)(BX*1), Y3, Y1
+	VFMADD231PS (DX)(BX*2), Y3, Y2
 	VMOVUPS     32(AX), Y3
-	VFMADD231PS 32(CX), Y3, Y0
-	VFMADD231PS 32(CX)(DX*1), Y3, Y1
-	VFMADD231PS 32(CX)(DX*2), Y3, Y2
+	VFMADD231PS 32(DX), Y3, Y0
+	VFMADD231PS 32(DX)(BX*1), Y3, Y1
+	VFMADD231PS 32(DX)(BX*2), Y3, Y2
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	ADDQ        $0x40, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y3
-	VFMADD231PS (CX), Y3, Y0
-	VFMADD231PS (CX)(DX*1), Y3, Y1
-	VFMADD231PS (CX)(DX*2), Y3, Y2
+	VFMADD231PS (DX), Y3, Y0
+	VFMADD231PS (DX)(BX*1), Y3, Y1
+	VFMADD231PS (DX)(BX*2), Y3, Y2
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X3
@@ -726,46 +738,50 @@ store:
 TEXT ·gemmF32_1x4(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	VFMADD231PS (CX)(DX*1), Y4, Y1
-	VFMADD231PS (CX)(DX*2), Y4, Y2
-	VFMADD231PS (SI)(DX*2), Y4, Y3
+	VFMADD231PS (DX), Y4, Y0
+	VFMADD231PS (DX)(BX*1), Y4, Y1
+	VFMADD231PS (DX)(BX*2), Y4, Y2
+	VFMADD231PS (DI), Y4, Y3
 	VMOVUPS     32(AX), Y4
-	VFMADD231PS 32(CX), Y4, Y0
-	VFMADD231PS 32(CX)(DX*1), Y4, Y1
-	VFMADD231PS 32(CX)(DX*2), Y4, Y2
-	VFMADD231PS 32(SI)(DX*2), Y4, Y3
+	VFMADD231PS 32(DX), Y4, Y0
+	VFMADD231PS 32(DX)(BX*1), Y4, Y1
+	VFMADD231PS 32(DX)(BX*2), Y4, Y2
+	VFMADD231PS 32(DI), Y4, Y3
 	ADDQ        $0x40, AX
 	ADDQ        $0x40, CX
-	ADDQ        $0x40, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y4
-	VFMADD231PS (CX), Y4, Y0
-	VFMADD231PS (CX)(DX*1), Y4, Y1
-	VFMADD231PS (CX)(DX*2), Y4, Y2
-	VFMADD231PS (SI)(DX*2), Y4, Y3
+	VFMADD231PS (DX), Y4, Y0
+	VFMADD231PS (DX)(BX*1), Y4, Y1
+	VFMADD231PS (DX)(BX*2), Y4, Y2
+	VFMADD231PS (DI), Y4, Y3
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
@@ -789,13 +805,15 @@ TEXT ·gemmF32_2x1(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), BX
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y2
 	VMOVUPS     (AX)(CX*1), Y3
 	VMOVUPS     (DX), Y4
@@ -807,12 +825,13 @@ loop16:
 	VFMADD231PS Y2, Y4, Y0
 	VFMADD231PS Y3, Y4, Y1
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x40, DX
-	ADDQ        $0x40, BX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y2
@@ -824,6 +843,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
@@ -854,15 +874,17 @@ TEXT ·gemmF32_2x2(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y4
 	VMOVUPS     (AX)(CX*1), Y5
 	VMOVUPS     (DX), Y6
@@ -880,12 +902,13 @@ loop16:
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y3
 	ADDQ        $0x40, AX
-	ADDQ        $0x40, DX
 	ADDQ        $0x40, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y4
@@ -900,6 +923,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
@@ -944,7 +968,9 @@ TEXT ·gemmF32_2x3(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -952,9 +978,9 @@ TEXT ·gemmF32_2x3(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
 	VMOVUPS     (DX), Y8
@@ -978,12 +1004,13 @@ loop16:
 	VFMADD231PS Y6, Y8, Y2
 	VFMADD231PS Y7, Y8, Y5
 	ADDQ        $0x40, AX
-	ADDQ        $0x40, DX
 	ADDQ        $0x40, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y6
@@ -1001,6 +1028,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X6
 	VADDPS       X6, X0, X6
@@ -1059,7 +1087,9 @@ TEXT ·gemmF32_2x4(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1069,9 +1099,9 @@ TEXT ·gemmF32_2x4(SB), NOSPLIT, $0-64
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y8
 	VMOVUPS     (AX)(CX*1), Y9
 	VMOVUPS     (DX), Y10
@@ -1083,7 +1113,7 @@ loop16:
 	VMOVUPS     (DX)(BX*2), Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VMOVUPS     (DI)(BX*2), Y10
+	VMOVUPS     (R8), Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 	VMOVUPS     32(AX), Y8
@@ -1097,16 +1127,17 @@ loop16:
 	VMOVUPS     32(DX)(BX*2), Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VMOVUPS     32(DI)(BX*2), Y10
+	VMOVUPS     32(R8), Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 	ADDQ        $0x40, AX
-	ADDQ        $0x40, DX
 	ADDQ        $0x40, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y8
@@ -1120,13 +1151,14 @@ tail8:
 	VMOVUPS     (DX)(BX*2), Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VMOVUPS     (DI)(BX*2), Y10
+	VMOVUPS     (R8), Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
@@ -1157,40 +1189,43 @@ TEXT ·gemmF32_3x1(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), BX
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y3
 	VMOVUPS     (AX)(CX*1), Y4
-	VMOVUPS     (AX)(CX*2), Y5
+	VMOVUPS     (DI), Y5
 	VMOVUPS     (DX), Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y2
 	VMOVUPS     32(AX), Y3
 	VMOVUPS     32(AX)(CX*1), Y4
-	VMOVUPS     32(AX)(CX*2), Y5
+	VMOVUPS     32(DI), Y5
 	VMOVUPS     32(DX), Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y2
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x40, DX
-	ADDQ        $0x40, BX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y3
 	VMOVUPS     (AX)(CX*1), Y4
-	VMOVUPS     (AX)(CX*2), Y5
+	VMOVUPS     (DI), Y5
 	VMOVUPS     (DX), Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
@@ -1199,7 +1234,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X3
 	VHADDPS      X3, X3, X3
@@ -1212,19 +1248,19 @@ reduce:
 	VADDPS       X1, X2, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VADDPS       X2, X3, X3
 	VMOVSS       (AX)(CX*1), X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
+	VMOVSS       (DX), X2
 	VADDPS       X2, X1, X1
 
 store:
 	VMOVSS X3, (AX)
 	VMOVSS X0, (AX)(CX*1)
-	VMOVSS X1, (AX)(CX*2)
+	VMOVSS X1, (DX)
 	VZEROUPPER
 	RET
 
@@ -1236,7 +1272,9 @@ TEXT ·gemmF32_3x2(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1244,12 +1282,12 @@ TEXT ·gemmF32_3x2(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
-	VMOVUPS     (AX)(CX*2), Y8
+	VMOVUPS     (DI), Y8
 	VMOVUPS     (DX), Y9
 	VFMADD231PS Y6, Y9, Y0
 	VFMADD231PS Y7, Y9, Y2
@@ -1260,7 +1298,7 @@ loop16:
 	VFMADD231PS Y8, Y9, Y5
 	VMOVUPS     32(AX), Y6
 	VMOVUPS     32(AX)(CX*1), Y7
-	VMOVUPS     32(AX)(CX*2), Y8
+	VMOVUPS     32(DI), Y8
 	VMOVUPS     32(DX), Y9
 	VFMADD231PS Y6, Y9, Y0
 	VFMADD231PS Y7, Y9, Y2
@@ -1270,17 +1308,18 @@ loop16:
 	VFMADD231PS Y7, Y9, Y3
 	VFMADD231PS Y8, Y9, Y5
 	ADDQ        $0x40, AX
-	ADDQ        $0x40, DX
 	ADDQ        $0x40, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
-	VMOVUPS     (AX)(CX*2), Y8
+	VMOVUPS     (DI), Y8
 	VMOVUPS     (DX), Y9
 	VFMADD231PS Y6, Y9, Y0
 	VFMADD231PS Y7, Y9, Y2
@@ -1293,7 +1332,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X6
 	VADDPS       X6, X0, X6
 	VHADDPS      X6, X6, X6
@@ -1321,7 +1361,7 @@ reduce:
 	VHADDPS      X2, X2, X2
 	VHADDPS      X2, X2, X2
 	VINSERTPS    $0x10, X2, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VINSERTPS    $0x10, 4(AX), X2, X2
@@ -1329,8 +1369,8 @@ reduce:
 	VMOVSS       (AX)(CX*1), X2
 	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
-	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VMOVSS       (DX), X2
+	VINSERTPS    $0x10, 4(DX), X2, X2
 	VADDPS       X2, X1, X1
 
 store:
@@ -1338,8 +1378,8 @@ store:
 	VEXTRACTPS $0x01, X6, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
-	VMOVSS     X1, (AX)(CX*2)
-	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VMOVSS     X1, (DX)
+	VEXTRACTPS $0x01, X1, 4(DX)
 	VZEROUPPER
 	RET
 
@@ -1351,7 +1391,9 @@ TEXT ·gemmF32_3x3(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1362,12 +1404,12 @@ TEXT ·gemmF32_3x3(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y9
 	VMOVUPS     (AX)(CX*1), Y10
-	VMOVUPS     (AX)(CX*2), Y11
+	VMOVUPS     (DI), Y11
 	VMOVUPS     (DX), Y12
 	VFMADD231PS Y9, Y12, Y0
 	VFMADD231PS Y10, Y12, Y3
@@ -1382,7 +1424,7 @@ loop16:
 	VFMADD231PS Y11, Y12, Y8
 	VMOVUPS     32(AX), Y9
 	VMOVUPS     32(AX)(CX*1), Y10
-	VMOVUPS     32(AX)(CX*2), Y11
+	VMOVUPS     32(DI), Y11
 	VMOVUPS     32(DX), Y12
 	VFMADD231PS Y9, Y12, Y0
 	VFMADD231PS Y10, Y12, Y3
@@ -1396,17 +1438,18 @@ loop16:
 	VFMADD231PS Y10, Y12, Y5
 	VFMADD231PS Y11, Y12, Y8
 	ADDQ        $0x40, AX
-	ADDQ        $0x40, DX
 	ADDQ        $0x40, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y9
 	VMOVUPS     (AX)(CX*1), Y10
-	VMOVUPS     (AX)(CX*2), Y11
+	VMOVUPS     (DI), Y11
 	VMOVUPS     (DX), Y12
 	VFMADD231PS Y9, Y12, Y0
 	VFMADD231PS Y10, Y12, Y3
@@ -1423,7 +1466,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X9
 	VADDPS       X9, X0, X9
 	VHADDPS      X9, X9, X9
@@ -1466,7 +1510,7 @@ reduce:
 	VHADDPS      X2, X2, X2
 	VHADDPS      X2, X2, X2
 	VINSERTPS    $0x20, X2, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VINSERTPS    $0x10, 4(AX), X2, X2
@@ -1476,9 +1520,9 @@ reduce:
 	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
 	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
-	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
-	VINSERTPS    $0x20, 8(AX)(CX*2), X2, X2
+	VMOVSS       (DX), X2
+	VINSERTPS    $0x10, 4(DX), X2, X2
+	VINSERTPS    $0x20, 8(DX), X2, X2
 	VADDPS       X2, X1, X1
 
 store:
@@ -1488,9 +1532,9 @@ store:
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
-	VMOVSS     X1, (AX)(CX*2)
-	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
-	VEXTRACTPS $0x02, X1, 8(AX)(CX*2)
+	VMOVSS     X1, (DX)
+	VEXTRACTPS $0x01, X1, 4(DX)
+	VEXTRACTPS $0x02, X1, 8(DX)
 	VZEROUPPER
 	RET
 
@@ -1502,7 +1546,9 @@ TEXT ·gemmF32_3x4(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1516,12 +1562,12 @@ TEXT ·gemmF32_3x4(SB), NOSPLIT, $0-64
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y12
 	VMOVUPS     (AX)(CX*1), Y13
-	VMOVUPS     (AX)(CX*2), Y14
+	VMOVUPS     (DI), Y14
 	VMOVUPS     (DX), Y15
 	VFMADD231PS Y12, Y15, Y0
 	VFMADD231PS Y13, Y15, Y4
@@ -1534,13 +1580,13 @@ loop16:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VMOVUPS     (DI)(BX*2), Y15
+	VMOVUPS     (R8), Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
 	VMOVUPS     32(AX), Y12
 	VMOVUPS     32(AX)(CX*1), Y13
-	VMOVUPS     32(AX)(CX*2), Y14
+	VMOVUPS     32(DI), Y14
 	VMOVUPS     32(DX), Y15
 	VFMADD231PS Y12, Y15, Y0
 	VFMADD231PS Y13, Y15, Y4
@@ -1553,22 +1599,23 @@ loop16:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VMOVUPS     32(DI)(BX*2), Y15
+	VMOVUPS     32(R8), Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
 	ADDQ        $0x40, AX
-	ADDQ        $0x40, DX
 	ADDQ        $0x40, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y12
 	VMOVUPS     (AX)(CX*1), Y13
-	VMOVUPS     (AX)(CX*2), Y14
+	VMOVUPS     (DI), Y14
 	VMOVUPS     (DX), Y15
 	VFMADD231PS Y12, Y15, Y0
 	VFMADD231PS Y13, Y15, Y4
@@ -1581,7 +1628,7 @@ tail8:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VMOVUPS     (DI)(BX*2), Y15
+	VMOVUPS     (R8), Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
@@ -1589,7 +1636,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
 	VHADDPS      Y2, Y0, Y0
@@ -1605,16 +1653,16 @@ reduce:
 	VHADDPS      Y10, Y8, Y8
 	VEXTRACTF128 $0x01, Y8, X2
 	VADDPS       X2, X8, X2
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VADDPS       (AX), X1, X1
 	VADDPS       (AX)(CX*1), X0, X0
-	VADDPS       (AX)(CX*2), X2, X2
+	VADDPS       (DX), X2, X2
 
 store:
 	VMOVUPS X1, (AX)
 	VMOVUPS X0, (AX)(CX*1)
-	VMOVUPS X2, (AX)(CX*2)
+	VMOVUPS X2, (DX)
 	VZEROUPPER
 	RET
 
@@ -1623,37 +1671,41 @@ store:
 TEXT ·gemmF16_1x1(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), DX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y1
-	VCVTPH2PS   (CX), Y2
+	VCVTPH2PS   (DX), Y2
 	VFMADD231PS Y1, Y2, Y0
 	VMOVUPS     32(AX), Y1
-	VCVTPH2PS   16(CX), Y2
+	VCVTPH2PS   16(DX), Y2
 	VFMADD231PS Y1, Y2, Y0
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
+	ADDQ        $0x40, CX
 	ADDQ        $0x20, DX
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y1
-	VCVTPH2PS   (CX), Y2
+	VCVTPH2PS   (DX), Y2
 	VFMADD231PS Y1, Y2, Y0
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
@@ -1674,44 +1726,48 @@ store:
 TEXT ·gemmF16_1x2(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y2
-	VCVTPH2PS   (CX), Y3
+	VCVTPH2PS   (DX), Y3
 	VFMADD231PS Y2, Y3, Y0
-	VCVTPH2PS   (CX)(DX*1), Y3
+	VCVTPH2PS   (DX)(BX*1), Y3
 	VFMADD231PS Y2, Y3, Y1
 	VMOVUPS     32(AX), Y2
-	VCVTPH2PS   16(CX), Y3
+	VCVTPH2PS   16(DX), Y3
 	VFMADD231PS Y2, Y3, Y0
-	VCVTPH2PS   16(CX)(DX*1), Y3
+	VCVTPH2PS   16(DX)(BX*1), Y3
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, CX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y2
-	VCVTPH2PS   (CX), Y3
+	VCVTPH2PS   (DX), Y3
 	VFMADD231PS Y2, Y3, Y0
-	VCVTPH2PS   (CX)(DX*1), Y3
+	VCVTPH2PS   (DX)(BX*1), Y3
 	VFMADD231PS Y2, Y3, Y1
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
@@ -1739,51 +1795,55 @@ store:
 TEXT ·gemmF16_1x3(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y3
-	VCVTPH2PS   (CX), Y4
+	VCVTPH2PS   (DX), Y4
 	VFMADD231PS Y3, Y4, Y0
-	VCVTPH2PS   (CX)(DX*1), Y4
+	VCVTPH2PS   (DX)(BX*1), Y4
 	VFMADD231PS Y3, Y4, Y1
-	VCVTPH2PS   (CX)(DX*2), Y4
+	VCVTPH2PS   (DX)(BX*2), Y4
 	VFMADD231PS Y3, Y4, Y2
 	VMOVUPS     32(AX), Y3
-	VCVTPH2PS   16(CX), Y4
+	VCVTPH2PS   16(DX), Y4
 	VFMADD231PS Y3, Y4, Y0
-	VCVTPH2PS   16(CX)(DX*1), Y4
+	VCVTPH2PS   16(DX)(BX*1), Y4
 	VFMADD231PS Y3, Y4, Y1
-	VCVTPH2PS   16(CX)(DX*2), Y4
+	VCVTPH2PS   16(DX)(BX*2), Y4
 	VFMADD231PS Y3, Y4, Y2
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, CX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y3
-	VCVTPH2PS   (CX), Y4
+	VCVTPH2PS   (DX), Y4
 	VFMADD231PS Y3, Y4, Y0
-	VCVTPH2PS   (CX)(DX*1), Y4
+	VCVTPH2PS   (DX)(BX*1), Y4
 	VFMADD231PS Y3, Y4, Y1
-	VCVTPH2PS   (CX)(DX*2), Y4
+	VCVTPH2PS   (DX)(BX*2), Y4
 	VFMADD231PS Y3, Y4, Y2
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X3
@@ -1818,58 +1878,62 @@ store:
 TEXT ·gemmF16_1x4(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y4
-	VCVTPH2PS   (CX), Y5
+	VCVTPH2PS   (DX), Y5
 	VFMADD231PS Y4, Y5, Y0
-	VCVTPH2PS   (CX)(DX*1), Y5
+	VCVTPH2PS   (DX)(BX*1), Y5
 	VFMADD231PS Y4, Y5, Y1
-	VCVTPH2PS   (CX)(DX*2), Y5
+	VCVTPH2PS   (DX)(BX*2), Y5
 	VFMADD231PS Y4, Y5, Y2
-	VCVTPH2PS   (SI)(DX*2), Y5
+	VCVTPH2PS   (DI), Y5
 	VFMADD231PS Y4, Y5, Y3
 	VMOVUPS     32(AX), Y4
-	VCVTPH2PS   16(CX), Y5
+	VCVTPH2PS   16(DX), Y5
 	VFMADD231PS Y4, Y5, Y0
-	VCVTPH2PS   16(CX)(DX*1), Y5
+	VCVTPH2PS   16(DX)(BX*1), Y5
 	VFMADD231PS Y4, Y5, Y1
-	VCVTPH2PS   16(CX)(DX*2), Y5
+	VCVTPH2PS   16(DX)(BX*2), Y5
 	VFMADD231PS Y4, Y5, Y2
-	VCVTPH2PS   16(SI)(DX*2), Y5
+	VCVTPH2PS   16(DI), Y5
 	VFMADD231PS Y4, Y5, Y3
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, CX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y4
-	VCVTPH2PS   (CX), Y5
+	VCVTPH2PS   (DX), Y5
 	VFMADD231PS Y4, Y5, Y0
-	VCVTPH2PS   (CX)(DX*1), Y5
+	VCVTPH2PS   (DX)(BX*1), Y5
 	VFMADD231PS Y4, Y5, Y1
-	VCVTPH2PS   (CX)(DX*2), Y5
+	VCVTPH2PS   (DX)(BX*2), Y5
 	VFMADD231PS Y4, Y5, Y2
-	VCVTPH2PS   (SI)(DX*2), Y5
+	VCVTPH2PS   (DI), Y5
 	VFMADD231PS Y4, Y5, Y3
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
@@ -1893,13 +1957,15 @@ TEXT ·gemmF16_2x1(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), BX
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y2
 	VMOVUPS     (AX)(CX*1), Y3
 	VCVTPH2PS   (DX), Y4
@@ -1911,12 +1977,13 @@ loop16:
 	VFMADD231PS Y2, Y4, Y0
 	VFMADD231PS Y3, Y4, Y1
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, BX
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y2
@@ -1928,6 +1995,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
@@ -1958,15 +2026,17 @@ TEXT ·gemmF16_2x2(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y4
 	VMOVUPS     (AX)(CX*1), Y5
 	VCVTPH2PS   (DX), Y6
@@ -1984,12 +2054,13 @@ loop16:
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y3
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y4
@@ -2004,6 +2075,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
@@ -2048,7 +2120,9 @@ TEXT ·gemmF16_2x3(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2056,9 +2130,9 @@ TEXT ·gemmF16_2x3(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
 	VCVTPH2PS   (DX), Y8
@@ -2082,12 +2156,13 @@ loop16:
 	VFMADD231PS Y6, Y8, Y2
 	VFMADD231PS Y7, Y8, Y5
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y6
@@ -2105,6 +2180,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X6
 	VADDPS       X6, X0, X6
@@ -2163,7 +2239,9 @@ TEXT ·gemmF16_2x4(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2173,9 +2251,9 @@ TEXT ·gemmF16_2x4(SB), NOSPLIT, $0-64
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y8
 	VMOVUPS     (AX)(CX*1), Y9
 	VCVTPH2PS   (DX), Y10
@@ -2187,7 +2265,7 @@ loop16:
 	VCVTPH2PS   (DX)(BX*2), Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VCVTPH2PS   (DI)(BX*2), Y10
+	VCVTPH2PS   (R8), Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 	VMOVUPS     32(AX), Y8
@@ -2201,16 +2279,17 @@ loop16:
 	VCVTPH2PS   16(DX)(BX*2), Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VCVTPH2PS   16(DI)(BX*2), Y10
+	VCVTPH2PS   16(R8), Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y8
@@ -2224,13 +2303,14 @@ tail8:
 	VCVTPH2PS   (DX)(BX*2), Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VCVTPH2PS   (DI)(BX*2), Y10
+	VCVTPH2PS   (R8), Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
@@ -2261,40 +2341,43 @@ TEXT ·gemmF16_3x1(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), BX
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y3
 	VMOVUPS     (AX)(CX*1), Y4
-	VMOVUPS     (AX)(CX*2), Y5
+	VMOVUPS     (DI), Y5
 	VCVTPH2PS   (DX), Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y2
 	VMOVUPS     32(AX), Y3
 	VMOVUPS     32(AX)(CX*1), Y4
-	VMOVUPS     32(AX)(CX*2), Y5
+	VMOVUPS     32(DI), Y5
 	VCVTPH2PS   16(DX), Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y2
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, BX
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y3
 	VMOVUPS     (AX)(CX*1), Y4
-	VMOVUPS     (AX)(CX*2), Y5
+	VMOVUPS     (DI), Y5
 	VCVTPH2PS   (DX), Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
@@ -2303,7 +2386,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X3
 	VHADDPS      X3, X3, X3
@@ -2316,19 +2400,19 @@ reduce:
 	VADDPS       X1, X2, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VADDPS       X2, X3, X3
 	VMOVSS       (AX)(CX*1), X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
+	VMOVSS       (DX), X2
 	VADDPS       X2, X1, X1
 
 store:
 	VMOVSS X3, (AX)
 	VMOVSS X0, (AX)(CX*1)
-	VMOVSS X1, (AX)(CX*2)
+	VMOVSS X1, (DX)
 	VZEROUPPER
 	RET
 
@@ -2340,7 +2424,9 @@ TEXT ·gemmF16_3x2(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2348,12 +2434,12 @@ TEXT ·gemmF16_3x2(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
-	VMOVUPS     (AX)(CX*2), Y8
+	VMOVUPS     (DI), Y8
 	VCVTPH2PS   (DX), Y9
 	VFMADD231PS Y6, Y9, Y0
 	VFMADD231PS Y7, Y9, Y2
@@ -2364,7 +2450,7 @@ loop16:
 	VFMADD231PS Y8, Y9, Y5
 	VMOVUPS     32(AX), Y6
 	VMOVUPS     32(AX)(CX*1), Y7
-	VMOVUPS     32(AX)(CX*2), Y8
+	VMOVUPS     32(DI), Y8
 	VCVTPH2PS   16(DX), Y9
 	VFMADD231PS Y6, Y9, Y0
 	VFMADD231PS Y7, Y9, Y2
@@ -2374,17 +2460,18 @@ loop16:
 	VFMADD231PS Y7, Y9, Y3
 	VFMADD231PS Y8, Y9, Y5
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
-	VMOVUPS     (AX)(CX*2), Y8
+	VMOVUPS     (DI), Y8
 	VCVTPH2PS   (DX), Y9
 	VFMADD231PS Y6, Y9, Y0
 	VFMADD231PS Y7, Y9, Y2
@@ -2397,7 +2484,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X6
 	VADDPS       X6, X0, X6
 	VHADDPS      X6, X6, X6
@@ -2425,7 +2513,7 @@ reduce:
 	VHADDPS      X2, X2, X2
 	VHADDPS      X2, X2, X2
 	VINSERTPS    $0x10, X2, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VINSERTPS    $0x10, 4(AX), X2, X2
@@ -2433,8 +2521,8 @@ reduce:
 	VMOVSS       (AX)(CX*1), X2
 	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
-	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VMOVSS       (DX), X2
+	VINSERTPS    $0x10, 4(DX), X2, X2
 	VADDPS       X2, X1, X1
 
 store:
@@ -2442,8 +2530,8 @@ store:
 	VEXTRACTPS $0x01, X6, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
-	VMOVSS     X1, (AX)(CX*2)
-	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VMOVSS     X1, (DX)
+	VEXTRACTPS $0x01, X1, 4(DX)
 	VZEROUPPER
 	RET
 
@@ -2455,7 +2543,9 @@ TEXT ·gemmF16_3x3(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2466,12 +2556,12 @@ TEXT ·gemmF16_3x3(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y9
 	VMOVUPS     (AX)(CX*1), Y10
-	VMOVUPS     (AX)(CX*2), Y11
+	VMOVUPS     (DI), Y11
 	VCVTPH2PS   (DX), Y12
 	VFMADD231PS Y9, Y12, Y0
 	VFMADD231PS Y10, Y12, Y3
@@ -2486,7 +2576,7 @@ loop16:
 	VFMADD231PS Y11, Y12, Y8
 	VMOVUPS     32(AX), Y9
 	VMOVUPS     32(AX)(CX*1), Y10
-	VMOVUPS     32(AX)(CX*2), Y11
+	VMOVUPS     32(DI), Y11
 	VCVTPH2PS   16(DX), Y12
 	VFMADD231PS Y9, Y12, Y0
 	VFMADD231PS Y10, Y12, Y3
@@ -2500,17 +2590,18 @@ loop16:
 	VFMADD231PS Y10, Y12, Y5
 	VFMADD231PS Y11, Y12, Y8
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y9
 	VMOVUPS     (AX)(CX*1), Y10
-	VMOVUPS     (AX)(CX*2), Y11
+	VMOVUPS     (DI), Y11
 	VCVTPH2PS   (DX), Y12
 	VFMADD231PS Y9, Y12, Y0
 	VFMADD231PS Y10, Y12, Y3
@@ -2527,7 +2618,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X9
 	VADDPS       X9, X0, X9
 	VHADDPS      X9, X9, X9
@@ -2570,7 +2662,7 @@ reduce:
 	VHADDPS      X2, X2, X2
 	VHADDPS      X2, X2, X2
 	VINSERTPS    $0x20, X2, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VINSERTPS    $0x10, 4(AX), X2, X2
@@ -2580,9 +2672,9 @@ reduce:
 	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
 	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
-	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
-	VINSERTPS    $0x20, 8(AX)(CX*2), X2, X2
+	VMOVSS       (DX), X2
+	VINSERTPS    $0x10, 4(DX), X2, X2
+	VINSERTPS    $0x20, 8(DX), X2, X2
 	VADDPS       X2, X1, X1
 
 store:
@@ -2592,9 +2684,9 @@ store:
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
-	VMOVSS     X1, (AX)(CX*2)
-	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
-	VEXTRACTPS $0x02, X1, 8(AX)(CX*2)
+	VMOVSS     X1, (DX)
+	VEXTRACTPS $0x01, X1, 4(DX)
+	VEXTRACTPS $0x02, X1, 8(DX)
 	VZEROUPPER
 	RET
 
@@ -2606,7 +2698,9 @@ TEXT ·gemmF16_3x4(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2620,12 +2714,12 @@ TEXT ·gemmF16_3x4(SB), NOSPLIT, $0-64
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y12
 	VMOVUPS     (AX)(CX*1), Y13
-	VMOVUPS     (AX)(CX*2), Y14
+	VMOVUPS     (DI), Y14
 	VCVTPH2PS   (DX), Y15
 	VFMADD231PS Y12, Y15, Y0
 	VFMADD231PS Y13, Y15, Y4
@@ -2638,13 +2732,13 @@ loop16:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VCVTPH2PS   (DI)(BX*2), Y15
+	VCVTPH2PS   (R8), Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
 	VMOVUPS     32(AX), Y12
 	VMOVUPS     32(AX)(CX*1), Y13
-	VMOVUPS     32(AX)(CX*2), Y14
+	VMOVUPS     32(DI), Y14
 	VCVTPH2PS   16(DX), Y15
 	VFMADD231PS Y12, Y15, Y0
 	VFMADD231PS Y13, Y15, Y4
@@ -2657,22 +2751,23 @@ loop16:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VCVTPH2PS   16(DI)(BX*2), Y15
+	VCVTPH2PS   16(R8), Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y12
 	VMOVUPS     (AX)(CX*1), Y13
-	VMOVUPS     (AX)(CX*2), Y14
+	VMOVUPS     (DI), Y14
 	VCVTPH2PS   (DX), Y15
 	VFMADD231PS Y12, Y15, Y0
 	VFMADD231PS Y13, Y15, Y4
@@ -2685,7 +2780,7 @@ tail8:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VCVTPH2PS   (DI)(BX*2), Y15
+	VCVTPH2PS   (R8), Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
@@ -2693,7 +2788,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
 	VHADDPS      Y2, Y0, Y0
@@ -2709,16 +2805,16 @@ reduce:
 	VHADDPS      Y10, Y8, Y8
 	VEXTRACTF128 $0x01, Y8, X2
 	VADDPS       X2, X8, X2
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VADDPS       (AX), X1, X1
 	VADDPS       (AX)(CX*1), X0, X0
-	VADDPS       (AX)(CX*2), X2, X2
+	VADDPS       (DX), X2, X2
 
 store:
 	VMOVUPS X1, (AX)
 	VMOVUPS X0, (AX)(CX*1)
-	VMOVUPS X2, (AX)(CX*2)
+	VMOVUPS X2, (DX)
 	VZEROUPPER
 	RET
 
@@ -2727,40 +2823,44 @@ store:
 TEXT ·gemmBF16_1x1(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), DX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y1
-	VPMOVZXWD   (CX), Y2
+	VPMOVZXWD   (DX), Y2
 	VPSLLD      $0x10, Y2, Y2
 	VFMADD231PS Y1, Y2, Y0
 	VMOVUPS     32(AX), Y1
-	VPMOVZXWD   16(CX), Y2
+	VPMOVZXWD   16(DX), Y2
 	VPSLLD      $0x10, Y2, Y2
 	VFMADD231PS Y1, Y2, Y0
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
+	ADDQ        $0x40, CX
 	ADDQ        $0x20, DX
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y1
-	VPMOVZXWD   (CX), Y2
+	VPMOVZXWD   (DX), Y2
 	VPSLLD      $0x10, Y2, Y2
 	VFMADD231PS Y1, Y2, Y0
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
@@ -2781,50 +2881,54 @@ store:
 TEXT ·gemmBF16_1x2(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y2
-	VPMOVZXWD   (CX), Y3
+	VPMOVZXWD   (DX), Y3
 	VPSLLD      $0x10, Y3, Y3
 	VFMADD231PS Y2, Y3, Y0
-	VPMOVZXWD   (CX)(DX*1), Y3
+	VPMOVZXWD   (DX)(BX*1), Y3
 	VPSLLD      $0x10, Y3, Y3
 	VFMADD231PS Y2, Y3, Y1
 	VMOVUPS     32(AX), Y2
-	VPMOVZXWD   16(CX), Y3
+	VPMOVZXWD   16(DX), Y3
 	VPSLLD      $0x10, Y3, Y3
 	VFMADD231PS Y2, Y3, Y0
-	VPMOVZXWD   16(CX)(DX*1), Y3
+	VPMOVZXWD   16(DX)(BX*1), Y3
 	VPSLLD      $0x10, Y3, Y3
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, CX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y2
-	VPMOVZXWD   (CX), Y3
+	VPMOVZXWD   (DX), Y3
 	VPSLLD      $0x10, Y3, Y3
 	VFMADD231PS Y2, Y3, Y0
-	VPMOVZXWD   (CX)(DX*1), Y3
+	VPMOVZXWD   (DX)(BX*1), Y3
 	VPSLLD      $0x10, Y3, Y3
 	VFMADD231PS Y2, Y3, Y1
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
@@ -2852,60 +2956,64 @@ store:
 TEXT ·gemmBF16_1x3(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y3
-	VPMOVZXWD   (CX), Y4
+	VPMOVZXWD   (DX), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y0
-	VPMOVZXWD   (CX)(DX*1), Y4
+	VPMOVZXWD   (DX)(BX*1), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y1
-	VPMOVZXWD   (CX)(DX*2), Y4
+	VPMOVZXWD   (DX)(BX*2), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y2
 	VMOVUPS     32(AX), Y3
-	VPMOVZXWD   16(CX), Y4
+	VPMOVZXWD   16(DX), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y0
-	VPMOVZXWD   16(CX)(DX*1), Y4
+	VPMOVZXWD   16(DX)(BX*1), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y1
-	VPMOVZXWD   16(CX)(DX*2), Y4
+	VPMOVZXWD   16(DX)(BX*2), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y2
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, CX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y3
-	VPMOVZXWD   (CX), Y4
+	VPMOVZXWD   (DX), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y0
-	VPMOVZXWD   (CX)(DX*1), Y4
+	VPMOVZXWD   (DX)(BX*1), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y1
-	VPMOVZXWD   (CX)(DX*2), Y4
+	VPMOVZXWD   (DX)(BX*2), Y4
 	VPSLLD      $0x10, Y4, Y4
 	VFMADD231PS Y3, Y4, Y2
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X3
@@ -2940,70 +3048,74 @@ store:
 TEXT ·gemmBF16_1x4(SB), NOSPLIT, $0-64
 	MOVQ   a+0(FP), AX
 	MOVQ   lda+8(FP), CX
-	MOVQ   b+16(FP), CX
-	MOVQ   ldb+24(FP), DX
-	MOVQ   k+32(FP), BX
-	LEAQ   (CX)(DX*1), SI
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-loop16:
-	CMPQ        BX, $0x10
-	JL          tail8
+loop2:
+	CMPQ        SI, $0x10
+	JL          tail1
 	VMOVUPS     (AX), Y4
-	VPMOVZXWD   (CX), Y5
+	VPMOVZXWD   (DX), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y0
-	VPMOVZXWD   (CX)(DX*1), Y5
+	VPMOVZXWD   (DX)(BX*1), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y1
-	VPMOVZXWD   (CX)(DX*2), Y5
+	VPMOVZXWD   (DX)(BX*2), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y2
-	VPMOVZXWD   (SI)(DX*2), Y5
+	VPMOVZXWD   (DI), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y3
 	VMOVUPS     32(AX), Y4
-	VPMOVZXWD   16(CX), Y5
+	VPMOVZXWD   16(DX), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y0
-	VPMOVZXWD   16(CX)(DX*1), Y5
+	VPMOVZXWD   16(DX)(BX*1), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y1
-	VPMOVZXWD   16(CX)(DX*2), Y5
+	VPMOVZXWD   16(DX)(BX*2), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y2
-	VPMOVZXWD   16(SI)(DX*2), Y5
+	VPMOVZXWD   16(DI), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y3
 	ADDQ        $0x40, AX
-	ADDQ        $0x20, CX
-	ADDQ        $0x20, SI
-	SUBQ        $0x10, BX
-	JMP         loop16
+	ADDQ        $0x40, CX
+	ADDQ        $0x20, DX
+	ADDQ        $0x20, DI
+	SUBQ        $0x10, SI
+	JMP         loop2
 
-tail8:
-	CMPQ        BX, $0x08
+tail1:
+	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y4
-	VPMOVZXWD   (CX), Y5
+	VPMOVZXWD   (DX), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y0
-	VPMOVZXWD   (CX)(DX*1), Y5
+	VPMOVZXWD   (DX)(BX*1), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y1
-	VPMOVZXWD   (CX)(DX*2), Y5
+	VPMOVZXWD   (DX)(BX*2), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y2
-	VPMOVZXWD   (SI)(DX*2), Y5
+	VPMOVZXWD   (DI), Y5
 	VPSLLD      $0x10, Y5, Y5
 	VFMADD231PS Y4, Y5, Y3
 
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
@@ -3027,13 +3139,15 @@ TEXT ·gemmBF16_2x1(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), BX
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y2
 	VMOVUPS     (AX)(CX*1), Y3
 	VPMOVZXWD   (DX), Y4
@@ -3047,12 +3161,13 @@ loop16:
 	VFMADD231PS Y2, Y4, Y0
 	VFMADD231PS Y3, Y4, Y1
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, BX
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y2
@@ -3065,6 +3180,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
@@ -3095,15 +3211,17 @@ TEXT ·gemmBF16_2x2(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y4
 	VMOVUPS     (AX)(CX*1), Y5
 	VPMOVZXWD   (DX), Y6
@@ -3125,12 +3243,13 @@ loop16:
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y3
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y4
@@ -3147,6 +3266,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
@@ -3191,7 +3311,9 @@ TEXT ·gemmBF16_2x3(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3199,9 +3321,9 @@ TEXT ·gemmBF16_2x3(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
 	VPMOVZXWD   (DX), Y8
@@ -3231,12 +3353,13 @@ loop16:
 	VFMADD231PS Y6, Y8, Y2
 	VFMADD231PS Y7, Y8, Y5
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y6
@@ -3257,6 +3380,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VEXTRACTF128 $0x01, Y0, X6
 	VADDPS       X6, X0, X6
@@ -3315,7 +3439,9 @@ TEXT ·gemmBF16_2x4(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3325,9 +3451,9 @@ TEXT ·gemmBF16_2x4(SB), NOSPLIT, $0-64
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y8
 	VMOVUPS     (AX)(CX*1), Y9
 	VPMOVZXWD   (DX), Y10
@@ -3342,7 +3468,7 @@ loop16:
 	VPSLLD      $0x10, Y10, Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VPMOVZXWD   (DI)(BX*2), Y10
+	VPMOVZXWD   (R8), Y10
 	VPSLLD      $0x10, Y10, Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
@@ -3360,17 +3486,18 @@ loop16:
 	VPSLLD      $0x10, Y10, Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VPMOVZXWD   16(DI)(BX*2), Y10
+	VPMOVZXWD   16(R8), Y10
 	VPSLLD      $0x10, Y10, Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y8
@@ -3387,7 +3514,7 @@ tail8:
 	VPSLLD      $0x10, Y10, Y10
 	VFMADD231PS Y8, Y10, Y2
 	VFMADD231PS Y9, Y10, Y6
-	VPMOVZXWD   (DI)(BX*2), Y10
+	VPMOVZXWD   (R8), Y10
 	VPSLLD      $0x10, Y10, Y10
 	VFMADD231PS Y8, Y10, Y3
 	VFMADD231PS Y9, Y10, Y7
@@ -3395,6 +3522,7 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
+	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
@@ -3425,17 +3553,19 @@ TEXT ·gemmBF16_3x1(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), BX
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y3
 	VMOVUPS     (AX)(CX*1), Y4
-	VMOVUPS     (AX)(CX*2), Y5
+	VMOVUPS     (DI), Y5
 	VPMOVZXWD   (DX), Y6
 	VPSLLD      $0x10, Y6, Y6
 	VFMADD231PS Y3, Y6, Y0
@@ -3443,24 +3573,25 @@ loop16:
 	VFMADD231PS Y5, Y6, Y2
 	VMOVUPS     32(AX), Y3
 	VMOVUPS     32(AX)(CX*1), Y4
-	VMOVUPS     32(AX)(CX*2), Y5
+	VMOVUPS     32(DI), Y5
 	VPMOVZXWD   16(DX), Y6
 	VPSLLD      $0x10, Y6, Y6
 	VFMADD231PS Y3, Y6, Y0
 	VFMADD231PS Y4, Y6, Y1
 	VFMADD231PS Y5, Y6, Y2
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, BX
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y3
 	VMOVUPS     (AX)(CX*1), Y4
-	VMOVUPS     (AX)(CX*2), Y5
+	VMOVUPS     (DI), Y5
 	VPMOVZXWD   (DX), Y6
 	VPSLLD      $0x10, Y6, Y6
 	VFMADD231PS Y3, Y6, Y0
@@ -3470,7 +3601,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X3, X0, X3
 	VHADDPS      X3, X3, X3
@@ -3483,19 +3615,19 @@ reduce:
 	VADDPS       X1, X2, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VADDPS       X2, X3, X3
 	VMOVSS       (AX)(CX*1), X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
+	VMOVSS       (DX), X2
 	VADDPS       X2, X1, X1
 
 store:
 	VMOVSS X3, (AX)
 	VMOVSS X0, (AX)(CX*1)
-	VMOVSS X1, (AX)(CX*2)
+	VMOVSS X1, (DX)
 	VZEROUPPER
 	RET
 
@@ -3507,7 +3639,9 @@ TEXT ·gemmBF16_3x2(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3515,12 +3649,12 @@ TEXT ·gemmBF16_3x2(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
-	VMOVUPS     (AX)(CX*2), Y8
+	VMOVUPS     (DI), Y8
 	VPMOVZXWD   (DX), Y9
 	VPSLLD      $0x10, Y9, Y9
 	VFMADD231PS Y6, Y9, Y0
@@ -3533,7 +3667,7 @@ loop16:
 	VFMADD231PS Y8, Y9, Y5
 	VMOVUPS     32(AX), Y6
 	VMOVUPS     32(AX)(CX*1), Y7
-	VMOVUPS     32(AX)(CX*2), Y8
+	VMOVUPS     32(DI), Y8
 	VPMOVZXWD   16(DX), Y9
 	VPSLLD      $0x10, Y9, Y9
 	VFMADD231PS Y6, Y9, Y0
@@ -3545,17 +3679,18 @@ loop16:
 	VFMADD231PS Y7, Y9, Y3
 	VFMADD231PS Y8, Y9, Y5
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y6
 	VMOVUPS     (AX)(CX*1), Y7
-	VMOVUPS     (AX)(CX*2), Y8
+	VMOVUPS     (DI), Y8
 	VPMOVZXWD   (DX), Y9
 	VPSLLD      $0x10, Y9, Y9
 	VFMADD231PS Y6, Y9, Y0
@@ -3570,7 +3705,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X6
 	VADDPS       X6, X0, X6
 	VHADDPS      X6, X6, X6
@@ -3598,7 +3734,7 @@ reduce:
 	VHADDPS      X2, X2, X2
 	VHADDPS      X2, X2, X2
 	VINSERTPS    $0x10, X2, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VINSERTPS    $0x10, 4(AX), X2, X2
@@ -3606,8 +3742,8 @@ reduce:
 	VMOVSS       (AX)(CX*1), X2
 	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
-	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
+	VMOVSS       (DX), X2
+	VINSERTPS    $0x10, 4(DX), X2, X2
 	VADDPS       X2, X1, X1
 
 store:
@@ -3615,8 +3751,8 @@ store:
 	VEXTRACTPS $0x01, X6, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
-	VMOVSS     X1, (AX)(CX*2)
-	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
+	VMOVSS     X1, (DX)
+	VEXTRACTPS $0x01, X1, 4(DX)
 	VZEROUPPER
 	RET
 
@@ -3628,7 +3764,9 @@ TEXT ·gemmBF16_3x3(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3639,12 +3777,12 @@ TEXT ·gemmBF16_3x3(SB), NOSPLIT, $0-64
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y9
 	VMOVUPS     (AX)(CX*1), Y10
-	VMOVUPS     (AX)(CX*2), Y11
+	VMOVUPS     (DI), Y11
 	VPMOVZXWD   (DX), Y12
 	VPSLLD      $0x10, Y12, Y12
 	VFMADD231PS Y9, Y12, Y0
@@ -3662,7 +3800,7 @@ loop16:
 	VFMADD231PS Y11, Y12, Y8
 	VMOVUPS     32(AX), Y9
 	VMOVUPS     32(AX)(CX*1), Y10
-	VMOVUPS     32(AX)(CX*2), Y11
+	VMOVUPS     32(DI), Y11
 	VPMOVZXWD   16(DX), Y12
 	VPSLLD      $0x10, Y12, Y12
 	VFMADD231PS Y9, Y12, Y0
@@ -3679,17 +3817,18 @@ loop16:
 	VFMADD231PS Y10, Y12, Y5
 	VFMADD231PS Y11, Y12, Y8
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y9
 	VMOVUPS     (AX)(CX*1), Y10
-	VMOVUPS     (AX)(CX*2), Y11
+	VMOVUPS     (DI), Y11
 	VPMOVZXWD   (DX), Y12
 	VPSLLD      $0x10, Y12, Y12
 	VFMADD231PS Y9, Y12, Y0
@@ -3709,7 +3848,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VEXTRACTF128 $0x01, Y0, X9
 	VADDPS       X9, X0, X9
 	VHADDPS      X9, X9, X9
@@ -3752,7 +3892,7 @@ reduce:
 	VHADDPS      X2, X2, X2
 	VHADDPS      X2, X2, X2
 	VINSERTPS    $0x20, X2, X1, X1
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
 	VINSERTPS    $0x10, 4(AX), X2, X2
@@ -3762,9 +3902,9 @@ reduce:
 	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
 	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
 	VADDPS       X2, X0, X0
-	VMOVSS       (AX)(CX*2), X2
-	VINSERTPS    $0x10, 4(AX)(CX*2), X2, X2
-	VINSERTPS    $0x20, 8(AX)(CX*2), X2, X2
+	VMOVSS       (DX), X2
+	VINSERTPS    $0x10, 4(DX), X2, X2
+	VINSERTPS    $0x20, 8(DX), X2, X2
 	VADDPS       X2, X1, X1
 
 store:
@@ -3774,9 +3914,9 @@ store:
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
-	VMOVSS     X1, (AX)(CX*2)
-	VEXTRACTPS $0x01, X1, 4(AX)(CX*2)
-	VEXTRACTPS $0x02, X1, 8(AX)(CX*2)
+	VMOVSS     X1, (DX)
+	VEXTRACTPS $0x01, X1, 4(DX)
+	VEXTRACTPS $0x02, X1, 8(DX)
 	VZEROUPPER
 	RET
 
@@ -3788,7 +3928,9 @@ TEXT ·gemmBF16_3x4(SB), NOSPLIT, $0-64
 	MOVQ   b+16(FP), DX
 	MOVQ   ldb+24(FP), BX
 	MOVQ   k+32(FP), SI
-	LEAQ   (DX)(BX*1), DI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3802,12 +3944,12 @@ TEXT ·gemmBF16_3x4(SB), NOSPLIT, $0-64
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 
-loop16:
+loop2:
 	CMPQ        SI, $0x10
-	JL          tail8
+	JL          tail1
 	VMOVUPS     (AX), Y12
 	VMOVUPS     (AX)(CX*1), Y13
-	VMOVUPS     (AX)(CX*2), Y14
+	VMOVUPS     (DI), Y14
 	VPMOVZXWD   (DX), Y15
 	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y0
@@ -3823,14 +3965,14 @@ loop16:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VPMOVZXWD   (DI)(BX*2), Y15
+	VPMOVZXWD   (R8), Y15
 	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
 	VMOVUPS     32(AX), Y12
 	VMOVUPS     32(AX)(CX*1), Y13
-	VMOVUPS     32(AX)(CX*2), Y14
+	VMOVUPS     32(DI), Y14
 	VPMOVZXWD   16(DX), Y15
 	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y0
@@ -3846,23 +3988,24 @@ loop16:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VPMOVZXWD   16(DI)(BX*2), Y15
+	VPMOVZXWD   16(R8), Y15
 	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
 	VFMADD231PS Y14, Y15, Y11
 	ADDQ        $0x40, AX
+	ADDQ        $0x40, DI
 	ADDQ        $0x20, DX
-	ADDQ        $0x20, DI
+	ADDQ        $0x20, R8
 	SUBQ        $0x10, SI
-	JMP         loop16
+	JMP         loop2
 
-tail8:
+tail1:
 	CMPQ        SI, $0x08
 	JL          reduce
 	VMOVUPS     (AX), Y12
 	VMOVUPS     (AX)(CX*1), Y13
-	VMOVUPS     (AX)(CX*2), Y14
+	VMOVUPS     (DI), Y14
 	VPMOVZXWD   (DX), Y15
 	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y0
@@ -3878,7 +4021,7 @@ tail8:
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y6
 	VFMADD231PS Y14, Y15, Y10
-	VPMOVZXWD   (DI)(BX*2), Y15
+	VPMOVZXWD   (R8), Y15
 	VPSLLD      $0x10, Y15, Y15
 	VFMADD231PS Y12, Y15, Y3
 	VFMADD231PS Y13, Y15, Y7
@@ -3887,7 +4030,8 @@ tail8:
 reduce:
 	MOVQ         c+40(FP), AX
 	MOVQ         ldc+48(FP), CX
-	MOVQ         acc+56(FP), DX
+	LEAQ         (AX)(CX*2), DX
+	MOVQ         acc+56(FP), BX
 	VHADDPS      Y1, Y0, Y0
 	VHADDPS      Y3, Y2, Y2
 	VHADDPS      Y2, Y0, Y0
@@ -3903,16 +4047,12589 @@ reduce:
 	VHADDPS      Y10, Y8, Y8
 	VEXTRACTF128 $0x01, Y8, X2
 	VADDPS       X2, X8, X2
-	TESTQ        DX, DX
+	TESTQ        BX, BX
 	JZ           store
 	VADDPS       (AX), X1, X1
 	VADDPS       (AX)(CX*1), X0, X0
-	VADDPS       (AX)(CX*2), X2, X2
+	VADDPS       (DX), X2, X2
 
 store:
 	VMOVUPS X1, (AX)
 	VMOVUPS X0, (AX)(CX*1)
-	VMOVUPS X2, (AX)(CX*2)
+	VMOVUPS X2, (DX)
+	VZEROUPPER
+	RET
+
+// func gemmZF32_1x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_1x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z1
+	VFMADD231PS (DX), Z1, Z0
+	VMOVUPS     64(AX), Z1
+	VFMADD231PS 64(DX), Z1, Z0
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z1
+	VFMADD231PS (DX), Z1, Z0
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000001, DX
+	KMOVW         DX, K1
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_1x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_1x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z2
+	VFMADD231PS (DX), Z2, Z0
+	VFMADD231PS (DX)(BX*1), Z2, Z1
+	VMOVUPS     64(AX), Z2
+	VFMADD231PS 64(DX), Z2, Z0
+	VFMADD231PS 64(DX)(BX*1), Z2, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z2
+	VFMADD231PS (DX), Z2, Z0
+	VFMADD231PS (DX)(BX*1), Z2, Z1
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000003, DX
+	KMOVW         DX, K1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_1x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_1x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z3
+	VFMADD231PS (DX), Z3, Z0
+	VFMADD231PS (DX)(BX*1), Z3, Z1
+	VFMADD231PS (DX)(BX*2), Z3, Z2
+	VMOVUPS     64(AX), Z3
+	VFMADD231PS 64(DX), Z3, Z0
+	VFMADD231PS 64(DX)(BX*1), Z3, Z1
+	VFMADD231PS 64(DX)(BX*2), Z3, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z3
+	VFMADD231PS (DX), Z3, Z0
+	VFMADD231PS (DX)(BX*1), Z3, Z1
+	VFMADD231PS (DX)(BX*2), Z3, Z2
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000007, DX
+	KMOVW         DX, K1
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_1x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_1x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VFMADD231PS (DX), Z4, Z0
+	VFMADD231PS (DX)(BX*1), Z4, Z1
+	VFMADD231PS (DX)(BX*2), Z4, Z2
+	VFMADD231PS (DI), Z4, Z3
+	VMOVUPS     64(AX), Z4
+	VFMADD231PS 64(DX), Z4, Z0
+	VFMADD231PS 64(DX)(BX*1), Z4, Z1
+	VFMADD231PS 64(DX)(BX*2), Z4, Z2
+	VFMADD231PS 64(DI), Z4, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VFMADD231PS (DX), Z4, Z0
+	VFMADD231PS (DX)(BX*1), Z4, Z1
+	VFMADD231PS (DX)(BX*2), Z4, Z2
+	VFMADD231PS (DI), Z4, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_1x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_1x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z5
+	VFMADD231PS (DX), Z5, Z0
+	VFMADD231PS (DX)(BX*1), Z5, Z1
+	VFMADD231PS (DX)(BX*2), Z5, Z2
+	VFMADD231PS (DI), Z5, Z3
+	VFMADD231PS (DI)(BX*1), Z5, Z4
+	VMOVUPS     64(AX), Z5
+	VFMADD231PS 64(DX), Z5, Z0
+	VFMADD231PS 64(DX)(BX*1), Z5, Z1
+	VFMADD231PS 64(DX)(BX*2), Z5, Z2
+	VFMADD231PS 64(DI), Z5, Z3
+	VFMADD231PS 64(DI)(BX*1), Z5, Z4
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z5
+	VFMADD231PS (DX), Z5, Z0
+	VFMADD231PS (DX)(BX*1), Z5, Z1
+	VFMADD231PS (DX)(BX*2), Z5, Z2
+	VFMADD231PS (DI), Z5, Z3
+	VFMADD231PS (DI)(BX*1), Z5, Z4
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000001, DX
+	KMOVW         DX, K1
+	VUNPCKLPS     Z1, Z0, Z5
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_1x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_1x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VFMADD231PS (DX), Z6, Z0
+	VFMADD231PS (DX)(BX*1), Z6, Z1
+	VFMADD231PS (DX)(BX*2), Z6, Z2
+	VFMADD231PS (DI), Z6, Z3
+	VFMADD231PS (DI)(BX*1), Z6, Z4
+	VFMADD231PS (DI)(BX*2), Z6, Z5
+	VMOVUPS     64(AX), Z6
+	VFMADD231PS 64(DX), Z6, Z0
+	VFMADD231PS 64(DX)(BX*1), Z6, Z1
+	VFMADD231PS 64(DX)(BX*2), Z6, Z2
+	VFMADD231PS 64(DI), Z6, Z3
+	VFMADD231PS 64(DI)(BX*1), Z6, Z4
+	VFMADD231PS 64(DI)(BX*2), Z6, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VFMADD231PS (DX), Z6, Z0
+	VFMADD231PS (DX)(BX*1), Z6, Z1
+	VFMADD231PS (DX)(BX*2), Z6, Z2
+	VFMADD231PS (DI), Z6, Z3
+	VFMADD231PS (DI)(BX*1), Z6, Z4
+	VFMADD231PS (DI)(BX*2), Z6, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000003, DX
+	KMOVW         DX, K1
+	VUNPCKLPS     Z1, Z0, Z6
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         CX, CX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_2x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_2x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z2
+	VMOVUPS     (AX)(CX*1), Z3
+	VMOVUPS     (DX), Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+	VMOVUPS     64(AX), Z2
+	VMOVUPS     64(AX)(CX*1), Z3
+	VMOVUPS     64(DX), Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z2
+	VMOVUPS     (AX)(CX*1), Z3
+	VMOVUPS     (DX), Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000001, BX
+	KMOVW         BX, K1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z2, Z0, Z5
+	VUNPCKHPS     Z2, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z3, Z0
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z2
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X2
+	VADDPS        X0, X2, X2
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X2, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X2, X2
+	VMOVUPS   X2, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z0, Z1, Z4
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_2x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_2x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DX), Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VMOVUPS     (DX)(BX*1), Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+	VMOVUPS     64(AX), Z4
+	VMOVUPS     64(AX)(CX*1), Z5
+	VMOVUPS     64(DX), Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VMOVUPS     64(DX)(BX*1), Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DX), Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VMOVUPS     (DX)(BX*1), Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000003, BX
+	KMOVW         BX, K1
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z1, Z0, Z6
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z4
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z4, Z4
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z4, Z0
+	VUNPCKHPD     Z2, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_2x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_2x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DX), Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VMOVUPS     (DX)(BX*1), Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VMOVUPS     (DX)(BX*2), Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+	VMOVUPS     64(AX), Z6
+	VMOVUPS     64(AX)(CX*1), Z7
+	VMOVUPS     64(DX), Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VMOVUPS     64(DX)(BX*1), Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VMOVUPS     64(DX)(BX*2), Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DX), Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VMOVUPS     (DX)(BX*1), Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VMOVUPS     (DX)(BX*2), Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000007, BX
+	KMOVW         BX, K1
+	VXORPS        Z6, Z6, Z6
+	VUNPCKLPS     Z1, Z0, Z7
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z7, Z7
+	VUNPCKLPS     Z6, Z2, Z0
+	VUNPCKHPS     Z6, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z7, Z1
+	VUNPCKHPD     Z0, Z7, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_2x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_2x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DX), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VMOVUPS     (DX)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VMOVUPS     (DX)(BX*2), Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+	VMOVUPS     64(AX), Z8
+	VMOVUPS     64(AX)(CX*1), Z9
+	VMOVUPS     64(DX), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VMOVUPS     64(DX)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VMOVUPS     64(DX)(BX*2), Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VMOVUPS     64(R8), Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DX), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VMOVUPS     (DX)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VMOVUPS     (DX)(BX*2), Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	VUNPCKLPS     Z1, Z0, Z8
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z8, Z8
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z8, Z1
+	VUNPCKHPD     Z0, Z8, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_2x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_2x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z10
+	VMOVUPS     (AX)(CX*1), Z11
+	VMOVUPS     (DX), Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VMOVUPS     (DX)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     (DX)(BX*2), Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     (R8), Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VMOVUPS     (R8)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+	VMOVUPS     64(AX), Z10
+	VMOVUPS     64(AX)(CX*1), Z11
+	VMOVUPS     64(DX), Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VMOVUPS     64(DX)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     64(DX)(BX*2), Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     64(R8), Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VMOVUPS     64(R8)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z10
+	VMOVUPS     (AX)(CX*1), Z11
+	VMOVUPS     (DX), Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VMOVUPS     (DX)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     (DX)(BX*2), Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     (R8), Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VMOVUPS     (R8)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000001, BX
+	KMOVW         BX, K1
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_2x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_2x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DX), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VMOVUPS     (DX)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VMOVUPS     (DX)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VMOVUPS     (R8), Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VMOVUPS     (R8)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VMOVUPS     (R8)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DX), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VMOVUPS     64(DX)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VMOVUPS     64(DX)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VMOVUPS     64(R8), Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VMOVUPS     64(R8)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VMOVUPS     64(R8)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DX), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VMOVUPS     (DX)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VMOVUPS     (DX)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VMOVUPS     (R8), Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VMOVUPS     (R8)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VMOVUPS     (R8)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000003, BX
+	KMOVW         BX, K1
+	VUNPCKLPS     Z1, Z0, Z12
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z12, Z12
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z12, Z1
+	VUNPCKHPD     Z0, Z12, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_3x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_3x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z3
+	VMOVUPS     (AX)(CX*1), Z4
+	VMOVUPS     (DI), Z5
+	VMOVUPS     (DX), Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+	VMOVUPS     64(AX), Z3
+	VMOVUPS     64(AX)(CX*1), Z4
+	VMOVUPS     64(DI), Z5
+	VMOVUPS     64(DX), Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z3
+	VMOVUPS     (AX)(CX*1), Z4
+	VMOVUPS     (DI), Z5
+	VMOVUPS     (DX), Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z3, Z0, Z6
+	VUNPCKHPS     Z3, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z3
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X3
+	VADDPS        X0, X3, X3
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X3, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X3, X3
+	VMOVUPS   X3, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z0, Z1, Z5
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z3, Z0
+	VUNPCKHPS     Z4, Z3, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z0, Z2, Z4
+	VUNPCKHPS     Z0, Z2, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z1, Z0
+	VUNPCKHPS     Z3, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_3x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_3x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DI), Z8
+	VMOVUPS     (DX), Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VMOVUPS     (DX)(BX*1), Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+	VMOVUPS     64(AX), Z6
+	VMOVUPS     64(AX)(CX*1), Z7
+	VMOVUPS     64(DI), Z8
+	VMOVUPS     64(DX), Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VMOVUPS     64(DX)(BX*1), Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DI), Z8
+	VMOVUPS     (DX), Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VMOVUPS     (DX)(BX*1), Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VXORPS        Z6, Z6, Z6
+	VXORPS        Z7, Z7, Z7
+	VUNPCKLPS     Z1, Z0, Z8
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z8, Z8
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z8, Z1
+	VUNPCKHPD     Z0, Z8, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z6
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z6, Z0
+	VUNPCKHPD     Z2, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_3x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_3x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z9
+	VMOVUPS     (AX)(CX*1), Z10
+	VMOVUPS     (DI), Z11
+	VMOVUPS     (DX), Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     (DX)(BX*1), Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     (DX)(BX*2), Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+	VMOVUPS     64(AX), Z9
+	VMOVUPS     64(AX)(CX*1), Z10
+	VMOVUPS     64(DI), Z11
+	VMOVUPS     64(DX), Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     64(DX)(BX*1), Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     64(DX)(BX*2), Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z9
+	VMOVUPS     (AX)(CX*1), Z10
+	VMOVUPS     (DI), Z11
+	VMOVUPS     (DX), Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     (DX)(BX*1), Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     (DX)(BX*2), Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000007, SI
+	KMOVW         SI, K1
+	VXORPS        Z9, Z9, Z9
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z9, Z2, Z0
+	VUNPCKHPS     Z9, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z8, Z2
+	VUNPCKHPS     Z0, Z8, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_3x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_3x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DX), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VMOVUPS     (DX)(BX*1), Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VMOVUPS     (DX)(BX*2), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VMOVUPS     (R8), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DI), Z14
+	VMOVUPS     64(DX), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VMOVUPS     64(DX)(BX*1), Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VMOVUPS     64(DX)(BX*2), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VMOVUPS     64(R8), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DX), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VMOVUPS     (DX)(BX*1), Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VMOVUPS     (DX)(BX*2), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VMOVUPS     (R8), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	VUNPCKLPS     Z1, Z0, Z12
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z12, Z12
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z12, Z1
+	VUNPCKHPD     Z0, Z12, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z11, Z10, Z1
+	VUNPCKHPS     Z11, Z10, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_3x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_3x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z15
+	VMOVUPS     (AX)(CX*1), Z16
+	VMOVUPS     (DI), Z17
+	VMOVUPS     (DX), Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VMOVUPS     (DX)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VMOVUPS     (DX)(BX*2), Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VMOVUPS     (R8), Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VMOVUPS     (R8)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+	VMOVUPS     64(AX), Z15
+	VMOVUPS     64(AX)(CX*1), Z16
+	VMOVUPS     64(DI), Z17
+	VMOVUPS     64(DX), Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VMOVUPS     64(DX)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VMOVUPS     64(DX)(BX*2), Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VMOVUPS     64(R8), Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VMOVUPS     64(R8)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z15
+	VMOVUPS     (AX)(CX*1), Z16
+	VMOVUPS     (DI), Z17
+	VMOVUPS     (DX), Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VMOVUPS     (DX)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VMOVUPS     (DX)(BX*2), Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VMOVUPS     (R8), Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VMOVUPS     (R8)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z15
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z15, Z15
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z15, Z1
+	VUNPCKHPD     Z0, Z15, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z11, Z10, Z0
+	VUNPCKHPS     Z11, Z10, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z13, Z12, Z1
+	VUNPCKHPS     Z13, Z12, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z14, Z3
+	VUNPCKHPS     Z0, Z14, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X1, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)
+
+stored2_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_3x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_3x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z18
+	VMOVUPS     (AX)(CX*1), Z19
+	VMOVUPS     (DI), Z20
+	VMOVUPS     (DX), Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VMOVUPS     (DX)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VMOVUPS     (DX)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VMOVUPS     (R8), Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VMOVUPS     (R8)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VMOVUPS     (R8)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+	VMOVUPS     64(AX), Z18
+	VMOVUPS     64(AX)(CX*1), Z19
+	VMOVUPS     64(DI), Z20
+	VMOVUPS     64(DX), Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VMOVUPS     64(DX)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VMOVUPS     64(DX)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VMOVUPS     64(R8), Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VMOVUPS     64(R8)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VMOVUPS     64(R8)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z18
+	VMOVUPS     (AX)(CX*1), Z19
+	VMOVUPS     (DI), Z20
+	VMOVUPS     (DX), Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VMOVUPS     (DX)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VMOVUPS     (DX)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VMOVUPS     (R8), Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VMOVUPS     (R8)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VMOVUPS     (R8)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z18
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z18, Z18
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z18, Z1
+	VUNPCKHPD     Z0, Z18, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z17, Z16, Z2
+	VUNPCKHPS     Z17, Z16, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X0, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)
+
+stored2_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_4x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_4x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DI), Z6
+	VMOVUPS     (DI)(CX*1), Z7
+	VMOVUPS     (DX), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	VMOVUPS     64(AX), Z4
+	VMOVUPS     64(AX)(CX*1), Z5
+	VMOVUPS     64(DI), Z6
+	VMOVUPS     64(DI)(CX*1), Z7
+	VMOVUPS     64(DX), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DI), Z6
+	VMOVUPS     (DI)(CX*1), Z7
+	VMOVUPS     (DX), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VXORPS        Z6, Z6, Z6
+	VUNPCKLPS     Z4, Z0, Z7
+	VUNPCKHPS     Z4, Z0, Z0
+	VADDPS        Z0, Z7, Z7
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z4
+	VADDPS        Z4, Z0, Z0
+	VUNPCKLPD     Z0, Z7, Z4
+	VUNPCKHPD     Z0, Z7, Z0
+	VADDPS        Z0, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X4
+	VADDPS        X0, X4, X4
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X4, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X4, X4
+	VMOVUPS   X4, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z0, Z1, Z6
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z0, Z2, Z5
+	VUNPCKHPS     Z0, Z2, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z1, Z0
+	VUNPCKHPS     Z4, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z3, Z4
+	VUNPCKHPS     Z0, Z3, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_4x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_4x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DI), Z10
+	VMOVUPS     (DI)(CX*1), Z11
+	VMOVUPS     (DX), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     (DX)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     64(AX), Z8
+	VMOVUPS     64(AX)(CX*1), Z9
+	VMOVUPS     64(DI), Z10
+	VMOVUPS     64(DI)(CX*1), Z11
+	VMOVUPS     64(DX), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     64(DX)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DI), Z10
+	VMOVUPS     (DI)(CX*1), Z11
+	VMOVUPS     (DX), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VMOVUPS     (DX)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VXORPS        Z8, Z8, Z8
+	VXORPS        Z9, Z9, Z9
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z8
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z8, Z8
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z8, Z0
+	VUNPCKHPD     Z2, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z7, Z6, Z2
+	VUNPCKHPS     Z7, Z6, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X0, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_4x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_4x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DI)(CX*1), Z15
+	VMOVUPS     (DX), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VMOVUPS     (DX)(BX*1), Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VMOVUPS     (DX)(BX*2), Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DI), Z14
+	VMOVUPS     64(DI)(CX*1), Z15
+	VMOVUPS     64(DX), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VMOVUPS     64(DX)(BX*1), Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VMOVUPS     64(DX)(BX*2), Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DI)(CX*1), Z15
+	VMOVUPS     (DX), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VMOVUPS     (DX)(BX*1), Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VMOVUPS     (DX)(BX*2), Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000007, SI
+	KMOVW         SI, K1
+	VXORPS        Z12, Z12, Z12
+	VUNPCKLPS     Z1, Z0, Z13
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z13, Z13
+	VUNPCKLPS     Z12, Z2, Z0
+	VUNPCKHPS     Z12, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z13, Z1
+	VUNPCKHPD     Z0, Z13, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z8, Z2
+	VUNPCKHPS     Z0, Z8, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z10, Z9, Z1
+	VUNPCKHPS     Z10, Z9, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z11, Z2
+	VUNPCKHPS     Z0, Z11, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X0, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_4x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_4x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z16
+	VMOVUPS     (AX)(CX*1), Z17
+	VMOVUPS     (DI), Z18
+	VMOVUPS     (DI)(CX*1), Z19
+	VMOVUPS     (DX), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VMOVUPS     (DX)(BX*1), Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VMOVUPS     (DX)(BX*2), Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VMOVUPS     (R8), Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+	VMOVUPS     64(AX), Z16
+	VMOVUPS     64(AX)(CX*1), Z17
+	VMOVUPS     64(DI), Z18
+	VMOVUPS     64(DI)(CX*1), Z19
+	VMOVUPS     64(DX), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VMOVUPS     64(DX)(BX*1), Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VMOVUPS     64(DX)(BX*2), Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VMOVUPS     64(R8), Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z16
+	VMOVUPS     (AX)(CX*1), Z17
+	VMOVUPS     (DI), Z18
+	VMOVUPS     (DI)(CX*1), Z19
+	VMOVUPS     (DX), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VMOVUPS     (DX)(BX*1), Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VMOVUPS     (DX)(BX*2), Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VMOVUPS     (R8), Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	VUNPCKLPS     Z1, Z0, Z16
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z16, Z16
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z16, Z1
+	VUNPCKHPD     Z0, Z16, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z11, Z10, Z1
+	VUNPCKHPS     Z11, Z10, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_4x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_4x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z20
+	VMOVUPS     (AX)(CX*1), Z21
+	VMOVUPS     (DI), Z22
+	VMOVUPS     (DI)(CX*1), Z23
+	VMOVUPS     (DX), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VMOVUPS     (DX)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VMOVUPS     (DX)(BX*2), Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VMOVUPS     (R8), Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VMOVUPS     (R8)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+	VMOVUPS     64(AX), Z20
+	VMOVUPS     64(AX)(CX*1), Z21
+	VMOVUPS     64(DI), Z22
+	VMOVUPS     64(DI)(CX*1), Z23
+	VMOVUPS     64(DX), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VMOVUPS     64(DX)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VMOVUPS     64(DX)(BX*2), Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VMOVUPS     64(R8), Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VMOVUPS     64(R8)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z20
+	VMOVUPS     (AX)(CX*1), Z21
+	VMOVUPS     (DI), Z22
+	VMOVUPS     (DI)(CX*1), Z23
+	VMOVUPS     (DX), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VMOVUPS     (DX)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VMOVUPS     (DX)(BX*2), Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VMOVUPS     (R8), Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VMOVUPS     (R8)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z20
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z20, Z20
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z20, Z1
+	VUNPCKHPD     Z0, Z20, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z11, Z10, Z0
+	VUNPCKHPS     Z11, Z10, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z13, Z12, Z1
+	VUNPCKHPS     Z13, Z12, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z14, Z3
+	VUNPCKHPS     Z0, Z14, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X1, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)
+
+stored2_4:
+	VUNPCKLPS     Z16, Z15, Z0
+	VUNPCKHPS     Z16, Z15, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z18, Z17, Z1
+	VUNPCKHPS     Z18, Z17, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z19, Z3
+	VUNPCKHPS     Z0, Z19, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_4
+	VMOVUPS       X1, K1, 16(DX)(CX*1)
+	JMP           stored3_4
+
+add3_4:
+	VMOVUPS.Z 16(DX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)(CX*1)
+
+stored3_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF32_4x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF32_4x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(CX*1), Z25
+	VMOVUPS     (DI), Z26
+	VMOVUPS     (DI)(CX*1), Z27
+	VMOVUPS     (DX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VMOVUPS     (DX)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VMOVUPS     (DX)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VMOVUPS     (R8), Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VMOVUPS     (R8)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VMOVUPS     (R8)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+	VMOVUPS     64(AX), Z24
+	VMOVUPS     64(AX)(CX*1), Z25
+	VMOVUPS     64(DI), Z26
+	VMOVUPS     64(DI)(CX*1), Z27
+	VMOVUPS     64(DX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VMOVUPS     64(DX)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VMOVUPS     64(DX)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VMOVUPS     64(R8), Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VMOVUPS     64(R8)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VMOVUPS     64(R8)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x80, DX
+	ADDQ        $0x80, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(CX*1), Z25
+	VMOVUPS     (DI), Z26
+	VMOVUPS     (DI)(CX*1), Z27
+	VMOVUPS     (DX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VMOVUPS     (DX)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VMOVUPS     (DX)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VMOVUPS     (R8), Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VMOVUPS     (R8)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VMOVUPS     (R8)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z24
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z24, Z24
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z24, Z1
+	VUNPCKHPD     Z0, Z24, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z17, Z16, Z2
+	VUNPCKHPS     Z17, Z16, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X0, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)
+
+stored2_4:
+	VUNPCKLPS     Z19, Z18, Z0
+	VUNPCKHPS     Z19, Z18, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z21, Z20, Z1
+	VUNPCKHPS     Z21, Z20, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z23, Z22, Z2
+	VUNPCKHPS     Z23, Z22, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_4
+	VMOVUPS       X0, K1, 16(DX)(CX*1)
+	JMP           stored3_4
+
+add3_4:
+	VMOVUPS.Z 16(DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)(CX*1)
+
+stored3_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_1x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z1
+	VCVTPH2PS   (DX), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX), Z1
+	VCVTPH2PS   32(DX), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z1
+	VCVTPH2PS   (DX), Z2
+	VFMADD231PS Z1, Z2, Z0
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000001, DX
+	KMOVW         DX, K1
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_1x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z2
+	VCVTPH2PS   (DX), Z3
+	VFMADD231PS Z2, Z3, Z0
+	VCVTPH2PS   (DX)(BX*1), Z3
+	VFMADD231PS Z2, Z3, Z1
+	VMOVUPS     64(AX), Z2
+	VCVTPH2PS   32(DX), Z3
+	VFMADD231PS Z2, Z3, Z0
+	VCVTPH2PS   32(DX)(BX*1), Z3
+	VFMADD231PS Z2, Z3, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z2
+	VCVTPH2PS   (DX), Z3
+	VFMADD231PS Z2, Z3, Z0
+	VCVTPH2PS   (DX)(BX*1), Z3
+	VFMADD231PS Z2, Z3, Z1
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000003, DX
+	KMOVW         DX, K1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_1x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z3
+	VCVTPH2PS   (DX), Z4
+	VFMADD231PS Z3, Z4, Z0
+	VCVTPH2PS   (DX)(BX*1), Z4
+	VFMADD231PS Z3, Z4, Z1
+	VCVTPH2PS   (DX)(BX*2), Z4
+	VFMADD231PS Z3, Z4, Z2
+	VMOVUPS     64(AX), Z3
+	VCVTPH2PS   32(DX), Z4
+	VFMADD231PS Z3, Z4, Z0
+	VCVTPH2PS   32(DX)(BX*1), Z4
+	VFMADD231PS Z3, Z4, Z1
+	VCVTPH2PS   32(DX)(BX*2), Z4
+	VFMADD231PS Z3, Z4, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z3
+	VCVTPH2PS   (DX), Z4
+	VFMADD231PS Z3, Z4, Z0
+	VCVTPH2PS   (DX)(BX*1), Z4
+	VFMADD231PS Z3, Z4, Z1
+	VCVTPH2PS   (DX)(BX*2), Z4
+	VFMADD231PS Z3, Z4, Z2
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000007, DX
+	KMOVW         DX, K1
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_1x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VCVTPH2PS   (DX), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (DX)(BX*1), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (DX)(BX*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (DI), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX), Z4
+	VCVTPH2PS   32(DX), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(DX)(BX*1), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(DX)(BX*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(DI), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VCVTPH2PS   (DX), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (DX)(BX*1), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (DX)(BX*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (DI), Z5
+	VFMADD231PS Z4, Z5, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_1x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_1x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z5
+	VCVTPH2PS   (DX), Z6
+	VFMADD231PS Z5, Z6, Z0
+	VCVTPH2PS   (DX)(BX*1), Z6
+	VFMADD231PS Z5, Z6, Z1
+	VCVTPH2PS   (DX)(BX*2), Z6
+	VFMADD231PS Z5, Z6, Z2
+	VCVTPH2PS   (DI), Z6
+	VFMADD231PS Z5, Z6, Z3
+	VCVTPH2PS   (DI)(BX*1), Z6
+	VFMADD231PS Z5, Z6, Z4
+	VMOVUPS     64(AX), Z5
+	VCVTPH2PS   32(DX), Z6
+	VFMADD231PS Z5, Z6, Z0
+	VCVTPH2PS   32(DX)(BX*1), Z6
+	VFMADD231PS Z5, Z6, Z1
+	VCVTPH2PS   32(DX)(BX*2), Z6
+	VFMADD231PS Z5, Z6, Z2
+	VCVTPH2PS   32(DI), Z6
+	VFMADD231PS Z5, Z6, Z3
+	VCVTPH2PS   32(DI)(BX*1), Z6
+	VFMADD231PS Z5, Z6, Z4
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z5
+	VCVTPH2PS   (DX), Z6
+	VFMADD231PS Z5, Z6, Z0
+	VCVTPH2PS   (DX)(BX*1), Z6
+	VFMADD231PS Z5, Z6, Z1
+	VCVTPH2PS   (DX)(BX*2), Z6
+	VFMADD231PS Z5, Z6, Z2
+	VCVTPH2PS   (DI), Z6
+	VFMADD231PS Z5, Z6, Z3
+	VCVTPH2PS   (DI)(BX*1), Z6
+	VFMADD231PS Z5, Z6, Z4
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000001, DX
+	KMOVW         DX, K1
+	VUNPCKLPS     Z1, Z0, Z5
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_1x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_1x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VCVTPH2PS   (DX), Z7
+	VFMADD231PS Z6, Z7, Z0
+	VCVTPH2PS   (DX)(BX*1), Z7
+	VFMADD231PS Z6, Z7, Z1
+	VCVTPH2PS   (DX)(BX*2), Z7
+	VFMADD231PS Z6, Z7, Z2
+	VCVTPH2PS   (DI), Z7
+	VFMADD231PS Z6, Z7, Z3
+	VCVTPH2PS   (DI)(BX*1), Z7
+	VFMADD231PS Z6, Z7, Z4
+	VCVTPH2PS   (DI)(BX*2), Z7
+	VFMADD231PS Z6, Z7, Z5
+	VMOVUPS     64(AX), Z6
+	VCVTPH2PS   32(DX), Z7
+	VFMADD231PS Z6, Z7, Z0
+	VCVTPH2PS   32(DX)(BX*1), Z7
+	VFMADD231PS Z6, Z7, Z1
+	VCVTPH2PS   32(DX)(BX*2), Z7
+	VFMADD231PS Z6, Z7, Z2
+	VCVTPH2PS   32(DI), Z7
+	VFMADD231PS Z6, Z7, Z3
+	VCVTPH2PS   32(DI)(BX*1), Z7
+	VFMADD231PS Z6, Z7, Z4
+	VCVTPH2PS   32(DI)(BX*2), Z7
+	VFMADD231PS Z6, Z7, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VCVTPH2PS   (DX), Z7
+	VFMADD231PS Z6, Z7, Z0
+	VCVTPH2PS   (DX)(BX*1), Z7
+	VFMADD231PS Z6, Z7, Z1
+	VCVTPH2PS   (DX)(BX*2), Z7
+	VFMADD231PS Z6, Z7, Z2
+	VCVTPH2PS   (DI), Z7
+	VFMADD231PS Z6, Z7, Z3
+	VCVTPH2PS   (DI)(BX*1), Z7
+	VFMADD231PS Z6, Z7, Z4
+	VCVTPH2PS   (DI)(BX*2), Z7
+	VFMADD231PS Z6, Z7, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000003, DX
+	KMOVW         DX, K1
+	VUNPCKLPS     Z1, Z0, Z6
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         CX, CX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_2x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z2
+	VMOVUPS     (AX)(CX*1), Z3
+	VCVTPH2PS   (DX), Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+	VMOVUPS     64(AX), Z2
+	VMOVUPS     64(AX)(CX*1), Z3
+	VCVTPH2PS   32(DX), Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z2
+	VMOVUPS     (AX)(CX*1), Z3
+	VCVTPH2PS   (DX), Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000001, BX
+	KMOVW         BX, K1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z2, Z0, Z5
+	VUNPCKHPS     Z2, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z3, Z0
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z2
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X2
+	VADDPS        X0, X2, X2
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X2, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X2, X2
+	VMOVUPS   X2, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z0, Z1, Z4
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_2x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VCVTPH2PS   (DX), Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VCVTPH2PS   (DX)(BX*1), Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+	VMOVUPS     64(AX), Z4
+	VMOVUPS     64(AX)(CX*1), Z5
+	VCVTPH2PS   32(DX), Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VCVTPH2PS   32(DX)(BX*1), Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VCVTPH2PS   (DX), Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VCVTPH2PS   (DX)(BX*1), Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000003, BX
+	KMOVW         BX, K1
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z1, Z0, Z6
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z4
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z4, Z4
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z4, Z0
+	VUNPCKHPD     Z2, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_2x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VCVTPH2PS   (DX), Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VCVTPH2PS   (DX)(BX*1), Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VCVTPH2PS   (DX)(BX*2), Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+	VMOVUPS     64(AX), Z6
+	VMOVUPS     64(AX)(CX*1), Z7
+	VCVTPH2PS   32(DX), Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VCVTPH2PS   32(DX)(BX*1), Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VCVTPH2PS   32(DX)(BX*2), Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VCVTPH2PS   (DX), Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VCVTPH2PS   (DX)(BX*1), Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VCVTPH2PS   (DX)(BX*2), Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000007, BX
+	KMOVW         BX, K1
+	VXORPS        Z6, Z6, Z6
+	VUNPCKLPS     Z1, Z0, Z7
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z7, Z7
+	VUNPCKLPS     Z6, Z2, Z0
+	VUNPCKHPS     Z6, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z7, Z1
+	VUNPCKHPD     Z0, Z7, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_2x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VCVTPH2PS   (DX), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VCVTPH2PS   (DX)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VCVTPH2PS   (DX)(BX*2), Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VCVTPH2PS   (R8), Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+	VMOVUPS     64(AX), Z8
+	VMOVUPS     64(AX)(CX*1), Z9
+	VCVTPH2PS   32(DX), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VCVTPH2PS   32(DX)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VCVTPH2PS   32(DX)(BX*2), Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VCVTPH2PS   32(R8), Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VCVTPH2PS   (DX), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VCVTPH2PS   (DX)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VCVTPH2PS   (DX)(BX*2), Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VCVTPH2PS   (R8), Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	VUNPCKLPS     Z1, Z0, Z8
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z8, Z8
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z8, Z1
+	VUNPCKHPD     Z0, Z8, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_2x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_2x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z10
+	VMOVUPS     (AX)(CX*1), Z11
+	VCVTPH2PS   (DX), Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VCVTPH2PS   (DX)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   (DX)(BX*2), Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VCVTPH2PS   (R8), Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VCVTPH2PS   (R8)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+	VMOVUPS     64(AX), Z10
+	VMOVUPS     64(AX)(CX*1), Z11
+	VCVTPH2PS   32(DX), Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VCVTPH2PS   32(DX)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   32(DX)(BX*2), Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VCVTPH2PS   32(R8), Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VCVTPH2PS   32(R8)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z10
+	VMOVUPS     (AX)(CX*1), Z11
+	VCVTPH2PS   (DX), Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VCVTPH2PS   (DX)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   (DX)(BX*2), Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VCVTPH2PS   (R8), Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VCVTPH2PS   (R8)(BX*1), Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000001, BX
+	KMOVW         BX, K1
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_2x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_2x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VCVTPH2PS   (DX), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VCVTPH2PS   (DX)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VCVTPH2PS   (DX)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VCVTPH2PS   (R8), Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VCVTPH2PS   (R8)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VCVTPH2PS   32(DX), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VCVTPH2PS   32(DX)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VCVTPH2PS   32(DX)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VCVTPH2PS   32(R8), Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VCVTPH2PS   32(R8)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VCVTPH2PS   32(R8)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VCVTPH2PS   (DX), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VCVTPH2PS   (DX)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VCVTPH2PS   (DX)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VCVTPH2PS   (R8), Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VCVTPH2PS   (R8)(BX*1), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000003, BX
+	KMOVW         BX, K1
+	VUNPCKLPS     Z1, Z0, Z12
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z12, Z12
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z12, Z1
+	VUNPCKHPD     Z0, Z12, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_3x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z3
+	VMOVUPS     (AX)(CX*1), Z4
+	VMOVUPS     (DI), Z5
+	VCVTPH2PS   (DX), Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+	VMOVUPS     64(AX), Z3
+	VMOVUPS     64(AX)(CX*1), Z4
+	VMOVUPS     64(DI), Z5
+	VCVTPH2PS   32(DX), Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z3
+	VMOVUPS     (AX)(CX*1), Z4
+	VMOVUPS     (DI), Z5
+	VCVTPH2PS   (DX), Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z3, Z0, Z6
+	VUNPCKHPS     Z3, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z3
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X3
+	VADDPS        X0, X3, X3
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X3, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X3, X3
+	VMOVUPS   X3, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z0, Z1, Z5
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z3, Z0
+	VUNPCKHPS     Z4, Z3, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z0, Z2, Z4
+	VUNPCKHPS     Z0, Z2, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z1, Z0
+	VUNPCKHPS     Z3, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_3x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DI), Z8
+	VCVTPH2PS   (DX), Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VCVTPH2PS   (DX)(BX*1), Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+	VMOVUPS     64(AX), Z6
+	VMOVUPS     64(AX)(CX*1), Z7
+	VMOVUPS     64(DI), Z8
+	VCVTPH2PS   32(DX), Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VCVTPH2PS   32(DX)(BX*1), Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DI), Z8
+	VCVTPH2PS   (DX), Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VCVTPH2PS   (DX)(BX*1), Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VXORPS        Z6, Z6, Z6
+	VXORPS        Z7, Z7, Z7
+	VUNPCKLPS     Z1, Z0, Z8
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z8, Z8
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z8, Z1
+	VUNPCKHPD     Z0, Z8, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z6
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z6, Z0
+	VUNPCKHPD     Z2, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_3x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z9
+	VMOVUPS     (AX)(CX*1), Z10
+	VMOVUPS     (DI), Z11
+	VCVTPH2PS   (DX), Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   (DX)(BX*1), Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VCVTPH2PS   (DX)(BX*2), Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+	VMOVUPS     64(AX), Z9
+	VMOVUPS     64(AX)(CX*1), Z10
+	VMOVUPS     64(DI), Z11
+	VCVTPH2PS   32(DX), Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   32(DX)(BX*1), Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VCVTPH2PS   32(DX)(BX*2), Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z9
+	VMOVUPS     (AX)(CX*1), Z10
+	VMOVUPS     (DI), Z11
+	VCVTPH2PS   (DX), Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   (DX)(BX*1), Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VCVTPH2PS   (DX)(BX*2), Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000007, SI
+	KMOVW         SI, K1
+	VXORPS        Z9, Z9, Z9
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z9, Z2, Z0
+	VUNPCKHPS     Z9, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z8, Z2
+	VUNPCKHPS     Z0, Z8, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_3x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VCVTPH2PS   (DX), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VCVTPH2PS   (DX)(BX*1), Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VCVTPH2PS   (DX)(BX*2), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VCVTPH2PS   (R8), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DI), Z14
+	VCVTPH2PS   32(DX), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VCVTPH2PS   32(DX)(BX*1), Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VCVTPH2PS   32(DX)(BX*2), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VCVTPH2PS   32(R8), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VCVTPH2PS   (DX), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VCVTPH2PS   (DX)(BX*1), Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VCVTPH2PS   (DX)(BX*2), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VCVTPH2PS   (R8), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	VUNPCKLPS     Z1, Z0, Z12
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z12, Z12
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z12, Z1
+	VUNPCKHPD     Z0, Z12, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z11, Z10, Z1
+	VUNPCKHPS     Z11, Z10, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_3x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_3x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z15
+	VMOVUPS     (AX)(CX*1), Z16
+	VMOVUPS     (DI), Z17
+	VCVTPH2PS   (DX), Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VCVTPH2PS   (DX)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VCVTPH2PS   (DX)(BX*2), Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VCVTPH2PS   (R8), Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VCVTPH2PS   (R8)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+	VMOVUPS     64(AX), Z15
+	VMOVUPS     64(AX)(CX*1), Z16
+	VMOVUPS     64(DI), Z17
+	VCVTPH2PS   32(DX), Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VCVTPH2PS   32(DX)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VCVTPH2PS   32(DX)(BX*2), Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VCVTPH2PS   32(R8), Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VCVTPH2PS   32(R8)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z15
+	VMOVUPS     (AX)(CX*1), Z16
+	VMOVUPS     (DI), Z17
+	VCVTPH2PS   (DX), Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VCVTPH2PS   (DX)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VCVTPH2PS   (DX)(BX*2), Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VCVTPH2PS   (R8), Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VCVTPH2PS   (R8)(BX*1), Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z15
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z15, Z15
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z15, Z1
+	VUNPCKHPD     Z0, Z15, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z11, Z10, Z0
+	VUNPCKHPS     Z11, Z10, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z13, Z12, Z1
+	VUNPCKHPS     Z13, Z12, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z14, Z3
+	VUNPCKHPS     Z0, Z14, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X1, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)
+
+stored2_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_3x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_3x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z18
+	VMOVUPS     (AX)(CX*1), Z19
+	VMOVUPS     (DI), Z20
+	VCVTPH2PS   (DX), Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VCVTPH2PS   (DX)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VCVTPH2PS   (DX)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VCVTPH2PS   (R8), Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VCVTPH2PS   (R8)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VCVTPH2PS   (R8)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+	VMOVUPS     64(AX), Z18
+	VMOVUPS     64(AX)(CX*1), Z19
+	VMOVUPS     64(DI), Z20
+	VCVTPH2PS   32(DX), Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VCVTPH2PS   32(DX)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VCVTPH2PS   32(DX)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VCVTPH2PS   32(R8), Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VCVTPH2PS   32(R8)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VCVTPH2PS   32(R8)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z18
+	VMOVUPS     (AX)(CX*1), Z19
+	VMOVUPS     (DI), Z20
+	VCVTPH2PS   (DX), Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VCVTPH2PS   (DX)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VCVTPH2PS   (DX)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VCVTPH2PS   (R8), Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VCVTPH2PS   (R8)(BX*1), Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VCVTPH2PS   (R8)(BX*2), Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z18
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z18, Z18
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z18, Z1
+	VUNPCKHPD     Z0, Z18, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z17, Z16, Z2
+	VUNPCKHPS     Z17, Z16, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X0, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)
+
+stored2_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_4x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_4x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DI), Z6
+	VMOVUPS     (DI)(CX*1), Z7
+	VCVTPH2PS   (DX), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	VMOVUPS     64(AX), Z4
+	VMOVUPS     64(AX)(CX*1), Z5
+	VMOVUPS     64(DI), Z6
+	VMOVUPS     64(DI)(CX*1), Z7
+	VCVTPH2PS   32(DX), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DI), Z6
+	VMOVUPS     (DI)(CX*1), Z7
+	VCVTPH2PS   (DX), Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VXORPS        Z6, Z6, Z6
+	VUNPCKLPS     Z4, Z0, Z7
+	VUNPCKHPS     Z4, Z0, Z0
+	VADDPS        Z0, Z7, Z7
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z4
+	VADDPS        Z4, Z0, Z0
+	VUNPCKLPD     Z0, Z7, Z4
+	VUNPCKHPD     Z0, Z7, Z0
+	VADDPS        Z0, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X4
+	VADDPS        X0, X4, X4
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X4, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X4, X4
+	VMOVUPS   X4, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z0, Z1, Z6
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z0, Z2, Z5
+	VUNPCKHPS     Z0, Z2, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z1, Z0
+	VUNPCKHPS     Z4, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z3, Z4
+	VUNPCKHPS     Z0, Z3, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_4x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_4x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DI), Z10
+	VMOVUPS     (DI)(CX*1), Z11
+	VCVTPH2PS   (DX), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   (DX)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     64(AX), Z8
+	VMOVUPS     64(AX)(CX*1), Z9
+	VMOVUPS     64(DI), Z10
+	VMOVUPS     64(DI)(CX*1), Z11
+	VCVTPH2PS   32(DX), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   32(DX)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DI), Z10
+	VMOVUPS     (DI)(CX*1), Z11
+	VCVTPH2PS   (DX), Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VCVTPH2PS   (DX)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VXORPS        Z8, Z8, Z8
+	VXORPS        Z9, Z9, Z9
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z8
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z8, Z8
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z8, Z0
+	VUNPCKHPD     Z2, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z7, Z6, Z2
+	VUNPCKHPS     Z7, Z6, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X0, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_4x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_4x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DI)(CX*1), Z15
+	VCVTPH2PS   (DX), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VCVTPH2PS   (DX)(BX*1), Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VCVTPH2PS   (DX)(BX*2), Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DI), Z14
+	VMOVUPS     64(DI)(CX*1), Z15
+	VCVTPH2PS   32(DX), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VCVTPH2PS   32(DX)(BX*1), Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VCVTPH2PS   32(DX)(BX*2), Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DI)(CX*1), Z15
+	VCVTPH2PS   (DX), Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VCVTPH2PS   (DX)(BX*1), Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VCVTPH2PS   (DX)(BX*2), Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000007, SI
+	KMOVW         SI, K1
+	VXORPS        Z12, Z12, Z12
+	VUNPCKLPS     Z1, Z0, Z13
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z13, Z13
+	VUNPCKLPS     Z12, Z2, Z0
+	VUNPCKHPS     Z12, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z13, Z1
+	VUNPCKHPD     Z0, Z13, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z8, Z2
+	VUNPCKHPS     Z0, Z8, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z10, Z9, Z1
+	VUNPCKHPS     Z10, Z9, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z11, Z2
+	VUNPCKHPS     Z0, Z11, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X0, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_4x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_4x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z16
+	VMOVUPS     (AX)(CX*1), Z17
+	VMOVUPS     (DI), Z18
+	VMOVUPS     (DI)(CX*1), Z19
+	VCVTPH2PS   (DX), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VCVTPH2PS   (DX)(BX*1), Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VCVTPH2PS   (DX)(BX*2), Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VCVTPH2PS   (R8), Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+	VMOVUPS     64(AX), Z16
+	VMOVUPS     64(AX)(CX*1), Z17
+	VMOVUPS     64(DI), Z18
+	VMOVUPS     64(DI)(CX*1), Z19
+	VCVTPH2PS   32(DX), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VCVTPH2PS   32(DX)(BX*1), Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VCVTPH2PS   32(DX)(BX*2), Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VCVTPH2PS   32(R8), Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z16
+	VMOVUPS     (AX)(CX*1), Z17
+	VMOVUPS     (DI), Z18
+	VMOVUPS     (DI)(CX*1), Z19
+	VCVTPH2PS   (DX), Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VCVTPH2PS   (DX)(BX*1), Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VCVTPH2PS   (DX)(BX*2), Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VCVTPH2PS   (R8), Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	VUNPCKLPS     Z1, Z0, Z16
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z16, Z16
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z16, Z1
+	VUNPCKHPD     Z0, Z16, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z11, Z10, Z1
+	VUNPCKHPS     Z11, Z10, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_4x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_4x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z20
+	VMOVUPS     (AX)(CX*1), Z21
+	VMOVUPS     (DI), Z22
+	VMOVUPS     (DI)(CX*1), Z23
+	VCVTPH2PS   (DX), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VCVTPH2PS   (DX)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VCVTPH2PS   (DX)(BX*2), Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VCVTPH2PS   (R8), Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VCVTPH2PS   (R8)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+	VMOVUPS     64(AX), Z20
+	VMOVUPS     64(AX)(CX*1), Z21
+	VMOVUPS     64(DI), Z22
+	VMOVUPS     64(DI)(CX*1), Z23
+	VCVTPH2PS   32(DX), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VCVTPH2PS   32(DX)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VCVTPH2PS   32(DX)(BX*2), Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VCVTPH2PS   32(R8), Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VCVTPH2PS   32(R8)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z20
+	VMOVUPS     (AX)(CX*1), Z21
+	VMOVUPS     (DI), Z22
+	VMOVUPS     (DI)(CX*1), Z23
+	VCVTPH2PS   (DX), Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VCVTPH2PS   (DX)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VCVTPH2PS   (DX)(BX*2), Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VCVTPH2PS   (R8), Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VCVTPH2PS   (R8)(BX*1), Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z20
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z20, Z20
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z20, Z1
+	VUNPCKHPD     Z0, Z20, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z11, Z10, Z0
+	VUNPCKHPS     Z11, Z10, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z13, Z12, Z1
+	VUNPCKHPS     Z13, Z12, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z14, Z3
+	VUNPCKHPS     Z0, Z14, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X1, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)
+
+stored2_4:
+	VUNPCKLPS     Z16, Z15, Z0
+	VUNPCKHPS     Z16, Z15, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z18, Z17, Z1
+	VUNPCKHPS     Z18, Z17, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z19, Z3
+	VUNPCKHPS     Z0, Z19, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_4
+	VMOVUPS       X1, K1, 16(DX)(CX*1)
+	JMP           stored3_4
+
+add3_4:
+	VMOVUPS.Z 16(DX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)(CX*1)
+
+stored3_4:
+	VZEROUPPER
+	RET
+
+// func gemmZF16_4x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZF16_4x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(CX*1), Z25
+	VMOVUPS     (DI), Z26
+	VMOVUPS     (DI)(CX*1), Z27
+	VCVTPH2PS   (DX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VCVTPH2PS   (DX)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VCVTPH2PS   (DX)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VCVTPH2PS   (R8), Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VCVTPH2PS   (R8)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VCVTPH2PS   (R8)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+	VMOVUPS     64(AX), Z24
+	VMOVUPS     64(AX)(CX*1), Z25
+	VMOVUPS     64(DI), Z26
+	VMOVUPS     64(DI)(CX*1), Z27
+	VCVTPH2PS   32(DX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VCVTPH2PS   32(DX)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VCVTPH2PS   32(DX)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VCVTPH2PS   32(R8), Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VCVTPH2PS   32(R8)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VCVTPH2PS   32(R8)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(CX*1), Z25
+	VMOVUPS     (DI), Z26
+	VMOVUPS     (DI)(CX*1), Z27
+	VCVTPH2PS   (DX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VCVTPH2PS   (DX)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VCVTPH2PS   (DX)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VCVTPH2PS   (R8), Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VCVTPH2PS   (R8)(BX*1), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VCVTPH2PS   (R8)(BX*2), Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z24
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z24, Z24
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z24, Z1
+	VUNPCKHPD     Z0, Z24, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z17, Z16, Z2
+	VUNPCKHPS     Z17, Z16, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X0, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)
+
+stored2_4:
+	VUNPCKLPS     Z19, Z18, Z0
+	VUNPCKHPS     Z19, Z18, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z21, Z20, Z1
+	VUNPCKHPS     Z21, Z20, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z23, Z22, Z2
+	VUNPCKHPS     Z23, Z22, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_4
+	VMOVUPS       X0, K1, 16(DX)(CX*1)
+	JMP           stored3_4
+
+add3_4:
+	VMOVUPS.Z 16(DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)(CX*1)
+
+stored3_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_1x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z1
+	VPMOVZXWD   (DX), Z2
+	VPSLLD      $0x10, Z2, Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX), Z1
+	VPMOVZXWD   32(DX), Z2
+	VPSLLD      $0x10, Z2, Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z1
+	VPMOVZXWD   (DX), Z2
+	VPSLLD      $0x10, Z2, Z2
+	VFMADD231PS Z1, Z2, Z0
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000001, DX
+	KMOVW         DX, K1
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_1x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z2
+	VPMOVZXWD   (DX), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VFMADD231PS Z2, Z3, Z0
+	VPMOVZXWD   (DX)(BX*1), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VFMADD231PS Z2, Z3, Z1
+	VMOVUPS     64(AX), Z2
+	VPMOVZXWD   32(DX), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VFMADD231PS Z2, Z3, Z0
+	VPMOVZXWD   32(DX)(BX*1), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VFMADD231PS Z2, Z3, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z2
+	VPMOVZXWD   (DX), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VFMADD231PS Z2, Z3, Z0
+	VPMOVZXWD   (DX)(BX*1), Z3
+	VPSLLD      $0x10, Z3, Z3
+	VFMADD231PS Z2, Z3, Z1
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000003, DX
+	KMOVW         DX, K1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_1x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z3
+	VPMOVZXWD   (DX), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z0
+	VPMOVZXWD   (DX)(BX*1), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z1
+	VPMOVZXWD   (DX)(BX*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z2
+	VMOVUPS     64(AX), Z3
+	VPMOVZXWD   32(DX), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z0
+	VPMOVZXWD   32(DX)(BX*1), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z1
+	VPMOVZXWD   32(DX)(BX*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z3
+	VPMOVZXWD   (DX), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z0
+	VPMOVZXWD   (DX)(BX*1), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z1
+	VPMOVZXWD   (DX)(BX*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z3, Z4, Z2
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000007, DX
+	KMOVW         DX, K1
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_1x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VPMOVZXWD   (DX), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z0
+	VPMOVZXWD   (DX)(BX*1), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z1
+	VPMOVZXWD   (DX)(BX*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z2
+	VPMOVZXWD   (DI), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX), Z4
+	VPMOVZXWD   32(DX), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z0
+	VPMOVZXWD   32(DX)(BX*1), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z1
+	VPMOVZXWD   32(DX)(BX*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z2
+	VPMOVZXWD   32(DI), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VPMOVZXWD   (DX), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z0
+	VPMOVZXWD   (DX)(BX*1), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z1
+	VPMOVZXWD   (DX)(BX*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z2
+	VPMOVZXWD   (DI), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VFMADD231PS Z4, Z5, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	VUNPCKLPS     Z1, Z0, Z4
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_1x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_1x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z5
+	VPMOVZXWD   (DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z0
+	VPMOVZXWD   (DX)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z1
+	VPMOVZXWD   (DX)(BX*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z2
+	VPMOVZXWD   (DI), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z3
+	VPMOVZXWD   (DI)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z4
+	VMOVUPS     64(AX), Z5
+	VPMOVZXWD   32(DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z0
+	VPMOVZXWD   32(DX)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z1
+	VPMOVZXWD   32(DX)(BX*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z2
+	VPMOVZXWD   32(DI), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z3
+	VPMOVZXWD   32(DI)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z4
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z5
+	VPMOVZXWD   (DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z0
+	VPMOVZXWD   (DX)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z1
+	VPMOVZXWD   (DX)(BX*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z2
+	VPMOVZXWD   (DI), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z3
+	VPMOVZXWD   (DI)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z5, Z6, Z4
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000001, DX
+	KMOVW         DX, K1
+	VUNPCKLPS     Z1, Z0, Z5
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_1x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_1x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), CX
+	LEAQ   (DX)(BX*2), DI
+	ADDQ   BX, DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VPMOVZXWD   (DX), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z0
+	VPMOVZXWD   (DX)(BX*1), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z1
+	VPMOVZXWD   (DX)(BX*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z2
+	VPMOVZXWD   (DI), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z3
+	VPMOVZXWD   (DI)(BX*1), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z4
+	VPMOVZXWD   (DI)(BX*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z5
+	VMOVUPS     64(AX), Z6
+	VPMOVZXWD   32(DX), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z0
+	VPMOVZXWD   32(DX)(BX*1), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z1
+	VPMOVZXWD   32(DX)(BX*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z2
+	VPMOVZXWD   32(DI), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z3
+	VPMOVZXWD   32(DI)(BX*1), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z4
+	VPMOVZXWD   32(DI)(BX*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, CX
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, DI
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VPMOVZXWD   (DX), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z0
+	VPMOVZXWD   (DX)(BX*1), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z1
+	VPMOVZXWD   (DX)(BX*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z2
+	VPMOVZXWD   (DI), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z3
+	VPMOVZXWD   (DI)(BX*1), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z4
+	VPMOVZXWD   (DI)(BX*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VFMADD231PS Z6, Z7, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), CX
+	MOVQ          acc+56(FP), CX
+	MOVL          $0x00000003, DX
+	KMOVW         DX, K1
+	VUNPCKLPS     Z1, Z0, Z6
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         CX, CX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         CX, CX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_2x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z2
+	VMOVUPS     (AX)(CX*1), Z3
+	VPMOVZXWD   (DX), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+	VMOVUPS     64(AX), Z2
+	VMOVUPS     64(AX)(CX*1), Z3
+	VPMOVZXWD   32(DX), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z2
+	VMOVUPS     (AX)(CX*1), Z3
+	VPMOVZXWD   (DX), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VFMADD231PS Z2, Z4, Z0
+	VFMADD231PS Z3, Z4, Z1
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000001, BX
+	KMOVW         BX, K1
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z2, Z0, Z5
+	VUNPCKHPS     Z2, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z3, Z0
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z2
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X2
+	VADDPS        X0, X2, X2
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X2, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X2, X2
+	VMOVUPS   X2, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z2, Z2, Z2
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z0, Z1, Z4
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_2x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VPMOVZXWD   (DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VPMOVZXWD   (DX)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+	VMOVUPS     64(AX), Z4
+	VMOVUPS     64(AX)(CX*1), Z5
+	VPMOVZXWD   32(DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VPMOVZXWD   32(DX)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VPMOVZXWD   (DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z4, Z6, Z0
+	VFMADD231PS Z5, Z6, Z2
+	VPMOVZXWD   (DX)(BX*1), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000003, BX
+	KMOVW         BX, K1
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z1, Z0, Z6
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z4
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z4, Z4
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z4, Z0
+	VUNPCKHPD     Z2, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_2x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VPMOVZXWD   (DX), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VPMOVZXWD   (DX)(BX*1), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VPMOVZXWD   (DX)(BX*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+	VMOVUPS     64(AX), Z6
+	VMOVUPS     64(AX)(CX*1), Z7
+	VPMOVZXWD   32(DX), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VPMOVZXWD   32(DX)(BX*1), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VPMOVZXWD   32(DX)(BX*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VPMOVZXWD   (DX), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z0
+	VFMADD231PS Z7, Z8, Z3
+	VPMOVZXWD   (DX)(BX*1), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z1
+	VFMADD231PS Z7, Z8, Z4
+	VPMOVZXWD   (DX)(BX*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000007, BX
+	KMOVW         BX, K1
+	VXORPS        Z6, Z6, Z6
+	VUNPCKLPS     Z1, Z0, Z7
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z7, Z7
+	VUNPCKLPS     Z6, Z2, Z0
+	VUNPCKHPS     Z6, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z7, Z1
+	VUNPCKHPD     Z0, Z7, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_2x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VPMOVZXWD   (DX), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VPMOVZXWD   (DX)(BX*1), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VPMOVZXWD   (DX)(BX*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VPMOVZXWD   (R8), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+	VMOVUPS     64(AX), Z8
+	VMOVUPS     64(AX)(CX*1), Z9
+	VPMOVZXWD   32(DX), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VPMOVZXWD   32(DX)(BX*1), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VPMOVZXWD   32(DX)(BX*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VPMOVZXWD   32(R8), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VPMOVZXWD   (DX), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z4
+	VPMOVZXWD   (DX)(BX*1), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z1
+	VFMADD231PS Z9, Z10, Z5
+	VPMOVZXWD   (DX)(BX*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z2
+	VFMADD231PS Z9, Z10, Z6
+	VPMOVZXWD   (R8), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VFMADD231PS Z8, Z10, Z3
+	VFMADD231PS Z9, Z10, Z7
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	VUNPCKLPS     Z1, Z0, Z8
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z8, Z8
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z8, Z1
+	VUNPCKHPD     Z0, Z8, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_2x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_2x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z10
+	VMOVUPS     (AX)(CX*1), Z11
+	VPMOVZXWD   (DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VPMOVZXWD   (DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   (DX)(BX*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VPMOVZXWD   (R8), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VPMOVZXWD   (R8)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+	VMOVUPS     64(AX), Z10
+	VMOVUPS     64(AX)(CX*1), Z11
+	VPMOVZXWD   32(DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VPMOVZXWD   32(DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   32(DX)(BX*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VPMOVZXWD   32(R8), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VPMOVZXWD   32(R8)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z10
+	VMOVUPS     (AX)(CX*1), Z11
+	VPMOVZXWD   (DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z0
+	VFMADD231PS Z11, Z12, Z5
+	VPMOVZXWD   (DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z1
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   (DX)(BX*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z2
+	VFMADD231PS Z11, Z12, Z7
+	VPMOVZXWD   (R8), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z8
+	VPMOVZXWD   (R8)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z9
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000001, BX
+	KMOVW         BX, K1
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_2x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_2x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VPMOVZXWD   (DX), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VPMOVZXWD   (DX)(BX*1), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VPMOVZXWD   (DX)(BX*2), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VPMOVZXWD   (R8), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VPMOVZXWD   (R8)(BX*1), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VPMOVZXWD   (R8)(BX*2), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VPMOVZXWD   32(DX), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VPMOVZXWD   32(DX)(BX*1), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VPMOVZXWD   32(DX)(BX*2), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VPMOVZXWD   32(R8), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VPMOVZXWD   32(R8)(BX*1), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VPMOVZXWD   32(R8)(BX*2), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VPMOVZXWD   (DX), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z6
+	VPMOVZXWD   (DX)(BX*1), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z1
+	VFMADD231PS Z13, Z14, Z7
+	VPMOVZXWD   (DX)(BX*2), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z2
+	VFMADD231PS Z13, Z14, Z8
+	VPMOVZXWD   (R8), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z3
+	VFMADD231PS Z13, Z14, Z9
+	VPMOVZXWD   (R8)(BX*1), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z10
+	VPMOVZXWD   (R8)(BX*2), Z14
+	VPSLLD      $0x10, Z14, Z14
+	VFMADD231PS Z12, Z14, Z5
+	VFMADD231PS Z13, Z14, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), DX
+	MOVL          $0x00000003, BX
+	KMOVW         BX, K1
+	VUNPCKLPS     Z1, Z0, Z12
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z12, Z12
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z12, Z1
+	VUNPCKHPD     Z0, Z12, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         DX, DX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         DX, DX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_3x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z3
+	VMOVUPS     (AX)(CX*1), Z4
+	VMOVUPS     (DI), Z5
+	VPMOVZXWD   (DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+	VMOVUPS     64(AX), Z3
+	VMOVUPS     64(AX)(CX*1), Z4
+	VMOVUPS     64(DI), Z5
+	VPMOVZXWD   32(DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z3
+	VMOVUPS     (AX)(CX*1), Z4
+	VMOVUPS     (DI), Z5
+	VPMOVZXWD   (DX), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VFMADD231PS Z3, Z6, Z0
+	VFMADD231PS Z4, Z6, Z1
+	VFMADD231PS Z5, Z6, Z2
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z3, Z0, Z6
+	VUNPCKHPS     Z3, Z0, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z3
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X3
+	VADDPS        X0, X3, X3
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X3, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X3, X3
+	VMOVUPS   X3, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z3, Z3, Z3
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z0, Z1, Z5
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z3, Z0
+	VUNPCKHPS     Z4, Z3, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z3, Z3, Z3
+	VUNPCKLPS     Z0, Z2, Z4
+	VUNPCKHPS     Z0, Z2, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z3, Z1, Z0
+	VUNPCKHPS     Z3, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_3x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DI), Z8
+	VPMOVZXWD   (DX), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VPMOVZXWD   (DX)(BX*1), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+	VMOVUPS     64(AX), Z6
+	VMOVUPS     64(AX)(CX*1), Z7
+	VMOVUPS     64(DI), Z8
+	VPMOVZXWD   32(DX), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VPMOVZXWD   32(DX)(BX*1), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z6
+	VMOVUPS     (AX)(CX*1), Z7
+	VMOVUPS     (DI), Z8
+	VPMOVZXWD   (DX), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VFMADD231PS Z6, Z9, Z0
+	VFMADD231PS Z7, Z9, Z2
+	VFMADD231PS Z8, Z9, Z4
+	VPMOVZXWD   (DX)(BX*1), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VFMADD231PS Z6, Z9, Z1
+	VFMADD231PS Z7, Z9, Z3
+	VFMADD231PS Z8, Z9, Z5
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VXORPS        Z6, Z6, Z6
+	VXORPS        Z7, Z7, Z7
+	VUNPCKLPS     Z1, Z0, Z8
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z8, Z8
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z8, Z1
+	VUNPCKHPD     Z0, Z8, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z6
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z6, Z0
+	VUNPCKHPD     Z2, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_3x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z9
+	VMOVUPS     (AX)(CX*1), Z10
+	VMOVUPS     (DI), Z11
+	VPMOVZXWD   (DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   (DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VPMOVZXWD   (DX)(BX*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+	VMOVUPS     64(AX), Z9
+	VMOVUPS     64(AX)(CX*1), Z10
+	VMOVUPS     64(DI), Z11
+	VPMOVZXWD   32(DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   32(DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VPMOVZXWD   32(DX)(BX*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z9
+	VMOVUPS     (AX)(CX*1), Z10
+	VMOVUPS     (DI), Z11
+	VPMOVZXWD   (DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z0
+	VFMADD231PS Z10, Z12, Z3
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   (DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z1
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z7
+	VPMOVZXWD   (DX)(BX*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z8
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000007, SI
+	KMOVW         SI, K1
+	VXORPS        Z9, Z9, Z9
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z9, Z2, Z0
+	VUNPCKHPS     Z9, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z8, Z2
+	VUNPCKHPS     Z0, Z8, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_3x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VPMOVZXWD   (DX), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VPMOVZXWD   (DX)(BX*1), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VPMOVZXWD   (DX)(BX*2), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VPMOVZXWD   (R8), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DI), Z14
+	VPMOVZXWD   32(DX), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VPMOVZXWD   32(DX)(BX*1), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VPMOVZXWD   32(DX)(BX*2), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VPMOVZXWD   32(R8), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VPMOVZXWD   (DX), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z8
+	VPMOVZXWD   (DX)(BX*1), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z1
+	VFMADD231PS Z13, Z15, Z5
+	VFMADD231PS Z14, Z15, Z9
+	VPMOVZXWD   (DX)(BX*2), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z6
+	VFMADD231PS Z14, Z15, Z10
+	VPMOVZXWD   (R8), Z15
+	VPSLLD      $0x10, Z15, Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	VUNPCKLPS     Z1, Z0, Z12
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z12, Z12
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z12, Z1
+	VUNPCKHPD     Z0, Z12, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z11, Z10, Z1
+	VUNPCKHPS     Z11, Z10, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_3x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_3x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z15
+	VMOVUPS     (AX)(CX*1), Z16
+	VMOVUPS     (DI), Z17
+	VPMOVZXWD   (DX), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VPMOVZXWD   (DX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VPMOVZXWD   (DX)(BX*2), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VPMOVZXWD   (R8), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VPMOVZXWD   (R8)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+	VMOVUPS     64(AX), Z15
+	VMOVUPS     64(AX)(CX*1), Z16
+	VMOVUPS     64(DI), Z17
+	VPMOVZXWD   32(DX), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VPMOVZXWD   32(DX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VPMOVZXWD   32(DX)(BX*2), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VPMOVZXWD   32(R8), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VPMOVZXWD   32(R8)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z15
+	VMOVUPS     (AX)(CX*1), Z16
+	VMOVUPS     (DI), Z17
+	VPMOVZXWD   (DX), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z0
+	VFMADD231PS Z16, Z18, Z5
+	VFMADD231PS Z17, Z18, Z10
+	VPMOVZXWD   (DX)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z1
+	VFMADD231PS Z16, Z18, Z6
+	VFMADD231PS Z17, Z18, Z11
+	VPMOVZXWD   (DX)(BX*2), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z2
+	VFMADD231PS Z16, Z18, Z7
+	VFMADD231PS Z17, Z18, Z12
+	VPMOVZXWD   (R8), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z3
+	VFMADD231PS Z16, Z18, Z8
+	VFMADD231PS Z17, Z18, Z13
+	VPMOVZXWD   (R8)(BX*1), Z18
+	VPSLLD      $0x10, Z18, Z18
+	VFMADD231PS Z15, Z18, Z4
+	VFMADD231PS Z16, Z18, Z9
+	VFMADD231PS Z17, Z18, Z14
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z15
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z15, Z15
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z15, Z1
+	VUNPCKHPD     Z0, Z15, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z11, Z10, Z0
+	VUNPCKHPS     Z11, Z10, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z13, Z12, Z1
+	VUNPCKHPS     Z13, Z12, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z14, Z3
+	VUNPCKHPS     Z0, Z14, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X1, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)
+
+stored2_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_3x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_3x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z18
+	VMOVUPS     (AX)(CX*1), Z19
+	VMOVUPS     (DI), Z20
+	VPMOVZXWD   (DX), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VPMOVZXWD   (DX)(BX*1), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VPMOVZXWD   (DX)(BX*2), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VPMOVZXWD   (R8), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VPMOVZXWD   (R8)(BX*1), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VPMOVZXWD   (R8)(BX*2), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+	VMOVUPS     64(AX), Z18
+	VMOVUPS     64(AX)(CX*1), Z19
+	VMOVUPS     64(DI), Z20
+	VPMOVZXWD   32(DX), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VPMOVZXWD   32(DX)(BX*1), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VPMOVZXWD   32(DX)(BX*2), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VPMOVZXWD   32(R8), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VPMOVZXWD   32(R8)(BX*1), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VPMOVZXWD   32(R8)(BX*2), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z18
+	VMOVUPS     (AX)(CX*1), Z19
+	VMOVUPS     (DI), Z20
+	VPMOVZXWD   (DX), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z0
+	VFMADD231PS Z19, Z21, Z6
+	VFMADD231PS Z20, Z21, Z12
+	VPMOVZXWD   (DX)(BX*1), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z1
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z20, Z21, Z13
+	VPMOVZXWD   (DX)(BX*2), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z2
+	VFMADD231PS Z19, Z21, Z8
+	VFMADD231PS Z20, Z21, Z14
+	VPMOVZXWD   (R8), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z3
+	VFMADD231PS Z19, Z21, Z9
+	VFMADD231PS Z20, Z21, Z15
+	VPMOVZXWD   (R8)(BX*1), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z4
+	VFMADD231PS Z19, Z21, Z10
+	VFMADD231PS Z20, Z21, Z16
+	VPMOVZXWD   (R8)(BX*2), Z21
+	VPSLLD      $0x10, Z21, Z21
+	VFMADD231PS Z18, Z21, Z5
+	VFMADD231PS Z19, Z21, Z11
+	VFMADD231PS Z20, Z21, Z17
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z18
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z18, Z18
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z18, Z1
+	VUNPCKHPD     Z0, Z18, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z17, Z16, Z2
+	VUNPCKHPS     Z17, Z16, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X0, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)
+
+stored2_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_4x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_4x1(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DI), Z6
+	VMOVUPS     (DI)(CX*1), Z7
+	VPMOVZXWD   (DX), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	VMOVUPS     64(AX), Z4
+	VMOVUPS     64(AX)(CX*1), Z5
+	VMOVUPS     64(DI), Z6
+	VMOVUPS     64(DI)(CX*1), Z7
+	VPMOVZXWD   32(DX), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z4
+	VMOVUPS     (AX)(CX*1), Z5
+	VMOVUPS     (DI), Z6
+	VMOVUPS     (DI)(CX*1), Z7
+	VPMOVZXWD   (DX), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z8, Z1
+	VFMADD231PS Z6, Z8, Z2
+	VFMADD231PS Z7, Z8, Z3
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VXORPS        Z6, Z6, Z6
+	VUNPCKLPS     Z4, Z0, Z7
+	VUNPCKHPS     Z4, Z0, Z0
+	VADDPS        Z0, Z7, Z7
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z4
+	VADDPS        Z4, Z0, Z0
+	VUNPCKLPD     Z0, Z7, Z4
+	VUNPCKHPD     Z0, Z7, Z0
+	VADDPS        Z0, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X4
+	VADDPS        X0, X4, X4
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X4, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X4, X4
+	VMOVUPS   X4, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z4, Z4, Z4
+	VXORPS        Z5, Z5, Z5
+	VUNPCKLPS     Z0, Z1, Z6
+	VUNPCKHPS     Z0, Z1, Z0
+	VADDPS        Z0, Z6, Z6
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z6, Z1
+	VUNPCKHPD     Z0, Z6, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z4, Z4, Z4
+	VUNPCKLPS     Z0, Z2, Z5
+	VUNPCKHPS     Z0, Z2, Z0
+	VADDPS        Z0, Z5, Z5
+	VUNPCKLPS     Z4, Z1, Z0
+	VUNPCKHPS     Z4, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z5, Z1
+	VUNPCKHPD     Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z3, Z4
+	VUNPCKHPS     Z0, Z3, Z0
+	VADDPS        Z0, Z4, Z4
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z4, Z1
+	VUNPCKHPD     Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_4x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_4x2(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DI), Z10
+	VMOVUPS     (DI)(CX*1), Z11
+	VPMOVZXWD   (DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   (DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+	VMOVUPS     64(AX), Z8
+	VMOVUPS     64(AX)(CX*1), Z9
+	VMOVUPS     64(DI), Z10
+	VMOVUPS     64(DI)(CX*1), Z11
+	VPMOVZXWD   32(DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   32(DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z8
+	VMOVUPS     (AX)(CX*1), Z9
+	VMOVUPS     (DI), Z10
+	VMOVUPS     (DI)(CX*1), Z11
+	VPMOVZXWD   (DX), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z12, Z2
+	VFMADD231PS Z10, Z12, Z4
+	VFMADD231PS Z11, Z12, Z6
+	VPMOVZXWD   (DX)(BX*1), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VFMADD231PS Z8, Z12, Z1
+	VFMADD231PS Z9, Z12, Z3
+	VFMADD231PS Z10, Z12, Z5
+	VFMADD231PS Z11, Z12, Z7
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VXORPS        Z8, Z8, Z8
+	VXORPS        Z9, Z9, Z9
+	VUNPCKLPS     Z1, Z0, Z10
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z10, Z10
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z10, Z1
+	VUNPCKHPD     Z0, Z10, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z3, Z2, Z8
+	VUNPCKHPS     Z3, Z2, Z2
+	VADDPS        Z2, Z8, Z8
+	VUNPCKLPS     Z1, Z0, Z2
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z8, Z0
+	VUNPCKHPD     Z2, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z7, Z6, Z2
+	VUNPCKHPS     Z7, Z6, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X0, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_4x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_4x3(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DI)(CX*1), Z15
+	VPMOVZXWD   (DX), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VPMOVZXWD   (DX)(BX*1), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VPMOVZXWD   (DX)(BX*2), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+	VMOVUPS     64(AX), Z12
+	VMOVUPS     64(AX)(CX*1), Z13
+	VMOVUPS     64(DI), Z14
+	VMOVUPS     64(DI)(CX*1), Z15
+	VPMOVZXWD   32(DX), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VPMOVZXWD   32(DX)(BX*1), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VPMOVZXWD   32(DX)(BX*2), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z12
+	VMOVUPS     (AX)(CX*1), Z13
+	VMOVUPS     (DI), Z14
+	VMOVUPS     (DI)(CX*1), Z15
+	VPMOVZXWD   (DX), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z0
+	VFMADD231PS Z13, Z16, Z3
+	VFMADD231PS Z14, Z16, Z6
+	VFMADD231PS Z15, Z16, Z9
+	VPMOVZXWD   (DX)(BX*1), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z1
+	VFMADD231PS Z13, Z16, Z4
+	VFMADD231PS Z14, Z16, Z7
+	VFMADD231PS Z15, Z16, Z10
+	VPMOVZXWD   (DX)(BX*2), Z16
+	VPSLLD      $0x10, Z16, Z16
+	VFMADD231PS Z12, Z16, Z2
+	VFMADD231PS Z13, Z16, Z5
+	VFMADD231PS Z14, Z16, Z8
+	VFMADD231PS Z15, Z16, Z11
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000007, SI
+	KMOVW         SI, K1
+	VXORPS        Z12, Z12, Z12
+	VUNPCKLPS     Z1, Z0, Z13
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z13, Z13
+	VUNPCKLPS     Z12, Z2, Z0
+	VUNPCKHPS     Z12, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z13, Z1
+	VUNPCKHPD     Z0, Z13, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, K1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VMOVUPS.Z (AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z4, Z3, Z1
+	VUNPCKHPS     Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z5, Z2
+	VUNPCKHPS     Z0, Z5, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X0, K1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VMOVUPS.Z (AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z8, Z2
+	VUNPCKHPS     Z0, Z8, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X0, K1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VMOVUPS.Z (DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VUNPCKLPS     Z10, Z9, Z1
+	VUNPCKHPS     Z10, Z9, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPS     Z0, Z11, Z2
+	VUNPCKHPS     Z0, Z11, Z0
+	VADDPS        Z0, Z2, Z2
+	VUNPCKLPD     Z2, Z1, Z0
+	VUNPCKHPD     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X0, K1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VMOVUPS.Z (DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_4x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_4x4(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z16
+	VMOVUPS     (AX)(CX*1), Z17
+	VMOVUPS     (DI), Z18
+	VMOVUPS     (DI)(CX*1), Z19
+	VPMOVZXWD   (DX), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VPMOVZXWD   (DX)(BX*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VPMOVZXWD   (DX)(BX*2), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VPMOVZXWD   (R8), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+	VMOVUPS     64(AX), Z16
+	VMOVUPS     64(AX)(CX*1), Z17
+	VMOVUPS     64(DI), Z18
+	VMOVUPS     64(DI)(CX*1), Z19
+	VPMOVZXWD   32(DX), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VPMOVZXWD   32(DX)(BX*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VPMOVZXWD   32(DX)(BX*2), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VPMOVZXWD   32(R8), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z16
+	VMOVUPS     (AX)(CX*1), Z17
+	VMOVUPS     (DI), Z18
+	VMOVUPS     (DI)(CX*1), Z19
+	VPMOVZXWD   (DX), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z4
+	VFMADD231PS Z18, Z20, Z8
+	VFMADD231PS Z19, Z20, Z12
+	VPMOVZXWD   (DX)(BX*1), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z1
+	VFMADD231PS Z17, Z20, Z5
+	VFMADD231PS Z18, Z20, Z9
+	VFMADD231PS Z19, Z20, Z13
+	VPMOVZXWD   (DX)(BX*2), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z2
+	VFMADD231PS Z17, Z20, Z6
+	VFMADD231PS Z18, Z20, Z10
+	VFMADD231PS Z19, Z20, Z14
+	VPMOVZXWD   (R8), Z20
+	VPSLLD      $0x10, Z20, Z20
+	VFMADD231PS Z16, Z20, Z3
+	VFMADD231PS Z17, Z20, Z7
+	VFMADD231PS Z18, Z20, Z11
+	VFMADD231PS Z19, Z20, Z15
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	VUNPCKLPS     Z1, Z0, Z16
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z16, Z16
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z16, Z1
+	VUNPCKHPD     Z0, Z16, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VUNPCKLPS     Z5, Z4, Z0
+	VUNPCKHPS     Z5, Z4, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z7, Z6, Z1
+	VUNPCKHPS     Z7, Z6, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VUNPCKLPS     Z9, Z8, Z0
+	VUNPCKHPS     Z9, Z8, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z11, Z10, Z1
+	VUNPCKHPS     Z11, Z10, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_4x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_4x5(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z20
+	VMOVUPS     (AX)(CX*1), Z21
+	VMOVUPS     (DI), Z22
+	VMOVUPS     (DI)(CX*1), Z23
+	VPMOVZXWD   (DX), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VPMOVZXWD   (DX)(BX*1), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VPMOVZXWD   (DX)(BX*2), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VPMOVZXWD   (R8), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VPMOVZXWD   (R8)(BX*1), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+	VMOVUPS     64(AX), Z20
+	VMOVUPS     64(AX)(CX*1), Z21
+	VMOVUPS     64(DI), Z22
+	VMOVUPS     64(DI)(CX*1), Z23
+	VPMOVZXWD   32(DX), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VPMOVZXWD   32(DX)(BX*1), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VPMOVZXWD   32(DX)(BX*2), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VPMOVZXWD   32(R8), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VPMOVZXWD   32(R8)(BX*1), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z20
+	VMOVUPS     (AX)(CX*1), Z21
+	VMOVUPS     (DI), Z22
+	VMOVUPS     (DI)(CX*1), Z23
+	VPMOVZXWD   (DX), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z0
+	VFMADD231PS Z21, Z24, Z5
+	VFMADD231PS Z22, Z24, Z10
+	VFMADD231PS Z23, Z24, Z15
+	VPMOVZXWD   (DX)(BX*1), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z1
+	VFMADD231PS Z21, Z24, Z6
+	VFMADD231PS Z22, Z24, Z11
+	VFMADD231PS Z23, Z24, Z16
+	VPMOVZXWD   (DX)(BX*2), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z2
+	VFMADD231PS Z21, Z24, Z7
+	VFMADD231PS Z22, Z24, Z12
+	VFMADD231PS Z23, Z24, Z17
+	VPMOVZXWD   (R8), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z3
+	VFMADD231PS Z21, Z24, Z8
+	VFMADD231PS Z22, Z24, Z13
+	VFMADD231PS Z23, Z24, Z18
+	VPMOVZXWD   (R8)(BX*1), Z24
+	VPSLLD      $0x10, Z24, Z24
+	VFMADD231PS Z20, Z24, Z4
+	VFMADD231PS Z21, Z24, Z9
+	VFMADD231PS Z22, Z24, Z14
+	VFMADD231PS Z23, Z24, Z19
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000001, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z20
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z20, Z20
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z20, Z1
+	VUNPCKHPD     Z0, Z20, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z4, Z3
+	VUNPCKHPS     Z0, Z4, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X1, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z6, Z5, Z0
+	VUNPCKHPS     Z6, Z5, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z8, Z7, Z1
+	VUNPCKHPS     Z8, Z7, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z9, Z3
+	VUNPCKHPS     Z0, Z9, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X1, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z11, Z10, Z0
+	VUNPCKHPS     Z11, Z10, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z13, Z12, Z1
+	VUNPCKHPS     Z13, Z12, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z14, Z3
+	VUNPCKHPS     Z0, Z14, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X1, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)
+
+stored2_4:
+	VUNPCKLPS     Z16, Z15, Z0
+	VUNPCKHPS     Z16, Z15, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z18, Z17, Z1
+	VUNPCKHPS     Z18, Z17, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VXORPS        Z2, Z2, Z2
+	VUNPCKLPS     Z0, Z19, Z3
+	VUNPCKHPS     Z0, Z19, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPS     Z2, Z1, Z0
+	VUNPCKHPS     Z2, Z1, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z3, Z1
+	VUNPCKHPD     Z0, Z3, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_4
+	VMOVUPS       X1, K1, 16(DX)(CX*1)
+	JMP           stored3_4
+
+add3_4:
+	VMOVUPS.Z 16(DX)(CX*1), K1, X0
+	VADDPS    X0, X1, X1
+	VMOVUPS   X1, K1, 16(DX)(CX*1)
+
+stored3_4:
+	VZEROUPPER
+	RET
+
+// func gemmZBF16_4x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·gemmZBF16_4x6(SB), NOSPLIT, $0-64
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   b+16(FP), DX
+	MOVQ   ldb+24(FP), BX
+	MOVQ   k+32(FP), SI
+	LEAQ   (AX)(CX*2), DI
+	LEAQ   (DX)(BX*2), R8
+	ADDQ   BX, R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+loop2:
+	CMPQ        SI, $0x20
+	JL          tail1
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(CX*1), Z25
+	VMOVUPS     (DI), Z26
+	VMOVUPS     (DI)(CX*1), Z27
+	VPMOVZXWD   (DX), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VPMOVZXWD   (DX)(BX*1), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VPMOVZXWD   (DX)(BX*2), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VPMOVZXWD   (R8), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VPMOVZXWD   (R8)(BX*1), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VPMOVZXWD   (R8)(BX*2), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+	VMOVUPS     64(AX), Z24
+	VMOVUPS     64(AX)(CX*1), Z25
+	VMOVUPS     64(DI), Z26
+	VMOVUPS     64(DI)(CX*1), Z27
+	VPMOVZXWD   32(DX), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VPMOVZXWD   32(DX)(BX*1), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VPMOVZXWD   32(DX)(BX*2), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VPMOVZXWD   32(R8), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VPMOVZXWD   32(R8)(BX*1), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VPMOVZXWD   32(R8)(BX*2), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+	ADDQ        $0x80, AX
+	ADDQ        $0x80, DI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	SUBQ        $0x20, SI
+	JMP         loop2
+
+tail1:
+	CMPQ        SI, $0x10
+	JL          reduce
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(CX*1), Z25
+	VMOVUPS     (DI), Z26
+	VMOVUPS     (DI)(CX*1), Z27
+	VPMOVZXWD   (DX), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z6
+	VFMADD231PS Z26, Z28, Z12
+	VFMADD231PS Z27, Z28, Z18
+	VPMOVZXWD   (DX)(BX*1), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z1
+	VFMADD231PS Z25, Z28, Z7
+	VFMADD231PS Z26, Z28, Z13
+	VFMADD231PS Z27, Z28, Z19
+	VPMOVZXWD   (DX)(BX*2), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z2
+	VFMADD231PS Z25, Z28, Z8
+	VFMADD231PS Z26, Z28, Z14
+	VFMADD231PS Z27, Z28, Z20
+	VPMOVZXWD   (R8), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z3
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z15
+	VFMADD231PS Z27, Z28, Z21
+	VPMOVZXWD   (R8)(BX*1), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z10
+	VFMADD231PS Z26, Z28, Z16
+	VFMADD231PS Z27, Z28, Z22
+	VPMOVZXWD   (R8)(BX*2), Z28
+	VPSLLD      $0x10, Z28, Z28
+	VFMADD231PS Z24, Z28, Z5
+	VFMADD231PS Z25, Z28, Z11
+	VFMADD231PS Z26, Z28, Z17
+	VFMADD231PS Z27, Z28, Z23
+
+reduce:
+	MOVQ          c+40(FP), AX
+	MOVQ          ldc+48(FP), CX
+	LEAQ          (AX)(CX*2), DX
+	MOVQ          acc+56(FP), BX
+	MOVL          $0x00000003, SI
+	KMOVW         SI, K1
+	VUNPCKLPS     Z1, Z0, Z24
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z24, Z24
+	VUNPCKLPS     Z3, Z2, Z0
+	VUNPCKHPS     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPD     Z0, Z24, Z1
+	VUNPCKHPD     Z0, Z24, Z0
+	VADDPS        Z0, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add0_0
+	VMOVUPS       X1, (AX)
+	JMP           stored0_0
+
+add0_0:
+	VADDPS  (AX), X1, X1
+	VMOVUPS X1, (AX)
+
+stored0_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z5, Z4, Z2
+	VUNPCKHPS     Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add0_4
+	VMOVUPS       X0, K1, 16(AX)
+	JMP           stored0_4
+
+add0_4:
+	VMOVUPS.Z 16(AX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)
+
+stored0_4:
+	VUNPCKLPS     Z7, Z6, Z0
+	VUNPCKHPS     Z7, Z6, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z9, Z8, Z1
+	VUNPCKHPS     Z9, Z8, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add1_0
+	VMOVUPS       X1, (AX)(CX*1)
+	JMP           stored1_0
+
+add1_0:
+	VADDPS  (AX)(CX*1), X1, X1
+	VMOVUPS X1, (AX)(CX*1)
+
+stored1_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z11, Z10, Z2
+	VUNPCKHPS     Z11, Z10, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add1_4
+	VMOVUPS       X0, K1, 16(AX)(CX*1)
+	JMP           stored1_4
+
+add1_4:
+	VMOVUPS.Z 16(AX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(AX)(CX*1)
+
+stored1_4:
+	VUNPCKLPS     Z13, Z12, Z0
+	VUNPCKHPS     Z13, Z12, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z15, Z14, Z1
+	VUNPCKHPS     Z15, Z14, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add2_0
+	VMOVUPS       X1, (DX)
+	JMP           stored2_0
+
+add2_0:
+	VADDPS  (DX), X1, X1
+	VMOVUPS X1, (DX)
+
+stored2_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z17, Z16, Z2
+	VUNPCKHPS     Z17, Z16, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add2_4
+	VMOVUPS       X0, K1, 16(DX)
+	JMP           stored2_4
+
+add2_4:
+	VMOVUPS.Z 16(DX), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)
+
+stored2_4:
+	VUNPCKLPS     Z19, Z18, Z0
+	VUNPCKHPS     Z19, Z18, Z1
+	VADDPS        Z1, Z0, Z0
+	VUNPCKLPS     Z21, Z20, Z1
+	VUNPCKHPS     Z21, Z20, Z2
+	VADDPS        Z2, Z1, Z1
+	VUNPCKLPD     Z1, Z0, Z2
+	VUNPCKHPD     Z1, Z0, Z0
+	VADDPS        Z0, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	TESTQ         BX, BX
+	JNZ           add3_0
+	VMOVUPS       X1, (DX)(CX*1)
+	JMP           stored3_0
+
+add3_0:
+	VADDPS  (DX)(CX*1), X1, X1
+	VMOVUPS X1, (DX)(CX*1)
+
+stored3_0:
+	VXORPS        Z0, Z0, Z0
+	VXORPS        Z1, Z1, Z1
+	VUNPCKLPS     Z23, Z22, Z2
+	VUNPCKHPS     Z23, Z22, Z3
+	VADDPS        Z3, Z2, Z2
+	VUNPCKLPS     Z1, Z0, Z3
+	VUNPCKHPS     Z1, Z0, Z0
+	VADDPS        Z0, Z3, Z3
+	VUNPCKLPD     Z3, Z2, Z0
+	VUNPCKHPD     Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	TESTQ         BX, BX
+	JNZ           add3_4
+	VMOVUPS       X0, K1, 16(DX)(CX*1)
+	JMP           stored3_4
+
+add3_4:
+	VMOVUPS.Z 16(DX)(CX*1), K1, X1
+	VADDPS    X1, X0, X0
+	VMOVUPS   X0, K1, 16(DX)(CX*1)
+
+stored3_4:
 	VZEROUPPER
 	RET
 

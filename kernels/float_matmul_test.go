@@ -64,14 +64,25 @@ func TestFloatMatMulShapes(t *testing.T) {
 	}
 	// Run every shape through the direct small-m path and through the packed GEMM.
 	// GEMV: sequential rows and 4 interleaved rows.
-	defer func(v int, o bool) { gemmDirectMaxM, gemvOneRow = v, o }(gemmDirectMaxM, gemvOneRow)
-	for _, c := range []struct {
-		d   int
-		one bool
-	}{{64, true}, {0, false}} {
-		gemmDirectMaxM, gemvOneRow = c.d, c.one
-		t.Run(fmt.Sprintf("directMaxM=%d/gemvOneRow=%v", c.d, c.one), testFloatMatMulShapes)
+	// AVX2 micro-kernels, and the AVX-512 ones where the CPU has them.
+	defer func(v int, o, z bool) { gemmDirectMaxM, gemvOneRow, useAVX512 = v, o, z }(gemmDirectMaxM, gemvOneRow, useAVX512)
+	for _, z := range avx512Modes() {
+		for _, c := range []struct {
+			d   int
+			one bool
+		}{{64, true}, {0, false}} {
+			gemmDirectMaxM, gemvOneRow, useAVX512 = c.d, c.one, z
+			t.Run(fmt.Sprintf("avx512=%v/directMaxM=%d/gemvOneRow=%v", z, c.d, c.one), testFloatMatMulShapes)
+		}
 	}
+}
+
+// avx512Modes lists the values of useAVX512 the tests run: false, and true on CPUs with it.
+func avx512Modes() []bool {
+	if useAVX512 {
+		return []bool{false, true}
+	}
+	return []bool{false}
 }
 
 func testFloatMatMulShapes(t *testing.T) {
@@ -88,7 +99,7 @@ func testFloatMatMulShapes(t *testing.T) {
 	}
 	// Larger shapes crossing the k block (512) and n block (128) sizes, on 1 and 3 workers.
 	for _, dt := range dts {
-		for _, s := range [][3]int{{1, 300, 1030}, {1, 37, 172}, {2, 131, 520}, {17, 133, 1037}, {32, 260, 64}, {64, 9, 1024}, {67, 21, 72}, {100, 130, 530}} {
+		for _, s := range [][3]int{{1, 300, 1030}, {1, 37, 172}, {2, 131, 520}, {17, 133, 1037}, {32, 260, 64}, {64, 9, 1024}, {67, 21, 72}, {100, 130, 530}, {70, 150, 1040}, {66, 150, 1032}} {
 			for _, p := range pools {
 				checkFloatMatMul(t, p, r, dt, s[0], s[1], s[2], false, false)
 			}
@@ -133,7 +144,7 @@ func TestRoundToF16(t *testing.T) {
 }
 
 // BenchmarkFloatMatMul reports GFLOP/s (2*m*n*k per op) and weight GB/s for TinyLlama shapes,
-// reference vs fast, 1 and 2 threads.
+// reference vs AVX2 vs AVX-512 (m > 1), 1 and 2 threads.
 func BenchmarkFloatMatMul(b *testing.B) {
 	shapes := [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
 	r := rand.New(rand.NewSource(1))
@@ -145,15 +156,19 @@ func BenchmarkFloatMatMul(b *testing.B) {
 			for _, m := range []int{1, 512} {
 				x := randVec(r, m*k, 1)
 				out := make([]float32, m*n)
-				for _, impl := range []string{"ref", "fast"} {
+				for _, impl := range []string{"ref", "avx2", "avx512"} {
 					if impl == "ref" && (m > 1 || dt != tensor.F16) {
 						continue // the reference GEMM takes minutes; compare it at m=1 only
+					}
+					if impl == "avx512" && (m == 1 || !useAVX512) {
+						continue // GEMV has no AVX-512 kernel
 					}
 					for _, th := range []int{1, 2} {
 						p := NewPool(th)
 						b.Run(fmt.Sprintf("%s/%dx%d/m=%d/%s/t=%d", dt, n, k, m, impl, th), func(b *testing.B) {
-							defer func(v bool) { Reference = v }(Reference)
+							defer func(v, z bool) { Reference, useAVX512 = v, z }(Reference, useAVX512)
 							Reference = impl == "ref"
+							useAVX512 = useAVX512 && impl == "avx512"
 							for b.Loop() {
 								p.MatMul(out, x, w, m)
 							}

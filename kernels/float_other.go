@@ -5,6 +5,9 @@ package kernels
 // useFloatAsm is false where no assembly exists; the stubs below are never called.
 var useFloatAsm = false
 
+// useAVX512 is false where no assembly exists.
+var useAVX512 = false
+
 func gemvF32x4(w *float32, ldw int, x *float32, k int, out *float32) { panic("no asm") }
 func gemvF16x4(w *uint16, ldw int, x *float32, k int, out *float32)  { panic("no asm") }
 func gemvBF16x4(w *uint16, ldw int, x *float32, k int, out *float32) { panic("no asm") }
@@ -22,9 +25,9 @@ func expSubF32(x *float32, mx float32, n int) float32                { panic("no
 func swigluF32(out, a, b *float32, n int)                            { panic("no asm") }
 
 var (
-	gemmF32Kernels  [4][5]func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
-	gemmF16Kernels  [4][5]func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
-	gemmBF16Kernels [4][5]func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+	gemmF32Kernels, gemmZF32Kernels   [5][7]gemmF32Fn
+	gemmF16Kernels, gemmBF16Kernels   [5][7]gemmU16Fn
+	gemmZF16Kernels, gemmZBF16Kernels [5][7]gemmU16Fn
 )
 
 func gemvF32rows(w *float32, ldw int, x *float32, k int, out *float32, rows int) { panic("no asm") }

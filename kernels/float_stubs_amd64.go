@@ -128,6 +128,222 @@ func gemmBF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ld
 // gemmBF16_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 3, j < 4; strides in bytes.
 func gemmBF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
 
+// gemmZF32_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 1; strides in bytes. AVX-512F.
+func gemmZF32_1x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 2; strides in bytes. AVX-512F.
+func gemmZF32_1x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 3; strides in bytes. AVX-512F.
+func gemmZF32_1x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 4; strides in bytes. AVX-512F.
+func gemmZF32_1x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_1x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 5; strides in bytes. AVX-512F.
+func gemmZF32_1x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_1x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 6; strides in bytes. AVX-512F.
+func gemmZF32_1x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 1; strides in bytes. AVX-512F.
+func gemmZF32_2x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 2; strides in bytes. AVX-512F.
+func gemmZF32_2x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 3; strides in bytes. AVX-512F.
+func gemmZF32_2x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 4; strides in bytes. AVX-512F.
+func gemmZF32_2x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_2x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 5; strides in bytes. AVX-512F.
+func gemmZF32_2x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_2x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 6; strides in bytes. AVX-512F.
+func gemmZF32_2x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 1; strides in bytes. AVX-512F.
+func gemmZF32_3x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 2; strides in bytes. AVX-512F.
+func gemmZF32_3x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 3; strides in bytes. AVX-512F.
+func gemmZF32_3x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 4; strides in bytes. AVX-512F.
+func gemmZF32_3x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_3x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 5; strides in bytes. AVX-512F.
+func gemmZF32_3x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_3x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 6; strides in bytes. AVX-512F.
+func gemmZF32_3x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_4x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 1; strides in bytes. AVX-512F.
+func gemmZF32_4x1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_4x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 2; strides in bytes. AVX-512F.
+func gemmZF32_4x2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_4x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 3; strides in bytes. AVX-512F.
+func gemmZF32_4x3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_4x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 4; strides in bytes. AVX-512F.
+func gemmZF32_4x4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_4x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 5; strides in bytes. AVX-512F.
+func gemmZF32_4x5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF32_4x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 6; strides in bytes. AVX-512F.
+func gemmZF32_4x6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 1; strides in bytes. AVX-512F.
+func gemmZF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 2; strides in bytes. AVX-512F.
+func gemmZF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 3; strides in bytes. AVX-512F.
+func gemmZF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 4; strides in bytes. AVX-512F.
+func gemmZF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_1x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 5; strides in bytes. AVX-512F.
+func gemmZF16_1x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_1x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 6; strides in bytes. AVX-512F.
+func gemmZF16_1x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 1; strides in bytes. AVX-512F.
+func gemmZF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 2; strides in bytes. AVX-512F.
+func gemmZF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 3; strides in bytes. AVX-512F.
+func gemmZF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 4; strides in bytes. AVX-512F.
+func gemmZF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_2x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 5; strides in bytes. AVX-512F.
+func gemmZF16_2x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_2x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 6; strides in bytes. AVX-512F.
+func gemmZF16_2x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 1; strides in bytes. AVX-512F.
+func gemmZF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 2; strides in bytes. AVX-512F.
+func gemmZF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 3; strides in bytes. AVX-512F.
+func gemmZF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 4; strides in bytes. AVX-512F.
+func gemmZF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_3x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 5; strides in bytes. AVX-512F.
+func gemmZF16_3x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_3x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 6; strides in bytes. AVX-512F.
+func gemmZF16_3x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_4x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 1; strides in bytes. AVX-512F.
+func gemmZF16_4x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_4x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 2; strides in bytes. AVX-512F.
+func gemmZF16_4x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_4x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 3; strides in bytes. AVX-512F.
+func gemmZF16_4x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_4x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 4; strides in bytes. AVX-512F.
+func gemmZF16_4x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_4x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 5; strides in bytes. AVX-512F.
+func gemmZF16_4x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZF16_4x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 6; strides in bytes. AVX-512F.
+func gemmZF16_4x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 1; strides in bytes. AVX-512F.
+func gemmZBF16_1x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_1x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 2; strides in bytes. AVX-512F.
+func gemmZBF16_1x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_1x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 3; strides in bytes. AVX-512F.
+func gemmZBF16_1x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_1x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 4; strides in bytes. AVX-512F.
+func gemmZBF16_1x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_1x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 5; strides in bytes. AVX-512F.
+func gemmZBF16_1x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_1x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 1, j < 6; strides in bytes. AVX-512F.
+func gemmZBF16_1x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_2x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 1; strides in bytes. AVX-512F.
+func gemmZBF16_2x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_2x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 2; strides in bytes. AVX-512F.
+func gemmZBF16_2x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_2x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 3; strides in bytes. AVX-512F.
+func gemmZBF16_2x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_2x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 4; strides in bytes. AVX-512F.
+func gemmZBF16_2x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_2x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 5; strides in bytes. AVX-512F.
+func gemmZBF16_2x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_2x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 2, j < 6; strides in bytes. AVX-512F.
+func gemmZBF16_2x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_3x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 1; strides in bytes. AVX-512F.
+func gemmZBF16_3x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_3x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 2; strides in bytes. AVX-512F.
+func gemmZBF16_3x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_3x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 3; strides in bytes. AVX-512F.
+func gemmZBF16_3x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_3x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 4; strides in bytes. AVX-512F.
+func gemmZBF16_3x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_3x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 5; strides in bytes. AVX-512F.
+func gemmZBF16_3x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_3x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 3, j < 6; strides in bytes. AVX-512F.
+func gemmZBF16_3x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_4x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 1; strides in bytes. AVX-512F.
+func gemmZBF16_4x1(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_4x2 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 2; strides in bytes. AVX-512F.
+func gemmZBF16_4x2(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_4x3 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 3; strides in bytes. AVX-512F.
+func gemmZBF16_4x3(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_4x4 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 4; strides in bytes. AVX-512F.
+func gemmZBF16_4x4(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_4x5 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 5; strides in bytes. AVX-512F.
+func gemmZBF16_4x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
+// gemmZBF16_4x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 6; strides in bytes. AVX-512F.
+func gemmZBF16_4x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+
 // cvtF16 converts n (multiple of 8) F16 values to f32.
 func cvtF16(dst *float32, src *uint16, n int)
 

@@ -10,8 +10,7 @@ package kernels
 import "github.com/llmcloud/llmcloud/tensor"
 
 // MatMulInvariant is MatMul (out = x · wᵀ; w [n, k], x [m, k], out [m, n]) with results per
-// row independent of m. Float weights with k % 8 != 0 must be called with m <= 64 (the direct
-// GEMM; larger m pads the k tail differently): split larger batches.
+// row independent of m.
 func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error {
 	if m != 1 || Reference || len(w.Shape) != 2 {
 		return p.MatMul(out, x, w, m)

@@ -9,8 +9,16 @@ import (
 
 // TestMatMulInvariant checks, for every weight dtype and ragged shapes, that row i of
 // MatMulInvariant over m rows equals the row computed alone (m = 1), for m from 1 to 70
-// (float weights with k % 8 != 0 only up to the direct GEMM's 64 rows).
+// (m = 70 takes the packed float GEMM), on the AVX2 and, where the CPU has it, AVX-512 kernels.
 func TestMatMulInvariant(t *testing.T) {
+	defer func(z bool) { useAVX512 = z }(useAVX512)
+	for _, z := range avx512Modes() {
+		useAVX512 = z
+		testMatMulInvariant(t)
+	}
+}
+
+func testMatMulInvariant(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
 		for _, shape := range [][2]int{{67, 256}, {130, 768}, {64, 172}, {40, 1040}} {
@@ -42,9 +50,6 @@ func TestMatMulInvariant(t *testing.T) {
 				}
 			}
 			for _, m := range []int{2, 3, 4, 5, 8, 13, 64, 70} {
-				if !dt.Quantized() && k%8 != 0 && m > 64 {
-					continue
-				}
 				out := make([]float32, m*n)
 				if err := Default.MatMulInvariant(out, x, w, m); err != nil {
 					t.Fatal(err)

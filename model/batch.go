@@ -46,31 +46,14 @@ type Batch struct {
 	glu    gluRowsJob
 }
 
-// invariantMaxM is the most rows one float-weight matmul with k % 8 != 0 may take in
-// Invariant mode: the kernels' direct GEMM (m <= 64) adds the k % 8 tail after the vector
-// part while the packed GEMM (m > 64) pads it into the vectors, so larger matmuls are split
-// into pieces of 2..64 rows. (TestMatMulBatchInvariance checks the kernels still agree.)
-const invariantMaxM = 64
-
-// matMul is out = in · wᵀ for rows rows ([rows, k] -> [rows, n]); in Invariant mode it keeps
-// every row on the kernels' batch-size-independent GEMM order: kernels.MatMulInvariant (a lone
-// row runs the GEMM's kernels), with float matmuls of a ragged k in pieces of at most 64 rows.
+// matMul is out = in · wᵀ for rows rows ([rows, k] -> [rows, n]); in Invariant mode through
+// kernels.MatMulInvariant, which keeps every row on the kernels' batch-size-independent GEMM
+// order (a lone row runs the GEMM's kernels).
 func (b *Batch) matMul(p *kernels.Pool, out, in []float32, w *tensor.Tensor, rows int) error {
-	nn, kk := w.Shape[0], w.Shape[1]
 	if !b.Invariant {
 		return p.MatMul(out, in, w, rows)
 	}
-	if w.Type.Quantized() || kk%8 == 0 || rows <= invariantMaxM {
-		return p.MatMulInvariant(out, in, w, rows)
-	}
-	pieces := (rows + invariantMaxM - 1) / invariantMaxM
-	for i := 0; i < pieces; i++ {
-		lo, hi := i*rows/pieces, (i+1)*rows/pieces
-		if err := p.MatMulInvariant(out[lo*nn:hi*nn], in[lo*kk:hi*kk], w, hi-lo); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.MatMulInvariant(out, in, w, rows)
 }
 
 // gluRowsJob is SwiGLU row by row: the vector kernel treats a row's tail differently from its

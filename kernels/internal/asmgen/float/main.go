@@ -50,6 +50,13 @@ func main() {
 			}
 		}
 	}
+	for _, t := range wtypes {
+		for mr := 1; mr <= 4; mr++ {
+			for nr := 1; nr <= 6; nr++ {
+				zgemmKernel(t, mr, nr)
+			}
+		}
+	}
 	cvt("F16", 0)
 	cvt("BF16", 0)
 	roundF16()
@@ -211,82 +218,7 @@ func gemvRows(t wtype) {
 // bytes, B rows (weights of type t, converted on the fly) at ldb bytes, C rows at ldc bytes; k
 // multiple of 8; accumulate when acc != 0.
 func gemmKernel(t wtype, mr, nr int) {
-	name := fmt.Sprintf("gemm%s_%dx%d", t.name, mr, nr)
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(a *float32, lda int, b *%s, ldb int, k int, c *float32, ldc int, acc int)", t.ctype))
-	Doc(fmt.Sprintf("%s sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < %d, j < %d; strides in bytes.", name, mr, nr))
-	pa := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	pb := Load(Param("b"), GP64())
-	ldb := Load(Param("ldb"), GP64())
-	k := Load(Param("k"), GP64())
-	pb2 := GP64()
-	LEAQ(Mem{Base: pb, Index: ldb, Scale: 1}, pb2)
-	amem := func(i, off int) Mem {
-		switch i {
-		case 0:
-			return Mem{Base: pa, Disp: off}
-		case 1:
-			return Mem{Base: pa, Index: lda, Scale: 1, Disp: off}
-		}
-		return Mem{Base: pa, Index: lda, Scale: 2, Disp: off}
-	}
-	bmem := func(j, off int) Mem {
-		switch j {
-		case 0:
-			return Mem{Base: pb, Disp: off}
-		case 1:
-			return Mem{Base: pb, Index: ldb, Scale: 1, Disp: off}
-		case 2:
-			return Mem{Base: pb, Index: ldb, Scale: 2, Disp: off}
-		}
-		return Mem{Base: pb2, Index: ldb, Scale: 2, Disp: off}
-	}
-	acc := make([][]VecVirtual, mr)
-	for i := range acc {
-		acc[i] = make([]VecVirtual, nr)
-		for j := range acc[i] {
-			acc[i][j] = YMM()
-			VXORPS(acc[i][j], acc[i][j], acc[i][j])
-		}
-	}
-	av := make([]VecVirtual, mr)
-	for i := range av {
-		av[i] = YMM()
-	}
-	bv := YMM()
-	step := func(off int) {
-		for i := 0; i < mr; i++ {
-			VMOVUPS(amem(i, off), av[i])
-		}
-		for j := 0; j < nr; j++ {
-			if mr == 1 && t.name == "F32" {
-				VFMADD231PS(bmem(j, off), av[0], acc[0][j])
-				continue
-			}
-			t.load8(bmem(j, off*t.size/4), bv)
-			for i := 0; i < mr; i++ {
-				VFMADD231PS(av[i], bv, acc[i][j])
-			}
-		}
-	}
-	Label("loop16")
-	CMPQ(k, U8(16))
-	JL(LabelRef("tail8"))
-	step(0)
-	step(32)
-	ADDQ(U8(64), pa)
-	ADDQ(U8(16*t.size), pb)
-	ADDQ(U8(16*t.size), pb2)
-	SUBQ(U8(16), k)
-	JMP(LabelRef("loop16"))
-	Label("tail8")
-	CMPQ(k, U8(8))
-	JL(LabelRef("reduce"))
-	step(0)
-	Label("reduce")
-	c := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
-	flag := Load(Param("acc"), GP64())
+	acc, cmem, flag := gemmKernelStart(t, mr, nr, false)
 	sums := make([]VecVirtual, mr)
 	for i := 0; i < mr; i++ {
 		if nr == 4 {
@@ -300,15 +232,6 @@ func gemmKernel(t wtype, mr, nr int) {
 			}
 			sums[i] = s
 		}
-	}
-	cmem := func(i, off int) Mem {
-		switch i {
-		case 0:
-			return Mem{Base: c, Disp: off}
-		case 1:
-			return Mem{Base: c, Index: ldc, Scale: 1, Disp: off}
-		}
-		return Mem{Base: c, Index: ldc, Scale: 2, Disp: off}
 	}
 	TESTQ(flag, flag)
 	JZ(LabelRef("store"))
