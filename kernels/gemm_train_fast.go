@@ -23,24 +23,30 @@ const (
 const gemmMinFlops = 1 << 12
 
 // gemmFast runs Gemm on the packed AVX2 path and reports whether it did. The work is split
-// across workers along n in whole 16-column panels (or along m in 6-row panels when n is too
-// narrow to keep every worker busy); either way each element of C is summed by one worker in
-// the same order, so the result does not depend on the split.
+// across workers along n in whole 16-column panels or along m in 6-row panels: splitting n
+// makes every worker pack all of op(A) (m x k values), splitting m all of op(B) (k x n), so the
+// split goes along the longer of m and n while it still gives every worker a share. Either way
+// each element of C is summed by one worker in the same order, so the result does not depend
+// on the split.
 func gemmFast(p *Pool, m, n, k int, a, b Mat, c []float32, ldc int, acc bool) bool {
 	if !useTrainAsm || m*n*k < gemmMinFlops {
 		return false
 	}
 	nPanels, mPanels := (n+trainNR-1)/trainNR, (m+trainMR-1)/trainMR
+	splitM := mPanels >= p.workers && (m > n || nPanels < p.workers)
+	if !splitM && nPanels < p.workers {
+		splitM = mPanels > nPanels
+	}
 	// At least ~2 MFLOP per worker.
-	if nPanels >= 2*p.workers || nPanels >= mPanels {
-		minChunk := max(1, (1<<20)/(m*k*trainNR))
-		p.For(nPanels, minChunk, func(lo, hi int) {
-			gemmBlock(m, k, a, b, c, ldc, acc, 0, m, lo*trainNR, min(hi*trainNR, n))
-		})
-	} else {
+	if splitM {
 		minChunk := max(1, (1<<20)/(n*k*trainMR))
 		p.For(mPanels, minChunk, func(lo, hi int) {
 			gemmBlock(m, k, a, b, c, ldc, acc, lo*trainMR, min(hi*trainMR, m), 0, n)
+		})
+	} else {
+		minChunk := max(1, (1<<20)/(m*k*trainNR))
+		p.For(nPanels, minChunk, func(lo, hi int) {
+			gemmBlock(m, k, a, b, c, ldc, acc, 0, m, lo*trainNR, min(hi*trainNR, n))
 		})
 	}
 	return true
@@ -106,20 +112,25 @@ func packA(dst []float32, a Mat, ic, mc, pc, kc int) {
 	for ir := 0; ir < mc; ir += trainMR {
 		mr := min(trainMR, mc-ir)
 		d := dst[ir*kc : (ir+trainMR)*kc]
-		if mr < trainMR {
+		switch {
+		case mr < trainMR:
 			clear(d)
-		}
-		if a.T {
-			for p := 0; p < kc; p++ {
-				copy(d[p*trainMR:p*trainMR+mr], a.Data[(pc+p)*a.Stride+ic+ir:])
+			for r := 0; r < mr; r++ {
+				for p := 0; p < kc; p++ {
+					d[p*trainMR+r] = a.at(ic+ir+r, pc+p)
+				}
 			}
-			continue
-		}
-		for r := 0; r < mr; r++ {
-			src := a.Data[(ic+ir+r)*a.Stride+pc:]
-			src = src[:kc]
-			for p, v := range src {
-				d[p*trainMR+r] = v
+		case a.T:
+			for p := 0; p < kc; p++ {
+				*(*[trainMR]float32)(d[p*trainMR:]) = [trainMR]float32(a.Data[(pc+p)*a.Stride+ic+ir:])
+			}
+		default:
+			s := a.Stride
+			o := (ic+ir)*s + pc
+			r0, r1, r2 := a.Data[o:o+kc], a.Data[o+s:o+s+kc], a.Data[o+2*s:o+2*s+kc]
+			r3, r4, r5 := a.Data[o+3*s:o+3*s+kc], a.Data[o+4*s:o+4*s+kc], a.Data[o+5*s:o+5*s+kc]
+			for p := range r0 {
+				*(*[trainMR]float32)(d[p*trainMR:]) = [trainMR]float32{r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]}
 			}
 		}
 	}
@@ -131,20 +142,28 @@ func packB(dst []float32, b Mat, pc, kc, jc, nc int) {
 	for jr := 0; jr < nc; jr += trainNR {
 		nr := min(trainNR, nc-jr)
 		d := dst[jr*kc : (jr+trainNR)*kc]
-		if nr < trainNR {
+		switch {
+		case nr < trainNR:
 			clear(d)
-		}
-		if !b.T {
 			for p := 0; p < kc; p++ {
-				copy(d[p*trainNR:p*trainNR+nr], b.Data[(pc+p)*b.Stride+jc+jr:])
+				for j := 0; j < nr; j++ {
+					d[p*trainNR+j] = b.at(pc+p, jc+jr+j)
+				}
 			}
-			continue
-		}
-		for j := 0; j < nr; j++ {
-			src := b.Data[(jc+jr+j)*b.Stride+pc:]
-			src = src[:kc]
-			for p, v := range src {
-				d[p*trainNR+j] = v
+		case !b.T:
+			for p := 0; p < kc; p++ {
+				*(*[trainNR]float32)(d[p*trainNR:]) = [trainNR]float32(b.Data[(pc+p)*b.Stride+jc+jr:])
+			}
+		default:
+			// Eight rows of the stored matrix at a time: each becomes 8 lanes of every p.
+			s := b.Stride
+			for h := 0; h < trainNR; h += 8 {
+				o := (jc+jr+h)*s + pc
+				r0, r1, r2, r3 := b.Data[o:o+kc], b.Data[o+s:o+s+kc], b.Data[o+2*s:o+2*s+kc], b.Data[o+3*s:o+3*s+kc]
+				r4, r5, r6, r7 := b.Data[o+4*s:o+4*s+kc], b.Data[o+5*s:o+5*s+kc], b.Data[o+6*s:o+6*s+kc], b.Data[o+7*s:o+7*s+kc]
+				for p := range r0 {
+					*(*[8]float32)(d[p*trainNR+h:]) = [8]float32{r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]}
+				}
 			}
 		}
 	}

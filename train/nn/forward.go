@@ -29,7 +29,7 @@ type acts struct {
 	xf     []float32 // final RMSNorm output (N,D)
 	rstdf  []float32 // (N)
 	logits []float32 // (N,V)
-	lse    []float32 // log-sum-exp per row (N)
+	probs  []float32 // softmax of the logits (N,V), turned into dlogits by Backward
 	losses []float32 // per-row loss (N)
 }
 
@@ -64,7 +64,7 @@ func (a *acts) alloc(c *model.Config, B, T int) {
 			})
 		}
 		a.xf, a.rstdf = cv.take(N*D), cv.take(N)
-		a.logits, a.lse, a.losses = cv.take(N*c.Vocab), cv.take(N), cv.take(N)
+		a.logits, a.probs, a.losses = cv.take(N*c.Vocab), cv.take(N*c.Vocab), cv.take(N)
 		if pass == 0 {
 			a.buf = make([]float32, cv.off)
 			cv = carver{buf: a.buf}
@@ -74,7 +74,7 @@ func (a *acts) alloc(c *model.Config, B, T int) {
 
 // grads is the scratch of Backward (activation gradients, reused by every block).
 type grads struct {
-	dres, dxn, dy, dq, dk, dv, dh, dgate, dup, dlogits, attn []float32
+	dres, dxn, dy, dq, dk, dv, dh, dgate, dup, attn []float32
 }
 
 func (g *grads) alloc(c *model.Config, B, T int) {
@@ -82,7 +82,6 @@ func (g *grads) alloc(c *model.Config, B, T int) {
 	g.dres, g.dxn, g.dy = make([]float32, N*D), make([]float32, N*D), make([]float32, N*QD)
 	g.dq, g.dk, g.dv = make([]float32, N*QD), make([]float32, N*KVD), make([]float32, N*KVD)
 	g.dh, g.dgate, g.dup = make([]float32, N*F), make([]float32, N*F), make([]float32, N*F)
-	g.dlogits = make([]float32, N*c.Vocab)
 	g.attn = make([]float32, B*c.KVHeads*T)
 }
 
@@ -153,23 +152,26 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 	if !m.hasTargets {
 		return 0
 	}
-	return crossEntropyForward(p, a.losses, a.lse, a.logits, m.targets, N, V)
+	return crossEntropyForward(p, a.losses, a.probs, a.logits, m.targets, N, V)
 }
 
 // Backward adds d(mean loss)/d(parameters) of the last Forward to the gradients (call ZeroGrad
-// between optimizer steps; without it, gradients accumulate over micro-batches). Calling it
-// without a Forward with targets is a programming error and panics.
+// between optimizer steps; without it, gradients accumulate over micro-batches). It runs once
+// per Forward: calling it without a Forward with targets, or twice, is a programming error and
+// panics.
 func (m *Model) Backward() {
 	if !m.hasTargets {
-		panic("nn: Backward needs a Forward with targets")
+		panic("nn: Backward needs a Forward with targets (and runs once per Forward)")
 	}
+	m.hasTargets = false // the probabilities become dlogits below
 	c, p, a, g := &m.Cfg, m.pool, &m.acts, &m.grad
 	B, T := m.B, m.T
 	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
 	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
-	crossEntropyBackward(p, g.dlogits, a.logits, a.lse, m.targets, N, V, 1/float32(N))
+	dlogits := a.probs
+	crossEntropyBackward(p, dlogits, m.targets, N, V, 1/float32(N))
 	// The output projection: dxf (in g.dxn) = dlogits·W, dW += dlogitsᵀ·xf.
-	linearBackward(p, g.dxn, m.out.G, g.dlogits, a.xf, m.out.W, N, D, V, false)
+	linearBackward(p, g.dxn, m.out.G, dlogits, a.xf, m.out.W, N, D, V, false)
 	dres := g.dres[:N*D]
 	clear(dres)
 	rmsnormBackward(p, dres, m.outNorm.G, g.dxn, a.resid[c.Layers], m.outNorm.W, a.rstdf, N, D)

@@ -122,13 +122,21 @@ func residualForward(out, a, b []float32) {
 	}
 }
 
-// crossEntropyForward computes, per row, lse[i] = log Σ_j exp(logits[i][j]) and the loss
-// lse[i] − logits[i][targets[i]] into losses[i], and returns the mean over the N rows (summed
-// in row order in float64). logits is (N,V), targets, lse, losses are (N).
-func crossEntropyForward(p *kernels.Pool, losses, lse, logits []float32, targets []int32, N, V int) float32 {
+// crossEntropyForward sets probs to softmax(logits) row by row (kernels.Softmax, max
+// subtracted) and losses[i] = −log probs[i][targets[i]], and returns the mean loss over the N
+// rows (summed in row order in float64). A row whose target probability underflows float32
+// gets its loss from an exact float64 log-sum-exp instead. logits, probs are (N,V), targets,
+// losses are (N).
+func crossEntropyForward(p *kernels.Pool, losses, probs, logits []float32, targets []int32, N, V int) float32 {
 	p.For(N, rowChunk(V), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row := logits[i*V : (i+1)*V]
+			row, pr := logits[i*V:(i+1)*V], probs[i*V:(i+1)*V]
+			copy(pr, row)
+			kernels.Softmax(pr)
+			if pt := pr[targets[i]]; pt > 1e-30 {
+				losses[i] = -float32(math.Log(float64(pt)))
+				continue
+			}
 			mx := row[0]
 			for _, v := range row[1:] {
 				mx = max(mx, v)
@@ -137,9 +145,7 @@ func crossEntropyForward(p *kernels.Pool, losses, lse, logits []float32, targets
 			for _, v := range row {
 				s += math.Exp(float64(v - mx))
 			}
-			l := float64(mx) + math.Log(s)
-			lse[i] = float32(l)
-			losses[i] = float32(l - float64(row[targets[i]]))
+			losses[i] = float32(float64(mx) + math.Log(s) - float64(row[targets[i]]))
 		}
 	})
 	var sum float64
@@ -149,17 +155,14 @@ func crossEntropyForward(p *kernels.Pool, losses, lse, logits []float32, targets
 	return float32(sum / float64(N))
 }
 
-// crossEntropyBackward sets dlogits = dloss·(softmax(logits) − onehot(targets)), the gradient
-// of dloss·losses[i] for every row (dloss = 1/N for the mean). dlogits, logits are (N,V),
-// targets, lse are (N).
-func crossEntropyBackward(p *kernels.Pool, dlogits, logits, lse []float32, targets []int32, N, V int, dloss float32) {
+// crossEntropyBackward turns probs, in place, into dlogits = dloss·(probs − onehot(targets)),
+// the gradient of dloss·losses[i] for every row (dloss = 1/N for the mean). probs is (N,V),
+// targets (N).
+func crossEntropyBackward(p *kernels.Pool, probs []float32, targets []int32, N, V int, dloss float32) {
 	p.For(N, rowChunk(V), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row, d := logits[i*V:(i+1)*V], dlogits[i*V:(i+1)*V]
-			l := lse[i]
-			for j, v := range row {
-				d[j] = float32(math.Exp(float64(v-l))) * dloss
-			}
+			d := probs[i*V : (i+1)*V]
+			kernels.Scale(d, dloss)
 			d[targets[i]] -= dloss
 		}
 	})
