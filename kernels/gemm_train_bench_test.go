@@ -73,7 +73,7 @@ func BenchmarkGemmTrainMicro(b *testing.B) {
 	for b.Loop() {
 		t0 := time.Now()
 		for range 100 {
-			gemmTrain6x16(trainKC, &a[0], &bp[0], &c[0], 4*trainNR, 1)
+			gemmTrain6x16(trainKC, &a[0], 4, 4*trainMR, &bp[0], 4*trainNR, &c[0], 4*trainNR, 1)
 		}
 		best = max(best, flops/time.Since(t0).Seconds())
 	}

@@ -1,9 +1,9 @@
-// This file implements the fast path of Gemm, blocked as BLIS does: op(B) is packed in blocks
-// of trainKC rows x trainNC columns into 16-column panels (one panel, 16 KiB, stays in L1
-// while it is used), op(A) in blocks of trainMC x trainKC into 6-row panels (L2), and the
-// AVX2/FMA micro-kernel of gemm_train_amd64.s computes each 6x16 tile of C from one panel of
-// each. Transposes cost nothing extra: they only change how the panels are gathered. Edge
-// tiles run the same kernel on zero-padded panels into a scratch tile.
+// This file implements the fast path of Gemm, blocked as BLIS does (k blocks of trainKC, A
+// blocks of trainMC rows for L2, B blocks of trainNC columns), with the AVX2/FMA micro-kernel
+// of gemm_train_amd64.s computing each 6x16 tile of C. The kernel takes strides, so a
+// row-major A is read in place; op(B) is packed into 16-column panels (16 KiB each, in L1
+// while used) and a transposed A into 6-row panels. Edge tiles run the same kernel on
+// zero-padded panels into a scratch tile.
 package kernels
 
 //go:generate sh -c "cd internal/asmgen/train && go run . -out ../../../gemm_train_amd64.s -stubs ../../../gemm_train_stubs_amd64.go -pkg kernels"
@@ -54,14 +54,18 @@ func gemmFast(p *Pool, m, n, k int, a, b Mat, c []float32, ldc int, acc bool) bo
 
 // gemmBuf is one worker's packing scratch.
 type gemmBuf struct {
-	a    [trainMC * trainKC]float32
-	b    [trainKC * trainNC]float32
-	tile [trainMR * trainNR]float32
+	a    [trainMC * trainKC]float32 // op(A) block in 6-row panels (transposed A and edges)
+	b    [trainKC * trainNC]float32 // op(B) block in 16-column panels
+	tile [trainMR * trainNR]float32 // an edge tile of C
 }
 
 var gemmBufs = sync.Pool{New: func() any { return new(gemmBuf) }}
 
-// gemmBlock computes rows [i0, i1) x columns [j0, j1) of C.
+// gemmBlock computes rows [i0, i1) x columns [j0, j1) of C. op(B) is always packed (a copy of
+// 16 floats per row when B is stored row-major, a gather when transposed): read in place, a
+// power-of-two row stride would map a whole panel onto one L1 set. A row-major A is read in
+// place (6 sequential streams); a transposed A is packed (6 floats per k step), as is a last
+// partial row panel.
 func gemmBlock(m, k int, a, b Mat, c []float32, ldc int, acc bool, i0, i1, j0, j1 int) {
 	buf := gemmBufs.Get().(*gemmBuf)
 	defer gemmBufs.Put(buf)
@@ -76,19 +80,27 @@ func gemmBlock(m, k int, a, b Mat, c []float32, ldc int, acc bool, i0, i1, j0, j
 			}
 			for ic := i0; ic < i1; ic += trainMC {
 				mc := min(trainMC, i1-ic)
-				packA(buf.a[:], a, ic, mc, pc, kc)
+				full := mc - mc%trainMR // rows in whole panels
+				if a.T {
+					packA(buf.a[:], a, ic, mc, pc, kc)
+				} else if full < mc {
+					packA(buf.a[full*kc:], a, ic+full, mc-full, pc, kc)
+				}
 				for jr := 0; jr < nc; jr += trainNR {
 					nr := min(trainNR, nc-jr)
 					bp := &buf.b[jr*kc]
 					for ir := 0; ir < mc; ir += trainMR {
-						mr := min(trainMR, mc-ir)
-						ap := &buf.a[ir*kc]
+						ap, ars, aps := &buf.a[ir*kc], 4, 4*trainMR
+						if !a.T && ir < full {
+							ap, ars, aps = &a.Data[(ic+ir)*a.Stride+pc], 4*a.Stride, 4
+						}
 						off := (ic+ir)*ldc + jc + jr
-						if mr == trainMR && nr == trainNR {
-							gemmTrain6x16(kc, ap, bp, &c[off], 4*ldc, flag)
+						if ir < full && nr == trainNR {
+							gemmTrain6x16(kc, ap, ars, aps, bp, 4*trainNR, &c[off], 4*ldc, flag)
 							continue
 						}
-						gemmTrain6x16(kc, ap, bp, &buf.tile[0], 4*trainNR, 0)
+						gemmTrain6x16(kc, ap, ars, aps, bp, 4*trainNR, &buf.tile[0], 4*trainNR, 0)
+						mr := min(trainMR, mc-ir)
 						for r := 0; r < mr; r++ {
 							dst, src := c[off+r*ldc:off+r*ldc+nr], buf.tile[r*trainNR:r*trainNR+nr]
 							if flag == 0 {
@@ -112,26 +124,18 @@ func packA(dst []float32, a Mat, ic, mc, pc, kc int) {
 	for ir := 0; ir < mc; ir += trainMR {
 		mr := min(trainMR, mc-ir)
 		d := dst[ir*kc : (ir+trainMR)*kc]
-		switch {
-		case mr < trainMR:
+		if mr < trainMR {
 			clear(d)
 			for r := 0; r < mr; r++ {
 				for p := 0; p < kc; p++ {
 					d[p*trainMR+r] = a.at(ic+ir+r, pc+p)
 				}
 			}
-		case a.T:
-			for p := 0; p < kc; p++ {
-				*(*[trainMR]float32)(d[p*trainMR:]) = [trainMR]float32(a.Data[(pc+p)*a.Stride+ic+ir:])
-			}
-		default:
-			s := a.Stride
-			o := (ic+ir)*s + pc
-			r0, r1, r2 := a.Data[o:o+kc], a.Data[o+s:o+s+kc], a.Data[o+2*s:o+2*s+kc]
-			r3, r4, r5 := a.Data[o+3*s:o+3*s+kc], a.Data[o+4*s:o+4*s+kc], a.Data[o+5*s:o+5*s+kc]
-			for p := range r0 {
-				*(*[trainMR]float32)(d[p*trainMR:]) = [trainMR]float32{r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]}
-			}
+			continue
+		}
+		// Only a transposed A comes here whole: 6 consecutive values per k step.
+		for p := 0; p < kc; p++ {
+			*(*[trainMR]float32)(d[p*trainMR:]) = [trainMR]float32(a.Data[(pc+p)*a.Stride+ic+ir:])
 		}
 	}
 }

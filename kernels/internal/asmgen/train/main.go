@@ -1,6 +1,6 @@
 // Command train generates kernels/gemm_train_amd64.s and kernels/gemm_train_stubs_amd64.go:
-// the AVX2+FMA micro-kernel of kernels.Gemm (a 6x16 tile of C from packed panels, the
-// broadcast-A / vector-B outer-product form) and the FMA loop PeakFLOPS times. Run through
+// the AVX2+FMA micro-kernel of kernels.Gemm (a 6x16 tile of C, the broadcast-A / vector-B
+// outer-product form, reading packed panels or matrices in place through strides) and the FMA loop PeakFLOPS times. Run through
 // `go generate ./kernels/` (see kernels/gemm_train_fast.go).
 //
 // Conventions: lengths are element counts, strides are in bytes, loads and stores are
@@ -26,16 +26,37 @@ func main() {
 	Generate()
 }
 
-// microKernel: C[r][j] (+)= Σ_p a[p*6+r]·b[p*16+j] for r < 6, j < 16, p < k, summing p in
-// order (one FMA per p into each accumulator lane).
+// microKernel: C[r][j] (+)= Σ_p A(r,p)·B(p,j) for r < 6, j < 16, p < k, summing p in order (one
+// FMA per p into each accumulator lane). A(r,p) is at a + r*ars + p*aps and B(p, 0..15) at
+// b + p*bps (bytes), so the same kernel reads packed panels (ars=4, aps=24, bps=64) or a
+// matrix in place (row-major or transposed).
 func microKernel() {
 	name := fmt.Sprintf("gemmTrain%dx%d", mr, nr)
-	TEXT(name, NOSPLIT, "func(k int, a, b, c *float32, ldc int, acc int)")
-	Doc(fmt.Sprintf("%s sets (or, with acc != 0, adds to) C[r*ldc/4+j] Σ_p a[p*%d+r]·b[p*%d+j] for r < %d, j < %d, p < k (packed panels; ldc in bytes).",
-		name, mr, nr, mr, nr))
+	TEXT(name, NOSPLIT, "func(k int, a *float32, ars, aps int, b *float32, bps int, c *float32, ldc int, acc int)")
+	Doc(fmt.Sprintf("%s sets (or, with acc != 0, adds to) C[r*ldc/4+j] Σ_p A(r,p)·B(p,j) for r < %d, j < %d, p < k, where A(r,p) = *(a + r*ars + p*aps) and B(p,j) = *(b + p*bps + 4j); strides in bytes.",
+		name, mr, nr))
 	k := Load(Param("k"), GP64())
-	pa := Load(Param("a"), GP64())
+	a0 := Load(Param("a"), GP64())
+	ars := Load(Param("ars"), GP64())
+	aps := Load(Param("aps"), GP64())
 	pb := Load(Param("b"), GP64())
+	bps := Load(Param("bps"), GP64())
+	a3 := GP64()
+	LEAQ(Mem{Base: a0, Index: ars, Scale: 2}, a3)
+	ADDQ(ars, a3) // a3 = a + 3*ars
+	amem := func(r int) Mem {
+		base := a0
+		if r >= 3 {
+			base, r = a3, r-3
+		}
+		switch r {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: ars, Scale: 1}
+		}
+		return Mem{Base: base, Index: ars, Scale: 2}
+	}
 	var accs [mr][2]VecVirtual
 	for r := range accs {
 		for j := range accs[r] {
@@ -44,32 +65,31 @@ func microKernel() {
 		}
 	}
 	b0, b1, t := YMM(), YMM(), YMM()
-	step := func(u int) {
-		VMOVUPS(Mem{Base: pb, Disp: 4 * nr * u}, b0)
-		VMOVUPS(Mem{Base: pb, Disp: 4*nr*u + 32}, b1)
+	step := func() {
+		VMOVUPS(Mem{Base: pb}, b0)
+		VMOVUPS(Mem{Base: pb, Disp: 32}, b1)
 		for r := 0; r < mr; r++ {
-			VBROADCASTSS(Mem{Base: pa, Disp: 4 * (mr*u + r)}, t)
+			VBROADCASTSS(amem(r), t)
 			VFMADD231PS(b0, t, accs[r][0])
 			VFMADD231PS(b1, t, accs[r][1])
 		}
+		ADDQ(aps, a0)
+		ADDQ(aps, a3)
+		ADDQ(bps, pb)
 	}
 	const unroll = 4
 	Label("loop4")
 	CMPQ(k, U8(unroll))
 	JL(LabelRef("tail"))
 	for u := 0; u < unroll; u++ {
-		step(u)
+		step()
 	}
-	ADDQ(U32(4*mr*unroll), pa)
-	ADDQ(U32(4*nr*unroll), pb)
 	SUBQ(U8(unroll), k)
 	JMP(LabelRef("loop4"))
 	Label("tail")
 	TESTQ(k, k)
 	JZ(LabelRef("store"))
-	step(0)
-	ADDQ(U8(4*mr), pa)
-	ADDQ(U8(4*nr), pb)
+	step()
 	DECQ(k)
 	JMP(LabelRef("tail"))
 
