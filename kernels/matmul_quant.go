@@ -46,6 +46,9 @@ func init() {
 		for r := 1; r <= 8; r++ {
 			for t := 1; t <= 4; t++ {
 				quantTiles[q][r][t] = refTile(q == 1, r, t)
+				if r <= 4 {
+					tilesZ[q][r][t] = refTileZ(q == 1, r, t)
+				}
 			}
 		}
 	}
@@ -97,6 +100,10 @@ func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
 	qi := 0
 	if q4 {
 		qi = 1
+	}
+	if quantVNNI && nb%2 == 0 && m > 1 {
+		matmulZ(p, out, a, w, q4, m, n, k)
+		return
 	}
 	tiles := &quantTiles[qi]
 	// tile runs an R x T tile at weight row r, token t.

@@ -23,6 +23,11 @@ type q8Acts struct {
 	x2 []int8    // [nb/2][64]: x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]
 	d2 []float32 // [nb/2][8]: dx_b x4, dx_b1 x4
 	c2 []int32   // [nb/2][8]: corr_b 0 0 0 corr_b1 0 0 0
+
+	// The layout of the AVX-512 VNNI kernels (quant_vnni.go), per token and block pair:
+	xz []int8    // [m][k] Q4_0 only: x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]
+	dz []float32 // [m][nb/2][16] lane scales
+	cz []int32   // [m][nb/2][16] lane corrections
 }
 
 // pairLayout fills x2, d2 and c2 from token 0 (nb even, corrections computed).

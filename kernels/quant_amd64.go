@@ -13,6 +13,27 @@ import (
 // hasQuantAVX2 reports whether the CPU can run the assembly kernels.
 var hasQuantAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// hasQuantVNNI reports whether the CPU can run the AVX-512 VNNI kernels (512-bit registers,
+// byte/word instructions, EVEX forms of the 128/256-bit ones, VPDPBUSD).
+var hasQuantVNNI = hasQuantAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+	cpu.X86.HasAVX512VNNI
+
+// asmTilesZ[q4][R][T] are the generated VNNI tile kernels.
+var asmTilesZ = [2][5][5]tileFunc{
+	{
+		1: {1: q8_0TileZ1x1, 2: q8_0TileZ1x2, 3: q8_0TileZ1x3, 4: q8_0TileZ1x4},
+		2: {1: q8_0TileZ2x1, 2: q8_0TileZ2x2, 3: q8_0TileZ2x3, 4: q8_0TileZ2x4},
+		3: {1: q8_0TileZ3x1, 2: q8_0TileZ3x2, 3: q8_0TileZ3x3, 4: q8_0TileZ3x4},
+		4: {1: q8_0TileZ4x1, 2: q8_0TileZ4x2, 3: q8_0TileZ4x3, 4: q8_0TileZ4x4},
+	},
+	{
+		1: {1: q4_0TileZ1x1, 2: q4_0TileZ1x2, 3: q4_0TileZ1x3, 4: q4_0TileZ1x4},
+		2: {1: q4_0TileZ2x1, 2: q4_0TileZ2x2, 3: q4_0TileZ2x3, 4: q4_0TileZ2x4},
+		3: {1: q4_0TileZ3x1, 2: q4_0TileZ3x2, 3: q4_0TileZ3x3, 4: q4_0TileZ3x4},
+		4: {1: q4_0TileZ4x1, 2: q4_0TileZ4x2, 3: q4_0TileZ4x3, 4: q4_0TileZ4x4},
+	},
+}
+
 // asmTiles[q4][R][T] are the generated tile kernels.
 var asmTiles = [2][9][5]tileFunc{
 	{
@@ -57,6 +78,10 @@ func useQuantAsm() {
 	q8Rows = q8_0Rows
 	dotQ4K = dotQ4KAVX2
 	dotQ6K = dotQ6KAVX2
+	if hasQuantVNNI {
+		tilesZ = asmTilesZ
+		quantVNNI = true
+	}
 }
 
 var _ = unsafe.Pointer(nil)

@@ -88,6 +88,9 @@ DATA q_mask30<>+30(SB)/1, $0x30
 DATA q_mask30<>+31(SB)/1, $0x30
 GLOBL q_mask30<>(SB), RODATA|NOPTR, $32
 
+DATA q_mask80<>+0(SB)/4, $0x80808080
+GLOBL q_mask80<>(SB), RODATA|NOPTR, $4
+
 DATA q_absmask<>+0(SB)/4, $0x7fffffff
 GLOBL q_absmask<>(SB), RODATA|NOPTR, $4
 
@@ -2959,4 +2962,4756 @@ k6_end:
 	VHADDPS      X0, X0, X0
 	VZEROUPPER
 	MOVSS        X0, ret+40(FP)
+	RET
+
+// func q8_0TileZ1x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ1x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), DX
+	MOVQ         corr+40(FP), BX
+	MOVQ         npairs+48(FP), SI
+	VPXORD       Z0, Z0, Z0
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        SI, SI
+	JZ           q8_0TileZ1x1_end
+
+q8_0TileZ1x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (BX), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (DX), Z26, Z0
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	DECQ         SI
+	JNZ          q8_0TileZ1x1_loop
+
+q8_0TileZ1x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ1x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ1x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q8_0TileZ1x2_end
+
+q8_0TileZ1x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (CX)(DX*1), Z25
+	VMOVDQU64    (SI)(DX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*1), Z26, Z1
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q8_0TileZ1x2_loop
+
+q8_0TileZ1x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ1x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ1x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q8_0TileZ1x3_end
+
+q8_0TileZ1x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (CX)(DX*1), Z25
+	VMOVDQU64    (SI)(DX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*1), Z26, Z1
+	VMOVDQU64    (CX)(DX*2), Z25
+	VMOVDQU64    (SI)(DX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*2), Z26, Z2
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q8_0TileZ1x3_loop
+
+q8_0TileZ1x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ1x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ1x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	LEAQ         (DX)(DX*2), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q8_0TileZ1x4_end
+
+q8_0TileZ1x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (CX)(DX*1), Z25
+	VMOVDQU64    (SI)(DX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*1), Z26, Z1
+	VMOVDQU64    (CX)(DX*2), Z25
+	VMOVDQU64    (SI)(DX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*2), Z26, Z2
+	VMOVDQU64    (CX)(R8*1), Z25
+	VMOVDQU64    (SI)(R8*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(R8*1), Z26, Z3
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q8_0TileZ1x4_loop
+
+q8_0TileZ1x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ2x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ2x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z4, Z4, Z4
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q8_0TileZ2x1_end
+
+q8_0TileZ2x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z4
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q8_0TileZ2x1_loop
+
+q8_0TileZ2x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ2x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ2x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ2x2_end
+
+q8_0TileZ2x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ2x2_loop
+
+q8_0TileZ2x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ2x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ2x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ2x3_end
+
+q8_0TileZ2x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ2x3_loop
+
+q8_0TileZ2x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ2x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ2x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (BX)(BX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ2x4_end
+
+q8_0TileZ2x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DX)(R9*1), Z25
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z3
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z7
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ2x4_loop
+
+q8_0TileZ2x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y27
+	VADDPS        Y27, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X27
+	VADDPS        X27, X7, X7
+	VMOVSHDUP     X7, X27
+	VADDPS        X27, X7, X7
+	VMOVHLPS      X7, X27, X27
+	VADDSS        X27, X7, X7
+	VMOVSS        X7, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ3x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ3x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z8, Z8, Z8
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q8_0TileZ3x1_end
+
+q8_0TileZ3x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z4
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z8
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q8_0TileZ3x1_loop
+
+q8_0TileZ3x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ3x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ3x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ3x2_end
+
+q8_0TileZ3x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ3x2_loop
+
+q8_0TileZ3x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ3x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ3x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ3x3_end
+
+q8_0TileZ3x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ3x3_loop
+
+q8_0TileZ3x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ3x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ3x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (BX)(BX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ3x4_end
+
+q8_0TileZ3x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	VMOVDQU64    (DX)(R9*1), Z25
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z3
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z7
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z11
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ3x4_loop
+
+q8_0TileZ3x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y27
+	VADDPS        Y27, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X27
+	VADDPS        X27, X7, X7
+	VMOVSHDUP     X7, X27
+	VADDPS        X27, X7, X7
+	VMOVHLPS      X7, X27, X27
+	VADDSS        X27, X7, X7
+	VMOVSS        X7, 4(AX)
+	VEXTRACTF64X4 $0x01, Z11, Y27
+	VADDPS        Y27, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X27
+	VADDPS        X27, X11, X11
+	VMOVSHDUP     X11, X27
+	VADDPS        X27, X11, X11
+	VMOVHLPS      X11, X27, X27
+	VADDSS        X27, X11, X11
+	VMOVSS        X11, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ4x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ4x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	LEAQ         (CX)(CX*2), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z12, Z12, Z12
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q8_0TileZ4x1_end
+
+q8_0TileZ4x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R8*1), X27
+	VPBROADCASTW 34(AX)(R8*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(R8*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(R8*1), Z29, Z19
+	VPXORD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z4
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z8
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z12
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q8_0TileZ4x1_loop
+
+q8_0TileZ4x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ4x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ4x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (CX)(CX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ4x2_end
+
+q8_0TileZ4x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R9*1), X27
+	VPBROADCASTW 34(AX)(R9*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(R9*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(R9*1), Z29, Z19
+	VPXORD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z12
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z13
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ4x2_loop
+
+q8_0TileZ4x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y27
+	VADDPS        Y27, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X27
+	VADDPS        X27, X13, X13
+	VMOVSHDUP     X13, X27
+	VADDPS        X27, X13, X13
+	VMOVHLPS      X13, X27, X27
+	VADDSS        X27, X13, X13
+	VMOVSS        X13, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ4x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ4x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (CX)(CX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ4x3_end
+
+q8_0TileZ4x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R9*1), X27
+	VPBROADCASTW 34(AX)(R9*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(R9*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(R9*1), Z29, Z19
+	VPXORD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z12
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z13
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z14
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ4x3_loop
+
+q8_0TileZ4x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y27
+	VADDPS        Y27, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X27
+	VADDPS        X27, X13, X13
+	VMOVSHDUP     X13, X27
+	VADDPS        X27, X13, X13
+	VMOVHLPS      X13, X27, X27
+	VADDSS        X27, X13, X13
+	VMOVSS        X13, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	VEXTRACTF64X4 $0x01, Z14, Y27
+	VADDPS        Y27, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X27
+	VADDPS        X27, X14, X14
+	VMOVSHDUP     X14, X27
+	VADDPS        X27, X14, X14
+	VMOVHLPS      X14, X27, X27
+	VADDSS        X27, X14, X14
+	VMOVSS        X14, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0TileZ4x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q8_0TileZ4x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (CX)(CX*2), R9
+	LEAQ         (BX)(BX*2), R10
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPBROADCASTD q_mask80<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q8_0TileZ4x4_end
+
+q8_0TileZ4x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 34(AX), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX), Y29
+	VINSERTI64X4 $0x01, 36(AX), Z29, Z16
+	VPXORD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 34(AX)(CX*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*1), Z29, Z17
+	VPXORD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 34(AX)(CX*2), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), Y29
+	VINSERTI64X4 $0x01, 36(AX)(CX*2), Z29, Z18
+	VPXORD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R9*1), X27
+	VPBROADCASTW 34(AX)(R9*1), X28
+	VINSERTI32X4 $0x01, X28, Y27, Y27
+	VMOVDQU64    2(AX)(R9*1), Y29
+	VINSERTI64X4 $0x01, 36(AX)(R9*1), Z29, Z19
+	VPXORD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z12
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z13
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z14
+	VMOVDQU64    (DX)(R10*1), Z25
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z3
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z7
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z11
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z15
+	ADDQ         $0x44, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q8_0TileZ4x4_loop
+
+q8_0TileZ4x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y27
+	VADDPS        Y27, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X27
+	VADDPS        X27, X13, X13
+	VMOVSHDUP     X13, X27
+	VADDPS        X27, X13, X13
+	VMOVHLPS      X13, X27, X27
+	VADDSS        X27, X13, X13
+	VMOVSS        X13, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	VEXTRACTF64X4 $0x01, Z14, Y27
+	VADDPS        Y27, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X27
+	VADDPS        X27, X14, X14
+	VMOVSHDUP     X14, X27
+	VADDPS        X27, X14, X14
+	VMOVHLPS      X14, X27, X27
+	VADDSS        X27, X14, X14
+	VMOVSS        X14, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y27
+	VADDPS        Y27, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X27
+	VADDPS        X27, X7, X7
+	VMOVSHDUP     X7, X27
+	VADDPS        X27, X7, X7
+	VMOVHLPS      X7, X27, X27
+	VADDSS        X27, X7, X7
+	VMOVSS        X7, 4(AX)
+	VEXTRACTF64X4 $0x01, Z11, Y27
+	VADDPS        Y27, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X27
+	VADDPS        X27, X11, X11
+	VMOVSHDUP     X11, X27
+	VADDPS        X27, X11, X11
+	VMOVHLPS      X11, X27, X27
+	VADDSS        X27, X11, X11
+	VMOVSS        X11, 8(AX)
+	VEXTRACTF64X4 $0x01, Z15, Y27
+	VADDPS        Y27, Y15, Y15
+	VEXTRACTF32X4 $0x01, Y15, X27
+	VADDPS        X27, X15, X15
+	VMOVSHDUP     X15, X27
+	VADDPS        X27, X15, X15
+	VMOVHLPS      X15, X27, X27
+	VADDSS        X27, X15, X15
+	VMOVSS        X15, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ1x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ1x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), DX
+	MOVQ         corr+40(FP), BX
+	MOVQ         npairs+48(FP), SI
+	VPXORD       Z0, Z0, Z0
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        SI, SI
+	JZ           q4_0TileZ1x1_end
+
+q4_0TileZ1x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (BX), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (DX), Z26, Z0
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	DECQ         SI
+	JNZ          q4_0TileZ1x1_loop
+
+q4_0TileZ1x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ1x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ1x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q4_0TileZ1x2_end
+
+q4_0TileZ1x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (CX)(DX*1), Z25
+	VMOVDQU64    (SI)(DX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*1), Z26, Z1
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q4_0TileZ1x2_loop
+
+q4_0TileZ1x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ1x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ1x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q4_0TileZ1x3_end
+
+q4_0TileZ1x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (CX)(DX*1), Z25
+	VMOVDQU64    (SI)(DX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*1), Z26, Z1
+	VMOVDQU64    (CX)(DX*2), Z25
+	VMOVDQU64    (SI)(DX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*2), Z26, Z2
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q4_0TileZ1x3_loop
+
+q4_0TileZ1x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ1x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ1x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), CX
+	MOVQ         xstride+24(FP), DX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	LEAQ         (DX)(DX*2), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q4_0TileZ1x4_end
+
+q4_0TileZ1x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VMOVDQU64    (CX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (CX)(DX*1), Z25
+	VMOVDQU64    (SI)(DX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*1), Z26, Z1
+	VMOVDQU64    (CX)(DX*2), Z25
+	VMOVDQU64    (SI)(DX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(DX*2), Z26, Z2
+	VMOVDQU64    (CX)(R8*1), Z25
+	VMOVDQU64    (SI)(R8*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX)(R8*1), Z26, Z3
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q4_0TileZ1x4_loop
+
+q4_0TileZ1x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ2x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ2x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z4, Z4, Z4
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q4_0TileZ2x1_end
+
+q4_0TileZ2x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z4
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q4_0TileZ2x1_loop
+
+q4_0TileZ2x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ2x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ2x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ2x2_end
+
+q4_0TileZ2x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ2x2_loop
+
+q4_0TileZ2x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ2x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ2x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ2x3_end
+
+q4_0TileZ2x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ2x3_loop
+
+q4_0TileZ2x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ2x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ2x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (BX)(BX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ2x4_end
+
+q4_0TileZ2x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DX)(R9*1), Z25
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z3
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z7
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ2x4_loop
+
+q4_0TileZ2x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y27
+	VADDPS        Y27, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X27
+	VADDPS        X27, X7, X7
+	VMOVSHDUP     X7, X27
+	VADDPS        X27, X7, X7
+	VMOVHLPS      X7, X27, X27
+	VADDSS        X27, X7, X7
+	VMOVSS        X7, 4(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ3x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ3x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z8, Z8, Z8
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q4_0TileZ3x1_end
+
+q4_0TileZ3x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z4
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z8
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q4_0TileZ3x1_loop
+
+q4_0TileZ3x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ3x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ3x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ3x2_end
+
+q4_0TileZ3x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ3x2_loop
+
+q4_0TileZ3x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ3x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ3x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ3x3_end
+
+q4_0TileZ3x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ3x3_loop
+
+q4_0TileZ3x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ3x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ3x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (BX)(BX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ3x4_end
+
+q4_0TileZ3x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	VMOVDQU64    (DX)(R9*1), Z25
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z3
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z7
+	VMOVDQU64    (DI)(R9*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(R9*1), Z26, Z11
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ3x4_loop
+
+q4_0TileZ3x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y27
+	VADDPS        Y27, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X27
+	VADDPS        X27, X7, X7
+	VMOVSHDUP     X7, X27
+	VADDPS        X27, X7, X7
+	VMOVHLPS      X7, X27, X27
+	VADDSS        X27, X7, X7
+	VMOVSS        X7, 4(AX)
+	VEXTRACTF64X4 $0x01, Z11, Y27
+	VADDPS        Y27, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X27
+	VADDPS        X27, X11, X11
+	VMOVSHDUP     X11, X27
+	VADDPS        X27, X11, X11
+	VMOVHLPS      X11, X27, X27
+	VADDSS        X27, X11, X11
+	VMOVSS        X11, 8(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ4x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ4x1(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), BX
+	MOVQ         corr+40(FP), SI
+	MOVQ         npairs+48(FP), DI
+	LEAQ         (CX)(CX*2), R8
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z12, Z12, Z12
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        DI, DI
+	JZ           q4_0TileZ4x1_end
+
+q4_0TileZ4x1_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R8*1), X27
+	VPBROADCASTW 18(AX)(R8*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(R8*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(R8*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z19
+	VPANDD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z0
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z4
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z8
+	VMOVDQU64    (SI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (BX), Z26, Z12
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, BX
+	ADDQ         $0x40, SI
+	DECQ         DI
+	JNZ          q4_0TileZ4x1_loop
+
+q4_0TileZ4x1_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ4x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ4x2(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (CX)(CX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ4x2_end
+
+q4_0TileZ4x2_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R9*1), X27
+	VPBROADCASTW 18(AX)(R9*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(R9*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(R9*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z19
+	VPANDD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z12
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z13
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ4x2_loop
+
+q4_0TileZ4x2_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y27
+	VADDPS        Y27, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X27
+	VADDPS        X27, X13, X13
+	VMOVSHDUP     X13, X27
+	VADDPS        X27, X13, X13
+	VMOVHLPS      X13, X27, X27
+	VADDSS        X27, X13, X13
+	VMOVSS        X13, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ4x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ4x3(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (CX)(CX*2), R9
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ4x3_end
+
+q4_0TileZ4x3_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R9*1), X27
+	VPBROADCASTW 18(AX)(R9*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(R9*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(R9*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z19
+	VPANDD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z12
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z13
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z14
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ4x3_loop
+
+q4_0TileZ4x3_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y27
+	VADDPS        Y27, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X27
+	VADDPS        X27, X13, X13
+	VMOVSHDUP     X13, X27
+	VADDPS        X27, X13, X13
+	VMOVHLPS      X13, X27, X27
+	VADDSS        X27, X13, X13
+	VMOVSS        X13, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	VEXTRACTF64X4 $0x01, Z14, Y27
+	VADDPS        Y27, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X27
+	VADDPS        X27, X14, X14
+	VMOVSHDUP     X14, X27
+	VADDPS        X27, X14, X14
+	VMOVHLPS      X14, X27, X27
+	VADDSS        X27, X14, X14
+	VMOVSS        X14, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q4_0TileZ4x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4_0TileZ4x4(SB), NOSPLIT, $0-72
+	MOVQ         w+0(FP), AX
+	MOVQ         wstride+8(FP), CX
+	MOVQ         xs+16(FP), DX
+	MOVQ         xstride+24(FP), BX
+	MOVQ         xd+32(FP), SI
+	MOVQ         corr+40(FP), DI
+	MOVQ         npairs+48(FP), R8
+	LEAQ         (CX)(CX*2), R9
+	LEAQ         (BX)(BX*2), R10
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPBROADCASTD q_mask0f<>+0(SB), Z24
+	TESTQ        R8, R8
+	JZ           q4_0TileZ4x4_end
+
+q4_0TileZ4x4_loop:
+	VPBROADCASTW (AX), X27
+	VPBROADCASTW 18(AX), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX), X29
+	VINSERTI32X4 $0x01, 20(AX), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z16
+	VPANDD       Z24, Z16, Z16
+	VCVTPH2PS    Y27, Z20
+	VPBROADCASTW (AX)(CX*1), X27
+	VPBROADCASTW 18(AX)(CX*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z17
+	VPANDD       Z24, Z17, Z17
+	VCVTPH2PS    Y27, Z21
+	VPBROADCASTW (AX)(CX*2), X27
+	VPBROADCASTW 18(AX)(CX*2), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(CX*2), X29
+	VINSERTI32X4 $0x01, 20(AX)(CX*2), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z18
+	VPANDD       Z24, Z18, Z18
+	VCVTPH2PS    Y27, Z22
+	VPBROADCASTW (AX)(R9*1), X27
+	VPBROADCASTW 18(AX)(R9*1), X28
+	VPUNPCKLQDQ  X28, X27, X27
+	VINSERTI32X4 $0x01, X27, Y27, Y27
+	VMOVDQU64    2(AX)(R9*1), X29
+	VINSERTI32X4 $0x01, 20(AX)(R9*1), Y29, Y29
+	VPSRLW       $0x04, Y29, Y30
+	VINSERTI64X4 $0x01, Y30, Z29, Z19
+	VPANDD       Z24, Z19, Z19
+	VCVTPH2PS    Y27, Z23
+	VMOVDQU64    (DX), Z25
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z0
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z4
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z8
+	VMOVDQU64    (DI), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI), Z26, Z12
+	VMOVDQU64    (DX)(BX*1), Z25
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z1
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z5
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z9
+	VMOVDQU64    (DI)(BX*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*1), Z26, Z13
+	VMOVDQU64    (DX)(BX*2), Z25
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z2
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z6
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z10
+	VMOVDQU64    (DI)(BX*2), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(BX*2), Z26, Z14
+	VMOVDQU64    (DX)(R10*1), Z25
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z16, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z20, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z3
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z17, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z21, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z7
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z18, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z22, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z11
+	VMOVDQU64    (DI)(R10*1), Z26
+	VPDPBUSD     Z25, Z19, Z26
+	VCVTDQ2PS    Z26, Z26
+	VMULPS       Z23, Z26, Z26
+	VFMADD231PS  (SI)(R10*1), Z26, Z15
+	ADDQ         $0x24, AX
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DI
+	DECQ         R8
+	JNZ          q4_0TileZ4x4_loop
+
+q4_0TileZ4x4_end:
+	MOVQ          out+56(FP), AX
+	MOVQ          ostride+64(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y27, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X27
+	VADDPS        X27, X0, X0
+	VMOVSHDUP     X0, X27
+	VADDPS        X27, X0, X0
+	VMOVHLPS      X0, X27, X27
+	VADDSS        X27, X0, X0
+	VMOVSS        X0, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y27
+	VADDPS        Y27, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X27
+	VADDPS        X27, X4, X4
+	VMOVSHDUP     X4, X27
+	VADDPS        X27, X4, X4
+	VMOVHLPS      X4, X27, X27
+	VADDSS        X27, X4, X4
+	VMOVSS        X4, 4(AX)
+	VEXTRACTF64X4 $0x01, Z8, Y27
+	VADDPS        Y27, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X27
+	VADDPS        X27, X8, X8
+	VMOVSHDUP     X8, X27
+	VADDPS        X27, X8, X8
+	VMOVHLPS      X8, X27, X27
+	VADDSS        X27, X8, X8
+	VMOVSS        X8, 8(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y27
+	VADDPS        Y27, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X27
+	VADDPS        X27, X12, X12
+	VMOVSHDUP     X12, X27
+	VADDPS        X27, X12, X12
+	VMOVHLPS      X12, X27, X27
+	VADDSS        X27, X12, X12
+	VMOVSS        X12, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z1, Y27
+	VADDPS        Y27, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X27
+	VADDPS        X27, X1, X1
+	VMOVSHDUP     X1, X27
+	VADDPS        X27, X1, X1
+	VMOVHLPS      X1, X27, X27
+	VADDSS        X27, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y27
+	VADDPS        Y27, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X27
+	VADDPS        X27, X5, X5
+	VMOVSHDUP     X5, X27
+	VADDPS        X27, X5, X5
+	VMOVHLPS      X5, X27, X27
+	VADDSS        X27, X5, X5
+	VMOVSS        X5, 4(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y27
+	VADDPS        Y27, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X27
+	VADDPS        X27, X9, X9
+	VMOVSHDUP     X9, X27
+	VADDPS        X27, X9, X9
+	VMOVHLPS      X9, X27, X27
+	VADDSS        X27, X9, X9
+	VMOVSS        X9, 8(AX)
+	VEXTRACTF64X4 $0x01, Z13, Y27
+	VADDPS        Y27, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X27
+	VADDPS        X27, X13, X13
+	VMOVSHDUP     X13, X27
+	VADDPS        X27, X13, X13
+	VMOVHLPS      X13, X27, X27
+	VADDSS        X27, X13, X13
+	VMOVSS        X13, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z2, Y27
+	VADDPS        Y27, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X27
+	VADDPS        X27, X2, X2
+	VMOVSHDUP     X2, X27
+	VADDPS        X27, X2, X2
+	VMOVHLPS      X2, X27, X27
+	VADDSS        X27, X2, X2
+	VMOVSS        X2, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y27
+	VADDPS        Y27, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X27
+	VADDPS        X27, X6, X6
+	VMOVSHDUP     X6, X27
+	VADDPS        X27, X6, X6
+	VMOVHLPS      X6, X27, X27
+	VADDSS        X27, X6, X6
+	VMOVSS        X6, 4(AX)
+	VEXTRACTF64X4 $0x01, Z10, Y27
+	VADDPS        Y27, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X27
+	VADDPS        X27, X10, X10
+	VMOVSHDUP     X10, X27
+	VADDPS        X27, X10, X10
+	VMOVHLPS      X10, X27, X27
+	VADDSS        X27, X10, X10
+	VMOVSS        X10, 8(AX)
+	VEXTRACTF64X4 $0x01, Z14, Y27
+	VADDPS        Y27, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X27
+	VADDPS        X27, X14, X14
+	VMOVSHDUP     X14, X27
+	VADDPS        X27, X14, X14
+	VMOVHLPS      X14, X27, X27
+	VADDSS        X27, X14, X14
+	VMOVSS        X14, 12(AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y27
+	VADDPS        Y27, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X27
+	VADDPS        X27, X3, X3
+	VMOVSHDUP     X3, X27
+	VADDPS        X27, X3, X3
+	VMOVHLPS      X3, X27, X27
+	VADDSS        X27, X3, X3
+	VMOVSS        X3, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y27
+	VADDPS        Y27, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X27
+	VADDPS        X27, X7, X7
+	VMOVSHDUP     X7, X27
+	VADDPS        X27, X7, X7
+	VMOVHLPS      X7, X27, X27
+	VADDSS        X27, X7, X7
+	VMOVSS        X7, 4(AX)
+	VEXTRACTF64X4 $0x01, Z11, Y27
+	VADDPS        Y27, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X27
+	VADDPS        X27, X11, X11
+	VMOVSHDUP     X11, X27
+	VADDPS        X27, X11, X11
+	VMOVHLPS      X11, X27, X27
+	VADDSS        X27, X11, X11
+	VMOVSS        X11, 8(AX)
+	VEXTRACTF64X4 $0x01, Z15, Y27
+	VADDPS        Y27, Y15, Y15
+	VEXTRACTF32X4 $0x01, Y15, X27
+	VADDPS        X27, X15, X15
+	VMOVSHDUP     X15, X27
+	VADDPS        X27, X15, X15
+	VMOVHLPS      X15, X27, X27
+	VADDSS        X27, X15, X15
+	VMOVSS        X15, 12(AX)
+	VZEROUPPER
 	RET

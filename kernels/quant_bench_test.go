@@ -64,7 +64,8 @@ func BenchmarkQuantGEMV(b *testing.B) {
 	}
 }
 
-// BenchmarkQuantGEMM: prefill (m tokens), GOP/s (2*m*n*k); gemv = m separate GEMV calls.
+// BenchmarkQuantGEMM: prefill (m tokens), GOP/s (2*m*n*k); gemv = m separate GEMV calls, avx2 =
+// the AVX2 tiles on a CPU that has the VNNI ones.
 func BenchmarkQuantGEMM(b *testing.B) {
 	const m = 64
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
@@ -75,13 +76,15 @@ func BenchmarkQuantGEMM(b *testing.B) {
 			out := make([]float32, m*n)
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
-				for _, mode := range []string{"gemm", "gemv", "ref"} {
-					if mode != "gemm" && (n != 2048 || k != 2048) {
+				for _, mode := range []string{"gemm", "avx2", "gemv", "ref"} {
+					if mode == "avx2" && !quantVNNI || mode != "gemm" && mode != "avx2" && (n != 2048 || k != 2048) {
 						continue
 					}
 					b.Run(fmt.Sprintf("%s/%dx%d/m%d/t%d/%s", dt, n, k, m, th, mode), func(b *testing.B) {
 						Reference = mode == "ref"
-						defer func() { Reference = false }()
+						vnni := quantVNNI
+						quantVNNI = vnni && mode != "avx2"
+						defer func() { Reference, quantVNNI = false, vnni }()
 						for b.Loop() {
 							if mode == "gemv" {
 								for i := 0; i < m; i++ {
@@ -171,13 +174,6 @@ func BenchmarkQuantDot(b *testing.B) {
 			quantRowQ8Ref(x[:k], qa.qs, qa.d)
 		}
 	})
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // BenchmarkQuantGEMVRows compares the 4-row and 8-row decode kernels (GB/s of weights, DRAM).

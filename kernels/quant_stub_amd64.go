@@ -126,3 +126,163 @@ func dotQ4KAVX2(w *byte, xq *int8, xd *float32, bsum8 *int16, nb int) float32
 //
 //go:noescape
 func dotQ6KAVX2(w *byte, xq *int8, xd *float32, bsums *int16, nb int) float32
+
+// q8_0TileZ1x1 computes a 1-row x 1-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ1x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ1x2 computes a 1-row x 2-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ1x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ1x3 computes a 1-row x 3-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ1x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ1x4 computes a 1-row x 4-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ1x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ2x1 computes a 2-row x 1-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ2x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ2x2 computes a 2-row x 2-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ2x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ2x3 computes a 2-row x 3-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ2x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ2x4 computes a 2-row x 4-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ2x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ3x1 computes a 3-row x 1-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ3x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ3x2 computes a 3-row x 2-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ3x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ3x3 computes a 3-row x 3-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ3x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ3x4 computes a 3-row x 4-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ3x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ4x1 computes a 4-row x 1-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ4x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ4x2 computes a 4-row x 2-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ4x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ4x3 computes a 4-row x 3-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ4x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0TileZ4x4 computes a 4-row x 4-token tile of a q8_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q8_0TileZ4x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ1x1 computes a 1-row x 1-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ1x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ1x2 computes a 1-row x 2-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ1x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ1x3 computes a 1-row x 3-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ1x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ1x4 computes a 1-row x 4-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ1x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ2x1 computes a 2-row x 1-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ2x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ2x2 computes a 2-row x 2-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ2x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ2x3 computes a 2-row x 3-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ2x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ2x4 computes a 2-row x 4-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ2x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ3x1 computes a 3-row x 1-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ3x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ3x2 computes a 3-row x 2-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ3x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ3x3 computes a 3-row x 3-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ3x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ3x4 computes a 3-row x 4-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ3x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ4x1 computes a 4-row x 1-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ4x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ4x2 computes a 4-row x 2-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ4x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ4x3 computes a 4-row x 3-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ4x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q4_0TileZ4x4 computes a 4-row x 4-token tile of a q4_0 matmul with AVX-512 VNNI (see genTileZ).
+//
+//go:noescape
+func q4_0TileZ4x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)

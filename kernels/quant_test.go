@@ -268,7 +268,9 @@ func TestMatMulQuant(t *testing.T) { checkMatMulQuant(t) }
 // TestMatMulQuantGo runs the same checks with the plain-Go kernels installed.
 func TestMatMulQuantGo(t *testing.T) {
 	tiles, q, k4, k6, q4r, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows
+	tz := tilesZ
 	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows = tiles, q, k4, k6, q4r, q8r }()
+	defer func() { tilesZ = tz }()
 	q8Rows = func(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32) {
 		q8RowsRef(unsafe.Slice(w, (nrows-1)*rs+nb*34), rs, nrows, unsafe.Slice(xq, nb*32),
 			unsafe.Slice(xd, nb), nb, unsafe.Slice(out, nrows))
@@ -281,6 +283,9 @@ func TestMatMulQuantGo(t *testing.T) {
 		for r := 1; r <= 8; r++ {
 			for t := 1; t <= 4; t++ {
 				quantTiles[qi][r][t] = refTile(qi == 1, r, t)
+				if r <= 4 {
+					tilesZ[qi][r][t] = refTileZ(qi == 1, r, t)
+				}
 			}
 		}
 	}
@@ -298,8 +303,11 @@ func checkMatMulQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	pool := NewPool(3)
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
-		for _, sh := range [][2]int{{1, 256}, {7, 512}, {13, 256}, {35, 768}, {6, 4096}, {141, 256}} {
+		for _, sh := range [][2]int{{1, 256}, {7, 512}, {13, 256}, {35, 768}, {6, 4096}, {141, 256}, {9, 96}} {
 			n, k := sh[0], sh[1]
+			if k%256 != 0 && (dt == tensor.Q4_K || dt == tensor.Q6_K) {
+				continue // odd block count (3 blocks of 32) only for Q8_0/Q4_0
+			}
 			w := randQuant(t, rng, dt, n, k)
 			wf, _ := w.Float32()
 			ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33}

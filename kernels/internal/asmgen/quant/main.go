@@ -21,6 +21,7 @@ var (
 	ones16  Mem // 16 x int16 1
 	mask0F  Mem // 32 x 0x0f
 	mask30  Mem // 32 x 0x30
+	mask80  Mem // 4 x 0x80
 	absMask Mem // 0x7fffffff
 	f127    Mem // float32 127
 	permQ8  Mem // VPERMD order that undoes the in-lane interleave of VPACKSSDW/VPACKSSWB
@@ -42,6 +43,8 @@ func consts() {
 	for i := 0; i < 32; i++ {
 		DATA(i, U8(0x30))
 	}
+	mask80 = GLOBL("q_mask80", RODATA|NOPTR)
+	DATA(0, U32(0x80808080))
 	absMask = GLOBL("q_absmask", RODATA|NOPTR)
 	DATA(0, U32(0x7fffffff))
 	f127 = GLOBL("q_f127", RODATA|NOPTR)
@@ -100,6 +103,13 @@ func main() {
 	genQ8Rows()
 	genDotQ4K()
 	genDotQ6K()
+	for _, q4 := range []bool{false, true} {
+		for r := 1; r <= 4; r++ {
+			for t := 1; t <= 4; t++ {
+				genTileZ(q4, r, t)
+			}
+		}
+	}
 	Generate()
 }
 
