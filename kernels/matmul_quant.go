@@ -105,6 +105,10 @@ func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
 		matmulZ(p, out, a, w, q4, m, n, k)
 		return
 	}
+	if quantVNNI && m == 1 && (!q4 && nb%2 == 0 || q4 && nb%4 == 0) {
+		gemvZ(p, out, a, w, q4, n, k)
+		return
+	}
 	tiles := &quantTiles[qi]
 	// tile runs an R x T tile at weight row r, token t.
 	tile := func(R, T, r, t int) {

@@ -80,6 +80,7 @@ func useQuantAsm() {
 	dotQ6K = dotQ6KAVX2
 	if hasQuantVNNI {
 		tilesZ = asmTilesZ
+		rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32){q8_0RowsZ, q4_0RowsZ}
 		quantVNNI = true
 	}
 }

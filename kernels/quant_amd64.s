@@ -633,6 +633,74 @@ DATA q_ctrlk6<>+254(SB)/1, $0x0f
 DATA q_ctrlk6<>+255(SB)/1, $0x0f
 GLOBL q_ctrlk6<>(SB), RODATA|NOPTR, $256
 
+DATA q_permq8z<>+0(SB)/2, $0x0000
+DATA q_permq8z<>+2(SB)/2, $0x0000
+DATA q_permq8z<>+4(SB)/2, $0x0000
+DATA q_permq8z<>+6(SB)/2, $0x0000
+DATA q_permq8z<>+8(SB)/2, $0x0000
+DATA q_permq8z<>+10(SB)/2, $0x0000
+DATA q_permq8z<>+12(SB)/2, $0x0000
+DATA q_permq8z<>+14(SB)/2, $0x0000
+DATA q_permq8z<>+16(SB)/2, $0x0011
+DATA q_permq8z<>+18(SB)/2, $0x0011
+DATA q_permq8z<>+20(SB)/2, $0x0011
+DATA q_permq8z<>+22(SB)/2, $0x0011
+DATA q_permq8z<>+24(SB)/2, $0x0011
+DATA q_permq8z<>+26(SB)/2, $0x0011
+DATA q_permq8z<>+28(SB)/2, $0x0011
+DATA q_permq8z<>+30(SB)/2, $0x0011
+DATA q_permq8z<>+32(SB)/2, $0x0000
+DATA q_permq8z<>+34(SB)/2, $0x0000
+DATA q_permq8z<>+36(SB)/2, $0x0000
+DATA q_permq8z<>+38(SB)/2, $0x0000
+DATA q_permq8z<>+40(SB)/2, $0x0000
+DATA q_permq8z<>+42(SB)/2, $0x0000
+DATA q_permq8z<>+44(SB)/2, $0x0000
+DATA q_permq8z<>+46(SB)/2, $0x0000
+DATA q_permq8z<>+48(SB)/2, $0x0011
+DATA q_permq8z<>+50(SB)/2, $0x0011
+DATA q_permq8z<>+52(SB)/2, $0x0011
+DATA q_permq8z<>+54(SB)/2, $0x0011
+DATA q_permq8z<>+56(SB)/2, $0x0011
+DATA q_permq8z<>+58(SB)/2, $0x0011
+DATA q_permq8z<>+60(SB)/2, $0x0011
+DATA q_permq8z<>+62(SB)/2, $0x0011
+GLOBL q_permq8z<>(SB), RODATA|NOPTR, $64
+
+DATA q_permq4z<>+0(SB)/2, $0x0000
+DATA q_permq4z<>+2(SB)/2, $0x0000
+DATA q_permq4z<>+4(SB)/2, $0x0000
+DATA q_permq4z<>+6(SB)/2, $0x0000
+DATA q_permq4z<>+8(SB)/2, $0x0009
+DATA q_permq4z<>+10(SB)/2, $0x0009
+DATA q_permq4z<>+12(SB)/2, $0x0009
+DATA q_permq4z<>+14(SB)/2, $0x0009
+DATA q_permq4z<>+16(SB)/2, $0x0012
+DATA q_permq4z<>+18(SB)/2, $0x0012
+DATA q_permq4z<>+20(SB)/2, $0x0012
+DATA q_permq4z<>+22(SB)/2, $0x0012
+DATA q_permq4z<>+24(SB)/2, $0x001b
+DATA q_permq4z<>+26(SB)/2, $0x001b
+DATA q_permq4z<>+28(SB)/2, $0x001b
+DATA q_permq4z<>+30(SB)/2, $0x001b
+DATA q_permq4z<>+32(SB)/2, $0x0000
+DATA q_permq4z<>+34(SB)/2, $0x0000
+DATA q_permq4z<>+36(SB)/2, $0x0000
+DATA q_permq4z<>+38(SB)/2, $0x0000
+DATA q_permq4z<>+40(SB)/2, $0x0009
+DATA q_permq4z<>+42(SB)/2, $0x0009
+DATA q_permq4z<>+44(SB)/2, $0x0009
+DATA q_permq4z<>+46(SB)/2, $0x0009
+DATA q_permq4z<>+48(SB)/2, $0x0012
+DATA q_permq4z<>+50(SB)/2, $0x0012
+DATA q_permq4z<>+52(SB)/2, $0x0012
+DATA q_permq4z<>+54(SB)/2, $0x0012
+DATA q_permq4z<>+56(SB)/2, $0x001b
+DATA q_permq4z<>+58(SB)/2, $0x001b
+DATA q_permq4z<>+60(SB)/2, $0x001b
+DATA q_permq4z<>+62(SB)/2, $0x001b
+GLOBL q_permq4z<>(SB), RODATA|NOPTR, $64
+
 // func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 // Requires: AVX, AVX2, F16C
 TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
@@ -7713,5 +7781,197 @@ q4_0TileZ4x4_end:
 	VMOVHLPS      X15, X27, X27
 	VADDSS        X27, X15, X15
 	VMOVSS        X15, 12(AX)
+	VZEROUPPER
+	RET
+
+// func q8_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·q8_0RowsZ(SB), NOSPLIT, $0-64
+	MOVQ         w+0(FP), AX
+	MOVQ         rs+8(FP), CX
+	MOVQ         nrows+16(FP), DX
+	MOVQ         out+56(FP), BX
+	VPBROADCASTD q_mask80<>+0(SB), Z2
+	VMOVDQU64    q_permq8z<>+0(SB), Z3
+	TESTQ        DX, DX
+	JZ           q8_0RowsZ_done
+
+q8_0RowsZ_row:
+	MOVQ   AX, SI
+	MOVQ   xs+24(FP), DI
+	MOVQ   xd+32(FP), R8
+	MOVQ   corr+40(FP), R9
+	MOVQ   nunits+48(FP), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	CMPQ   R10, $0x02
+	JL     q8_0RowsZ_tail
+
+q8_0RowsZ_loop:
+	PREFETCHT0   512(SI)
+	PREFETCHT0   576(SI)
+	VMOVDQU64    (R9), Z6
+	VMOVDQU64    2(SI), Y4
+	VINSERTI64X4 $0x01, 36(SI), Z4, Z4
+	VPXORD       Z2, Z4, Z4
+	VPDPBUSD     (DI), Z4, Z6
+	VCVTDQ2PS    Z6, Z6
+	VPERMW       (SI), Z3, Z7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z7, Z6, Z6
+	VFMADD231PS  (R8), Z6, Z0
+	VMOVDQU64    64(R9), Z10
+	VMOVDQU64    70(SI), Y8
+	VINSERTI64X4 $0x01, 104(SI), Z8, Z8
+	VPXORD       Z2, Z8, Z8
+	VPDPBUSD     64(DI), Z8, Z10
+	VCVTDQ2PS    Z10, Z10
+	VPERMW       68(SI), Z3, Z11
+	VCVTPH2PS    Y11, Z11
+	VMULPS       Z11, Z10, Z10
+	VFMADD231PS  64(R8), Z10, Z1
+	ADDQ         $0x00000088, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         $0x80, R8
+	ADDQ         $0x80, R9
+	SUBQ         $0x02, R10
+	CMPQ         R10, $0x02
+	JGE          q8_0RowsZ_loop
+
+q8_0RowsZ_tail:
+	TESTQ        R10, R10
+	JZ           q8_0RowsZ_end
+	VMOVDQU64    (R9), Z6
+	VMOVDQU64    2(SI), Y4
+	VINSERTI64X4 $0x01, 36(SI), Z4, Z4
+	VPXORD       Z2, Z4, Z4
+	VPDPBUSD     (DI), Z4, Z6
+	VCVTDQ2PS    Z6, Z6
+	VPERMW       (SI), Z3, Z7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z7, Z6, Z6
+	VFMADD231PS  (R8), Z6, Z0
+
+q8_0RowsZ_end:
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X4
+	VADDPS        X4, X0, X0
+	VMOVSHDUP     X0, X4
+	VADDPS        X4, X0, X0
+	VMOVHLPS      X0, X4, X4
+	VADDSS        X4, X0, X0
+	VMOVSS        X0, (BX)
+	ADDQ          $0x04, BX
+	ADDQ          CX, AX
+	DECQ          DX
+	JNZ           q8_0RowsZ_row
+
+q8_0RowsZ_done:
+	VZEROUPPER
+	RET
+
+// func q4_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512VNNI, MMX+
+TEXT ·q4_0RowsZ(SB), NOSPLIT, $0-64
+	MOVQ         w+0(FP), AX
+	MOVQ         rs+8(FP), CX
+	MOVQ         nrows+16(FP), DX
+	MOVQ         out+56(FP), BX
+	VPBROADCASTD q_mask0f<>+0(SB), Z2
+	VMOVDQU64    q_permq4z<>+0(SB), Z3
+	TESTQ        DX, DX
+	JZ           q4_0RowsZ_done
+
+q4_0RowsZ_row:
+	MOVQ   AX, SI
+	MOVQ   xs+24(FP), DI
+	MOVQ   xd+32(FP), R8
+	MOVQ   corr+40(FP), R9
+	MOVQ   nunits+48(FP), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	CMPQ   R10, $0x02
+	JL     q4_0RowsZ_tail
+
+q4_0RowsZ_loop:
+	PREFETCHT0   512(SI)
+	PREFETCHT0   576(SI)
+	PREFETCHT0   640(SI)
+	VMOVDQU64    (R9), Z6
+	VMOVDQU64    2(SI), X4
+	VINSERTI32X4 $0x01, 20(SI), Y4, Y4
+	VINSERTI32X4 $0x02, 38(SI), Z4, Z4
+	VINSERTI32X4 $0x03, 56(SI), Z4, Z4
+	VPSRLW       $0x04, Z4, Z5
+	VPANDD       Z2, Z4, Z4
+	VPANDD       Z2, Z5, Z5
+	VPDPBUSD     (DI), Z4, Z6
+	VPDPBUSD     64(DI), Z5, Z6
+	VCVTDQ2PS    Z6, Z6
+	VPERMW       (SI), Z3, Z7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z7, Z6, Z6
+	VFMADD231PS  (R8), Z6, Z0
+	VMOVDQU64    64(R9), Z10
+	VMOVDQU64    74(SI), X8
+	VINSERTI32X4 $0x01, 92(SI), Y8, Y8
+	VINSERTI32X4 $0x02, 110(SI), Z8, Z8
+	VINSERTI32X4 $0x03, 128(SI), Z8, Z8
+	VPSRLW       $0x04, Z8, Z9
+	VPANDD       Z2, Z8, Z8
+	VPANDD       Z2, Z9, Z9
+	VPDPBUSD     128(DI), Z8, Z10
+	VPDPBUSD     192(DI), Z9, Z10
+	VCVTDQ2PS    Z10, Z10
+	VPERMW       72(SI), Z3, Z11
+	VCVTPH2PS    Y11, Z11
+	VMULPS       Z11, Z10, Z10
+	VFMADD231PS  64(R8), Z10, Z1
+	ADDQ         $0x00000090, SI
+	ADDQ         $0x00000100, DI
+	ADDQ         $0x80, R8
+	ADDQ         $0x80, R9
+	SUBQ         $0x02, R10
+	CMPQ         R10, $0x02
+	JGE          q4_0RowsZ_loop
+
+q4_0RowsZ_tail:
+	TESTQ        R10, R10
+	JZ           q4_0RowsZ_end
+	VMOVDQU64    (R9), Z6
+	VMOVDQU64    2(SI), X4
+	VINSERTI32X4 $0x01, 20(SI), Y4, Y4
+	VINSERTI32X4 $0x02, 38(SI), Z4, Z4
+	VINSERTI32X4 $0x03, 56(SI), Z4, Z4
+	VPSRLW       $0x04, Z4, Z5
+	VPANDD       Z2, Z4, Z4
+	VPANDD       Z2, Z5, Z5
+	VPDPBUSD     (DI), Z4, Z6
+	VPDPBUSD     64(DI), Z5, Z6
+	VCVTDQ2PS    Z6, Z6
+	VPERMW       (SI), Z3, Z7
+	VCVTPH2PS    Y7, Z7
+	VMULPS       Z7, Z6, Z6
+	VFMADD231PS  (R8), Z6, Z0
+
+q4_0RowsZ_end:
+	VADDPS        Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X4
+	VADDPS        X4, X0, X0
+	VMOVSHDUP     X0, X4
+	VADDPS        X4, X0, X0
+	VMOVHLPS      X0, X4, X4
+	VADDSS        X4, X0, X0
+	VMOVSS        X0, (BX)
+	ADDQ          $0x04, BX
+	ADDQ          CX, AX
+	DECQ          DX
+	JNZ           q4_0RowsZ_row
+
+q4_0RowsZ_done:
 	VZEROUPPER
 	RET

@@ -23,7 +23,8 @@ func randQuantFast(b *testing.B, dt tensor.DType, n, k int) *tensor.Tensor {
 
 var benchShapes = [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
 
-// BenchmarkQuantGEMV: decode (m=1), GB/s of weight bytes; ref = the dequantizing reference path.
+// BenchmarkQuantGEMV: decode (m=1), GB/s of weight bytes; ref = the dequantizing reference path,
+// avx2 = the AVX2 kernels on a CPU that has the VNNI ones.
 func BenchmarkQuantGEMV(b *testing.B) {
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
 		for _, sh := range benchShapes {
@@ -38,17 +39,19 @@ func BenchmarkQuantGEMV(b *testing.B) {
 			out := make([]float32, sh[0])
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
-				for _, ref := range []bool{false, true} {
-					if ref && (sh[0] != 2048 || sh[1] != 2048) {
+				for _, mode := range []string{"", "avx2", "ref"} {
+					if mode == "ref" && (sh[0] != 2048 || sh[1] != 2048) || mode == "avx2" && !quantVNNI {
 						continue
 					}
 					name := fmt.Sprintf("%s/%dx%d/t%d", dt, sh[0], sh[1], th)
-					if ref {
-						name += "/ref"
+					if mode != "" {
+						name += "/" + mode
 					}
 					b.Run(name, func(b *testing.B) {
-						Reference = ref
-						defer func() { Reference = false }()
+						Reference = mode == "ref"
+						vnni := quantVNNI
+						quantVNNI = vnni && mode != "avx2"
+						defer func() { Reference, quantVNNI = false, vnni }()
 						b.SetBytes(int64(len(w0.Data)))
 						i := 0
 						for b.Loop() {
@@ -134,6 +137,36 @@ func BenchmarkQuantDot(b *testing.B) {
 			}
 		}
 	}
+	// Decode row kernels over 8 rows in L1: AVX2 (rows) vs AVX-512 VNNI (rowsZ).
+	for qi, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+		q4 := qi == 1
+		w := randQuant(b, rng, dt, 8, k)
+		rs := len(w.Data) / 8
+		a := getQ8Acts(1, k, q4)
+		a.quantize(Serial, x[:k], q4)
+		a.pairLayout2(q4)
+		out := make([]float32, 8)
+		b.Run(dt.String()+"/rows", func(b *testing.B) {
+			b.SetBytes(int64(len(w.Data)))
+			for b.Loop() {
+				if q4 {
+					q4Rows(&w.Data[0], rs, 8, &a.x2[0], &a.d2[0], &a.c2[0], k/64, &out[0])
+				} else {
+					q8Rows(&w.Data[0], rs, 8, &a.qs[0], &a.d[0], k/32, &out[0])
+				}
+			}
+		})
+		b.Run(dt.String()+"/rowsZ", func(b *testing.B) {
+			b.SetBytes(int64(len(w.Data)))
+			for b.Loop() {
+				if q4 {
+					rowsZ[1](&w.Data[0], rs, 8, &a.x4[0], &a.d4[0], &a.c4[0], k/128, &out[0])
+				} else {
+					rowsZ[0](&w.Data[0], rs, 8, &a.qs[0], &a.dz[0], &a.cz[0], k/64, &out[0])
+				}
+			}
+		})
+	}
 	a := getQ8KActs(1, k)
 	a.quantize(Serial, x[:k])
 	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
@@ -177,6 +210,15 @@ func BenchmarkQuantDot(b *testing.B) {
 }
 
 // BenchmarkQuantGEMVRows compares the 4-row and 8-row decode kernels (GB/s of weights, DRAM).
+// pairLayout2 prepares every decode layout of token 0 (benchmarks).
+func (a *q8Acts) pairLayout2(q4 bool) {
+	a.prepZ(Serial, false)
+	if q4 {
+		a.pairLayout()
+		a.prepQuad()
+	}
+}
+
 func BenchmarkQuantGEMVRows(b *testing.B) {
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 		w0 := randQuantFast(b, dt, 5632, 2048)

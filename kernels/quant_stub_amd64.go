@@ -286,3 +286,13 @@ func q4_0TileZ4x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr
 //
 //go:noescape
 func q4_0TileZ4x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, npairs int, out *float32, ostride int)
+
+// q8_0RowsZ computes nrows consecutive rows against one token with AVX-512 VNNI (see genRowsZ).
+//
+//go:noescape
+func q8_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
+
+// q4_0RowsZ computes nrows consecutive rows against one token with AVX-512 VNNI (see genRowsZ).
+//
+//go:noescape
+func q4_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)

@@ -268,9 +268,17 @@ func TestMatMulQuant(t *testing.T) { checkMatMulQuant(t) }
 // TestMatMulQuantGo runs the same checks with the plain-Go kernels installed.
 func TestMatMulQuantGo(t *testing.T) {
 	tiles, q, k4, k6, q4r, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows
-	tz := tilesZ
+	tz, rz := tilesZ, rowsZ
 	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows = tiles, q, k4, k6, q4r, q8r }()
-	defer func() { tilesZ = tz }()
+	defer func() { tilesZ, rowsZ = tz, rz }()
+	rowsZ[0] = func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32) {
+		rowsZRef(false, unsafe.Slice(w, (nrows-1)*rs+nu*68), rs, nrows, unsafe.Slice(xs, nu*64),
+			unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, unsafe.Slice(out, nrows))
+	}
+	rowsZ[1] = func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32) {
+		rowsZRef(true, unsafe.Slice(w, (nrows-1)*rs+nu*72), rs, nrows, unsafe.Slice(xs, nu*128),
+			unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, unsafe.Slice(out, nrows))
+	}
 	q8Rows = func(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32) {
 		q8RowsRef(unsafe.Slice(w, (nrows-1)*rs+nb*34), rs, nrows, unsafe.Slice(xq, nb*32),
 			unsafe.Slice(xd, nb), nb, unsafe.Slice(out, nrows))
@@ -303,10 +311,10 @@ func checkMatMulQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	pool := NewPool(3)
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
-		for _, sh := range [][2]int{{1, 256}, {7, 512}, {13, 256}, {35, 768}, {6, 4096}, {141, 256}, {9, 96}} {
+		for _, sh := range [][2]int{{1, 256}, {7, 512}, {13, 256}, {35, 768}, {6, 4096}, {141, 256}, {9, 96}, {5, 320}} {
 			n, k := sh[0], sh[1]
 			if k%256 != 0 && (dt == tensor.Q4_K || dt == tensor.Q6_K) {
-				continue // odd block count (3 blocks of 32) only for Q8_0/Q4_0
+				continue // 3 and 10 blocks of 32 (no pairs / quads) only for Q8_0/Q4_0
 			}
 			w := randQuant(t, rng, dt, n, k)
 			wf, _ := w.Float32()

@@ -109,49 +109,142 @@ func hsum16(a *[16]float32) float32 {
 	return (x0 + x1) + (x2 + x3)
 }
 
+// unitZ returns the 16 integer lanes and weight scales of one VNNI unit: a block pair of a
+// Q8_0 row (w: 68 bytes, x: 64 values in natural order) or of a Q4_0 row (36 bytes, 64 values
+// in pair order), or, with quad, a block quad of a Q4_0 row (72 bytes, 128 values in quad
+// order: the four [0:16] halves, then the four [16:32] halves). The lanes start from cz.
+func unitZ(q4, quad bool, w []byte, x []int8, cz []int32) (lanes [16]int32, dw [16]float32) {
+	copy(lanes[:], cz[:16])
+	for l := 0; l < 16; l++ {
+		switch {
+		case quad:
+			blk := w[18*(l/4):]
+			dw[l] = f16(blk)
+			for i := 0; i < 4; i++ {
+				j := 4*(l%4) + i // element j (low nibble) and 16+j (high) of block l/4
+				lanes[l] += int32(blk[2+j]&0xf)*int32(x[4*l+i]) + int32(blk[2+j]>>4)*int32(x[64+4*l+i])
+			}
+		case q4:
+			blk := w[18*((l/4)%2):]
+			dw[l] = f16(blk)
+			for i := 0; i < 4; i++ {
+				j := 4*(l%4) + i // element j (low nibble) or 16+j (high) of the block
+				nib := int32(blk[2+j] & 0xf)
+				if l >= 8 {
+					nib = int32(blk[2+j] >> 4)
+				}
+				lanes[l] += nib * int32(x[4*l+i])
+			}
+		default:
+			blk := w[34*(l/8):]
+			dw[l] = f16(blk)
+			for i := 0; i < 4; i++ {
+				// (w+128)·x, the weight made unsigned as in the kernel; the -128·Σx
+				// correction is in cz.
+				lanes[l] += (int32(int8(blk[2+4*(l%8)+i])) + 128) * int32(x[4*l+i])
+			}
+		}
+	}
+	return
+}
+
 // dotZRef is the twin of one row and one token of a VNNI tile kernel over np block pairs: w is
 // the weight row, xs the token's values (natural order for Q8_0, pair order for Q4_0), dz and
 // cz its lane scales and corrections.
 func dotZRef(q4 bool, w []byte, xs []int8, dz []float32, cz []int32, np int) float32 {
 	var acc [16]float32
+	wb := 68
+	if q4 {
+		wb = 36
+	}
 	for p := 0; p < np; p++ {
-		var lanes [16]int32
-		copy(lanes[:], cz[16*p:16*p+16])
-		var dw [16]float32
-		x := xs[64*p : 64*p+64]
-		if q4 {
-			b0, b1 := w[36*p:36*p+18], w[36*p+18:36*p+36]
-			for l := 0; l < 16; l++ {
-				blk := b0
-				if (l/4)%2 == 1 {
-					blk = b1
-				}
-				dw[l] = f16(blk)
-				for i := 0; i < 4; i++ {
-					j := 4*(l%4) + i // element j (low nibble) or 16+j (high) of the block
-					nib := int32(blk[2+j] & 0xf)
-					if l >= 8 {
-						nib = int32(blk[2+j] >> 4)
-					}
-					lanes[l] += nib * int32(x[4*l+i])
-				}
-			}
-		} else {
-			for l := 0; l < 16; l++ {
-				blk := w[68*p+34*(l/8) : 68*p+34*(l/8)+34]
-				dw[l] = f16(blk)
-				for j := 4 * (l % 8); j < 4*(l%8)+4; j++ {
-					// (w+128)·x, the weight made unsigned as in the kernel; the -128·Σx
-					// correction is in cz.
-					lanes[l] += (int32(int8(blk[2+j])) + 128) * int32(x[32*(l/8)+j])
-				}
-			}
-		}
+		lanes, dw := unitZ(q4, false, w[wb*p:], xs[64*p:], cz[16*p:])
 		for l := range acc {
 			acc[l] += float32(float32(lanes[l])*dw[l]) * dz[16*p+l]
 		}
 	}
 	return hsum16(&acc)
+}
+
+// rowsZRef is the twin of q8_0RowsZ / q4_0RowsZ: nrows rows rs bytes apart against one token of
+// nu units (pairs for Q8_0, quads for Q4_0), even units into one accumulator and odd ones into
+// another.
+func rowsZRef(q4 bool, w []byte, rs, nrows int, xs []int8, dz []float32, cz []int32, nu int, out []float32) {
+	wb, xb := 68, 64
+	if q4 {
+		wb, xb = 72, 128
+	}
+	for r := 0; r < nrows; r++ {
+		var acc [2][16]float32
+		for u := 0; u < nu; u++ {
+			lanes, dw := unitZ(q4, q4, w[r*rs+wb*u:], xs[xb*u:], cz[16*u:])
+			for l := range lanes {
+				acc[u%2][l] += float32(float32(lanes[l])*dw[l]) * dz[16*u+l]
+			}
+		}
+		for l := range acc[0] {
+			acc[0][l] += acc[1][l]
+		}
+		out[r] = hsum16(&acc[0])
+	}
+}
+
+// rowsZ is the VNNI decode kernel (q8_0RowsZ / q4_0RowsZ where installed, else the twin).
+var rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32){
+	func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32) {
+		rowsZRef(false, unsafe.Slice(w, (nrows-1)*rs+nu*68), rs, nrows, unsafe.Slice(xs, nu*64),
+			unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, unsafe.Slice(out, nrows))
+	},
+	func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32) {
+		rowsZRef(true, unsafe.Slice(w, (nrows-1)*rs+nu*72), rs, nrows, unsafe.Slice(xs, nu*128),
+			unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, unsafe.Slice(out, nrows))
+	},
+}
+
+// prepQuad fills the Q4_0 decode layout of token 0 (nb a multiple of 4): x4 in quad order, d4
+// and c4 with the lane scales and corrections (-8·Σx of block b+i in lane 4i).
+func (a *q8Acts) prepQuad() {
+	nq := a.nb / 4
+	a.x4 = grow(a.x4, nq*128)
+	a.d4 = grow(a.d4, nq*16)
+	a.c4 = grow(a.c4, nq*16)
+	for q := 0; q < nq; q++ {
+		x, d, c := a.x4[128*q:128*q+128], a.d4[16*q:16*q+16], a.c4[16*q:16*q+16]
+		clear(c)
+		for i := 0; i < 4; i++ {
+			b := 4*q + i
+			qs := a.qs[32*b : 32*b+32]
+			copy(x[16*i:16*i+16], qs[:16])
+			copy(x[64+16*i:64+16*i+16], qs[16:])
+			var s int32
+			for _, v := range qs {
+				s += int32(v)
+			}
+			c[4*i] = -8 * s
+			for l := 4 * i; l < 4*i+4; l++ {
+				d[l] = a.d[b]
+			}
+		}
+	}
+}
+
+// gemvZ runs a one-token Q8_0 (nb even) or Q4_0 (nb a multiple of 4) matmul on the VNNI decode
+// kernels, rows split across the pool; a holds the quantized token.
+func gemvZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, n, k int) {
+	nb := k / 32
+	if q4 {
+		a.prepQuad()
+		rs := nb * 18
+		p.For(n, 64, func(lo, hi int) {
+			rowsZ[1](&w[lo*rs], rs, hi-lo, &a.x4[0], &a.d4[0], &a.c4[0], nb/4, &out[lo])
+		})
+		return
+	}
+	a.prepZ(p, false)
+	rs := nb * 34
+	p.For(n, 64, func(lo, hi int) {
+		rowsZ[0](&w[lo*rs], rs, hi-lo, &a.qs[0], &a.dz[0], &a.cz[0], nb/2, &out[lo])
+	})
 }
 
 // refTileZ returns the Go twin of the VNNI R x T tile kernel.
