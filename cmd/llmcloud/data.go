@@ -26,7 +26,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("data prepare", stderr)
 	var o data.PrepareOptions
-	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer.json, or a directory holding one (e.g. from `llmcloud tokenizer train`)")
+	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer.json, or a directory holding one (e.g. written by: llmcloud tokenizer train)")
 	fs.StringVar(&o.Input, "input", "", "training text (UTF-8)")
 	fs.StringVar(&o.ValInput, "val-input", "", "validation text (default: --val-fraction of the input's documents)")
 	fs.Float64Var(&o.ValFraction, "val-fraction", 0, "fraction of the input's documents that go to the val split, spread evenly (0 <= F < 1)")
