@@ -1,3 +1,5 @@
+// ExampleNewLoader: writing a small split with ShardWriter and reading it as a rank of a
+// data-parallel loader.
 package data_test
 
 import (

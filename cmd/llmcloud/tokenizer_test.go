@@ -1,3 +1,4 @@
+// End-to-end CLI test of `tokenizer train` followed by `data prepare`.
 package main
 
 import (
