@@ -17,7 +17,7 @@ func init() {
 
 func runTokenizer(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "train" {
-		fmt.Fprintln(stderr, "usage: llmcloud tokenizer train --vocab-size N --input FILE... -o DIR [--min-frequency F] [--special-tokens LIST]")
+		fmt.Fprintln(stderr, "usage: llmcloud tokenizer train --vocab-size N --input FILE... -o DIR [--min-frequency F] [--special-tokens LIST] [--force]")
 		if len(args) == 0 {
 			return usagef("which tokenizer command? (train)")
 		}
@@ -33,6 +33,7 @@ func runTokenizer(args []string, stdout, stderr io.Writer) error {
 	minFreq := fs.Int64("min-frequency", 2, "never merge a pair seen fewer times (training may stop below --vocab-size)")
 	specials := fs.String("special-tokens", "<|endoftext|>", "comma-separated special tokens; the first is BOS and EOS")
 	out := fs.String("o", "", "output directory (tokenizer.json, tokenizer_config.json)")
+	force := fs.Bool("force", false, "overwrite tokenizer.json and tokenizer_config.json in the output directory")
 	pos, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func runTokenizer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := bpetrain.WriteDir(*out, res.Vocab); err != nil {
+	if err := bpetrain.WriteDir(*out, res.Vocab, *force); err != nil {
 		return err
 	}
 	total := time.Since(start)

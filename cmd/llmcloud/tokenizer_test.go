@@ -38,6 +38,7 @@ func TestTokenizerTrainAndDataPrepare(t *testing.T) {
 	if d.VocabSize() != 300 || d.Len() == 0 {
 		t.Errorf("val split: vocab %d, %d tokens", d.VocabSize(), d.Len())
 	}
+	run(t, "tokenizer", "train", "--vocab-size", "300", "--input", text, "-o", tokDir, "--force")
 	b, _ := os.ReadFile(d.TokenizerPath())
 	a, _ := os.ReadFile(filepath.Join(tokDir, "tokenizer.json"))
 	if string(a) != string(b) {
@@ -47,6 +48,7 @@ func TestTokenizerTrainAndDataPrepare(t *testing.T) {
 		{"tokenizer"}, {"tokenizer", "learn"}, {"tokenizer", "train", "-o", dir},
 		{"data"}, {"data", "prepare", "--input", text}, {"data", "prepare", "--tokenizer", tokDir, "--input", text, "-o", dataDir},
 		{"tokenizer", "train", "--vocab-size", "100", "--input", text, "-o", filepath.Join(dir, "x")},
+		{"tokenizer", "train", "--vocab-size", "300", "--input", text, "-o", tokDir}, // exists, no --force
 	} {
 		if code := runMain(args, &strings.Builder{}, &strings.Builder{}); code == 0 {
 			t.Errorf("llmcloud %s: exit 0", strings.Join(args, " "))

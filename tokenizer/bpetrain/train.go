@@ -5,11 +5,13 @@ package bpetrain
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
@@ -82,16 +84,26 @@ func Train(counts map[string]int64, o Options) (*Result, error) {
 	return res, nil
 }
 
-// WriteDir writes v as dir/tokenizer.json and dir/tokenizer_config.json (dir is created).
-func WriteDir(dir string, v *tokenizer.Vocab) error {
+// WriteDir writes v as dir/tokenizer.json and dir/tokenizer_config.json (dir is created). Each
+// file is replaced atomically. Unless overwrite is set, a dir that already holds either file is
+// refused (it may be a model's tokenizer).
+func WriteDir(dir string, v *tokenizer.Vocab, overwrite bool) error {
 	js, err := tokenizer.MarshalHFJSON(v)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bpetrain: %w", err)
+	if !overwrite {
+		for _, f := range []string{hfdir.TokenizerJSONFile, hfdir.TokenizerConfigFile} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return fmt.Errorf("bpetrain: %s already exists (overwrite it with --force)", filepath.Join(dir, f))
+			}
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, hfdir.TokenizerJSONFile), js, 0o644); err != nil {
+	err = atomicfile.Write(filepath.Join(dir, hfdir.TokenizerJSONFile), func(w io.Writer) error {
+		_, err := w.Write(js)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("bpetrain: %w", err)
 	}
 	return hfdir.WriteTokenizerConfig(filepath.Join(dir, hfdir.TokenizerConfigFile), tokenizer.HFConfig(v, "", 0))

@@ -35,7 +35,13 @@ func TestRetrainIsByteIdentical(t *testing.T) {
 		t.Errorf("%d tokens, want 384", len(res.Vocab.Tokens))
 	}
 	dir := t.TempDir()
-	if err := WriteDir(dir, res.Vocab); err != nil {
+	if err := WriteDir(dir, res.Vocab, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(dir, res.Vocab, false); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second WriteDir without overwrite: %v", err)
+	}
+	if err := WriteDir(dir, res.Vocab, true); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
