@@ -52,6 +52,9 @@ func init() {
 			}
 		}
 	}
+	for t := 1; t <= 8; t++ {
+		tilesK4Z[t] = refTileK4Z(t)
+	}
 	useQuantAsm()
 }
 
@@ -177,6 +180,10 @@ func matmulK(p *Pool, out, x []float32, w []byte, q6 bool, m, n, k int) {
 	a := getQ8KActs(m, k)
 	defer q8KActPool.Put(a)
 	a.quantize(p, x)
+	if quantVNNI && !q6 && m > 1 {
+		matmulK4Z(p, out, a, w, m, n, k)
+		return
+	}
 	tc := tokenChunk(k)
 	p.For(n, 8, func(lo, hi int) {
 		for t0 := 0; t0 < m; t0 += tc {

@@ -63,6 +63,7 @@ type q8KActs struct {
 	d        []float32 // [m][nb]
 	bsums    []int16   // [m][nb][16] sums of each 16 q's
 	bsum8    []int16   // [m][nb][8] bsums[2j]+bsums[2j+1] (sums of each 32 q's)
+	rec      []int8    // [m][nb][kRec] records of the VNNI Q4_K kernels (quant_vnni_k.go)
 }
 
 var q8ActPool, q8KActPool sync.Pool

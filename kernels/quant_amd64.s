@@ -701,6 +701,264 @@ DATA q_permq4z<>+60(SB)/2, $0x001b
 DATA q_permq4z<>+62(SB)/2, $0x001b
 GLOBL q_permq4z<>(SB), RODATA|NOPTR, $64
 
+DATA q_ctrlk4z<>+0(SB)/1, $0x00
+DATA q_ctrlk4z<>+1(SB)/1, $0x80
+DATA q_ctrlk4z<>+2(SB)/1, $0x00
+DATA q_ctrlk4z<>+3(SB)/1, $0x80
+DATA q_ctrlk4z<>+4(SB)/1, $0x00
+DATA q_ctrlk4z<>+5(SB)/1, $0x80
+DATA q_ctrlk4z<>+6(SB)/1, $0x00
+DATA q_ctrlk4z<>+7(SB)/1, $0x80
+DATA q_ctrlk4z<>+8(SB)/1, $0x00
+DATA q_ctrlk4z<>+9(SB)/1, $0x80
+DATA q_ctrlk4z<>+10(SB)/1, $0x00
+DATA q_ctrlk4z<>+11(SB)/1, $0x80
+DATA q_ctrlk4z<>+12(SB)/1, $0x00
+DATA q_ctrlk4z<>+13(SB)/1, $0x80
+DATA q_ctrlk4z<>+14(SB)/1, $0x00
+DATA q_ctrlk4z<>+15(SB)/1, $0x80
+DATA q_ctrlk4z<>+16(SB)/1, $0x00
+DATA q_ctrlk4z<>+17(SB)/1, $0x80
+DATA q_ctrlk4z<>+18(SB)/1, $0x00
+DATA q_ctrlk4z<>+19(SB)/1, $0x80
+DATA q_ctrlk4z<>+20(SB)/1, $0x00
+DATA q_ctrlk4z<>+21(SB)/1, $0x80
+DATA q_ctrlk4z<>+22(SB)/1, $0x00
+DATA q_ctrlk4z<>+23(SB)/1, $0x80
+DATA q_ctrlk4z<>+24(SB)/1, $0x00
+DATA q_ctrlk4z<>+25(SB)/1, $0x80
+DATA q_ctrlk4z<>+26(SB)/1, $0x00
+DATA q_ctrlk4z<>+27(SB)/1, $0x80
+DATA q_ctrlk4z<>+28(SB)/1, $0x00
+DATA q_ctrlk4z<>+29(SB)/1, $0x80
+DATA q_ctrlk4z<>+30(SB)/1, $0x00
+DATA q_ctrlk4z<>+31(SB)/1, $0x80
+DATA q_ctrlk4z<>+32(SB)/1, $0x01
+DATA q_ctrlk4z<>+33(SB)/1, $0x80
+DATA q_ctrlk4z<>+34(SB)/1, $0x01
+DATA q_ctrlk4z<>+35(SB)/1, $0x80
+DATA q_ctrlk4z<>+36(SB)/1, $0x01
+DATA q_ctrlk4z<>+37(SB)/1, $0x80
+DATA q_ctrlk4z<>+38(SB)/1, $0x01
+DATA q_ctrlk4z<>+39(SB)/1, $0x80
+DATA q_ctrlk4z<>+40(SB)/1, $0x01
+DATA q_ctrlk4z<>+41(SB)/1, $0x80
+DATA q_ctrlk4z<>+42(SB)/1, $0x01
+DATA q_ctrlk4z<>+43(SB)/1, $0x80
+DATA q_ctrlk4z<>+44(SB)/1, $0x01
+DATA q_ctrlk4z<>+45(SB)/1, $0x80
+DATA q_ctrlk4z<>+46(SB)/1, $0x01
+DATA q_ctrlk4z<>+47(SB)/1, $0x80
+DATA q_ctrlk4z<>+48(SB)/1, $0x01
+DATA q_ctrlk4z<>+49(SB)/1, $0x80
+DATA q_ctrlk4z<>+50(SB)/1, $0x01
+DATA q_ctrlk4z<>+51(SB)/1, $0x80
+DATA q_ctrlk4z<>+52(SB)/1, $0x01
+DATA q_ctrlk4z<>+53(SB)/1, $0x80
+DATA q_ctrlk4z<>+54(SB)/1, $0x01
+DATA q_ctrlk4z<>+55(SB)/1, $0x80
+DATA q_ctrlk4z<>+56(SB)/1, $0x01
+DATA q_ctrlk4z<>+57(SB)/1, $0x80
+DATA q_ctrlk4z<>+58(SB)/1, $0x01
+DATA q_ctrlk4z<>+59(SB)/1, $0x80
+DATA q_ctrlk4z<>+60(SB)/1, $0x01
+DATA q_ctrlk4z<>+61(SB)/1, $0x80
+DATA q_ctrlk4z<>+62(SB)/1, $0x01
+DATA q_ctrlk4z<>+63(SB)/1, $0x80
+DATA q_ctrlk4z<>+64(SB)/1, $0x02
+DATA q_ctrlk4z<>+65(SB)/1, $0x80
+DATA q_ctrlk4z<>+66(SB)/1, $0x02
+DATA q_ctrlk4z<>+67(SB)/1, $0x80
+DATA q_ctrlk4z<>+68(SB)/1, $0x02
+DATA q_ctrlk4z<>+69(SB)/1, $0x80
+DATA q_ctrlk4z<>+70(SB)/1, $0x02
+DATA q_ctrlk4z<>+71(SB)/1, $0x80
+DATA q_ctrlk4z<>+72(SB)/1, $0x02
+DATA q_ctrlk4z<>+73(SB)/1, $0x80
+DATA q_ctrlk4z<>+74(SB)/1, $0x02
+DATA q_ctrlk4z<>+75(SB)/1, $0x80
+DATA q_ctrlk4z<>+76(SB)/1, $0x02
+DATA q_ctrlk4z<>+77(SB)/1, $0x80
+DATA q_ctrlk4z<>+78(SB)/1, $0x02
+DATA q_ctrlk4z<>+79(SB)/1, $0x80
+DATA q_ctrlk4z<>+80(SB)/1, $0x02
+DATA q_ctrlk4z<>+81(SB)/1, $0x80
+DATA q_ctrlk4z<>+82(SB)/1, $0x02
+DATA q_ctrlk4z<>+83(SB)/1, $0x80
+DATA q_ctrlk4z<>+84(SB)/1, $0x02
+DATA q_ctrlk4z<>+85(SB)/1, $0x80
+DATA q_ctrlk4z<>+86(SB)/1, $0x02
+DATA q_ctrlk4z<>+87(SB)/1, $0x80
+DATA q_ctrlk4z<>+88(SB)/1, $0x02
+DATA q_ctrlk4z<>+89(SB)/1, $0x80
+DATA q_ctrlk4z<>+90(SB)/1, $0x02
+DATA q_ctrlk4z<>+91(SB)/1, $0x80
+DATA q_ctrlk4z<>+92(SB)/1, $0x02
+DATA q_ctrlk4z<>+93(SB)/1, $0x80
+DATA q_ctrlk4z<>+94(SB)/1, $0x02
+DATA q_ctrlk4z<>+95(SB)/1, $0x80
+DATA q_ctrlk4z<>+96(SB)/1, $0x03
+DATA q_ctrlk4z<>+97(SB)/1, $0x80
+DATA q_ctrlk4z<>+98(SB)/1, $0x03
+DATA q_ctrlk4z<>+99(SB)/1, $0x80
+DATA q_ctrlk4z<>+100(SB)/1, $0x03
+DATA q_ctrlk4z<>+101(SB)/1, $0x80
+DATA q_ctrlk4z<>+102(SB)/1, $0x03
+DATA q_ctrlk4z<>+103(SB)/1, $0x80
+DATA q_ctrlk4z<>+104(SB)/1, $0x03
+DATA q_ctrlk4z<>+105(SB)/1, $0x80
+DATA q_ctrlk4z<>+106(SB)/1, $0x03
+DATA q_ctrlk4z<>+107(SB)/1, $0x80
+DATA q_ctrlk4z<>+108(SB)/1, $0x03
+DATA q_ctrlk4z<>+109(SB)/1, $0x80
+DATA q_ctrlk4z<>+110(SB)/1, $0x03
+DATA q_ctrlk4z<>+111(SB)/1, $0x80
+DATA q_ctrlk4z<>+112(SB)/1, $0x03
+DATA q_ctrlk4z<>+113(SB)/1, $0x80
+DATA q_ctrlk4z<>+114(SB)/1, $0x03
+DATA q_ctrlk4z<>+115(SB)/1, $0x80
+DATA q_ctrlk4z<>+116(SB)/1, $0x03
+DATA q_ctrlk4z<>+117(SB)/1, $0x80
+DATA q_ctrlk4z<>+118(SB)/1, $0x03
+DATA q_ctrlk4z<>+119(SB)/1, $0x80
+DATA q_ctrlk4z<>+120(SB)/1, $0x03
+DATA q_ctrlk4z<>+121(SB)/1, $0x80
+DATA q_ctrlk4z<>+122(SB)/1, $0x03
+DATA q_ctrlk4z<>+123(SB)/1, $0x80
+DATA q_ctrlk4z<>+124(SB)/1, $0x03
+DATA q_ctrlk4z<>+125(SB)/1, $0x80
+DATA q_ctrlk4z<>+126(SB)/1, $0x03
+DATA q_ctrlk4z<>+127(SB)/1, $0x80
+DATA q_ctrlk4z<>+128(SB)/1, $0x04
+DATA q_ctrlk4z<>+129(SB)/1, $0x80
+DATA q_ctrlk4z<>+130(SB)/1, $0x04
+DATA q_ctrlk4z<>+131(SB)/1, $0x80
+DATA q_ctrlk4z<>+132(SB)/1, $0x04
+DATA q_ctrlk4z<>+133(SB)/1, $0x80
+DATA q_ctrlk4z<>+134(SB)/1, $0x04
+DATA q_ctrlk4z<>+135(SB)/1, $0x80
+DATA q_ctrlk4z<>+136(SB)/1, $0x04
+DATA q_ctrlk4z<>+137(SB)/1, $0x80
+DATA q_ctrlk4z<>+138(SB)/1, $0x04
+DATA q_ctrlk4z<>+139(SB)/1, $0x80
+DATA q_ctrlk4z<>+140(SB)/1, $0x04
+DATA q_ctrlk4z<>+141(SB)/1, $0x80
+DATA q_ctrlk4z<>+142(SB)/1, $0x04
+DATA q_ctrlk4z<>+143(SB)/1, $0x80
+DATA q_ctrlk4z<>+144(SB)/1, $0x04
+DATA q_ctrlk4z<>+145(SB)/1, $0x80
+DATA q_ctrlk4z<>+146(SB)/1, $0x04
+DATA q_ctrlk4z<>+147(SB)/1, $0x80
+DATA q_ctrlk4z<>+148(SB)/1, $0x04
+DATA q_ctrlk4z<>+149(SB)/1, $0x80
+DATA q_ctrlk4z<>+150(SB)/1, $0x04
+DATA q_ctrlk4z<>+151(SB)/1, $0x80
+DATA q_ctrlk4z<>+152(SB)/1, $0x04
+DATA q_ctrlk4z<>+153(SB)/1, $0x80
+DATA q_ctrlk4z<>+154(SB)/1, $0x04
+DATA q_ctrlk4z<>+155(SB)/1, $0x80
+DATA q_ctrlk4z<>+156(SB)/1, $0x04
+DATA q_ctrlk4z<>+157(SB)/1, $0x80
+DATA q_ctrlk4z<>+158(SB)/1, $0x04
+DATA q_ctrlk4z<>+159(SB)/1, $0x80
+DATA q_ctrlk4z<>+160(SB)/1, $0x05
+DATA q_ctrlk4z<>+161(SB)/1, $0x80
+DATA q_ctrlk4z<>+162(SB)/1, $0x05
+DATA q_ctrlk4z<>+163(SB)/1, $0x80
+DATA q_ctrlk4z<>+164(SB)/1, $0x05
+DATA q_ctrlk4z<>+165(SB)/1, $0x80
+DATA q_ctrlk4z<>+166(SB)/1, $0x05
+DATA q_ctrlk4z<>+167(SB)/1, $0x80
+DATA q_ctrlk4z<>+168(SB)/1, $0x05
+DATA q_ctrlk4z<>+169(SB)/1, $0x80
+DATA q_ctrlk4z<>+170(SB)/1, $0x05
+DATA q_ctrlk4z<>+171(SB)/1, $0x80
+DATA q_ctrlk4z<>+172(SB)/1, $0x05
+DATA q_ctrlk4z<>+173(SB)/1, $0x80
+DATA q_ctrlk4z<>+174(SB)/1, $0x05
+DATA q_ctrlk4z<>+175(SB)/1, $0x80
+DATA q_ctrlk4z<>+176(SB)/1, $0x05
+DATA q_ctrlk4z<>+177(SB)/1, $0x80
+DATA q_ctrlk4z<>+178(SB)/1, $0x05
+DATA q_ctrlk4z<>+179(SB)/1, $0x80
+DATA q_ctrlk4z<>+180(SB)/1, $0x05
+DATA q_ctrlk4z<>+181(SB)/1, $0x80
+DATA q_ctrlk4z<>+182(SB)/1, $0x05
+DATA q_ctrlk4z<>+183(SB)/1, $0x80
+DATA q_ctrlk4z<>+184(SB)/1, $0x05
+DATA q_ctrlk4z<>+185(SB)/1, $0x80
+DATA q_ctrlk4z<>+186(SB)/1, $0x05
+DATA q_ctrlk4z<>+187(SB)/1, $0x80
+DATA q_ctrlk4z<>+188(SB)/1, $0x05
+DATA q_ctrlk4z<>+189(SB)/1, $0x80
+DATA q_ctrlk4z<>+190(SB)/1, $0x05
+DATA q_ctrlk4z<>+191(SB)/1, $0x80
+DATA q_ctrlk4z<>+192(SB)/1, $0x06
+DATA q_ctrlk4z<>+193(SB)/1, $0x80
+DATA q_ctrlk4z<>+194(SB)/1, $0x06
+DATA q_ctrlk4z<>+195(SB)/1, $0x80
+DATA q_ctrlk4z<>+196(SB)/1, $0x06
+DATA q_ctrlk4z<>+197(SB)/1, $0x80
+DATA q_ctrlk4z<>+198(SB)/1, $0x06
+DATA q_ctrlk4z<>+199(SB)/1, $0x80
+DATA q_ctrlk4z<>+200(SB)/1, $0x06
+DATA q_ctrlk4z<>+201(SB)/1, $0x80
+DATA q_ctrlk4z<>+202(SB)/1, $0x06
+DATA q_ctrlk4z<>+203(SB)/1, $0x80
+DATA q_ctrlk4z<>+204(SB)/1, $0x06
+DATA q_ctrlk4z<>+205(SB)/1, $0x80
+DATA q_ctrlk4z<>+206(SB)/1, $0x06
+DATA q_ctrlk4z<>+207(SB)/1, $0x80
+DATA q_ctrlk4z<>+208(SB)/1, $0x06
+DATA q_ctrlk4z<>+209(SB)/1, $0x80
+DATA q_ctrlk4z<>+210(SB)/1, $0x06
+DATA q_ctrlk4z<>+211(SB)/1, $0x80
+DATA q_ctrlk4z<>+212(SB)/1, $0x06
+DATA q_ctrlk4z<>+213(SB)/1, $0x80
+DATA q_ctrlk4z<>+214(SB)/1, $0x06
+DATA q_ctrlk4z<>+215(SB)/1, $0x80
+DATA q_ctrlk4z<>+216(SB)/1, $0x06
+DATA q_ctrlk4z<>+217(SB)/1, $0x80
+DATA q_ctrlk4z<>+218(SB)/1, $0x06
+DATA q_ctrlk4z<>+219(SB)/1, $0x80
+DATA q_ctrlk4z<>+220(SB)/1, $0x06
+DATA q_ctrlk4z<>+221(SB)/1, $0x80
+DATA q_ctrlk4z<>+222(SB)/1, $0x06
+DATA q_ctrlk4z<>+223(SB)/1, $0x80
+DATA q_ctrlk4z<>+224(SB)/1, $0x07
+DATA q_ctrlk4z<>+225(SB)/1, $0x80
+DATA q_ctrlk4z<>+226(SB)/1, $0x07
+DATA q_ctrlk4z<>+227(SB)/1, $0x80
+DATA q_ctrlk4z<>+228(SB)/1, $0x07
+DATA q_ctrlk4z<>+229(SB)/1, $0x80
+DATA q_ctrlk4z<>+230(SB)/1, $0x07
+DATA q_ctrlk4z<>+231(SB)/1, $0x80
+DATA q_ctrlk4z<>+232(SB)/1, $0x07
+DATA q_ctrlk4z<>+233(SB)/1, $0x80
+DATA q_ctrlk4z<>+234(SB)/1, $0x07
+DATA q_ctrlk4z<>+235(SB)/1, $0x80
+DATA q_ctrlk4z<>+236(SB)/1, $0x07
+DATA q_ctrlk4z<>+237(SB)/1, $0x80
+DATA q_ctrlk4z<>+238(SB)/1, $0x07
+DATA q_ctrlk4z<>+239(SB)/1, $0x80
+DATA q_ctrlk4z<>+240(SB)/1, $0x07
+DATA q_ctrlk4z<>+241(SB)/1, $0x80
+DATA q_ctrlk4z<>+242(SB)/1, $0x07
+DATA q_ctrlk4z<>+243(SB)/1, $0x80
+DATA q_ctrlk4z<>+244(SB)/1, $0x07
+DATA q_ctrlk4z<>+245(SB)/1, $0x80
+DATA q_ctrlk4z<>+246(SB)/1, $0x07
+DATA q_ctrlk4z<>+247(SB)/1, $0x80
+DATA q_ctrlk4z<>+248(SB)/1, $0x07
+DATA q_ctrlk4z<>+249(SB)/1, $0x80
+DATA q_ctrlk4z<>+250(SB)/1, $0x07
+DATA q_ctrlk4z<>+251(SB)/1, $0x80
+DATA q_ctrlk4z<>+252(SB)/1, $0x07
+DATA q_ctrlk4z<>+253(SB)/1, $0x80
+DATA q_ctrlk4z<>+254(SB)/1, $0x07
+DATA q_ctrlk4z<>+255(SB)/1, $0x80
+GLOBL q_ctrlk4z<>(SB), RODATA|NOPTR, $256
+
 // func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 // Requires: AVX, AVX2, F16C
 TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
@@ -2804,24 +3062,24 @@ k4_loop:
 	MOVL         4(AX), DI
 	MOVL         8(AX), R8
 	MOVL         12(AX), R9
-	MOVL         DI, R11
-	SHRL         $0x06, R11
-	ANDL         $0x03030303, R11
-	SHLL         $0x04, R11
-	MOVL         R9, R10
-	ANDL         $0x0f0f0f0f, R10
-	ORL          R11, R10
-	SHLQ         $0x20, R10
+	MOVL         DI, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R10, R11
+	SHLQ         $0x20, R11
 	ANDL         $0x3f3f3f3f, DI
-	ORQ          DI, R10
-	MOVL         R8, R11
-	SHRL         $0x06, R11
-	ANDL         $0x03030303, R11
-	SHLL         $0x04, R11
+	ORQ          DI, R11
+	MOVL         R8, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
 	MOVL         R9, DI
 	SHRL         $0x04, DI
 	ANDL         $0x0f0f0f0f, DI
-	ORL          R11, DI
+	ORL          R10, DI
 	SHLQ         $0x20, DI
 	ANDL         $0x3f3f3f3f, R8
 	ORQ          R8, DI
@@ -2834,7 +3092,7 @@ k4_loop:
 	VCVTPH2PS    X4, X4
 	VMULPS       X2, X4, X4
 	VFMADD231PS  X4, X3, X1
-	MOVQ         R10, X4
+	MOVQ         R11, X4
 	VPBROADCASTQ X4, Y4
 	VPXOR        Y3, Y3, Y3
 	VMOVDQU      16(AX), Y5
@@ -7973,5 +8231,1614 @@ q4_0RowsZ_end:
 	JNZ           q4_0RowsZ_row
 
 q4_0RowsZ_done:
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x1(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), DX
+	VPXORD       Z8, Z8, Z8
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        DX, DX
+	JZ           q4KTileZ1x1_end
+
+q4KTileZ1x1_loop:
+	MOVL         4(AX), BX
+	MOVL         8(AX), SI
+	MOVL         12(AX), DI
+	MOVL         BX, R8
+	SHRL         $0x06, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	MOVL         DI, R9
+	ANDL         $0x0f0f0f0f, R9
+	ORL          R8, R9
+	SHLQ         $0x20, R9
+	ANDL         $0x3f3f3f3f, BX
+	ORQ          BX, R9
+	MOVL         SI, R8
+	SHRL         $0x06, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	MOVL         DI, BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R8, BX
+	SHLQ         $0x20, BX
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, BX
+	VPBROADCASTQ R9, Z16
+	VMOVQ        BX, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         DX
+	JNZ          q4KTileZ1x1_loop
+
+q4KTileZ1x1_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x2(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x2_end
+
+q4KTileZ1x2_loop:
+	MOVL         4(AX), SI
+	MOVL         8(AX), DI
+	MOVL         12(AX), R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R9, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, R10
+	MOVL         DI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, SI
+	SHRL         $0x04, SI
+	ANDL         $0x0f0f0f0f, SI
+	ORL          R9, SI
+	SHLQ         $0x20, SI
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, SI
+	VPBROADCASTQ R10, Z16
+	VMOVQ        SI, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x2_loop
+
+q4KTileZ1x2_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x3(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x3_end
+
+q4KTileZ1x3_loop:
+	MOVL         4(AX), SI
+	MOVL         8(AX), DI
+	MOVL         12(AX), R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R9, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, R10
+	MOVL         DI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, SI
+	SHRL         $0x04, SI
+	ANDL         $0x0f0f0f0f, SI
+	ORL          R9, SI
+	SHLQ         $0x20, SI
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, SI
+	VPBROADCASTQ R10, Z16
+	VMOVQ        SI, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   (CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   64(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   128(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   192(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	VCVTDQ2PS    Z2, Z2
+	VBROADCASTSS 272(CX)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z2, Z10
+	VPMADDWD     256(CX)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z10
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x3_loop
+
+q4KTileZ1x3_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z10, Y29
+	VADDPS        Y29, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X29
+	VADDPS        X29, X10, X10
+	VMOVSHDUP     X10, X29
+	VADDPS        X29, X10, X10
+	VMOVHLPS      X10, X29, X29
+	VADDSS        X29, X10, X10
+	VMOVSS        X10, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x4(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x4_end
+
+q4KTileZ1x4_loop:
+	MOVL         4(AX), DI
+	MOVL         8(AX), R8
+	MOVL         12(AX), R9
+	MOVL         DI, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R10, R11
+	SHLQ         $0x20, R11
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, R11
+	MOVL         R8, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, DI
+	SHRL         $0x04, DI
+	ANDL         $0x0f0f0f0f, DI
+	ORL          R10, DI
+	SHLQ         $0x20, DI
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, DI
+	VPBROADCASTQ R11, Z16
+	VMOVQ        DI, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   (CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   (CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   64(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   64(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   128(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   128(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   192(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   192(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	VCVTDQ2PS    Z2, Z2
+	VBROADCASTSS 272(CX)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z2, Z10
+	VPMADDWD     256(CX)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z10
+	VCVTDQ2PS    Z3, Z3
+	VBROADCASTSS 272(CX)(SI*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z3, Z11
+	VPMADDWD     256(CX)(SI*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z11
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x4_loop
+
+q4KTileZ1x4_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z10, Y29
+	VADDPS        Y29, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X29
+	VADDPS        X29, X10, X10
+	VMOVSHDUP     X10, X29
+	VADDPS        X29, X10, X10
+	VMOVHLPS      X10, X29, X29
+	VADDSS        X29, X10, X10
+	VMOVSS        X10, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z11, Y29
+	VADDPS        Y29, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X29
+	VADDPS        X29, X11, X11
+	VMOVSHDUP     X11, X29
+	VADDPS        X29, X11, X11
+	VMOVHLPS      X11, X29, X29
+	VADDSS        X29, X11, X11
+	VMOVSS        X11, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x5(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x5_end
+
+q4KTileZ1x5_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPBROADCASTQ R12, Z16
+	VMOVQ        R8, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   (CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   (CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   (DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   64(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   64(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   64(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   128(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   128(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   128(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   192(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   192(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   192(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	VCVTDQ2PS    Z2, Z2
+	VBROADCASTSS 272(CX)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z2, Z10
+	VPMADDWD     256(CX)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z10
+	VCVTDQ2PS    Z3, Z3
+	VBROADCASTSS 272(CX)(SI*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z3, Z11
+	VPMADDWD     256(CX)(SI*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z11
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSS 272(DI), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z4, Z12
+	VPMADDWD     256(DI), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z12
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x5_loop
+
+q4KTileZ1x5_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z10, Y29
+	VADDPS        Y29, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X29
+	VADDPS        X29, X10, X10
+	VMOVSHDUP     X10, X29
+	VADDPS        X29, X10, X10
+	VMOVHLPS      X10, X29, X29
+	VADDSS        X29, X10, X10
+	VMOVSS        X10, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z11, Y29
+	VADDPS        Y29, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X29
+	VADDPS        X29, X11, X11
+	VMOVSHDUP     X11, X29
+	VADDPS        X29, X11, X11
+	VMOVHLPS      X11, X29, X29
+	VADDSS        X29, X11, X11
+	VMOVSS        X11, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z12, Y29
+	VADDPS        Y29, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X29
+	VADDPS        X29, X12, X12
+	VMOVSHDUP     X12, X29
+	VADDPS        X29, X12, X12
+	VMOVHLPS      X12, X29, X29
+	VADDSS        X29, X12, X12
+	VMOVSS        X12, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x6(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x6_end
+
+q4KTileZ1x6_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPBROADCASTQ R12, Z16
+	VMOVQ        R8, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   (CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   (CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   (DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   (DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   64(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   64(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   64(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   64(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   128(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   128(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   128(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   128(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   192(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   192(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   192(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   192(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	VCVTDQ2PS    Z2, Z2
+	VBROADCASTSS 272(CX)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z2, Z10
+	VPMADDWD     256(CX)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z10
+	VCVTDQ2PS    Z3, Z3
+	VBROADCASTSS 272(CX)(SI*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z3, Z11
+	VPMADDWD     256(CX)(SI*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z11
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSS 272(DI), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z4, Z12
+	VPMADDWD     256(DI), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z12
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSS 272(DI)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z5, Z13
+	VPMADDWD     256(DI)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z13
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x6_loop
+
+q4KTileZ1x6_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z10, Y29
+	VADDPS        Y29, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X29
+	VADDPS        X29, X10, X10
+	VMOVSHDUP     X10, X29
+	VADDPS        X29, X10, X10
+	VMOVHLPS      X10, X29, X29
+	VADDSS        X29, X10, X10
+	VMOVSS        X10, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z11, Y29
+	VADDPS        Y29, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X29
+	VADDPS        X29, X11, X11
+	VMOVSHDUP     X11, X29
+	VADDPS        X29, X11, X11
+	VMOVHLPS      X11, X29, X29
+	VADDSS        X29, X11, X11
+	VMOVSS        X11, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z12, Y29
+	VADDPS        Y29, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X29
+	VADDPS        X29, X12, X12
+	VMOVSHDUP     X12, X29
+	VADDPS        X29, X12, X12
+	VMOVHLPS      X12, X29, X29
+	VADDSS        X29, X12, X12
+	VMOVSS        X12, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z13, Y29
+	VADDPS        Y29, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X29
+	VADDPS        X29, X13, X13
+	VMOVSHDUP     X13, X29
+	VADDPS        X29, X13, X13
+	VMOVHLPS      X13, X29, X29
+	VADDSS        X29, X13, X13
+	VMOVSS        X13, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x7(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x7_end
+
+q4KTileZ1x7_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPBROADCASTQ R12, Z16
+	VMOVQ        R8, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   (CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   (CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   (DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   (DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   (DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   64(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   64(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   64(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   64(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   64(DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   128(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   128(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   128(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   128(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   128(DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   192(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   192(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   192(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   192(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   192(DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	VCVTDQ2PS    Z2, Z2
+	VBROADCASTSS 272(CX)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z2, Z10
+	VPMADDWD     256(CX)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z10
+	VCVTDQ2PS    Z3, Z3
+	VBROADCASTSS 272(CX)(SI*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z3, Z11
+	VPMADDWD     256(CX)(SI*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z11
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSS 272(DI), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z4, Z12
+	VPMADDWD     256(DI), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z12
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSS 272(DI)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z5, Z13
+	VPMADDWD     256(DI)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z13
+	VCVTDQ2PS    Z6, Z6
+	VBROADCASTSS 272(DI)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z6, Z14
+	VPMADDWD     256(DI)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z14
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x7_loop
+
+q4KTileZ1x7_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z10, Y29
+	VADDPS        Y29, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X29
+	VADDPS        X29, X10, X10
+	VMOVSHDUP     X10, X29
+	VADDPS        X29, X10, X10
+	VMOVHLPS      X10, X29, X29
+	VADDSS        X29, X10, X10
+	VMOVSS        X10, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z11, Y29
+	VADDPS        Y29, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X29
+	VADDPS        X29, X11, X11
+	VMOVSHDUP     X11, X29
+	VADDPS        X29, X11, X11
+	VMOVHLPS      X11, X29, X29
+	VADDSS        X29, X11, X11
+	VMOVSS        X11, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z12, Y29
+	VADDPS        Y29, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X29
+	VADDPS        X29, X12, X12
+	VMOVSHDUP     X12, X29
+	VADDPS        X29, X12, X12
+	VMOVHLPS      X12, X29, X29
+	VADDSS        X29, X12, X12
+	VMOVSS        X12, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z13, Y29
+	VADDPS        Y29, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X29
+	VADDPS        X29, X13, X13
+	VMOVSHDUP     X13, X29
+	VADDPS        X29, X13, X13
+	VMOVHLPS      X13, X29, X29
+	VADDSS        X29, X13, X13
+	VMOVSS        X13, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z14, Y29
+	VADDPS        Y29, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X29
+	VADDPS        X29, X14, X14
+	VMOVSHDUP     X14, X29
+	VADDPS        X29, X14, X14
+	VMOVHLPS      X14, X29, X29
+	VADDSS        X29, X14, X14
+	VMOVSS        X14, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
+TEXT ·q4KTileZ1x8(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         xr+8(FP), CX
+	MOVQ         xstride+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	LEAQ         (DX)(DX*2), SI
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPBROADCASTD q_mask0f<>+0(SB), Z28
+	TESTQ        BX, BX
+	JZ           q4KTileZ1x8_end
+
+q4KTileZ1x8_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPBROADCASTQ R12, Z16
+	VMOVQ        R8, X17
+	VPMOVZXBW    X17, X17
+	VPBROADCASTW (AX), Z18
+	VCVTPH2PS    Y18, Z18
+	VPBROADCASTW 2(AX), Z19
+	VCVTPH2PS    Y19, Z19
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VMOVDQU64    16(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+0(SB), Z16, Z21
+	VPMADDUBSW   (CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   (CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   (CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   (CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   (DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   (DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   (DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VPMADDUBSW   (DI)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z7
+	VMOVDQU64    48(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+64(SB), Z16, Z21
+	VPMADDUBSW   64(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   64(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   64(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   64(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   64(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   64(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   64(DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VPMADDUBSW   64(DI)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z7
+	VMOVDQU64    80(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+128(SB), Z16, Z21
+	VPMADDUBSW   128(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   128(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   128(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   128(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   128(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   128(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   128(DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VPMADDUBSW   128(DI)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z7
+	VMOVDQU64    112(AX), Y22
+	VPSRLW       $0x04, Y22, Y23
+	VINSERTI64X4 $0x01, Y23, Z22, Z20
+	VPANDD       Z28, Z20, Z20
+	VPSHUFB      q_ctrlk4z<>+192(SB), Z16, Z21
+	VPMADDUBSW   192(CX), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z0
+	VPMADDUBSW   192(CX)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z1
+	VPMADDUBSW   192(CX)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z2
+	VPMADDUBSW   192(CX)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z3
+	VPMADDUBSW   192(DI), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z4
+	VPMADDUBSW   192(DI)(DX*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z5
+	VPMADDUBSW   192(DI)(DX*2), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z6
+	VPMADDUBSW   192(DI)(SI*1), Z20, Z24
+	VPDPWSSD     Z21, Z24, Z7
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS 272(CX), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z0, Z8
+	VPMADDWD     256(CX), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z8
+	VCVTDQ2PS    Z1, Z1
+	VBROADCASTSS 272(CX)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z1, Z9
+	VPMADDWD     256(CX)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z9
+	VCVTDQ2PS    Z2, Z2
+	VBROADCASTSS 272(CX)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z2, Z10
+	VPMADDWD     256(CX)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z10
+	VCVTDQ2PS    Z3, Z3
+	VBROADCASTSS 272(CX)(SI*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z3, Z11
+	VPMADDWD     256(CX)(SI*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z11
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSS 272(DI), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z4, Z12
+	VPMADDWD     256(DI), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z12
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSS 272(DI)(DX*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z5, Z13
+	VPMADDWD     256(DI)(DX*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z13
+	VCVTDQ2PS    Z6, Z6
+	VBROADCASTSS 272(DI)(DX*2), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z6, Z14
+	VPMADDWD     256(DI)(DX*2), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z14
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSS 272(DI)(SI*1), Z27
+	VMULPS       Z27, Z18, Z26
+	VFMADD231PS  Z26, Z7, Z15
+	VPMADDWD     256(DI)(SI*1), X17, X25
+	VCVTDQ2PS    X25, X25
+	VMULPS       Z27, Z19, Z26
+	VFNMADD231PS Z26, Z25, Z15
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000140, CX
+	DECQ         BX
+	JNZ          q4KTileZ1x8_loop
+
+q4KTileZ1x8_end:
+	MOVQ          out+32(FP), AX
+	MOVQ          ostride+40(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z8, Y29
+	VADDPS        Y29, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X29
+	VADDPS        X29, X8, X8
+	VMOVSHDUP     X8, X29
+	VADDPS        X29, X8, X8
+	VMOVHLPS      X8, X29, X29
+	VADDSS        X29, X8, X8
+	VMOVSS        X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z9, Y29
+	VADDPS        Y29, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X29
+	VADDPS        X29, X9, X9
+	VMOVSHDUP     X9, X29
+	VADDPS        X29, X9, X9
+	VMOVHLPS      X9, X29, X29
+	VADDSS        X29, X9, X9
+	VMOVSS        X9, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z10, Y29
+	VADDPS        Y29, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X29
+	VADDPS        X29, X10, X10
+	VMOVSHDUP     X10, X29
+	VADDPS        X29, X10, X10
+	VMOVHLPS      X10, X29, X29
+	VADDSS        X29, X10, X10
+	VMOVSS        X10, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z11, Y29
+	VADDPS        Y29, Y11, Y11
+	VEXTRACTF32X4 $0x01, Y11, X29
+	VADDPS        X29, X11, X11
+	VMOVSHDUP     X11, X29
+	VADDPS        X29, X11, X11
+	VMOVHLPS      X11, X29, X29
+	VADDSS        X29, X11, X11
+	VMOVSS        X11, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z12, Y29
+	VADDPS        Y29, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X29
+	VADDPS        X29, X12, X12
+	VMOVSHDUP     X12, X29
+	VADDPS        X29, X12, X12
+	VMOVHLPS      X12, X29, X29
+	VADDSS        X29, X12, X12
+	VMOVSS        X12, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z13, Y29
+	VADDPS        Y29, Y13, Y13
+	VEXTRACTF32X4 $0x01, Y13, X29
+	VADDPS        X29, X13, X13
+	VMOVSHDUP     X13, X29
+	VADDPS        X29, X13, X13
+	VMOVHLPS      X13, X29, X29
+	VADDSS        X29, X13, X13
+	VMOVSS        X13, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z14, Y29
+	VADDPS        Y29, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X29
+	VADDPS        X29, X14, X14
+	VMOVSHDUP     X14, X29
+	VADDPS        X29, X14, X14
+	VMOVHLPS      X14, X29, X29
+	VADDSS        X29, X14, X14
+	VMOVSS        X14, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z15, Y29
+	VADDPS        Y29, Y15, Y15
+	VEXTRACTF32X4 $0x01, Y15, X29
+	VADDPS        X29, X15, X15
+	VMOVSHDUP     X15, X29
+	VADDPS        X29, X15, X15
+	VMOVHLPS      X15, X29, X29
+	VADDSS        X29, X15, X15
+	VMOVSS        X15, (AX)
 	VZEROUPPER
 	RET

@@ -296,3 +296,43 @@ func q8_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, n
 //
 //go:noescape
 func q4_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
+
+// q4KTileZ1x1 computes one Q4_K row x 1 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x2 computes one Q4_K row x 2 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x3 computes one Q4_K row x 3 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x4 computes one Q4_K row x 4 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x5 computes one Q4_K row x 5 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x6 computes one Q4_K row x 6 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x7 computes one Q4_K row x 7 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileZ1x8 computes one Q4_K row x 8 tokens with AVX-512 VNNI (see genTileK4Z).
+//
+//go:noescape
+func q4KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)

@@ -116,3 +116,46 @@ func TestRowsZ(t *testing.T) {
 		}
 	}
 }
+
+// TestTilesK4Z checks the Q4_K VNNI kernels (1 row x 1..8 tokens, 1, 2, 3 and 8 super-blocks):
+// assembly (where installed) against the Go twin within 1e-6·Σ|terms|, the twin against the
+// float64 of dequantized weights times the quantized tokens within 1e-5·Σ|terms|, and no
+// write outside the tile.
+func TestTilesK4Z(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, nb := range []int{1, 2, 3, 8} {
+		k := nb * 256
+		w := randQuant(t, rng, tensor.Q4_K, 1, k)
+		wf, _ := w.Float32()
+		x := qRandVec(rng, 8*k, 1)
+		a := getQ8KActs(8, k)
+		a.quantize(Serial, x)
+		a.recs(Serial)
+		for T := 1; T <= 8; T++ {
+			got := make([]float32, 8*3)
+			want := make([]float32, 8*3)
+			tilesK4Z[T](&w.Data[0], &a.rec[0], nb*kRec, nb, &got[0], 3)
+			refTileK4Z(T)(&w.Data[0], &a.rec[0], nb*kRec, nb, &want[0], 3)
+			for tt := 0; tt < T; tt++ {
+				var ex, mag float64
+				for j := 0; j < k; j++ {
+					p := float64(wf[j]) * float64(a.qs[tt*k+j]) * float64(a.d[tt*nb+j/256])
+					ex += p
+					mag += math.Abs(p)
+				}
+				g, wnt := got[3*tt], want[3*tt]
+				if d := math.Abs(float64(g - wnt)); d > 1e-6*mag+1e-30 {
+					t.Errorf("nb=%d T=%d token %d: asm %g ref %g", nb, T, tt, g, wnt)
+				}
+				if d := math.Abs(float64(wnt) - ex); d > 1e-5*mag+1e-30 {
+					t.Errorf("nb=%d T=%d token %d: ref %g exact %g", nb, T, tt, wnt, ex)
+				}
+			}
+			for i := range got {
+				if (i%3 != 0 || i/3 >= T) && got[i] != 0 {
+					t.Fatalf("nb=%d T=%d wrote out of its tile at %d", nb, T, i)
+				}
+			}
+		}
+	}
+}

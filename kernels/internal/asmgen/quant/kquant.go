@@ -4,6 +4,7 @@ package main
 import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
 )
 
 // genDotQ4K emits the Q4_K x Q8_K dot product of one row with one token over nb super-blocks:
@@ -23,34 +24,7 @@ func genDotQ4K() {
 	TESTQ(n, n)
 	JZ(LabelRef("k4_end"))
 	Label("k4_loop")
-	u0, u1, u2 := GP64(), GP64(), GP64()
-	MOVL(Mem{Base: wp, Disp: 4}, u0.As32())
-	MOVL(Mem{Base: wp, Disp: 8}, u1.As32())
-	MOVL(Mem{Base: wp, Disp: 12}, u2.As32())
-	sc, mn, t := GP64(), GP64(), GP64()
-	// sc_hi = (u2 & 0x0f0f0f0f) | ((u0>>6)&0x03030303)<<4
-	MOVL(u0.As32(), t.As32())
-	SHRL(Imm(6), t.As32())
-	ANDL(U32(0x03030303), t.As32())
-	SHLL(Imm(4), t.As32())
-	MOVL(u2.As32(), sc.As32())
-	ANDL(U32(0x0f0f0f0f), sc.As32())
-	ORL(t.As32(), sc.As32())
-	SHLQ(Imm(32), sc)
-	ANDL(U32(0x3f3f3f3f), u0.As32())
-	ORQ(u0, sc)
-	// mn_hi = ((u2>>4)&0x0f0f0f0f) | ((u1>>6)&0x03030303)<<4
-	MOVL(u1.As32(), t.As32())
-	SHRL(Imm(6), t.As32())
-	ANDL(U32(0x03030303), t.As32())
-	SHLL(Imm(4), t.As32())
-	MOVL(u2.As32(), mn.As32())
-	SHRL(Imm(4), mn.As32())
-	ANDL(U32(0x0f0f0f0f), mn.As32())
-	ORL(t.As32(), mn.As32())
-	SHLQ(Imm(32), mn)
-	ANDL(U32(0x3f3f3f3f), u1.As32())
-	ORQ(u1, mn)
+	sc, mn := unpackK4Scales(wp)
 	dx := YMM()
 	VBROADCASTSS(Mem{Base: dp}, dx)
 	// mins
@@ -186,4 +160,39 @@ func genDotQ6K() {
 	VZEROUPPER()
 	Store(acc.AsX(), ReturnIndex(0))
 	RET()
+}
+
+// unpackK4Scales emits the unpacking of the 12 scale bytes of the Q4_K block at wp (bytes
+// 4..15) into the 8 six-bit scales (sc, one per byte) and 8 mins (mn) with 32-bit ALU ops.
+func unpackK4Scales(wp Register) (sc, mn GPVirtual) {
+	u0, u1, u2 := GP64(), GP64(), GP64()
+	MOVL(Mem{Base: wp, Disp: 4}, u0.As32())
+	MOVL(Mem{Base: wp, Disp: 8}, u1.As32())
+	MOVL(Mem{Base: wp, Disp: 12}, u2.As32())
+	t := GP64()
+	sc, mn = GP64(), GP64()
+	// sc_hi = (u2 & 0x0f0f0f0f) | ((u0>>6)&0x03030303)<<4
+	MOVL(u0.As32(), t.As32())
+	SHRL(Imm(6), t.As32())
+	ANDL(U32(0x03030303), t.As32())
+	SHLL(Imm(4), t.As32())
+	MOVL(u2.As32(), sc.As32())
+	ANDL(U32(0x0f0f0f0f), sc.As32())
+	ORL(t.As32(), sc.As32())
+	SHLQ(Imm(32), sc)
+	ANDL(U32(0x3f3f3f3f), u0.As32())
+	ORQ(u0, sc)
+	// mn_hi = ((u2>>4)&0x0f0f0f0f) | ((u1>>6)&0x03030303)<<4
+	MOVL(u1.As32(), t.As32())
+	SHRL(Imm(6), t.As32())
+	ANDL(U32(0x03030303), t.As32())
+	SHLL(Imm(4), t.As32())
+	MOVL(u2.As32(), mn.As32())
+	SHRL(Imm(4), mn.As32())
+	ANDL(U32(0x0f0f0f0f), mn.As32())
+	ORL(t.As32(), mn.As32())
+	SHLQ(Imm(32), mn)
+	ANDL(U32(0x3f3f3f3f), u1.As32())
+	ORQ(u1, mn)
+	return sc, mn
 }

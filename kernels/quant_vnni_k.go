@@ -1,0 +1,98 @@
+// This file holds the Go side of the AVX-512 VNNI Q4_K GEMM kernels (genTileK4Z in
+// internal/asmgen/quant): the per-token records they read, their plain-Go twin, and the
+// prefill matmul that runs them (one weight row x up to 8 tokens per call).
+package kernels
+
+import "unsafe"
+
+// kRec is the size of one token's record per Q8_K super-block: 256 int8 values at 0, the 8
+// int16 sums of each 32 at 256, the float32 scale at 272, padding to 320.
+const kRec = 320
+
+// tilesK4Z[T] is the one-row x T-token Q4_K VNNI kernel (T in 1..8).
+var tilesK4Z [9]func(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// recs fills a.rec ([m][nb][kRec]) from the quantized tokens, in parallel over tokens.
+func (a *q8KActs) recs(p *Pool) {
+	k, nb := a.k, a.nb
+	a.rec = grow(a.rec, a.m*nb*kRec)
+	p.For(a.m, 8, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			for b := 0; b < nb; b++ {
+				r := a.rec[(t*nb+b)*kRec : (t*nb+b+1)*kRec]
+				copy(r[:256], a.qs[t*k+256*b:t*k+256*b+256])
+				*(*[8]int16)(unsafe.Pointer(&r[256])) = [8]int16(a.bsum8[(t*nb+b)*8:])
+				*(*float32)(unsafe.Pointer(&r[272])) = a.d[t*nb+b]
+			}
+		}
+	})
+}
+
+// dotK4ZRef is the twin of one row x one token of q4KTileZ1xT: w is the Q4_K row, rec the
+// token's records, over nb super-blocks; same integer lanes, same float32 order.
+func dotK4ZRef(w []byte, rec []int8, nb int) float32 {
+	var acc [16]float32
+	for b := 0; b < nb; b++ {
+		blk := w[144*b : 144*b+144]
+		r := rec[kRec*b : kRec*b+kRec]
+		sc, mn := scalesQ4K(blk[4:16])
+		var sumi [16]int32
+		for c := 0; c < 4; c++ {
+			for l := 0; l < 16; l++ {
+				var s int32
+				for i := 0; i < 4; i++ {
+					j := 4*l + i // element 64c+j
+					nib := int32(blk[16+32*c+j%32] & 0xf)
+					if j >= 32 {
+						nib = int32(blk[16+32*c+j%32] >> 4)
+					}
+					s += nib * int32(r[64*c+j])
+				}
+				sumi[l] += sc[2*c+l/8] * s
+			}
+		}
+		bs := *(*[8]int16)(unsafe.Pointer(&r[256]))
+		dx := *(*float32)(unsafe.Pointer(&r[272]))
+		s1, s2 := f16(blk)*dx, f16(blk[2:])*dx
+		for l := range acc {
+			acc[l] += float32(sumi[l]) * s1
+		}
+		for i := 0; i < 4; i++ {
+			g := mn[2*i]*int32(bs[2*i]) + mn[2*i+1]*int32(bs[2*i+1])
+			acc[i] -= float32(g) * s2
+		}
+	}
+	return hsum16(&acc)
+}
+
+// refTileK4Z returns the Go twin of q4KTileZ1xT.
+func refTileK4Z(T int) func(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int) {
+	return func(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int) {
+		ws := unsafe.Slice(w, nb*144)
+		xs := unsafe.Slice(xr, (T-1)*xstride+nb*kRec)
+		os := unsafe.Slice(out, (T-1)*ostride+1)
+		for t := 0; t < T; t++ {
+			os[t*ostride] = dotK4ZRef(ws, xs[t*xstride:], nb)
+		}
+	}
+}
+
+// matmulK4Z runs a Q4_K prefill matmul (out [m, n] = x · wᵀ, a holding x quantized to Q8_K) on
+// the VNNI kernels: rows split across the pool, tokens in chunks whose records stay in L2,
+// 8 tokens per call.
+func matmulK4Z(p *Pool, out []float32, a *q8KActs, w []byte, m, n, k int) {
+	a.recs(p)
+	nb := k / 256
+	rs, xs := nb*144, nb*kRec
+	tc := max(8, ((384<<10)/xs)&^7)
+	p.For(n, 4, func(lo, hi int) {
+		for t0 := 0; t0 < m; t0 += tc {
+			t1 := min(t0+tc, m)
+			for r := lo; r < hi; r++ {
+				for t := t0; t < t1; t += 8 {
+					tilesK4Z[min(8, t1-t)](&w[r*rs], &a.rec[t*xs], xs, nb, &out[t*n+r], n)
+				}
+			}
+		}
+	})
+}
