@@ -50,6 +50,15 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 			}
 		})
 		return nil
+	case tensor.Q4_K:
+		if !quantVNNI || k%256 != 0 {
+			break
+		}
+		a := getQ8KActs(1, k)
+		defer q8KActPool.Put(a)
+		a.quantize(p, x)
+		matmulK4Z(p, out, a, w.Data, 1, n, k) // the GEMM path's VNNI kernel, one token
+		return nil
 	case tensor.F32, tensor.F16, tensor.BF16:
 		if !useFloatAsm || !littleEndian || (w.Type == tensor.F16 && RoundF16Activations) {
 			break
@@ -57,7 +66,7 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		gemmDirect(p, out[:n], x[:k], w.Type, w.Data, 1, n, k)
 		return nil
 	}
-	// K-quants (one dot product per row and token on every path) and the reference paths
+	// Q6_K and Q4_K without VNNI (one dot product per row and token on every path) and the reference paths
 	// are already invariant; so is anything MatMul does without a GEMV special case.
 	return p.MatMul(out, x, w, m)
 }
