@@ -1,59 +1,5 @@
 #include "textflag.h"
 
-// func attnScores4(q, k *float32, stride, hd, nb int, scale float32, out *float32)
-// out[i] = scale * dot(q[0:hd], k[i*stride : i*stride+hd]) for i < nb; nb a multiple of 4,
-// hd a multiple of 8. Four keys per iteration share each load of q.
-TEXT ·attnScores4(SB), NOSPLIT, $0-56
-	MOVQ         q+0(FP), SI
-	MOVQ         k+8(FP), DI
-	MOVQ         stride+16(FP), R8
-	SHLQ         $2, R8 // stride in bytes
-	MOVQ         hd+24(FP), R9
-	MOVQ         nb+32(FP), R10
-	VBROADCASTSS scale+40(FP), X15
-	MOVQ         out+48(FP), DX
-	SHRQ         $2, R10
-	JZ           sdone
-
-sloop:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ   DI, AX
-	LEAQ   (DI)(R8*1), BX
-	LEAQ   (BX)(R8*1), CX
-	LEAQ   (CX)(R8*1), R11
-	XORQ   R12, R12 // byte offset in the row
-
-sinner:
-	VMOVUPS     (SI)(R12*1), Y4
-	VFMADD231PS (AX)(R12*1), Y4, Y0
-	VFMADD231PS (BX)(R12*1), Y4, Y1
-	VFMADD231PS (CX)(R12*1), Y4, Y2
-	VFMADD231PS (R11)(R12*1), Y4, Y3
-	ADDQ        $32, R12
-	MOVQ        R9, R13
-	SHLQ        $2, R13
-	CMPQ        R12, R13
-	JLT         sinner
-
-	VHADDPS      Y1, Y0, Y0
-	VHADDPS      Y3, Y2, Y2
-	VHADDPS      Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMULPS       X15, X0, X0
-	VMOVUPS      X0, (DX)
-	ADDQ         $16, DX
-	LEAQ         (R11)(R8*1), DI
-	DECQ         R10
-	JNZ          sloop
-
-sdone:
-	VZEROUPPER
-	RET
-
 // func attnPV(out, p, v *float32, stride, hd, nb int)
 // out[0:hd] += sum_i p[i] * v[i*stride : i*stride+hd] for i < nb; hd a multiple of 8.
 // Columns are done 64 (8 registers) at a time, then 8 at a time; out stays in registers

@@ -38,24 +38,7 @@ func AttentionGroup(out, q, k, v []float32, g, nPos, stride, headDim int, scratc
 		nb := min(B, nPos-p0)
 		// Scores: each key row is read once for all g heads.
 		fast := attnAsm && !Reference && headDim%8 == 0
-		if fast {
-			n4 := nb &^ 3
-			for j := 0; j < g; j++ {
-				if n4 > 0 {
-					attnScores4(&q[j*headDim], &k[p0*stride], stride, headDim, n4, scale, &s[j*B])
-				}
-				for i := n4; i < nb; i++ {
-					s[j*B+i] = Dot(q[j*headDim:(j+1)*headDim], k[(p0+i)*stride:(p0+i)*stride+headDim]) * scale
-				}
-			}
-		} else {
-			for i := 0; i < nb; i++ {
-				kp := k[(p0+i)*stride : (p0+i)*stride+headDim]
-				for j := 0; j < g; j++ {
-					s[j*B+i] = Dot(q[j*headDim:(j+1)*headDim], kp) * scale
-				}
-			}
-		}
+		attnScores(s, B, q, headDim, g, k[p0*stride:], stride, nb, headDim, scale)
 		onlineSoftmax(s, B, nb, g, headDim, mx, sum, out, fast)
 		// Weighted values: each value row is read once for all g heads (the assembly keeps
 		// one head's output in registers over the block; the block stays in L1 for the group).
@@ -240,5 +223,29 @@ func onlineSoftmax(s []float32, B, nb, g, headDim int, mx, sum, out []float32, f
 			t += e
 		}
 		sum[j] += t
+	}
+}
+
+// attnScores sets s[r*ldS+i] = scale * (q_r · k_i) for nq query rows q_r = q[r*ldq:r*ldq+hd] and
+// nk keys k_i = k[i*stride:i*stride+hd], on the float GEMM's micro-kernels when hd is a multiple
+// of their lanes (each score summed in the same order whatever nq, nk and the tile it falls in:
+// attention results do not depend on how rows and pages are grouped), else with Dot.
+func attnScores(s []float32, ldS int, q []float32, ldq, nq int, k []float32, stride, nk, hd int, scale float32) {
+	if ts := gemmTiles(); useFloatAsm && !Reference && hd%ts.lanes == 0 {
+		for r0 := 0; r0 < nq; r0 += ts.mr {
+			mr := min(ts.mr, nq-r0)
+			for i0 := 0; i0 < nk; i0 += ts.nr {
+				ts.f32[mr][min(ts.nr, nk-i0)](&q[r0*ldq], 4*ldq, &k[i0*stride], 4*stride, hd, &s[r0*ldS+i0], 4*ldS, 0)
+			}
+		}
+		for r := 0; r < nq; r++ {
+			Scale(s[r*ldS:r*ldS+nk], scale)
+		}
+		return
+	}
+	for r := 0; r < nq; r++ {
+		for i := 0; i < nk; i++ {
+			s[r*ldS+i] = Dot(q[r*ldq:r*ldq+hd], k[i*stride:i*stride+hd]) * scale
+		}
 	}
 }

@@ -582,10 +582,13 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y1, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
@@ -638,24 +641,22 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X2, X2
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y2, Y3, Y3
+	VHADDPS      Y3, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
 	VINSERTPS    $0x10, 4(AX), X0, X0
-	VADDPS       X0, X2, X2
+	VADDPS       X0, X1, X1
 
 store:
-	VMOVSS     X2, (AX)
-	VEXTRACTPS $0x01, X2, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VZEROUPPER
 	RET
 
@@ -705,31 +706,23 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
-	VEXTRACTF128 $0x01, Y0, X3
-	VADDPS       X3, X0, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X3, X3
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X3, X3
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
 	VINSERTPS    $0x10, 4(AX), X0, X0
 	VINSERTPS    $0x20, 8(AX), X0, X0
-	VADDPS       X0, X3, X3
+	VADDPS       X0, X1, X1
 
 store:
-	VMOVSS     X3, (AX)
-	VEXTRACTPS $0x01, X3, 4(AX)
-	VEXTRACTPS $0x02, X3, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VZEROUPPER
 	RET
 
@@ -845,23 +838,28 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y2, Y3, Y3
+	VHADDPS      Y3, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y2, Y1, Y1
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
 	TESTQ        DX, DX
 	JZ           store
 	VMOVSS       (AX), X1
-	VADDPS       X1, X2, X2
+	VADDPS       X1, X3, X3
 	VMOVSS       (AX)(CX*1), X1
 	VADDPS       X1, X0, X0
 
 store:
-	VMOVSS X2, (AX)
+	VMOVSS X3, (AX)
 	VMOVSS X0, (AX)(CX*1)
 	VZEROUPPER
 	RET
@@ -925,36 +923,31 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X4, X4
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y4, Y5, Y5
+	VHADDPS      Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y4, Y0, Y0
+	VHADDPS      Y0, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y3, X1
-	VADDPS       X1, X3, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
 	TESTQ        DX, DX
 	JZ           store
-	VMOVSS       (AX), X1
-	VINSERTPS    $0x10, 4(AX), X1, X1
-	VADDPS       X1, X4, X4
-	VMOVSS       (AX)(CX*1), X1
-	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
-	VADDPS       X1, X0, X0
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
 
 store:
-	VMOVSS     X4, (AX)
-	VEXTRACTPS $0x01, X4, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VZEROUPPER
@@ -1030,49 +1023,32 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X6, X6
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X6, X6
+	VXORPS       Y6, Y6, Y6
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y6, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y5, X1
-	VADDPS       X1, X5, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x20, X1, X0, X0
 	TESTQ        DX, DX
 	JZ           store
-	VMOVSS       (AX), X1
-	VINSERTPS    $0x10, 4(AX), X1, X1
-	VINSERTPS    $0x20, 8(AX), X1, X1
-	VADDPS       X1, X6, X6
-	VMOVSS       (AX)(CX*1), X1
-	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
-	VINSERTPS    $0x20, 8(AX)(CX*1), X1, X1
-	VADDPS       X1, X0, X0
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VINSERTPS    $0x20, 8(AX), X2, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
 
 store:
-	VMOVSS     X6, (AX)
-	VEXTRACTPS $0x01, X6, 4(AX)
-	VEXTRACTPS $0x02, X6, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
@@ -1236,29 +1212,36 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X3
-	VADDPS       X3, X0, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y3, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VXORPS       Y1, Y1, Y1
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y1, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X1
 	VADDPS       X1, X2, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
-	VADDPS       X2, X3, X3
+	VADDPS       X2, X4, X4
 	VMOVSS       (AX)(CX*1), X2
 	VADDPS       X2, X0, X0
 	VMOVSS       (DX), X2
 	VADDPS       X2, X1, X1
 
 store:
-	VMOVSS X3, (AX)
+	VMOVSS X4, (AX)
 	VMOVSS X0, (AX)(CX*1)
 	VMOVSS X1, (DX)
 	VZEROUPPER
@@ -1334,52 +1317,44 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X6, X6
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y6, Y7, Y7
+	VHADDPS      Y7, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y6, Y0, Y0
+	VHADDPS      Y0, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y3, X1
-	VADDPS       X1, X3, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VEXTRACTF128 $0x01, Y5, X2
-	VADDPS       X2, X5, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x10, X2, X1, X1
+	VXORPS       Y2, Y2, Y2
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y2, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X2
+	VADDPS       X2, X4, X2
 	TESTQ        BX, BX
 	JZ           store
-	VMOVSS       (AX), X2
-	VINSERTPS    $0x10, 4(AX), X2, X2
-	VADDPS       X2, X6, X6
-	VMOVSS       (AX)(CX*1), X2
-	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
-	VADDPS       X2, X0, X0
-	VMOVSS       (DX), X2
-	VINSERTPS    $0x10, 4(DX), X2, X2
-	VADDPS       X2, X1, X1
+	VMOVSS       (AX), X3
+	VINSERTPS    $0x10, 4(AX), X3, X3
+	VADDPS       X3, X1, X1
+	VMOVSS       (AX)(CX*1), X3
+	VINSERTPS    $0x10, 4(AX)(CX*1), X3, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       (DX), X3
+	VINSERTPS    $0x10, 4(DX), X3, X3
+	VADDPS       X3, X2, X2
 
 store:
-	VMOVSS     X6, (AX)
-	VEXTRACTPS $0x01, X6, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
-	VMOVSS     X1, (DX)
-	VEXTRACTPS $0x01, X1, 4(DX)
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, 4(DX)
 	VZEROUPPER
 	RET
 
@@ -1468,73 +1443,47 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X9
-	VADDPS       X9, X0, X9
-	VHADDPS      X9, X9, X9
-	VHADDPS      X9, X9, X9
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X9, X9
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X9, X9
+	VXORPS       Y9, Y9, Y9
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y9, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y9, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y5, X1
-	VADDPS       X1, X5, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x20, X1, X0, X0
-	VEXTRACTF128 $0x01, Y6, X1
-	VADDPS       X1, X6, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VEXTRACTF128 $0x01, Y7, X2
-	VADDPS       X2, X7, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x10, X2, X1, X1
-	VEXTRACTF128 $0x01, Y8, X2
-	VADDPS       X2, X8, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x20, X2, X1, X1
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y9, Y8, Y8
+	VHADDPS      Y8, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X2
+	VADDPS       X2, X6, X2
 	TESTQ        BX, BX
 	JZ           store
-	VMOVSS       (AX), X2
-	VINSERTPS    $0x10, 4(AX), X2, X2
-	VINSERTPS    $0x20, 8(AX), X2, X2
-	VADDPS       X2, X9, X9
-	VMOVSS       (AX)(CX*1), X2
-	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
-	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
-	VADDPS       X2, X0, X0
-	VMOVSS       (DX), X2
-	VINSERTPS    $0x10, 4(DX), X2, X2
-	VINSERTPS    $0x20, 8(DX), X2, X2
-	VADDPS       X2, X1, X1
+	VMOVSS       (AX), X3
+	VINSERTPS    $0x10, 4(AX), X3, X3
+	VINSERTPS    $0x20, 8(AX), X3, X3
+	VADDPS       X3, X1, X1
+	VMOVSS       (AX)(CX*1), X3
+	VINSERTPS    $0x10, 4(AX)(CX*1), X3, X3
+	VINSERTPS    $0x20, 8(AX)(CX*1), X3, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       (DX), X3
+	VINSERTPS    $0x10, 4(DX), X3, X3
+	VINSERTPS    $0x20, 8(DX), X3, X3
+	VADDPS       X3, X2, X2
 
 store:
-	VMOVSS     X9, (AX)
-	VEXTRACTPS $0x01, X9, 4(AX)
-	VEXTRACTPS $0x02, X9, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
-	VMOVSS     X1, (DX)
-	VEXTRACTPS $0x01, X1, 4(DX)
-	VEXTRACTPS $0x02, X1, 8(DX)
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, 4(DX)
+	VEXTRACTPS $0x02, X2, 8(DX)
 	VZEROUPPER
 	RET
 
@@ -1707,10 +1656,13 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y1, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
@@ -1769,24 +1721,22 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X2, X2
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y2, Y3, Y3
+	VHADDPS      Y3, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
 	VINSERTPS    $0x10, 4(AX), X0, X0
-	VADDPS       X0, X2, X2
+	VADDPS       X0, X1, X1
 
 store:
-	VMOVSS     X2, (AX)
-	VEXTRACTPS $0x01, X2, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VZEROUPPER
 	RET
 
@@ -1845,31 +1795,23 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
-	VEXTRACTF128 $0x01, Y0, X3
-	VADDPS       X3, X0, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X3, X3
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X3, X3
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
 	VINSERTPS    $0x10, 4(AX), X0, X0
 	VINSERTPS    $0x20, 8(AX), X0, X0
-	VADDPS       X0, X3, X3
+	VADDPS       X0, X1, X1
 
 store:
-	VMOVSS     X3, (AX)
-	VEXTRACTPS $0x01, X3, 4(AX)
-	VEXTRACTPS $0x02, X3, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VZEROUPPER
 	RET
 
@@ -1997,23 +1939,28 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y2, Y3, Y3
+	VHADDPS      Y3, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y2, Y1, Y1
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
 	TESTQ        DX, DX
 	JZ           store
 	VMOVSS       (AX), X1
-	VADDPS       X1, X2, X2
+	VADDPS       X1, X3, X3
 	VMOVSS       (AX)(CX*1), X1
 	VADDPS       X1, X0, X0
 
 store:
-	VMOVSS X2, (AX)
+	VMOVSS X3, (AX)
 	VMOVSS X0, (AX)(CX*1)
 	VZEROUPPER
 	RET
@@ -2077,36 +2024,31 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X4, X4
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y4, Y5, Y5
+	VHADDPS      Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y4, Y0, Y0
+	VHADDPS      Y0, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y3, X1
-	VADDPS       X1, X3, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
 	TESTQ        DX, DX
 	JZ           store
-	VMOVSS       (AX), X1
-	VINSERTPS    $0x10, 4(AX), X1, X1
-	VADDPS       X1, X4, X4
-	VMOVSS       (AX)(CX*1), X1
-	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
-	VADDPS       X1, X0, X0
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
 
 store:
-	VMOVSS     X4, (AX)
-	VEXTRACTPS $0x01, X4, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VZEROUPPER
@@ -2182,49 +2124,32 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X6, X6
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X6, X6
+	VXORPS       Y6, Y6, Y6
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y6, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y5, X1
-	VADDPS       X1, X5, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x20, X1, X0, X0
 	TESTQ        DX, DX
 	JZ           store
-	VMOVSS       (AX), X1
-	VINSERTPS    $0x10, 4(AX), X1, X1
-	VINSERTPS    $0x20, 8(AX), X1, X1
-	VADDPS       X1, X6, X6
-	VMOVSS       (AX)(CX*1), X1
-	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
-	VINSERTPS    $0x20, 8(AX)(CX*1), X1, X1
-	VADDPS       X1, X0, X0
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VINSERTPS    $0x20, 8(AX), X2, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
 
 store:
-	VMOVSS     X6, (AX)
-	VEXTRACTPS $0x01, X6, 4(AX)
-	VEXTRACTPS $0x02, X6, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
@@ -2388,29 +2313,36 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X3
-	VADDPS       X3, X0, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y3, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VXORPS       Y1, Y1, Y1
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y1, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X1
 	VADDPS       X1, X2, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
-	VADDPS       X2, X3, X3
+	VADDPS       X2, X4, X4
 	VMOVSS       (AX)(CX*1), X2
 	VADDPS       X2, X0, X0
 	VMOVSS       (DX), X2
 	VADDPS       X2, X1, X1
 
 store:
-	VMOVSS X3, (AX)
+	VMOVSS X4, (AX)
 	VMOVSS X0, (AX)(CX*1)
 	VMOVSS X1, (DX)
 	VZEROUPPER
@@ -2486,52 +2418,44 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X6, X6
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y6, Y7, Y7
+	VHADDPS      Y7, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y6, Y0, Y0
+	VHADDPS      Y0, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y3, X1
-	VADDPS       X1, X3, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VEXTRACTF128 $0x01, Y5, X2
-	VADDPS       X2, X5, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x10, X2, X1, X1
+	VXORPS       Y2, Y2, Y2
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y2, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X2
+	VADDPS       X2, X4, X2
 	TESTQ        BX, BX
 	JZ           store
-	VMOVSS       (AX), X2
-	VINSERTPS    $0x10, 4(AX), X2, X2
-	VADDPS       X2, X6, X6
-	VMOVSS       (AX)(CX*1), X2
-	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
-	VADDPS       X2, X0, X0
-	VMOVSS       (DX), X2
-	VINSERTPS    $0x10, 4(DX), X2, X2
-	VADDPS       X2, X1, X1
+	VMOVSS       (AX), X3
+	VINSERTPS    $0x10, 4(AX), X3, X3
+	VADDPS       X3, X1, X1
+	VMOVSS       (AX)(CX*1), X3
+	VINSERTPS    $0x10, 4(AX)(CX*1), X3, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       (DX), X3
+	VINSERTPS    $0x10, 4(DX), X3, X3
+	VADDPS       X3, X2, X2
 
 store:
-	VMOVSS     X6, (AX)
-	VEXTRACTPS $0x01, X6, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
-	VMOVSS     X1, (DX)
-	VEXTRACTPS $0x01, X1, 4(DX)
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, 4(DX)
 	VZEROUPPER
 	RET
 
@@ -2620,73 +2544,47 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X9
-	VADDPS       X9, X0, X9
-	VHADDPS      X9, X9, X9
-	VHADDPS      X9, X9, X9
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X9, X9
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X9, X9
+	VXORPS       Y9, Y9, Y9
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y9, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y9, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y5, X1
-	VADDPS       X1, X5, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x20, X1, X0, X0
-	VEXTRACTF128 $0x01, Y6, X1
-	VADDPS       X1, X6, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VEXTRACTF128 $0x01, Y7, X2
-	VADDPS       X2, X7, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x10, X2, X1, X1
-	VEXTRACTF128 $0x01, Y8, X2
-	VADDPS       X2, X8, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x20, X2, X1, X1
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y9, Y8, Y8
+	VHADDPS      Y8, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X2
+	VADDPS       X2, X6, X2
 	TESTQ        BX, BX
 	JZ           store
-	VMOVSS       (AX), X2
-	VINSERTPS    $0x10, 4(AX), X2, X2
-	VINSERTPS    $0x20, 8(AX), X2, X2
-	VADDPS       X2, X9, X9
-	VMOVSS       (AX)(CX*1), X2
-	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
-	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
-	VADDPS       X2, X0, X0
-	VMOVSS       (DX), X2
-	VINSERTPS    $0x10, 4(DX), X2, X2
-	VINSERTPS    $0x20, 8(DX), X2, X2
-	VADDPS       X2, X1, X1
+	VMOVSS       (AX), X3
+	VINSERTPS    $0x10, 4(AX), X3, X3
+	VINSERTPS    $0x20, 8(AX), X3, X3
+	VADDPS       X3, X1, X1
+	VMOVSS       (AX)(CX*1), X3
+	VINSERTPS    $0x10, 4(AX)(CX*1), X3, X3
+	VINSERTPS    $0x20, 8(AX)(CX*1), X3, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       (DX), X3
+	VINSERTPS    $0x10, 4(DX), X3, X3
+	VINSERTPS    $0x20, 8(DX), X3, X3
+	VADDPS       X3, X2, X2
 
 store:
-	VMOVSS     X9, (AX)
-	VEXTRACTPS $0x01, X9, 4(AX)
-	VEXTRACTPS $0x02, X9, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
-	VMOVSS     X1, (DX)
-	VEXTRACTPS $0x01, X1, 4(DX)
-	VEXTRACTPS $0x02, X1, 8(DX)
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, 4(DX)
+	VEXTRACTPS $0x02, X2, 8(DX)
 	VZEROUPPER
 	RET
 
@@ -2862,10 +2760,13 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y1, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
@@ -2930,24 +2831,22 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X2, X2
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y2, Y3, Y3
+	VHADDPS      Y3, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
 	VINSERTPS    $0x10, 4(AX), X0, X0
-	VADDPS       X0, X2, X2
+	VADDPS       X0, X1, X1
 
 store:
-	VMOVSS     X2, (AX)
-	VEXTRACTPS $0x01, X2, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VZEROUPPER
 	RET
 
@@ -3015,31 +2914,23 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), CX
 	MOVQ         acc+56(FP), CX
-	VEXTRACTF128 $0x01, Y0, X3
-	VADDPS       X3, X0, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X3, X3
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X3, X3
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
 	TESTQ        CX, CX
 	JZ           store
 	VMOVSS       (AX), X0
 	VINSERTPS    $0x10, 4(AX), X0, X0
 	VINSERTPS    $0x20, 8(AX), X0, X0
-	VADDPS       X0, X3, X3
+	VADDPS       X0, X1, X1
 
 store:
-	VMOVSS     X3, (AX)
-	VEXTRACTPS $0x01, X3, 4(AX)
-	VEXTRACTPS $0x02, X3, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VZEROUPPER
 	RET
 
@@ -3182,23 +3073,28 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y2, Y3, Y3
+	VHADDPS      Y3, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X3
+	VADDPS       X3, X0, X3
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y2, Y1, Y1
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
 	TESTQ        DX, DX
 	JZ           store
 	VMOVSS       (AX), X1
-	VADDPS       X1, X2, X2
+	VADDPS       X1, X3, X3
 	VMOVSS       (AX)(CX*1), X1
 	VADDPS       X1, X0, X0
 
 store:
-	VMOVSS X2, (AX)
+	VMOVSS X3, (AX)
 	VMOVSS X0, (AX)(CX*1)
 	VZEROUPPER
 	RET
@@ -3268,36 +3164,31 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X4
-	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X4, X4
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y4, Y5, Y5
+	VHADDPS      Y5, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y4, Y0, Y0
+	VHADDPS      Y0, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y3, X1
-	VADDPS       X1, X3, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
 	TESTQ        DX, DX
 	JZ           store
-	VMOVSS       (AX), X1
-	VINSERTPS    $0x10, 4(AX), X1, X1
-	VADDPS       X1, X4, X4
-	VMOVSS       (AX)(CX*1), X1
-	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
-	VADDPS       X1, X0, X0
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
 
 store:
-	VMOVSS     X4, (AX)
-	VEXTRACTPS $0x01, X4, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VZEROUPPER
@@ -3382,49 +3273,32 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), DX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X6, X6
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X6, X6
+	VXORPS       Y6, Y6, Y6
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y6, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y5, X1
-	VADDPS       X1, X5, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x20, X1, X0, X0
 	TESTQ        DX, DX
 	JZ           store
-	VMOVSS       (AX), X1
-	VINSERTPS    $0x10, 4(AX), X1, X1
-	VINSERTPS    $0x20, 8(AX), X1, X1
-	VADDPS       X1, X6, X6
-	VMOVSS       (AX)(CX*1), X1
-	VINSERTPS    $0x10, 4(AX)(CX*1), X1, X1
-	VINSERTPS    $0x20, 8(AX)(CX*1), X1, X1
-	VADDPS       X1, X0, X0
+	VMOVSS       (AX), X2
+	VINSERTPS    $0x10, 4(AX), X2, X2
+	VINSERTPS    $0x20, 8(AX), X2, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       (AX)(CX*1), X2
+	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
+	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
+	VADDPS       X2, X0, X0
 
 store:
-	VMOVSS     X6, (AX)
-	VEXTRACTPS $0x01, X6, 4(AX)
-	VEXTRACTPS $0x02, X6, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
@@ -3603,29 +3477,36 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X3
-	VADDPS       X3, X0, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y3, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y3, Y0, Y0
+	VHADDPS      Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VXORPS       Y1, Y1, Y1
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y3, Y1, Y1
+	VHADDPS      Y1, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X1
 	VADDPS       X1, X2, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	TESTQ        BX, BX
 	JZ           store
 	VMOVSS       (AX), X2
-	VADDPS       X2, X3, X3
+	VADDPS       X2, X4, X4
 	VMOVSS       (AX)(CX*1), X2
 	VADDPS       X2, X0, X0
 	VMOVSS       (DX), X2
 	VADDPS       X2, X1, X1
 
 store:
-	VMOVSS X3, (AX)
+	VMOVSS X4, (AX)
 	VMOVSS X0, (AX)(CX*1)
 	VMOVSS X1, (DX)
 	VZEROUPPER
@@ -3707,52 +3588,44 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X6
-	VADDPS       X6, X0, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X6, X6
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y6, Y7, Y7
+	VHADDPS      Y7, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VXORPS       Y0, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y6, Y0, Y0
+	VHADDPS      Y0, Y2, Y2
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y3, X1
-	VADDPS       X1, X3, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VEXTRACTF128 $0x01, Y5, X2
-	VADDPS       X2, X5, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x10, X2, X1, X1
+	VXORPS       Y2, Y2, Y2
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y6, Y2, Y2
+	VHADDPS      Y2, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X2
+	VADDPS       X2, X4, X2
 	TESTQ        BX, BX
 	JZ           store
-	VMOVSS       (AX), X2
-	VINSERTPS    $0x10, 4(AX), X2, X2
-	VADDPS       X2, X6, X6
-	VMOVSS       (AX)(CX*1), X2
-	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
-	VADDPS       X2, X0, X0
-	VMOVSS       (DX), X2
-	VINSERTPS    $0x10, 4(DX), X2, X2
-	VADDPS       X2, X1, X1
+	VMOVSS       (AX), X3
+	VINSERTPS    $0x10, 4(AX), X3, X3
+	VADDPS       X3, X1, X1
+	VMOVSS       (AX)(CX*1), X3
+	VINSERTPS    $0x10, 4(AX)(CX*1), X3, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       (DX), X3
+	VINSERTPS    $0x10, 4(DX), X3, X3
+	VADDPS       X3, X2, X2
 
 store:
-	VMOVSS     X6, (AX)
-	VEXTRACTPS $0x01, X6, 4(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
-	VMOVSS     X1, (DX)
-	VEXTRACTPS $0x01, X1, 4(DX)
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, 4(DX)
 	VZEROUPPER
 	RET
 
@@ -3850,73 +3723,47 @@ reduce:
 	MOVQ         ldc+48(FP), CX
 	LEAQ         (AX)(CX*2), DX
 	MOVQ         acc+56(FP), BX
-	VEXTRACTF128 $0x01, Y0, X9
-	VADDPS       X9, X0, X9
-	VHADDPS      X9, X9, X9
-	VHADDPS      X9, X9, X9
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x10, X0, X9, X9
-	VEXTRACTF128 $0x01, Y2, X0
-	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VINSERTPS    $0x20, X0, X9, X9
+	VXORPS       Y9, Y9, Y9
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y9, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      Y4, Y3, Y3
+	VHADDPS      Y9, Y5, Y5
+	VHADDPS      Y5, Y3, Y3
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VEXTRACTF128 $0x01, Y4, X1
-	VADDPS       X1, X4, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x10, X1, X0, X0
-	VEXTRACTF128 $0x01, Y5, X1
-	VADDPS       X1, X5, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VINSERTPS    $0x20, X1, X0, X0
-	VEXTRACTF128 $0x01, Y6, X1
-	VADDPS       X1, X6, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VEXTRACTF128 $0x01, Y7, X2
-	VADDPS       X2, X7, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x10, X2, X1, X1
-	VEXTRACTF128 $0x01, Y8, X2
-	VADDPS       X2, X8, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VINSERTPS    $0x20, X2, X1, X1
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y9, Y8, Y8
+	VHADDPS      Y8, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X2
+	VADDPS       X2, X6, X2
 	TESTQ        BX, BX
 	JZ           store
-	VMOVSS       (AX), X2
-	VINSERTPS    $0x10, 4(AX), X2, X2
-	VINSERTPS    $0x20, 8(AX), X2, X2
-	VADDPS       X2, X9, X9
-	VMOVSS       (AX)(CX*1), X2
-	VINSERTPS    $0x10, 4(AX)(CX*1), X2, X2
-	VINSERTPS    $0x20, 8(AX)(CX*1), X2, X2
-	VADDPS       X2, X0, X0
-	VMOVSS       (DX), X2
-	VINSERTPS    $0x10, 4(DX), X2, X2
-	VINSERTPS    $0x20, 8(DX), X2, X2
-	VADDPS       X2, X1, X1
+	VMOVSS       (AX), X3
+	VINSERTPS    $0x10, 4(AX), X3, X3
+	VINSERTPS    $0x20, 8(AX), X3, X3
+	VADDPS       X3, X1, X1
+	VMOVSS       (AX)(CX*1), X3
+	VINSERTPS    $0x10, 4(AX)(CX*1), X3, X3
+	VINSERTPS    $0x20, 8(AX)(CX*1), X3, X3
+	VADDPS       X3, X0, X0
+	VMOVSS       (DX), X3
+	VINSERTPS    $0x10, 4(DX), X3, X3
+	VINSERTPS    $0x20, 8(DX), X3, X3
+	VADDPS       X3, X2, X2
 
 store:
-	VMOVSS     X9, (AX)
-	VEXTRACTPS $0x01, X9, 4(AX)
-	VEXTRACTPS $0x02, X9, 8(AX)
+	VMOVSS     X1, (AX)
+	VEXTRACTPS $0x01, X1, 4(AX)
+	VEXTRACTPS $0x02, X1, 8(AX)
 	VMOVSS     X0, (AX)(CX*1)
 	VEXTRACTPS $0x01, X0, 4(AX)(CX*1)
 	VEXTRACTPS $0x02, X0, 8(AX)(CX*1)
-	VMOVSS     X1, (DX)
-	VEXTRACTPS $0x01, X1, 4(DX)
-	VEXTRACTPS $0x02, X1, 8(DX)
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, 4(DX)
+	VEXTRACTPS $0x02, X2, 8(DX)
 	VZEROUPPER
 	RET
 
@@ -16630,6 +16477,471 @@ add3_4:
 	VMOVUPS   X0, K1, 16(DX)(CX*1)
 
 stored3_4:
+	VZEROUPPER
+	RET
+
+// func attnPVZ_1(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+// Requires: AVX, AVX512F
+TEXT ·attnPVZ_1(SB), NOSPLIT, $0-56
+	MOVQ    out+0(FP), AX
+	MOVQ    ldo+8(FP), CX
+	MOVQ    p+16(FP), DX
+	MOVQ    ldp+24(FP), BX
+	MOVQ    v+32(FP), SI
+	MOVQ    ldv+40(FP), DI
+	MOVQ    nb+48(FP), R8
+	LEAQ    (AX)(CX*2), R9
+	ADDQ    CX, R9
+	LEAQ    (DX)(BX*2), CX
+	ADDQ    BX, CX
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+
+key:
+	TESTQ        R8, R8
+	JZ           done
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	VBROADCASTSS (DX), Z8
+	VFMADD231PS  Z4, Z8, Z0
+	VFMADD231PS  Z5, Z8, Z1
+	VFMADD231PS  Z6, Z8, Z2
+	VFMADD231PS  Z7, Z8, Z3
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, CX
+	ADDQ         DI, SI
+	DECQ         R8
+	JMP          key
+
+done:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func attnPVZ_2(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+// Requires: AVX, AVX512F
+TEXT ·attnPVZ_2(SB), NOSPLIT, $0-56
+	MOVQ    out+0(FP), AX
+	MOVQ    ldo+8(FP), CX
+	MOVQ    p+16(FP), DX
+	MOVQ    ldp+24(FP), BX
+	MOVQ    v+32(FP), SI
+	MOVQ    ldv+40(FP), DI
+	MOVQ    nb+48(FP), R8
+	LEAQ    (AX)(CX*2), R9
+	ADDQ    CX, R9
+	LEAQ    (DX)(BX*2), R9
+	ADDQ    BX, R9
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS (AX)(CX*1), Z4
+	VMOVUPS 64(AX)(CX*1), Z5
+	VMOVUPS 128(AX)(CX*1), Z6
+	VMOVUPS 192(AX)(CX*1), Z7
+
+key:
+	TESTQ        R8, R8
+	JZ           done
+	VMOVUPS      (SI), Z8
+	VMOVUPS      64(SI), Z9
+	VMOVUPS      128(SI), Z10
+	VMOVUPS      192(SI), Z11
+	VBROADCASTSS (DX), Z12
+	VFMADD231PS  Z8, Z12, Z0
+	VFMADD231PS  Z9, Z12, Z1
+	VFMADD231PS  Z10, Z12, Z2
+	VFMADD231PS  Z11, Z12, Z3
+	VBROADCASTSS (DX)(BX*1), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VFMADD231PS  Z10, Z12, Z6
+	VFMADD231PS  Z11, Z12, Z7
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R9
+	ADDQ         DI, SI
+	DECQ         R8
+	JMP          key
+
+done:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, (AX)(CX*1)
+	VMOVUPS Z5, 64(AX)(CX*1)
+	VMOVUPS Z6, 128(AX)(CX*1)
+	VMOVUPS Z7, 192(AX)(CX*1)
+	VZEROUPPER
+	RET
+
+// func attnPVZ_3(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+// Requires: AVX, AVX512F
+TEXT ·attnPVZ_3(SB), NOSPLIT, $0-56
+	MOVQ    out+0(FP), AX
+	MOVQ    ldo+8(FP), CX
+	MOVQ    p+16(FP), DX
+	MOVQ    ldp+24(FP), BX
+	MOVQ    v+32(FP), SI
+	MOVQ    ldv+40(FP), DI
+	MOVQ    nb+48(FP), R8
+	LEAQ    (AX)(CX*2), R9
+	ADDQ    CX, R9
+	LEAQ    (DX)(BX*2), R9
+	ADDQ    BX, R9
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS (AX)(CX*1), Z4
+	VMOVUPS 64(AX)(CX*1), Z5
+	VMOVUPS 128(AX)(CX*1), Z6
+	VMOVUPS 192(AX)(CX*1), Z7
+	VMOVUPS (AX)(CX*2), Z8
+	VMOVUPS 64(AX)(CX*2), Z9
+	VMOVUPS 128(AX)(CX*2), Z10
+	VMOVUPS 192(AX)(CX*2), Z11
+
+key:
+	TESTQ        R8, R8
+	JZ           done
+	VMOVUPS      (SI), Z12
+	VMOVUPS      64(SI), Z13
+	VMOVUPS      128(SI), Z14
+	VMOVUPS      192(SI), Z15
+	VBROADCASTSS (DX), Z16
+	VFMADD231PS  Z12, Z16, Z0
+	VFMADD231PS  Z13, Z16, Z1
+	VFMADD231PS  Z14, Z16, Z2
+	VFMADD231PS  Z15, Z16, Z3
+	VBROADCASTSS (DX)(BX*1), Z16
+	VFMADD231PS  Z12, Z16, Z4
+	VFMADD231PS  Z13, Z16, Z5
+	VFMADD231PS  Z14, Z16, Z6
+	VFMADD231PS  Z15, Z16, Z7
+	VBROADCASTSS (DX)(BX*2), Z16
+	VFMADD231PS  Z12, Z16, Z8
+	VFMADD231PS  Z13, Z16, Z9
+	VFMADD231PS  Z14, Z16, Z10
+	VFMADD231PS  Z15, Z16, Z11
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R9
+	ADDQ         DI, SI
+	DECQ         R8
+	JMP          key
+
+done:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, (AX)(CX*1)
+	VMOVUPS Z5, 64(AX)(CX*1)
+	VMOVUPS Z6, 128(AX)(CX*1)
+	VMOVUPS Z7, 192(AX)(CX*1)
+	VMOVUPS Z8, (AX)(CX*2)
+	VMOVUPS Z9, 64(AX)(CX*2)
+	VMOVUPS Z10, 128(AX)(CX*2)
+	VMOVUPS Z11, 192(AX)(CX*2)
+	VZEROUPPER
+	RET
+
+// func attnPVZ_4(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+// Requires: AVX, AVX512F
+TEXT ·attnPVZ_4(SB), NOSPLIT, $0-56
+	MOVQ    out+0(FP), AX
+	MOVQ    ldo+8(FP), CX
+	MOVQ    p+16(FP), DX
+	MOVQ    ldp+24(FP), BX
+	MOVQ    v+32(FP), SI
+	MOVQ    ldv+40(FP), DI
+	MOVQ    nb+48(FP), R8
+	LEAQ    (AX)(CX*2), R9
+	ADDQ    CX, R9
+	LEAQ    (DX)(BX*2), R10
+	ADDQ    BX, R10
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS (AX)(CX*1), Z4
+	VMOVUPS 64(AX)(CX*1), Z5
+	VMOVUPS 128(AX)(CX*1), Z6
+	VMOVUPS 192(AX)(CX*1), Z7
+	VMOVUPS (AX)(CX*2), Z8
+	VMOVUPS 64(AX)(CX*2), Z9
+	VMOVUPS 128(AX)(CX*2), Z10
+	VMOVUPS 192(AX)(CX*2), Z11
+	VMOVUPS (R9), Z12
+	VMOVUPS 64(R9), Z13
+	VMOVUPS 128(R9), Z14
+	VMOVUPS 192(R9), Z15
+
+key:
+	TESTQ        R8, R8
+	JZ           done
+	VMOVUPS      (SI), Z16
+	VMOVUPS      64(SI), Z17
+	VMOVUPS      128(SI), Z18
+	VMOVUPS      192(SI), Z19
+	VBROADCASTSS (DX), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (DX)(BX*1), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (DX)(BX*2), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (R10), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R10
+	ADDQ         DI, SI
+	DECQ         R8
+	JMP          key
+
+done:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, (AX)(CX*1)
+	VMOVUPS Z5, 64(AX)(CX*1)
+	VMOVUPS Z6, 128(AX)(CX*1)
+	VMOVUPS Z7, 192(AX)(CX*1)
+	VMOVUPS Z8, (AX)(CX*2)
+	VMOVUPS Z9, 64(AX)(CX*2)
+	VMOVUPS Z10, 128(AX)(CX*2)
+	VMOVUPS Z11, 192(AX)(CX*2)
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	VMOVUPS Z14, 128(R9)
+	VMOVUPS Z15, 192(R9)
+	VZEROUPPER
+	RET
+
+// func attnPVZ_5(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+// Requires: AVX, AVX512F
+TEXT ·attnPVZ_5(SB), NOSPLIT, $0-56
+	MOVQ    out+0(FP), AX
+	MOVQ    ldo+8(FP), CX
+	MOVQ    p+16(FP), DX
+	MOVQ    ldp+24(FP), BX
+	MOVQ    v+32(FP), SI
+	MOVQ    ldv+40(FP), DI
+	MOVQ    nb+48(FP), R8
+	LEAQ    (AX)(CX*2), R9
+	ADDQ    CX, R9
+	LEAQ    (DX)(BX*2), R10
+	ADDQ    BX, R10
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS (AX)(CX*1), Z4
+	VMOVUPS 64(AX)(CX*1), Z5
+	VMOVUPS 128(AX)(CX*1), Z6
+	VMOVUPS 192(AX)(CX*1), Z7
+	VMOVUPS (AX)(CX*2), Z8
+	VMOVUPS 64(AX)(CX*2), Z9
+	VMOVUPS 128(AX)(CX*2), Z10
+	VMOVUPS 192(AX)(CX*2), Z11
+	VMOVUPS (R9), Z12
+	VMOVUPS 64(R9), Z13
+	VMOVUPS 128(R9), Z14
+	VMOVUPS 192(R9), Z15
+	VMOVUPS (R9)(CX*1), Z16
+	VMOVUPS 64(R9)(CX*1), Z17
+	VMOVUPS 128(R9)(CX*1), Z18
+	VMOVUPS 192(R9)(CX*1), Z19
+
+key:
+	TESTQ        R8, R8
+	JZ           done
+	VMOVUPS      (SI), Z20
+	VMOVUPS      64(SI), Z21
+	VMOVUPS      128(SI), Z22
+	VMOVUPS      192(SI), Z23
+	VBROADCASTSS (DX), Z24
+	VFMADD231PS  Z20, Z24, Z0
+	VFMADD231PS  Z21, Z24, Z1
+	VFMADD231PS  Z22, Z24, Z2
+	VFMADD231PS  Z23, Z24, Z3
+	VBROADCASTSS (DX)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z4
+	VFMADD231PS  Z21, Z24, Z5
+	VFMADD231PS  Z22, Z24, Z6
+	VFMADD231PS  Z23, Z24, Z7
+	VBROADCASTSS (DX)(BX*2), Z24
+	VFMADD231PS  Z20, Z24, Z8
+	VFMADD231PS  Z21, Z24, Z9
+	VFMADD231PS  Z22, Z24, Z10
+	VFMADD231PS  Z23, Z24, Z11
+	VBROADCASTSS (R10), Z24
+	VFMADD231PS  Z20, Z24, Z12
+	VFMADD231PS  Z21, Z24, Z13
+	VFMADD231PS  Z22, Z24, Z14
+	VFMADD231PS  Z23, Z24, Z15
+	VBROADCASTSS (R10)(BX*1), Z24
+	VFMADD231PS  Z20, Z24, Z16
+	VFMADD231PS  Z21, Z24, Z17
+	VFMADD231PS  Z22, Z24, Z18
+	VFMADD231PS  Z23, Z24, Z19
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R10
+	ADDQ         DI, SI
+	DECQ         R8
+	JMP          key
+
+done:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, (AX)(CX*1)
+	VMOVUPS Z5, 64(AX)(CX*1)
+	VMOVUPS Z6, 128(AX)(CX*1)
+	VMOVUPS Z7, 192(AX)(CX*1)
+	VMOVUPS Z8, (AX)(CX*2)
+	VMOVUPS Z9, 64(AX)(CX*2)
+	VMOVUPS Z10, 128(AX)(CX*2)
+	VMOVUPS Z11, 192(AX)(CX*2)
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	VMOVUPS Z14, 128(R9)
+	VMOVUPS Z15, 192(R9)
+	VMOVUPS Z16, (R9)(CX*1)
+	VMOVUPS Z17, 64(R9)(CX*1)
+	VMOVUPS Z18, 128(R9)(CX*1)
+	VMOVUPS Z19, 192(R9)(CX*1)
+	VZEROUPPER
+	RET
+
+// func attnPVZ_6(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+// Requires: AVX, AVX512F
+TEXT ·attnPVZ_6(SB), NOSPLIT, $0-56
+	MOVQ    out+0(FP), AX
+	MOVQ    ldo+8(FP), CX
+	MOVQ    p+16(FP), DX
+	MOVQ    ldp+24(FP), BX
+	MOVQ    v+32(FP), SI
+	MOVQ    ldv+40(FP), DI
+	MOVQ    nb+48(FP), R8
+	LEAQ    (AX)(CX*2), R9
+	ADDQ    CX, R9
+	LEAQ    (DX)(BX*2), R10
+	ADDQ    BX, R10
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS (AX)(CX*1), Z4
+	VMOVUPS 64(AX)(CX*1), Z5
+	VMOVUPS 128(AX)(CX*1), Z6
+	VMOVUPS 192(AX)(CX*1), Z7
+	VMOVUPS (AX)(CX*2), Z8
+	VMOVUPS 64(AX)(CX*2), Z9
+	VMOVUPS 128(AX)(CX*2), Z10
+	VMOVUPS 192(AX)(CX*2), Z11
+	VMOVUPS (R9), Z12
+	VMOVUPS 64(R9), Z13
+	VMOVUPS 128(R9), Z14
+	VMOVUPS 192(R9), Z15
+	VMOVUPS (R9)(CX*1), Z16
+	VMOVUPS 64(R9)(CX*1), Z17
+	VMOVUPS 128(R9)(CX*1), Z18
+	VMOVUPS 192(R9)(CX*1), Z19
+	VMOVUPS (R9)(CX*2), Z20
+	VMOVUPS 64(R9)(CX*2), Z21
+	VMOVUPS 128(R9)(CX*2), Z22
+	VMOVUPS 192(R9)(CX*2), Z23
+
+key:
+	TESTQ        R8, R8
+	JZ           done
+	VMOVUPS      (SI), Z24
+	VMOVUPS      64(SI), Z25
+	VMOVUPS      128(SI), Z26
+	VMOVUPS      192(SI), Z27
+	VBROADCASTSS (DX), Z28
+	VFMADD231PS  Z24, Z28, Z0
+	VFMADD231PS  Z25, Z28, Z1
+	VFMADD231PS  Z26, Z28, Z2
+	VFMADD231PS  Z27, Z28, Z3
+	VBROADCASTSS (DX)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z4
+	VFMADD231PS  Z25, Z28, Z5
+	VFMADD231PS  Z26, Z28, Z6
+	VFMADD231PS  Z27, Z28, Z7
+	VBROADCASTSS (DX)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z8
+	VFMADD231PS  Z25, Z28, Z9
+	VFMADD231PS  Z26, Z28, Z10
+	VFMADD231PS  Z27, Z28, Z11
+	VBROADCASTSS (R10), Z28
+	VFMADD231PS  Z24, Z28, Z12
+	VFMADD231PS  Z25, Z28, Z13
+	VFMADD231PS  Z26, Z28, Z14
+	VFMADD231PS  Z27, Z28, Z15
+	VBROADCASTSS (R10)(BX*1), Z28
+	VFMADD231PS  Z24, Z28, Z16
+	VFMADD231PS  Z25, Z28, Z17
+	VFMADD231PS  Z26, Z28, Z18
+	VFMADD231PS  Z27, Z28, Z19
+	VBROADCASTSS (R10)(BX*2), Z28
+	VFMADD231PS  Z24, Z28, Z20
+	VFMADD231PS  Z25, Z28, Z21
+	VFMADD231PS  Z26, Z28, Z22
+	VFMADD231PS  Z27, Z28, Z23
+	ADDQ         $0x04, DX
+	ADDQ         $0x04, R10
+	ADDQ         DI, SI
+	DECQ         R8
+	JMP          key
+
+done:
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, (AX)(CX*1)
+	VMOVUPS Z5, 64(AX)(CX*1)
+	VMOVUPS Z6, 128(AX)(CX*1)
+	VMOVUPS Z7, 192(AX)(CX*1)
+	VMOVUPS Z8, (AX)(CX*2)
+	VMOVUPS Z9, 64(AX)(CX*2)
+	VMOVUPS Z10, 128(AX)(CX*2)
+	VMOVUPS Z11, 192(AX)(CX*2)
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	VMOVUPS Z14, 128(R9)
+	VMOVUPS Z15, 192(R9)
+	VMOVUPS Z16, (R9)(CX*1)
+	VMOVUPS Z17, 64(R9)(CX*1)
+	VMOVUPS Z18, 128(R9)(CX*1)
+	VMOVUPS Z19, 192(R9)(CX*1)
+	VMOVUPS Z20, (R9)(CX*2)
+	VMOVUPS Z21, 64(R9)(CX*2)
+	VMOVUPS Z22, 128(R9)(CX*2)
+	VMOVUPS Z23, 192(R9)(CX*2)
 	VZEROUPPER
 	RET
 

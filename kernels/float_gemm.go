@@ -20,6 +20,7 @@ import (
 type (
 	gemmF32Fn = func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, acc int)
 	gemmU16Fn = func(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
+	attnPVFn  = func(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
 )
 
 // floatTiles is one family of micro-kernels: tiles of up to mr activation rows x nr weight

@@ -42,3 +42,6 @@ var gemmZBF16Kernels = [5][7]gemmU16Fn{
 	3: {1: gemmZBF16_3x1, 2: gemmZBF16_3x2, 3: gemmZBF16_3x3, 4: gemmZBF16_3x4, 5: gemmZBF16_3x5, 6: gemmZBF16_3x6},
 	4: {1: gemmZBF16_4x1, 2: gemmZBF16_4x2, 3: gemmZBF16_4x3, 4: gemmZBF16_4x4, 5: gemmZBF16_4x5, 6: gemmZBF16_4x6},
 }
+
+// attnPVZKernels[rows] is the AVX-512 P·V kernel for rows <= 6 output rows of 64 columns.
+var attnPVZKernels = [7]attnPVFn{1: attnPVZ_1, 2: attnPVZ_2, 3: attnPVZ_3, 4: attnPVZ_4, 5: attnPVZ_5, 6: attnPVZ_6}

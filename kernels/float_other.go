@@ -28,6 +28,7 @@ var (
 	gemmF32Kernels, gemmZF32Kernels   [5][7]gemmF32Fn
 	gemmF16Kernels, gemmBF16Kernels   [5][7]gemmU16Fn
 	gemmZF16Kernels, gemmZBF16Kernels [5][7]gemmU16Fn
+	attnPVZKernels                    [7]attnPVFn
 )
 
 func gemvF32rows(w *float32, ldw int, x *float32, k int, out *float32, rows int) { panic("no asm") }

@@ -344,6 +344,24 @@ func gemmZBF16_4x5(a *float32, lda int, b *uint16, ldb int, k int, c *float32, l
 // gemmZBF16_4x6 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 16) for i < 4, j < 6; strides in bytes. AVX-512F.
 func gemmZBF16_4x6(a *float32, lda int, b *uint16, ldb int, k int, c *float32, ldc int, acc int)
 
+// attnPVZ_1 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 1, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
+func attnPVZ_1(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+
+// attnPVZ_2 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 2, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
+func attnPVZ_2(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+
+// attnPVZ_3 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 3, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
+func attnPVZ_3(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+
+// attnPVZ_4 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 4, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
+func attnPVZ_4(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+
+// attnPVZ_5 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 5, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
+func attnPVZ_5(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+
+// attnPVZ_6 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 6, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
+func attnPVZ_6(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
+
 // cvtF16 converts n (multiple of 8) F16 values to f32.
 func cvtF16(dst *float32, src *uint16, n int)
 

@@ -21,64 +21,110 @@ import (
 // kc[r*stride : r*stride+headDim]); table holds at least ceil(nPos/blockSize) block ids;
 // scratch needs AttentionScratch(g) values.
 func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int32, blockSize, nPos, stride, headDim int, scratch []float32) {
-	if nPos <= blockSize {
-		// All positions in the first block: contiguous rows, the flash kernel itself (which
-		// one runs depends on positions only, so batch invariance holds).
-		r0 := int(table[0]) * blockSize
-		AttentionGroup(out, q, kc[r0*stride:], vc[r0*stride:], g, nPos, stride, headDim, scratch)
-		return
-	}
+	pagedAttentionTile(out, q, 0, 1, g, nPos-1, kc, vc, table, blockSize, stride, headDim, scratch)
+}
+
+// pagedAttentionTile is PagedAttentionGroup for nt consecutive query tokens of one sequence at
+// positions pos0..pos0+nt-1 (token t attends to 0..pos0+t): token t's g heads are
+// q[t*ldq : t*ldq+g*headDim] and likewise out. Every K/V block is read once for the whole
+// tile, and scores come from the GEMM micro-kernels (attnScores), whose per-score order does
+// not depend on the tile, so each token's result is exactly what it gets alone.
+// scratch needs AttentionScratch(nt*g) values.
+func pagedAttentionTile(out, q []float32, ldq, nt, g, pos0 int, kc, vc []float32, table []int32, blockSize, stride, headDim int, scratch []float32) {
 	const B = AttnBlock
 	scale := float32(1 / math.Sqrt(float64(headDim)))
-	s, mx, sum := startOnlineSoftmax(scratch, out, g, headDim)
+	nr := nt * g // (token, head) pairs; pair t*g+j has scores s[(t*g+j)*B:]
+	s, mx, sum := scratch[:nr*B:nr*B], scratch[nr*B:nr*B+nr], scratch[nr*B+nr:nr*B+2*nr]
+	for i := range mx {
+		mx[i] = float32(math.Inf(-1))
+		sum[i] = 0
+	}
+	for t := 0; t < nt; t++ {
+		clear(out[t*ldq : t*ldq+g*headDim])
+	}
 	fast := attnAsm && !Reference && headDim%8 == 0
+	nPos := pos0 + nt // positions the tile's last token sees
 	for p0 := 0; p0 < nPos; p0 += B {
 		nb := min(B, nPos-p0)
-		// Scores, page segment by page segment: each key row is read once for all g heads.
+		// Scores, page segment by page segment.
 		for i0 := 0; i0 < nb; {
 			p := p0 + i0
 			seg := min(nb-i0, blockSize-p%blockSize)
 			r0 := int(table[p/blockSize])*blockSize + p%blockSize
 			kp := kc[r0*stride : (r0+seg-1)*stride+headDim]
-			for j := 0; j < g; j++ {
-				qj := q[j*headDim : (j+1)*headDim]
-				sj := s[j*B+i0 : j*B+i0+seg]
-				i := 0
-				if fast {
-					if n4 := seg &^ 3; n4 > 0 {
-						attnScores4(&qj[0], &kp[0], stride, headDim, n4, scale, &sj[0])
-						i = n4
-					}
+			if g >= nt { // rows: the heads of one token
+				for t := 0; t < nt; t++ {
+					attnScores(s[t*g*B+i0:], B, q[t*ldq:], headDim, g, kp, stride, seg, headDim, scale)
 				}
-				for ; i < seg; i++ {
-					sj[i] = Dot(qj, kp[i*stride:i*stride+headDim]) * scale
+			} else { // rows: one head of every token
+				for j := 0; j < g; j++ {
+					attnScores(s[j*B+i0:], g*B, q[j*headDim:], ldq, nt, kp, stride, seg, headDim, scale)
 				}
 			}
 			i0 += seg
 		}
-		onlineSoftmax(s, B, nb, g, headDim, mx, sum, out, fast)
+		for t := 0; t < nt; t++ {
+			if nbt := min(nb, pos0+t+1-p0); nbt > 0 {
+				onlineSoftmax(s[t*g*B:], B, nbt, g, headDim, mx[t*g:], sum[t*g:], out[t*ldq:], fast)
+			}
+		}
 		// Weighted values, page segment by page segment.
 		for i0 := 0; i0 < nb; {
 			p := p0 + i0
 			seg := min(nb-i0, blockSize-p%blockSize)
 			r0 := int(table[p/blockSize])*blockSize + p%blockSize
 			vp := vc[r0*stride : (r0+seg-1)*stride+headDim]
-			for j := 0; j < g; j++ {
-				oj := out[j*headDim : (j+1)*headDim]
-				if fast {
-					attnPV(&oj[0], &s[j*B+i0], &vp[0], stride, headDim, seg)
-					continue
+			n0 := pos0 + 1 - p0 - i0 // values token 0 sees in the segment (token t: n0+t)
+			if g >= nt {
+				for t := 0; t < nt; t++ {
+					attnPVRows(out[t*ldq:], headDim, s[t*g*B+i0:], B, g, vp, stride, headDim, seg, n0+t, 0, fast)
 				}
-				for i := 0; i < seg; i++ {
-					Axpy(oj, s[j*B+i0+i], vp[i*stride:i*stride+headDim])
+			} else {
+				for j := 0; j < g; j++ {
+					attnPVRows(out[j*headDim:], ldq, s[j*B+i0:], g*B, nt, vp, stride, headDim, seg, n0, 1, fast)
 				}
 			}
 			i0 += seg
 		}
 	}
-	for j := 0; j < g; j++ {
-		if sum[j] > 0 {
-			Scale(out[j*headDim:(j+1)*headDim], 1/sum[j])
+	for t := 0; t < nt; t++ {
+		for j := 0; j < g; j++ {
+			if sm := sum[t*g+j]; sm > 0 {
+				Scale(out[t*ldq+j*headDim:t*ldq+(j+1)*headDim], 1/sm)
+			}
+		}
+	}
+}
+
+// attnPVRows adds Σ_{i < n_r} p_r[i] · v_i to output row r < rows (out[r*ldo : r*ldo+hd],
+// p_r = p[r*ldp:], v_i = v[i*stride : i*stride+hd]) where n_r = min(seg, n0 + r*step) keys
+// (nondecreasing in r). With AVX-512 and hd % 64 == 0, groups of up to 6 rows share each load
+// of v over the group's common keys; every output element is the same chain of FMAs over the
+// keys in order as attnPV alone gives it, so results do not depend on the grouping.
+func attnPVRows(out []float32, ldo int, p []float32, ldp, rows int, v []float32, stride, hd, seg, n0, step int, fast bool) {
+	for r0 := 0; r0 < rows; r0 += 6 {
+		rr := min(6, rows-r0)
+		common := 0
+		if fast && useAVX512 && hd%64 == 0 {
+			if common = max(0, min(seg, n0+r0*step)); common > 0 {
+				for c0 := 0; c0 < hd; c0 += 64 {
+					attnPVZKernels[rr](&out[r0*ldo+c0], 4*ldo, &p[r0*ldp], 4*ldp, &v[c0], 4*stride, common)
+				}
+			}
+		}
+		for r := r0; r < r0+rr; r++ {
+			n := min(seg, n0+r*step)
+			if n <= common {
+				continue
+			}
+			o := out[r*ldo : r*ldo+hd]
+			if fast {
+				attnPV(&o[0], &p[r*ldp+common], &v[common*stride], stride, hd, n-common)
+				continue
+			}
+			for i := common; i < n; i++ {
+				Axpy(o, p[r*ldp+i], v[i*stride:i*stride+hd])
+			}
 		}
 	}
 }
@@ -124,17 +170,23 @@ type PagedRow struct {
 }
 
 // PagedAttention runs causal GQA paged attention for a ragged batch of query rows (rows of
-// different sequences, each with its own table), splitting (row, KV head, sub-group) work
-// items across the pool. The keys and values of every row's own position must already be in
-// the pool. The zero value is ready; it must not be used concurrently.
+// different sequences, each with its own table), splitting (tile, KV head, sub-group) work
+// items across the pool; a tile is a run of consecutive rows of one sequence at consecutive
+// positions (a prefill chunk), which reads each K/V block once for all its rows. The keys and
+// values of every row's own position must already be in the pool. The zero value is ready; it
+// must not be used concurrently.
 type PagedAttention struct {
 	a  pagedArgs
 	fn func(lo, hi int)
 }
 
+// pagedTile is rows [first, first+n) of a batch.
+type pagedTile struct{ first, n int }
+
 type pagedArgs struct {
 	out, q, kc, vc                               []float32
 	rows                                         []PagedRow
+	tiles                                        []pagedTile // kept across calls
 	heads, kvHeads, headDim, blockSize, nsub, sg int
 }
 
@@ -161,7 +213,7 @@ func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow,
 	if r.fn == nil {
 		r.fn = r.a.run
 	}
-	r.a = pagedArgs{out: out, q: q, kc: kc, vc: vc, rows: rows, heads: heads, kvHeads: kvHeads, headDim: headDim, blockSize: blockSize}
+	r.a = pagedArgs{out: out, q: q, kc: kc, vc: vc, rows: rows, tiles: r.a.tiles[:0], heads: heads, kvHeads: kvHeads, headDim: headDim, blockSize: blockSize}
 	group := heads / kvHeads
 	nsub := 1
 	for nsub < group && (group%nsub != 0 || group/nsub > attnMaxGroup || len(rows)*kvHeads*nsub < p.Workers()) {
@@ -171,17 +223,32 @@ func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow,
 		nsub++
 	}
 	r.a.nsub, r.a.sg = nsub, group/nsub
-	items := len(rows) * kvHeads * nsub
+	// Tiles of up to attnMaxGroup/sg rows (the scratch holds attnMaxGroup score rows).
+	maxRows := max(1, attnMaxGroup/r.a.sg)
+	for i := 0; i < len(rows); {
+		n := 1
+		for i+n < len(rows) && n < maxRows && sameSeqNext(rows[i+n-1], rows[i+n]) {
+			n++
+		}
+		r.a.tiles = append(r.a.tiles, pagedTile{i, n})
+		i += n
+	}
+	items := len(r.a.tiles) * kvHeads * nsub
 	if p.Workers() == 1 || work*heads*headDim < 1<<15 {
 		r.a.run(0, items)
 	} else {
 		p.For(items, 1, r.fn)
 	}
-	r.a = pagedArgs{}
+	r.a = pagedArgs{tiles: r.a.tiles}
 	return nil
 }
 
-// run processes work items [lo, hi). Item t covers row order(t / perRow), rows taken
+// sameSeqNext reports whether row b is the position after row a in the same sequence.
+func sameSeqNext(a, b PagedRow) bool {
+	return b.Pos == a.Pos+1 && len(a.Table) == len(b.Table) && len(a.Table) > 0 && &a.Table[0] == &b.Table[0]
+}
+
+// run processes work items [lo, hi). Item t covers tile order(t / perTile), tiles taken
 // alternately from both ends of the batch so contiguous item ranges get balanced causal work.
 func (a *pagedArgs) run(lo, hi int) {
 	// Scratch from attention_flash.go's pool (the float kernels' assembly is not noescape,
@@ -189,12 +256,12 @@ func (a *pagedArgs) run(lo, hi int) {
 	bp := attnScratch.Get().(*[attnScratchLen]float32)
 	defer attnScratch.Put(bp)
 	buf := bp
-	perRow := a.kvHeads * a.nsub
-	n := len(a.rows)
+	perTile := a.kvHeads * a.nsub
+	n := len(a.tiles)
 	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim
 	group := a.heads / a.kvHeads
 	for it := lo; it < hi; it++ {
-		t, r := it/perRow, it%perRow
+		t, r := it/perTile, it%perTile
 		i := t / 2
 		if t%2 == 1 {
 			i = n - 1 - t/2
@@ -202,9 +269,11 @@ func (a *pagedArgs) run(lo, hi int) {
 		kv, sub := r/a.nsub, r%a.nsub
 		h0 := kv*group + sub*a.sg
 		off := kv * hd
-		qo := i*qd + h0*hd
-		row := a.rows[i]
-		PagedAttentionGroup(a.out[qo:qo+a.sg*hd], a.q[qo:qo+a.sg*hd], a.sg, a.kc[off:], a.vc[off:],
-			row.Table, a.blockSize, row.Pos+1, kvd, hd, buf[:])
+		tl := a.tiles[i]
+		qo := tl.first*qd + h0*hd
+		end := qo + (tl.n-1)*qd + a.sg*hd
+		row := a.rows[tl.first]
+		pagedAttentionTile(a.out[qo:end], a.q[qo:end], qd, tl.n, a.sg, row.Pos, a.kc[off:], a.vc[off:],
+			row.Table, a.blockSize, kvd, hd, buf[:])
 	}
 }

@@ -82,11 +82,21 @@ func TestPagedAttentionGroupMatchesReference(t *testing.T) {
 }
 
 // TestPagedAttentionBatchInvariant checks that a row's output is bit-identical whether it runs
-// alone or in a batch with other sequences' rows, on one worker or two, and wherever its blocks
-// sit in the pool.
+// alone, in its sequence's tile of consecutive rows, or in a batch with other sequences' rows,
+// on one worker or two, and wherever its blocks sit in the pool.
 func TestPagedAttentionBatchInvariant(t *testing.T) {
+	defer func(z bool) { useAVX512 = z }(useAVX512)
+	for _, z := range avx512Modes() {
+		useAVX512 = z
+		for _, hd := range []int{16, 64} {
+			testPagedAttentionBatchInvariant(t, hd)
+		}
+	}
+}
+
+func testPagedAttentionBatchInvariant(t *testing.T, hd int) {
 	r := rand.New(rand.NewPCG(3, 4))
-	const heads, kvh, hd, bs = 6, 2, 16, 4
+	const heads, kvh, bs = 6, 2, 4
 	qd := heads * hd
 	type seq struct {
 		f    *pagedFixture
@@ -146,6 +156,18 @@ func TestPagedAttentionBatchInvariant(t *testing.T) {
 					t.Fatalf("workers %d seq %d: value %d differs alone (%v) and batched (%v)", p.Workers(), si, i, alone[i], batch[off+i])
 				}
 			}
+			// Each row on its own (a decode step) equals the row inside its prefill tile.
+			for ri, row := range s.rows {
+				one := make([]float32, qd)
+				if err := pa.Run(p, one, s.q[ri*qd:(ri+1)*qd], s.f.kc, s.f.vc, []PagedRow{row}, heads, kvh, hd, bs); err != nil {
+					t.Fatal(err)
+				}
+				for i := range one {
+					if one[i] != alone[ri*qd+i] {
+						t.Fatalf("avx512 %v hd %d workers %d seq %d row %d: value %d differs as one row (%v) and in its tile (%v)", useAVX512, hd, p.Workers(), si, ri, i, one[i], alone[ri*qd+i])
+					}
+				}
+			}
 			off += len(alone)
 		}
 	}
@@ -160,5 +182,90 @@ func TestPagedAttentionErrors(t *testing.T) {
 	}
 	if err := pa.Run(Serial, out, out, kc, kc, []PagedRow{{Pos: 0, Table: []int32{4}}}, 2, 1, 8, 2); err == nil {
 		t.Error("block outside the pool accepted")
+	}
+}
+
+// TestPagedAttentionTilesMatchReference runs prefill chunks (consecutive rows, so Run groups
+// them into tiles) across page and attention-block boundaries and compares every row with the
+// float64 reference: tiles whose score rows are one token's heads (g >= rows) and one head of
+// every token (g < rows), head dims that take the GEMM micro-kernels (16, 64) and that do not (24).
+func TestPagedAttentionTilesMatchReference(t *testing.T) {
+	defer func(z bool) { useAVX512 = z }(useAVX512)
+	for _, z := range avx512Modes() {
+		useAVX512 = z
+		testPagedAttentionTiles(t)
+	}
+}
+
+func testPagedAttentionTiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct{ heads, kvh, hd, bs, nPos, chunk int }{
+		{3, 3, 16, 16, 80, 20},  // sg 1: tiles of 16 rows, crossing position 64
+		{4, 2, 64, 5, 70, 11},   // sg 2: tiles of 8 rows, pages of 5
+		{8, 2, 16, 7, 40, 9},    // sg 4: tiles of 4 rows
+		{16, 2, 64, 16, 90, 5},  // sg 8: tiles of 2 rows, score and value rows are heads
+		{2, 1, 128, 64, 70, 13}, // hd 128: two 64-column passes of the value kernel
+		{6, 2, 24, 4, 33, 6},    // hd 24: Dot scores
+	} {
+		f := newPagedFixture(r, c.nPos, c.bs, c.heads, c.kvh, c.hd)
+		qd := c.heads * c.hd
+		var rows []PagedRow
+		for p := c.nPos - c.chunk; p < c.nPos; p++ {
+			rows = append(rows, PagedRow{Pos: p, Table: f.table})
+		}
+		q := make([]float32, len(rows)*qd)
+		for i := range q {
+			q[i] = r.Float32()*2 - 1
+		}
+		out := make([]float32, len(q))
+		var pa PagedAttention
+		if err := pa.Run(NewPool(2), out, q, f.kc, f.vc, rows, c.heads, c.kvh, c.hd, c.bs); err != nil {
+			t.Fatal(err)
+		}
+		g := c.heads / c.kvh
+		for i, row := range rows {
+			for kv := 0; kv < c.kvh; kv++ {
+				o := i*qd + kv*g*c.hd
+				want := make([]float32, g*c.hd)
+				pagedAttentionRef(want, q[o:o+g*c.hd], g, f.kc[kv*c.hd:], f.vc[kv*c.hd:], f.table, c.bs, row.Pos+1, f.kvd, c.hd)
+				if d := maxAbsDiff(out[o:o+g*c.hd], want); d > 2e-5 {
+					t.Errorf("%+v: row %d (pos %d) kv %d: max |tiled - reference| = %g", c, i, row.Pos, kv, d)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPagedAttentionPrefill is one layer's attention of a 512-token prefill (as pp512 runs
+// it: one block of 512 positions) for stories110M (12 heads of 64) and TinyLlama (32 query
+// heads over 4 KV heads of 64), on 2 workers; GFLOP/s counts 4*hd per (query head, visible key).
+func BenchmarkPagedAttentionPrefill(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		heads, kvh, hd int
+	}{{"stories110M", 12, 12, 64}, {"TinyLlama", 32, 4, 64}} {
+		b.Run(c.name, func(b *testing.B) {
+			const n = 512
+			r := rand.New(rand.NewPCG(1, 2))
+			f := newPagedFixture(r, n, n, c.heads, c.kvh, c.hd)
+			rows := make([]PagedRow, n)
+			for i := range rows {
+				rows[i] = PagedRow{Pos: i, Table: f.table}
+			}
+			q := make([]float32, n*c.heads*c.hd)
+			for i := range q {
+				q[i] = r.Float32()*2 - 1
+			}
+			out := make([]float32, len(q))
+			p := NewPool(2)
+			var pa PagedAttention
+			for b.Loop() {
+				if err := pa.Run(p, out, q, f.kc, f.vc, rows, c.heads, c.kvh, c.hd, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			flops := 4 * float64(c.hd*c.heads) * float64(n*(n+1)/2)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }

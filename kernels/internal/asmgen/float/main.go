@@ -57,6 +57,9 @@ func main() {
 			}
 		}
 	}
+	for rows := 1; rows <= 6; rows++ {
+		attnPVZ(rows)
+	}
 	cvt("F16", 0)
 	cvt("BF16", 0)
 	roundF16()
@@ -220,18 +223,22 @@ func gemvRows(t wtype) {
 func gemmKernel(t wtype, mr, nr int) {
 	acc, cmem, flag := gemmKernelStart(t, mr, nr, false)
 	sums := make([]VecVirtual, mr)
+	// Every tile reduces through hsum4 (missing accumulators are zero), so an output's sum has
+	// the same order whatever nr is and wherever it sits in the tile.
+	var zero VecVirtual
+	if nr < 4 {
+		zero = YMM()
+		VXORPS(zero, zero, zero)
+	}
 	for i := 0; i < mr; i++ {
-		if nr == 4 {
-			sums[i] = hsum4([4]VecVirtual{acc[i][0], acc[i][1], acc[i][2], acc[i][3]})
-		} else {
-			// Pack the nr scalar sums into the low lanes of one XMM.
-			s := hsum1(acc[i][0])
-			for j := 1; j < nr; j++ {
-				sj := hsum1(acc[i][j])
-				VINSERTPS(U8(j<<4), sj, s, s)
-			}
-			sums[i] = s
+		four := [4]VecVirtual{zero, zero, zero, zero}
+		copy(four[:], acc[i])
+		if nr <= 2 {
+			// hsum4 writes its third input: give this row a zero register of its own.
+			four[2] = YMM()
+			VXORPS(four[2], four[2], four[2])
 		}
+		sums[i] = hsum4(four)
 	}
 	TESTQ(flag, flag)
 	JZ(LabelRef("store"))

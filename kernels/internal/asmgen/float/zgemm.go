@@ -205,3 +205,68 @@ func zgemmKernel(t wtype, mr, nr int) {
 	VZEROUPPER()
 	RET()
 }
+
+// attnPVZ generates attnPVZ_{rows}: for rows <= 6 output rows of 64 columns,
+// out[r][0:64] += Σ_i p[r][i] * v[i][0:64] for i < nb, keys in order (each output element is
+// the same chain of FMAs as the one-row AVX2 attnPV, so results are bit-identical to it).
+// The 4 x rows ZMM accumulators stay in registers across all nb value rows.
+func attnPVZ(rows int) {
+	name := fmt.Sprintf("attnPVZ_%d", rows)
+	TEXT(name, NOSPLIT, "func(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)")
+	Doc(fmt.Sprintf("%s sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < %d, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.", name, rows))
+	o := Load(Param("out"), GP64())
+	ldo := Load(Param("ldo"), GP64())
+	pp := Load(Param("p"), GP64())
+	ldp := Load(Param("ldp"), GP64())
+	vp := Load(Param("v"), GP64())
+	ldv := Load(Param("ldv"), GP64())
+	nb := Load(Param("nb"), GP64())
+	o3, p3 := GP64(), GP64()
+	LEAQ(Mem{Base: o, Index: ldo, Scale: 2}, o3)
+	ADDQ(ldo, o3)
+	LEAQ(Mem{Base: pp, Index: ldp, Scale: 2}, p3)
+	ADDQ(ldp, p3)
+	rowMem := func(b, b3, ld Register, r, off int) Mem {
+		return [...]Mem{
+			{Base: b, Disp: off}, {Base: b, Index: ld, Scale: 1, Disp: off}, {Base: b, Index: ld, Scale: 2, Disp: off},
+			{Base: b3, Disp: off}, {Base: b3, Index: ld, Scale: 1, Disp: off}, {Base: b3, Index: ld, Scale: 2, Disp: off},
+		}[r]
+	}
+	acc := make([][4]VecVirtual, rows)
+	for r := range acc {
+		for c := range acc[r] {
+			acc[r][c] = ZMM()
+			VMOVUPS(rowMem(o, o3, ldo, r, 64*c), acc[r][c])
+		}
+	}
+	var vv [4]VecVirtual
+	for c := range vv {
+		vv[c] = ZMM()
+	}
+	bc := ZMM()
+	Label("key")
+	TESTQ(nb, nb)
+	JZ(LabelRef("done"))
+	for c := range vv {
+		VMOVUPS(Mem{Base: vp, Disp: 64 * c}, vv[c])
+	}
+	for r := 0; r < rows; r++ {
+		VBROADCASTSS(rowMem(pp, p3, ldp, r, 0), bc)
+		for c := range vv {
+			VFMADD231PS(vv[c], bc, acc[r][c])
+		}
+	}
+	ADDQ(U8(4), pp)
+	ADDQ(U8(4), p3)
+	ADDQ(ldv, vp)
+	DECQ(nb)
+	JMP(LabelRef("key"))
+	Label("done")
+	for r := range acc {
+		for c := range acc[r] {
+			VMOVUPS(acc[r][c], rowMem(o, o3, ldo, r, 64*c))
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
