@@ -87,15 +87,21 @@ func matmulQuant(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 
 // matmulQ8 is the Q8_0 / Q4_0 matmul.
 func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
+	a := getQ8Acts(m, k, q4)
+	defer q8ActPool.Put(a)
+	a.quantize(p, x, q4)
+	matmulQ8Acts(p, out, a, w, q4, m, n, k)
+}
+
+// matmulQ8Acts is the Q8_0 / Q4_0 matmul on activations quantized already (a; with the Q4_0
+// corrections when q4).
+func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) {
 	nb := k / 32
 	bb := 34
 	if q4 {
 		bb = 18
 	}
 	rs := nb * bb
-	a := getQ8Acts(m, k, q4)
-	defer q8ActPool.Put(a)
-	a.quantize(p, x, q4)
 	var corr []int32
 	if q4 {
 		corr = a.corr
@@ -171,15 +177,20 @@ func matmulQ8(p *Pool, out, x []float32, w []byte, q4 bool, m, n, k int) {
 
 // matmulK is the Q4_K / Q6_K matmul.
 func matmulK(p *Pool, out, x []float32, w []byte, q6 bool, m, n, k int) {
+	a := getQ8KActs(m, k)
+	defer q8KActPool.Put(a)
+	a.quantize(p, x)
+	matmulKActs(p, out, a, w, q6, m, n, k)
+}
+
+// matmulKActs is the Q4_K / Q6_K matmul on activations quantized to Q8_K already (a).
+func matmulKActs(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int) {
 	nb := k / 256
 	bb := 144
 	if q6 {
 		bb = 210
 	}
 	rs := nb * bb
-	a := getQ8KActs(m, k)
-	defer q8KActPool.Put(a)
-	a.quantize(p, x)
 	if quantVNNI && !q6 && m > 1 {
 		matmulK4Z(p, out, a, w, m, n, k)
 		return

@@ -15,6 +15,7 @@ import (
 // q8Acts holds m activation rows of k values quantized to blocks of 32.
 type q8Acts struct {
 	m, k, nb int
+	ready    uint8     // derived layouts computed since the last quantize (readyZ8, ...)
 	qs       []int8    // [m][k]
 	d        []float32 // [m][nb] block scales (fp16-rounded, as float32)
 	corr     []int32   // [m][nb][8]: lane 0 = -8*Σq of the block, lanes 1..7 = 0 (Q4_0 weights only)
@@ -34,8 +35,20 @@ type q8Acts struct {
 	c4 []int32   // [nb/4][16] lane corrections (-8·Σx of block b+i in lane 4i)
 }
 
+// Bits of q8Acts.ready.
+const (
+	readyZ8 = 1 << iota // dz, cz for Q8_0 weights
+	readyZ4             // xz, dz, cz for Q4_0 weights
+	readyQuad
+	readyPair
+)
+
 // pairLayout fills x2, d2 and c2 from token 0 (nb even, corrections computed).
 func (a *q8Acts) pairLayout() {
+	if a.ready&readyPair != 0 {
+		return
+	}
+	a.ready |= readyPair
 	np := a.nb / 2
 	a.x2 = grow(a.x2, np*64)
 	a.d2 = grow(a.d2, np*8)
@@ -59,6 +72,7 @@ func (a *q8Acts) pairLayout() {
 // q8KActs holds m activation rows of k values quantized to Q8_K blocks of 256.
 type q8KActs struct {
 	m, k, nb int
+	recReady bool      // rec computed since the last quantize
 	qs       []int8    // [m][k]
 	d        []float32 // [m][nb]
 	bsums    []int16   // [m][nb][16] sums of each 16 q's
@@ -105,6 +119,7 @@ func getQ8KActs(m, k int) *q8KActs {
 // quantizeQ8 fills a from x ([m][k]); rows are split across p when there are several.
 func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
 	k, nb := a.k, a.nb
+	a.ready = 0
 	row := func(i int) {
 		qs := a.qs[i*k : (i+1)*k]
 		d := a.d[i*nb : (i+1)*nb]
@@ -134,6 +149,7 @@ func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
 // quantize fills a from x ([m][k]); rows are split across p when there are several.
 func (a *q8KActs) quantize(p *Pool, x []float32) {
 	k, nb := a.k, a.nb
+	a.recReady = false
 	row := func(i int) {
 		quantRowQ8KRef(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
 			a.bsums[i*nb*16:(i+1)*nb*16], a.bsum8[i*nb*8:(i+1)*nb*8])

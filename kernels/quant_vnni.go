@@ -15,6 +15,14 @@ var tilesZ [2][5][5]tileFunc
 // prepZ computes the VNNI layout of all of a's tokens (a quantized already; nb even), in
 // parallel over tokens on p.
 func (a *q8Acts) prepZ(p *Pool, q4 bool) {
+	want := uint8(readyZ8) // dz and cz hold one type's layout at a time
+	if q4 {
+		want = readyZ4
+	}
+	if a.ready&want != 0 {
+		return
+	}
+	a.ready = a.ready&^(readyZ8|readyZ4) | want
 	a.dz = grow(a.dz, a.m*a.k/4)
 	a.cz = grow(a.cz, a.m*a.k/4)
 	if q4 {
@@ -204,6 +212,10 @@ var rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int
 // prepQuad fills the Q4_0 decode layout of token 0 (nb a multiple of 4): x4 in quad order, d4
 // and c4 with the lane scales and corrections (-8·Σx of block b+i in lane 4i).
 func (a *q8Acts) prepQuad() {
+	if a.ready&readyQuad != 0 {
+		return
+	}
+	a.ready |= readyQuad
 	nq := a.nb / 4
 	a.x4 = grow(a.x4, nq*128)
 	a.d4 = grow(a.d4, nq*16)

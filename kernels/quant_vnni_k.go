@@ -14,6 +14,10 @@ var tilesK4Z [9]func(w *byte, xr *int8, xstride int, nb int, out *float32, ostri
 
 // recs fills a.rec ([m][nb][kRec]) from the quantized tokens, in parallel over tokens.
 func (a *q8KActs) recs(p *Pool) {
+	if a.recReady {
+		return
+	}
+	a.recReady = true
 	k, nb := a.k, a.nb
 	a.rec = grow(a.rec, a.m*nb*kRec)
 	p.For(a.m, 8, func(lo, hi int) {

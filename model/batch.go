@@ -56,6 +56,23 @@ func (b *Batch) matMul(p *kernels.Pool, out, in []float32, w *tensor.Tensor, row
 	return p.MatMulInvariant(out, in, w, rows)
 }
 
+// matMulShared is matMul for several weights of one input (q/k/v, gate/up): the kernels
+// quantize the input once for all of them. A lone row in Invariant mode keeps MatMulInvariant.
+func (b *Batch) matMulShared(p *kernels.Pool, outs [][]float32, in []float32, ws []*tensor.Tensor, rows int) error {
+	if b.Invariant && rows == 1 {
+		for i, w := range ws {
+			if err := p.MatMulInvariant(outs[i], in, w, rows); err != nil {
+				return fmt.Errorf("model: %w", err)
+			}
+		}
+		return nil
+	}
+	if err := p.MatMulShared(outs, in, ws, rows); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}
+
 // gluRowsJob is SwiGLU row by row: the vector kernel treats a row's tail differently from its
 // body, so a flat split over the batch would make a row's values depend on its neighbours.
 type gluRowsJob struct {
@@ -169,13 +186,8 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	for l := range m.layers {
 		ly := &m.layers[l]
 		ws.rmsNormRows(p, xb, x, ly.attnNorm, n, dim, cfg.NormEps)
-		for _, w := range [...]struct {
-			out []float32
-			t   *tensor.Tensor
-		}{{q, ly.wq}, {k, ly.wk}, {v, ly.wv}} {
-			if err := mm(w.out, xb, w.t, n); err != nil {
-				return nil, err
-			}
+		if err := b.matMulShared(p, [][]float32{q, k, v}, xb, []*tensor.Tensor{ly.wq, ly.wk, ly.wv}, n); err != nil {
+			return nil, err
 		}
 		kc, vc := kv.K[l], kv.V[l]
 		for i, row := range b.rows {
@@ -207,10 +219,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 		}
 		kernels.Add(x, xb)
 		ws.rmsNormRows(p, xb, x, ly.ffnNorm, n, dim, cfg.NormEps)
-		if err := mm(gate, xb, ly.gate, n); err != nil {
-			return nil, err
-		}
-		if err := mm(up, xb, ly.up, n); err != nil {
+		if err := b.matMulShared(p, [][]float32{gate, up}, xb, []*tensor.Tensor{ly.gate, ly.up}, n); err != nil {
 			return nil, err
 		}
 		b.swiGLURows(p, gate, up, n, cfg.FFN)

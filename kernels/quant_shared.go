@@ -1,0 +1,85 @@
+// This file implements MatMulShared: several matmuls of one input (a transformer's q/k/v
+// projections, or its FFN gate and up), with the input quantized once for all the quantized
+// weights that can share it (Q8_0 and Q4_0 share blocks of 32; Q4_K and Q6_K share Q8_K).
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// MatMulShared computes outs[i] = x · ws[i]ᵀ for every i: x is [m, k], ws[i] is [n_i, k] and
+// outs[i] is [m, n_i]. The results are those of MatMul on each weight; the activations are
+// quantized once per family of quantized weight types instead of once per weight.
+func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, m int) error {
+	if len(outs) != len(ws) {
+		return fmt.Errorf("matmul: %d outputs for %d weights", len(outs), len(ws))
+	}
+	var q8, qk []int // indexes of weights using blocks of 32 / Q8_K
+	var k int
+	for i, w := range ws {
+		if Reference || !quantAsmShared(w) {
+			if err := p.MatMul(outs[i], x, w, m); err != nil {
+				return err
+			}
+			continue
+		}
+		n := w.Shape[0]
+		if len(q8)+len(qk) > 0 && w.Shape[1] != k {
+			return fmt.Errorf("matmul: weight %s has k=%d, the other weights sharing x %d", w.Name, w.Shape[1], k)
+		}
+		k = w.Shape[1]
+		if err := w.Check(); err != nil {
+			return fmt.Errorf("matmul: %w", err)
+		}
+		if m < 0 || len(x) < m*k || len(outs[i]) < m*n {
+			return fmt.Errorf("matmul: weight %s [%d %d]: x has %d values and out %d, want %d and %d for m=%d",
+				w.Name, n, k, len(x), len(outs[i]), m*k, m*n, m)
+		}
+		if w.Type == tensor.Q8_0 || w.Type == tensor.Q4_0 {
+			q8 = append(q8, i)
+		} else {
+			qk = append(qk, i)
+		}
+	}
+	if m == 0 {
+		return nil
+	}
+	if len(q8) > 0 {
+		corr := false
+		for _, i := range q8 {
+			corr = corr || ws[i].Type == tensor.Q4_0
+		}
+		a := getQ8Acts(m, k, corr)
+		defer q8ActPool.Put(a)
+		a.quantize(p, x, corr)
+		for _, i := range q8 {
+			matmulQ8Acts(p, outs[i], a, ws[i].Data, ws[i].Type == tensor.Q4_0, m, ws[i].Shape[0], k)
+		}
+	}
+	if len(qk) > 0 {
+		a := getQ8KActs(m, k)
+		defer q8KActPool.Put(a)
+		a.quantize(p, x)
+		for _, i := range qk {
+			matmulKActs(p, outs[i], a, ws[i].Data, ws[i].Type == tensor.Q6_K, m, ws[i].Shape[0], k)
+		}
+	}
+	return nil
+}
+
+// quantAsmShared reports whether w is a 2-D quantized weight of a type whose activation
+// quantization MatMulShared shares (all of them share with the same input's k).
+func quantAsmShared(w *tensor.Tensor) bool {
+	if len(w.Shape) != 2 || w.Shape[0] == 0 {
+		return false
+	}
+	switch w.Type {
+	case tensor.Q8_0, tensor.Q4_0:
+		return w.Shape[1]%32 == 0
+	case tensor.Q4_K, tensor.Q6_K:
+		return w.Shape[1]%256 == 0
+	}
+	return false
+}
