@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/internal/shared"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -298,4 +299,60 @@ func TestRefusals(t *testing.T) {
 		}()
 		m.Forward([]int32{1, 2, 99, 0}, nil, 1, 4)
 	}()
+}
+
+// TestRealModelMatchesEngine copies a real checkpoint (stories260K, F32 GGUF, from ../shared)
+// into the trainer's parameters and compares its logits, and the loss of a batch, with the
+// engine's on the same file.
+func TestRealModelMatchesEngine(t *testing.T) {
+	path := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	eng, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	eng.Pool = testPool
+	B, T := 2, 32
+	m, err := New(eng.Config, B, T, testPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Params() {
+		w, err := eng.Weights[p.Name].Float32()
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		copy(p.W, w)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	V := eng.Config.Vocab
+	tokens, targets := randTokens(r, B*T, V), randTokens(r, B*T, V)
+	loss := m.Forward(tokens, targets, B, T)
+	got := m.Logits()
+	var worst, nll float64
+	for b := 0; b < B; b++ {
+		ids := make([]int, T)
+		for i := range ids {
+			ids[i] = int(tokens[b*T+i])
+		}
+		want, err := eng.Forward(eng.NewCache(T), ids, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			worst = max(worst, math.Abs(float64(got[b*T*V+i]-w)))
+		}
+		for i := 0; i < T; i++ {
+			row := to64(want[i*V : (i+1)*V])
+			nll += crossEntropy64(row, targets[b*T+i:b*T+i+1], 1, V)
+		}
+	}
+	nll /= float64(B * T)
+	t.Logf("stories260K: max |logit diff| vs engine %.3g, loss %.6f vs %.6f", worst, loss, nll)
+	if worst > 1e-4 {
+		t.Errorf("max |logit diff| vs engine %.3g > 1e-4", worst)
+	}
+	if math.Abs(float64(loss)-nll) > 1e-5*nll {
+		t.Errorf("loss %.6f, engine logits give %.6f", loss, nll)
+	}
 }
