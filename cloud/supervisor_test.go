@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -26,7 +28,29 @@ func TestMain(m *testing.M) {
 		childMain()
 		return
 	}
+	if os.Getenv("LLMCLOUD_CLOUD_SUPERVISOR") != "" {
+		supervisorMain()
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// supervisorMain runs a supervisor of two child replicas, prints their pids once ready and
+// waits to be killed.
+func supervisorMain() {
+	s, err := New(Options{Argv: []string{os.Args[0]}, Env: append(os.Environ(), "LLMCLOUD_CLOUD_SUPERVISOR=", "LLMCLOUD_CLOUD_CHILD=1"),
+		Replicas: 2, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	s.Start()
+	if err := s.WaitReady(context.Background(), 2); err != nil {
+		panic(err)
+	}
+	for _, r := range s.Status() {
+		fmt.Println("pid", r.PID)
+	}
+	select {}
 }
 
 // childMain: /health is 503 for $CHILD_DELAY_MS then 200; SIGTERM makes /health 503, keeps
@@ -159,7 +183,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+// alive reports whether pid runs (a zombie, dead but not yet reaped, does not).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err != nil || !strings.Contains(string(stat), ") Z ")
+}
 
 // Start, SIGKILL one replica (it leaves the ready set at once and comes back on a new process),
 // then Stop: every process is gone and the children's output was kept with a prefix.
@@ -313,4 +344,38 @@ func TestSupervisorStartTimeout(t *testing.T) {
 	if st := s.Status()[0]; st.State == Ready {
 		t.Errorf("never-healthy replica is ready: %+v", st)
 	}
+}
+
+// A supervisor that is SIGKILLed (no chance to drain) takes its replicas with it: they get the
+// parent-death signal.
+func TestNoOrphansWhenSupervisorKilled(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "LLMCLOUD_CLOUD_SUPERVISOR=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for len(pids) < 2 && sc.Scan() {
+		var pid int
+		if _, err := fmt.Sscanf(sc.Text(), "pid %d", &pid); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 2 {
+		t.Fatalf("supervisor reported pids %v", pids)
+	}
+	for _, p := range pids {
+		if !alive(p) {
+			t.Fatalf("replica %d not running", p)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitFor(t, "the replicas to die with their supervisor", func() bool { return !alive(pids[0]) && !alive(pids[1]) })
 }

@@ -69,7 +69,12 @@ func startUp(t *testing.T, args ...string) (string, *lockedBuffer) {
 		t.Fatalf("up: %v\n%s", err, logs)
 	}
 	t.Cleanup(func() {
-		cancel()
+		var before fleetView
+		if resp, err := http.Get(url + "/cloud/status"); err == nil {
+			json.NewDecoder(resp.Body).Decode(&before)
+			resp.Body.Close()
+		}
+		cancel() // as Ctrl-C
 		select {
 		case err := <-done:
 			if err != nil {
@@ -77,6 +82,11 @@ func startUp(t *testing.T, args ...string) (string, *lockedBuffer) {
 			}
 		case <-time.After(60 * time.Second):
 			t.Error("up did not stop")
+		}
+		for _, r := range before.Replicas {
+			if r.PID != 0 && syscall.Kill(r.PID, 0) == nil {
+				t.Errorf("replica %s (pid %d) still running after up returned", r.Name, r.PID)
+			}
 		}
 		if t.Failed() {
 			t.Logf("up's log:\n%s", logs)
@@ -358,5 +368,32 @@ func TestUpFlags(t *testing.T) {
 		if err == nil || !errors.As(err, &ue) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}
+	}
+}
+
+// The terminal table and the log line show every replica's numbers and the totals.
+func TestUpStatusRendering(t *testing.T) {
+	v := fleetView{Replicas: []replicaView{
+		{Name: "r1", URL: "http://127.0.0.1:1", PID: 11, State: "ready", Healthy: true, Running: 2, Waiting: 5, KVUsage: 0.25, Requests: 40, Failures: 1, PrefixQueries: 100, PrefixHits: 75},
+		{Name: "r2", URL: "http://127.0.0.1:2", PID: 12, State: "backoff", Restarts: 3},
+	}, Requests: 40, Failures: 1, Inflight: 7, PrefixQueries: 100, PrefixHits: 75, PrefixHitRate: 0.75,
+		Autoscale: &decisionView{Action: "up", Before: 1, After: 2, Desired: 3, Sum: 5, Reason: "waiting sum 5 / target 2 = 3"}}
+	var b strings.Builder
+	renderTable(&b, v)
+	table := b.String()
+	for _, want := range []string{
+		"REPLICA  URL", "PREFIX-HIT%",
+		"r1       http://127.0.0.1:1  11   ready    true     2        5        25.0  75.0         40        1         0",
+		"r2       http://127.0.0.1:2  12   backoff  false    0        0        0.0   0.0          0         0         3",
+		"router: 40 requests, 1 failures, 7 in flight; fleet prefix-cache hit rate 75.0%",
+		"autoscaler: up 1 -> 2 (desired 3, sum 5): waiting sum 5 / target 2 = 3",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	line := statusLine(v)
+	if want := "r1[pid=11 ready healthy=true run=2 wait=5 kv=25.0% req=40 fail=1 restarts=0] r2[pid=12 backoff healthy=false"; !strings.HasPrefix(line, want) {
+		t.Errorf("status line %q, want prefix %q", line, want)
 	}
 }
