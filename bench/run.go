@@ -69,20 +69,14 @@ func send(ctx context.Context, c *Client, reqs []Request, gaps []time.Duration, 
 	sent := make([]bool, len(reqs))
 	var wg sync.WaitGroup
 	var mu sync.Mutex // progress callbacks run one at a time
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := newArrivalTimer(ctx)
+	defer timer.close()
 	target := time.Now()
 	for i, r := range reqs {
 		if i > 0 {
 			target = target.Add(gaps[i-1])
 		}
-		if wait := time.Until(target); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-			case <-timer.C:
-			}
-		}
+		timer.sleep(ctx, time.Until(target))
 		if ctx.Err() != nil {
 			break
 		}

@@ -58,9 +58,10 @@ func NewFunc(script func(n int64, r *http.Request) Script, record bool) *Server 
 	return srv
 }
 
-// Handler returns the server's handler without starting a listener (for a real address).
-func Handler(script func(n int64, r *http.Request) Script) *Server {
-	return &Server{Model: "scripted", Script: script, timings: map[string]*Timing{}}
+// Handler returns the server's handler without starting a listener (for a real address);
+// record keeps Timings, answered at TimingsPath.
+func Handler(script func(n int64, r *http.Request) Script, record bool) *Server {
+	return &Server{Model: "scripted", Script: script, timings: map[string]*Timing{}, record: record}
 }
 
 // Timing returns the recorded timing of request id.
@@ -92,6 +93,10 @@ type reqBody struct {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
+	if r.Method == http.MethodGet && r.URL.Path == TimingsPath {
+		s.serveTimings(w)
+		return
+	}
 	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.Model)
 		return

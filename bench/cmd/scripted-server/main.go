@@ -19,6 +19,7 @@ func main() {
 	itl := flag.Duration("itl", 10*time.Millisecond, "gap between tokens")
 	tokens := flag.Int("tokens", 0, "tokens per response (0: the request's max_tokens)")
 	failEvery := flag.Int("fail-every", 0, "answer every n-th request with HTTP 500 (0: never)")
+	record := flag.Bool("record", false, "record per-request timings (X-Request-Id) and serve them at "+benchtest.TimingsPath)
 	flag.Parse()
 	s := benchtest.Handler(func(n int64, _ *http.Request) benchtest.Script {
 		sc := benchtest.Script{TTFT: *ttft, ITL: *itl, Tokens: *tokens}
@@ -26,7 +27,7 @@ func main() {
 			sc.Status = http.StatusInternalServerError
 		}
 		return sc
-	})
+	}, *record)
 	log.Printf("scripted OpenAI-compatible server on http://%s (ttft %v, itl %v)", *addr, *ttft, *itl)
 	log.Fatal(http.ListenAndServe(*addr, s))
 }
