@@ -22,7 +22,7 @@ type Config struct {
 	NumWarmups     int // unmeasured requests first (from the start of Requests)
 	Goodput        Goodput
 	Percentiles    []float64 // metric percentiles, e.g. [99]
-	Progress       func()    // after each measured request finishes (may be nil)
+	Progress       func()    // after each measured request finishes, concurrently from the request goroutines (may be nil)
 }
 
 // Run sends cfg.Requests and fills the measurements of res. It returns the outputs of the
@@ -68,7 +68,6 @@ func send(ctx context.Context, c *Client, reqs []Request, gaps []time.Duration, 
 	outs := make([]Output, len(reqs))
 	sent := make([]bool, len(reqs))
 	var wg sync.WaitGroup
-	var mu sync.Mutex // progress callbacks run one at a time
 	timer := newArrivalTimer(ctx)
 	defer timer.close()
 	target := time.Now()
@@ -99,9 +98,7 @@ func send(ctx context.Context, c *Client, reqs []Request, gaps []time.Duration, 
 			o.Scheduled = due
 			outs[i], sent[i] = o, true
 			if progress != nil {
-				mu.Lock()
 				progress()
-				mu.Unlock()
 			}
 		}()
 	}

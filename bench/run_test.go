@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,11 +179,11 @@ func TestInterrupt(t *testing.T) {
 	srv := benchtest.New(benchtest.Script{TTFT: 5 * time.Millisecond, ITL: 5 * time.Millisecond, Tokens: 10}, false)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := 0
+	var done atomic.Int64
 	res := &Result{}
 	cfg := Config{Client: newClient(srv.URL, false), Requests: wordRequests(t, 1000, 4, 10),
 		RequestRate: 200, MaxConcurrency: 8, Progress: func() {
-			if done++; done == 20 {
+			if done.Add(1) == 20 {
 				cancel()
 			}
 		}}

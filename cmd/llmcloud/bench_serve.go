@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -286,8 +287,27 @@ func (r *serveRun) execute(ctx context.Context, f *serveFlags, stdout, stderr io
 			progressbar.OptionSetDescription("requests"), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("req"), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }), progressbar.OptionSetWidth(30))
-		r.cfg.Progress = func() { bar.Add(1) }
-		defer bar.Exit()
+		// Requests only count themselves (an atomic add); the bar is drawn from its own
+		// goroutine ten times a second, so no request goroutine ever renders it.
+		var done atomic.Int64
+		r.cfg.Progress = func() { done.Add(1) }
+		stopBar := make(chan struct{})
+		barDone := make(chan struct{})
+		go func() {
+			defer close(barDone)
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+					bar.Set64(done.Load())
+				case <-stopBar:
+					bar.Set64(done.Load())
+					return
+				}
+			}
+		}()
+		defer func() { close(stopBar); <-barDone; bar.Exit() }()
 	}
 	r.res.Date = time.Now().Format("20060102-150405")
 	bench.Run(ctx, r.cfg, &r.res)
