@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ type overheadStats struct {
 	added, lag       []float64 // ms, sorted
 	achievedRate     float64
 	completed, total int
+	gcCycles         uint32 // in the client's process during the run
 }
 
 // measureOverhead sends n one-token requests at rate req/s (Poisson, after 50 warm-ups) to a
@@ -38,13 +40,18 @@ func measureOverhead(t testing.TB, n int, rate float64, separate bool) overheadS
 	res := &Result{}
 	cfg := Config{Client: newClient(url, false), Requests: wordRequestsTB(t, n, 8, 1),
 		RequestRate: Rate(rate), NumWarmups: 50, Seed: 1}
+	var before, after runtime.MemStats
+	defer TuneGC()() // as bench serve runs
+	runtime.ReadMemStats(&before)
 	outs := Run(context.Background(), cfg, res)
+	runtime.ReadMemStats(&after)
 	timings, err := benchtest.FetchTimings(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st overheadStats
 	st.total, st.completed, st.achievedRate = n, res.Completed, res.RequestThroughput
+	st.gcCycles = after.NumGC - before.NumGC
 	for i, o := range outs {
 		tm, ok := timings[idOf(i)]
 		if !o.Success || !ok || len(tm.Writes) != 1 {
@@ -81,8 +88,8 @@ func TestClientOverhead(t *testing.T) {
 			}
 			p50, p99 := Percentile(st.added, 50), Percentile(st.added, 99)
 			lag99 := Percentile(st.lag, 99)
-			t.Logf("achieved %.0f req/s; added latency p50 %.3f ms p99 %.3f ms max %.3f ms; dispatch lag p50 %.3f ms p99 %.3f ms",
-				st.achievedRate, p50, p99, st.added[len(st.added)-1], Percentile(st.lag, 50), lag99)
+			t.Logf("achieved %.0f req/s; added latency p50 %.3f ms p99 %.3f ms max %.3f ms; dispatch lag p50 %.3f ms p99 %.3f ms; %d GC cycles",
+				st.achievedRate, p50, p99, st.added[len(st.added)-1], Percentile(st.lag, 50), lag99, st.gcCycles)
 			if st.achievedRate < 900 {
 				t.Errorf("achieved %.0f req/s, want about 1000", st.achievedRate)
 			}

@@ -310,7 +310,9 @@ func (r *serveRun) execute(ctx context.Context, f *serveFlags, stdout, stderr io
 		defer func() { close(stopBar); <-barDone; bar.Exit() }()
 	}
 	r.res.Date = time.Now().Format("20060102-150405")
+	restoreGC := bench.TuneGC()
 	bench.Run(ctx, r.cfg, &r.res)
+	restoreGC()
 	if r.res.Interrupted {
 		fmt.Fprintf(stderr, "\ninterrupted: %d requests finished, %d failed or cut\n", r.res.Completed, r.res.Failed)
 	}
