@@ -65,27 +65,28 @@ func BenchmarkPeakFLOPS(b *testing.B) {
 	}
 }
 
-// BenchmarkGemmTrainMicro runs the 6x16 micro-kernel alone on L1-resident panels (kc = 256):
-// the ceiling of the packed Gemm on one core. It reports the mean rate and, because the
-// machine is shared, the best rate over bursts of 100 calls (~0.1 ms).
+// BenchmarkGemmTrainMicro runs each micro-kernel alone on L1-resident panels (kc = 256): the
+// ceiling of the packed Gemm on one core. It reports the mean rate, the rate per CPU-second
+// and, because the machine may be shared, the best rate over bursts of 100 calls.
 func BenchmarkGemmTrainMicro(b *testing.B) {
-	if !useTrainAsm {
-		b.Skip("no AVX2/FMA")
+	for _, kr := range trainKernels() {
+		b.Run(kr.name, func(b *testing.B) {
+			a, bp, c := make([]float32, kr.mr*trainKC), make([]float32, kr.nr*trainKC), make([]float32, kr.mr*kr.nr)
+			flops := float64(2 * kr.mr * kr.nr * trainKC * 100)
+			best := 0.0
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				t0 := time.Now()
+				for range 100 {
+					kr.fn(trainKC, &a[0], 4, 4*kr.mr, &bp[0], 4*kr.nr, &c[0], 4*kr.nr, 1)
+				}
+				best = max(best, flops/time.Since(t0).Seconds())
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(best/1e9, "bestGFLOP/s")
+			b.ReportMetric(flops*float64(b.N)/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+		})
 	}
-	a, bp, c := make([]float32, trainMR*trainKC), make([]float32, trainNR*trainKC), make([]float32, trainMR*trainNR)
-	const flops = 2 * trainMR * trainNR * trainKC * 100
-	best := 0.0
-	cpu0 := cpuSeconds()
-	for b.Loop() {
-		t0 := time.Now()
-		for range 100 {
-			gemmTrain6x16(trainKC, &a[0], 4, 4*trainMR, &bp[0], 4*trainNR, &c[0], 4*trainNR, 1)
-		}
-		best = max(best, flops/time.Since(t0).Seconds())
-	}
-	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	b.ReportMetric(best/1e9, "bestGFLOP/s")
-	b.ReportMetric(flops*float64(b.N)/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
 }
 
 // cpuSeconds is the user+system CPU time of the process so far.

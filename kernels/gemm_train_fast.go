@@ -1,9 +1,9 @@
 // This file implements the fast path of Gemm, blocked as BLIS does (k blocks of trainKC, A
-// blocks of trainMC rows for L2, B blocks of trainNC columns), with the AVX2/FMA micro-kernel
-// of gemm_train_amd64.s computing each 6x16 tile of C. The kernel takes strides, so a
-// row-major A is read in place; op(B) is packed into 16-column panels (16 KiB each, in L1
-// while used) and a transposed A into 6-row panels. Edge tiles run the same kernel on
-// zero-padded panels into a scratch tile.
+// blocks of trainMC rows for L2, B blocks of trainNC columns), with a micro-kernel of
+// gemm_train_amd64.s computing each mr x nr tile of C: AVX-512 8x32 where the CPU has it,
+// AVX2/FMA 6x16 otherwise. The kernels take strides, so a row-major A is read in place; op(B)
+// is packed into nr-column panels (16 or 32 KiB, in L1 while used) and a transposed A into
+// mr-row panels. Edge tiles run the same kernel on zero-padded panels into a scratch tile.
 package kernels
 
 //go:generate sh -c "cd internal/asmgen/train && go run . -out ../../../gemm_train_amd64.s -stubs ../../../gemm_train_stubs_amd64.go -pkg kernels"
@@ -11,11 +11,32 @@ package kernels
 import "sync"
 
 const (
-	trainMR = 6    // rows of a micro-tile
-	trainNR = 16   // columns of a micro-tile
-	trainKC = 256  // k block: a B panel is trainKC x 16 f32 = 16 KiB
-	trainMC = 144  // rows of the A block: 144 x 256 f32 = 144 KiB (L2)
-	trainNC = 3072 // columns of the B block: 256 x 3072 f32 = 3 MiB (L3)
+	trainMaxMR = 8    // the largest micro-tile's rows
+	trainMaxNR = 32   // and columns
+	trainKC    = 256  // the largest k block
+	trainMC    = 144  // rows of the A block (a multiple of every mr): 144 KiB (L2)
+	trainNC    = 3072 // columns of the B block (a multiple of every nr): 3 MiB (L3)
+)
+
+// gemmKernel is one micro-kernel: C[r][j] (+)= Σ_p A(r,p)·B(p,j) for r < mr, j < nr, with
+// A(r,p) at a + r*ars + p*aps and B(p, j) at b + p*bps + 4j (bytes).
+type gemmKernel struct {
+	name   string
+	mr, nr int
+	kc     int // k block: a B panel of kc x nr f32 stays in L1 (48 KiB on Zen 5) with room to spare
+	fn     func(k int, a *float32, ars, aps int, b *float32, bps int, c *float32, ldc int, acc int)
+}
+
+var (
+	kernelAVX2   = gemmKernel{"avx2-6x16", 6, 16, 256, gemmTrain6x16}
+	kernelAVX512 = gemmKernel{"avx512-8x32", 8, 32, 128, gemmTrain8x32}
+	// trainKernel is the micro-kernel Gemm uses (tests switch it to cover both).
+	trainKernel = func() gemmKernel {
+		if useTrainAVX512 {
+			return kernelAVX512
+		}
+		return kernelAVX2
+	}()
 )
 
 // gemmMinFlops is the size below which Gemm stays on the plain-Go path (packing would cost
@@ -23,7 +44,7 @@ const (
 const gemmMinFlops = 1 << 12
 
 // gemmFast runs Gemm on the packed AVX2 path and reports whether it did. The work is split
-// across workers along n in whole 16-column panels or along m in 6-row panels: splitting n
+// across workers along n in whole nr-column panels or along m in mr-row panels: splitting n
 // makes every worker pack all of op(A) (m x k values), splitting m all of op(B) (k x n), so the
 // split goes along the longer of m and n while it still gives every worker a share. Either way
 // each element of C is summed by one worker in the same order, so the result does not depend
@@ -32,21 +53,22 @@ func gemmFast(p *Pool, m, n, k int, a, b Mat, c []float32, ldc int, acc bool) bo
 	if !useTrainAsm || m*n*k < gemmMinFlops {
 		return false
 	}
-	nPanels, mPanels := (n+trainNR-1)/trainNR, (m+trainMR-1)/trainMR
+	kr := trainKernel
+	nPanels, mPanels := (n+kr.nr-1)/kr.nr, (m+kr.mr-1)/kr.mr
 	splitM := mPanels >= p.workers && (m > n || nPanels < p.workers)
 	if !splitM && nPanels < p.workers {
 		splitM = mPanels > nPanels
 	}
 	// At least ~2 MFLOP per worker.
 	if splitM {
-		minChunk := max(1, (1<<20)/(n*k*trainMR))
+		minChunk := max(1, (1<<20)/(n*k*kr.mr))
 		p.For(mPanels, minChunk, func(lo, hi int) {
-			gemmBlock(m, k, a, b, c, ldc, acc, lo*trainMR, min(hi*trainMR, m), 0, n)
+			gemmBlock(kr, k, a, b, c, ldc, acc, lo*kr.mr, min(hi*kr.mr, m), 0, n)
 		})
 	} else {
-		minChunk := max(1, (1<<20)/(m*k*trainNR))
+		minChunk := max(1, (1<<20)/(m*k*kr.nr))
 		p.For(nPanels, minChunk, func(lo, hi int) {
-			gemmBlock(m, k, a, b, c, ldc, acc, 0, m, lo*trainNR, min(hi*trainNR, n))
+			gemmBlock(kr, k, a, b, c, ldc, acc, 0, m, lo*kr.nr, min(hi*kr.nr, n))
 		})
 	}
 	return true
@@ -54,9 +76,9 @@ func gemmFast(p *Pool, m, n, k int, a, b Mat, c []float32, ldc int, acc bool) bo
 
 // gemmBuf is one worker's packing scratch.
 type gemmBuf struct {
-	a    [trainMC * trainKC]float32 // op(A) block in 6-row panels (transposed A and edges)
-	b    [trainKC * trainNC]float32 // op(B) block in 16-column panels
-	tile [trainMR * trainNR]float32 // an edge tile of C
+	a    [trainMC * trainKC]float32       // op(A) block in mr-row panels (transposed A and edges)
+	b    [trainKC * trainNC]float32       // op(B) block in nr-column panels
+	tile [trainMaxMR * trainMaxNR]float32 // an edge tile of C
 }
 
 var gemmBufs = sync.Pool{New: func() any { return new(gemmBuf) }}
@@ -66,43 +88,44 @@ var gemmBufs = sync.Pool{New: func() any { return new(gemmBuf) }}
 // power-of-two row stride would map a whole panel onto one L1 set. A row-major A is read in
 // place (6 sequential streams); a transposed A is packed (6 floats per k step), as is a last
 // partial row panel.
-func gemmBlock(m, k int, a, b Mat, c []float32, ldc int, acc bool, i0, i1, j0, j1 int) {
+func gemmBlock(kr gemmKernel, k int, a, b Mat, c []float32, ldc int, acc bool, i0, i1, j0, j1 int) {
+	mr0, nr0 := kr.mr, kr.nr
 	buf := gemmBufs.Get().(*gemmBuf)
 	defer gemmBufs.Put(buf)
 	for jc := j0; jc < j1; jc += trainNC {
 		nc := min(trainNC, j1-jc)
-		for pc := 0; pc < k; pc += trainKC {
-			kc := min(trainKC, k-pc)
-			packB(buf.b[:], b, pc, kc, jc, nc)
+		for pc := 0; pc < k; pc += kr.kc {
+			kc := min(kr.kc, k-pc)
+			packB(buf.b[:], b, nr0, pc, kc, jc, nc)
 			flag := 0
 			if acc || pc > 0 {
 				flag = 1
 			}
 			for ic := i0; ic < i1; ic += trainMC {
 				mc := min(trainMC, i1-ic)
-				full := mc - mc%trainMR // rows in whole panels
+				full := mc - mc%mr0 // rows in whole panels
 				if a.T {
-					packA(buf.a[:], a, ic, mc, pc, kc)
+					packA(buf.a[:], a, mr0, ic, mc, pc, kc)
 				} else if full < mc {
-					packA(buf.a[full*kc:], a, ic+full, mc-full, pc, kc)
+					packA(buf.a[full*kc:], a, mr0, ic+full, mc-full, pc, kc)
 				}
-				for jr := 0; jr < nc; jr += trainNR {
-					nr := min(trainNR, nc-jr)
+				for jr := 0; jr < nc; jr += nr0 {
+					nr := min(nr0, nc-jr)
 					bp := &buf.b[jr*kc]
-					for ir := 0; ir < mc; ir += trainMR {
-						ap, ars, aps := &buf.a[ir*kc], 4, 4*trainMR
+					for ir := 0; ir < mc; ir += mr0 {
+						ap, ars, aps := &buf.a[ir*kc], 4, 4*mr0
 						if !a.T && ir < full {
 							ap, ars, aps = &a.Data[(ic+ir)*a.Stride+pc], 4*a.Stride, 4
 						}
 						off := (ic+ir)*ldc + jc + jr
-						if ir < full && nr == trainNR {
-							gemmTrain6x16(kc, ap, ars, aps, bp, 4*trainNR, &c[off], 4*ldc, flag)
+						if ir < full && nr == nr0 {
+							kr.fn(kc, ap, ars, aps, bp, 4*nr0, &c[off], 4*ldc, flag)
 							continue
 						}
-						gemmTrain6x16(kc, ap, ars, aps, bp, 4*trainNR, &buf.tile[0], 4*trainNR, 0)
-						mr := min(trainMR, mc-ir)
+						kr.fn(kc, ap, ars, aps, bp, 4*nr0, &buf.tile[0], 4*nr0, 0)
+						mr := min(mr0, mc-ir)
 						for r := 0; r < mr; r++ {
-							dst, src := c[off+r*ldc:off+r*ldc+nr], buf.tile[r*trainNR:r*trainNR+nr]
+							dst, src := c[off+r*ldc:off+r*ldc+nr], buf.tile[r*nr0:r*nr0+nr]
 							if flag == 0 {
 								copy(dst, src)
 								continue
@@ -118,55 +141,55 @@ func gemmBlock(m, k int, a, b Mat, c []float32, ldc int, acc bool, i0, i1, j0, j
 	}
 }
 
-// packA packs rows [ic, ic+mc) x columns [pc, pc+kc) of op(A) into 6-row panels: panel q holds
-// dst[q*6*kc + p*6 + r] = op(A)[ic+6q+r][pc+p], rows past mc zero.
-func packA(dst []float32, a Mat, ic, mc, pc, kc int) {
-	for ir := 0; ir < mc; ir += trainMR {
-		mr := min(trainMR, mc-ir)
-		d := dst[ir*kc : (ir+trainMR)*kc]
-		if mr < trainMR {
+// packA packs rows [ic, ic+mc) x columns [pc, pc+kc) of op(A) into mr-row panels: panel q
+// holds dst[q*mr*kc + p*mr + r] = op(A)[ic+mr*q+r][pc+p], rows past mc zero.
+func packA(dst []float32, a Mat, mr0, ic, mc, pc, kc int) {
+	for ir := 0; ir < mc; ir += mr0 {
+		mr := min(mr0, mc-ir)
+		d := dst[ir*kc : (ir+mr0)*kc]
+		if mr < mr0 {
 			clear(d)
 			for r := 0; r < mr; r++ {
 				for p := 0; p < kc; p++ {
-					d[p*trainMR+r] = a.at(ic+ir+r, pc+p)
+					d[p*mr0+r] = a.at(ic+ir+r, pc+p)
 				}
 			}
 			continue
 		}
-		// Only a transposed A comes here whole: 6 consecutive values per k step.
+		// Only a transposed A comes here whole: mr consecutive values per k step.
 		for p := 0; p < kc; p++ {
-			*(*[trainMR]float32)(d[p*trainMR:]) = [trainMR]float32(a.Data[(pc+p)*a.Stride+ic+ir:])
+			copy(d[p*mr0:(p+1)*mr0], a.Data[(pc+p)*a.Stride+ic+ir:])
 		}
 	}
 }
 
-// packB packs rows [pc, pc+kc) x columns [jc, jc+nc) of op(B) into 16-column panels: panel q
-// holds dst[q*16*kc + p*16 + j] = op(B)[pc+p][jc+16q+j], columns past nc zero.
-func packB(dst []float32, b Mat, pc, kc, jc, nc int) {
-	for jr := 0; jr < nc; jr += trainNR {
-		nr := min(trainNR, nc-jr)
-		d := dst[jr*kc : (jr+trainNR)*kc]
+// packB packs rows [pc, pc+kc) x columns [jc, jc+nc) of op(B) into nr-column panels: panel q
+// holds dst[q*nr*kc + p*nr + j] = op(B)[pc+p][jc+nr*q+j], columns past nc zero.
+func packB(dst []float32, b Mat, nr0, pc, kc, jc, nc int) {
+	for jr := 0; jr < nc; jr += nr0 {
+		nr := min(nr0, nc-jr)
+		d := dst[jr*kc : (jr+nr0)*kc]
 		switch {
-		case nr < trainNR:
+		case nr < nr0:
 			clear(d)
 			for p := 0; p < kc; p++ {
 				for j := 0; j < nr; j++ {
-					d[p*trainNR+j] = b.at(pc+p, jc+jr+j)
+					d[p*nr0+j] = b.at(pc+p, jc+jr+j)
 				}
 			}
 		case !b.T:
 			for p := 0; p < kc; p++ {
-				*(*[trainNR]float32)(d[p*trainNR:]) = [trainNR]float32(b.Data[(pc+p)*b.Stride+jc+jr:])
+				copy(d[p*nr0:(p+1)*nr0], b.Data[(pc+p)*b.Stride+jc+jr:])
 			}
 		default:
 			// Eight rows of the stored matrix at a time: each becomes 8 lanes of every p.
 			s := b.Stride
-			for h := 0; h < trainNR; h += 8 {
+			for h := 0; h < nr0; h += 8 {
 				o := (jc+jr+h)*s + pc
 				r0, r1, r2, r3 := b.Data[o:o+kc], b.Data[o+s:o+s+kc], b.Data[o+2*s:o+2*s+kc], b.Data[o+3*s:o+3*s+kc]
 				r4, r5, r6, r7 := b.Data[o+4*s:o+4*s+kc], b.Data[o+5*s:o+5*s+kc], b.Data[o+6*s:o+6*s+kc], b.Data[o+7*s:o+7*s+kc]
 				for p := range r0 {
-					*(*[8]float32)(d[p*trainNR+h:]) = [8]float32{r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]}
+					*(*[8]float32)(d[p*nr0+h:]) = [8]float32{r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]}
 				}
 			}
 		}

@@ -5,5 +5,11 @@ package kernels
 // gemmTrain6x16 sets (or, with acc != 0, adds to) C[r*ldc/4+j] Σ_p A(r,p)·B(p,j) for r < 6, j < 16, p < k, where A(r,p) = *(a + r*ars + p*aps) and B(p,j) = *(b + p*bps + 4j); strides in bytes.
 func gemmTrain6x16(k int, a *float32, ars int, aps int, b *float32, bps int, c *float32, ldc int, acc int)
 
+// gemmTrain8x32 sets (or, with acc != 0, adds to) C[r*ldc/4+j] Σ_p A(r,p)·B(p,j) for r < 8, j < 32, p < k, where A(r,p) = *(a + r*ars + p*aps) and B(p,j) = *(b + p*bps + 4j); strides in bytes.
+func gemmTrain8x32(k int, a *float32, ars int, aps int, b *float32, bps int, c *float32, ldc int, acc int)
+
 // fmaPeak runs n iterations of 12 independent 8-lane FMAs (192 flops each) and returns a lane of the result so the work is observable.
 func fmaPeak(n int) float32
+
+// fmaPeak512 runs n iterations of 12 independent 16-lane FMAs (384 flops each) and returns a lane of the result so the work is observable.
+func fmaPeak512(n int) float32

@@ -56,10 +56,40 @@ func checkGemm(t *testing.T, p *Pool, r *rand.Rand, m, n, k int, ta, tb, acc boo
 	}
 }
 
-func TestGemmMatchesReference(t *testing.T) {
+// trainKernels are the micro-kernels this CPU can run.
+func trainKernels() []gemmKernel {
+	var ks []gemmKernel
+	if useTrainAsm {
+		ks = append(ks, kernelAVX2)
+	}
+	if useTrainAVX512 {
+		ks = append(ks, kernelAVX512)
+	}
+	return ks
+}
+
+// eachKernel runs f with Gemm on every micro-kernel this CPU has (once, on the plain-Go path,
+// without any).
+func eachKernel(t *testing.T, f func(t *testing.T)) {
+	ks := trainKernels()
+	if len(ks) == 0 {
+		f(t)
+		return
+	}
+	saved := trainKernel
+	defer func() { trainKernel = saved }()
+	for _, k := range ks {
+		trainKernel = k
+		t.Run(k.name, f)
+	}
+}
+
+func TestGemmMatchesReference(t *testing.T) { eachKernel(t, testGemmMatchesReference) }
+
+func testGemmMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	p := NewPool(3)
-	sizes := []int{1, 2, 5, 6, 7, 15, 16, 17, 33, 70}
+	sizes := []int{1, 2, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 70}
 	for _, ta := range []bool{false, true} {
 		for _, tb := range []bool{false, true} {
 			for range 40 {
@@ -75,7 +105,9 @@ func TestGemmMatchesReference(t *testing.T) {
 }
 
 // TestGemmDeterministic: bit-identical results on pools of 1, 2 and 3 workers.
-func TestGemmDeterministic(t *testing.T) {
+func TestGemmDeterministic(t *testing.T) { eachKernel(t, testGemmDeterministic) }
+
+func testGemmDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	m, n, k := 77, 301, 259
 	a, b := gemmOperand(r, m, k, true), gemmOperand(r, k, n, false)

@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// PeakFLOPS measures the f32 peak of `threads` cores in FLOP/s. Each of `threads` goroutines
-// (locked to an OS thread, all running at once) times 60 bursts of ~2 ms of a register-only
-// loop of 12 independent 8-lane FMAs (AVX2, 2 flops per lane) and keeps its fastest burst; the
-// result is the sum of the threads' best rates. Taking each thread's best burst makes the
+// PeakFLOPS measures the f32 peak of `threads` cores in FLOP/s, on the vector width Gemm
+// uses: AVX-512 (16 lanes) where the CPU has it, else AVX2 (8 lanes). Each of `threads`
+// goroutines (locked to an OS thread, all running at once) times 60 bursts of ~2 ms of a
+// register-only loop of 12 independent FMAs (2 flops per lane) and keeps its fastest burst;
+// the result is the sum of the threads' best rates. Taking each thread's best burst makes the
 // number robust to other processes sharing the machine (a burst that was not preempted runs
 // at the core's full rate). On a machine without the assembly it returns 0.
 //
@@ -22,12 +23,15 @@ func PeakFLOPS(threads int) float64 {
 		return 0
 	}
 	threads = max(threads, 1)
-	const flopsPerIter = 12 * 8 * 2
+	fmaLoop, flopsPerIter := fmaPeak, 12*8*2.0
+	if trainKernel.nr == kernelAVX512.nr {
+		fmaLoop, flopsPerIter = fmaPeak512, 12*16*2.0
+	}
 	// Calibrate: iterations in ~2 ms.
 	iters := 1 << 10
 	for {
 		t0 := time.Now()
-		fmaPeak(iters)
+		fmaLoop(iters)
 		if d := time.Since(t0); d > time.Millisecond {
 			iters = int(float64(iters) * float64(2*time.Millisecond) / float64(d))
 			break
@@ -44,7 +48,7 @@ func PeakFLOPS(threads int) float64 {
 			defer runtime.UnlockOSThread()
 			for range 60 {
 				t0 := time.Now()
-				fmaPeak(iters)
+				fmaLoop(iters)
 				best[i] = max(best[i], float64(iters)*flopsPerIter/time.Since(t0).Seconds())
 			}
 		}()

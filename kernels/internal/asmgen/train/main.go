@@ -15,14 +15,25 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const (
-	mr = 6  // rows of the C tile (broadcast A values per k step)
-	nr = 16 // columns of the C tile (two YMM vectors of B per k step)
+// vec is a vector width: AVX2 (YMM, 8 lanes) or AVX-512 (ZMM, 16 lanes).
+type vec struct {
+	name  string
+	lanes int
+	reg   func() VecVirtual
+}
+
+var (
+	ymm = vec{"", 8, YMM}
+	zmm = vec{"512", 16, ZMM}
 )
 
 func main() {
-	microKernel()
-	fmaPeak()
+	// C tiles of mr rows x 2 vectors: 6x16 with 12 YMM accumulators (of 16 registers), 8x32
+	// with 16 ZMM accumulators (of 32; enough to cover the FMA latency on two pipes).
+	microKernel(6, ymm)
+	microKernel(8, zmm)
+	fmaPeak(ymm)
+	fmaPeak(zmm)
 	Generate()
 }
 
@@ -30,7 +41,8 @@ func main() {
 // FMA per p into each accumulator lane). A(r,p) is at a + r*ars + p*aps and B(p, 0..15) at
 // b + p*bps (bytes), so the same kernel reads packed panels (ars=4, aps=24, bps=64) or a
 // matrix in place (row-major or transposed).
-func microKernel() {
+func microKernel(mr int, v vec) {
+	nr := 2 * v.lanes
 	name := fmt.Sprintf("gemmTrain%dx%d", mr, nr)
 	TEXT(name, NOSPLIT, "func(k int, a *float32, ars, aps int, b *float32, bps int, c *float32, ldc int, acc int)")
 	Doc(fmt.Sprintf("%s sets (or, with acc != 0, adds to) C[r*ldc/4+j] Σ_p A(r,p)·B(p,j) for r < %d, j < %d, p < k, where A(r,p) = *(a + r*ars + p*aps) and B(p,j) = *(b + p*bps + 4j); strides in bytes.",
@@ -41,14 +53,16 @@ func microKernel() {
 	aps := Load(Param("aps"), GP64())
 	pb := Load(Param("b"), GP64())
 	bps := Load(Param("bps"), GP64())
-	a3 := GP64()
-	LEAQ(Mem{Base: a0, Index: ars, Scale: 2}, a3)
-	ADDQ(ars, a3) // a3 = a + 3*ars
+	bases := []Register{a0} // bases[q] = a + 3q*ars
+	for q := 1; 3*q < mr; q++ {
+		bq := GP64()
+		LEAQ(Mem{Base: bases[q-1], Index: ars, Scale: 2}, bq)
+		ADDQ(ars, bq)
+		bases = append(bases, bq)
+	}
 	amem := func(r int) Mem {
-		base := a0
-		if r >= 3 {
-			base, r = a3, r-3
-		}
+		base := bases[r/3]
+		r %= 3
 		switch r {
 		case 0:
 			return Mem{Base: base}
@@ -57,24 +71,26 @@ func microKernel() {
 		}
 		return Mem{Base: base, Index: ars, Scale: 2}
 	}
-	var accs [mr][2]VecVirtual
+	vb := 4 * v.lanes // bytes per vector
+	accs := make([][2]VecVirtual, mr)
 	for r := range accs {
 		for j := range accs[r] {
-			accs[r][j] = YMM()
+			accs[r][j] = v.reg()
 			VXORPS(accs[r][j], accs[r][j], accs[r][j])
 		}
 	}
-	b0, b1, t := YMM(), YMM(), YMM()
+	b0, b1, t := v.reg(), v.reg(), v.reg()
 	step := func() {
 		VMOVUPS(Mem{Base: pb}, b0)
-		VMOVUPS(Mem{Base: pb, Disp: 32}, b1)
+		VMOVUPS(Mem{Base: pb, Disp: vb}, b1)
 		for r := 0; r < mr; r++ {
 			VBROADCASTSS(amem(r), t)
 			VFMADD231PS(b0, t, accs[r][0])
 			VFMADD231PS(b1, t, accs[r][1])
 		}
-		ADDQ(aps, a0)
-		ADDQ(aps, a3)
+		for _, b := range bases {
+			ADDQ(aps, b)
+		}
 		ADDQ(bps, pb)
 	}
 	const unroll = 4
@@ -101,9 +117,9 @@ func microKernel() {
 	JZ(LabelRef("set"))
 	for r := 0; r < mr; r++ {
 		VADDPS(Mem{Base: pc}, accs[r][0], accs[r][0])
-		VADDPS(Mem{Base: pc, Disp: 32}, accs[r][1], accs[r][1])
+		VADDPS(Mem{Base: pc, Disp: vb}, accs[r][1], accs[r][1])
 		VMOVUPS(accs[r][0], Mem{Base: pc})
-		VMOVUPS(accs[r][1], Mem{Base: pc, Disp: 32})
+		VMOVUPS(accs[r][1], Mem{Base: pc, Disp: vb})
 		ADDQ(ldc, pc)
 	}
 	VZEROUPPER()
@@ -111,25 +127,27 @@ func microKernel() {
 	Label("set")
 	for r := 0; r < mr; r++ {
 		VMOVUPS(accs[r][0], Mem{Base: pc})
-		VMOVUPS(accs[r][1], Mem{Base: pc, Disp: 32})
+		VMOVUPS(accs[r][1], Mem{Base: pc, Disp: vb})
 		ADDQ(ldc, pc)
 	}
 	VZEROUPPER()
 	RET()
 }
 
-// fmaPeak runs n iterations of 12 independent 8-lane FMAs (192 flops per iteration): enough
-// chains to cover the FMA latency on two pipes, no memory traffic.
-func fmaPeak() {
-	TEXT("fmaPeak", NOSPLIT, "func(n int) float32")
-	Doc("fmaPeak runs n iterations of 12 independent 8-lane FMAs (192 flops each) and returns a lane of the result so the work is observable.")
+// fmaPeak runs n iterations of 12 independent FMAs on full vectors (12*lanes*2 flops per
+// iteration): enough chains to cover the FMA latency on two pipes, no memory traffic.
+func fmaPeak(v vec) {
+	name := "fmaPeak" + v.name
+	TEXT(name, NOSPLIT, "func(n int) float32")
+	Doc(fmt.Sprintf("%s runs n iterations of 12 independent %d-lane FMAs (%d flops each) and returns a lane of the result so the work is observable.",
+		name, v.lanes, 12*v.lanes*2))
 	n := Load(Param("n"), GP64())
 	var accs [12]VecVirtual
 	for i := range accs {
-		accs[i] = YMM()
+		accs[i] = v.reg()
 		VXORPS(accs[i], accs[i], accs[i])
 	}
-	x, y := YMM(), YMM()
+	x, y := v.reg(), v.reg()
 	VXORPS(x, x, x)
 	VXORPS(y, y, y)
 	Label("loop")
