@@ -114,8 +114,12 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 		matmulZ(p, out, a, w, q4, m, n, k)
 		return
 	}
-	if quantVNNI && m == 1 && (!q4 && nb%2 == 0 || q4 && nb%4 == 0) {
-		gemvZ(p, out, a, w, q4, n, k)
+	if m == 1 && gemvRows == 1 {
+		dt := tensor.Q8_0
+		if q4 {
+			dt = tensor.Q4_0
+		}
+		gemvSegs(p, []gemvSeg{{out: out, w: w, dt: dt, n: n, k: k}}, a, nil)
 		return
 	}
 	tiles := &quantTiles[qi]
@@ -126,19 +130,6 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 			cp = &corr[t*nb*8]
 		}
 		tiles[R][T](&w[r*rs], rs, &a.qs[t*k], k, &a.d[t*nb], cp, nb, &out[t*n+r], n)
-	}
-	if m == 1 && q4 && nb%2 == 0 && gemvRows == 1 {
-		a.pairLayout()
-		p.For(n, 64, func(lo, hi int) {
-			q4Rows(&w[lo*rs], rs, hi-lo, &a.x2[0], &a.d2[0], &a.c2[0], nb/2, &out[lo])
-		})
-		return
-	}
-	if m == 1 && !q4 && gemvRows == 1 {
-		p.For(n, 64, func(lo, hi int) {
-			q8Rows(&w[lo*rs], rs, hi-lo, &a.qs[0], &a.d[0], nb, &out[lo])
-		})
-		return
 	}
 	if m == 1 {
 		g := gemvRows
@@ -193,6 +184,14 @@ func matmulKActs(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k 
 	rs := nb * bb
 	if quantVNNI && !q6 && m > 1 {
 		matmulK4Z(p, out, a, w, m, n, k)
+		return
+	}
+	if m == 1 {
+		dt := tensor.Q4_K
+		if q6 {
+			dt = tensor.Q6_K
+		}
+		gemvSegs(p, []gemvSeg{{out: out, w: w, dt: dt, n: n, k: k}}, nil, a)
 		return
 	}
 	tc := tokenChunk(k)

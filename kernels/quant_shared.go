@@ -43,8 +43,11 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 			qk = append(qk, i)
 		}
 	}
-	if m == 0 {
+	if m == 0 || len(q8)+len(qk) == 0 {
 		return nil
+	}
+	if m == 1 && gemvRows == 1 {
+		return p.gemvShared(outs, x, ws, q8, qk, k)
 	}
 	if len(q8) > 0 {
 		corr := false
@@ -66,6 +69,36 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 			matmulKActs(p, outs[i], a, ws[i].Data, ws[i].Type == tensor.Q6_K, m, ws[i].Shape[0], k)
 		}
 	}
+	return nil
+}
+
+// gemvShared is MatMulShared for one token: the token is quantized once per family, and the
+// rows of all the weights are split across the pool as one job.
+func (p *Pool) gemvShared(outs [][]float32, x []float32, ws []*tensor.Tensor, q8, qk []int, k int) error {
+	var a8 *q8Acts
+	var ak *q8KActs
+	segs := make([]gemvSeg, 0, len(ws))
+	if len(q8) > 0 {
+		corr := false
+		for _, i := range q8 {
+			corr = corr || ws[i].Type == tensor.Q4_0
+		}
+		a8 = getQ8Acts(1, k, corr)
+		defer q8ActPool.Put(a8)
+		a8.quantize(p, x, corr)
+		for _, i := range q8 {
+			segs = append(segs, gemvSeg{out: outs[i], w: ws[i].Data, dt: ws[i].Type, n: ws[i].Shape[0], k: k})
+		}
+	}
+	if len(qk) > 0 {
+		ak = getQ8KActs(1, k)
+		defer q8KActPool.Put(ak)
+		ak.quantize(p, x)
+		for _, i := range qk {
+			segs = append(segs, gemvSeg{out: outs[i], w: ws[i].Data, dt: ws[i].Type, n: ws[i].Shape[0], k: k})
+		}
+	}
+	gemvSegs(p, segs, a8, ak)
 	return nil
 }
 

@@ -240,25 +240,6 @@ func (a *q8Acts) prepQuad() {
 	}
 }
 
-// gemvZ runs a one-token Q8_0 (nb even) or Q4_0 (nb a multiple of 4) matmul on the VNNI decode
-// kernels, rows split across the pool; a holds the quantized token.
-func gemvZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, n, k int) {
-	nb := k / 32
-	if q4 {
-		a.prepQuad()
-		rs := nb * 18
-		p.For(n, 64, func(lo, hi int) {
-			rowsZ[1](&w[lo*rs], rs, hi-lo, &a.x4[0], &a.d4[0], &a.c4[0], nb/4, &out[lo])
-		})
-		return
-	}
-	a.prepZ(p, false)
-	rs := nb * 34
-	p.For(n, 64, func(lo, hi int) {
-		rowsZ[0](&w[lo*rs], rs, hi-lo, &a.qs[0], &a.dz[0], &a.cz[0], nb/2, &out[lo])
-	})
-}
-
 // refTileZ returns the Go twin of the VNNI R x T tile kernel.
 func refTileZ(q4 bool, R, T int) tileFunc {
 	bb := 68

@@ -44,6 +44,8 @@ type Batch struct {
 	last   []float32 // [rows needing logits, Dim]
 	logits []float32 // [rows needing logits, Vocab]
 	glu    gluRowsJob
+	shOuts [][]float32 // reused argument lists of matMulShared
+	shWs   []*tensor.Tensor
 }
 
 // matMul is out = in · wᵀ for rows rows ([rows, k] -> [rows, n]); in Invariant mode through
@@ -186,7 +188,8 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	for l := range m.layers {
 		ly := &m.layers[l]
 		ws.rmsNormRows(p, xb, x, ly.attnNorm, n, dim, cfg.NormEps)
-		if err := b.matMulShared(p, [][]float32{q, k, v}, xb, []*tensor.Tensor{ly.wq, ly.wk, ly.wv}, n); err != nil {
+		b.shOuts, b.shWs = append(b.shOuts[:0], q, k, v), append(b.shWs[:0], ly.wq, ly.wk, ly.wv)
+		if err := b.matMulShared(p, b.shOuts, xb, b.shWs, n); err != nil {
 			return nil, err
 		}
 		kc, vc := kv.K[l], kv.V[l]
@@ -219,7 +222,8 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 		}
 		kernels.Add(x, xb)
 		ws.rmsNormRows(p, xb, x, ly.ffnNorm, n, dim, cfg.NormEps)
-		if err := b.matMulShared(p, [][]float32{gate, up}, xb, []*tensor.Tensor{ly.gate, ly.up}, n); err != nil {
+		b.shOuts, b.shWs = append(b.shOuts[:0], gate, up), append(b.shWs[:0], ly.gate, ly.up)
+		if err := b.matMulShared(p, b.shOuts, xb, b.shWs, n); err != nil {
 			return nil, err
 		}
 		b.swiGLURows(p, gate, up, n, cfg.FFN)

@@ -1,0 +1,88 @@
+// This file implements the one-token (decode) quantized matmul over row ranges, so that one
+// pool job can cover the rows of several weights that share the token (MatMulShared: q/k/v,
+// gate/up), with one barrier instead of one per weight. Each weight type runs its fastest
+// decode kernel: the VNNI row kernels, the AVX2 sequential row kernels, the 1x1 tile for Q4_0
+// with an odd block count, and the K-quant dots.
+package kernels
+
+import "github.com/llmcloud/llmcloud/tensor"
+
+// gemvSeg is one weight of a one-token matmul: out[r] = x · w[r] for rows r in [0, n).
+type gemvSeg struct {
+	out  []float32
+	w    []byte
+	dt   tensor.DType
+	n, k int
+}
+
+// prep computes the token layouts seg's kernel reads (a8 or ak quantized already); it runs
+// before the rows are split, since the layouts are shared by the workers.
+func (s *gemvSeg) prep(p *Pool, a8 *q8Acts, ak *q8KActs) {
+	nb := s.k / 32
+	switch {
+	case s.dt == tensor.Q8_0 && quantVNNI && nb%2 == 0:
+		a8.prepZ(p, false)
+	case s.dt == tensor.Q4_0 && quantVNNI && nb%4 == 0:
+		a8.prepQuad()
+	case s.dt == tensor.Q4_0 && nb%2 == 0:
+		a8.pairLayout()
+	}
+}
+
+// rows computes rows [lo, hi) of seg.
+func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	w, k, out := s.w, s.k, s.out
+	nb := k / 32
+	switch s.dt {
+	case tensor.Q8_0:
+		rs := nb * 34
+		if quantVNNI && nb%2 == 0 {
+			rowsZ[0](&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+		} else {
+			q8Rows(&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.d[0], nb, &out[lo])
+		}
+	case tensor.Q4_0:
+		rs := nb * 18
+		switch {
+		case quantVNNI && nb%4 == 0:
+			rowsZ[1](&w[lo*rs], rs, hi-lo, &a8.x4[0], &a8.d4[0], &a8.c4[0], nb/4, &out[lo])
+		case nb%2 == 0:
+			q4Rows(&w[lo*rs], rs, hi-lo, &a8.x2[0], &a8.d2[0], &a8.c2[0], nb/2, &out[lo])
+		default:
+			for r := lo; r < hi; r++ {
+				quantTiles[1][1][1](&w[r*rs], rs, &a8.qs[0], k, &a8.d[0], &a8.corr[0], nb, &out[r], 1)
+			}
+		}
+	case tensor.Q4_K:
+		rs := k / 256 * 144
+		for r := lo; r < hi; r++ {
+			out[r] = dotQ4K(&w[r*rs], &ak.qs[0], &ak.d[0], &ak.bsum8[0], k/256)
+		}
+	case tensor.Q6_K:
+		rs := k / 256 * 210
+		for r := lo; r < hi; r++ {
+			out[r] = dotQ6K(&w[r*rs], &ak.qs[0], &ak.d[0], &ak.bsums[0], k/256)
+		}
+	}
+}
+
+// gemvSegs computes every segment for one token on p: the rows of all segments are split into
+// ranges as one job.
+func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
+	total := 0
+	for i := range segs {
+		segs[i].prep(p, a8, ak)
+		total += segs[i].n
+	}
+	p.For(total, 64, func(lo, hi int) {
+		start := 0
+		for i := range segs {
+			s := &segs[i]
+			s.rows(a8, ak, max(lo, start)-start, min(hi, start+s.n)-start)
+			start += s.n
+		}
+	})
+}
