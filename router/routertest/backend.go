@@ -3,8 +3,8 @@
 // flush per token, ITL apart, or as one JSON body), GET /health, GET /v1/models, and GET /metrics
 // with vLLM's load gauges (the requests it is serving as vllm:num_requests_running). It does
 // no model work, so the router's own cost shows. Request headers steer single requests:
-// X-Test-Status answers with that status and an OpenAI error body, X-Test-Tokens and
-// X-Test-ITL override the token count and gap. Every answer carries X-Backend (the name) and
+// X-Test-Status answers with that status and an OpenAI error body, X-Test-Tokens, X-Test-TTFT
+// and X-Test-ITL override the token count, the first token's delay and the gap. Every answer carries X-Backend (the name) and
 // echoes X-Request-Id.
 package routertest
 
@@ -21,6 +21,7 @@ import (
 type Backend struct {
 	Name   string
 	Tokens int           // chunks per answer (default 1)
+	TTFT   time.Duration // before the first chunk (nothing is written before it)
 	ITL    time.Duration // gap between chunks
 
 	healthy  atomic.Bool
@@ -101,12 +102,19 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, "scripted status "+s)
 		return
 	}
-	tokens, itl := b.Tokens, b.ITL
+	tokens, ttft, itl := b.Tokens, b.TTFT, b.ITL
 	if s := r.Header.Get("X-Test-Tokens"); s != "" {
 		tokens, _ = strconv.Atoi(s)
 	}
+	if s := r.Header.Get("X-Test-TTFT"); s != "" {
+		ttft, _ = time.ParseDuration(s)
+	}
 	if s := r.Header.Get("X-Test-ITL"); s != "" {
 		itl, _ = time.ParseDuration(s)
+	}
+	if ttft > 0 && !sleep(r, ttft) {
+		b.canceled.Add(1)
+		return
 	}
 	if !req.Stream {
 		h.Set("Content-Type", "application/json")
@@ -124,15 +132,9 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(chatRole)
 	}
 	for i := range tokens {
-		if i > 0 && itl > 0 {
-			t := time.NewTimer(itl)
-			select {
-			case <-r.Context().Done():
-				t.Stop()
-				b.canceled.Add(1)
-				return
-			case <-t.C:
-			}
+		if i > 0 && itl > 0 && !sleep(r, itl) {
+			b.canceled.Add(1)
+			return
 		}
 		if _, err := w.Write(tok); err != nil {
 			b.canceled.Add(1)
@@ -141,6 +143,18 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	w.Write(done)
+}
+
+// sleep waits d unless the request is canceled first (then it returns false).
+func sleep(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
