@@ -82,7 +82,7 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, r.opts.MaxBodyBytes))
+		body, err = readBody(w, req, r.opts.MaxBodyBytes)
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -285,6 +285,20 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		}
 		n, rerr = readSome(resp.Body, buf)
 	}
+}
+
+// readBody reads the request body, at most limit bytes, in one allocation when the length is
+// known.
+func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, req.Body, limit)
+	if n := req.ContentLength; n > 0 && n <= limit {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(rd)
 }
 
 // readSome reads until it gets at least one byte or an error.

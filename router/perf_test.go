@@ -1,0 +1,129 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/router/routertest"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// overhead is one paired measurement: the same fast backend loaded by the project's benchmark
+// client (package bench) directly and through a router, on loopback sockets, with the load
+// generator, router and backend sharing the machine's cores.
+type overhead struct {
+	directP50, directP99   float64 // ms, end-to-end latency of one-token streamed completions
+	routedP50, routedP99   float64
+	directRate, routedRate float64 // achieved requests/s
+	failed                 int
+}
+
+func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string) overhead {
+	be := httptest.NewServer(routertest.New("fast", 1, 0))
+	defer be.Close()
+	r, err := New(Options{Policy: policy, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.SetBackends([]string{be.URL})
+	front := httptest.NewServer(r.Handler())
+	defer front.Close()
+	reqs := make([]bench.Request, n)
+	for i := range reqs {
+		reqs[i] = bench.Request{Prompt: "The quick brown fox jumps over the lazy dog", PromptTokens: 9, OutputTokens: 1}
+	}
+	run := func(base string) *bench.Result {
+		c := &bench.Client{URL: base + "/v1/completions", Model: "test", HTTP: bench.NewHTTPClient(0)}
+		res := &bench.Result{}
+		bench.Run(context.Background(), bench.Config{Client: c, Requests: reqs, RequestRate: bench.Rate(rate),
+			NumWarmups: 200, Seed: 1, Percentiles: []float64{50, 99}}, res)
+		return res
+	}
+	var o overhead
+	d := run(be.URL)
+	rt := run(front.URL)
+	o.directP50, o.directP99, o.directRate = d.Stats["p50_e2el_ms"], d.Stats["p99_e2el_ms"], d.RequestThroughput
+	o.routedP50, o.routedP99, o.routedRate = rt.Stats["p50_e2el_ms"], rt.Stats["p99_e2el_ms"], rt.RequestThroughput
+	o.failed = d.Failed + rt.Failed
+	return o
+}
+
+// TestRouterOverhead is issue 7's performance acceptance: through the router, 2,000 requests/s
+// of one-token streams to a fast backend, at most 1 ms more p99 latency than directly. A
+// measurement, so it runs only when asked (LLMCLOUD_TIMING_TESTS=1, on a quiet machine).
+func TestRouterOverhead(t *testing.T) {
+	if os.Getenv("LLMCLOUD_TIMING_TESTS") == "" {
+		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
+	}
+	o := measureRouterOverhead(t, 6000, 2000, RoundRobin)
+	t.Logf("direct: %.0f req/s, p50 %.3f ms, p99 %.3f ms; routed: %.0f req/s, p50 %.3f ms, p99 %.3f ms; added p50 %.3f ms, p99 %.3f ms",
+		o.directRate, o.directP50, o.directP99, o.routedRate, o.routedP50, o.routedP99, o.routedP50-o.directP50, o.routedP99-o.directP99)
+	if o.failed != 0 {
+		t.Errorf("%d requests failed", o.failed)
+	}
+	if o.routedRate < 1900 {
+		t.Errorf("routed %.0f req/s, want 2000", o.routedRate)
+	}
+	if o.routedP99-o.directP99 > 1 {
+		t.Errorf("the router adds %.3f ms at p99, want under 1 ms", o.routedP99-o.directP99)
+	}
+}
+
+// BenchmarkRouterOverhead reports the paired measurement (one per iteration) at 2,000 req/s.
+func BenchmarkRouterOverhead(b *testing.B) {
+	for b.Loop() {
+		o := measureRouterOverhead(b, 4000, 2000, RoundRobin)
+		b.ReportMetric(o.directP50, "direct-p50-ms")
+		b.ReportMetric(o.directP99, "direct-p99-ms")
+		b.ReportMetric(o.routedP50, "routed-p50-ms")
+		b.ReportMetric(o.routedP99, "routed-p99-ms")
+		b.ReportMetric(o.routedRate, "routed-req/s")
+	}
+}
+
+// BenchmarkProxy: one-token streamed completions back to back from parallel clients, directly
+// to a fast backend and through the router; the difference of ns/op is the router's CPU cost
+// per request (everything shares the machine's cores).
+func BenchmarkProxy(b *testing.B) {
+	be := httptest.NewServer(routertest.New("fast", 1, 0))
+	defer be.Close()
+	for _, policy := range []string{"direct", RoundRobin, LeastLoad, Session, Prefix} {
+		b.Run(policy, func(b *testing.B) {
+			base := be.URL
+			if policy != "direct" {
+				r, err := New(Options{Policy: policy, Registerer: prometheus.NewRegistry()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.SetBackends([]string{be.URL})
+				front := httptest.NewServer(r.Handler())
+				defer front.Close()
+				base = front.URL
+			}
+			hc := bench.NewHTTPClient(0)
+			body := []byte(`{"model":"test","prompt":"` + strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20) + `","max_tokens":1,"stream":true,"user":"u1"}`)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := hc.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						b.Error(resp.Status)
+						return
+					}
+				}
+			})
+		})
+	}
+}
