@@ -86,6 +86,9 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 		if len(urls) > 0 {
 			return usagef("--backend is for --discovery static")
 		}
+		if f.k8sSel == "" {
+			return usagef("--discovery kubernetes needs --k8s-selector (e.g. kubernetes.io/service-name=llmcloud)")
+		}
 		if f.k8sPort <= 0 || f.k8sPort > 65535 {
 			return usagef("--k8s-port %d out of range", f.k8sPort)
 		}

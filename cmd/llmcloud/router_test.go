@@ -21,6 +21,7 @@ func TestRouterCommandFlags(t *testing.T) {
 		{"--backend", "http://a:1", "--policy", "random"},
 		{"--discovery", "dns"},
 		{"--discovery", "kubernetes", "--backend", "http://a:1"},
+		{"--discovery", "kubernetes"},
 		{"--backend", "http://a:1", "extra"},
 	} {
 		var stderr bytes.Buffer
@@ -46,6 +47,22 @@ func TestRouterCommandServes(t *testing.T) {
 			"--backend", a.URL + "," + b.URL, "--health-interval", "50ms"}, &stderr, func(s string) { addr <- s })
 	}()
 	base := "http://" + <-addr
+	deadline := time.Now().Add(5 * time.Second) // both probed up
+	for {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), `"healthy_backends":2`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backends not up: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	seen := map[string]int{}
 	for range 6 {
 		resp, err := http.Post(base+"/v1/completions", "application/json",
