@@ -52,19 +52,15 @@ type upHooks struct {
 
 // upFlags are the command's settings.
 type upFlags struct {
-	replicas              int
-	model, host, policy   string
-	port                  int
-	autoscale             string
-	targetWaiting, target float64
-	metric                string
-	upCool, downCool      time.Duration
-	interval              time.Duration
-	statusInterval        time.Duration
-	logFile               string
-	startTimeout, drain   time.Duration
-	health                time.Duration
-	retries               int
+	replicas            int
+	model, host, policy string
+	port                int
+	as                  autoscaleFlags
+	statusInterval      time.Duration
+	logFile             string
+	startTimeout, drain time.Duration
+	health              time.Duration
+	retries             int
 }
 
 func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHooks) error {
@@ -75,13 +71,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	fs.StringVar(&f.host, "host", "0.0.0.0", "router address to listen on")
 	fs.IntVar(&f.port, "port", 8080, "router port (0 = any free port)")
 	fs.StringVar(&f.policy, "policy", "prefix", "routing policy: round-robin, least-load, session or prefix")
-	fs.StringVar(&f.autoscale, "autoscale", "", "MIN:MAX replicas: turn the autoscaler on")
-	fs.StringVar(&f.metric, "autoscale-metric", string(autoscale.MetricWaiting), "per-replica metric the autoscaler targets: waiting, running or kv-usage")
-	fs.Float64Var(&f.targetWaiting, "target-waiting", 2, "target requests waiting per replica (metric waiting)")
-	fs.Float64Var(&f.target, "target", 0, "target value of --autoscale-metric per replica (overrides --target-waiting)")
-	fs.DurationVar(&f.upCool, "scale-up-cooldown", 10*time.Second, "no scale-up sooner than this after a change")
-	fs.DurationVar(&f.downCool, "scale-down-cooldown", 60*time.Second, "scale-down stabilization window")
-	fs.DurationVar(&f.interval, "autoscale-interval", time.Second, "time between autoscaler evaluations")
+	f.as.register(fs)
 	fs.DurationVar(&f.statusInterval, "status-interval", time.Second, "status refresh period (0 = no status)")
 	fs.StringVar(&f.logFile, "log-file", "", "log and replica output file (default: stderr, or a temp file when stdout is a terminal)")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 2*time.Minute, "a replica's start to /health 200")
@@ -108,8 +98,8 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		}
 	}
 	var asCfg *autoscale.Config
-	if f.autoscale != "" {
-		c, err := parseAutoscale(f)
+	if f.as.bounds != "" {
+		c, err := f.as.config()
 		if err != nil {
 			return usagef("%v", err)
 		}
@@ -144,7 +134,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	var ctl *autoscale.Controller
 	if asCfg != nil {
 		ctl, err = autoscale.NewController(autoscale.ControllerOptions{Config: *asCfg, Scaler: sup,
-			Observe: observeRouter(rt), Interval: f.interval, Logger: log.With("component", "autoscale"),
+			Observe: observeRouter(rt), Interval: f.as.interval, Logger: log.With("component", "autoscale"),
 			Registerer: reg}, time.Now())
 		if err != nil {
 			return err
@@ -211,22 +201,6 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		runErr = nil
 	}
 	return runErr
-}
-
-// parseAutoscale builds the autoscaler's config from the flags.
-func parseAutoscale(f upFlags) (autoscale.Config, error) {
-	lo, hi, ok := strings.Cut(f.autoscale, ":")
-	minR, err1 := strconv.Atoi(lo)
-	maxR, err2 := strconv.Atoi(hi)
-	if !ok || err1 != nil || err2 != nil {
-		return autoscale.Config{}, fmt.Errorf("--autoscale %q: want MIN:MAX, e.g. 1:4", f.autoscale)
-	}
-	c := autoscale.Config{Metric: autoscale.Metric(f.metric), Target: f.targetWaiting, MinReplicas: minR,
-		MaxReplicas: maxR, ScaleUpCooldown: f.upCool, ScaleDownCooldown: f.downCool}
-	if f.target != 0 {
-		c.Target = f.target
-	}
-	return c, c.Validate()
 }
 
 // observeRouter reads the replicas' load from the router's latest scrapes (healthy ones only).
