@@ -143,7 +143,7 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 		rmsnormForward(p, ba.xn2, ba.rstd2, ba.xmid, w.ffnNorm.W, N, D, c.NormEps)
 		linearForward(p, ba.gate, ba.xn2, w.gate.W, N, D, F)
 		linearForward(p, ba.up, ba.xn2, w.up.W, N, D, F)
-		swigluForward(p, ba.h, ba.gate, ba.up, N*F)
+		swigluForward(p, ba.h, ba.gate, ba.up, N, F)
 		linearForward(p, a.resid[l+1], ba.h, w.down.W, N, F, D)
 		residualForward(a.resid[l+1][:N*D], ba.xmid[:N*D], a.resid[l+1][:N*D])
 	}

@@ -88,12 +88,13 @@ func rmsnormBackward(p *kernels.Pool, dx, dw, dy, x, w, rstd []float32, N, C int
 	})
 }
 
-// swigluForward sets h = SiLU(g)·u, SiLU(g) = g·σ(g). h, g, u are (n) (any row layout).
-func swigluForward(p *kernels.Pool, h, g, u []float32, n int) {
-	p.For(n, 1<<14, func(lo, hi int) {
+// swigluForward sets h = SiLU(g)·u, SiLU(g) = g·σ(g), with the engine's kernel
+// (kernels.SwiGLU) row by row, so a row's values do not depend on how rows are split between
+// workers. h, g, u are (N,F).
+func swigluForward(p *kernels.Pool, h, g, u []float32, N, F int) {
+	p.For(N, rowChunk(F), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			s := sigmoid(g[i])
-			h[i] = g[i] * s * u[i]
+			kernels.SwiGLU(h[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
 		}
 	})
 }

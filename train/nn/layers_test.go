@@ -196,10 +196,11 @@ func TestAttentionGrad(t *testing.T) {
 
 func TestSwiGLUGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 6))
-	n := 37
+	N, F := 3, 13
+	n := N * F
 	g, u := randF32(r, n, 2), randF32(r, n, 1)
 	h := make([]float32, n)
-	swigluForward(testPool, h, g, u, n)
+	swigluForward(testPool, h, g, u, N, F)
 	g64, u64 := to64(g), to64(u)
 	checkClose(t, "forward", h, swiglu64(g64, u64), 1e-6, 1e-5)
 	dh := randF32(r, n, 1)
