@@ -588,3 +588,77 @@ done:
 	MOVSS  X0, ret+8(FP)
 	VZEROUPPER
 	RET
+
+// func copyRows8(dst *float32, src *float32, sstride int, rows int)
+// Requires: AVX
+TEXT ·copyRows8(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ sstride+16(FP), DX
+	MOVQ rows+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Y0
+	VMOVUPS Y0, (AX)
+	ADDQ    DX, CX
+	ADDQ    $0x00000020, AX
+	DECQ    BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func copyRows16(dst *float32, src *float32, sstride int, rows int)
+// Requires: AVX
+TEXT ·copyRows16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ sstride+16(FP), DX
+	MOVQ rows+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    DX, CX
+	ADDQ    $0x00000040, AX
+	DECQ    BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func copyRows32(dst *float32, src *float32, sstride int, rows int)
+// Requires: AVX
+TEXT ·copyRows32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ sstride+16(FP), DX
+	MOVQ rows+24(FP), BX
+
+loop:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	ADDQ    DX, CX
+	ADDQ    $0x00000080, AX
+	DECQ    BX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET

@@ -157,9 +157,8 @@ func packA(dst []float32, a Mat, mr0, ic, mc, pc, kc int) {
 			continue
 		}
 		// Only a transposed A comes here whole: mr consecutive values per k step.
-		for p := 0; p < kc; p++ {
-			copy(d[p*mr0:(p+1)*mr0], a.Data[(pc+p)*a.Stride+ic+ir:])
-		}
+		src := a.Data[pc*a.Stride+ic+ir : (pc+kc-1)*a.Stride+ic+ir+mr0]
+		copyRows(d, src, a.Stride, mr0, kc)
 	}
 }
 
@@ -178,9 +177,8 @@ func packB(dst []float32, b Mat, nr0, pc, kc, jc, nc int) {
 				}
 			}
 		case !b.T:
-			for p := 0; p < kc; p++ {
-				copy(d[p*nr0:(p+1)*nr0], b.Data[(pc+p)*b.Stride+jc+jr:])
-			}
+			src := b.Data[pc*b.Stride+jc+jr : (pc+kc-1)*b.Stride+jc+jr+nr0]
+			copyRows(d, src, b.Stride, nr0, kc)
 		default:
 			// Eight rows of the stored matrix at a time: each becomes 8 lanes of every p.
 			s := b.Stride
@@ -193,5 +191,27 @@ func packB(dst []float32, b Mat, nr0, pc, kc, jc, nc int) {
 				}
 			}
 		}
+	}
+}
+
+// copyRows sets dst[p*w+j] = src[p*stride+j] for p < rows, j < w: with vector moves (w = 8,
+// 16 or 32) on the assembly path. src must hold (rows-1)*stride + w values, dst rows*w.
+func copyRows(dst, src []float32, stride, w, rows int) {
+	_, _ = dst[rows*w-1], src[(rows-1)*stride+w-1]
+	if useTrainAsm {
+		switch w {
+		case 8:
+			copyRows8(&dst[0], &src[0], 4*stride, rows)
+			return
+		case 16:
+			copyRows16(&dst[0], &src[0], 4*stride, rows)
+			return
+		case 32:
+			copyRows32(&dst[0], &src[0], 4*stride, rows)
+			return
+		}
+	}
+	for p := 0; p < rows; p++ {
+		copy(dst[p*w:(p+1)*w], src[p*stride:p*stride+w])
 	}
 }

@@ -13,3 +13,12 @@ func fmaPeak(n int) float32
 
 // fmaPeak512 runs n iterations of 12 independent 16-lane FMAs (384 flops each) and returns a lane of the result so the work is observable.
 func fmaPeak512(n int) float32
+
+// copyRows8 sets dst[p*8+j] = src[p*sstride/4+j] for p < rows, j < 8 (sstride in bytes).
+func copyRows8(dst *float32, src *float32, sstride int, rows int)
+
+// copyRows16 sets dst[p*16+j] = src[p*sstride/4+j] for p < rows, j < 16 (sstride in bytes).
+func copyRows16(dst *float32, src *float32, sstride int, rows int)
+
+// copyRows32 sets dst[p*32+j] = src[p*sstride/4+j] for p < rows, j < 32 (sstride in bytes).
+func copyRows32(dst *float32, src *float32, sstride int, rows int)

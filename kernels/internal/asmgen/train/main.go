@@ -34,6 +34,9 @@ func main() {
 	microKernel(8, zmm)
 	fmaPeak(ymm)
 	fmaPeak(zmm)
+	for _, w := range []int{8, 16, 32} {
+		copyRows(w)
+	}
 	Generate()
 }
 
@@ -163,6 +166,38 @@ func fmaPeak(v vec) {
 		VADDPS(accs[i], accs[0], accs[0])
 	}
 	Store(accs[0].AsX(), ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// copyRows packs rows of w floats: dst[p*w + j] = src[p*sstride/4 + j] for p < rows, j < w,
+// with YMM moves (the panel packing of Gemm for a row-major B or a transposed A).
+func copyRows(w int) {
+	name := fmt.Sprintf("copyRows%d", w)
+	TEXT(name, NOSPLIT, "func(dst, src *float32, sstride, rows int)")
+	Doc(fmt.Sprintf("%s sets dst[p*%d+j] = src[p*sstride/4+j] for p < rows, j < %d (sstride in bytes).", name, w, w))
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	n := Load(Param("rows"), GP64())
+	vs := make([]VecVirtual, w/8)
+	for i := range vs {
+		vs[i] = YMM()
+	}
+	Label("loop")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	for i, v := range vs {
+		VMOVUPS(Mem{Base: src, Disp: 32 * i}, v)
+	}
+	for i, v := range vs {
+		VMOVUPS(v, Mem{Base: dst, Disp: 32 * i})
+	}
+	ADDQ(ss, src)
+	ADDQ(U32(4*w), dst)
+	DECQ(n)
+	JMP(LabelRef("loop"))
+	Label("done")
 	VZEROUPPER()
 	RET()
 }
