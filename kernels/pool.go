@@ -2,7 +2,7 @@
 // of independent work items (matrix rows, attention heads) between CPU cores.
 //
 // Hand-off is spin-then-block: a job is published to per-worker slots with one atomic store
-// each; an idle worker polls its slot (yielding to the Go scheduler between polls) for
+// each; an idle worker polls its slot (yielding to the Go scheduler every few polls) for
 // spinDuration before it parks on a channel, so the ~150 dispatches of a decode step reach
 // already-running workers instead of paying a goroutine wake-up (futex, IPI) each. Parts are
 // claimed with a compare-and-swap, and the caller claims parts no worker has started once its
@@ -50,6 +50,11 @@ type poolSlot struct {
 // before it parks. Between the matmuls of a forward pass the caller works for microseconds;
 // between decode steps for tens of microseconds.
 const spinDuration = 200 * time.Microsecond
+
+// pollsPerYield is how many times a waiting goroutine polls before it yields its P to other
+// goroutines (runtime.Gosched takes the scheduler's global lock, which the caller and the
+// workers would otherwise contend for on every poll).
+const pollsPerYield = 64
 
 // NewPool starts a pool with n workers (n < 1 means 1). Its goroutines live for the life of
 // the process. Workers poll only when they do not outnumber GOMAXPROCS (a polling worker
@@ -136,8 +141,11 @@ func (p *Pool) For(n, minChunk int, fn func(lo, hi int)) {
 func (p *Pool) waitParts() {
 	t0 := time.Now()
 	for i := 0; p.pending.Load() != 0; i++ {
+		if i%pollsPerYield != pollsPerYield-1 {
+			continue
+		}
 		runtime.Gosched()
-		if i%16 == 15 && time.Since(t0) > p.spin {
+		if time.Since(t0) > p.spin {
 			p.callerSleeping.Store(true)
 			if p.pending.Load() == 0 {
 				if !p.callerSleeping.CompareAndSwap(true, false) {
@@ -177,9 +185,11 @@ func (p *Pool) awaitJob(sl *poolSlot, last uint64) uint64 {
 			if st := sl.state.Load(); st>>1 != last {
 				return st
 			}
-			runtime.Gosched()
-			if i%16 == 15 && time.Since(t0) > p.spin {
-				break
+			if i%pollsPerYield == pollsPerYield-1 {
+				runtime.Gosched()
+				if time.Since(t0) > p.spin {
+					break
+				}
 			}
 		}
 		sl.sleeping.Store(true)
