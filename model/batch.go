@@ -46,6 +46,7 @@ type Batch struct {
 	glu    gluRowsJob
 	shOuts [][]float32 // reused argument lists of matMulShared
 	shWs   []*tensor.Tensor
+	qkv    qkvRowsJob
 }
 
 // matMul is out = in · wᵀ for rows rows ([rows, k] -> [rows, n]); in Invariant mode through
@@ -73,6 +74,45 @@ func (b *Batch) matMulShared(p *kernels.Pool, outs [][]float32, in []float32, ws
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
+}
+
+// qkvRowsJob finishes rows' q, k, v after their matmuls (biases, Qwen3's q/k norms, RoPE at
+// each row's position) and writes k, v into the rows' paged-KV slots; rows are independent.
+type qkvRowsJob struct {
+	m                   *Model
+	ly                  *layer
+	kv                  *PagedKV
+	kc, vc, q, k, v, cs []float32
+	rows                []kernels.PagedRow
+	fn                  func(lo, hi int)
+}
+
+func (j *qkvRowsJob) run(lo, hi int) {
+	cfg := &j.m.Config
+	ly := j.ly
+	qd, kvd, hd := cfg.QDim(), cfg.KVDim(), cfg.HeadDim
+	for i := lo; i < hi; i++ {
+		row := j.rows[i]
+		qi, ki, vi := j.q[i*qd:(i+1)*qd], j.k[i*kvd:(i+1)*kvd], j.v[i*kvd:(i+1)*kvd]
+		if ly.bq != nil {
+			kernels.Add(qi, ly.bq)
+			kernels.Add(ki, ly.bk)
+			kernels.Add(vi, ly.bv)
+		}
+		if ly.qNorm != nil {
+			for h := 0; h < cfg.Heads; h++ {
+				kernels.RMSNorm(qi[h*hd:(h+1)*hd], qi[h*hd:(h+1)*hd], ly.qNorm, cfg.NormEps)
+			}
+			for h := 0; h < cfg.KVHeads; h++ {
+				kernels.RMSNorm(ki[h*hd:(h+1)*hd], ki[h*hd:(h+1)*hd], ly.kNorm, cfg.NormEps)
+			}
+		}
+		j.m.rope.Apply(qi, cfg.Heads, hd, j.cs[i*hd:(i+1)*hd])
+		j.m.rope.Apply(ki, cfg.KVHeads, hd, j.cs[i*hd:(i+1)*hd])
+		r := j.kv.slot(row.Table, row.Pos)
+		copy(j.kc[r*kvd:(r+1)*kvd], ki)
+		copy(j.vc[r*kvd:(r+1)*kvd], vi)
+	}
 }
 
 // gluRowsJob is SwiGLU row by row: the vector kernel treats a row's tail differently from its
@@ -193,27 +233,18 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 			return nil, err
 		}
 		kc, vc := kv.K[l], kv.V[l]
-		for i, row := range b.rows {
-			qi, ki, vi := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd]
-			if ly.bq != nil {
-				kernels.Add(qi, ly.bq)
-				kernels.Add(ki, ly.bk)
-				kernels.Add(vi, ly.bv)
-			}
-			if ly.qNorm != nil {
-				for h := 0; h < cfg.Heads; h++ {
-					kernels.RMSNorm(qi[h*hd:(h+1)*hd], qi[h*hd:(h+1)*hd], ly.qNorm, cfg.NormEps)
-				}
-				for h := 0; h < cfg.KVHeads; h++ {
-					kernels.RMSNorm(ki[h*hd:(h+1)*hd], ki[h*hd:(h+1)*hd], ly.kNorm, cfg.NormEps)
-				}
-			}
-			m.rope.Apply(qi, cfg.Heads, hd, cs[i*hd:(i+1)*hd])
-			m.rope.Apply(ki, cfg.KVHeads, hd, cs[i*hd:(i+1)*hd])
-			r := kv.slot(row.Table, row.Pos)
-			copy(kc[r*kvd:(r+1)*kvd], ki)
-			copy(vc[r*kvd:(r+1)*kvd], vi)
+		j := &b.qkv
+		if j.fn == nil {
+			j.fn = j.run
 		}
+		j.m, j.ly, j.kv, j.rows = m, ly, kv, b.rows
+		j.kc, j.vc, j.q, j.k, j.v, j.cs = kc, vc, q, k, v, cs
+		if n*qd < parallelMin {
+			j.run(0, n)
+		} else {
+			p.For(n, 16, j.fn)
+		}
+		*j = qkvRowsJob{fn: j.fn} // drop the references
 		if err := b.attn.Run(p, att, q, kc, vc, b.rows, cfg.Heads, cfg.KVHeads, hd, kv.BlockSize); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
