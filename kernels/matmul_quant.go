@@ -53,7 +53,7 @@ func init() {
 		}
 	}
 	for t := 1; t <= 8; t++ {
-		tilesK4Z[t] = refTileK4Z(t)
+		tilesKZ[0][t], tilesKZ[1][t] = refTileKZ(false, t), refTileKZ(true, t)
 	}
 	useQuantAsm()
 }
@@ -182,8 +182,8 @@ func matmulKActs(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k 
 		bb = 210
 	}
 	rs := nb * bb
-	if quantVNNI && !q6 && m > 1 {
-		matmulK4Z(p, out, a, w, m, n, k)
+	if quantVNNI && m > 1 {
+		matmulKZ(p, out, a, w, q6, m, n, k)
 		return
 	}
 	if m == 1 {

@@ -336,3 +336,43 @@ func q4KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride i
 //
 //go:noescape
 func q4KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x1 computes one Q6_K row x 1 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x2 computes one Q6_K row x 2 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x3 computes one Q6_K row x 3 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x4 computes one Q6_K row x 4 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x5 computes one Q6_K row x 5 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x6 computes one Q6_K row x 6 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x7 computes one Q6_K row x 7 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileZ1x8 computes one Q6_K row x 8 tokens with AVX-512 VNNI (see genTileK6Z).
+//
+//go:noescape
+func q6KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)

@@ -268,11 +268,11 @@ func TestMatMulQuant(t *testing.T) { checkMatMulQuant(t) }
 // TestMatMulQuantGo runs the same checks with the plain-Go kernels installed.
 func TestMatMulQuantGo(t *testing.T) {
 	tiles, q, k4, k6, q4r, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows
-	tz, rz, tk := tilesZ, rowsZ, tilesK4Z
+	tz, rz, tk := tilesZ, rowsZ, tilesKZ
 	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows = tiles, q, k4, k6, q4r, q8r }()
-	defer func() { tilesZ, rowsZ, tilesK4Z = tz, rz, tk }()
+	defer func() { tilesZ, rowsZ, tilesKZ = tz, rz, tk }()
 	for t := 1; t <= 8; t++ {
-		tilesK4Z[t] = refTileK4Z(t)
+		tilesKZ[0][t], tilesKZ[1][t] = refTileKZ(false, t), refTileKZ(true, t)
 	}
 	rowsZ[0] = func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32) {
 		rowsZRef(false, unsafe.Slice(w, (nrows-1)*rs+nu*68), rs, nrows, unsafe.Slice(xs, nu*64),

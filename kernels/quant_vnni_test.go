@@ -117,15 +117,21 @@ func TestRowsZ(t *testing.T) {
 	}
 }
 
-// TestTilesK4Z checks the Q4_K VNNI kernels (1 row x 1..8 tokens, 1, 2, 3 and 8 super-blocks):
+// TestTilesKZ checks the Q4_K and Q6_K VNNI kernels (1 row x 1..8 tokens, 1, 2, 3 and 8
+// super-blocks):
 // assembly (where installed) against the Go twin within 1e-6·Σ|terms|, the twin against the
 // float64 of dequantized weights times the quantized tokens within 1e-5·Σ|terms|, and no
 // write outside the tile.
-func TestTilesK4Z(t *testing.T) {
+func TestTilesKZ(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	for _, nb := range []int{1, 2, 3, 8} {
+	for i, nb := range []int{1, 2, 3, 8, 1, 2, 3, 8} {
+		q6 := i >= 4
+		dt := tensor.Q4_K
+		if q6 {
+			dt = tensor.Q6_K
+		}
 		k := nb * 256
-		w := randQuant(t, rng, tensor.Q4_K, 1, k)
+		w := randQuant(t, rng, dt, 1, k)
 		wf, _ := w.Float32()
 		x := qRandVec(rng, 8*k, 1)
 		a := getQ8KActs(8, k)
@@ -134,8 +140,8 @@ func TestTilesK4Z(t *testing.T) {
 		for T := 1; T <= 8; T++ {
 			got := make([]float32, 8*3)
 			want := make([]float32, 8*3)
-			tilesK4Z[T](&w.Data[0], &a.rec[0], nb*kRec, nb, &got[0], 3)
-			refTileK4Z(T)(&w.Data[0], &a.rec[0], nb*kRec, nb, &want[0], 3)
+			tilesKZ[btoi(q6)][T](&w.Data[0], &a.rec[0], nb*kRec, nb, &got[0], 3)
+			refTileKZ(q6, T)(&w.Data[0], &a.rec[0], nb*kRec, nb, &want[0], 3)
 			for tt := 0; tt < T; tt++ {
 				var ex, mag float64
 				for j := 0; j < k; j++ {
@@ -145,10 +151,10 @@ func TestTilesK4Z(t *testing.T) {
 				}
 				g, wnt := got[3*tt], want[3*tt]
 				if d := math.Abs(float64(g - wnt)); d > 1e-6*mag+1e-30 {
-					t.Errorf("nb=%d T=%d token %d: asm %g ref %g", nb, T, tt, g, wnt)
+					t.Errorf("%s nb=%d T=%d token %d: asm %g ref %g", dt, nb, T, tt, g, wnt)
 				}
 				if d := math.Abs(float64(wnt) - ex); d > 1e-5*mag+1e-30 {
-					t.Errorf("nb=%d T=%d token %d: ref %g exact %g", nb, T, tt, wnt, ex)
+					t.Errorf("%s nb=%d T=%d token %d: ref %g exact %g", dt, nb, T, tt, wnt, ex)
 				}
 			}
 			for i := range got {

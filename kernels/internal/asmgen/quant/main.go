@@ -92,6 +92,7 @@ func main() {
 	consts()
 	constsZ()
 	constsK4Z()
+	constsK6Z()
 	genQuantQ8_0()
 	for _, rt := range [][2]int{{8, 1}, {4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
 		genTile(false, rt[0], rt[1])
@@ -116,6 +117,9 @@ func main() {
 	genRowsZ(true)
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
+	}
+	for t := 1; t <= 8; t++ {
+		genTileK6Z(t)
 	}
 	Generate()
 }

@@ -9,8 +9,9 @@
 //
 //	acc += float(sumi) * (d*dx);  acc[0..3] -= float(mins·bsum8 pairs) * (dmin*dx)
 //
-// The tokens come as records of 320 bytes per super-block (quant_vnni_k.go): 256 int8
-// values, the 8 int16 sums of each 32, the float32 scale dx, padding.
+// The tokens come as records of 384 bytes per super-block (quant_vnni_k.go): 256 int8 values
+// at 0, the 16 int16 sums of each 16 at 256, 32 zero bytes, the 8 int16 sums of each 32 at
+// 320, the float32 scale dx at 336, padding.
 package main
 
 import (
@@ -34,7 +35,12 @@ func constsK4Z() {
 }
 
 // kRecBytes is the size of one token's record per super-block.
-const kRecBytes = 320
+const (
+	kRecBytes = 384
+	kRecSum16 = 256 // 16 x int16
+	kRecSum32 = 320 // 8 x int16
+	kRecD     = 336 // float32
+)
 
 // genTileK4Z emits q4KTileZ1x<T>: one Q4_K row (nb super-blocks at w) x T tokens (records at
 // xr, tokens xstride bytes apart), out[t*ostride].
@@ -107,10 +113,10 @@ func genTileK4Z(T int) {
 	for t := 0; t < T; t++ {
 		m := tok(t)
 		VCVTDQ2PS(zreg(t), zreg(t))
-		VBROADCASTSS(m.Offset(272), dx)
+		VBROADCASTSS(m.Offset(kRecD), dx)
 		VMULPS(dx, zd, s)
 		VFMADD231PS(s, zreg(t), zreg(8+t))
-		VPMADDWD(m.Offset(256), mins, g.AsX())
+		VPMADDWD(m.Offset(kRecSum32), mins, g.AsX())
 		VCVTDQ2PS(g.AsX(), g.AsX())
 		VMULPS(dx, zm, s)
 		VFNMADD231PS(s, g, zreg(8+t))
