@@ -5,6 +5,7 @@ package cloud
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -24,6 +25,7 @@ type prefixWriter struct {
 	prefix []byte
 	mu     sync.Mutex
 	buf    []byte
+	last   string // the last non-empty line written
 }
 
 // maxLineBytes bounds a line held back waiting for its newline.
@@ -57,7 +59,17 @@ func (p *prefixWriter) Flush() {
 	}
 }
 
+// Last returns the last non-empty line written (without its newline).
+func (p *prefixWriter) Last() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
 func (p *prefixWriter) emit(line []byte) {
+	if l := strings.TrimSpace(string(line)); l != "" {
+		p.last = l
+	}
 	p.out.mu.Lock()
 	defer p.out.mu.Unlock()
 	_, _ = p.out.w.Write(append(append([]byte{}, p.prefix...), line...))

@@ -30,6 +30,7 @@ type replica struct {
 	pid      int
 	starts   int
 	lastExit string
+	ready    bool // has been ready at least once
 }
 
 func newReplica(s *Supervisor, num int) *replica {
@@ -39,7 +40,7 @@ func newReplica(s *Supervisor, num int) *replica {
 
 func (r *replica) statusLocked() ReplicaStatus {
 	return ReplicaStatus{Name: r.name, URL: r.url, PID: r.pid, State: r.state,
-		Restarts: max(r.starts-1, 0), Since: r.since, LastExit: r.lastExit}
+		Restarts: max(r.starts-1, 0), Since: r.since, LastExit: r.lastExit, EverReady: r.ready}
 }
 
 func (r *replica) set(st State, f func()) {
@@ -122,13 +123,13 @@ func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stop
 	cancel()
 	if healthy {
 		readyAt = time.Now()
-		r.set(Ready, nil)
+		r.set(Ready, func() { r.ready = true })
 		log.Info("replica ready", "pid", cmd.Process.Pid, "url", url, "start_seconds", time.Since(startTime).Seconds())
 		s.changed()
 	}
 	select {
 	case err := <-exited:
-		return readyAt, r.exited(err), false
+		return readyAt, r.exited(err, pe), false
 	case <-r.stop:
 		r.drain(log, cmd, exited)
 		return readyAt, nil, true
@@ -137,22 +138,26 @@ func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stop
 	if !healthy { // start timeout: kill it and try again
 		signalGroup(cmd.Process.Pid, true)
 		err := <-exited
-		r.exited(err)
+		r.exited(err, pe)
 		return readyAt, fmt.Errorf("not healthy within %s", s.opts.StartTimeout), false
 	}
 	select {
 	case err := <-exited:
-		return readyAt, r.exited(err), false
+		return readyAt, r.exited(err, pe), false
 	case <-r.stop:
 		r.drain(log, cmd, exited)
 		return readyAt, nil, true
 	}
 }
 
-// exited records an unexpected exit and takes the replica out of the ready set.
-func (r *replica) exited(err error) error {
+// exited records an unexpected exit, with the last line the process wrote to stderr, and takes
+// the replica out of the ready set.
+func (r *replica) exited(err error, stderr *prefixWriter) error {
 	if err == nil {
 		err = errors.New("exit status 0")
+	}
+	if l := stderr.Last(); l != "" {
+		err = fmt.Errorf("%w (last stderr line: %s)", err, l)
 	}
 	r.set(Backoff, func() { r.lastExit = err.Error() })
 	r.s.changed()

@@ -97,13 +97,14 @@ const (
 
 // ReplicaStatus is a snapshot of one replica.
 type ReplicaStatus struct {
-	Name     string // r1, r2, ... (numbers are never reused)
-	URL      string // http://host:port of the current process ("" before the first start)
-	PID      int
-	State    State
-	Restarts int       // processes started after the first
-	Since    time.Time // when State was entered
-	LastExit string    // how the previous process ended
+	Name      string // r1, r2, ... (numbers are never reused)
+	URL       string // http://host:port of the current process ("" before the first start)
+	PID       int
+	State     State
+	Restarts  int       // processes started after the first
+	Since     time.Time // when State was entered
+	LastExit  string    // how the previous process ended, with its last stderr line
+	EverReady bool      // it has been ready at least once
 }
 
 // Supervisor runs the fleet. Its methods are safe for concurrent use.

@@ -298,7 +298,7 @@ func TestSupervisorFailingStarts(t *testing.T) {
 		st := s.Status()
 		return len(st) == 1 && st[0].Restarts >= 3
 	})
-	if st := s.Status()[0]; !strings.Contains(st.LastExit, "exit status 3") {
+	if st := s.Status()[0]; !strings.Contains(st.LastExit, "exit status 3 (last stderr line: failing on purpose)") || st.EverReady {
 		t.Errorf("last exit %q", st.LastExit)
 	}
 	if len(ch.last()) != 0 {

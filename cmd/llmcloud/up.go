@@ -179,10 +179,17 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		wg.Go(func() { showStatus(runCtx, stdout, isTerminal(stdout), f.statusInterval, sup, rt, ctl, log) })
 	}
 
+	startErr := make(chan error, 1)
+	wg.Go(func() {
+		if err := watchStart(runCtx, sup); err != nil {
+			startErr <- err
+		}
+	})
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-serveErr:
+	case runErr = <-startErr:
 	}
 	log.Info("shutting down: draining replicas")
 	cancel() // autoscaler and status stop first, so nothing scales during the drain
@@ -239,4 +246,31 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := fl.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// watchStart returns an error when no replica can start (every one has failed three starts and
+// none was ever ready: a bad model path or serve flag), and nil once one is ready or ctx ends.
+func watchStart(ctx context.Context, sup *cloud.Supervisor) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		st := sup.Status()
+		failing := 0
+		for _, r := range st {
+			if r.EverReady {
+				return nil
+			}
+			if r.Restarts >= 2 {
+				failing++
+			}
+		}
+		if len(st) > 0 && failing == len(st) {
+			return fmt.Errorf("no replica starts (%d tries each); %s: %s", st[0].Restarts+1, st[0].Name, st[0].LastExit)
+		}
+	}
 }

@@ -158,7 +158,7 @@ func TestUpSurvivesKilledReplica(t *testing.T) {
 		"--", "--max-model-len", "256", "--threads", "1", "--max-num-seqs", "16", "--disable-log-requests")
 	waitFleet(t, url, "3 ready replicas", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 3 })
 
-	reqs, err := bench.RandomRequests(bench.Words{}, bench.RandomOptions{InputLen: 16, OutputLen: 160}, 150, 1)
+	reqs, err := bench.RandomRequests(bench.Words{}, bench.RandomOptions{InputLen: 16, OutputLen: 160}, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,5 +395,18 @@ func TestUpStatusRendering(t *testing.T) {
 	line := statusLine(v)
 	if want := "r1[pid=11 ready healthy=true run=2 wait=5 kv=25.0% req=40 fail=1 restarts=0] r2[pid=12 backoff healthy=false"; !strings.HasPrefix(line, want) {
 		t.Errorf("status line %q, want prefix %q", line, want)
+	}
+}
+
+// A fleet that cannot start (here: a model path that does not exist) ends up with a clear
+// error naming the replicas' own message, not a restart loop.
+func TestUpFailsWhenNoReplicaStarts(t *testing.T) {
+	t.Setenv("LLMCLOUD_UP_HELPER", "1")
+	var logs lockedBuffer
+	err := up(context.Background(), []string{"--host", "127.0.0.1", "--port", "0", "--replicas", "2", "--status-interval", "0",
+		"--model", "/nonexistent/model.gguf"}, &logs, &logs,
+		upHooks{serveArgv: []string{os.Args[0], "-test.run=^TestUpHelperCLI$", "--", "serve"}})
+	if err == nil || !strings.Contains(err.Error(), "no replica starts") || !strings.Contains(err.Error(), "/nonexistent/model.gguf") {
+		t.Fatalf("got %v, want the replicas' start error\n%s", err, logs.String())
 	}
 }
