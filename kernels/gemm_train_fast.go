@@ -186,7 +186,15 @@ func packB(dst []float32, b Mat, nr0, pc, kc, jc, nc int) {
 				o := (jc+jr+h)*s + pc
 				r0, r1, r2, r3 := b.Data[o:o+kc], b.Data[o+s:o+s+kc], b.Data[o+2*s:o+2*s+kc], b.Data[o+3*s:o+3*s+kc]
 				r4, r5, r6, r7 := b.Data[o+4*s:o+4*s+kc], b.Data[o+5*s:o+5*s+kc], b.Data[o+6*s:o+6*s+kc], b.Data[o+7*s:o+7*s+kc]
-				for p := range r0 {
+				p0 := 0
+				if useTrainAsm && kc >= 8 {
+					// 8x8 blocks transposed in registers; bounds: the last row read is r7,
+					// the last value written d[(kc8-1)*nr0+h+7].
+					p0 = kc &^ 7
+					_, _ = r7[p0-1], d[(p0-1)*nr0+h+7]
+					transpose8(&d[h], &r0[0], 4*s, 4*nr0, p0)
+				}
+				for p := p0; p < kc; p++ {
 					*(*[8]float32)(d[p*nr0+h:]) = [8]float32{r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]}
 				}
 			}

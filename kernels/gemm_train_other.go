@@ -11,8 +11,9 @@ func gemmTrain6x16(k int, a *float32, ars, aps int, b *float32, bps int, c *floa
 func gemmTrain8x32(k int, a *float32, ars, aps int, b *float32, bps int, c *float32, ldc int, acc int) {
 	panic("no asm")
 }
-func fmaPeak(n int) float32                           { panic("no asm") }
-func fmaPeak512(n int) float32                        { panic("no asm") }
-func copyRows8(dst, src *float32, sstride, rows int)  { panic("no asm") }
-func copyRows16(dst, src *float32, sstride, rows int) { panic("no asm") }
-func copyRows32(dst, src *float32, sstride, rows int) { panic("no asm") }
+func fmaPeak(n int) float32                                 { panic("no asm") }
+func fmaPeak512(n int) float32                              { panic("no asm") }
+func copyRows8(dst, src *float32, sstride, rows int)        { panic("no asm") }
+func copyRows16(dst, src *float32, sstride, rows int)       { panic("no asm") }
+func copyRows32(dst, src *float32, sstride, rows int)       { panic("no asm") }
+func transpose8(dst, src *float32, sstride, dstride, k int) { panic("no asm") }

@@ -22,3 +22,6 @@ func copyRows16(dst *float32, src *float32, sstride int, rows int)
 
 // copyRows32 sets dst[p*32+j] = src[p*sstride/4+j] for p < rows, j < 32 (sstride in bytes).
 func copyRows32(dst *float32, src *float32, sstride int, rows int)
+
+// transpose8 sets dst[p*dstride/4+i] = src[i*sstride/4+p] for i < 8, p < k (k a multiple of 8; strides in bytes).
+func transpose8(dst *float32, src *float32, sstride int, dstride int, k int)

@@ -37,6 +37,7 @@ func main() {
 	for _, w := range []int{8, 16, 32} {
 		copyRows(w)
 	}
+	transpose8()
 	Generate()
 }
 
@@ -73,6 +74,20 @@ func microKernel(mr int, v vec) {
 			return Mem{Base: base, Index: ars, Scale: 1}
 		}
 		return Mem{Base: base, Index: ars, Scale: 2}
+	}
+	// Prefetch the C tile now: its loads at the end would otherwise wait on cache misses when
+	// C does not fit in L2 (C is re-read once per k block).
+	pc := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	pf := GP64()
+	MOVQ(pc, pf)
+	for r := 0; r < mr; r++ {
+		for off := 0; off < 4*nr; off += 64 {
+			PREFETCHT0(Mem{Base: pf, Disp: off})
+		}
+		if r < mr-1 {
+			ADDQ(ldc, pf)
+		}
 	}
 	vb := 4 * v.lanes // bytes per vector
 	accs := make([][2]VecVirtual, mr)
@@ -113,8 +128,6 @@ func microKernel(mr int, v vec) {
 	JMP(LabelRef("tail"))
 
 	Label("store")
-	pc := Load(Param("c"), GP64())
-	ldc := Load(Param("ldc"), GP64())
 	flag := Load(Param("acc"), GP64())
 	TESTQ(flag, flag)
 	JZ(LabelRef("set"))
@@ -196,6 +209,77 @@ func copyRows(w int) {
 	ADDQ(ss, src)
 	ADDQ(U32(4*w), dst)
 	DECQ(n)
+	JMP(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// transpose8 packs 8 rows transposed: dst[p*dstride/4 + i] = src[i*sstride/4 + p] for i < 8,
+// p < k (k a multiple of 8), one 8x8 block at a time in registers (unpack, shuffle, permute
+// 128-bit halves). It is the panel packing of Gemm for a transposed B (the forward X·Wᵀ).
+func transpose8() {
+	TEXT("transpose8", NOSPLIT, "func(dst, src *float32, sstride, dstride, k int)")
+	Doc("transpose8 sets dst[p*dstride/4+i] = src[i*sstride/4+p] for i < 8, p < k (k a multiple of 8; strides in bytes).")
+	dst := Load(Param("dst"), GP64())
+	s0 := Load(Param("src"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	k := Load(Param("k"), GP64())
+	s3, s6 := GP64(), GP64()
+	LEAQ(Mem{Base: s0, Index: ss, Scale: 2}, s3)
+	ADDQ(ss, s3)
+	LEAQ(Mem{Base: s3, Index: ss, Scale: 2}, s6)
+	ADDQ(ss, s6)
+	row := func(i int) Mem {
+		base := []Register{s0, s3, s6}[i/3]
+		switch i % 3 {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: ss, Scale: 1}
+		}
+		return Mem{Base: base, Index: ss, Scale: 2}
+	}
+	Label("loop")
+	CMPQ(k, U8(8))
+	JL(LabelRef("done"))
+	var r, t, u [8]VecVirtual
+	for i := range r {
+		r[i] = YMM()
+		VMOVUPS(row(i), r[i])
+	}
+	for i := 0; i < 8; i += 2 {
+		t[i], t[i+1] = YMM(), YMM()
+		VUNPCKLPS(r[i+1], r[i], t[i])
+		VUNPCKHPS(r[i+1], r[i], t[i+1])
+	}
+	for g := 0; g < 8; g += 4 { // t[g..g+3] -> u[g..g+3]
+		for j := 0; j < 4; j++ {
+			u[g+j] = YMM()
+		}
+		VSHUFPS(U8(0x44), t[g+2], t[g], u[g])
+		VSHUFPS(U8(0xEE), t[g+2], t[g], u[g+1])
+		VSHUFPS(U8(0x44), t[g+3], t[g+1], u[g+2])
+		VSHUFPS(U8(0xEE), t[g+3], t[g+1], u[g+3])
+	}
+	out := GP64()
+	MOVQ(dst, out)
+	for q := 0; q < 8; q++ {
+		o := YMM()
+		imm := U8(0x20)
+		if q >= 4 {
+			imm = U8(0x31)
+		}
+		VPERM2F128(imm, u[4+q%4], u[q%4], o)
+		VMOVUPS(o, Mem{Base: out})
+		ADDQ(ds, out)
+	}
+	MOVQ(out, dst)
+	ADDQ(U8(32), s0)
+	ADDQ(U8(32), s3)
+	ADDQ(U8(32), s6)
+	SUBQ(U8(8), k)
 	JMP(LabelRef("loop"))
 	Label("done")
 	VZEROUPPER()
