@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/bench"
@@ -21,7 +22,15 @@ type overhead struct {
 	directP50, directP99   float64 // ms, end-to-end latency of one-token streamed completions
 	routedP50, routedP99   float64
 	directRate, routedRate float64 // achieved requests/s
+	directCPU, routedCPU   float64 // µs of process CPU (user+system) per request
 	failed                 int
+}
+
+// cpuSeconds is the process's user+system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string) overhead {
@@ -38,16 +47,18 @@ func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string) ov
 	for i := range reqs {
 		reqs[i] = bench.Request{Prompt: "The quick brown fox jumps over the lazy dog", PromptTokens: 9, OutputTokens: 1}
 	}
-	run := func(base string) *bench.Result {
+	run := func(base string) (*bench.Result, float64) {
 		c := &bench.Client{URL: base + "/v1/completions", Model: "test", HTTP: bench.NewHTTPClient(0)}
 		res := &bench.Result{}
+		cpu0 := cpuSeconds()
 		bench.Run(context.Background(), bench.Config{Client: c, Requests: reqs, RequestRate: bench.Rate(rate),
 			NumWarmups: 200, Seed: 1, Percentiles: []float64{50, 99}}, res)
-		return res
+		return res, (cpuSeconds() - cpu0) / float64(n+200) * 1e6
 	}
 	var o overhead
-	d := run(be.URL)
-	rt := run(front.URL)
+	d, dcpu := run(be.URL)
+	rt, rcpu := run(front.URL)
+	o.directCPU, o.routedCPU = dcpu, rcpu
 	o.directP50, o.directP99, o.directRate = d.Stats["p50_e2el_ms"], d.Stats["p99_e2el_ms"], d.RequestThroughput
 	o.routedP50, o.routedP99, o.routedRate = rt.Stats["p50_e2el_ms"], rt.Stats["p99_e2el_ms"], rt.RequestThroughput
 	o.failed = d.Failed + rt.Failed
@@ -62,8 +73,9 @@ func TestRouterOverhead(t *testing.T) {
 		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
 	}
 	o := measureRouterOverhead(t, 6000, 2000, RoundRobin)
-	t.Logf("direct: %.0f req/s, p50 %.3f ms, p99 %.3f ms; routed: %.0f req/s, p50 %.3f ms, p99 %.3f ms; added p50 %.3f ms, p99 %.3f ms",
-		o.directRate, o.directP50, o.directP99, o.routedRate, o.routedP50, o.routedP99, o.routedP50-o.directP50, o.routedP99-o.directP99)
+	t.Logf("direct: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req; routed: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req; added p50 %.3f ms, p99 %.3f ms",
+		o.directRate, o.directP50, o.directP99, o.directCPU, o.routedRate, o.routedP50, o.routedP99, o.routedCPU,
+		o.routedP50-o.directP50, o.routedP99-o.directP99)
 	if o.failed != 0 {
 		t.Errorf("%d requests failed", o.failed)
 	}
@@ -84,6 +96,8 @@ func BenchmarkRouterOverhead(b *testing.B) {
 		b.ReportMetric(o.routedP50, "routed-p50-ms")
 		b.ReportMetric(o.routedP99, "routed-p99-ms")
 		b.ReportMetric(o.routedRate, "routed-req/s")
+		b.ReportMetric(o.directCPU, "direct-cpu-µs/req")
+		b.ReportMetric(o.routedCPU, "routed-cpu-µs/req")
 	}
 }
 
@@ -109,6 +123,9 @@ func BenchmarkProxy(b *testing.B) {
 			hc := bench.NewHTTPClient(0)
 			body := []byte(`{"model":"test","prompt":"` + strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20) + `","max_tokens":1,"stream":true,"user":"u1"}`)
 			b.ReportAllocs()
+			cpu0 := cpuSeconds()
+			defer func() { b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N)*1e6, "cpu-µs/op") }()
+			b.SetParallelism(8)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					resp, err := hc.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))

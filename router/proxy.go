@@ -261,13 +261,17 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	w.WriteHeader(resp.StatusCode)
 	flusher, _ := w.(http.Flusher)
 	code := strconv.Itoa(resp.StatusCode)
+	total := int64(0)
 	for {
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				r.m.clientTotal.WithLabelValues("aborted").Inc()
 				return true // the client left; cancel() stops the upstream request
 			}
-			if flusher != nil {
+			total += int64(n)
+			// Flush unless this is the end: the handler's return flushes that, together with
+			// the chunked terminator (one write instead of two).
+			if flusher != nil && rerr == nil && !lastPiece(buf[:n], total, resp.ContentLength) {
 				flusher.Flush()
 			}
 		}
@@ -299,6 +303,14 @@ func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, er
 		return b, nil
 	}
 	return io.ReadAll(rd)
+}
+
+var sseDone = []byte("data: [DONE]\n\n")
+
+// lastPiece reports whether the piece just read ends the body: all of a known length, or the
+// SSE stream's [DONE] event.
+func lastPiece(piece []byte, total, contentLength int64) bool {
+	return (contentLength >= 0 && total >= contentLength) || bytes.HasSuffix(piece, sseDone)
 }
 
 // readSome reads until it gets at least one byte or an error.
