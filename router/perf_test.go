@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +34,9 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string) overhead {
+// measureRouterOverhead runs pairs of measurements, n requests at rate req/s each side,
+// alternating which side goes first so drifts of the shared machine's load hit both alike.
+func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string, pairs int) []overhead {
 	be := httptest.NewServer(routertest.New("fast", 1, 0))
 	defer be.Close()
 	r, err := New(Options{Policy: policy, Registerer: prometheus.NewRegistry()})
@@ -55,42 +58,68 @@ func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string) ov
 			NumWarmups: 200, Seed: 1, Percentiles: []float64{50, 99}}, res)
 		return res, (cpuSeconds() - cpu0) / float64(n+200) * 1e6
 	}
-	var o overhead
-	d, dcpu := run(be.URL)
-	rt, rcpu := run(front.URL)
-	o.directCPU, o.routedCPU = dcpu, rcpu
-	o.directP50, o.directP99, o.directRate = d.Stats["p50_e2el_ms"], d.Stats["p99_e2el_ms"], d.RequestThroughput
-	o.routedP50, o.routedP99, o.routedRate = rt.Stats["p50_e2el_ms"], rt.Stats["p99_e2el_ms"], rt.RequestThroughput
-	o.failed = d.Failed + rt.Failed
-	return o
+	var out []overhead
+	for i := range pairs {
+		var o overhead
+		var d, rt *bench.Result
+		if i%2 == 0 {
+			d, o.directCPU = run(be.URL)
+			rt, o.routedCPU = run(front.URL)
+		} else {
+			rt, o.routedCPU = run(front.URL)
+			d, o.directCPU = run(be.URL)
+		}
+		o.directP50, o.directP99, o.directRate = d.Stats["p50_e2el_ms"], d.Stats["p99_e2el_ms"], d.RequestThroughput
+		o.routedP50, o.routedP99, o.routedRate = rt.Stats["p50_e2el_ms"], rt.Stats["p99_e2el_ms"], rt.RequestThroughput
+		o.failed = d.Failed + rt.Failed
+		out = append(out, o)
+	}
+	return out
+}
+
+// median of f over the measurements.
+func median(os []overhead, f func(overhead) float64) float64 {
+	xs := make([]float64, len(os))
+	for i, o := range os {
+		xs[i] = f(o)
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // TestRouterOverhead is issue 7's performance acceptance: through the router, 2,000 requests/s
-// of one-token streams to a fast backend, at most 1 ms more p99 latency than directly. A
-// measurement, so it runs only when asked (LLMCLOUD_TIMING_TESTS=1, on a quiet machine).
+// of one-token streams to a fast backend, at most 1 ms more p99 latency than directly (median
+// of 5 alternating pairs). A measurement, so it runs only when asked (LLMCLOUD_TIMING_TESTS=1,
+// on a quiet machine).
 func TestRouterOverhead(t *testing.T) {
 	if os.Getenv("LLMCLOUD_TIMING_TESTS") == "" {
 		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
 	}
-	o := measureRouterOverhead(t, 6000, 2000, RoundRobin)
-	t.Logf("direct: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req; routed: %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req; added p50 %.3f ms, p99 %.3f ms",
-		o.directRate, o.directP50, o.directP99, o.directCPU, o.routedRate, o.routedP50, o.routedP99, o.routedCPU,
-		o.routedP50-o.directP50, o.routedP99-o.directP99)
-	if o.failed != 0 {
-		t.Errorf("%d requests failed", o.failed)
+	all := measureRouterOverhead(t, 4000, 2000, RoundRobin, 5)
+	for i, o := range all {
+		t.Logf("pair %d: direct %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req | routed %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req | added p50 %+.3f ms, p99 %+.3f ms",
+			i, o.directRate, o.directP50, o.directP99, o.directCPU, o.routedRate, o.routedP50, o.routedP99, o.routedCPU,
+			o.routedP50-o.directP50, o.routedP99-o.directP99)
+		if o.failed != 0 {
+			t.Errorf("pair %d: %d requests failed", i, o.failed)
+		}
 	}
-	if o.routedRate < 1900 {
-		t.Errorf("routed %.0f req/s, want 2000", o.routedRate)
+	rate := median(all, func(o overhead) float64 { return o.routedRate })
+	added99 := median(all, func(o overhead) float64 { return o.routedP99 - o.directP99 })
+	added50 := median(all, func(o overhead) float64 { return o.routedP50 - o.directP50 })
+	t.Logf("median: routed %.0f req/s, added p50 %+.3f ms, p99 %+.3f ms", rate, added50, added99)
+	if rate < 1900 {
+		t.Errorf("routed %.0f req/s, want 2000", rate)
 	}
-	if o.routedP99-o.directP99 > 1 {
-		t.Errorf("the router adds %.3f ms at p99, want under 1 ms", o.routedP99-o.directP99)
+	if added99 > 1 {
+		t.Errorf("the router adds %.3f ms at p99, want under 1 ms", added99)
 	}
 }
 
 // BenchmarkRouterOverhead reports the paired measurement (one per iteration) at 2,000 req/s.
 func BenchmarkRouterOverhead(b *testing.B) {
 	for b.Loop() {
-		o := measureRouterOverhead(b, 4000, 2000, RoundRobin)
+		o := measureRouterOverhead(b, 4000, 2000, RoundRobin, 1)[0]
 		b.ReportMetric(o.directP50, "direct-p50-ms")
 		b.ReportMetric(o.directP99, "direct-p99-ms")
 		b.ReportMetric(o.routedP50, "routed-p50-ms")
