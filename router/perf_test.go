@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -136,11 +137,15 @@ func BenchmarkRouterOverhead(b *testing.B) {
 func BenchmarkProxy(b *testing.B) {
 	be := httptest.NewServer(routertest.New("fast", 1, 0))
 	defer be.Close()
-	for _, policy := range []string{"direct", RoundRobin, LeastLoad, Session, Prefix} {
+	for _, policy := range []string{"direct", RoundRobin, "nethttp", LeastLoad, Session, Prefix} {
 		b.Run(policy, func(b *testing.B) {
 			base := be.URL
 			if policy != "direct" {
-				r, err := New(Options{Policy: policy, Registerer: prometheus.NewRegistry()})
+				opts := Options{Policy: policy, Registerer: prometheus.NewRegistry()}
+				if policy == "nethttp" { // round-robin over net/http's Transport instead of the pool
+					opts.Policy, opts.Client = RoundRobin, &http.Client{Transport: newTransport()}
+				}
+				r, err := New(opts)
 				if err != nil {
 					b.Fatal(err)
 				}

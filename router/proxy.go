@@ -186,23 +186,6 @@ func containsBackend(bs []*backend, b *backend) bool {
 func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) bool {
 	ctx, cancel := context.WithTimeout(req.Context(), r.opts.RequestTimeout)
 	defer cancel()
-	out, err := http.NewRequestWithContext(ctx, req.Method, b.url+req.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		r.fail(w, http.StatusBadRequest, "bad_request", err.Error())
-		return true
-	}
-	copyHeader(out.Header, req.Header)
-	out.Header.Set(RequestIDHeader, id)
-	if ip, _, err := net.SplitHostPort(req.RemoteAddr); err == nil {
-		if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
-			ip = prior + ", " + ip
-		}
-		out.Header.Set("X-Forwarded-For", ip)
-	}
-	// The body is buffered, so the transport may resend it on a kept-alive connection the
-	// backend had closed (a race, not a failure of the backend).
-	out.Header["X-Idempotency-Key"] = nil
-
 	b.requests.Add(1)
 	b.inflight.Add(1)
 	b.inflightG.Inc()
@@ -211,7 +194,7 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		b.inflightG.Dec()
 	}()
 	start := time.Now()
-	resp, err := r.transport.RoundTrip(out)
+	resp, err := r.send(ctx, req, body, id, b)
 	if err != nil {
 		r.m.requests.WithLabelValues(b.url, "error").Inc()
 		switch {
@@ -289,6 +272,40 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		}
 		n, rerr = readSome(resp.Body, buf)
 	}
+}
+
+// send sends the request to b: over the router's own connection pool for http:// backends
+// (upstream.go), else through net/http's Transport.
+func (r *Router) send(ctx context.Context, req *http.Request, body []byte, id string, b *backend) (*http.Response, error) {
+	xff := ""
+	if ip, _, err := net.SplitHostPort(req.RemoteAddr); err == nil {
+		xff = ip
+		if prior := req.Header.Get("X-Forwarded-For"); prior != "" {
+			xff = prior + ", " + ip
+		}
+	}
+	if r.pool != nil && b.host != "" {
+		extra := [4]string{RequestIDHeader, id, "X-Forwarded-For", xff}
+		n := 4
+		if xff == "" {
+			n = 2
+		}
+		return r.pool.roundTrip(ctx, b.host, req.Method, b.path+req.URL.RequestURI(), req.Header, extra[:n], body)
+	}
+	out, err := http.NewRequestWithContext(ctx, req.Method, b.url+req.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	copyHeader(out.Header, req.Header)
+	out.Header.Del("Expect")
+	out.Header.Set(RequestIDHeader, id)
+	if xff != "" {
+		out.Header.Set("X-Forwarded-For", xff)
+	}
+	// The body is buffered, so the transport may resend it on a kept-alive connection the
+	// backend had closed (a race, not a failure of the backend).
+	out.Header["X-Idempotency-Key"] = nil
+	return r.transport.RoundTrip(out)
 }
 
 // readBody reads the request body, at most limit bytes, in one allocation when the length is

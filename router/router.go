@@ -56,6 +56,8 @@ type BackendStatus struct {
 // backend is one replica. The atomics are touched on the hot path; the rest under Router.mu.
 type backend struct {
 	url      string // normalized: scheme://host[:port][/path], no trailing slash
+	host     string // http:// backends: host:port for the connection pool ("" for https)
+	path     string // the URL's path, prefixed to request paths
 	inflight atomic.Int64
 	requests atomic.Int64
 	failures atomic.Int64
@@ -76,6 +78,7 @@ type Router struct {
 	opts      Options
 	log       *slog.Logger
 	transport http.RoundTripper
+	pool      *connPool // http:// backends (nil when Options.Client is given)
 	probe     *http.Client
 	policy    Policy
 	wantSess  bool
@@ -127,12 +130,16 @@ func New(opts Options) (*Router, error) {
 	}
 	gatherer, _ := reg.(prometheus.Gatherer)
 	var rt http.RoundTripper = newTransport()
-	if opts.Client != nil && opts.Client.Transport != nil {
+	var pool *connPool
+	switch {
+	case opts.Client == nil:
+		pool = newConnPool()
+	case opts.Client.Transport != nil:
 		rt = opts.Client.Transport
 	}
 	var id [4]byte
 	rand.Read(id[:])
-	r := &Router{opts: opts, log: opts.Logger, transport: rt, policy: pol, m: m, gatherer: gatherer,
+	r := &Router{opts: opts, log: opts.Logger, transport: rt, pool: pool, policy: pol, m: m, gatherer: gatherer,
 		idPrefix: "rtr-" + hex.EncodeToString(id[:]) + "-", kick: make(chan struct{}, 1),
 		probe: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	r.wantSess, r.wantText = needs(pol)
@@ -195,6 +202,9 @@ func (r *Router) SetBackends(urls []string) {
 	for u := range want {
 		b := &backend{url: u, inflightG: r.m.inflight.WithLabelValues(u),
 			latencyObs: r.m.latency.WithLabelValues(u), ttfbObs: r.m.ttfb.WithLabelValues(u)}
+		if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" {
+			b.host, b.path = poolHost(pu), pu.Path
+		}
 		r.m.healthy.WithLabelValues(u).Set(0)
 		next = append(next, b)
 		added++
@@ -203,6 +213,17 @@ func (r *Router) SetBackends(urls []string) {
 	r.backends = next
 	r.mu.Unlock()
 
+	if len(removed) > 0 && r.pool != nil {
+		kept := map[string]bool{}
+		for _, b := range next {
+			kept[b.host] = true
+		}
+		for _, u := range removed {
+			if pu, err := url.Parse(u); err == nil && pu.Scheme == "http" && !kept[poolHost(pu)] {
+				r.pool.closeHost(poolHost(pu))
+			}
+		}
+	}
 	if len(removed) > 0 {
 		r.pmu.Lock()
 		for _, u := range removed {
@@ -222,6 +243,14 @@ func (r *Router) SetBackends(urls []string) {
 		default:
 		}
 	}
+}
+
+// poolHost is the host:port the connection pool dials for an http:// URL.
+func poolHost(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
 }
 
 // Backends returns a snapshot of the backends, sorted by URL.
