@@ -218,3 +218,24 @@ func (g *Group) BarrierAsync() *Work {
 		return g.rhdAllReduce(one[:], Sum)
 	})
 }
+
+// SendRecv sends sendBuf to group rank to while it receives recvBuf from group rank from, both
+// at once (a ring shift when every rank sends to r+1 and receives from r-1).
+func (g *Group) SendRecv(sendBuf []byte, to int, recvBuf []byte, from int) error {
+	return g.SendRecvAsync(sendBuf, to, recvBuf, from).Wait()
+}
+
+func (g *Group) SendRecvAsync(sendBuf []byte, to int, recvBuf []byte, from int) *Work {
+	desc := fmt.Sprintf("bytes[%d] to %d, bytes[%d] from %d", len(sendBuf), to, len(recvBuf), from)
+	if g.checkRoot(to) != nil || g.checkRoot(from) != nil || to == g.rank || from == g.rank {
+		return g.failed("sendrecv", desc, fmt.Errorf("bad peers %d, %d", to, from))
+	}
+	return g.submit("sendrecv", desc, func() error {
+		return g.sendRecv(to, sendBuf, func() error {
+			if len(recvBuf) == 0 {
+				return nil
+			}
+			return g.tr.recv(from, recvBuf)
+		})
+	})
+}

@@ -83,7 +83,8 @@ func (p *proc) rendezvous() error {
 			return fmt.Errorf("comm: rank 0 store: %w", err)
 		}
 		p.server = newStoreServer(ln, p.log)
-		masterAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.env.MasterPort))
+		// The port actually bound (MASTER_PORT may be 0 for a one-rank job).
+		masterAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	sc, err := dialStore(masterAddr, st)
 	if err != nil {

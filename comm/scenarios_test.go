@@ -203,6 +203,16 @@ func scenarioCollectives(g *Group) error {
 			return err
 		}
 	}
+	out, ring := make([]byte, 4099), make([]byte, 4099)
+	for i := range out {
+		out[i] = byteOf(r, i)
+	}
+	if err := g.SendRecv(out, mod(r+1, n), ring, mod(r-1, n)); err != nil {
+		return err
+	}
+	if err := checkBytes("sendrecv", ring, func(i int) byte { return byteOf(mod(r-1, n), i) }); err != nil {
+		return err
+	}
 	if err := g.Barrier(); err != nil {
 		return err
 	}

@@ -57,6 +57,17 @@ func (s *storeServer) readyChan(key string) chan struct{} {
 	return ch
 }
 
+// put sets key and wakes its waiters; s.mu is held.
+func (s *storeServer) put(key string, val []byte) {
+	s.vals[key] = val
+	ch := s.readyChan(key)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
 func (s *storeServer) serve(c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
@@ -84,13 +95,7 @@ func (s *storeServer) handle(f frame) frame {
 	switch f.typ {
 	case frameSet:
 		s.mu.Lock()
-		s.vals[f.key] = f.val
-		ch := s.readyChan(f.key)
-		select {
-		case <-ch:
-		default:
-			close(ch)
-		}
+		s.put(f.key, f.val)
 		s.mu.Unlock()
 		return frame{typ: frameValue}
 	case frameGet:
@@ -117,13 +122,7 @@ func (s *storeServer) handle(f frame) frame {
 		}
 		cur += int64(binary.LittleEndian.Uint64(f.val))
 		nv := binary.LittleEndian.AppendUint64(nil, uint64(cur))
-		s.vals[f.key] = nv
-		ch := s.readyChan(f.key)
-		select {
-		case <-ch:
-		default:
-			close(ch)
-		}
+		s.put(f.key, nv)
 		s.mu.Unlock()
 		return frame{typ: frameValue, val: nv}
 	}
