@@ -21,8 +21,14 @@ type status struct {
 	seq           uint64
 	op, desc      string
 	startUnixNano int64
-	done          bool
+	state         int // stateRunning, stateDone, stateFailed
 }
+
+const (
+	stateRunning = iota
+	stateDone
+	stateFailed
+)
 
 type statusBox struct {
 	mu sync.Mutex
@@ -32,13 +38,9 @@ type statusBox struct {
 func (b *statusBox) store(s status) { b.mu.Lock(); b.s = s; b.mu.Unlock() }
 func (b *statusBox) load() status   { b.mu.Lock(); defer b.mu.Unlock(); return b.s }
 
-// encode writes "seq\top\tdesc\tstartUnixNano\tdone" (docs/comm.md).
+// encode writes "seq\top\tdesc\tstartUnixNano\tstate" (docs/comm.md).
 func (s status) encode() []byte {
-	d := 0
-	if s.done {
-		d = 1
-	}
-	return fmt.Appendf(nil, "%d\t%s\t%s\t%d\t%d", s.seq, s.op, s.desc, s.startUnixNano, d)
+	return fmt.Appendf(nil, "%d\t%s\t%s\t%d\t%d", s.seq, s.op, s.desc, s.startUnixNano, s.state)
 }
 
 func decodeStatus(b []byte) (status, error) {
@@ -48,10 +50,11 @@ func decodeStatus(b []byte) (status, error) {
 	}
 	seq, err1 := strconv.ParseUint(f[0], 10, 64)
 	start, err2 := strconv.ParseInt(f[3], 10, 64)
-	if err1 != nil || err2 != nil || (f[4] != "0" && f[4] != "1") {
+	state, err3 := strconv.Atoi(f[4])
+	if err1 != nil || err2 != nil || err3 != nil || state < stateRunning || state > stateFailed {
 		return status{}, fmt.Errorf("comm: bad status %q", b)
 	}
-	return status{seq: seq, op: f[1], desc: f[2], startUnixNano: start, done: f[4] == "1"}, nil
+	return status{seq: seq, op: f[1], desc: f[2], startUnixNano: start, state: state}, nil
 }
 
 func (s status) where() string {
@@ -115,14 +118,13 @@ func (g *Group) report(w *Work) string {
 		case a.err != nil:
 			other = append(other, fmt.Sprintf("rank %d is unreachable (%v)", r, a.err))
 		case a.s.seq < w.seq:
-			state := "still running"
-			if a.s.done {
-				state = "finished"
-			}
+			state := []string{"still running", "finished", "failed"}[a.s.state]
 			behind = append(behind, fmt.Sprintf("rank %d never arrived (last seen in %s, %s, started %s ago)",
 				r, a.s.where(), state, now.Sub(time.Unix(0, a.s.startUnixNano)).Round(time.Millisecond)))
-		case a.s.seq == w.seq && !a.s.done:
+		case a.s.seq == w.seq && a.s.state == stateRunning:
 			with = append(with, fmt.Sprintf("rank %d is in %s", r, a.s.where()))
+		case a.s.seq == w.seq && a.s.state == stateFailed:
+			with = append(with, fmt.Sprintf("rank %d is in %s (and failed there too)", r, a.s.where()))
 		case a.s.seq == w.seq:
 			with = append(with, fmt.Sprintf("rank %d finished %s", r, a.s.where()))
 		default:
@@ -141,6 +143,16 @@ func (g *Group) explain(w *Work, start time.Time, err error) error {
 	var pe *peerError
 	isTimeout := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errShmTimeout) ||
 		(errors.As(err, &pe) && pe.timeout)
+	if !isTimeout {
+		// A peer that failed first may have closed its data connection before its abort
+		// frame (on the control connection) was read: give the watchers a moment, so the
+		// error names the rank where the failure started.
+		select {
+		case <-g.abortCh:
+			return fmt.Errorf("%s failed: %w", head, g.abortError())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 	var out error
 	if isTimeout {
 		rep := g.report(w)

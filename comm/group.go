@@ -232,7 +232,11 @@ func (g *Group) execute(w *Work) error {
 	g.status.store(status{seq: w.seq, op: w.name, desc: w.desc, startUnixNano: start.UnixNano()})
 	g.tr.setDeadline(start.Add(g.opts.Timeout))
 	err := w.fn()
-	g.status.store(status{seq: w.seq, op: w.name, desc: w.desc, startUnixNano: start.UnixNano(), done: true})
+	state := stateDone
+	if err != nil {
+		state = stateFailed
+	}
+	g.status.store(status{seq: w.seq, op: w.name, desc: w.desc, startUnixNano: start.UnixNano(), state: state})
 	g.p.metrics.observe(w.name, time.Since(start), err)
 	if err == nil {
 		return nil

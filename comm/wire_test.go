@@ -81,7 +81,7 @@ func TestStore(t *testing.T) {
 }
 
 func TestStatusRoundTrip(t *testing.T) {
-	s := status{seq: 42, op: "allreduce", desc: "float32[7] sum ring", startUnixNano: 123456789, done: true}
+	s := status{seq: 42, op: "allreduce", desc: "float32[7] sum ring", startUnixNano: 123456789, state: stateFailed}
 	got, err := decodeStatus(s.encode())
 	if err != nil || got != s {
 		t.Fatalf("decode(encode(%+v)) = %+v, %v", s, got, err)
