@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,9 +74,23 @@ func measureRouterOverhead(tb testing.TB, n int, rate float64, policy string, pa
 		o.directP50, o.directP99, o.directRate = d.Stats["p50_e2el_ms"], d.Stats["p99_e2el_ms"], d.RequestThroughput
 		o.routedP50, o.routedP99, o.routedRate = rt.Stats["p50_e2el_ms"], rt.Stats["p99_e2el_ms"], rt.RequestThroughput
 		o.failed = d.Failed + rt.Failed
+		for _, res := range []*bench.Result{d, rt} {
+			if res.Failed > 0 {
+				tb.Logf("%d failed, e.g. %q", res.Failed, firstError(res.Errors))
+			}
+		}
 		out = append(out, o)
 	}
 	return out
+}
+
+func firstError(errs []string) string {
+	for _, e := range errs {
+		if e != "" {
+			return e
+		}
+	}
+	return ""
 }
 
 // median of f over the measurements.
@@ -96,7 +111,11 @@ func TestRouterOverhead(t *testing.T) {
 	if os.Getenv("LLMCLOUD_TIMING_TESTS") == "" {
 		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
 	}
-	all := measureRouterOverhead(t, 4000, 2000, RoundRobin, 5)
+	rate := 2000.0 // LLMCLOUD_ROUTER_RATE overrides, to see the overhead below saturation
+	if v, err := strconv.ParseFloat(os.Getenv("LLMCLOUD_ROUTER_RATE"), 64); err == nil && v > 0 {
+		rate = v
+	}
+	all := measureRouterOverhead(t, int(2*rate), rate, RoundRobin, 5)
 	for i, o := range all {
 		t.Logf("pair %d: direct %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req | routed %.0f req/s, p50 %.3f ms, p99 %.3f ms, %.0f µs CPU/req | added p50 %+.3f ms, p99 %+.3f ms",
 			i, o.directRate, o.directP50, o.directP99, o.directCPU, o.routedRate, o.routedP50, o.routedP99, o.routedCPU,
@@ -105,12 +124,12 @@ func TestRouterOverhead(t *testing.T) {
 			t.Errorf("pair %d: %d requests failed", i, o.failed)
 		}
 	}
-	rate := median(all, func(o overhead) float64 { return o.routedRate })
+	achieved := median(all, func(o overhead) float64 { return o.routedRate })
 	added99 := median(all, func(o overhead) float64 { return o.routedP99 - o.directP99 })
 	added50 := median(all, func(o overhead) float64 { return o.routedP50 - o.directP50 })
-	t.Logf("median: routed %.0f req/s, added p50 %+.3f ms, p99 %+.3f ms", rate, added50, added99)
-	if rate < 1900 {
-		t.Errorf("routed %.0f req/s, want 2000", rate)
+	t.Logf("median: routed %.0f req/s, added p50 %+.3f ms, p99 %+.3f ms", achieved, added50, added99)
+	if achieved < 0.95*rate {
+		t.Errorf("routed %.0f req/s, want %.0f", achieved, rate)
 	}
 	if added99 > 1 {
 		t.Errorf("the router adds %.3f ms at p99, want under 1 ms", added99)
