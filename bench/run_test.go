@@ -41,8 +41,21 @@ func within(t *testing.T, name string, got, want, rel float64) {
 	}
 }
 
+// withinLate is within, except that got may also be up to lateMS above: for latencies timed from
+// the client's send, which include the client's and the loopback's share (never negative), and
+// which a machine with more runnable threads than CPUs stretches by milliseconds.
+func withinLate(t *testing.T, name string, got, want, rel, lateMS float64) {
+	t.Helper()
+	if got < want-rel*math.Abs(want) || got > want+rel*math.Abs(want)+lateMS {
+		t.Errorf("%s = %.3f, want %.3f within %.1f%% (+%g ms late)", name, got, want, rel*100, lateMS)
+	} else {
+		t.Logf("%s = %.3f (truth %.3f)", name, got, want)
+	}
+}
+
 // TestScriptedTimings runs against a server with known timings (TTFT 100 ms, 10 ms between 20
-// tokens) and checks every reported metric against the truth within 2%.
+// tokens) and checks every reported metric against the truth within 2% (TTFT and E2EL may be
+// up to 3 ms later still: see withinLate).
 func TestScriptedTimings(t *testing.T) {
 	if raceEnabled {
 		t.Skip("timing test")
@@ -96,7 +109,11 @@ func TestScriptedTimings(t *testing.T) {
 			summarize(truth, "tpot", trueTPOT, nil)
 			for _, k := range []string{"mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms", "median_tpot_ms",
 				"mean_itl_ms", "median_itl_ms", "mean_e2el_ms", "median_e2el_ms"} {
-				within(t, k, res.Stats[k], truth[k], 0.02)
+				if strings.Contains(k, "ttft") || strings.Contains(k, "e2el") {
+					withinLate(t, k, res.Stats[k], truth[k], 0.02, 3)
+				} else {
+					within(t, k, res.Stats[k], truth[k], 0.02)
+				}
 			}
 			// And the script itself, loosely (the server's timers are the only slack).
 			within(t, "mean TTFT vs script", res.Stats["mean_ttft_ms"], ms(ttft), 0.20)
