@@ -63,7 +63,9 @@ func (s attnShape) qd() int  { return s.H * s.hd }
 func (s attnShape) kvd() int { return s.KVH * s.hd }
 
 // attentionForward computes causal softmax(q·kᵀ/√hd)·v per (batch, head); query head h reads
-// KV head h/(H/KVH). It keeps the probabilities in att (entries above the diagonal are 0).
+// KV head h/(H/KVH). Scores and outputs are two matmuls per head on kernels.Gemm (full T x T,
+// the entries above the diagonal then masked), run inline inside the per-head task. It keeps
+// the probabilities in att (entries above the diagonal are 0).
 // out, q are (B,T,H*hd), k, v are (B,T,KVH*hd), att is (B,H,T,T).
 func attentionForward(p *kernels.Pool, out, att, q, k, v []float32, s attnShape) {
 	B, T, H, hd := s.B, s.T, s.H, s.hd
@@ -73,38 +75,40 @@ func attentionForward(p *kernels.Pool, out, att, q, k, v []float32, s attnShape)
 		for bh := lo; bh < hi; bh++ {
 			b, h := bh/H, bh%H
 			kh := h / grp
+			qm := kernels.Mat{Data: q[b*T*qd+h*hd:], Stride: qd}
+			km := kernels.Mat{Data: k[b*T*kvd+kh*hd:], Stride: kvd, T: true}
+			pr := att[bh*T*T : (bh+1)*T*T]
+			kernels.Serial.Gemm(T, T, hd, qm, km, pr, T, false)
 			for t := 0; t < T; t++ {
-				qt := q[(b*T+t)*qd+h*hd:][:hd]
-				pr := att[(bh*T+t)*T:][:T]
+				row := pr[t*T : (t+1)*T]
 				mx := float32(math.Inf(-1))
 				for u := 0; u <= t; u++ {
-					sc := kernels.Dot(qt, k[(b*T+u)*kvd+kh*hd:][:hd]) * scale
-					pr[u] = sc
-					mx = max(mx, sc)
+					row[u] *= scale
+					mx = max(mx, row[u])
 				}
 				var sum float64
 				for u := 0; u <= t; u++ {
-					e := float32(math.Exp(float64(pr[u] - mx)))
-					pr[u] = e
+					e := float32(math.Exp(float64(row[u] - mx)))
+					row[u] = e
 					sum += float64(e)
 				}
 				inv := float32(1 / sum)
-				ot := out[(b*T+t)*qd+h*hd:][:hd]
-				clear(ot)
 				for u := 0; u <= t; u++ {
-					pr[u] *= inv
-					kernels.Axpy(ot, pr[u], v[(b*T+u)*kvd+kh*hd:][:hd])
+					row[u] *= inv
 				}
-				clear(pr[t+1:])
+				clear(row[t+1:])
 			}
+			vm := kernels.Mat{Data: v[b*T*kvd+kh*hd:], Stride: kvd}
+			kernels.Serial.Gemm(T, hd, T, kernels.Mat{Data: pr, Stride: T}, vm, out[b*T*qd+h*hd:], qd, false)
 		}
 	})
 }
 
 // attentionBackward adds to dq, dk, dv the gradients of attentionForward given dout:
-// dP = dout·vᵀ, dv += Pᵀ·dout, dS = P∘(dP − rowsum(P∘dP)), dq += dS·k/√hd, dk += dSᵀ·q/√hd.
-// Work is split by (batch, KV head) so the query heads sharing a KV head add into dk, dv in
-// a fixed order. Shapes as attentionForward; scratch is (B*KVH*T).
+// dP = dout·vᵀ, dv += Pᵀ·dout, dS = P∘(dP − rowsum(P∘dP))/√hd, dq += dS·k, dk += dSᵀ·q, each
+// product a kernels.Gemm. Work is split by (batch, KV head) so the query heads sharing a KV
+// head add into dk, dv in a fixed order. Shapes as attentionForward; scratch is
+// (B*KVH, T, T).
 func attentionBackward(p *kernels.Pool, dq, dk, dv, dout, att, q, k, v, scratch []float32, s attnShape) {
 	B, T, H, KVH, hd := s.B, s.T, s.H, s.KVH, s.hd
 	qd, kvd, grp := s.qd(), s.kvd(), s.H/s.KVH
@@ -112,25 +116,27 @@ func attentionBackward(p *kernels.Pool, dq, dk, dv, dout, att, q, k, v, scratch 
 	p.For(B*KVH, 1, func(lo, hi int) {
 		for bk := lo; bk < hi; bk++ {
 			b, kh := bk/KVH, bk%KVH
-			dp := scratch[bk*T : (bk+1)*T]
+			ds := scratch[bk*T*T : (bk+1)*T*T]
+			kOff, dsm := b*T*kvd+kh*hd, kernels.Mat{Data: ds, Stride: T}
 			for h := kh * grp; h < (kh+1)*grp; h++ {
+				pr := att[(b*H+h)*T*T : (b*H+h+1)*T*T]
+				qOff := b*T*qd + h*hd
+				dy := kernels.Mat{Data: dout[qOff:], Stride: qd}
+				kernels.Serial.Gemm(T, T, hd, dy, kernels.Mat{Data: v[kOff:], Stride: kvd, T: true}, ds, T, false)
+				kernels.Serial.Gemm(T, hd, T, kernels.Mat{Data: pr, Stride: T, T: true}, dy, dv[kOff:], kvd, true)
 				for t := 0; t < T; t++ {
-					pr := att[((b*H+h)*T+t)*T:][:T]
-					dot := dout[(b*T+t)*qd+h*hd:][:hd]
+					prow, drow := pr[t*T:(t+1)*T], ds[t*T:(t+1)*T]
 					var sum float32
 					for u := 0; u <= t; u++ {
-						dp[u] = kernels.Dot(dot, v[(b*T+u)*kvd+kh*hd:][:hd])
-						sum += pr[u] * dp[u]
-						kernels.Axpy(dv[(b*T+u)*kvd+kh*hd:][:hd], pr[u], dot)
+						sum += prow[u] * drow[u]
 					}
-					qt := q[(b*T+t)*qd+h*hd:][:hd]
-					dqt := dq[(b*T+t)*qd+h*hd:][:hd]
 					for u := 0; u <= t; u++ {
-						ds := pr[u] * (dp[u] - sum) * scale
-						kernels.Axpy(dqt, ds, k[(b*T+u)*kvd+kh*hd:][:hd])
-						kernels.Axpy(dk[(b*T+u)*kvd+kh*hd:][:hd], ds, qt)
+						drow[u] = prow[u] * (drow[u] - sum) * scale
 					}
+					clear(drow[t+1:])
 				}
+				kernels.Serial.Gemm(T, hd, T, dsm, kernels.Mat{Data: k[kOff:], Stride: kvd}, dq[qOff:], qd, true)
+				kernels.Serial.Gemm(T, hd, T, kernels.Mat{Data: ds, Stride: T, T: true}, kernels.Mat{Data: q[qOff:], Stride: qd}, dk[kOff:], kvd, true)
 			}
 		}
 	})

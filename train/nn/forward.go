@@ -82,7 +82,7 @@ func (g *grads) alloc(c *model.Config, B, T int) {
 	g.dres, g.dxn, g.dy = make([]float32, N*D), make([]float32, N*D), make([]float32, N*QD)
 	g.dq, g.dk, g.dv = make([]float32, N*QD), make([]float32, N*KVD), make([]float32, N*KVD)
 	g.dh, g.dgate, g.dup = make([]float32, N*F), make([]float32, N*F), make([]float32, N*F)
-	g.attn = make([]float32, B*c.KVHeads*T)
+	g.attn = make([]float32, B*c.KVHeads*T*T)
 }
 
 // Validate reports whether Forward accepts this batch: 1 <= B <= maxB, 1 <= T <= maxT,

@@ -172,7 +172,7 @@ func TestRopeGrad(t *testing.T) {
 
 func TestAttentionGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 5))
-	for _, s := range []attnShape{{1, 1, 1, 1, 2}, {2, 5, 4, 2, 4}, {1, 7, 3, 3, 6}, {2, 4, 4, 1, 10}} {
+	for _, s := range []attnShape{{1, 1, 1, 1, 2}, {2, 5, 4, 2, 4}, {1, 7, 3, 3, 6}, {2, 4, 4, 1, 10}, {1, 33, 2, 1, 16}} {
 		t.Run(fmt.Sprintf("%+v", s), func(t *testing.T) {
 			nq, nkv := s.B*s.T*s.qd(), s.B*s.T*s.kvd()
 			q, k, v := randF32(r, nq, 1), randF32(r, nkv, 1), randF32(r, nkv, 1)
@@ -185,7 +185,7 @@ func TestAttentionGrad(t *testing.T) {
 			dq, addedQ := preload(r, nq)
 			dk, addedK := preload(r, nkv)
 			dv, addedV := preload(r, nkv)
-			attentionBackward(testPool, dq, dk, dv, dout, att, q, k, v, make([]float32, s.B*s.KVH*s.T), s)
+			attentionBackward(testPool, dq, dk, dv, dout, att, q, k, v, make([]float32, s.B*s.KVH*s.T*s.T), s)
 			f := func() float64 { return dot64(f64(), dout) }
 			checkClose(t, "dq", addedQ(), fdGrad(q64, f), gradAtol, gradRtol)
 			checkClose(t, "dk", addedK(), fdGrad(k64, f), gradAtol, gradRtol)
