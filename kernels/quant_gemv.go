@@ -69,15 +69,17 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	}
 }
 
-// gemvSegs computes every segment for one token on p: the rows of all segments are split into
-// ranges as one job.
+// gemvSegs computes every segment for one token on p: the rows of all segments, in chunks of
+// 64, are taken dynamically by the workers as one job.
 func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 	total := 0
 	for i := range segs {
 		segs[i].prep(p, a8, ak)
 		total += segs[i].n
 	}
-	p.For(total, 64, func(lo, hi int) {
+	const rowsPer = 64
+	forDynamic(p, (total+rowsPer-1)/rowsPer, func(c int) {
+		lo, hi := c*rowsPer, min(c*rowsPer+rowsPer, total)
 		start := 0
 		for i := range segs {
 			s := &segs[i]

@@ -4,7 +4,10 @@
 // their plain-Go twin, which computes the same integer lanes and float32 accumulations.
 package kernels
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // quantVNNI reports whether the VNNI tile kernels are installed (tests may switch it off).
 var quantVNNI bool
@@ -76,7 +79,8 @@ func tokenChunkZ(k int) int {
 }
 
 // matmulZ runs out = x · wᵀ ([m, k] x [n, k]ᵀ, Q8_0 or Q4_0 weights with nb = k/32 even) on the
-// VNNI tiles: 4 rows x 4 tokens, rows split across the pool, tokens in chunks that stay in L2.
+// VNNI tiles: 4 rows x 4 tokens; work items of 16 rows x one token chunk (which stays in L2),
+// token chunk by token chunk, taken dynamically by the workers (forDynamic).
 func matmulZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) {
 	a.prepZ(p, q4)
 	xs, rs := a.qs, k/32*34
@@ -85,16 +89,29 @@ func matmulZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) 
 	}
 	tz := &tilesZ[btoi(q4)]
 	np, tc := k/64, tokenChunkZ(k)
-	p.For((n+3)/4, 2, func(lo, hi int) {
-		r0, r1 := 4*lo, min(4*hi, n)
-		for t0 := 0; t0 < m; t0 += tc {
-			t1 := min(t0+tc, m)
-			for r := r0; r < r1; r += 4 {
-				R := min(4, r1-r)
-				for t := t0; t < t1; t += 4 {
-					tz[R][min(4, t1-t)](&w[r*rs], rs, &xs[t*k], k, &a.dz[t*k/4], &a.cz[t*k/4], np, &out[t*n+r], n)
-				}
+	const rowsPer = 16
+	nrb := (n + rowsPer - 1) / rowsPer
+	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
+		t0, r0 := c/nrb*tc, c%nrb*rowsPer
+		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
+		for r := r0; r < r1; r += 4 {
+			R := min(4, r1-r)
+			for t := t0; t < t1; t += 4 {
+				tz[R][min(4, t1-t)](&w[r*rs], rs, &xs[t*k], k, &a.dz[t*k/4], &a.cz[t*k/4], np, &out[t*n+r], n)
 			}
+		}
+	})
+}
+
+// forDynamic calls fn(c) for every c in [0, n) on p's workers, each worker taking the next
+// index from a shared counter, so a worker slowed down (by other processes on the host, or a
+// late start) takes fewer items instead of holding up the call, as llama.cpp's chunked matmul
+// does.
+func forDynamic(p *Pool, n int, fn func(c int)) {
+	var next atomic.Int64
+	p.For(min(p.Workers(), n), 1, func(lo, hi int) {
+		for c := int(next.Add(1) - 1); c < n; c = int(next.Add(1) - 1) {
+			fn(c)
 		}
 	})
 }

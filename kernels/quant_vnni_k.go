@@ -132,9 +132,9 @@ func refTileKZ(q6 bool, T int) tileKFunc {
 	}
 }
 
-// matmulKZ runs a Q4_K or Q6_K (q6) prefill matmul (out [m, n] = x · wᵀ, a holding x quantized to Q8_K) on
-// the VNNI kernels: rows split across the pool, tokens in chunks whose records stay in L2,
-// 8 tokens per call.
+// matmulKZ runs a Q4_K or Q6_K (q6) prefill matmul (out [m, n] = x · wᵀ, a holding x
+// quantized to Q8_K) on the VNNI kernels, 8 tokens per call; work items of 8 rows x one token
+// chunk (whose records stay in L2), taken dynamically by the workers.
 func matmulKZ(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int) {
 	a.recs(p)
 	nb := k / 256
@@ -144,13 +144,14 @@ func matmulKZ(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int
 	}
 	tiles := &tilesKZ[btoi(q6)]
 	tc := max(8, ((384<<10)/xs)&^7)
-	p.For(n, 4, func(lo, hi int) {
-		for t0 := 0; t0 < m; t0 += tc {
-			t1 := min(t0+tc, m)
-			for r := lo; r < hi; r++ {
-				for t := t0; t < t1; t += 8 {
-					tiles[min(8, t1-t)](&w[r*rs], &a.rec[t*xs], xs, nb, &out[t*n+r], n)
-				}
+	const rowsPer = 8
+	nrb := (n + rowsPer - 1) / rowsPer
+	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
+		t0, r0 := c/nrb*tc, c%nrb*rowsPer
+		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
+		for r := r0; r < r1; r++ {
+			for t := t0; t < t1; t += 8 {
+				tiles[min(8, t1-t)](&w[r*rs], &a.rec[t*xs], xs, nb, &out[t*n+r], n)
 			}
 		}
 	})
