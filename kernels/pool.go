@@ -48,8 +48,10 @@ type poolSlot struct {
 
 // spinDuration is how long an idle worker (or a caller waiting for its job's last part) polls
 // before it parks. Between the matmuls of a forward pass the caller works for microseconds;
-// between decode steps for tens of microseconds.
-const spinDuration = 200 * time.Microsecond
+// between decode steps for tens of microseconds. Polling longer costs decode speed on an
+// oversubscribed host (stories110M F16 tg128 at load average 28, three runs each: 200 µs
+// 14.9/35.1/44.0 t/s, 50 µs 20.6/42.9/51.1, no polling 13.3/58.2/61.8).
+const spinDuration = 50 * time.Microsecond
 
 // pollsPerYield is how many times a waiting goroutine polls before it yields its P to other
 // goroutines (runtime.Gosched takes the scheduler's global lock, which the caller and the
