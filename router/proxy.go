@@ -133,17 +133,17 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	r.fail(w, http.StatusBadGateway, "upstream_unavailable", "no backend answered (tried "+strconv.Itoa(len(excl))+")")
 }
 
-// pick asks the policy for a backend among the healthy ones not in excl; when none is healthy,
-// among those not yet probed; when none of those either, among all (a last resort that finds
-// recovered backends faster than the probes). It returns nil when excl holds every backend.
+// pick asks the policy for a backend not in excl among the healthy ones and those not yet
+// probed; when there is none, among all (a last resort that finds recovered backends faster
+// than the probes). It returns nil when excl holds every backend.
 func (r *Router) pick(in Input, excl []*backend) *backend {
 	r.mu.RLock()
 	n := len(r.backends)
 	cands := make([]Candidate, 0, n)
 	bs := make([]*backend, 0, n)
-	for tier := 0; tier < 3 && len(cands) == 0; tier++ {
+	for tier := 0; tier < 2 && len(cands) == 0; tier++ {
 		for _, b := range r.backends {
-			ok := (tier == 0 && b.healthy) || (tier == 1 && !b.probed) || tier == 2
+			ok := tier == 1 || b.healthy || !b.probed
 			if !ok || containsBackend(excl, b) {
 				continue
 			}

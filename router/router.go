@@ -174,8 +174,8 @@ func NormalizeURL(s string) (string, error) {
 }
 
 // SetBackends replaces the backend set. Backends that stay keep their health, load and counters;
-// new ones take traffic once a probe (or a response) says they are up; removed ones finish the
-// requests they have. Invalid URLs are logged and skipped, duplicates merged. Safe at any time
+// new ones take traffic at once and are probed at once (a failed probe or request ejects them);
+// removed ones finish the requests they have. Invalid URLs are logged and skipped, duplicates merged. Safe at any time
 // from any goroutine.
 func (r *Router) SetBackends(urls []string) {
 	want := make(map[string]bool, len(urls))
