@@ -88,7 +88,7 @@ func TestSetBackendsKeepsStateAndIsConcurrent(t *testing.T) {
 	}
 	r, front, srvs := start(t, Options{Policy: LeastLoad, HealthInterval: 20 * time.Millisecond}, hs...)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	waitFor(t, 2*time.Second, "first probe", func() bool {
@@ -149,7 +149,11 @@ func TestSetBackendsKeepsStateAndIsConcurrent(t *testing.T) {
 	wg.Wait()
 	failed.Range(func(k, v any) bool { t.Errorf("request %v: %v", k, v); return true })
 
-	// A backend that stays keeps its counters; one that leaves and comes back starts afresh.
+	// A backend that stays keeps its counters and health (the probes are stopped first, so
+	// they cannot change the health between the snapshots).
+	cancel()
+	<-done
+	done <- nil // for the deferred receive
 	r.SetBackends(urls)
 	st := r.Backends()
 	r.SetBackends(urls[:2])
