@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -242,6 +243,18 @@ func TestUpSurvivesKilledReplica(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "replica exited; restarting") {
 		t.Error("no restart in the log")
+	}
+	// The router's /metrics carries the supervisor's metrics too.
+	if resp, err := http.Get(url + "/metrics"); err != nil {
+		t.Error(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{"llmcloud_cloud_replica_restarts_total 1", "llmcloud_cloud_ready_replicas 3", "llmcloud_cloud_replicas 3"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
 	}
 	t.Logf("killed %s (pid %d, %d in flight): out of the router after %s, restarted after %s; %d/%d completed, %d cut mid-stream",
 		victim.Name, victim.PID, victim.Inflight, removedAfter.Round(time.Millisecond), restartedAfter.Round(time.Millisecond),
