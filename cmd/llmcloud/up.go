@@ -37,6 +37,8 @@ func init() {
 func runUp(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// The first Ctrl-C drains; a second one kills (the replicas die with us: parent-death signal).
+	go func() { <-ctx.Done(); stop() }()
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,134 +19,6 @@ import (
 	"github.com/llmcloud/llmcloud/bench"
 	"github.com/llmcloud/llmcloud/internal/shared"
 )
-
-// TestUpHelperCLI is not a test: with LLMCLOUD_UP_HELPER set, this test binary is the
-// `llmcloud` that up's tests start as replicas (`... -test.run=^TestUpHelperCLI$ -- serve ...`).
-func TestUpHelperCLI(t *testing.T) {
-	if os.Getenv("LLMCLOUD_UP_HELPER") == "" {
-		t.Skip("helper process for the up tests")
-	}
-	os.Exit(runMain(flag.Args(), os.Stdout, os.Stderr))
-}
-
-// lockedBuffer collects the up command's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
-// startUp runs `llmcloud up ARGS` in-process with this test binary as the replicas' binary and
-// returns the router's URL and the log. The cloud is stopped (and checked to stop cleanly) at
-// the end of the test.
-func startUp(t *testing.T, args ...string) (string, *lockedBuffer) {
-	t.Helper()
-	t.Setenv("LLMCLOUD_UP_HELPER", "1")
-	logs := &lockedBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	args = append([]string{"--host", "127.0.0.1", "--port", "0", "--status-interval", "500ms"}, args...)
-	go func() {
-		done <- up(ctx, args, logs, logs, upHooks{
-			serveArgv: []string{os.Args[0], "-test.run=^TestUpHelperCLI$", "--", "serve"},
-			ready:     func(a string) { addrc <- a },
-		})
-	}()
-	var url string
-	select {
-	case a := <-addrc:
-		url = "http://" + a
-	case err := <-done:
-		t.Fatalf("up: %v\n%s", err, logs)
-	}
-	t.Cleanup(func() {
-		var before fleetView
-		if resp, err := http.Get(url + "/cloud/status"); err == nil {
-			json.NewDecoder(resp.Body).Decode(&before)
-			resp.Body.Close()
-		}
-		cancel() // as Ctrl-C
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("up returned %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("up did not stop")
-		}
-		for _, r := range before.Replicas {
-			if r.PID != 0 && syscall.Kill(r.PID, 0) == nil {
-				t.Errorf("replica %s (pid %d) still running after up returned", r.Name, r.PID)
-			}
-		}
-		if t.Failed() {
-			t.Logf("up's log:\n%s", logs)
-		}
-	})
-	return url, logs
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("%s: %v", url, err)
-	}
-}
-
-// waitFleet polls /cloud/status until cond holds.
-func waitFleet(t *testing.T, url, what string, timeout time.Duration, cond func(fleetView) bool) fleetView {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var v fleetView
-		getJSON(t, url+"/cloud/status", &v)
-		if cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; status %+v", what, v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func readyCount(v fleetView) int {
-	n := 0
-	for _, r := range v.Replicas {
-		if r.State == "ready" && r.Healthy {
-			n++
-		}
-	}
-	return n
-}
-
-// routerURLs returns the backends of GET /router/status.
-func routerURLs(t *testing.T, url string) []string {
-	var st struct {
-		Backends []struct {
-			URL string `json:"url"`
-		} `json:"backends"`
-	}
-	getJSON(t, url+"/router/status", &st)
-	var urls []string
-	for _, b := range st.Backends {
-		urls = append(urls, b.URL)
-	}
-	return urls
-}
 
 // Issue 7, acceptance 1: three replicas behind the router under a benchmark; one is SIGKILLed
 // mid-run. No request fails unless it had started streaming from the dead replica, the dead
@@ -350,16 +220,6 @@ func TestUpAutoscales(t *testing.T) {
 		}
 	}
 	t.Logf("autoscale decisions:\n%s", grepLines(logs.String(), "msg=autoscale"))
-}
-
-func grepLines(s, sub string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			fmt.Fprintln(&b, l)
-		}
-	}
-	return b.String()
 }
 
 // Bad flags are usage errors and start nothing.
