@@ -54,6 +54,11 @@ func rotate(p *kernels.Pool, x, cs []float32, N, T, heads, hd int, sign float32)
 	})
 }
 
+// attnBlock is the row block of the attention products: rows [t0, t0+attnBlock) are multiplied
+// with keys [0, t0+attnBlock) only, so the work beyond causal is the upper half of the
+// diagonal blocks (about T·attnBlock/2 scores per head).
+const attnBlock = 32
+
 // attnShape is the geometry of one attention call.
 type attnShape struct {
 	B, T, H, KVH, hd int
@@ -63,9 +68,10 @@ func (s attnShape) qd() int  { return s.H * s.hd }
 func (s attnShape) kvd() int { return s.KVH * s.hd }
 
 // attentionForward computes causal softmax(q·kᵀ/√hd)·v per (batch, head); query head h reads
-// KV head h/(H/KVH). Scores and outputs are two matmuls per head on kernels.Gemm (full T x T,
-// the entries above the diagonal then masked), run inline inside the per-head task. It keeps
-// the probabilities in att (entries above the diagonal are 0).
+// KV head h/(H/KVH). Scores and outputs are matmuls on kernels.Gemm per block of attnBlock
+// query rows against the keys they can see, run inline inside the per-head task (entries
+// above the diagonal inside a block are masked). It keeps the probabilities in att (entries
+// above the diagonal are 0).
 // out, q are (B,T,H*hd), k, v are (B,T,KVH*hd), att is (B,H,T,T).
 func attentionForward(p *kernels.Pool, out, att, q, k, v []float32, s attnShape) {
 	B, T, H, hd := s.B, s.T, s.H, s.hd
@@ -75,38 +81,41 @@ func attentionForward(p *kernels.Pool, out, att, q, k, v []float32, s attnShape)
 		for bh := lo; bh < hi; bh++ {
 			b, h := bh/H, bh%H
 			kh := h / grp
-			qm := kernels.Mat{Data: q[b*T*qd+h*hd:], Stride: qd}
-			km := kernels.Mat{Data: k[b*T*kvd+kh*hd:], Stride: kvd, T: true}
 			pr := att[bh*T*T : (bh+1)*T*T]
-			kernels.Serial.Gemm(T, T, hd, qm, km, pr, T, false)
-			for t := 0; t < T; t++ {
-				row := pr[t*T : (t+1)*T]
-				mx := float32(math.Inf(-1))
-				for u := 0; u <= t; u++ {
-					row[u] *= scale
-					mx = max(mx, row[u])
+			for t0 := 0; t0 < T; t0 += attnBlock {
+				t1 := min(t0+attnBlock, T) // rows [t0, t1) see keys [0, t1)
+				qm := kernels.Mat{Data: q[(b*T+t0)*qd+h*hd:], Stride: qd}
+				km := kernels.Mat{Data: k[b*T*kvd+kh*hd:], Stride: kvd, T: true}
+				kernels.Serial.Gemm(t1-t0, t1, hd, qm, km, pr[t0*T:], T, false)
+				for t := t0; t < t1; t++ {
+					row := pr[t*T : (t+1)*T]
+					mx := float32(math.Inf(-1))
+					for u := 0; u <= t; u++ {
+						row[u] *= scale
+						mx = max(mx, row[u])
+					}
+					var sum float64
+					for u := 0; u <= t; u++ {
+						e := float32(math.Exp(float64(row[u] - mx)))
+						row[u] = e
+						sum += float64(e)
+					}
+					inv := float32(1 / sum)
+					for u := 0; u <= t; u++ {
+						row[u] *= inv
+					}
+					clear(row[t+1:])
 				}
-				var sum float64
-				for u := 0; u <= t; u++ {
-					e := float32(math.Exp(float64(row[u] - mx)))
-					row[u] = e
-					sum += float64(e)
-				}
-				inv := float32(1 / sum)
-				for u := 0; u <= t; u++ {
-					row[u] *= inv
-				}
-				clear(row[t+1:])
+				vm := kernels.Mat{Data: v[b*T*kvd+kh*hd:], Stride: kvd}
+				kernels.Serial.Gemm(t1-t0, hd, t1, kernels.Mat{Data: pr[t0*T:], Stride: T}, vm, out[(b*T+t0)*qd+h*hd:], qd, false)
 			}
-			vm := kernels.Mat{Data: v[b*T*kvd+kh*hd:], Stride: kvd}
-			kernels.Serial.Gemm(T, hd, T, kernels.Mat{Data: pr, Stride: T}, vm, out[b*T*qd+h*hd:], qd, false)
 		}
 	})
 }
 
 // attentionBackward adds to dq, dk, dv the gradients of attentionForward given dout:
 // dP = dout·vᵀ, dv += Pᵀ·dout, dS = P∘(dP − rowsum(P∘dP))/√hd, dq += dS·k, dk += dSᵀ·q, each
-// product a kernels.Gemm. Work is split by (batch, KV head) so the query heads sharing a KV
+// product a kernels.Gemm per block of attnBlock query rows against the keys they see. Work is split by (batch, KV head) so the query heads sharing a KV
 // head add into dk, dv in a fixed order. Shapes as attentionForward; scratch is
 // (B*KVH, T, T).
 func attentionBackward(p *kernels.Pool, dq, dk, dv, dout, att, q, k, v, scratch []float32, s attnShape) {
@@ -117,26 +126,31 @@ func attentionBackward(p *kernels.Pool, dq, dk, dv, dout, att, q, k, v, scratch 
 		for bk := lo; bk < hi; bk++ {
 			b, kh := bk/KVH, bk%KVH
 			ds := scratch[bk*T*T : (bk+1)*T*T]
-			kOff, dsm := b*T*kvd+kh*hd, kernels.Mat{Data: ds, Stride: T}
+			kOff := b*T*kvd + kh*hd
 			for h := kh * grp; h < (kh+1)*grp; h++ {
 				pr := att[(b*H+h)*T*T : (b*H+h+1)*T*T]
-				qOff := b*T*qd + h*hd
-				dy := kernels.Mat{Data: dout[qOff:], Stride: qd}
-				kernels.Serial.Gemm(T, T, hd, dy, kernels.Mat{Data: v[kOff:], Stride: kvd, T: true}, ds, T, false)
-				kernels.Serial.Gemm(T, hd, T, kernels.Mat{Data: pr, Stride: T, T: true}, dy, dv[kOff:], kvd, true)
-				for t := 0; t < T; t++ {
-					prow, drow := pr[t*T:(t+1)*T], ds[t*T:(t+1)*T]
-					var sum float32
-					for u := 0; u <= t; u++ {
-						sum += prow[u] * drow[u]
+				for t0 := 0; t0 < T; t0 += attnBlock {
+					t1 := min(t0+attnBlock, T) // rows [t0, t1) see keys [0, t1)
+					qOff := (b*T+t0)*qd + h*hd
+					dy := kernels.Mat{Data: dout[qOff:], Stride: qd}
+					pb := pr[t0*T:]
+					dsb := ds[t0*T:]
+					kernels.Serial.Gemm(t1-t0, t1, hd, dy, kernels.Mat{Data: v[kOff:], Stride: kvd, T: true}, dsb, T, false)
+					kernels.Serial.Gemm(t1, hd, t1-t0, kernels.Mat{Data: pb, Stride: T, T: true}, dy, dv[kOff:], kvd, true)
+					for t := t0; t < t1; t++ {
+						prow, drow := pr[t*T:(t+1)*T], ds[t*T:(t+1)*T]
+						var sum float32
+						for u := 0; u <= t; u++ {
+							sum += prow[u] * drow[u]
+						}
+						for u := 0; u <= t; u++ {
+							drow[u] = prow[u] * (drow[u] - sum) * scale
+						}
+						clear(drow[t+1 : t1])
 					}
-					for u := 0; u <= t; u++ {
-						drow[u] = prow[u] * (drow[u] - sum) * scale
-					}
-					clear(drow[t+1:])
+					kernels.Serial.Gemm(t1-t0, hd, t1, kernels.Mat{Data: dsb, Stride: T}, kernels.Mat{Data: k[kOff:], Stride: kvd}, dq[qOff:], qd, true)
+					kernels.Serial.Gemm(t1, hd, t1-t0, kernels.Mat{Data: dsb, Stride: T, T: true}, kernels.Mat{Data: q[qOff:], Stride: qd}, dk[kOff:], kvd, true)
 				}
-				kernels.Serial.Gemm(T, hd, T, dsm, kernels.Mat{Data: k[kOff:], Stride: kvd}, dq[qOff:], qd, true)
-				kernels.Serial.Gemm(T, hd, T, kernels.Mat{Data: ds, Stride: T, T: true}, kernels.Mat{Data: q[qOff:], Stride: qd}, dk[kOff:], kvd, true)
 			}
 		}
 	})
