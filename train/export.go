@@ -75,8 +75,8 @@ func (t *Trainer) Export(out string, f Format, typ string) error {
 }
 
 // ExportCheckpoint writes a checkpoint's weights to out, as Export; tokenizerPath overrides
-// the checkpoint's own tokenizer.json when not "".
-func ExportCheckpoint(ck *Checkpoint, out string, f Format, typ, tokenizerPath string) error {
+// the checkpoint's own tokenizer.json and name ExportName when not "".
+func ExportCheckpoint(ck *Checkpoint, out string, f Format, typ, tokenizerPath, name string) error {
 	if tokenizerPath == "" {
 		tokenizerPath = ck.TokenizerPath
 	}
@@ -87,6 +87,9 @@ func ExportCheckpoint(ck *Checkpoint, out string, f Format, typ, tokenizerPath s
 	p, err := Plan(ck.State.Model, ws, tokenizerPath)
 	if err != nil {
 		return err
+	}
+	if name != "" {
+		p.Name = name
 	}
 	return writePlan(out, f, p, typ)
 }

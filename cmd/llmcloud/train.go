@@ -113,6 +113,7 @@ func runTrainExport(args []string, stdout, stderr io.Writer) error {
 	hf := fs.String("hf", "", "write a Hugging Face directory")
 	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q4_k_m, q6_k (HF: float types only)")
 	tok := fs.String("tokenizer", "", "tokenizer.json to use instead of the checkpoint's")
+	name := fs.String("name", train.ExportName, "model name to record (general.name)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -138,7 +139,7 @@ func runTrainExport(args []string, stdout, stderr io.Writer) error {
 		if o.path == "" {
 			continue
 		}
-		if err := train.ExportCheckpoint(ck, o.path, o.f, *typ, *tok); err != nil {
+		if err := train.ExportCheckpoint(ck, o.path, o.f, *typ, *tok, *name); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s from %s (step %d)\n", o.path, dir, ck.State.Step)
