@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +33,9 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	system := fs.String("system", "", "system prompt")
 	tmplFile := fs.String("chat-template", "", "Jinja chat template file to use instead of the model's")
 	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if err := mf.useDefault(slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return err
 	}
 	b, err := mf.open()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 
@@ -25,6 +26,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	noBOS := fs.Bool("no-bos", false, "do not add the BOS token the tokenizer would add")
 	echo := fs.Bool("echo", false, "print the prompt before the continuation")
 	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if err := mf.useDefault(slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return err
 	}
 	b, err := mf.open()

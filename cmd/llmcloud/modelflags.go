@@ -5,9 +5,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 
+	"github.com/llmcloud/llmcloud/defaultmodel"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/sample"
@@ -20,9 +22,24 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin")
+	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (serve, generate, chat: the built-in default model if none)")
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
+}
+
+// useDefault points m at the built-in default model (package defaultmodel) when no model was
+// given, and logs that it does.
+func (m *modelFlags) useDefault(log *slog.Logger) error {
+	if m.model != "" {
+		return nil
+	}
+	p, err := defaultmodel.Path()
+	if err != nil {
+		return err
+	}
+	m.model = p
+	log.Info("no model given: using the built-in default model (recipes/default)", "model", defaultmodel.Name, "path", p)
+	return nil
 }
 
 func (m *modelFlags) open() (*loader.Bundle, error) {

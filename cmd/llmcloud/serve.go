@@ -77,9 +77,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	case len(pos) == 1:
 		mf.model = pos[0]
 	}
-	if mf.model == "" {
-		return usagef("give the model: llmcloud serve MODEL (or --model)")
-	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	sc.PrefixCaching = *prefix && !*noPrefix
@@ -113,6 +110,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := mf.useDefault(log); err != nil {
+		return err
+	}
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version}
