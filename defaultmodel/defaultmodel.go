@@ -28,22 +28,15 @@ var gguf []byte
 // Bytes is the embedded GGUF file (read-only).
 func Bytes() []byte { return gguf }
 
-var (
-	once    sync.Once
-	path    string
-	pathErr error
-)
+var sum = sync.OnceValue(func() [32]byte { return sha256.Sum256(gguf) })
 
 // Path returns a file holding the default model: <cache>/llmcloud/default-<sha256 prefix>.gguf
-// under os.UserCacheDir (os.TempDir when there is none), written atomically on first use and
-// reused while its content matches.
-func Path() (string, error) {
-	once.Do(func() { path, pathErr = materialize() })
-	return path, pathErr
-}
+// under os.UserCacheDir (os.TempDir when there is none), written atomically when it is missing
+// or differs from the embedded bytes (checked on every call: a few milliseconds).
+func Path() (string, error) { return materialize() }
 
 func materialize() (string, error) {
-	sum := sha256.Sum256(gguf)
+	sum := sum()
 	name := "default-" + hex.EncodeToString(sum[:8]) + ".gguf"
 	var errs []error
 	for _, dir := range cacheDirs() {
