@@ -95,11 +95,9 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	default:
 		return usagef("--discovery %q: want static or kubernetes", f.discovery)
 	}
-	retries := f.retries
-	if retries == 0 {
-		retries = -1 // Options: 0 means the default
-	} else if retries < 0 {
-		return usagef("--max-retries %d is negative", f.retries)
+	retries, err := routerRetries(f.retries)
+	if err != nil {
+		return err
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -150,4 +148,16 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	}
 	cancel()
 	return runErr
+}
+
+// routerRetries maps the --max-retries flag (0 = none) onto router.Options.MaxRetries, where 0
+// means the default and -1 means none.
+func routerRetries(flagValue int) (int, error) {
+	switch {
+	case flagValue < 0:
+		return 0, usagef("--max-retries %d is negative", flagValue)
+	case flagValue == 0:
+		return -1, nil
+	}
+	return flagValue, nil
 }

@@ -79,7 +79,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	fs.DurationVar(&f.startTimeout, "start-timeout", 2*time.Minute, "a replica's start to /health 200")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "a removed replica's SIGTERM to SIGKILL")
 	fs.DurationVar(&f.health, "health-interval", time.Second, "router's /health and /metrics probe period")
-	fs.IntVar(&f.retries, "max-retries", 2, "router retries on another replica before any response byte reached the client")
+	fs.IntVar(&f.retries, "max-retries", 2, "router retries on another replica before any response byte reached the client (0 = none)")
 	var passThrough []string // serve flags, after "--"
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, passThrough = args[:i], args[i+1:]
@@ -116,7 +116,11 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	defer closeLog()
 	log := slog.New(slog.NewTextHandler(logOut, nil))
 	reg := prometheus.NewRegistry()
-	rt, err := router.New(router.Options{Policy: f.policy, HealthInterval: f.health, MaxRetries: f.retries,
+	retries, err := routerRetries(f.retries)
+	if err != nil {
+		return err
+	}
+	rt, err := router.New(router.Options{Policy: f.policy, HealthInterval: f.health, MaxRetries: retries,
 		Logger: log.With("component", "router"), Registerer: reg})
 	if err != nil {
 		return usagef("%v", err)
