@@ -4,13 +4,12 @@
 package cloud
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/llmcloud/llmcloud/router"
 )
 
 // PrefixCache is a replica's prefix-cache counters (prompt tokens, since it started).
@@ -29,19 +28,12 @@ func (p PrefixCache) HitRate() float64 {
 
 // ScrapePrefixCache GETs baseURL/metrics and sums the two counters over their label sets.
 func ScrapePrefixCache(ctx context.Context, c *http.Client, baseURL string) (PrefixCache, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/metrics", nil)
-	if err != nil {
+	var p PrefixCache
+	found := false
+	if err := router.ScrapeMetrics(ctx, c, baseURL, func(name string, v float64) { found = p.add(name, v) || found }); err != nil {
 		return PrefixCache{}, err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return PrefixCache{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return PrefixCache{}, fmt.Errorf("GET %s/metrics: %s", baseURL, resp.Status)
-	}
-	return ParsePrefixCache(io.LimitReader(resp.Body, 16<<20))
+	return p, prefixFound(found)
 }
 
 // ParsePrefixCache reads the counters from a Prometheus text exposition; it is an error if
@@ -49,48 +41,28 @@ func ScrapePrefixCache(ctx context.Context, c *http.Client, baseURL string) (Pre
 func ParsePrefixCache(r io.Reader) (PrefixCache, error) {
 	var p PrefixCache
 	found := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		i := strings.IndexAny(line, "{ ")
-		if i < 0 {
-			continue
-		}
-		var dst *float64
-		switch line[:i] {
-		case "vllm:prefix_cache_queries_total":
-			dst = &p.QueriesTokens
-		case "vllm:prefix_cache_hits_total":
-			dst = &p.HitsTokens
-		default:
-			continue
-		}
-		// name{labels} value [timestamp]; label values may hold spaces, so cut after the '}'.
-		rest := line[i:]
-		if strings.HasPrefix(rest, "{") {
-			end := strings.LastIndexByte(rest, '}')
-			if end < 0 {
-				return PrefixCache{}, fmt.Errorf("malformed metric line %q", line)
-			}
-			rest = rest[end+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return PrefixCache{}, fmt.Errorf("malformed metric line %q", line)
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return PrefixCache{}, fmt.Errorf("metric line %q: %v", line, err)
-		}
-		*dst += v
-		found = true
-	}
-	if err := sc.Err(); err != nil {
+	if err := router.EachSample(r, func(name string, v float64) { found = p.add(name, v) || found }); err != nil {
 		return PrefixCache{}, err
 	}
-	if !found {
-		return PrefixCache{}, fmt.Errorf("no vllm:prefix_cache_queries_total or vllm:prefix_cache_hits_total in the metrics")
+	return p, prefixFound(found)
+}
+
+// add folds one sample into p and reports whether it was one of the two counters.
+func (p *PrefixCache) add(name string, v float64) bool {
+	switch name {
+	case "vllm:prefix_cache_queries_total":
+		p.QueriesTokens += v
+	case "vllm:prefix_cache_hits_total":
+		p.HitsTokens += v
+	default:
+		return false
 	}
-	return p, nil
+	return true
+}
+
+func prefixFound(found bool) error {
+	if !found {
+		return fmt.Errorf("no vllm:prefix_cache_queries_total or vllm:prefix_cache_hits_total in the metrics")
+	}
+	return nil
 }

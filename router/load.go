@@ -24,30 +24,73 @@ type Load struct {
 // ScrapeLoad GETs baseURL/metrics and reads the load of a vLLM-compatible replica. A replica
 // exporting none of the three families is an error (it is not a vLLM-compatible server).
 func ScrapeLoad(ctx context.Context, c *http.Client, baseURL string) (Load, error) {
-	if c == nil {
-		c = http.DefaultClient
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/metrics", nil)
-	if err != nil {
+	var l Load
+	found := false
+	if err := ScrapeMetrics(ctx, c, baseURL, func(name string, v float64) { found = l.add(name, v) || found }); err != nil {
 		return Load{}, err
 	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := c.Do(req)
-	if err != nil {
-		return Load{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return Load{}, fmt.Errorf("GET %s/metrics: %s", baseURL, resp.Status)
-	}
-	return ParseLoad(io.LimitReader(resp.Body, 16<<20))
+	return l, loadFound(found)
 }
 
 // ParseLoad reads a Load from a Prometheus text exposition.
 func ParseLoad(r io.Reader) (Load, error) {
 	var l Load
 	found := false
+	if err := EachSample(r, func(name string, v float64) { found = l.add(name, v) || found }); err != nil {
+		return Load{}, err
+	}
+	return l, loadFound(found)
+}
+
+// add folds one sample into l and reports whether it was one of the load families.
+func (l *Load) add(name string, v float64) bool {
+	switch name {
+	case "vllm:num_requests_running":
+		l.Running += v
+	case "vllm:num_requests_waiting":
+		l.Waiting += v
+	case "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc":
+		l.KVUsage = max(l.KVUsage, v)
+	default:
+		return false
+	}
+	return true
+}
+
+func loadFound(found bool) error {
+	if !found {
+		return fmt.Errorf("no vllm:num_requests_running, vllm:num_requests_waiting or vllm:kv_cache_usage_perc in the metrics")
+	}
+	return nil
+}
+
+// ScrapeMetrics GETs baseURL/metrics (Prometheus text exposition) and calls fn with the name
+// and value of every `vllm:` sample; malformed lines are skipped.
+func ScrapeMetrics(ctx context.Context, c *http.Client, baseURL string, fn func(name string, v float64)) error {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/metrics", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("GET %s/metrics: %s", baseURL, resp.Status)
+	}
+	return EachSample(io.LimitReader(resp.Body, 16<<20), fn)
+}
+
+// EachSample calls fn with the name and value of every `vllm:` sample of a Prometheus text
+// exposition (label sets are skipped, values of one name over several label sets arrive one
+// by one); malformed lines are skipped.
+func EachSample(r io.Reader, fn func(name string, v float64)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -55,29 +98,11 @@ func ParseLoad(r io.Reader) (Load, error) {
 		if !strings.HasPrefix(line, "vllm:") {
 			continue
 		}
-		name, v, ok := sample(line)
-		if !ok {
-			continue
+		if name, v, ok := sample(line); ok {
+			fn(name, v)
 		}
-		switch name {
-		case "vllm:num_requests_running":
-			l.Running += v
-		case "vllm:num_requests_waiting":
-			l.Waiting += v
-		case "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc":
-			l.KVUsage = max(l.KVUsage, v)
-		default:
-			continue
-		}
-		found = true
 	}
-	if err := sc.Err(); err != nil {
-		return Load{}, err
-	}
-	if !found {
-		return Load{}, fmt.Errorf("no vllm:num_requests_running, vllm:num_requests_waiting or vllm:kv_cache_usage_perc in the metrics")
-	}
-	return l, nil
+	return sc.Err()
 }
 
 // sample splits `name{labels} value [timestamp]` into the name and the value.
