@@ -42,6 +42,56 @@ const (
 	kRecD     = 336 // float32
 )
 
+// kTile holds the arguments every one-row x T-token K-quant tile (q4KTileZ1x<T>, q6KTileZ1x<T>)
+// takes: weights wp, token records xp (tokens xs bytes apart; tokens 4..7 are addressed from
+// xp4 = xp + 4*xs, set by nextTokens at each super-block), nb super-blocks n.
+type kTile struct {
+	T             int
+	wp, xp, xs, n Register
+	xs3, xp4      GPVirtual
+}
+
+// loadKTile loads the tile's arguments.
+func loadKTile(T int) *kTile {
+	k := &kTile{T: T}
+	k.wp = Load(Param("w"), GP64())
+	k.xp = Load(Param("xr"), GP64())
+	k.xs = Load(Param("xstride"), GP64())
+	k.n = Load(Param("nb"), GP64())
+	if T > 3 {
+		k.xs3 = GP64()
+		LEAQ(Mem{Base: k.xs, Index: k.xs, Scale: 2}, k.xs3)
+	}
+	if T > 4 {
+		k.xp4 = GP64()
+	}
+	return k
+}
+
+// tok addresses token t's record of the current super-block.
+func (k *kTile) tok(t int) Mem {
+	base := k.xp
+	if t >= 4 {
+		base, t = k.xp4, t-4
+	}
+	switch t {
+	case 0:
+		return Mem{Base: base}
+	case 1:
+		return Mem{Base: base, Index: k.xs, Scale: 1}
+	case 2:
+		return Mem{Base: base, Index: k.xs, Scale: 2}
+	}
+	return Mem{Base: base, Index: k.xs3, Scale: 1}
+}
+
+// nextTokens sets xp4 for the current super-block (at the top of the loop).
+func (k *kTile) nextTokens() {
+	if k.T > 4 {
+		LEAQ(Mem{Base: k.xp, Index: k.xs, Scale: 4}, k.xp4)
+	}
+}
+
 // genTileK4Z emits q4KTileZ1x<T>: one Q4_K row (nb super-blocks at w) x T tokens (records at
 // xr, tokens xstride bytes apart), out[t*ostride].
 func genTileK4Z(T int) {
@@ -49,33 +99,8 @@ func genTileK4Z(T int) {
 	TEXT(name, NOSPLIT, "func(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)")
 	Doc(fmt.Sprintf("%s computes one Q4_K row x %d tokens with AVX-512 VNNI (see genTileK4Z).", name, T))
 	Pragma("noescape")
-	wp := Load(Param("w"), GP64())
-	xp := Load(Param("xr"), GP64())
-	xs := Load(Param("xstride"), GP64())
-	n := Load(Param("nb"), GP64())
-	var xs3, xp4 GPVirtual
-	if T > 3 {
-		xs3 = GP64()
-		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
-	}
-	if T > 4 {
-		xp4 = GP64()
-	}
-	tok := func(t int) Mem {
-		base := xp
-		if t >= 4 {
-			base, t = xp4, t-4
-		}
-		switch t {
-		case 0:
-			return Mem{Base: base}
-		case 1:
-			return Mem{Base: base, Index: xs, Scale: 1}
-		case 2:
-			return Mem{Base: base, Index: xs, Scale: 2}
-		}
-		return Mem{Base: base, Index: xs3, Scale: 1}
-	}
+	kt := loadKTile(T)
+	wp, xp, n, tok := kt.wp, kt.xp, kt.n, kt.tok
 	// Z0..7 int sums, Z8..15 float accumulators (token t in Z t and Z 8+t).
 	for t := 0; t < T; t++ {
 		VPXORD(zreg(8+t), zreg(8+t), zreg(8+t))
@@ -85,9 +110,7 @@ func genTileK4Z(T int) {
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_end"))
 	Label(name + "_loop")
-	if T > 4 {
-		LEAQ(Mem{Base: xp, Index: xs, Scale: 4}, xp4)
-	}
+	kt.nextTokens()
 	sc, mn := unpackK4Scales(wp)
 	VPBROADCASTQ(sc, scB)
 	VMOVQ(mn, mins)

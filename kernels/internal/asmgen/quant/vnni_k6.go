@@ -36,33 +36,8 @@ func genTileK6Z(T int) {
 	TEXT(name, NOSPLIT, "func(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)")
 	Doc(fmt.Sprintf("%s computes one Q6_K row x %d tokens with AVX-512 VNNI (see genTileK6Z).", name, T))
 	Pragma("noescape")
-	wp := Load(Param("w"), GP64())
-	xp := Load(Param("xr"), GP64())
-	xs := Load(Param("xstride"), GP64())
-	n := Load(Param("nb"), GP64())
-	var xs3, xp4 GPVirtual
-	if T > 3 {
-		xs3 = GP64()
-		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
-	}
-	if T > 4 {
-		xp4 = GP64()
-	}
-	tok := func(t int) Mem {
-		base := xp
-		if t >= 4 {
-			base, t = xp4, t-4
-		}
-		switch t {
-		case 0:
-			return Mem{Base: base}
-		case 1:
-			return Mem{Base: base, Index: xs, Scale: 1}
-		case 2:
-			return Mem{Base: base, Index: xs, Scale: 2}
-		}
-		return Mem{Base: base, Index: xs3, Scale: 1}
-	}
+	kt := loadKTile(T)
+	wp, xp, n, tok := kt.wp, kt.xp, kt.n, kt.tok
 	for t := 0; t < T; t++ {
 		VPXORD(zreg(8+t), zreg(8+t), zreg(8+t))
 	}
@@ -72,9 +47,7 @@ func genTileK6Z(T int) {
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_end"))
 	Label(name + "_loop")
-	if T > 4 {
-		LEAQ(Mem{Base: xp, Index: xs, Scale: 4}, xp4)
-	}
+	kt.nextTokens()
 	VPMOVSXBW(Mem{Base: wp, Disp: 192}, sc16.AsY()) // 16 scales as int16, upper half zero
 	VPBROADCASTW(Mem{Base: wp, Disp: 208}, dw)
 	VCVTPH2PS(dw.AsY(), dw)
