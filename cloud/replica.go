@@ -127,15 +127,15 @@ func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stop
 		log.Info("replica ready", "pid", cmd.Process.Pid, "url", url, "start_seconds", time.Since(startTime).Seconds())
 		s.changed()
 	}
-	select {
-	case err := <-exited:
-		return readyAt, r.exited(err, pe), false
-	case <-r.stop:
-		r.drain(log, cmd, exited)
-		return readyAt, nil, true
-	default:
-	}
-	if !healthy { // start timeout: kill it and try again
+	if !healthy { // exited or stopped while starting, or the start timed out: kill it and try again
+		select {
+		case err := <-exited:
+			return readyAt, r.exited(err, pe), false
+		case <-r.stop:
+			r.drain(log, cmd, exited)
+			return readyAt, nil, true
+		default:
+		}
 		signalGroup(cmd.Process.Pid, true)
 		err := <-exited
 		r.exited(err, pe)
