@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -58,7 +59,7 @@ func PerplexityChunks(m *model.Model, ids []int, ctx, maxChunks int) (Result, er
 		}
 		for j := first; j < ctx-1; j++ {
 			row := logits[j*nv : (j+1)*nv]
-			v := -logSoftmaxAt(row, chunk[j+1])
+			v := -kernels.LogSoftmaxAt(row, chunk[j+1])
 			nll += v
 			nll2 += v * v
 			count++
@@ -72,17 +73,4 @@ func PerplexityChunks(m *model.Model, ids []int, ctx, maxChunks int) (Result, er
 		r.Err = math.Sqrt(v/float64(count-1)) * r.PPL
 	}
 	return r, nil
-}
-
-// logSoftmaxAt returns log softmax(row)[tok] with a float32 max and float64 sum.
-func logSoftmaxAt(row []float32, tok int) float64 {
-	mx := row[0]
-	for _, v := range row[1:] {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for _, v := range row {
-		sum += math.Exp(float64(v - mx))
-	}
-	return float64(row[tok]-mx) - math.Log(sum)
 }

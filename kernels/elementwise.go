@@ -103,3 +103,16 @@ func addRef(dst, src []float32) {
 		dst[i] += src[i]
 	}
 }
+
+// LogSoftmaxAt returns log softmax(row)[tok] with a float32 max and float64 sum.
+func LogSoftmaxAt(row []float32, tok int) float64 {
+	mx := row[0]
+	for _, v := range row[1:] {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v - mx))
+	}
+	return float64(row[tok]-mx) - math.Log(sum)
+}

@@ -138,15 +138,7 @@ func crossEntropyForward(p *kernels.Pool, losses, probs, logits []float32, targe
 				losses[i] = -float32(math.Log(float64(pt)))
 				continue
 			}
-			mx := row[0]
-			for _, v := range row[1:] {
-				mx = max(mx, v)
-			}
-			var s float64
-			for _, v := range row {
-				s += math.Exp(float64(v - mx))
-			}
-			losses[i] = float32(float64(mx) + math.Log(s) - float64(row[targets[i]]))
+			losses[i] = float32(-kernels.LogSoftmaxAt(row, int(targets[i])))
 		}
 	})
 	var sum float64
