@@ -54,6 +54,19 @@ type Config struct {
 	LogEvery    int    `json:"log-every" yaml:"log-every"`       // steps per progress line
 	Threads     int    `json:"threads" yaml:"threads"`
 
+	// Parallelism across the WORLD_SIZE ranks of a distributed run (docs/distributed-training.md):
+	// a DP x PP x TP grid, tensor-parallel ranks adjacent, then data-parallel, then pipeline
+	// (Megatron-LM's order). Batch is the global micro-batch: each data-parallel rank takes
+	// Batch/DP of its rows, and the pipeline splits its share into MicroBatches.
+	DP           int     `json:"dp" yaml:"dp"`                       // data-parallel ranks (0: world/(TP·PP))
+	TP           int     `json:"tp" yaml:"tp"`                       // tensor-parallel ranks (0: 1)
+	PP           int     `json:"pp" yaml:"pp"`                       // pipeline stages (0: 1)
+	ZeroStage    int     `json:"zero-stage" yaml:"zero-stage"`       // 0 (DDP), 1, 2 or 3
+	MicroBatches int     `json:"micro-batches" yaml:"micro-batches"` // pipeline micro-batches per batch (0: PP)
+	PPSchedule   string  `json:"pp-schedule" yaml:"pp-schedule"`     // "1f1b" (default) or "naive"
+	BucketMB     float64 `json:"bucket-mb" yaml:"bucket-mb"`         // DDP gradient bucket size in MiB (0: 4)
+	TimeoutSec   float64 `json:"timeout" yaml:"timeout"`             // collective timeout in seconds (0: 60)
+
 	// Export at the end of the run ("" = none); ExportType is a convert weight type.
 	ExportGGUF string `json:"export-gguf" yaml:"export-gguf"`
 	ExportHF   string `json:"export-hf" yaml:"export-hf"`
