@@ -13,7 +13,10 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
+
+	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
 type replica struct {
@@ -98,9 +101,9 @@ func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stop
 	argv := append(append([]string{}, s.opts.Argv...), "--host", s.opts.Host, "--port", strconv.Itoa(port))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = s.opts.Env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = proc.SysProcAttr()
 	// Two writers: a partial line on one stream is not glued to a line of the other.
-	pw, pe := s.out.prefixed("["+r.name+"] "), s.out.prefixed("["+r.name+"] ")
+	pw, pe := s.out.Prefixed("["+r.name+"] "), s.out.Prefixed("["+r.name+"] ")
 	cmd.Stdout, cmd.Stderr = pw, pe
 	cmd.WaitDelay = time.Second // a grandchild holding the pipes must not block Wait
 	if err := cmd.Start(); err != nil {
@@ -136,7 +139,7 @@ func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stop
 			return readyAt, nil, true
 		default:
 		}
-		signalGroup(cmd.Process.Pid, true)
+		proc.Signal(cmd.Process.Pid, syscall.SIGKILL)
 		err := <-exited
 		r.exited(err, pe)
 		return readyAt, fmt.Errorf("not healthy within %s", s.opts.StartTimeout), false
@@ -152,7 +155,7 @@ func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stop
 
 // exited records an unexpected exit, with the last line the process wrote to stderr, and takes
 // the replica out of the ready set.
-func (r *replica) exited(err error, stderr *prefixWriter) error {
+func (r *replica) exited(err error, stderr *proc.PrefixWriter) error {
 	if err == nil {
 		err = errors.New("exit status 0")
 	}
@@ -169,17 +172,17 @@ func (r *replica) drain(log *slog.Logger, cmd *exec.Cmd, exited chan error) {
 	r.set(Draining, nil)
 	r.s.changed()
 	log.Info("replica draining", "pid", cmd.Process.Pid)
-	signalGroup(cmd.Process.Pid, false)
+	proc.Signal(cmd.Process.Pid, syscall.SIGTERM)
 	var err error
 	select {
 	case err = <-exited:
 	case <-time.After(r.s.opts.StopTimeout):
 		log.Info("replica did not stop in time; killing", "pid", cmd.Process.Pid)
-		signalGroup(cmd.Process.Pid, true)
+		proc.Signal(cmd.Process.Pid, syscall.SIGKILL)
 		err = <-exited
 	}
 	// The group may hold other processes (anything the replica started): they go too.
-	signalGroup(cmd.Process.Pid, true)
+	proc.Signal(cmd.Process.Pid, syscall.SIGKILL)
 	msg := "exit status 0"
 	if err != nil {
 		msg = err.Error()

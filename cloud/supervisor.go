@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmcloud/llmcloud/internal/proc"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -118,7 +119,7 @@ type Supervisor struct {
 	wg       sync.WaitGroup
 	changeMu sync.Mutex // serializes OnChange
 	lastSent []string
-	out      *lineWriter
+	out      *proc.Lines
 }
 
 // New checks the options; nothing starts before Start.
@@ -130,7 +131,7 @@ func New(opts Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{opts: opts, metrics: m, out: &lineWriter{w: opts.Output}}, nil
+	return &Supervisor{opts: opts, metrics: m, out: proc.NewLines(opts.Output)}, nil
 }
 
 // Start launches Options.Replicas replicas and returns at once (see WaitReady).
