@@ -119,7 +119,7 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 	if err := m.Validate(tokens, targets, B, T); err != nil {
 		panic(err.Error())
 	}
-	c, p, a := &m.Cfg, m.pool, &m.acts
+	c, p, a := &m.lc, m.pool, &m.acts
 	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
 	m.B, m.T = B, T
 	copy(m.tokens, tokens[:N])
@@ -128,7 +128,11 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 		copy(m.targets, targets[:N])
 	}
 	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
-	embeddingForward(a.resid[0], m.embd.W, m.tokens, N, D)
+	if m.tp != nil {
+		m.tp.embeddingForward(a.resid[0], m.embd.W, m.tokens, N, D)
+	} else {
+		embeddingForward(a.resid[0], m.embd.W, m.tokens, N, D)
+	}
 	for l := range m.blocks {
 		w, ba, x := &m.blocks[l], &a.blocks[l], a.resid[l]
 		rmsnormForward(p, ba.xn1, ba.rstd1, x, w.attnNorm.W, N, D, c.NormEps)
@@ -139,18 +143,23 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 		ropeForward(p, ba.k, m.cs, N, T, c.KVHeads, c.HeadDim)
 		attentionForward(p, ba.y, ba.att, ba.q, ba.k, ba.v, s)
 		linearForward(p, ba.xmid, ba.y, w.wo.W, N, QD, D)
+		m.tp.sum(ba.xmid[:N*D], "attn_output")
 		residualForward(ba.xmid[:N*D], x[:N*D], ba.xmid[:N*D])
 		rmsnormForward(p, ba.xn2, ba.rstd2, ba.xmid, w.ffnNorm.W, N, D, c.NormEps)
 		linearForward(p, ba.gate, ba.xn2, w.gate.W, N, D, F)
 		linearForward(p, ba.up, ba.xn2, w.up.W, N, D, F)
 		swigluForward(p, ba.h, ba.gate, ba.up, N, F)
 		linearForward(p, a.resid[l+1], ba.h, w.down.W, N, F, D)
+		m.tp.sum(a.resid[l+1][:N*D], "ffn_down")
 		residualForward(a.resid[l+1][:N*D], ba.xmid[:N*D], a.resid[l+1][:N*D])
 	}
 	rmsnormForward(p, a.xf, a.rstdf, a.resid[c.Layers], m.outNorm.W, N, D, c.NormEps)
 	linearForward(p, a.logits, a.xf, m.out.W, N, D, V)
 	if !m.hasTargets {
 		return 0
+	}
+	if m.tp != nil {
+		return m.tp.crossEntropyForward(p, a.losses, a.probs, a.logits, m.targets, N, V)
 	}
 	return crossEntropyForward(p, a.losses, a.probs, a.logits, m.targets, N, V)
 }
@@ -164,14 +173,19 @@ func (m *Model) Backward() {
 		panic("nn: Backward needs a Forward with targets (and runs once per Forward)")
 	}
 	m.hasTargets = false // the probabilities become dlogits below
-	c, p, a, g := &m.Cfg, m.pool, &m.acts, &m.grad
+	c, p, a, g := &m.lc, m.pool, &m.acts, &m.grad
 	B, T := m.B, m.T
 	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
 	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
 	dlogits := a.probs
-	crossEntropyBackward(p, dlogits, m.targets, N, V, 1/float32(N))
+	if m.tp != nil {
+		m.tp.crossEntropyBackward(p, dlogits, m.targets, N, V, 1/float32(N))
+	} else {
+		crossEntropyBackward(p, dlogits, m.targets, N, V, 1/float32(N))
+	}
 	// The output projection: dxf (in g.dxn) = dlogits·W, dW += dlogitsᵀ·xf.
 	linearBackward(p, g.dxn, m.out.G, dlogits, a.xf, m.out.W, N, D, V, false)
+	m.tp.sum(g.dxn[:N*D], "output input gradient")
 	dres := g.dres[:N*D]
 	clear(dres)
 	rmsnormBackward(p, dres, m.outNorm.G, g.dxn, a.resid[c.Layers], m.outNorm.W, a.rstdf, N, D)
@@ -184,6 +198,7 @@ func (m *Model) Backward() {
 		swigluBackward(p, g.dgate, g.dup, g.dh, ba.gate, ba.up, N*F)
 		linearBackward(p, g.dxn, w.gate.G, g.dgate, ba.xn2, w.gate.W, N, D, F, false)
 		linearBackward(p, g.dxn, w.up.G, g.dup, ba.xn2, w.up.W, N, D, F, true)
+		m.tp.sum(g.dxn[:N*D], "ffn input gradient")
 		rmsnormBackward(p, dres, w.ffnNorm.G, g.dxn, ba.xmid, w.ffnNorm.W, ba.rstd2, N, D)
 		// Attention branch: xmid = resid[l] + y·woᵀ.
 		linearBackward(p, g.dy, w.wo.G, dres, ba.y, w.wo.W, N, QD, D, false)
@@ -196,7 +211,12 @@ func (m *Model) Backward() {
 		linearBackward(p, g.dxn, w.wq.G, g.dq, ba.xn1, w.wq.W, N, D, QD, false)
 		linearBackward(p, g.dxn, w.wk.G, g.dk, ba.xn1, w.wk.W, N, D, KVD, true)
 		linearBackward(p, g.dxn, w.wv.G, g.dv, ba.xn1, w.wv.W, N, D, KVD, true)
+		m.tp.sum(g.dxn[:N*D], "attention input gradient")
 		rmsnormBackward(p, dres, w.attnNorm.G, g.dxn, a.resid[l], w.attnNorm.W, ba.rstd1, N, D)
 	}
-	embeddingBackward(m.embd.G, dres, m.tokens, N, D)
+	if m.tp != nil {
+		m.tp.embeddingBackward(m.embd.G, dres, m.tokens, N, D)
+	} else {
+		embeddingBackward(m.embd.G, dres, m.tokens, N, D)
+	}
 }

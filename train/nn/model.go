@@ -15,7 +15,7 @@ import (
 // Param is one tensor of the model: a view into the flat weight and gradient buffers.
 type Param struct {
 	Name  string // GGUF name: token_embd.weight, blk.N.attn_norm.weight, ..., output.weight
-	Shape []int  // row-major, as model.Config.Shapes() gives it ([out, in] for a linear layer)
+	Shape []int  // row-major, as model.Config.Shapes() gives it ([out, in] for a linear layer); a tensor-parallel rank's shard shape (ShardShape)
 	W, G  []float32
 }
 
@@ -27,8 +27,10 @@ type blockParams struct {
 // Model is the Llama network of cfg with everything training needs. One Model serves one
 // goroutine at a time; its kernels run on the pool given to New.
 type Model struct {
-	Cfg model.Config
+	Cfg model.Config // the whole model's configuration
 
+	lc                 model.Config // the shapes this rank computes with: Cfg, or TPConfig(Cfg, TP size)
+	tp                 *tpState     // nil without tensor parallelism
 	pool               *kernels.Pool
 	maxB, maxT         int
 	w, g               []float32 // all parameters, all gradients (same layout)
@@ -51,6 +53,14 @@ type Model struct {
 // tokens. Parameters start at zero: call Init or copy weights into Flat. pool nil means
 // kernels.Default.
 func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
+	return NewTP(cfg, maxB, maxT, pool, nil)
+}
+
+// NewTP is New for one rank of the tensor-parallel group tp (nil or of size 1: no tensor
+// parallelism). The rank holds its shards of the split tensors (SplitOf) and computes with
+// TPConfig's shapes; Forward and Backward reduce over tp as Megatron-LM does. Every rank of the
+// group must run the same Forward/Backward calls on the same tokens.
+func NewTP(cfg model.Config, maxB, maxT int, pool *kernels.Pool, tp Comm) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
 	}
@@ -69,7 +79,14 @@ func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
 	if pool == nil {
 		pool = kernels.Default
 	}
-	m := &Model{Cfg: cfg, pool: pool, maxB: maxB, maxT: maxT}
+	m := &Model{Cfg: cfg, lc: cfg, pool: pool, maxB: maxB, maxT: maxT}
+	if tp != nil && tp.Size() > 1 {
+		lc, err := TPConfig(cfg, tp.Size())
+		if err != nil {
+			return nil, err
+		}
+		m.lc, m.tp = lc, newTPState(tp, lc.Vocab, maxB*maxT)
+	}
 	m.layout()
 	var factors []float32
 	if cfg.RopeScaling != nil {
@@ -86,8 +103,8 @@ func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
 	for t := 0; t < maxT; t++ {
 		rope.Table(m.cs[t*cfg.HeadDim:(t+1)*cfg.HeadDim], t)
 	}
-	m.acts.alloc(&cfg, maxB, maxT)
-	m.grad.alloc(&cfg, maxB, maxT)
+	m.acts.alloc(&m.lc, maxB, maxT)
+	m.grad.alloc(&m.lc, maxB, maxT)
 	m.tokens = make([]int32, maxB*maxT)
 	m.targets = make([]int32, maxB*maxT)
 	return m, nil
@@ -95,7 +112,7 @@ func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
 
 // layout lays out every parameter, in Params order, in one weight and one gradient buffer.
 func (m *Model) layout() {
-	c := &m.Cfg
+	c := &m.lc
 	var specs []Param
 	add := func(name string, shape ...int) { specs = append(specs, Param{Name: name, Shape: shape}) }
 	add("token_embd.weight", c.Vocab, c.Dim)
@@ -152,8 +169,10 @@ func numel(shape []int) int {
 // Init sets deterministic initial weights from seed: N(0, 0.02) for embeddings and matrices,
 // with the residual-output projections (attn_output, ffn_down) scaled by 1/sqrt(2·Layers) as
 // GPT-2 and llm.c do, and norm weights 1. Each tensor draws from its own PCG stream
-// (seed, tensor index), so a tensor's values do not depend on the others'.
+// (seed, tensor index), so a tensor's values do not depend on the others'. A tensor-parallel
+// rank draws each whole tensor and keeps its shard, so its weights are the unsplit model's.
 func (m *Model) Init(seed uint64) {
+	shapes := m.Cfg.Shapes()
 	resid := 0.02 / math.Sqrt(2*float64(m.Cfg.Layers))
 	m.pool.For(len(m.params), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -169,8 +188,15 @@ func (m *Model) Init(seed uint64) {
 				std = resid
 			}
 			r := rand.New(rand.NewPCG(seed, uint64(i)))
-			for j := range p.W {
-				p.W[j] = float32(r.NormFloat64() * std)
+			full := p.W
+			if m.tp != nil {
+				full = make([]float32, numel(shapes[p.Name]))
+			}
+			for j := range full {
+				full[j] = float32(r.NormFloat64() * std)
+			}
+			if m.tp != nil {
+				Shard(p.W, full, p.Name, shapes[p.Name], m.tp.comm.Rank(), m.tp.comm.Size())
 			}
 		}
 	})
@@ -192,11 +218,20 @@ func (m *Model) Flat() (w, g []float32) { return m.w, m.g }
 // ZeroGrad sets every gradient to zero.
 func (m *Model) ZeroGrad() { clear(m.g) }
 
-// NumParams is the number of parameters (a tied output matrix counted once).
+// NumParams is the number of parameters this rank holds (a tied output matrix counted once).
 func (m *Model) NumParams() int64 { return int64(len(m.w)) }
 
-// Logits returns the (B,T,Vocab) logits of the last Forward (valid until the next Forward).
-func (m *Model) Logits() []float32 { return m.acts.logits[:m.B*m.T*m.Cfg.Vocab] }
+// Logits returns the (B,T,Vocab) logits of the last Forward (valid until the next Forward); a
+// tensor-parallel rank returns its (B,T,Vocab/TP) columns.
+func (m *Model) Logits() []float32 { return m.acts.logits[:m.B*m.T*m.lc.Vocab] }
+
+// TP returns this rank's tensor-parallel rank and group size (0, 1 without tensor parallelism).
+func (m *Model) TP() (rank, size int) {
+	if m.tp == nil {
+		return 0, 1
+	}
+	return m.tp.comm.Rank(), m.tp.comm.Size()
+}
 
 // FLOPsPerToken returns the training FLOPs (forward + backward) per token at sequence length
 // T, as PaLM (appendix B) counts them: model = 6·N + 12·L·H·Q·T, where N is the number of
@@ -204,7 +239,8 @@ func (m *Model) Logits() []float32 { return m.acts.logits[:m.B*m.T*m.Cfg.Vocab] 
 // projection Vocab x Dim, counted once even when tied to the embedding; the embedding lookup
 // and the norm weights do no matmul and are excluded), L the layers, H the query heads, Q the
 // head dim. The attention term counts the full T x T score matrix, as PaLM does, although the
-// causal kernels compute only half. hardware = model: nothing is recomputed.
+// causal kernels compute only half. hardware = model: nothing is recomputed. The count is the
+// whole model's: a tensor-parallel rank does 1/TP of it.
 func (m *Model) FLOPsPerToken(T int) (modelFLOPs, hardwareFLOPs float64) {
 	c := &m.Cfg
 	perBlock := c.QDim()*c.Dim + 2*c.KVDim()*c.Dim + c.Dim*c.QDim() + 3*c.FFN*c.Dim
