@@ -20,16 +20,27 @@ func TestSum(t *testing.T) {
 	}
 }
 
+// BenchmarkReadBandwidth measures 2 threads over Go-heap memory and over 2 MiB-aligned
+// MADV_HUGEPAGE memory, alternately in one process, so the two can be compared.
 func BenchmarkReadBandwidth(b *testing.B) {
-	for b.Loop() {
-		bw := MeasureReadBandwidth(2, 512<<20, 3)
-		b.ReportMetric(bw.BytesPerSec/1e9, "GB/s")
+	for _, c := range []struct {
+		name string
+		kind int
+	}{{"heap", GoHeap}, {"huge", Huge}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				bw := MeasureReadBandwidth(2, 512<<20, 3, c.kind)
+				b.ReportMetric(bw.BytesPerSec/1e9, "GB/s")
+				b.ReportMetric(bw.Median/1e9, "median-GB/s")
+				b.ReportMetric(float64(bw.HugeBytes)/float64(bw.Bytes), "huge-share")
+			}
+		})
 	}
 }
 
 func BenchmarkReadBandwidth1T(b *testing.B) {
 	for b.Loop() {
-		bw := MeasureReadBandwidth(1, 512<<20, 3)
+		bw := MeasureReadBandwidth(1, 512<<20, 3, Huge)
 		b.ReportMetric(bw.BytesPerSec/1e9, "GB/s")
 	}
 }

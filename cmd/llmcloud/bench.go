@@ -102,8 +102,8 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 		} else {
 			bw := perf.ReadBandwidth()
 			fmt.Fprintf(stdout, " = %.0f%% of the measured read bandwidth %.2f GB/s\n", 100*used/bw.Median, bw.Median/1e9)
-			fmt.Fprintf(stdout, "(bandwidth: median of %d passes over %d MiB, %d threads, %s; best pass %.2f GB/s = %.0f%%)\n",
-				bw.Passes, bw.Bytes>>20, bw.Threads, bw.Method, bw.BytesPerSec/1e9, 100*used/bw.BytesPerSec)
+			fmt.Fprintf(stdout, "(bandwidth: median of %d passes over %d MiB of %s memory (%.0f%% on huge pages), %d threads, %s; best pass %.2f GB/s = %.0f%%)\n",
+				bw.Passes, bw.Bytes>>20, bw.Pages, 100*float64(bw.HugeBytes)/float64(bw.Bytes), bw.Threads, bw.Method, bw.BytesPerSec/1e9, 100*used/bw.BytesPerSec)
 		}
 	}
 	return nil
