@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
@@ -33,6 +34,7 @@ var kinds = map[string]func() any{
 	"v1/ServiceAccount":                        func() any { return &corev1.ServiceAccount{} },
 	"v1/PersistentVolumeClaim":                 func() any { return &corev1.PersistentVolumeClaim{} },
 	"apps/v1/Deployment":                       func() any { return &appsv1.Deployment{} },
+	"batch/v1/Job":                             func() any { return &batchv1.Job{} },
 	"rbac.authorization.k8s.io/v1/Role":        func() any { return &rbacv1.Role{} },
 	"rbac.authorization.k8s.io/v1/RoleBinding": func() any { return &rbacv1.RoleBinding{} },
 	"autoscaling/v2/HorizontalPodAutoscaler":   func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
