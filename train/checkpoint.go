@@ -8,8 +8,10 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,12 +151,15 @@ func copyFile(src, dst string) error {
 }
 
 // ResolveCheckpoint turns a --resume argument into a checkpoint directory: "latest" reads
-// runDir/latest; anything else is the checkpoint directory itself, or a run directory whose
-// latest checkpoint is meant.
+// runDir/latest; "auto" does the same but returns "" (start fresh) when runDir has no
+// checkpoint yet, for launchers that restart a run with the same command (Kubernetes, Slurm
+// requeue); anything else is the checkpoint directory itself, or a run directory whose latest
+// checkpoint is meant.
 func ResolveCheckpoint(arg, runDir string) (string, error) {
-	if arg == "latest" {
+	auto := arg == "auto"
+	if arg == "latest" || auto {
 		if runDir == "" {
-			return "", fmt.Errorf("train: --resume latest needs --out (the run directory)")
+			return "", fmt.Errorf("train: --resume %s needs --out (the run directory)", arg)
 		}
 		arg = runDir
 	}
@@ -162,28 +167,53 @@ func ResolveCheckpoint(arg, runDir string) (string, error) {
 		return arg, nil
 	}
 	raw, err := os.ReadFile(filepath.Join(arg, latestFile))
+	if auto && errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("train: %s is neither a checkpoint (no %s) nor a run directory with a checkpoint (%v)", arg, stateFile, err)
 	}
 	return filepath.Join(arg, strings.TrimSpace(string(raw))), nil
 }
 
-// LoadCheckpoint reads a checkpoint directory and checks that its tensors are complete.
-func LoadCheckpoint(dir string) (*Checkpoint, error) {
+// ReadState reads only a checkpoint's trainer.json (a launcher checks the run before starting
+// its ranks without loading the tensors).
+func ReadState(dir string) (*State, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if err != nil {
 		return nil, fmt.Errorf("train: checkpoint: %w", err)
 	}
-	ck := &Checkpoint{Dir: dir, Tensors: map[string][]float32{}}
-	if err := json.Unmarshal(raw, &ck.State); err != nil {
+	var st State
+	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
 	}
-	if ck.State.Version != CheckpointVersion {
-		return nil, fmt.Errorf("train: checkpoint %s: version %d, this build reads %d", dir, ck.State.Version, CheckpointVersion)
+	if st.Version != CheckpointVersion {
+		return nil, fmt.Errorf("train: checkpoint %s: version %d, this build reads %d", dir, st.Version, CheckpointVersion)
 	}
-	if err := ck.State.Model.Validate(); err != nil {
+	if err := st.Model.Validate(); err != nil {
 		return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
 	}
+	return &st, nil
+}
+
+// ResumeConfig is the configuration a resumed run starts from: the checkpoint's, except the
+// settings that say how this invocation runs rather than what it computes (the parallel grid
+// and its modes, the collective timeout, the thread count), which start from their defaults
+// so that a run resumes under any world size; flags and a config file then override as usual.
+func ResumeConfig(st *State) Config {
+	c, d := st.Config, DefaultConfig()
+	c.DP, c.TP, c.PP, c.ZeroStage, c.MicroBatches = d.DP, d.TP, d.PP, d.ZeroStage, d.MicroBatches
+	c.PPSchedule, c.BucketMB, c.TimeoutSec, c.Threads = d.PPSchedule, d.BucketMB, d.TimeoutSec, d.Threads
+	return c
+}
+
+// LoadCheckpoint reads a checkpoint directory and checks that its tensors are complete.
+func LoadCheckpoint(dir string) (*Checkpoint, error) {
+	st, err := ReadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	ck := &Checkpoint{Dir: dir, State: *st, Tensors: map[string][]float32{}}
 	f, err := safetensors.Open(filepath.Join(dir, tensorsFile))
 	if err != nil {
 		return nil, fmt.Errorf("train: checkpoint: %w", err)
