@@ -133,6 +133,41 @@ func (c *Config) Validate() error {
 	if !(c.RopeTheta > 0) {
 		return fmt.Errorf("train: --rope-theta %g must be positive", c.RopeTheta)
 	}
+	return c.validateParallel()
+}
+
+// validateParallel checks the distributed settings that do not depend on the world size (the
+// grid itself is checked against it by NewParallel).
+func (c *Config) validateParallel() error {
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"dp", c.DP}, {"tp", c.TP}, {"pp", c.PP}, {"micro-batches", c.MicroBatches}} {
+		if p.v < 0 {
+			return fmt.Errorf("train: --%s = %d, must not be negative", p.name, p.v)
+		}
+	}
+	if c.ZeroStage < 0 || c.ZeroStage > 3 {
+		return fmt.Errorf("train: --zero-stage %d: want 0 (DDP), 1, 2 or 3", c.ZeroStage)
+	}
+	if c.PPSchedule != "" && c.PPSchedule != "1f1b" && c.PPSchedule != "naive" {
+		return fmt.Errorf("train: --pp-schedule %q: want 1f1b or naive", c.PPSchedule)
+	}
+	if c.BucketMB < 0 || c.TimeoutSec < 0 {
+		return fmt.Errorf("train: --bucket-mb %g and --timeout %g must not be negative", c.BucketMB, c.TimeoutSec)
+	}
+	if c.DP > 0 && c.Batch%c.DP != 0 {
+		return fmt.Errorf("train: --batch %d (the global micro-batch) is not a multiple of --dp %d", c.Batch, c.DP)
+	}
+	if c.TP > 1 {
+		if c.Heads%c.TP != 0 || c.kvHeads()%c.TP != 0 || c.ffn()%c.TP != 0 {
+			return fmt.Errorf("train: --tp %d must divide --heads %d, the kv heads %d and the ffn width %d",
+				c.TP, c.Heads, c.kvHeads(), c.ffn())
+		}
+	}
+	if c.PP > 1 && c.Layers < c.PP {
+		return fmt.Errorf("train: --pp %d stages for %d layers: every stage needs a layer", c.PP, c.Layers)
+	}
 	return nil
 }
 

@@ -81,6 +81,13 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Beta2 = 1 }, "--beta2"},
 		{func(c *Config) { c.Ctx = 8 }, "--ctx"},
 		{func(c *Config) { c.Dim = 12; c.Heads = 4 }, "odd"},
+		{func(c *Config) { c.DP = -1 }, "--dp"},
+		{func(c *Config) { c.ZeroStage = 4 }, "--zero-stage"},
+		{func(c *Config) { c.PPSchedule = "gpipe" }, "--pp-schedule"},
+		{func(c *Config) { c.BucketMB = -1 }, "--bucket-mb"},
+		{func(c *Config) { c.Batch = 6; c.DP = 4 }, "multiple of --dp"},
+		{func(c *Config) { c.TP = 3 }, "--tp 3 must divide"},
+		{func(c *Config) { c.PP = 8 }, "every stage needs a layer"},
 	} {
 		c := DefaultConfig()
 		tc.mod(&c)

@@ -42,8 +42,8 @@ type Summary struct {
 func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	c := &t.Cfg
 	out := o.Progress
-	if out == nil {
-		out = io.Discard
+	if out == nil || !t.par.writes() {
+		out = io.Discard // in a distributed run only rank 0 reports
 	}
 	peak := o.PeakFLOPS
 	if peak == 0 {
@@ -56,7 +56,7 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		c.Batch, c.Seq, c.GradAccum, c.TokensPerStep(), c.Steps, flopsPerToken, peak/1e9, c.Threads)
 
 	var rl *runLog
-	if c.Out != "" {
+	if c.Out != "" && t.par.writes() {
 		var err error
 		if rl, err = openRunLog(c.Out, t.step); err != nil {
 			return nil, err
@@ -92,7 +92,10 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 			stopErr = err
 			break
 		}
-		s := t.Step()
+		s, err := t.Step()
+		if err != nil {
+			return nil, err
+		}
 		runTokens += c.TokensPerStep()
 		runDur += s.Duration
 		pr.step(s, c.TokensPerStep(), c.LogEvery)
@@ -138,6 +141,9 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	}
 	if stopErr != nil {
 		return sum, stopErr
+	}
+	if !t.par.writes() {
+		return sum, nil
 	}
 	if c.ExportGGUF != "" {
 		if err := t.Export(c.ExportGGUF, GGUF, c.ExportType); err != nil {

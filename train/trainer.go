@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/train/dist"
 	"github.com/llmcloud/llmcloud/train/nn"
 )
 
@@ -59,15 +60,20 @@ type Trainer struct {
 	tokens  int64
 	elapsed time.Duration // training wall time, including earlier runs of a resumed run
 	last    float32
-	x, y    []int32 // [Batch*Seq]
+	x, y    []int32 // [Batch*Seq]: the global micro-batch (every rank reads the same window)
 	log     *slog.Logger
+
+	par parallel // this rank's part of a distributed run (zero value: one process)
 }
 
-// New builds the model and optimizer for cfg on d and initializes the weights from cfg.Seed.
+// New builds the model and optimizer for cfg on d and initializes the weights from cfg.Seed:
+// the one-process run (NewParallel with no world).
 func New(cfg Config, d Data, log *slog.Logger) (*Trainer, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+	return NewParallel(cfg, d, log, nil)
+}
+
+// newLocal builds the model of this rank's part (par) and the optimizer.
+func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, error) {
 	if d.Train == nil || d.Vocab <= 0 {
 		return nil, errors.New("train: no training data")
 	}
@@ -79,11 +85,11 @@ func New(cfg Config, d Data, log *slog.Logger) (*Trainer, error) {
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	pool := kernels.NewPool(cfg.Threads)
-	net, err := nn.New(mc, cfg.Batch, cfg.Seq, pool)
+	net, err := nn.New(mc, par.rows, cfg.Seq, pool)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	t := &Trainer{Cfg: cfg, Model: mc, Net: net, data: d, pool: pool, log: log,
+	t := &Trainer{Cfg: cfg, Model: mc, Net: net, data: d, pool: pool, log: log, par: par,
 		rng: rand.NewPCG(cfg.Seed, 0x6c6c6d636c6f7564), // stream: "llmcloud"
 		x:   make([]int32, cfg.Batch*cfg.Seq), y: make([]int32, cfg.Batch*cfg.Seq)}
 	net.Init(rand.New(t.rng).Uint64())
@@ -126,28 +132,37 @@ func (t *Trainer) Tokens() int64 { return t.tokens }
 // Elapsed is the training wall time so far, including earlier runs a resumed run continues.
 func (t *Trainer) Elapsed() time.Duration { return t.elapsed }
 
-// Step takes one optimizer step.
-func (t *Trainer) Step() StepStats {
+// Step takes one optimizer step. In a distributed run every rank calls it; a failed
+// collective (a rank died or timed out) is returned as an error and the trainer must not be
+// stepped again.
+func (t *Trainer) Step() (StepStats, error) {
 	start := time.Now()
 	c := &t.Cfg
 	t.Net.ZeroGrad()
 	var lossSum float64
 	for range c.GradAccum {
 		t.data.Train.Next(t.x, t.y)
-		lossSum += float64(t.Net.Forward(t.x, t.y, c.Batch, c.Seq))
+		x, y := t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq)
+		lossSum += float64(t.Net.Forward(x, y, t.par.rows, c.Seq))
 		t.Net.Backward()
 	}
-	loss := float32(lossSum / float64(c.GradAccum))
-	lr := c.LRAt(t.step)
+	loss := lossSum / float64(c.GradAccum)
 	w, g := t.Net.Flat()
+	if err := t.par.reduceGrads(g); err != nil {
+		return StepStats{}, err
+	}
+	if err := dist.MeanScalars(t.par.dpGroup(), &loss); err != nil {
+		return StepStats{}, err
+	}
+	lr := c.LRAt(t.step)
 	norm := t.opt.Step(w, g, Hyper{LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
-		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum), Clip: c.Clip})
+		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum*t.par.grid.DP), Clip: c.Clip})
 	t.step++
 	t.tokens += c.TokensPerStep()
-	t.last = loss
+	t.last = float32(loss)
 	d := time.Since(start)
 	t.elapsed += d
-	return StepStats{Step: t.step, Loss: loss, LR: lr, GradNorm: norm, Tokens: t.tokens, Duration: d}
+	return StepStats{Step: t.step, Loss: t.last, LR: lr, GradNorm: norm, Tokens: t.tokens, Duration: d}, nil
 }
 
 // Eval returns the mean validation loss over the first EvalBatches validation batches (the
@@ -164,9 +179,12 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 	var sum float64
 	for range c.EvalBatches {
 		v.Next(t.x, t.y)
-		sum += float64(t.Net.Forward(t.x, t.y, c.Batch, c.Seq))
+		sum += float64(t.Net.Forward(t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq), t.par.rows, c.Seq))
 	}
 	loss = sum / float64(c.EvalBatches)
+	if err := dist.MeanScalars(t.par.dpGroup(), &loss); err != nil {
+		return 0, 0, false, err
+	}
 	return loss, math.Exp(loss), true, nil
 }
 
@@ -192,10 +210,13 @@ func (t *Trainer) state() (*State, []namedF32, error) {
 }
 
 // Save writes a checkpoint of the current state under the run directory and returns its
-// directory.
+// directory. In a distributed run every rank calls it and rank 0 writes (the others return "").
 func (t *Trainer) Save() (string, error) {
 	if t.Cfg.Out == "" {
 		return "", errors.New("train: no run directory (--out) to save a checkpoint in")
+	}
+	if !t.par.writes() {
+		return "", nil // rank 0 writes the checkpoint of the whole run
 	}
 	st, ts, err := t.state()
 	if err != nil {

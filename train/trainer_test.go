@@ -36,7 +36,10 @@ func run(t *testing.T, tr *Trainer) map[int]float32 {
 	t.Helper()
 	losses := map[int]float32{}
 	for tr.StepNum() < tr.Cfg.Steps {
-		s := tr.Step()
+		s, err := tr.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
 		losses[s.Step] = s.Loss
 	}
 	return losses
@@ -54,7 +57,10 @@ func TestResumeIsExact(t *testing.T) {
 	first := newTrainer(t, c)
 	got := map[int]float32{}
 	for first.StepNum() < 50 {
-		s := first.Step()
+		s, err := first.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
 		got[s.Step] = s.Loss
 	}
 	dir, err := first.Save()
