@@ -24,7 +24,7 @@ type blockActs struct {
 // acts are all activations of a Forward, carved from one buffer.
 type acts struct {
 	buf    []float32
-	resid  [][]float32 // L+1 residual streams (N,D): resid[l] enters block l, resid[L] leaves
+	resid  [][]float32 // nb+1 residual streams (N,D): resid[i] enters held block i, resid[nb] leaves
 	blocks []blockActs
 	xf     []float32 // final RMSNorm output (N,D)
 	rstdf  []float32 // (N)
@@ -47,15 +47,17 @@ func (c *carver) take(n int) []float32 {
 	return c.buf[c.off-n : c.off : c.off]
 }
 
-func (a *acts) alloc(c *model.Config, B, T int) {
+// alloc carves the activations of nb blocks for B x T tokens, and of the final norm, logits
+// and loss when last.
+func (a *acts) alloc(c *model.Config, B, T, nb int, last bool) {
 	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
 	var cv carver
 	for pass := 0; pass < 2; pass++ {
 		a.resid, a.blocks = nil, nil
-		for l := 0; l <= c.Layers; l++ {
+		for l := 0; l <= nb; l++ {
 			a.resid = append(a.resid, cv.take(N*D))
 		}
-		for l := 0; l < c.Layers; l++ {
+		for l := 0; l < nb; l++ {
 			a.blocks = append(a.blocks, blockActs{
 				xn1: cv.take(N * D), rstd1: cv.take(N), q: cv.take(N * QD), k: cv.take(N * KVD),
 				v: cv.take(N * KVD), att: cv.take(B * c.Heads * T * T), y: cv.take(N * QD),
@@ -63,8 +65,10 @@ func (a *acts) alloc(c *model.Config, B, T int) {
 				gate: cv.take(N * F), up: cv.take(N * F), h: cv.take(N * F),
 			})
 		}
-		a.xf, a.rstdf = cv.take(N*D), cv.take(N)
-		a.logits, a.probs, a.losses = cv.take(N*c.Vocab), cv.take(N*c.Vocab), cv.take(N)
+		if last {
+			a.xf, a.rstdf = cv.take(N*D), cv.take(N)
+			a.logits, a.probs, a.losses = cv.take(N*c.Vocab), cv.take(N*c.Vocab), cv.take(N)
+		}
 		if pass == 0 {
 			a.buf = make([]float32, cv.off)
 			cv = carver{buf: a.buf}
@@ -114,26 +118,52 @@ func (m *Model) Validate(tokens, targets []int32, B, T int) error {
 // Forward runs tokens (B,T) through the model, keeping the activations, and returns the mean
 // cross-entropy against targets (B,T) over the B*T positions; with targets nil it computes the
 // logits only and returns 0. Each row of the batch is an independent sequence starting at
-// position 0. Input that Validate rejects is a programming error and panics with its message.
+// position 0. Input that Validate rejects, or a model that is a pipeline stage (use
+// StageForward), is a programming error and panics with its message.
 func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
+	if !m.first || !m.last {
+		panic("nn: Forward on a pipeline stage (use StageForward)")
+	}
 	if err := m.Validate(tokens, targets, B, T); err != nil {
 		panic(err.Error())
 	}
-	c, p, a := &m.lc, m.pool, &m.acts
-	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
-	m.B, m.T = B, T
-	copy(m.tokens, tokens[:N])
-	m.hasTargets = targets != nil
-	if m.hasTargets {
-		copy(m.targets, targets[:N])
+	m.setInputs(0, tokens, targets, B, T)
+	return m.forward(0)
+}
+
+// setInputs copies a micro-batch's inputs into slot si.
+func (m *Model) setInputs(si int, tokens, targets []int32, B, T int) {
+	sl := &m.slots[si]
+	sl.B, sl.T = B, T
+	if tokens != nil {
+		copy(sl.tokens, tokens[:B*T])
 	}
+	sl.hasTargets = targets != nil
+	if sl.hasTargets {
+		copy(sl.targets, targets[:B*T])
+	}
+}
+
+// forward runs slot si's inputs (tokens on the first stage, resid[0] on the others) through
+// the held blocks, and on the last stage the head and the loss, which it returns.
+func (m *Model) forward(si int) float32 {
+	sl := &m.slots[si]
+	c, p, a := &m.lc, m.pool, &sl.acts
+	B, T := sl.B, sl.T
+	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
+	m.B, m.T, m.lastSlot = B, T, si
+	sl.pending = true
 	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
-	if m.tp != nil {
-		m.tp.embeddingForward(a.resid[0], m.embd.W, m.tokens, N, D)
-	} else {
-		embeddingForward(a.resid[0], m.embd.W, m.tokens, N, D)
+	if m.first {
+		m.use(0, false)
+		if m.tp != nil {
+			m.tp.embeddingForward(a.resid[0], m.embd.W, sl.tokens, N, D)
+		} else {
+			embeddingForward(a.resid[0], m.embd.W, sl.tokens, N, D)
+		}
 	}
 	for l := range m.blocks {
+		m.use(m.lo+1+l, false)
 		w, ba, x := &m.blocks[l], &a.blocks[l], a.resid[l]
 		rmsnormForward(p, ba.xn1, ba.rstd1, x, w.attnNorm.W, N, D, c.NormEps)
 		linearForward(p, ba.q, ba.xn1, w.wq.W, N, D, QD)
@@ -153,15 +183,23 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 		m.tp.sum(a.resid[l+1][:N*D], "ffn_down")
 		residualForward(a.resid[l+1][:N*D], ba.xmid[:N*D], a.resid[l+1][:N*D])
 	}
-	rmsnormForward(p, a.xf, a.rstdf, a.resid[c.Layers], m.outNorm.W, N, D, c.NormEps)
+	if !m.last {
+		return 0
+	}
+	m.use(c.Layers+1, false)
+	rmsnormForward(p, a.xf, a.rstdf, a.resid[len(m.blocks)], m.outNorm.W, N, D, c.NormEps)
+	if c.Tied {
+		m.use(0, false)
+	}
 	linearForward(p, a.logits, a.xf, m.out.W, N, D, V)
-	if !m.hasTargets {
+	if !sl.hasTargets {
+		sl.pending = false
 		return 0
 	}
 	if m.tp != nil {
-		return m.tp.crossEntropyForward(p, a.losses, a.probs, a.logits, m.targets, N, V)
+		return m.tp.crossEntropyForward(p, a.losses, a.probs, a.logits, sl.targets, N, V)
 	}
-	return crossEntropyForward(p, a.losses, a.probs, a.logits, m.targets, N, V)
+	return crossEntropyForward(p, a.losses, a.probs, a.logits, sl.targets, N, V)
 }
 
 // Backward adds d(mean loss)/d(parameters) of the last Forward to the gradients (call ZeroGrad
@@ -169,27 +207,48 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 // per Forward: calling it without a Forward with targets, or twice, is a programming error and
 // panics.
 func (m *Model) Backward() {
-	if !m.hasTargets {
+	if !m.first || !m.last || !m.slots[0].pending {
 		panic("nn: Backward needs a Forward with targets (and runs once per Forward)")
 	}
-	m.hasTargets = false // the probabilities become dlogits below
-	c, p, a, g := &m.lc, m.pool, &m.acts, &m.grad
-	B, T := m.B, m.T
+	m.backward(0, nil, 1)
+}
+
+// backward runs the backward pass of slot si: on the last stage from the gradient of
+// scale·(mean loss), on the others from dout (N,D). It returns the gradient with respect to
+// the stage's input (N,D, in the shared scratch), nil on the first stage.
+func (m *Model) backward(si int, dout []float32, scale float32) []float32 {
+	sl := &m.slots[si]
+	sl.pending = false
+	c, p, a, g := &m.lc, m.pool, &sl.acts, &m.grad
+	B, T := sl.B, sl.T
 	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
 	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
-	dlogits := a.probs
-	if m.tp != nil {
-		m.tp.crossEntropyBackward(p, dlogits, m.targets, N, V, 1/float32(N))
-	} else {
-		crossEntropyBackward(p, dlogits, m.targets, N, V, 1/float32(N))
-	}
-	// The output projection: dxf (in g.dxn) = dlogits·W, dW += dlogitsᵀ·xf.
-	linearBackward(p, g.dxn, m.out.G, dlogits, a.xf, m.out.W, N, D, V, false)
-	m.tp.sum(g.dxn[:N*D], "output input gradient")
 	dres := g.dres[:N*D]
-	clear(dres)
-	rmsnormBackward(p, dres, m.outNorm.G, g.dxn, a.resid[c.Layers], m.outNorm.W, a.rstdf, N, D)
-	for l := c.Layers - 1; l >= 0; l-- {
+	if m.last {
+		m.use(c.Layers+1, true)
+		if c.Tied {
+			m.use(0, true)
+		}
+		dlogits := a.probs // the probabilities become dlogits
+		if m.tp != nil {
+			m.tp.crossEntropyBackward(p, dlogits, sl.targets, N, V, scale/float32(N))
+		} else {
+			crossEntropyBackward(p, dlogits, sl.targets, N, V, scale/float32(N))
+		}
+		// The output projection: dxf (in g.dxn) = dlogits·W, dW += dlogitsᵀ·xf.
+		linearBackward(p, g.dxn, m.out.G, dlogits, a.xf, m.out.W, N, D, V, false)
+		m.tp.sum(g.dxn[:N*D], "output input gradient")
+		clear(dres)
+		rmsnormBackward(p, dres, m.outNorm.G, g.dxn, a.resid[len(m.blocks)], m.outNorm.W, a.rstdf, N, D)
+		m.ready(c.Layers + 1)
+		if c.Tied && !m.first {
+			m.ready(0)
+		}
+	} else {
+		copy(dres, dout[:N*D])
+	}
+	for l := len(m.blocks) - 1; l >= 0; l-- {
+		m.use(m.lo+1+l, true)
 		w, ba := &m.blocks[l], &a.blocks[l]
 		// FFN branch: resid[l+1] = xmid + h·downᵀ.
 		linearBackward(p, g.dh, w.down.G, dres, ba.h, w.down.W, N, F, D, false)
@@ -213,10 +272,19 @@ func (m *Model) Backward() {
 		linearBackward(p, g.dxn, w.wv.G, g.dv, ba.xn1, w.wv.W, N, D, KVD, true)
 		m.tp.sum(g.dxn[:N*D], "attention input gradient")
 		rmsnormBackward(p, dres, w.attnNorm.G, g.dxn, a.resid[l], w.attnNorm.W, ba.rstd1, N, D)
+		m.ready(m.lo + 1 + l)
+	}
+	if !m.first {
+		return dres
+	}
+	if !c.Tied || !m.last {
+		m.use(0, true)
 	}
 	if m.tp != nil {
-		m.tp.embeddingBackward(m.embd.G, dres, m.tokens, N, D)
+		m.tp.embeddingBackward(m.embd.G, dres, sl.tokens, N, D)
 	} else {
-		embeddingBackward(m.embd.G, dres, m.tokens, N, D)
+		embeddingBackward(m.embd.G, dres, sl.tokens, N, D)
 	}
+	m.ready(0)
+	return nil
 }

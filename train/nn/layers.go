@@ -4,6 +4,13 @@
 // parameters live in one flat buffer and all gradients in another; every tensor is a view.
 // See docs/training.md, "Model forward/backward".
 //
+// For distributed training (docs/distributed-training.md) the parameters form units: unit 0
+// the token embedding, units 1..L the blocks, unit L+1 the final norm and untied output.
+// NewWith's Options let the caller supply each unit's weight and gradient storage (Units
+// gives the sizes first), get BeforeUse/GradReady hooks around each unit's use in Forward and
+// Backward, and build one pipeline stage (blocks [lo, hi), K activation slots) driven by
+// StageForward/StageBackward.
+//
 // This file implements the row-wise layers as forward/backward pairs: embedding, RMSNorm,
 // SwiGLU, residual add and cross-entropy. Backward functions ACCUMULATE into the gradients of
 // their inputs and parameters (+=), as llm.c's do. Reductions over rows (parameter gradients,
