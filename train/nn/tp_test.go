@@ -191,9 +191,12 @@ func TestTPMatchesUnsplit(t *testing.T) {
 }
 
 // TestTPTraining takes 20 SGD steps on the unsplit model and on TP=2 ranks from the same Init
-// and data: the losses agree within 1e-5 relative at every step.
+// and data: the losses agree within 1e-5 relative at every step. The step size keeps the loss
+// falling smoothly; at 0.5 on batches of 2 rows it oscillates (2.2 to 4.1 between steps), and
+// that chaotic regime amplifies the 1e-7 rounding differences of the split sums to 1e-4 by
+// step 19, for any change of summation order, not only tensor parallelism's.
 func TestTPTraining(t *testing.T) {
-	const B, T, steps, lr, tol = 2, 8, 20, 0.5, 1e-5
+	const B, T, steps, lr, tol = 4, 8, 20, 0.3, 1e-5
 	cfg := tpConfig(false)
 	full, err := New(cfg, B, T, testPool)
 	if err != nil {
@@ -208,26 +211,19 @@ func TestTPTraining(t *testing.T) {
 		}
 		ranks[r].Init(7)
 	}
-	sgd := func(m *Model) {
-		w, gr := m.Flat()
-		for i := range w {
-			w[i] -= lr * gr[i]
-		}
-	}
 	rng := rand.New(rand.NewPCG(8, 8))
 	for s := 0; s < steps; s++ {
-		tokens := randTokens(rng, B*T, cfg.Vocab)
-		targets := append(tokens[1:], tokens[0]) // a learnable pattern: the next token
+		tokens, targets := strideBatch(rng, B, T, cfg.Vocab)
 		full.ZeroGrad()
 		want := full.Forward(tokens, targets, B, T)
 		full.Backward()
-		sgd(full)
+		sgd(full, 1, lr)
 		losses := make([]float32, 2)
 		onAll(ranks, func(r int, m *Model) {
 			m.ZeroGrad()
 			losses[r] = m.Forward(tokens, targets, B, T)
 			m.Backward()
-			sgd(m)
+			sgd(m, 1, lr)
 		})
 		for r, l := range losses {
 			if d := math.Abs(float64(l-want)) / float64(want); d > tol {
@@ -235,6 +231,19 @@ func TestTPTraining(t *testing.T) {
 			}
 		}
 	}
+}
+
+// strideBatch is B rows of T tokens counting by 5 modulo vocab from a random start; each
+// target is the next count: a pattern the model learns, so the losses fall step by step.
+func strideBatch(r *rand.Rand, B, T, vocab int) (tokens, targets []int32) {
+	tokens, targets = make([]int32, B*T), make([]int32, B*T)
+	for b := 0; b < B; b++ {
+		s := r.IntN(vocab)
+		for i := 0; i < T; i++ {
+			tokens[b*T+i], targets[b*T+i] = int32((s+5*i)%vocab), int32((s+5*i+5)%vocab)
+		}
+	}
+	return tokens, targets
 }
 
 // TestTPInitIsShardOfInit: a rank's Init is exactly its shard of the unsplit model's Init.
