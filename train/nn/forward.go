@@ -92,24 +92,33 @@ func (g *grads) alloc(c *model.Config, B, T int) {
 // Validate reports whether Forward accepts this batch: 1 <= B <= maxB, 1 <= T <= maxT,
 // B*T tokens (and targets, when not nil) in [0, Vocab).
 func (m *Model) Validate(tokens, targets []int32, B, T int) error {
-	switch {
-	case B < 1 || B > m.maxB || T < 1 || T > m.maxT:
-		return fmt.Errorf("nn: batch %d x %d outside the allocated 1..%d x 1..%d", B, T, m.maxB, m.maxT)
-	case len(tokens) < B*T:
-		return fmt.Errorf("nn: %d tokens for a batch of %d x %d", len(tokens), B, T)
-	case targets != nil && len(targets) < B*T:
-		return fmt.Errorf("nn: %d targets for a batch of %d x %d", len(targets), B, T)
+	if err := m.checkShape(B, T); err != nil {
+		return err
 	}
-	for i, t := range tokens[:B*T] {
-		if t < 0 || int(t) >= m.Cfg.Vocab {
-			return fmt.Errorf("nn: token %d at position %d outside the vocabulary [0, %d)", t, i, m.Cfg.Vocab)
-		}
+	if err := m.checkIDs("token", tokens, B*T); err != nil {
+		return err
 	}
 	if targets != nil {
-		for i, t := range targets[:B*T] {
-			if t < 0 || int(t) >= m.Cfg.Vocab {
-				return fmt.Errorf("nn: target %d at position %d outside the vocabulary [0, %d)", t, i, m.Cfg.Vocab)
-			}
+		return m.checkIDs("target", targets, B*T)
+	}
+	return nil
+}
+
+func (m *Model) checkShape(B, T int) error {
+	if B < 1 || B > m.maxB || T < 1 || T > m.maxT {
+		return fmt.Errorf("nn: batch %d x %d outside the allocated 1..%d x 1..%d", B, T, m.maxB, m.maxT)
+	}
+	return nil
+}
+
+// checkIDs checks that ids holds n ids in [0, Vocab).
+func (m *Model) checkIDs(what string, ids []int32, n int) error {
+	if len(ids) < n {
+		return fmt.Errorf("nn: %d %ss for %d positions", len(ids), what, n)
+	}
+	for i, t := range ids[:n] {
+		if t < 0 || int(t) >= m.Cfg.Vocab {
+			return fmt.Errorf("nn: %s %d at position %d outside the vocabulary [0, %d)", what, t, i, m.Cfg.Vocab)
 		}
 	}
 	return nil
