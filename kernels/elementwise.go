@@ -52,17 +52,7 @@ func Softmax(x []float32) {
 
 // softmaxRef is the plain-Go Softmax (len(x) > 0).
 func softmaxRef(x []float32) {
-	mx := x[0]
-	for _, v := range x[1:] {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
+	inv := float32(1 / expSubRef(x, maxRef(x)))
 	for i := range x {
 		x[i] *= inv
 	}

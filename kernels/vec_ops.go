@@ -64,24 +64,7 @@ func rmsNormFast(out, x, w []float32, eps float32) {
 }
 
 func softmaxFast(x []float32) {
-	n8 := len(x) &^ 7
-	mx := x[0]
-	if n8 > 0 {
-		mx = maxF32(&x[0], n8)
-	}
-	for _, v := range x[n8:] {
-		mx = max(mx, v)
-	}
-	var sum float64
-	if n8 > 0 {
-		sum = float64(expSubF32(&x[0], mx, n8))
-	}
-	for i := n8; i < len(x); i++ {
-		e := expRef(x[i] - mx)
-		x[i] = e
-		sum += float64(e)
-	}
-	Scale(x, float32(1/sum))
+	Scale(x, float32(1/expSubFast(x, maxFast(x))))
 }
 
 func swigluFast(out, a, b []float32) {

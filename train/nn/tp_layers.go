@@ -70,11 +70,7 @@ func (s *tpState) crossEntropyForward(p *kernels.Pool, losses, probs, logits []f
 	mx, se, zt := s.mx[:N], s.red[:N], s.red[N:2*N]
 	p.For(N, rowChunk(V), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			m := float32(math.Inf(-1))
-			for _, z := range logits[i*V : (i+1)*V] {
-				m = max(m, z)
-			}
-			mx[i] = m
+			mx[i] = kernels.Max(logits[i*V : (i+1)*V])
 		}
 	})
 	if err := s.comm.AllReduceMax(mx); err != nil {
@@ -83,13 +79,8 @@ func (s *tpState) crossEntropyForward(p *kernels.Pool, losses, probs, logits []f
 	p.For(N, rowChunk(V), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row, pr := logits[i*V:(i+1)*V], probs[i*V:(i+1)*V]
-			var sum float64
-			for j, z := range row {
-				e := float32(math.Exp(float64(z - mx[i])))
-				pr[j] = e
-				sum += float64(e)
-			}
-			se[i] = float32(sum)
+			copy(pr, row)
+			se[i] = float32(kernels.ExpSub(pr, mx[i]))
 			zt[i] = 0
 			if t := int(targets[i]); t >= s.vlo && t < s.vhi {
 				zt[i] = row[t-s.vlo]

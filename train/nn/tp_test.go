@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,8 @@ type memGroup struct {
 	gen     int
 	calls   int
 	failAt  int
+	// sums and maxes record the length of every reduction, in order.
+	sums, maxes []int
 }
 
 func newMemGroup(size int) *memGroup {
@@ -62,6 +65,11 @@ func (g *memGroup) reduce(rank int, x []float32, isMax bool) error {
 		}
 	} else {
 		g.calls++
+		if isMax {
+			g.maxes = append(g.maxes, len(x))
+		} else {
+			g.sums = append(g.sums, len(x))
+		}
 		for _, b := range g.bufs {
 			if len(b) != len(x) {
 				panic(fmt.Sprintf("memGroup: buffers of %d and %d values", len(b), len(x)))
@@ -364,5 +372,42 @@ func TestTPCommError(t *testing.T) {
 				t.Errorf("failure at reduction %d, rank %d: %v, want a CommError wrapping %v", failAt, r, err, errPeerGone)
 			}
 		}
+	}
+}
+
+// TestTPCommunication counts the reductions of one Forward and one Backward against
+// Megatron-LM's: forward, the embedding and every row-parallel output (attn_output, ffn_down)
+// sum n·D values, the loss reduces n maxima and 2n sums; backward, the gradients of the
+// column-parallel inputs (the final norm output, xn2, xn1 of every block) sum n·D values.
+// Nothing of size n·V is ever reduced.
+func TestTPCommunication(t *testing.T) {
+	const B, T = 2, 5
+	cfg := tpConfig(false)
+	full, err := New(cfg, B, T, testPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.Init(1)
+	ranks, g := tpRanks(t, cfg, full, 2, B, T)
+	r := rand.New(rand.NewPCG(9, 9))
+	tokens, targets := randTokens(r, B*T, cfg.Vocab), randTokens(r, B*T, cfg.Vocab)
+	onAll(ranks, func(_ int, m *Model) { m.Forward(tokens, targets, B, T) })
+	n, nd := B*T, B*T*cfg.Dim
+	want := []int{nd}
+	for range cfg.Layers {
+		want = append(want, nd, nd)
+	}
+	want = append(want, 2*n)
+	if !slices.Equal(g.sums, want) || !slices.Equal(g.maxes, []int{n}) {
+		t.Errorf("forward: sums %v and maxes %v, want sums %v and maxes [%d]", g.sums, g.maxes, want, n)
+	}
+	g.sums, g.maxes = nil, nil
+	onAll(ranks, func(_ int, m *Model) { m.Backward() })
+	want = []int{nd}
+	for range cfg.Layers {
+		want = append(want, nd, nd)
+	}
+	if !slices.Equal(g.sums, want) || len(g.maxes) != 0 {
+		t.Errorf("backward: sums %v and maxes %v, want sums %v and no maxes", g.sums, g.maxes, want)
 	}
 }
