@@ -40,7 +40,16 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	case tensor.Q8_0:
 		rs := nb * 34
 		if quantVNNI && nb%2 == 0 {
-			rowsZ[0](&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+			n4 := 0
+			if useRows4 {
+				n4 = (hi - lo) &^ 3
+			}
+			if n4 > 0 {
+				rows4Z(&w[lo*rs], rs, n4, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+			}
+			if lo+n4 < hi {
+				rowsZ[0](&w[(lo+n4)*rs], rs, hi-lo-n4, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo+n4])
+			}
 		} else {
 			q8Rows(&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.d[0], nb, &out[lo])
 		}

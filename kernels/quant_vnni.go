@@ -226,6 +226,13 @@ var rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int
 	},
 }
 
+// rows4Z is the four-rows-at-a-time VNNI Q8_0 decode kernel (q8_0Rows4Z where installed, else
+// the twin); nrows is a multiple of 4. useRows4 switches it off (benchmarks compare the two).
+var (
+	rows4Z   = rowsZ[0]
+	useRows4 = true
+)
+
 // prepQuad fills the Q4_0 decode layout of token 0 (nb a multiple of 4): x4 in quad order, d4
 // and c4 with the lane scales and corrections (-8·Σx of block b+i in lane 4i).
 func (a *q8Acts) prepQuad() {

@@ -117,6 +117,37 @@ func TestRowsZ(t *testing.T) {
 	}
 }
 
+// TestRows4Z checks the four-row VNNI Q8_0 decode kernel on 4, 8 and 12 rows with 1, 2, 3, 5,
+// 16 and 17 block pairs: assembly (where installed) against the Go twin within 1e-6·Σ|terms|
+// (the twin is checked against the exact quantized math in TestRowsZ), and no write past the
+// last row.
+func TestRows4Z(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, rows := range []int{4, 8, 12} {
+		for _, nu := range []int{1, 2, 3, 5, 16, 17} {
+			k := nu * 64
+			w := randQuant(t, rng, tensor.Q8_0, rows, k)
+			rs := len(w.Data) / rows
+			a := getQ8Acts(1, k, false)
+			a.quantize(Serial, qRandVec(rng, k, 1), false)
+			a.prepZ(Serial, false)
+			got := make([]float32, rows+1)
+			want := make([]float32, rows)
+			rows4Z(&w.Data[0], rs, rows, &a.qs[0], &a.dz[0], &a.cz[0], nu, &got[0])
+			rowsZRef(false, w.Data, rs, rows, a.qs, a.dz, a.cz, nu, want)
+			for r := 0; r < rows; r++ {
+				_, mag := exactQ8(false, w.Data[r*rs:], a.qs, a.d, k/32)
+				if d := math.Abs(float64(got[r] - want[r])); d > 1e-6*mag+1e-30 {
+					t.Errorf("rows=%d nu=%d row %d: asm %g ref %g", rows, nu, r, got[r], want[r])
+				}
+			}
+			if got[rows] != 0 {
+				t.Fatalf("rows=%d nu=%d: wrote past the last row", rows, nu)
+			}
+		}
+	}
+}
+
 // TestTilesKZ checks the Q4_K and Q6_K VNNI kernels (1 row x 1..8 tokens, 1, 2, 3 and 8
 // super-blocks):
 // assembly (where installed) against the Go twin within 1e-6·Σ|terms|, the twin against the

@@ -85,9 +85,25 @@ var prefetchAhead = 512
 // prefetchAheadQ4 is the same for the Q4_0 decode kernels (18-byte blocks).
 var prefetchAheadQ4 = 1536
 
+// strided returns the address of item i (0..3) of a strided sequence: base + i·s, with s3 = 3·s
+// (x86 addressing scales by 1, 2, 4 or 8 only).
+func strided(base, s, s3 Register, i int) Mem {
+	switch i {
+	case 0:
+		return Mem{Base: base}
+	case 1:
+		return Mem{Base: base, Index: s, Scale: 1}
+	case 2:
+		return Mem{Base: base, Index: s, Scale: 2}
+	}
+	return Mem{Base: base, Index: s3, Scale: 1}
+}
+
 func main() {
 	flag.IntVar(&prefetchAhead, "prefetch", prefetchAhead, "Q8_0 decode prefetch distance in bytes (0: none)")
 	flag.IntVar(&prefetchAheadQ4, "prefetch-q4", prefetchAheadQ4, "Q4_0 decode prefetch distance in bytes (0: none)")
+	flag.IntVar(&prefetchRows4, "prefetch-rows4", prefetchRows4, "q8_0Rows4Z prefetch distance in bytes (0: none)")
+	flag.IntVar(&prefetchNext, "prefetch-next", prefetchNext, "q8_0Rows4Z: 1 prefetch the next 4 rows into L1, -1 into L2, 0 none")
 	flag.Parse()
 	consts()
 	constsZ()
@@ -115,6 +131,7 @@ func main() {
 	}
 	genRowsZ(false)
 	genRowsZ(true)
+	genRows4Z()
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
 	}
@@ -250,22 +267,11 @@ func genTile(q4 bool, R, T int) {
 			LEAQ(Mem{Base: ds, Index: ds, Scale: 2}, ds3)
 		}
 	}
-	idx := func(base, s, s3 Register, i int) Mem {
-		switch i {
-		case 0:
-			return Mem{Base: base}
-		case 1:
-			return Mem{Base: base, Index: s, Scale: 1}
-		case 2:
-			return Mem{Base: base, Index: s, Scale: 2}
-		}
-		return Mem{Base: base, Index: s3, Scale: 1}
-	}
 	wrow := func(r int) Mem {
 		if r >= 4 {
-			return idx(wp4, ws, ws3, r-4)
+			return strided(wp4, ws, ws3, r-4)
 		}
-		return idx(wp, ws, ws3, r)
+		return strided(wp, ws, ws3, r)
 	}
 	acc := make([][]VecVirtual, R)
 	for r := range acc {
@@ -318,9 +324,9 @@ func genTile(q4 bool, R, T int) {
 		if t == 0 {
 			VBROADCASTSS(Mem{Base: dp}, s)
 		} else {
-			VBROADCASTSS(idx(dp, ds, ds3, t), s)
+			VBROADCASTSS(strided(dp, ds, ds3, t), s)
 		}
-		xm := idx(xp, xs, xs3, t)
+		xm := strided(xp, xs, xs3, t)
 		for r := 0; r < R; r++ {
 			if T == 1 {
 				prep(r)
@@ -340,7 +346,7 @@ func genTile(q4 bool, R, T int) {
 			}
 			VPMADDWD(ones, p, p)
 			if q4 {
-				VPADDD(idx(cp, xs, xs3, t), p, p)
+				VPADDD(strided(cp, xs, xs3, t), p, p)
 			}
 			VCVTDQ2PS(p, p)
 			VMULPS(dw[r], p, p)

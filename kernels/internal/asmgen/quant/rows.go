@@ -39,15 +39,7 @@ func genQ4Pairs(pairs int) {
 		if r >= 4 {
 			base, r = wp4, r-4
 		}
-		switch r {
-		case 0:
-			return Mem{Base: base}
-		case 1:
-			return Mem{Base: base, Index: ws, Scale: 1}
-		case 2:
-			return Mem{Base: base, Index: ws, Scale: 2}
-		}
-		return Mem{Base: base, Index: ws3, Scale: 1}
+		return strided(base, ws, ws3, r)
 	}
 	acc := make([]VecVirtual, pairs)
 	for i := range acc {

@@ -105,17 +105,6 @@ func genTileZ(q4 bool, R, T int) {
 		xs3 = GP64()
 		LEAQ(Mem{Base: xs, Index: xs, Scale: 2}, xs3)
 	}
-	idx := func(base, s, s3 Register, i int) Mem {
-		switch i {
-		case 0:
-			return Mem{Base: base}
-		case 1:
-			return Mem{Base: base, Index: s, Scale: 1}
-		case 2:
-			return Mem{Base: base, Index: s, Scale: 2}
-		}
-		return Mem{Base: base, Index: s3, Scale: 1}
-	}
 	// Z0..Z15 accumulators, Z16..19 weight pairs, Z20..23 their scales, Z24 the byte constant,
 	// Z25 the token, Z26 the product, Z27..Z30 temporaries.
 	acc := make([][]VecPhysical, R)
@@ -139,18 +128,18 @@ func genTileZ(q4 bool, R, T int) {
 	dw := make([]VecPhysical, R)
 	for r := 0; r < R; r++ {
 		wv[r], dw[r] = zreg(16+r), zreg(20+r)
-		zPrepRow(q4, idx(wp, ws, ws3, r), c, wv[r], dw[r], zreg(27), zreg(28), zreg(29), zreg(30))
+		zPrepRow(q4, strided(wp, ws, ws3, r), c, wv[r], dw[r], zreg(27), zreg(28), zreg(29), zreg(30))
 	}
 	for t := 0; t < T; t++ {
 		xv := zreg(25)
-		VMOVDQU64(idx(xp, xs, xs3, t), xv)
+		VMOVDQU64(strided(xp, xs, xs3, t), xv)
 		for r := 0; r < R; r++ {
 			p := zreg(26)
-			VMOVDQU64(idx(cp, xs, xs3, t), p)
+			VMOVDQU64(strided(cp, xs, xs3, t), p)
 			VPDPBUSD(xv, wv[r], p) // p += Σ u·x per lane (signed x, unsigned u)
 			VCVTDQ2PS(p, p)
 			VMULPS(dw[r], p, p)
-			VFMADD231PS(idx(dp, xs, xs3, t), p, acc[r][t])
+			VFMADD231PS(strided(dp, xs, xs3, t), p, acc[r][t])
 		}
 	}
 	ADDQ(Imm(uint64(2*bb)), wp)

@@ -85,10 +85,7 @@ func genRowsZ(q4 bool) {
 	Label(name + "_row")
 	wp := GP64()
 	MOVQ(wrow, wp)
-	xp := Load(Param("xs"), GP64())
-	dp := Load(Param("xd"), GP64())
-	cp := Load(Param("corr"), GP64())
-	n := Load(Param("nunits"), GP64())
+	xp, dp, cp, n := tokenArgsZ()
 	acc0, acc1 := Z0, Z1
 	VPXORD(acc0, acc0, acc0)
 	VPXORD(acc1, acc1, acc1)
@@ -126,4 +123,10 @@ func genRowsZ(q4 bool) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// tokenArgsZ loads the token arguments of the VNNI decode kernels (values, lane scales, lane
+// corrections, unit count) into fresh registers, at the start of each row or row group.
+func tokenArgsZ() (xp, dp, cp, n Register) {
+	return Load(Param("xs"), GP64()), Load(Param("xd"), GP64()), Load(Param("corr"), GP64()), Load(Param("nunits"), GP64())
 }
