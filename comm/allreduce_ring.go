@@ -49,6 +49,9 @@ func (g *Group) ringAllGather(buf []byte, off []int, shift int) error {
 }
 
 func (g *Group) ringAllReduce(x []float32, op Op) error {
+	if t, ok := g.tr.(*shmTransport); ok {
+		return g.shmRingAllReduce(t, x, op)
+	}
 	n := len(g.ranks)
 	off := segments(len(x), n)
 	if err := g.ringReduceScatter(x, off, 0, op); err != nil {

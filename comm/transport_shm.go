@@ -1,10 +1,12 @@
 // The shared-memory transport for ranks on one host: one single-producer single-consumer ring
 // per ordered pair of ranks, in a /dev/shm file mmapped by both. A ring is a header (head
 // counter written by the sender, tail counter written by the receiver, each on its own cache
-// line) and Slots slots of SlotBytes; a message is cut into slot-sized pieces. Waiting spins,
-// then yields, then sleeps in growing steps, checking the group's abort flag and deadline.
-// The receiver creates its rings; once everyone has mapped them they are unlinked, so nothing
-// is left in /dev/shm even if a process is killed later. Layout: docs/comm.md.
+// line with the other side's waiter word) and Slots slots of SlotBytes; a message is cut into
+// slot-sized pieces. Waiting spins, yields, then sleeps on a futex (shm_wait.go), checking the
+// group's abort flag and deadline. The receiver creates its rings; once everyone has mapped them
+// they are unlinked, so nothing is left in /dev/shm even if a process is killed later. Besides
+// send/recv, the transport hands out slots directly (outSlot/publish, next/release) for the
+// pipelined ring allreduce (allreduce_shm.go). Layout: docs/comm.md.
 package comm
 
 import (
@@ -12,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -21,10 +22,12 @@ import (
 )
 
 const (
-	shmMagic      = "LLMCCL01"
-	shmHeaderSize = 256
-	shmHeadOff    = 64
-	shmTailOff    = 128
+	shmMagic          = "LLMCCL02"
+	shmHeaderSize     = 256
+	shmHeadOff        = 64
+	shmHeadWaitersOff = 72
+	shmTailOff        = 128
+	shmTailWaitersOff = 136
 )
 
 var errShmTimeout = errors.New("timed out waiting on shared memory")
@@ -32,8 +35,8 @@ var errShmAborted = errors.New("group aborted")
 
 type shmRing struct {
 	mem       []byte
-	head      *atomic.Uint64 // pieces written
-	tail      *atomic.Uint64 // pieces read
+	head      counterWord // pieces written; waiters: the receiver sleeping on it
+	tail      counterWord // pieces read; waiters: the sender sleeping on it
 	slots     uint64
 	slotBytes int
 }
@@ -81,8 +84,8 @@ func mapRing(path string, create bool, slots, slotBytes int) (*shmRing, error) {
 		return nil, err
 	}
 	r := &shmRing{mem: mem, slots: uint64(slots), slotBytes: slotBytes,
-		head: (*atomic.Uint64)(unsafe.Pointer(&mem[shmHeadOff])),
-		tail: (*atomic.Uint64)(unsafe.Pointer(&mem[shmTailOff]))}
+		head: counterWord{(*atomic.Uint64)(unsafe.Pointer(&mem[shmHeadOff])), (*atomic.Uint32)(unsafe.Pointer(&mem[shmHeadWaitersOff]))},
+		tail: counterWord{(*atomic.Uint64)(unsafe.Pointer(&mem[shmTailOff])), (*atomic.Uint32)(unsafe.Pointer(&mem[shmTailWaitersOff]))}}
 	if create {
 		copy(mem, shmMagic)
 		binary.LittleEndian.PutUint32(mem[8:], uint32(slots))
@@ -157,67 +160,68 @@ func newShmTransport(g *Group, deadline time.Time) (*shmTransport, error) {
 	return t, nil
 }
 
-// wait returns when cond holds, or fails on abort or deadline.
-func (t *shmTransport) wait(peer int, dir string, cond func() bool) error {
-	sleep := time.Microsecond
-	for i := 0; ; i++ {
-		if cond() {
-			return nil
-		}
-		if i < 200 {
-			continue
-		}
-		if t.aborted.Load() {
-			return &peerError{rank: t.ranks[peer], dir: dir, err: errShmAborted}
-		}
-		if d := t.deadlineNs.Load(); d != 0 && time.Now().UnixNano() > d {
-			return &peerError{rank: t.ranks[peer], dir: dir, err: errShmTimeout, timeout: true}
-		}
-		if i < 400 {
-			runtime.Gosched()
-			continue
-		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, 100*time.Microsecond)
+// check fails on abort or after the deadline.
+func (t *shmTransport) check(peer int, dir string) error {
+	if t.aborted.Load() {
+		return &peerError{rank: t.ranks[peer], dir: dir, err: errShmAborted}
 	}
+	if d := t.deadlineNs.Load(); d != 0 && time.Now().UnixNano() > d {
+		return &peerError{rank: t.ranks[peer], dir: dir, err: errShmTimeout, timeout: true}
+	}
+	return nil
 }
 
-func (t *shmTransport) send(peer int, b []byte) error {
+// outSlot waits for a free slot in the ring to peer; fill it, then publish(r, h).
+func (t *shmTransport) outSlot(peer int) (*shmRing, uint64, []byte, error) {
 	r := t.out[peer]
-	for len(b) > 0 {
-		h := r.head.Load()
-		if h-r.tail.Load() >= r.slots {
-			if err := t.wait(peer, "send to", func() bool { return h-r.tail.Load() < r.slots }); err != nil {
-				return err
-			}
+	h := r.head.val.Load()
+	if tl := r.tail.val.Load(); h-tl >= r.slots {
+		if err := r.tail.waitChange(tl, func() error { return t.check(peer, "send to") }); err != nil {
+			return nil, 0, nil, err
 		}
-		n := copy(r.slot(h), b)
-		r.head.Store(h + 1)
+	}
+	return r, h, r.slot(h), nil
+}
+
+// publish hands piece h of r to the receiver.
+func (r *shmRing) publish(h uint64) { r.head.publish(h + 1) }
+
+// next waits for the next unread piece from peer; read it, then release(r, tl).
+func (t *shmTransport) next(peer int) (*shmRing, uint64, []byte, error) {
+	r := t.in[peer]
+	tl := r.tail.val.Load()
+	if r.head.val.Load() == tl {
+		if err := r.head.waitChange(tl, func() error { return t.check(peer, "receive from") }); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	return r, tl, r.slot(tl), nil
+}
+
+// release frees piece tl of r for the sender.
+func (r *shmRing) release(tl uint64) { r.tail.publish(tl + 1) }
+
+func (t *shmTransport) send(peer int, b []byte) error {
+	for len(b) > 0 {
+		r, h, s, err := t.outSlot(peer)
+		if err != nil {
+			return err
+		}
+		n := copy(s, b)
+		r.publish(h)
 		b = b[n:]
 	}
 	return nil
 }
 
-// next waits for the next unread piece from peer.
-func (t *shmTransport) next(peer int) (*shmRing, uint64, error) {
-	r := t.in[peer]
-	tl := r.tail.Load()
-	if r.head.Load() == tl {
-		if err := t.wait(peer, "receive from", func() bool { return r.head.Load() != tl }); err != nil {
-			return nil, 0, err
-		}
-	}
-	return r, tl, nil
-}
-
 func (t *shmTransport) recv(peer int, b []byte) error {
 	for len(b) > 0 {
-		r, tl, err := t.next(peer)
+		r, tl, s, err := t.next(peer)
 		if err != nil {
 			return err
 		}
-		n := copy(b, r.slot(tl))
-		r.tail.Store(tl + 1)
+		n := copy(b, s)
+		r.release(tl)
 		b = b[n:]
 	}
 	return nil
@@ -225,21 +229,32 @@ func (t *shmTransport) recv(peer int, b []byte) error {
 
 func (t *shmTransport) recvReduce(peer int, dst []float32, op Op) error {
 	for len(dst) > 0 {
-		r, tl, err := t.next(peer)
+		r, tl, s, err := t.next(peer)
 		if err != nil {
 			return err
 		}
 		n := min(len(dst), r.slotBytes/4)
-		s := r.slot(tl)
 		reduceInto(dst[:n], unsafe.Slice((*float32)(unsafe.Pointer(&s[0])), n), op)
-		r.tail.Store(tl + 1)
+		r.release(tl)
 		dst = dst[n:]
 	}
 	return nil
 }
 
 func (t *shmTransport) setDeadline(d time.Time) { t.deadlineNs.Store(d.UnixNano()) }
-func (t *shmTransport) abort()                  { t.aborted.Store(true) }
+
+// abort fails every wait in progress or later, waking sleepers at once.
+func (t *shmTransport) abort() {
+	t.aborted.Store(true)
+	for j := range t.in {
+		if t.in[j] != nil {
+			t.in[j].head.wakeAll()
+		}
+		if t.out[j] != nil {
+			t.out[j].tail.wakeAll()
+		}
+	}
+}
 
 func (t *shmTransport) close() error {
 	for _, rs := range [][]*shmRing{t.in, t.out} {
