@@ -50,24 +50,50 @@ func NewAdamW(n int, spans []span, pool *kernels.Pool) *AdamW {
 // Step scales g, clips it to the global norm limit, updates w in place and returns the
 // global L2 norm of the scaled gradient before clipping. w, g: [n].
 func (o *AdamW) Step(w, g []float32, h Hyper) float64 {
-	n := len(w)
-	nChunks := (n + chunkElems - 1) / chunkElems
-	o.pool.For(nChunks, 1, func(lo, hi int) {
+	norm := math.Sqrt(o.SumSq(g, h.GradScale, nil))
+	o.Update(w, g, h, norm)
+	return norm
+}
+
+// SumSq is the sum of squares of scale·g over the ranges of g (nil: all of g), added up in
+// fixed chunks in order, so it does not depend on the thread count. A distributed run sums it
+// over the ranks that hold the other parts of the gradient (each element counted once) to get
+// the global norm.
+func (o *AdamW) SumSq(g []float32, scale float32, ranges []span) float64 {
+	if ranges == nil {
+		ranges = []span{{lo: 0, hi: len(g)}}
+	}
+	type chunk struct{ a, b int }
+	var chunks []chunk
+	for _, r := range ranges {
+		for a := r.lo; a < r.hi; a += chunkElems {
+			chunks = append(chunks, chunk{a, min(a+chunkElems, r.hi)})
+		}
+	}
+	if cap(o.partSq) < len(chunks) {
+		o.partSq = make([]float64, len(chunks))
+	}
+	part := o.partSq[:len(chunks)]
+	o.pool.For(len(chunks), 1, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
-			a, b := c*chunkElems, min((c+1)*chunkElems, n)
 			var s float64
-			for _, x := range g[a:b] {
-				x *= h.GradScale
+			for _, x := range g[chunks[c].a:chunks[c].b] {
+				x *= scale
 				s += float64(x) * float64(x)
 			}
-			o.partSq[c] = s
+			part[c] = s
 		}
 	})
 	var sum float64
-	for _, s := range o.partSq[:nChunks] {
+	for _, s := range part {
 		sum += s
 	}
-	norm := math.Sqrt(sum)
+	return sum
+}
+
+// Update applies one AdamW update to w from g scaled by h.GradScale and clipped so that the
+// global norm (of the scaled gradient, given) is at most h.Clip. w, g: [n].
+func (o *AdamW) Update(w, g []float32, h Hyper, norm float64) {
 	scale := h.GradScale
 	if h.Clip > 0 && norm > h.Clip {
 		scale *= float32(h.Clip / norm)
@@ -84,7 +110,6 @@ func (o *AdamW) Step(w, g []float32, h Hyper) float64 {
 			adamwRange(w[a:b], g[a:b], o.M[a:b], o.V[a:b], k, wd)
 		})
 	}
-	return norm
 }
 
 // coeffs holds one step's constants in float32.

@@ -7,6 +7,7 @@ package train
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/loader"
@@ -61,11 +62,19 @@ const (
 	HF                 // a Hugging Face directory (config.json, safetensors, tokenizer.json)
 )
 
-// Export writes the current weights to out in format f with weight type typ ("" = f32).
+// Export writes the current weights to out in format f with weight type typ ("" = f32). In a
+// distributed run every rank calls it (the weights are gathered) and rank 0 writes.
 func (t *Trainer) Export(out string, f Format, typ string) error {
+	ts, err := t.gather(t.stateParts(false))
+	if err != nil {
+		return err
+	}
+	if !t.par.writes() {
+		return nil
+	}
 	ws := map[string][]float32{}
-	for _, p := range t.Net.Params() {
-		ws[p.Name] = p.W
+	for _, x := range ts {
+		ws[strings.TrimPrefix(x.name, "param.")] = x.data
 	}
 	p, err := Plan(t.Model, ws, t.data.TokenizerPath)
 	if err != nil {

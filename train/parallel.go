@@ -9,9 +9,11 @@ package train
 import (
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/llmcloud/llmcloud/comm"
 	"github.com/llmcloud/llmcloud/train/dist"
+	"github.com/llmcloud/llmcloud/train/nn"
 )
 
 // parallel is one rank's place in a distributed run. The zero value is not valid; the
@@ -20,6 +22,11 @@ type parallel struct {
 	grid       dist.Grid
 	mesh       *dist.Mesh // nil: one process
 	rows, row0 int        // this rank trains global rows [row0, row0+rows)
+	// normRanges are the ranges of the local flat gradient this rank counts in the global
+	// norm (nil: all), normGroups the groups its sum of squares is added over: every element
+	// of the whole model counted exactly once.
+	normRanges []span
+	normGroups []*comm.Group
 }
 
 // NewParallel builds this rank's trainer of a run over world (nil or one rank: the
@@ -41,8 +48,6 @@ func NewParallel(cfg Config, d Data, log *slog.Logger, world *comm.Group) (*Trai
 	switch {
 	case cfg.Batch%grid.DP != 0:
 		return nil, fmt.Errorf("train: --batch %d (the global micro-batch) is not a multiple of the %d data-parallel ranks", cfg.Batch, grid.DP)
-	case grid.TP > 1:
-		return nil, fmt.Errorf("train: tensor parallelism (--tp %d) is not available yet", grid.TP)
 	case grid.PP > 1:
 		return nil, fmt.Errorf("train: pipeline parallelism (--pp %d) is not available yet", grid.PP)
 	case cfg.ZeroStage > 0:
@@ -95,6 +100,55 @@ func (t *Trainer) WorldSize() int { return t.par.grid.World() }
 // myRows is this rank's rows of a global (Batch, seq) buffer.
 func (p *parallel) myRows(x []int32, seq int) []int32 {
 	return x[p.row0*seq : (p.row0+p.rows)*seq]
+}
+
+// dpRank is this rank's data-parallel rank.
+func (p *parallel) dpRank() int {
+	if p.mesh == nil {
+		return 0
+	}
+	return p.mesh.Coord.DP
+}
+
+// tpGroup is the tensor-parallel group (nil: no tensor parallelism).
+func (p *parallel) tpGroup() *comm.Group {
+	if p.mesh == nil {
+		return nil
+	}
+	return p.mesh.TP
+}
+
+// setNormRanges decides which gradient elements this rank counts in the global norm. Under
+// tensor parallelism the split tensors' shards are disjoint (every TP rank counts its own)
+// and replicated tensors (norm weights) hold the same gradient on every TP rank (TP rank 0
+// counts them); data-parallel replicas hold the same reduced gradient, so the sum runs over
+// the TP group only.
+func (p *parallel) setNormRanges(net *nn.Model) {
+	tp := p.tpGroup()
+	if tp == nil {
+		return
+	}
+	w, _ := net.Flat()
+	p.normRanges = []span{}
+	for _, q := range net.Params() {
+		if nn.SplitOf(q.Name) == nn.Replicated && tp.Rank() != 0 {
+			continue
+		}
+		lo := offsetIn(w, q.W)
+		p.normRanges = append(p.normRanges, span{lo: lo, hi: lo + len(q.W)})
+	}
+	p.normGroups = append(p.normGroups, tp)
+}
+
+// gradNorm is the global L2 norm of scale·g over the whole model.
+func (p *parallel) gradNorm(o *AdamW, g []float32, scale float32) (float64, error) {
+	sq := o.SumSq(g, scale, p.normRanges)
+	for _, grp := range p.normGroups {
+		if err := dist.SumScalars(grp, &sq); err != nil {
+			return 0, fmt.Errorf("train: gradient norm: %w", err)
+		}
+	}
+	return math.Sqrt(sq), nil
 }
 
 // dpGroup is the data-parallel group (nil: one data-parallel rank).

@@ -142,9 +142,6 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	if stopErr != nil {
 		return sum, stopErr
 	}
-	if !t.par.writes() {
-		return sum, nil
-	}
 	if c.ExportGGUF != "" {
 		if err := t.Export(c.ExportGGUF, GGUF, c.ExportType); err != nil {
 			return nil, err

@@ -85,7 +85,7 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, err
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	pool := kernels.NewPool(cfg.Threads)
-	net, err := nn.New(mc, par.rows, cfg.Seq, pool)
+	net, err := nn.NewTP(mc, par.rows, cfg.Seq, pool, dist.TPComm(par.tpGroup()))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -95,6 +95,7 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, err
 	net.Init(rand.New(t.rng).Uint64())
 	w, _ := net.Flat()
 	t.opt = NewAdamW(len(w), paramSpans(net), pool)
+	t.par.setNormRanges(net)
 	return t, nil
 }
 
@@ -135,7 +136,8 @@ func (t *Trainer) Elapsed() time.Duration { return t.elapsed }
 // Step takes one optimizer step. In a distributed run every rank calls it; a failed
 // collective (a rank died or timed out) is returned as an error and the trainer must not be
 // stepped again.
-func (t *Trainer) Step() (StepStats, error) {
+func (t *Trainer) Step() (st StepStats, err error) {
+	defer nn.CatchComm(&err) // a tensor-parallel collective failed inside Forward/Backward
 	start := time.Now()
 	c := &t.Cfg
 	t.Net.ZeroGrad()
@@ -155,8 +157,13 @@ func (t *Trainer) Step() (StepStats, error) {
 		return StepStats{}, err
 	}
 	lr := c.LRAt(t.step)
-	norm := t.opt.Step(w, g, Hyper{LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
-		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum*t.par.grid.DP), Clip: c.Clip})
+	h := Hyper{LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
+		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum*t.par.grid.DP), Clip: c.Clip}
+	norm, err := t.par.gradNorm(t.opt, g, h.GradScale)
+	if err != nil {
+		return StepStats{}, err
+	}
+	t.opt.Update(w, g, h, norm)
 	t.step++
 	t.tokens += c.TokensPerStep()
 	t.last = float32(loss)
@@ -168,6 +175,7 @@ func (t *Trainer) Step() (StepStats, error) {
 // Eval returns the mean validation loss over the first EvalBatches validation batches (the
 // same batches every time) and its perplexity. ok is false without validation data.
 func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
+	defer nn.CatchComm(&err)
 	v := t.data.Val
 	if v == nil {
 		return 0, 0, false, nil
@@ -188,7 +196,8 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 	return loss, math.Exp(loss), true, nil
 }
 
-// state is the trainer's state as written to a checkpoint.
+// state is the trainer's state as written to a checkpoint: the full tensors, gathered onto
+// rank 0 (nil tensors elsewhere).
 func (t *Trainer) state() (*State, []namedF32, error) {
 	rng, err := t.rng.MarshalBinary()
 	if err != nil {
@@ -198,13 +207,9 @@ func (t *Trainer) state() (*State, []namedF32, error) {
 		LoaderPosition: t.data.Train.Position(), LoaderEpoch: t.data.Train.Epoch(), RNG: rng,
 		AdamStep: t.opt.T, ElapsedSeconds: t.elapsed.Seconds(), TrainLoss: t.last,
 		Config: t.Cfg, Model: t.Model}
-	var ts []namedF32
-	w, _ := t.Net.Flat()
-	for _, p := range t.Net.Params() {
-		lo := offsetIn(w, p.W)
-		ts = append(ts, namedF32{"param." + p.Name, p.Shape, p.W},
-			namedF32{"adam_m." + p.Name, p.Shape, t.opt.M[lo : lo+len(p.W)]},
-			namedF32{"adam_v." + p.Name, p.Shape, t.opt.V[lo : lo+len(p.W)]})
+	ts, err := t.gather(t.stateParts(true))
+	if err != nil {
+		return nil, nil, err
 	}
 	return st, ts, nil
 }
@@ -215,12 +220,12 @@ func (t *Trainer) Save() (string, error) {
 	if t.Cfg.Out == "" {
 		return "", errors.New("train: no run directory (--out) to save a checkpoint in")
 	}
-	if !t.par.writes() {
-		return "", nil // rank 0 writes the checkpoint of the whole run
-	}
 	st, ts, err := t.state()
 	if err != nil {
 		return "", fmt.Errorf("train: checkpoint: %w", err)
+	}
+	if !t.par.writes() {
+		return "", nil // rank 0 writes the checkpoint of the whole run
 	}
 	return writeCheckpoint(t.Cfg.Out, st, ts, t.data.TokenizerPath)
 }
@@ -231,19 +236,12 @@ func (t *Trainer) Restore(ck *Checkpoint) error {
 	if ck.State.Model != t.Model {
 		return fmt.Errorf("train: checkpoint %s has model %+v, this run builds %+v", ck.Dir, ck.State.Model, t.Model)
 	}
-	w, _ := t.Net.Flat()
-	for _, p := range t.Net.Params() {
-		lo := offsetIn(w, p.W)
-		for _, c := range []struct {
-			pre string
-			dst []float32
-		}{{"param.", p.W}, {"adam_m.", t.opt.M[lo : lo+len(p.W)]}, {"adam_v.", t.opt.V[lo : lo+len(p.W)]}} {
-			src, ok := ck.Tensors[c.pre+p.Name]
-			if !ok || len(src) != len(c.dst) {
-				return fmt.Errorf("train: checkpoint %s: %s%s missing or of the wrong size", ck.Dir, c.pre, p.Name)
-			}
-			copy(c.dst, src)
+	for _, p := range t.stateParts(true) {
+		src, ok := ck.Tensors[p.name]
+		if !ok || len(src) != product(p.shape) {
+			return fmt.Errorf("train: checkpoint %s: %s missing or of the wrong size", ck.Dir, p.name)
 		}
+		p.take(src)
 	}
 	if err := t.rng.UnmarshalBinary(ck.State.RNG); err != nil {
 		return fmt.Errorf("train: checkpoint %s: rng: %w", ck.Dir, err)

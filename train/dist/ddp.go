@@ -6,7 +6,9 @@
 package dist
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/llmcloud/llmcloud/comm"
 )
@@ -27,21 +29,35 @@ func SumGrads(group *comm.Group, g []float32) error {
 // are reduced this way for logging: equal shares make the mean of the ranks' means the global
 // mean.
 func MeanScalars(group *comm.Group, xs ...*float64) error {
+	if err := SumScalars(group, xs...); err != nil || group == nil {
+		return err
+	}
+	for _, x := range xs {
+		*x /= float64(group.Size())
+	}
+	return nil
+}
+
+// SumScalars replaces each of xs by its sum over group (a nil group: unchanged). The float64
+// values are all-gathered and added in rank order, so every rank gets the same, full-precision
+// sum.
+func SumScalars(group *comm.Group, xs ...*float64) error {
 	if group == nil {
 		return nil
 	}
-	buf := make([]float32, 2*len(xs))
+	k := 8 * len(xs)
+	src, dst := make([]byte, k), make([]byte, k*group.Size())
 	for i, x := range xs {
-		// float32 pairs (hi, lo) carry a float64 through a float32 sum without losing digits
-		// the logged loss needs.
-		hi := float32(*x)
-		buf[2*i], buf[2*i+1] = hi, float32(*x-float64(hi))
+		binary.LittleEndian.PutUint64(src[8*i:], math.Float64bits(*x))
 	}
-	if err := group.AllReduce(buf, comm.Sum); err != nil {
-		return fmt.Errorf("dist: loss allreduce: %w", err)
+	if err := group.AllGather(dst, src); err != nil {
+		return fmt.Errorf("dist: scalar all-gather: %w", err)
 	}
 	for i, x := range xs {
-		*x = (float64(buf[2*i]) + float64(buf[2*i+1])) / float64(group.Size())
+		*x = 0
+		for r := range group.Size() {
+			*x += math.Float64frombits(binary.LittleEndian.Uint64(dst[r*k+8*i:]))
+		}
 	}
 	return nil
 }

@@ -28,6 +28,8 @@ const (
 	envScenario = "LLMCLOUD_DISTTEST_SCENARIO"
 	envConfig   = "LLMCLOUD_DISTTEST_CONFIG"
 	lossPrefix  = "disttest loss "
+	// EnvResume names a checkpoint directory the "steps" scenario restores before stepping.
+	EnvResume = "LLMCLOUD_DISTTEST_RESUME"
 )
 
 // Scenario is what a rank process runs with the test's config. Its output lines go to the
@@ -66,8 +68,9 @@ func child(name string) int {
 	return 0
 }
 
-// Steps is the default scenario: join the world, build this rank's trainer and take cfg.Steps
-// steps, printing "disttest loss STEP LOSS" after each.
+// Steps is the default scenario: join the world, build this rank's trainer, restore the
+// checkpoint named by $LLMCLOUD_DISTTEST_RESUME if set, take steps up to cfg.Steps, printing
+// "disttest loss STEP LOSS" after each, and save a checkpoint at the end when cfg.Out is set.
 func Steps(cfg train.Config) error {
 	world, err := dist.InitWorld(time.Duration(cfg.TimeoutSec*float64(time.Second)), nil, nil)
 	if err != nil {
@@ -84,12 +87,26 @@ func Steps(cfg train.Config) error {
 		return err
 	}
 	defer tr.Close()
-	for range cfg.Steps {
+	if dir := os.Getenv(EnvResume); dir != "" {
+		ck, err := train.LoadCheckpoint(dir)
+		if err != nil {
+			return err
+		}
+		if err := tr.Restore(ck); err != nil {
+			return err
+		}
+	}
+	for tr.StepNum() < cfg.Steps {
 		s, err := tr.Step()
 		if err != nil {
 			return err
 		}
 		PrintLoss(s.Step, s.Loss)
+	}
+	if cfg.Out != "" {
+		if _, err := tr.Save(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -121,8 +121,16 @@ func TinyConfig(dataDir string) train.Config {
 }
 
 // Reference trains cfg in this process with one rank (DP, TP, PP set to 1, ZeRO off) for
-// cfg.Steps steps and returns each step's loss.
+// cfg.Steps steps and returns each step's loss; with cfg.Out set it saves a checkpoint there
+// at the end.
 func Reference(t testing.TB, cfg train.Config) []float64 {
+	t.Helper()
+	return ReferenceTrainer(t, cfg, nil)
+}
+
+// ReferenceTrainer is Reference that hands the trainer to after (nil: nothing) before it is
+// closed, for tests that inspect its weights.
+func ReferenceTrainer(t testing.TB, cfg train.Config, after func(*train.Trainer)) []float64 {
 	t.Helper()
 	cfg.DP, cfg.TP, cfg.PP, cfg.ZeroStage, cfg.MicroBatches = 1, 1, 1, 0, 0
 	d, closeData, err := train.OpenData(cfg.Data, cfg.Batch, cfg.Seq)
@@ -141,6 +149,14 @@ func Reference(t testing.TB, cfg train.Config) []float64 {
 			t.Fatal(err)
 		}
 		losses = append(losses, float64(s.Loss))
+	}
+	if cfg.Out != "" {
+		if _, err := tr.Save(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after != nil {
+		after(tr)
 	}
 	return losses
 }

@@ -1,0 +1,87 @@
+// This file implements how a distributed run's state maps onto the one-process checkpoint:
+// every full tensor (param., adam_m., adam_v. + GGUF name, docs/formats/checkpoint.md) is a
+// statePart that says which of its elements this rank owns and where they live locally. Each
+// parallel mode adds its rule here (tensor parallel: nn's shard of the tensor; data parallel:
+// one replica owns; ZeRO: the DP rank owning that range of the flat buffer owns the moments;
+// pipeline: the stage holding the unit). Saving sums every rank's owned elements into a zeroed
+// full tensor on rank 0 (each element has exactly one owner, so the sum is exact); restoring
+// has every rank read the whole checkpoint and take its part, so any run resumes under any grid.
+package train
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/comm"
+	"github.com/llmcloud/llmcloud/train/nn"
+)
+
+// statePart is one full tensor of the checkpoint and this rank's part of it.
+type statePart struct {
+	name  string
+	shape []int                // full shape
+	put   func(full []float32) // adds the elements this rank owns into full (zeroed by the caller)
+	take  func(full []float32) // copies this rank's part of full (the whole tensor) into storage
+}
+
+// stateParts lists the checkpoint's tensors in Params order: param., then (with moments)
+// adam_m. and adam_v. of each.
+func (t *Trainer) stateParts(moments bool) []statePart {
+	shapes := t.Model.Shapes()
+	tpRank, tpSize := t.Net.TP()
+	w, _ := t.Net.Flat()
+	var out []statePart
+	for _, p := range t.Net.Params() {
+		full := shapes[p.Name]
+		lo := offsetIn(w, p.W)
+		// One copy of each element is written: data-parallel replicas leave it to DP rank 0,
+		// tensor-parallel ranks to TP rank 0 for replicated tensors (norms).
+		owner := t.par.dpRank() == 0 && (nn.SplitOf(p.Name) != nn.Replicated || tpRank == 0)
+		local := func(store []float32) statePart {
+			return statePart{shape: full,
+				put: func(dst []float32) {
+					if owner {
+						nn.Unshard(dst, store, p.Name, full, tpRank, tpSize)
+					}
+				},
+				take: func(src []float32) { nn.Shard(store, src, p.Name, full, tpRank, tpSize) }}
+		}
+		sp := local(p.W)
+		sp.name = "param." + p.Name
+		out = append(out, sp)
+		if !moments {
+			continue
+		}
+		for _, m := range []struct {
+			pre string
+			buf []float32
+		}{{"adam_m.", t.opt.M}, {"adam_v.", t.opt.V}} {
+			sp := local(m.buf[lo : lo+len(p.W)])
+			sp.name = m.pre + p.Name
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// gather assembles the full tensors of parts on world rank 0 (every rank calls it; the others
+// get nil). A failed collective is an error.
+func (t *Trainer) gather(parts []statePart) ([]namedF32, error) {
+	var out []namedF32
+	var world *comm.Group
+	if t.par.mesh != nil {
+		world = t.par.mesh.World
+	}
+	for _, p := range parts {
+		full := make([]float32, product(p.shape))
+		p.put(full)
+		if world != nil {
+			if err := world.Reduce(full, 0, comm.Sum); err != nil {
+				return nil, fmt.Errorf("train: gathering %s: %w", p.name, err)
+			}
+		}
+		if t.par.writes() {
+			out = append(out, namedF32{p.name, p.shape, full})
+		}
+	}
+	return out, nil
+}
