@@ -105,13 +105,13 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, lc: cfg, pool: pool, opt: opt, maxB: maxB, maxT: maxT}
+	lc, err := localConfig(cfg, opt.TP)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Cfg: cfg, lc: lc, pool: pool, opt: opt, maxB: maxB, maxT: maxT}
 	if opt.TP != nil && opt.TP.Size() > 1 {
-		lc, err := TPConfig(cfg, opt.TP.Size())
-		if err != nil {
-			return nil, err
-		}
-		m.lc, m.tp = lc, newTPState(opt.TP, lc.Vocab, maxB*maxT)
+		m.tp = newTPState(opt.TP, lc.Vocab, maxB*maxT)
 	}
 	m.lo, m.hi, _ = opt.blockRange(cfg)
 	m.first, m.last = m.lo == 0, m.hi == cfg.Layers

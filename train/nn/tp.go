@@ -145,3 +145,15 @@ func TPConfig(cfg model.Config, size int) (model.Config, error) {
 	lc.Heads, lc.KVHeads, lc.FFN, lc.Vocab = cfg.Heads/size, cfg.KVHeads/size, cfg.FFN/size, cfg.Vocab/size
 	return lc, nil
 }
+
+// localConfig is the configuration a rank of tp computes with: cfg itself without tensor
+// parallelism (tp nil or of size 1), TPConfig's otherwise. It refuses a rank outside the group.
+func localConfig(cfg model.Config, tp Comm) (model.Config, error) {
+	if tp == nil || tp.Size() == 1 {
+		return cfg, nil
+	}
+	if r := tp.Rank(); r < 0 || r >= tp.Size() {
+		return cfg, fmt.Errorf("nn: tensor-parallel rank %d outside a group of %d", r, tp.Size())
+	}
+	return TPConfig(cfg, tp.Size())
+}

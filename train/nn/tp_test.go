@@ -335,6 +335,9 @@ func TestTPRefusals(t *testing.T) {
 		}
 	}
 	cfg := tpConfig(false)
+	if _, err := NewTP(cfg, 1, 4, testPool, memRank{newMemGroup(2), 2}); err == nil || !strings.Contains(err.Error(), "rank 2") {
+		t.Errorf("rank 2 of a group of 2: %v, want an error", err)
+	}
 	m, err := NewTP(cfg, 1, 4, testPool, memRank{newMemGroup(2), 0})
 	if err != nil {
 		t.Fatal(err)

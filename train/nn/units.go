@@ -76,11 +76,9 @@ func Units(cfg model.Config, opt Options) ([]Unit, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc := cfg
-	if opt.TP != nil && opt.TP.Size() > 1 {
-		if lc, err = TPConfig(cfg, opt.TP.Size()); err != nil {
-			return nil, err
-		}
+	lc, err := localConfig(cfg, opt.TP)
+	if err != nil {
+		return nil, err
 	}
 	c := &lc
 	units := make([]Unit, c.Layers+2)
