@@ -3,8 +3,9 @@
 // all backwards; 1F1B with S−s slots on stage s), passing activations and gradients between
 // stages, gives the whole model's losses and gradients (bit for bit; the tied embedding's,
 // summed over its first- and last-stage copies as the trainer's allreduce does, within 1e-6
-// of its largest entry, the additions being ordered differently). It also checks the stage's
-// hooks and the refusal of bad stage input.
+// of its largest entry, the additions being ordered differently); the same with 2 stages of 2
+// tensor-parallel ranks each (within 1e-5). It also checks the stage's hooks and the refusal
+// of bad stage input.
 package nn
 
 import (
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -287,4 +289,93 @@ func panics(f func()) (did bool) {
 	defer func() { did = recover() != nil }()
 	f()
 	return false
+}
+
+// TestStagesWithTP splits a model into 2 pipeline stages of 2 tensor-parallel ranks each
+// (goroutines over memGroup, one group per stage) and runs 2 micro-batches with lossScale
+// 1/2: every loss and every gradient shard is within 1e-5 (relative to the tensor's largest
+// entry) of the whole unsplit model's, the tied embedding's two copies summed.
+func TestStagesWithTP(t *testing.T) {
+	const B, T, M, TP = 2, 5, 2, 2
+	const lossScale = 1.0 / M
+	for _, tied := range []bool{true, false} {
+		cfg := tpConfig(tied)
+		cfg.Layers = 4
+		batches := testBatches(cfg, B, T, M)
+		wantLoss, whole := flatRun(t, cfg, B, T, batches)
+		wholeParam := func(name string) Param {
+			return whole.Params()[slices.IndexFunc(whole.Params(), func(q Param) bool { return q.Name == name })]
+		}
+		split := []int{0, 2, 4}
+		S := len(split) - 1
+		stages := make([][]*Model, S)
+		for s := range S {
+			g := newMemGroup(TP)
+			for r := range TP {
+				m, err := NewWith(cfg, B, T, kernels.NewPool(1), Options{TP: memRank{g, r}, FirstBlock: split[s], EndBlock: split[s+1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range m.Params() {
+					Shard(p.W, wholeParam(p.Name).W, p.Name, cfg.Shapes()[p.Name], r, TP)
+				}
+				stages[s] = append(stages[s], m)
+			}
+		}
+		for mb, bt := range batches {
+			acts, losses := make([][]float32, TP), make([]float32, TP)
+			for s := range S {
+				onAll(stages[s], func(r int, m *Model) {
+					out, loss, err := m.StageForward(0, bt[0], bt[1], acts[r], B, T)
+					if err != nil {
+						t.Error(err)
+					}
+					acts[r], losses[r] = out, loss
+				})
+			}
+			for r, l := range losses {
+				if d := math.Abs(float64(l - wantLoss[mb])); d > 1e-5*float64(wantLoss[mb]) {
+					t.Errorf("tied=%v micro-batch %d TP rank %d: loss %v, whole model %v", tied, mb, r, l, wantLoss[mb])
+				}
+			}
+			grads := make([][]float32, TP)
+			for s := S - 1; s >= 0; s-- {
+				onAll(stages[s], func(r int, m *Model) {
+					din, err := m.StageBackward(0, grads[r], lossScale)
+					if err != nil {
+						t.Error(err)
+					}
+					grads[r] = slices.Clone(din)
+				})
+			}
+		}
+		for r := range TP {
+			got := map[string][]float32{}
+			for s := range S {
+				for _, p := range stages[s][r].Params() {
+					if g, ok := got[p.Name]; ok { // the tied embedding's second copy
+						for i, v := range p.G {
+							g[i] += v
+						}
+						continue
+					}
+					got[p.Name] = slices.Clone(p.G)
+				}
+			}
+			for name, g := range got {
+				full := wholeParam(name).G
+				want := make([]float32, len(g))
+				Shard(want, full, name, cfg.Shapes()[name], r, TP)
+				for i := range want {
+					want[i] *= lossScale
+				}
+				if d := maxRelDiff(g, want); d > 1e-5 {
+					t.Errorf("tied=%v TP rank %d: %s gradient differs by %.2g relative", tied, r, name, d)
+				}
+			}
+			if len(got) != len(whole.Params()) {
+				t.Errorf("tied=%v TP rank %d: stages hold %d tensors, the whole model %d", tied, r, len(got), len(whole.Params()))
+			}
+		}
+	}
 }
