@@ -54,6 +54,9 @@ type Options struct {
 	// unit's gradients of this Backward are final (added into G): L+1, L, ..., 1, then 0. On
 	// a tied last stage that is not the first, unit 0 (the output copy) is ready right after
 	// unit L+1.
+	//
+	// A hook whose communication fails panics with a *CommError: Forward and Backward let it
+	// through (defer CatchComm to recover it), StageForward and StageBackward return it.
 	GradReady func(unit int)
 }
 

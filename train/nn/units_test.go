@@ -5,6 +5,7 @@
 package nn
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -210,5 +211,41 @@ func TestStorageRefusals(t *testing.T) {
 		if _, err := NewWith(cfg, 1, 4, testPool, opt); err == nil {
 			t.Errorf("%s: NewWith accepted bad options", name)
 		}
+	}
+}
+
+// TestHookFailure: a hook that panics with a *CommError makes StageForward and StageBackward
+// return it and Forward panic with it (recovered by CatchComm); other panics are not caught.
+func TestHookFailure(t *testing.T) {
+	cfg := tinyConfig(true)
+	failUnit, failBackward := 2, false
+	boom := errors.New("rank 3 died")
+	m, err := NewWith(cfg, 1, 4, testPool, Options{BeforeUse: func(u int, backward bool) {
+		if u == failUnit && backward == failBackward {
+			panic(&CommError{Op: "all-gather", Err: boom})
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(1)
+	bt := testBatches(cfg, 1, 4, 1)[0]
+	if _, _, err := m.StageForward(0, bt[0], bt[1], nil, 1, 4); !errors.Is(err, boom) {
+		t.Errorf("StageForward with a failing hook: error %v, want the hook's", err)
+	}
+	err = func() (err error) {
+		defer CatchComm(&err)
+		m.Forward(bt[0], bt[1], 1, 4)
+		return nil
+	}()
+	if !errors.Is(err, boom) {
+		t.Errorf("Forward with a failing hook: recovered %v, want the hook's", err)
+	}
+	failUnit, failBackward = 1, true
+	if _, _, err := m.StageForward(0, bt[0], bt[1], nil, 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.StageBackward(0, nil, 1); !errors.Is(err, boom) {
+		t.Errorf("StageBackward with a failing hook: error %v, want the hook's", err)
 	}
 }
