@@ -29,6 +29,7 @@ type q8Acts struct {
 	xz []int8    // [m][k] Q4_0 only: x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]
 	dz []float32 // [m][nb/2][16] lane scales
 	cz []int32   // [m][nb/2][16] lane corrections
+	fz []float32 // [m][nb/2][16] Q8_0 only: float32(cz)·dz, the corrections the four-row decode kernel adds in float
 	// Token 0 in block quads for the VNNI Q4_0 decode kernel (q4_0RowsZ):
 	x4 []int8    // [nb/4][128]: x_b[0:16] .. x_b3[0:16], x_b[16:32] .. x_b3[16:32]
 	d4 []float32 // [nb/4][16] lane scales (dx of block b+l/4)

@@ -170,7 +170,7 @@ func BenchmarkQuantDot(b *testing.B) {
 			b.Run(dt.String()+"/rows4Z", func(b *testing.B) {
 				b.SetBytes(int64(len(w.Data)))
 				for b.Loop() {
-					rows4Z(&w.Data[0], rs, 8, &a.qs[0], &a.dz[0], &a.cz[0], k/64, &out[0])
+					rows4Z(&w.Data[0], rs, 8, &a.qs[0], &a.dz[0], &a.fz[0], k/64, &out[0])
 				}
 			})
 		}

@@ -39,18 +39,19 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	switch s.dt {
 	case tensor.Q8_0:
 		rs := nb * 34
-		if quantVNNI && nb%2 == 0 {
-			n4 := 0
-			if useRows4 {
-				n4 = (hi - lo) &^ 3
-			}
+		switch {
+		case quantVNNI && nb%2 == 0 && useRows4:
+			// Groups of four rows, then the rest one by one with the same per-row math.
+			n4 := (hi - lo) &^ 3
 			if n4 > 0 {
-				rows4Z(&w[lo*rs], rs, n4, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+				rows4Z(&w[lo*rs], rs, n4, &a8.qs[0], &a8.dz[0], &a8.fz[0], nb/2, &out[lo])
 			}
 			if lo+n4 < hi {
-				rowsZ[0](&w[(lo+n4)*rs], rs, hi-lo-n4, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo+n4])
+				rows4ZTail(&w[(lo+n4)*rs], rs, hi-lo-n4, &a8.qs[0], &a8.dz[0], &a8.fz[0], nb/2, &out[lo+n4])
 			}
-		} else {
+		case quantVNNI && nb%2 == 0:
+			rowsZ[0](&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+		default:
 			q8Rows(&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.d[0], nb, &out[lo])
 		}
 	case tensor.Q4_0:
@@ -78,8 +79,13 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	}
 }
 
+// gemvSteal selects forStealing for the decode rows (else forDynamic).
+var gemvSteal = true
+
 // gemvSegs computes every segment for one token on p: the rows of all segments, in chunks of
-// 64, are taken dynamically by the workers as one job.
+// 64, as one job: each worker takes the chunks of its own contiguous share front to back, then
+// steals from the back of the others' (forStealing; gemvSteal = false: forDynamic's shared
+// counter, for benchmarks).
 func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 	total := 0
 	for i := range segs {
@@ -87,7 +93,11 @@ func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 		total += segs[i].n
 	}
 	const rowsPer = 64
-	forDynamic(p, (total+rowsPer-1)/rowsPer, func(c int) {
+	split := forStealing
+	if !gemvSteal {
+		split = forDynamic
+	}
+	split(p, (total+rowsPer-1)/rowsPer, func(c int) {
 		lo, hi := c*rowsPer, min(c*rowsPer+rowsPer, total)
 		start := 0
 		for i := range segs {

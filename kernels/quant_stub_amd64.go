@@ -297,10 +297,15 @@ func q8_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, n
 //go:noescape
 func q4_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
 
-// q8_0Rows4Z computes nrows (a multiple of 4) consecutive Q8_0 rows against one token, four rows at a time, with AVX-512 VNNI (see genRows4Z).
+// q8_0Rows4Z computes nrows (a multiple of 4) consecutive Q8_0 rows against one token, 4 at a time, with AVX-512 VNNI (see genRows4Z).
 //
 //go:noescape
-func q8_0Rows4Z(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
+func q8_0Rows4Z(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out *float32)
+
+// q8_0Rows4ZTail computes nrows (a multiple of 1) consecutive Q8_0 rows against one token, 1 at a time, with AVX-512 VNNI (see genRows4Z).
+//
+//go:noescape
+func q8_0Rows4ZTail(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out *float32)
 
 // q4KTileZ1x1 computes one Q4_K row x 1 tokens with AVX-512 VNNI (see genTileK4Z).
 //

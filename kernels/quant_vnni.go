@@ -5,6 +5,7 @@
 package kernels
 
 import (
+	"math"
 	"sync/atomic"
 	"unsafe"
 )
@@ -30,6 +31,8 @@ func (a *q8Acts) prepZ(p *Pool, q4 bool) {
 	a.cz = grow(a.cz, a.m*a.k/4)
 	if q4 {
 		a.xz = grow(a.xz, a.m*a.k)
+	} else {
+		a.fz = grow(a.fz, a.m*a.k/4)
 	}
 	p.For(a.m, 8, func(lo, hi int) { a.zActs(q4, lo, hi) })
 }
@@ -67,6 +70,10 @@ func (a *q8Acts) zActs(q4 bool, lo, hi int) {
 					z[l] = d[2*p+l/8]
 				}
 				c[0], c[8] = -128*s[0], -128*s[1]
+				f := a.fz[t*k/4+16*p : t*k/4+16*p+16]
+				for l := range f {
+					f[l] = float32(c[l]) * z[l]
+				}
 			}
 		}
 	}
@@ -226,12 +233,46 @@ var rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int
 	},
 }
 
+// rows4ZRef is the twin of q8_0Rows4Z: nrows Q8_0 rows rs bytes apart against one token of nu
+// block pairs, the integer lanes started from zero and the correction added in float: per lane
+// p = fma(float(Σu·x), dx, fz), acc = fma(p, dw, acc), even units into one accumulator and odd
+// ones into another.
+func rows4ZRef(w []byte, rs, nrows int, xs []int8, dz, fz []float32, nu int, out []float32) {
+	var zero [16]int32
+	for r := 0; r < nrows; r++ {
+		var acc [2][16]float32
+		for u := 0; u < nu; u++ {
+			lanes, dw := unitZ(false, false, w[r*rs+68*u:], xs[64*u:], zero[:])
+			for l := range lanes {
+				p := fma32(float32(lanes[l]), dz[16*u+l], fz[16*u+l])
+				acc[u%2][l] = fma32(p, dw[l], acc[u%2][l])
+			}
+		}
+		for l := range acc[0] {
+			acc[0][l] += acc[1][l]
+		}
+		out[r] = hsum16(&acc[0])
+	}
+}
+
+// fma32 is x·y + z rounded once to float32 (the product of two float32 is exact in float64).
+func fma32(x, y, z float32) float32 {
+	return float32(math.FMA(float64(x), float64(y), float64(z)))
+}
+
 // rows4Z is the four-rows-at-a-time VNNI Q8_0 decode kernel (q8_0Rows4Z where installed, else
-// the twin); nrows is a multiple of 4. useRows4 switches it off (benchmarks compare the two).
+// the twin; nrows a multiple of 4), rows4ZTail the same math one row at a time
+// (q8_0Rows4ZTail) for the rows left over. useRows4 = false runs rowsZ[0] instead (benchmarks
+// compare the two).
 var (
-	rows4Z   = rowsZ[0]
-	useRows4 = true
+	rows4Z, rows4ZTail = rows4ZGo, rows4ZGo
+	useRows4           = true
 )
+
+func rows4ZGo(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, nu int, out *float32) {
+	rows4ZRef(unsafe.Slice(w, (nrows-1)*rs+nu*68), rs, nrows, unsafe.Slice(xs, nu*64),
+		unsafe.Slice(xd, nu*16), unsafe.Slice(fz, nu*16), nu, unsafe.Slice(out, nrows))
+}
 
 // prepQuad fills the Q4_0 decode layout of token 0 (nb a multiple of 4): x4 in quad order, d4
 // and c4 with the lane scales and corrections (-8·Σx of block b+i in lane 4i).

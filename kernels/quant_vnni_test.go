@@ -118,9 +118,9 @@ func TestRowsZ(t *testing.T) {
 }
 
 // TestRows4Z checks the four-row VNNI Q8_0 decode kernel on 4, 8 and 12 rows with 1, 2, 3, 5,
-// 16 and 17 block pairs: assembly (where installed) against the Go twin within 1e-6·Σ|terms|
-// (the twin is checked against the exact quantized math in TestRowsZ), and no write past the
-// last row.
+// 16 and 17 block pairs: assembly (where installed) against its Go twin within 1e-6·Σ|terms|,
+// the twin against the float64 of the quantized math within 1e-5·Σ|terms|, the one-row tail
+// kernel bit for bit against the four-row one, and no write past the last row.
 func TestRows4Z(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	for _, rows := range []int{4, 8, 12} {
@@ -133,12 +133,29 @@ func TestRows4Z(t *testing.T) {
 			a.prepZ(Serial, false)
 			got := make([]float32, rows+1)
 			want := make([]float32, rows)
-			rows4Z(&w.Data[0], rs, rows, &a.qs[0], &a.dz[0], &a.cz[0], nu, &got[0])
-			rowsZRef(false, w.Data, rs, rows, a.qs, a.dz, a.cz, nu, want)
+			rows4Z(&w.Data[0], rs, rows, &a.qs[0], &a.dz[0], &a.fz[0], nu, &got[0])
+			rows4ZRef(w.Data, rs, rows, a.qs, a.dz, a.fz, nu, want)
+			// The tail kernel, on rows rows-1, rows-2 and rows-3 alone, must give exactly the
+			// four-row kernel's results (a row's value never depends on its grouping).
+			for _, tail := range []int{1, 2, 3} {
+				one := make([]float32, tail+1)
+				rows4ZTail(&w.Data[(rows-tail)*rs], rs, tail, &a.qs[0], &a.dz[0], &a.fz[0], nu, &one[0])
+				for i := 0; i < tail; i++ {
+					if one[i] != got[rows-tail+i] {
+						t.Fatalf("rows=%d nu=%d: tail kernel row %d = %g, four-row kernel %g", rows, nu, rows-tail+i, one[i], got[rows-tail+i])
+					}
+				}
+				if one[tail] != 0 {
+					t.Fatalf("rows=%d nu=%d: tail kernel wrote past its %d rows", rows, nu, tail)
+				}
+			}
 			for r := 0; r < rows; r++ {
-				_, mag := exactQ8(false, w.Data[r*rs:], a.qs, a.d, k/32)
+				ex, mag := exactQ8(false, w.Data[r*rs:], a.qs, a.d, k/32)
 				if d := math.Abs(float64(got[r] - want[r])); d > 1e-6*mag+1e-30 {
 					t.Errorf("rows=%d nu=%d row %d: asm %g ref %g", rows, nu, r, got[r], want[r])
+				}
+				if d := math.Abs(float64(want[r]) - ex); d > 1e-5*mag+1e-30 {
+					t.Errorf("rows=%d nu=%d row %d: ref %g exact %g", rows, nu, r, want[r], ex)
 				}
 			}
 			if got[rows] != 0 {

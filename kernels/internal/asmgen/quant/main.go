@@ -102,8 +102,7 @@ func strided(base, s, s3 Register, i int) Mem {
 func main() {
 	flag.IntVar(&prefetchAhead, "prefetch", prefetchAhead, "Q8_0 decode prefetch distance in bytes (0: none)")
 	flag.IntVar(&prefetchAheadQ4, "prefetch-q4", prefetchAheadQ4, "Q4_0 decode prefetch distance in bytes (0: none)")
-	flag.IntVar(&prefetchRows4, "prefetch-rows4", prefetchRows4, "q8_0Rows4Z prefetch distance in bytes (0: none)")
-	flag.IntVar(&prefetchNext, "prefetch-next", prefetchNext, "q8_0Rows4Z: 1 prefetch the next 4 rows into L1, -1 into L2, 0 none")
+	flag.IntVar(&prefetchNext, "prefetch-next", prefetchNext, "q8_0Rows4Z: 1 prefetch the next rows into L1, -1 into L2, 0 none")
 	flag.Parse()
 	consts()
 	constsZ()
@@ -131,7 +130,8 @@ func main() {
 	}
 	genRowsZ(false)
 	genRowsZ(true)
-	genRows4Z()
+	genRows4Z(4)
+	genRows4Z(1)
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
 	}

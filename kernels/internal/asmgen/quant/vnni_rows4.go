@@ -1,22 +1,22 @@
 // This file generates q8_0Rows4Z, the AVX-512 VNNI Q8_0 decode kernel that works on four weight
 // rows at once: each load of the token's values, lane scales and lane corrections (a block pair,
 // the unit of genRowsZ) serves four rows, and the four rows' independent chains (VPDPBUSD,
-// conversion, scaling, FMA) give the out-of-order core enough work to overlap with the weight
+// conversion, two FMAs) give the out-of-order core enough work to overlap with the weight
 // loads. Two units per iteration go into two accumulators per row (even and odd units, summed
-// at the end), the order of genRowsZ, so rowsZRef is the twin of both.
+// at the end), the order of genRowsZ. q8_0Rows4ZTail is the same per-row math one row at a
+// time, for the rows left over, so a row's result never depends on how rows are grouped; the
+// Go twin of both is rows4ZRef.
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// prefetchRows4 is how far ahead (bytes) of each of the four rows q8_0Rows4Z prefetches
-// (0: none).
-var prefetchRows4 = 0
-
-// prefetchNext: 1 prefetches the next group of four rows as one sequential stream into L1
+// prefetchNext: 1 prefetches the next group of rows as one sequential stream into L1
 // (PREFETCHT0), -1 into L2 (PREFETCHT1), 0 not at all. Four rows read side by side are four
 // short streams (one row of TinyLlama is 2176 or 5984 bytes) that the hardware prefetcher keeps
 // re-learning; the single-row kernel reads the same bytes as one long stream. Measured on the
@@ -24,12 +24,19 @@ var prefetchRows4 = 0
 // 14-16, into L1 16-21, into L2 17-24 (the single-row kernel 16-22 in the same runs).
 var prefetchNext = -1
 
-// genRows4Z emits q8_0Rows4Z: nrows rows (a multiple of 4, rs bytes apart) x one token of
-// nunits block pairs.
-func genRows4Z() {
-	const name, ub = "q8_0Rows4Z", 68
-	TEXT(name, NOSPLIT, "func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)")
-	Doc(name + " computes nrows (a multiple of 4) consecutive Q8_0 rows against one token, four rows at a time, with AVX-512 VNNI (see genRows4Z).")
+// genRows4Z emits q8_0Rows4Z (R = 4: nrows a multiple of 4) or q8_0Rows4ZTail (R = 1): nrows
+// rows rs bytes apart x one token of nunits block pairs, R rows at a time. Unlike genRowsZ, the
+// lanes start from zero and the token's correction comes in float, premultiplied by its lane
+// scale (q8Acts.fz): per lane and unit p = float(Σu·x)·dx + fz, then acc += p·dw: two FMAs
+// instead of a copy, a multiply and an FMA.
+func genRows4Z(R int) {
+	const ub = 68
+	name := "q8_0Rows4Z"
+	if R == 1 {
+		name = "q8_0Rows4ZTail"
+	}
+	TEXT(name, NOSPLIT, "func(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out *float32)")
+	Doc(fmt.Sprintf("%s computes nrows (a multiple of %d) consecutive Q8_0 rows against one token, %d at a time, with AVX-512 VNNI (see genRows4Z).", name, R, R))
 	Pragma("noescape")
 	wrow := Load(Param("w"), GP64())
 	rs := Load(Param("rs"), GP64())
@@ -38,8 +45,8 @@ func genRows4Z() {
 	rs3 := GP64()
 	LEAQ(Mem{Base: rs, Index: rs, Scale: 2}, rs3)
 	// Z0..Z7 accumulators (row r, unit parity e: Z(2r+e)), Z8 the 0x80 bytes, Z9 the VPERMW
-	// index, Z10/Z11 token values, Z12/Z13 corrections, Z14/Z15 lane scales of the two units,
-	// Z16..Z27 per-row temporaries (weights, products, weight scales).
+	// index, Z10/Z11 token values, Z12/Z13 float corrections, Z14/Z15 lane scales of the two
+	// units, Z16..Z27 per-row temporaries (weights, products, weight scales).
 	c, pidx := Z8, Z9
 	VPBROADCASTD(mask80, c)
 	VMOVDQU64(permQ8Z, pidx)
@@ -49,56 +56,53 @@ func genRows4Z() {
 	Label(name + "_rows")
 	wp := GP64()
 	MOVQ(wrow, wp)
-	xp, dp, cp, n := tokenArgsZ()
+	xp := Load(Param("xs"), GP64())
+	dp := Load(Param("xd"), GP64())
+	cp := Load(Param("fz"), GP64())
+	n := Load(Param("nunits"), GP64())
 	pf := GP64()
 	if prefetchNext != 0 {
-		LEAQ(Mem{Base: wrow, Index: rs, Scale: 4}, pf)
+		LEAQ(Mem{Base: wrow, Index: rs, Scale: uint8(R)}, pf)
 	}
-	for i := 0; i < 8; i++ {
+	for i := 0; i < 2*R; i++ {
 		VPXORD(zreg(i), zreg(i), zreg(i))
 	}
 	// unit emits one unit (the one at byte offset off of each row, token unit e of the
-	// iteration) for the four rows into accumulator parity e.
+	// iteration) for the R rows into accumulator parity e.
 	unit := func(off, e int) {
 		xv, cv, dv := zreg(10+e), zreg(12+e), zreg(14+e)
 		VMOVDQU64(Mem{Base: xp, Disp: 64 * e}, xv)
 		VMOVDQU64(Mem{Base: cp, Disp: 64 * e}, cv)
 		VMOVDQU64(Mem{Base: dp, Disp: 64 * e}, dv)
-		for r := 0; r < 4; r++ {
+		for r := 0; r < R; r++ {
 			wv, p, s := zreg(16+3*r), zreg(17+3*r), zreg(18+3*r)
 			wm := row(wp, r).Offset(off)
 			VMOVDQU64(wm.Offset(2), wv.AsY())
 			VINSERTI64X4(Imm(1), wm.Offset(36), wv, wv)
 			VPXORD(c, wv, wv)
-			VMOVDQA64(cv, p)
+			VPXORD(p, p, p)
 			VPDPBUSD(xv, wv, p)
 			VCVTDQ2PS(p, p)
+			VFMADD213PS(cv, dv, p) // p = p·dx + float(corr)·dx
 			VPERMW(wm, pidx, s)
 			VCVTPH2PS(s.AsY(), s)
-			VMULPS(s, p, p)
-			VFMADD231PS(dv, p, zreg(2*r+e))
+			VFMADD231PS(s, p, zreg(2*r+e))
 		}
 	}
 	CMPQ(n, Imm(2))
 	JL(LabelRef(name + "_tail"))
 	Label(name + "_loop")
-	if prefetchRows4 > 0 {
-		for r := 0; r < 4; r++ {
-			PREFETCHT0(row(wp, r).Offset(prefetchRows4))
-			PREFETCHT0(row(wp, r).Offset(prefetchRows4 + 64))
-		}
-	}
 	if prefetchNext != 0 {
-		// The next four rows, front to back, 4·2·68 bytes per iteration: one sequential
-		// stream one group ahead, as the single-row kernel reads its rows.
-		for i := 0; i < 9; i++ {
+		// The next R rows, front to back, R·2·68 bytes per iteration: one sequential stream
+		// one group ahead, as the single-row kernel reads its rows.
+		for i := 0; i < (R*2*ub+63)/64+1; i++ {
 			if prefetchNext > 0 {
 				PREFETCHT0(Mem{Base: pf, Disp: 64 * i})
 			} else {
 				PREFETCHT1(Mem{Base: pf, Disp: 64 * i})
 			}
 		}
-		ADDQ(U32(8*ub), pf)
+		ADDQ(U32(R*2*ub), pf)
 	}
 	unit(0, 0)
 	unit(ub, 1)
@@ -114,15 +118,15 @@ func genRows4Z() {
 	JZ(LabelRef(name + "_end"))
 	unit(0, 0)
 	Label(name + "_end")
-	for r := 0; r < 4; r++ {
+	for r := 0; r < R; r++ {
 		a := zreg(2 * r)
 		VADDPS(zreg(2*r+1), a, a)
 		hsum16(a, zreg(16))
 		VMOVSS(a.AsX(), Mem{Base: op, Disp: 4 * r})
 	}
-	ADDQ(Imm(16), op)
-	LEAQ(Mem{Base: wrow, Index: rs, Scale: 4}, wrow)
-	SUBQ(Imm(4), nr)
+	ADDQ(Imm(uint64(4*R)), op)
+	LEAQ(Mem{Base: wrow, Index: rs, Scale: uint8(R)}, wrow)
+	SUBQ(Imm(uint64(R)), nr)
 	JNZ(LabelRef(name + "_rows"))
 	Label(name + "_done")
 	VZEROUPPER()
