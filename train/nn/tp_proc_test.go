@@ -1,4 +1,4 @@
-// This file checks tensor parallelism across real processes: the test binary re-executes
+// This file checks tensor parallelism across real processes (dp1 x tp2, dp2 x tp2, tp4): the test binary re-executes
 // itself as the ranks of a job (torchrun's environment, package comm over TCP), each rank a
 // tensor-parallel shard of the model, optionally also data parallel (grid dp x tp with
 // Megatron's order, tensor-parallel ranks adjacent). Every rank also trains the unsplit model
@@ -86,19 +86,19 @@ func tpJob(t *testing.T, n int, scenario string, env ...string) ([]string, []err
 	return res, errs
 }
 
-// TestTPProcesses: dp1 x tp2 and dp2 x tp2 over real processes equal one process.
+// TestTPProcesses: dp1 x tp2, dp2 x tp2 and dp1 x tp4 over real processes equal one process.
 func TestTPProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for _, n := range []int{2, 4} {
-		outs, errs := tpJob(t, n, "train", "LLMCLOUD_NN_TP=2")
+	for _, g := range []struct{ world, tp int }{{2, 2}, {4, 2}, {4, 4}} {
+		outs, errs := tpJob(t, g.world, "train", "LLMCLOUD_NN_TP="+strconv.Itoa(g.tp))
 		for r, err := range errs {
 			if err != nil || !strings.Contains(outs[r], "step 19 ") {
-				t.Errorf("world %d (dp%d x tp2), rank %d: %v\n%s", n, n/2, r, err, outs[r])
+				t.Errorf("dp%d x tp%d, rank %d: %v\n%s", g.world/g.tp, g.tp, r, err, outs[r])
 			}
 		}
-		t.Logf("world %d rank 0:\n%s", n, outs[0])
+		t.Logf("dp%d x tp%d, rank 0:\n%s", g.world/g.tp, g.tp, outs[0])
 	}
 }
 
