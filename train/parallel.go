@@ -27,6 +27,7 @@ type parallel struct {
 	// of the whole model counted exactly once.
 	normRanges []span
 	normGroups []*comm.Group
+	pipe       *pipeStage // this rank's pipeline stage (nil: PP = 1)
 }
 
 // NewParallel builds this rank's trainer of a run over world (nil or one rank: the
@@ -48,8 +49,6 @@ func NewParallel(cfg Config, d Data, log *slog.Logger, world *comm.Group) (*Trai
 	switch {
 	case cfg.Batch%grid.DP != 0:
 		return nil, fmt.Errorf("train: --batch %d (the global micro-batch) is not a multiple of the %d data-parallel ranks", cfg.Batch, grid.DP)
-	case grid.PP > 1:
-		return nil, fmt.Errorf("train: pipeline parallelism (--pp %d) is not available yet", grid.PP)
 	case cfg.ZeroStage > 0:
 		return nil, fmt.Errorf("train: --zero-stage %d is not available yet", cfg.ZeroStage)
 	}
@@ -59,12 +58,24 @@ func NewParallel(cfg Config, d Data, log *slog.Logger, world *comm.Group) (*Trai
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		par.row0 = par.mesh.Coord.DP * par.rows
+		if grid.PP > 1 {
+			if par.pipe, err = newPipeStage(cfg, grid, par.mesh.Coord, par.rows); err != nil {
+				par.mesh.Close()
+				return nil, err
+			}
+		}
 	}
 	if log != nil && par.mesh != nil {
 		log = log.With("rank", par.mesh.Rank)
 	}
 	t, err := newLocal(cfg, d, log, par)
+	if err == nil && par.pipe != nil {
+		err = par.pipe.start(t, par.mesh)
+	}
 	if err != nil {
+		if par.pipe != nil {
+			par.pipe.close()
+		}
 		if par.mesh != nil {
 			par.mesh.Close()
 		}
@@ -80,6 +91,9 @@ func NewParallel(cfg Config, d Data, log *slog.Logger, world *comm.Group) (*Trai
 
 // Close releases the trainer's process groups (not the world, which its caller owns).
 func (t *Trainer) Close() error {
+	if t.par.pipe != nil {
+		t.par.pipe.close()
+	}
 	if t.par.mesh != nil {
 		return t.par.mesh.Close()
 	}
@@ -121,23 +135,32 @@ func (p *parallel) tpGroup() *comm.Group {
 // setNormRanges decides which gradient elements this rank counts in the global norm. Under
 // tensor parallelism the split tensors' shards are disjoint (every TP rank counts its own)
 // and replicated tensors (norm weights) hold the same gradient on every TP rank (TP rank 0
-// counts them); data-parallel replicas hold the same reduced gradient, so the sum runs over
-// the TP group only.
+// counts them); pipeline stages hold disjoint units except a tied token_embd, whose copy on
+// the last stage the first stage counts; data-parallel replicas hold the same reduced
+// gradient, so the sum runs over the TP group, then the pipeline group.
 func (p *parallel) setNormRanges(net *nn.Model) {
 	tp := p.tpGroup()
-	if tp == nil {
+	if tp == nil && p.pipe == nil {
 		return
 	}
 	w, _ := net.Flat()
 	p.normRanges = []span{}
 	for _, q := range net.Params() {
-		if nn.SplitOf(q.Name) == nn.Replicated && tp.Rank() != 0 {
+		if tp != nil && nn.SplitOf(q.Name) == nn.Replicated && tp.Rank() != 0 {
+			continue
+		}
+		if p.pipe != nil && !p.pipe.owns(q.Name) {
 			continue
 		}
 		lo := offsetIn(w, q.W)
 		p.normRanges = append(p.normRanges, span{lo: lo, hi: lo + len(q.W)})
 	}
-	p.normGroups = append(p.normGroups, tp)
+	if tp != nil {
+		p.normGroups = append(p.normGroups, tp)
+	}
+	if p.pipe != nil {
+		p.normGroups = append(p.normGroups, p.mesh.PP)
+	}
 }
 
 // gradNorm is the global L2 norm of scale·g over the whole model.

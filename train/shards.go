@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/llmcloud/llmcloud/comm"
+	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/train/nn"
 )
 
@@ -23,19 +24,38 @@ type statePart struct {
 	take  func(full []float32) // copies this rank's part of full (the whole tensor) into storage
 }
 
-// stateParts lists the checkpoint's tensors in Params order: param., then (with moments)
-// adam_m. and adam_v. of each.
+// stateParts lists the checkpoint's tensors in the whole model's Params order (the same list
+// on every rank, whatever it holds): param., then (with moments) adam_m. and adam_v. of each.
 func (t *Trainer) stateParts(moments bool) []statePart {
 	shapes := t.Model.Shapes()
 	tpRank, tpSize := t.Net.TP()
 	w, _ := t.Net.Flat()
-	var out []statePart
+	held := map[string]nn.Param{}
 	for _, p := range t.Net.Params() {
-		full := shapes[p.Name]
+		held[p.Name] = p
+	}
+	var out []statePart
+	for _, name := range modelTensorNames(t.Model) {
+		full := shapes[name]
+		p, ok := held[name]
+		if !ok { // another pipeline stage's tensor: nothing to put or take here
+			none := statePart{shape: full, put: func([]float32) {}, take: func([]float32) {}}
+			pres := []string{"param."}
+			if moments {
+				pres = append(pres, "adam_m.", "adam_v.")
+			}
+			for _, pre := range pres {
+				none.name = pre + name
+				out = append(out, none)
+			}
+			continue
+		}
 		lo := offsetIn(w, p.W)
 		// One copy of each element is written: data-parallel replicas leave it to DP rank 0,
-		// tensor-parallel ranks to TP rank 0 for replicated tensors (norms).
-		owner := t.par.dpRank() == 0 && (nn.SplitOf(p.Name) != nn.Replicated || tpRank == 0)
+		// tensor-parallel ranks to TP rank 0 for replicated tensors (norms), and the last
+		// pipeline stage leaves a tied token_embd to the first.
+		owner := t.par.dpRank() == 0 && (nn.SplitOf(p.Name) != nn.Replicated || tpRank == 0) &&
+			(t.par.pipe == nil || t.par.pipe.owns(p.Name))
 		local := func(store []float32) statePart {
 			return statePart{shape: full,
 				put: func(dst []float32) {
@@ -61,6 +81,18 @@ func (t *Trainer) stateParts(moments bool) []statePart {
 		}
 	}
 	return out
+}
+
+// modelTensorNames are the whole model's tensors in Params order.
+func modelTensorNames(mc model.Config) []string {
+	units, _ := nn.Units(mc, nn.Options{}) // the whole model: no error for a valid config
+	var names []string
+	for _, u := range units {
+		for _, p := range u.Params {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }
 
 // gather assembles the full tensors of parts on world rank 0 (every rank calls it; the others

@@ -85,7 +85,11 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, err
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	pool := kernels.NewPool(cfg.Threads)
-	net, err := nn.NewTP(mc, par.rows, cfg.Seq, pool, dist.TPComm(par.tpGroup()))
+	opt, maxRows := nn.Options{TP: dist.TPComm(par.tpGroup())}, par.rows
+	if par.pipe != nil {
+		opt, maxRows = par.pipe.netOptions(opt), par.pipe.mbRows
+	}
+	net, err := nn.NewWith(mc, maxRows, cfg.Seq, pool, opt)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -139,6 +143,9 @@ func (t *Trainer) Elapsed() time.Duration { return t.elapsed }
 func (t *Trainer) Step() (st StepStats, err error) {
 	defer nn.CatchComm(&err) // a tensor-parallel collective failed inside Forward/Backward
 	start := time.Now()
+	if t.par.pipe != nil {
+		return t.stepPipeline(start)
+	}
 	c := &t.Cfg
 	t.Net.ZeroGrad()
 	var lossSum float64
@@ -164,12 +171,17 @@ func (t *Trainer) Step() (st StepStats, err error) {
 		return StepStats{}, err
 	}
 	t.opt.Update(w, g, h, norm)
+	return t.endStep(start, loss, lr, norm), nil
+}
+
+// endStep counts the step just taken and describes it.
+func (t *Trainer) endStep(start time.Time, loss, lr, norm float64) StepStats {
 	t.step++
-	t.tokens += c.TokensPerStep()
+	t.tokens += t.Cfg.TokensPerStep()
 	t.last = float32(loss)
 	d := time.Since(start)
 	t.elapsed += d
-	return StepStats{Step: t.step, Loss: t.last, LR: lr, GradNorm: norm, Tokens: t.tokens, Duration: d}, nil
+	return StepStats{Step: t.step, Loss: t.last, LR: lr, GradNorm: norm, Tokens: t.tokens, Duration: d}
 }
 
 // Eval returns the mean validation loss over the first EvalBatches validation batches (the
@@ -182,6 +194,13 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 	}
 	if err := v.SetPosition(0); err != nil {
 		return 0, 0, false, fmt.Errorf("train: validation: %w", err)
+	}
+	if t.par.pipe != nil {
+		loss, err := t.evalPipeline()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		return loss, math.Exp(loss), true, nil
 	}
 	c := &t.Cfg
 	var sum float64

@@ -4,11 +4,9 @@
 package dist_test
 
 import (
-	"math"
 	"path/filepath"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/train"
 	"github.com/llmcloud/llmcloud/train/internal/disttest"
 )
 
@@ -33,28 +31,12 @@ func TestCheckpointAcrossGrids(t *testing.T) {
 	half := cfg
 	half.Steps, half.Out = 10, filepath.Join(t.TempDir(), "ref")
 	disttest.Reference(t, half)
-	refCk := loadLatest(t, half.Out)
+	refCk := disttest.LoadLatest(t, half.Out)
 
 	half.Out, half.DP, half.TP = filepath.Join(t.TempDir(), "grid"), 2, 2
 	disttest.Run(t, 4, half, nil)
-	ck := loadLatest(t, half.Out)
-	if ck.State.Step != 10 || len(ck.Tensors) != len(refCk.Tensors) {
-		t.Fatalf("checkpoint at step %d with %d tensors, want 10 and %d", ck.State.Step, len(ck.Tensors), len(refCk.Tensors))
-	}
-	for name, ref := range refCk.Tensors {
-		got := ck.Tensors[name]
-		if len(got) != len(ref) {
-			t.Fatalf("%s: %d values, want %d", name, len(got), len(ref))
-		}
-		var num, den float64
-		for i := range ref {
-			num += sq(float64(got[i]) - float64(ref[i]))
-			den += sq(float64(ref[i]))
-		}
-		if rel := math.Sqrt(num / max(den, 1e-30)); rel > 1e-4 {
-			t.Errorf("%s: relative L2 difference %.2e from the one-process checkpoint", name, rel)
-		}
-	}
+	ck := disttest.LoadLatest(t, half.Out)
+	disttest.CompareCheckpoints(t, refCk, ck, 1e-4)
 
 	resumed := cfg
 	resumed.DP, resumed.TP = 1, 2
@@ -64,18 +46,3 @@ func TestCheckpointAcrossGrids(t *testing.T) {
 	}
 	disttest.CompareLosses(t, want[10:], got.Losses, 1e-5)
 }
-
-func loadLatest(t *testing.T, runDir string) *train.Checkpoint {
-	t.Helper()
-	dir, err := train.ResolveCheckpoint(runDir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := train.LoadCheckpoint(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ck
-}
-
-func sq(x float64) float64 { return x * x }

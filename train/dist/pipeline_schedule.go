@@ -47,6 +47,8 @@ func (o Op) String() string { return o.Kind.String() + strconv.Itoa(o.MB) }
 const (
 	Schedule1F1B  = "1f1b"
 	ScheduleNaive = "naive"
+	// ScheduleForward is forwards only (validation): no backward, so no activations are kept.
+	ScheduleForward = "forward"
 )
 
 // Schedule is the list of operations of every stage of one pipeline for one batch.
@@ -73,8 +75,14 @@ func NewSchedule(name string, stages, micro int) (Schedule, error) {
 		for st := range stages {
 			s.Ops[st] = naive(st, stages, micro)
 		}
+	case ScheduleForward:
+		for st := range stages {
+			for mb := range micro {
+				s.Ops[st] = forwardOps(s.Ops[st], st, stages, mb)
+			}
+		}
 	default:
-		return Schedule{}, fmt.Errorf("dist: unknown pipeline schedule %q (want %q or %q)", name, Schedule1F1B, ScheduleNaive)
+		return Schedule{}, fmt.Errorf("dist: unknown pipeline schedule %q (want %q, %q or %q)", name, Schedule1F1B, ScheduleNaive, ScheduleForward)
 	}
 	return s, nil
 }
@@ -141,8 +149,12 @@ func BubbleFraction(stages, micro int) float64 {
 }
 
 // PeakInFlight is the most micro-batches whose activations stage st holds at once (forwarded,
-// not yet backwarded): min(PP-st, M) for 1F1B, M for naive.
+// not yet backwarded): min(PP-st, M) for 1F1B, M for naive, 1 for forwards only (nothing is
+// kept for a backward; the one slot is reused).
 func (s Schedule) PeakInFlight(st int) int {
+	if s.Name == ScheduleForward {
+		return 1
+	}
 	live, peak := 0, 0
 	for _, o := range s.Ops[st] {
 		switch o.Kind {

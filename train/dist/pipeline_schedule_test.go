@@ -125,3 +125,26 @@ func ExampleNewSchedule() {
 	// stage 1: ra0 F0 sa0 ra1 F1 sa1 rg0 B0 sg0 ra2 F2 sa2 rg1 B1 sg1 ra3 F3 sa3 rg2 B2 sg2 rg3 B3 sg3
 	// stage 2: ra0 F0 B0 sg0 ra1 F1 B1 sg1 ra2 F2 B2 sg2 ra3 F3 B3 sg3
 }
+
+func TestForwardOnlySchedule(t *testing.T) {
+	for stages := 1; stages <= 5; stages++ {
+		for micro := 1; micro <= 6; micro++ {
+			s, err := NewSchedule(ScheduleForward, stages, micro)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatalf("pp%d m%d: %v", stages, micro, err)
+			}
+			r, _ := s.Simulate(1, 2)
+			if want := float64(micro + stages - 1); r.Makespan != want {
+				t.Errorf("pp%d m%d: makespan %v, want %v", stages, micro, r.Makespan, want)
+			}
+			for st := range stages {
+				if s.PeakInFlight(st) != 1 {
+					t.Errorf("pp%d m%d stage %d: %d slots, want 1", stages, micro, st, s.PeakInFlight(st))
+				}
+			}
+		}
+	}
+}

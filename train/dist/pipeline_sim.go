@@ -11,7 +11,7 @@ import (
 )
 
 // Validate checks every stage's operations on their own: each micro-batch is forwarded and
-// backwarded exactly once, its input is received (stages > 0) before the forward, its output
+// (unless the schedule is forwards only) backwarded exactly once, its input is received (stages > 0) before the forward, its output
 // sent (stages < last) after it, its output gradient received (stages < last) before the
 // backward, which follows the forward, and its input gradient sent (stages > 0) after it.
 func (s Schedule) Validate() error {
@@ -76,6 +76,9 @@ func (s Schedule) Validate() error {
 			}
 			if last {
 				want[SendAct], want[RecvGrad] = 0, 0
+			}
+			if s.Name == ScheduleForward {
+				want[RecvGrad], want[Backward], want[SendGrad] = 0, 0, 0
 			}
 			if d != want {
 				return fmt.Errorf("dist: stage %d micro-batch %d: op counts %v, want %v (ra F sa rg B sg)", st, mb, d, want)

@@ -30,6 +30,9 @@ const (
 	lossPrefix  = "disttest loss "
 	// EnvResume names a checkpoint directory the "steps" scenario restores before stepping.
 	EnvResume = "LLMCLOUD_DISTTEST_RESUME"
+	// EnvEval, when set, makes the "steps" scenario print the validation loss after its steps.
+	EnvEval    = "LLMCLOUD_DISTTEST_EVAL"
+	evalPrefix = "disttest eval "
 )
 
 // Scenario is what a rank process runs with the test's config. Its output lines go to the
@@ -70,7 +73,8 @@ func child(name string) int {
 
 // Steps is the default scenario: join the world, build this rank's trainer, restore the
 // checkpoint named by $LLMCLOUD_DISTTEST_RESUME if set, take steps up to cfg.Steps, printing
-// "disttest loss STEP LOSS" after each, and save a checkpoint at the end when cfg.Out is set.
+// "disttest loss STEP LOSS" after each, with $LLMCLOUD_DISTTEST_EVAL set print the validation
+// loss ("disttest eval LOSS"), and save a checkpoint at the end when cfg.Out is set.
 func Steps(cfg train.Config) error {
 	world, err := dist.InitWorld(time.Duration(cfg.TimeoutSec*float64(time.Second)), nil, nil)
 	if err != nil {
@@ -102,6 +106,15 @@ func Steps(cfg train.Config) error {
 			return err
 		}
 		PrintLoss(s.Step, s.Loss)
+	}
+	if os.Getenv(EnvEval) != "" {
+		loss, _, ok, err := tr.Eval()
+		if err != nil {
+			return err
+		}
+		if ok {
+			fmt.Printf("%s%s\n", evalPrefix, strconv.FormatFloat(loss, 'g', -1, 64))
+		}
 	}
 	if cfg.Out != "" {
 		if _, err := tr.Save(); err != nil {
@@ -202,6 +215,16 @@ func Run(t testing.TB, n int, cfg train.Config, o *Options) *Result {
 		}
 	}
 	return res
+}
+
+// ParseEval reads the validation loss the "steps" scenario printed in out.
+func ParseEval(out string) (float64, bool) {
+	_, rest, ok := strings.Cut(out, evalPrefix)
+	if f := strings.Fields(rest); ok && len(f) > 0 {
+		v, err := strconv.ParseFloat(f[0], 64)
+		return v, err == nil
+	}
+	return 0, false
 }
 
 // ParseLosses reads the losses PrintLoss printed in out, by step.
