@@ -61,10 +61,16 @@ type Exit struct {
 type JobError struct {
 	First Exit
 	Exits []Exit // by rank
+	// Signal is the signal forwarded to the ranks before they failed (nil: none), so the
+	// failures are most likely the ranks stopping on it.
+	Signal os.Signal
 }
 
 func (e *JobError) Error() string {
 	var b strings.Builder
+	if e.Signal != nil {
+		fmt.Fprintf(&b, "stopped by %v: ", e.Signal)
+	}
 	fmt.Fprintf(&b, "rank %d failed first (%v)", e.First.Rank, e.First.Err)
 	if e.First.LastLine != "" {
 		fmt.Fprintf(&b, ": %s", e.First.LastLine)
@@ -182,6 +188,7 @@ func supervise(ranks []*rank, o Options, log *slog.Logger) error {
 		deadline <-chan time.Time
 		signals  = o.Signals
 		signaled int
+		firstSig os.Signal
 	)
 	for left := len(ranks); left > 0; {
 		select {
@@ -215,6 +222,9 @@ func supervise(ranks []*rank, o Options, log *slog.Logger) error {
 				continue
 			}
 			log.Info("forwarding signal to every rank", "signal", sig.String())
+			if first == nil {
+				firstSig = sig
+			}
 			for _, rk := range ranks {
 				if alive[rk.num] {
 					if s, ok := sig.(syscall.Signal); ok {
@@ -230,5 +240,5 @@ func supervise(ranks []*rank, o Options, log *slog.Logger) error {
 	if first == nil {
 		return nil
 	}
-	return &JobError{First: *first, Exits: exits}
+	return &JobError{First: *first, Exits: exits, Signal: firstSig}
 }

@@ -208,7 +208,8 @@ func TestSecondSignalKills(t *testing.T) {
 	}()
 	_, errs, pids, err := run(t, "stubborn", 2, time.Minute, sigs)
 	var je *JobError
-	if !errors.As(err, &je) || !je.Exits[0].Killed || !je.Exits[1].Killed {
+	if !errors.As(err, &je) || !je.Exits[0].Killed || !je.Exits[1].Killed || je.Signal != syscall.SIGTERM ||
+		!strings.HasPrefix(err.Error(), "stopped by terminated: ") {
 		t.Fatalf("err = %v\n%s", err, errs)
 	}
 	for _, p := range pids {

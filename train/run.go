@@ -5,6 +5,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -88,7 +89,10 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	}
 	var stopErr error
 	for t.step < c.Steps {
-		if err := ctx.Err(); err != nil {
+		if stop, err := t.stopAgreed(ctx); stop { // all ranks stop after the same step
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err // the agreement itself failed: a rank died
+			}
 			stopErr = err
 			break
 		}

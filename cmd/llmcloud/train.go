@@ -1,10 +1,13 @@
 // The train command: llmcloud train [--config FILE] [flags] trains a Llama-family model on
-// prepared token shards (package train; flags and config keys in docs/training.md), and
+// prepared token shards (package train; flags and config keys in docs/training.md), as one
+// process, as --nproc local ranks (train_launch.go), or as one rank under an external launcher;
 // llmcloud train export --ckpt DIR --gguf FILE|--hf DIR writes a checkpoint's weights out.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmcloud/llmcloud/comm"
 	"github.com/llmcloud/llmcloud/train"
 )
 
@@ -28,9 +32,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	flagCfg := train.DefaultConfig()
 	train.BindFlags(fs, &flagCfg)
 	cfgFile := fs.String("config", "", "config file (YAML or JSON, keys = flag names); flags given override it")
-	resume := fs.String("resume", "", "resume from a checkpoint directory, a run directory, or \"latest\" (the --out run's newest)")
+	resume := fs.String("resume", "", "resume from a checkpoint directory, a run directory, \"latest\" (the --out run's newest) or \"auto\" (latest if there is one, else start)")
+	nproc := fs.Int("nproc", 0, "start this many local ranks of a distributed run (torchrun-like); ignored when a launcher has set RANK, SLURM_PROCID or JOB_COMPLETION_INDEX")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmcloud train [--config FILE] [--resume DIR|latest] --data DIR --out DIR [flags]")
+		fmt.Fprintln(stderr, "usage: llmcloud train [--config FILE] [--resume DIR|latest|auto] [--nproc N] --data DIR --out DIR [flags]")
 		fmt.Fprintln(stderr, "       llmcloud train export --ckpt DIR (--gguf FILE | --hf DIR) [--type T]")
 		fs.PrintDefaults()
 	}
@@ -41,48 +46,101 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	cfg := train.DefaultConfig()
-	var ck *train.Checkpoint
-	if *resume != "" {
-		dir, err := train.ResolveCheckpoint(*resume, flagCfg.Out)
-		if err != nil {
-			return err
-		}
-		if ck, err = train.LoadCheckpoint(dir); err != nil {
-			return err
-		}
-		cfg = ck.State.Config
+	if *nproc < 0 {
+		return usagef("--nproc %d must not be negative", *nproc)
 	}
-	if *cfgFile != "" {
-		if err := train.LoadFile(*cfgFile, &cfg); err != nil {
-			return err
+	cfg, ckDir, err := trainConfig(fs, *cfgFile, *resume, flagCfg.Out)
+	if err != nil {
+		return err
+	}
+	threadsGiven := flagGiven(fs, "threads")
+	if *cfgFile != "" && !threadsGiven {
+		var fromFile train.Config
+		if err := train.LoadFile(*cfgFile, &fromFile); err == nil && fromFile.Threads != 0 {
+			threadsGiven = true
+		}
+	}
+	if comm.HasEnv() {
+		return trainRank(cfg, ckDir, threadsGiven, stdout, stderr)
+	}
+	if *nproc > 1 {
+		return launchTrain(args, *nproc, cfg, stdout, stderr)
+	}
+	return trainOne(cfg, ckDir, nil, stdout, stderr)
+}
+
+// trainConfig is the run's configuration: the resumed checkpoint's (ResumeConfig), then the
+// config file, then the flags given. ckDir is the checkpoint to resume from ("" for none).
+func trainConfig(fs *flag.FlagSet, cfgFile, resume, out string) (cfg train.Config, ckDir string, err error) {
+	cfg = train.DefaultConfig()
+	if resume != "" {
+		if ckDir, err = train.ResolveCheckpoint(resume, out); err != nil {
+			return cfg, "", err
+		}
+		if ckDir != "" {
+			st, err := train.ReadState(ckDir)
+			if err != nil {
+				return cfg, "", err
+			}
+			cfg = train.ResumeConfig(st)
+		}
+	}
+	if cfgFile != "" {
+		if err := train.LoadFile(cfgFile, &cfg); err != nil {
+			return cfg, "", err
 		}
 	}
 	if err := train.OverlayFlags(fs, &cfg); err != nil {
-		return err
+		return cfg, "", err
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err.Error()}
+		return cfg, "", usageError{err.Error()}
 	}
+	return cfg, ckDir, nil
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// trainOne trains cfg as one process, or as one rank of world.
+func trainOne(cfg train.Config, ckDir string, world *comm.Group, stdout, stderr io.Writer) error {
 	d, closeData, err := train.OpenData(cfg.Data, cfg.Batch, cfg.Seq)
 	if err != nil {
 		return err
 	}
 	defer closeData()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	t, err := train.New(cfg, d, log)
+	t, err := train.NewParallel(cfg, d, log, world)
 	if err != nil {
 		return err
 	}
-	if ck != nil {
+	defer t.Close()
+	lead := t.Rank() == 0 // only rank 0 reports
+	if ckDir != "" {
+		ck, err := train.LoadCheckpoint(ckDir)
+		if err != nil {
+			return err
+		}
 		if err := t.Restore(ck); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "resumed from %s at step %d\n", ck.Dir, t.StepNum())
+		if lead {
+			fmt.Fprintf(stderr, "resumed from %s at step %d\n", ck.Dir, t.StepNum())
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := t.Run(ctx, train.RunOptions{Progress: stderr, Bar: isTerminal(stderr)})
+	if err != nil && sum != nil && errors.Is(err, context.Canceled) {
+		// A signal here or on another rank: every rank stopped after the same step.
+		err = fmt.Errorf("interrupted after step %d (a checkpoint was saved; continue with --resume latest)", sum.Steps)
+	}
+	if !lead {
+		return err
+	}
 	if sum != nil && sum.Checkpoint != "" {
 		fmt.Fprintf(stdout, "checkpoint %s\n", sum.Checkpoint)
 	}
