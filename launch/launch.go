@@ -7,6 +7,7 @@
 package launch
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,8 +58,12 @@ type Exit struct {
 	LastLine string
 }
 
-// JobError is returned when any rank failed: which rank failed first and how every rank ended.
+// JobError is returned when any rank failed: the failure that most likely caused the others,
+// and how every rank ended.
 type JobError struct {
+	// First is the first rank that was ended by a signal the launcher did not send (killed,
+	// crashed, out of memory) if any, else the first rank that failed: when one rank dies the
+	// others exit with errors naming it within moments, and may be seen to end first.
 	First Exit
 	Exits []Exit // by rank
 	// Signal is the signal forwarded to the ranks before they failed (nil: none), so the
@@ -71,7 +76,7 @@ func (e *JobError) Error() string {
 	if e.Signal != nil {
 		fmt.Fprintf(&b, "stopped by %v: ", e.Signal)
 	}
-	fmt.Fprintf(&b, "rank %d failed first (%v)", e.First.Rank, e.First.Err)
+	fmt.Fprintf(&b, "rank %d failed (%v)", e.First.Rank, e.First.Err)
 	if e.First.LastLine != "" {
 		fmt.Fprintf(&b, ": %s", e.First.LastLine)
 	}
@@ -189,6 +194,7 @@ func supervise(ranks []*rank, o Options, log *slog.Logger) error {
 		signals  = o.Signals
 		signaled int
 		firstSig os.Signal
+		byEnd    []Exit // in the order the ranks ended
 	)
 	for left := len(ranks); left > 0; {
 		select {
@@ -200,6 +206,7 @@ func supervise(ranks []*rank, o Options, log *slog.Logger) error {
 				x.After = time.Since(failedAt)
 			}
 			exits[x.Rank] = x
+			byEnd = append(byEnd, x)
 			if x.Err == nil {
 				log.Info("rank exited", "rank", x.Rank, "status", 0)
 				continue
@@ -240,5 +247,22 @@ func supervise(ranks []*rank, o Options, log *slog.Logger) error {
 	if first == nil {
 		return nil
 	}
-	return &JobError{First: *first, Exits: exits, Signal: firstSig}
+	je := &JobError{First: *first, Exits: exits, Signal: firstSig}
+	for _, x := range byEnd {
+		if bySignal(x) && !x.Killed {
+			je.First = x
+			break
+		}
+	}
+	return je
+}
+
+// bySignal reports whether a rank was ended by a signal.
+func bySignal(x Exit) bool {
+	var ee *exec.ExitError
+	if !errors.As(x.Err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }

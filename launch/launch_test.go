@@ -55,6 +55,14 @@ func child(sc string) int {
 		}
 		fmt.Printf("grandchild %d\n", gc.Process.Pid)
 		select {}
+	case "crash": // rank 0 reports an error at once; rank 1 is killed by a signal a moment later
+		if rank == 0 {
+			fmt.Fprintln(os.Stderr, "rank 1 died")
+			return 1
+		}
+		time.Sleep(300 * time.Millisecond)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
@@ -134,7 +142,7 @@ func TestFailureNamesTheRankAndOthersExitByThemselves(t *testing.T) {
 	if je.First.Rank != 1 || je.First.LastLine != "boom" || !strings.Contains(je.First.Err.Error(), "exit status 3") {
 		t.Fatalf("first failure %+v", je.First)
 	}
-	if !strings.Contains(err.Error(), "rank 1 failed first (exit status 3): boom") {
+	if !strings.Contains(err.Error(), "rank 1 failed (exit status 3): boom") {
 		t.Errorf("message %q", err)
 	}
 	for _, r := range []int{0, 2} {
@@ -142,6 +150,18 @@ func TestFailureNamesTheRankAndOthersExitByThemselves(t *testing.T) {
 		if x.Killed || x.Err == nil || x.LastLine != "rank 1 died" || x.After <= 0 || x.After > 20*time.Second {
 			t.Errorf("rank %d: %+v", r, x)
 		}
+	}
+}
+
+// A rank killed by a signal is named as the cause even when another rank's error is seen first.
+func TestSignaledRankIsTheCause(t *testing.T) {
+	_, errs, _, err := run(t, "crash", 2, 20*time.Second, nil)
+	var je *JobError
+	if !errors.As(err, &je) || je.First.Rank != 1 || !strings.Contains(err.Error(), "rank 1 failed (signal: killed)") {
+		t.Fatalf("err = %v\n%s", err, errs)
+	}
+	if je.Exits[0].Err == nil || je.Exits[0].Killed {
+		t.Errorf("rank 0: %+v", je.Exits[0])
 	}
 }
 

@@ -222,10 +222,11 @@ func TestTrainNprocRankKilled(t *testing.T) {
 	if l.err == nil {
 		t.Fatalf("the launcher exited 0 after a rank was killed:\n%s", out)
 	}
-	for _, want := range []string{"rank 1 failed first (signal: killed)", "rank 1 died"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	if !strings.Contains(out, "rank 1 failed (signal: killed)") {
+		t.Errorf("the launcher does not name the killed rank:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^llmcloud train: rank 0 of 2: .*rank 1 (died|.*closed)`).MatchString(out) {
+		t.Errorf("rank 0's error does not name rank 1:\n%s", out)
 	}
 	if strings.Contains(out, "killed rank(s)") {
 		t.Errorf("rank 0 had to be killed instead of exiting by itself:\n%s", out)
@@ -253,7 +254,7 @@ func TestTrainNprocRankHangs(t *testing.T) {
 	if l.err == nil {
 		t.Fatalf("the launcher exited 0 with a hung rank:\n%s", out)
 	}
-	for _, want := range []string{"rank 0 failed first", "timed out after 1s on rank 0: rank 1", "killed rank(s) 1"} {
+	for _, want := range []string{"rank 0 failed (exit status 1)", "timed out after 1s on rank 0: rank 1", "killed rank(s) 1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
