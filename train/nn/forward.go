@@ -47,9 +47,9 @@ func (c *carver) take(n int) []float32 {
 	return c.buf[c.off-n : c.off : c.off]
 }
 
-// alloc carves the activations of nb blocks for B x T tokens, and of the final norm, logits
-// and loss when last.
-func (a *acts) alloc(c *model.Config, B, T, nb int, last bool) {
+// alloc carves the activations of nb blocks for B x T tokens (with recompute, one block's,
+// which every block then shares), and of the final norm, logits and loss when last.
+func (a *acts) alloc(c *model.Config, B, T, nb int, last, recompute bool) {
 	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
 	var cv carver
 	for pass := 0; pass < 2; pass++ {
@@ -58,6 +58,10 @@ func (a *acts) alloc(c *model.Config, B, T, nb int, last bool) {
 			a.resid = append(a.resid, cv.take(N*D))
 		}
 		for l := 0; l < nb; l++ {
+			if recompute && l > 0 {
+				a.blocks = append(a.blocks, a.blocks[0])
+				continue
+			}
 			a.blocks = append(a.blocks, blockActs{
 				xn1: cv.take(N * D), rstd1: cv.take(N), q: cv.take(N * QD), k: cv.take(N * KVD),
 				v: cv.take(N * KVD), att: cv.take(B * c.Heads * T * T), y: cv.take(N * QD),
@@ -159,10 +163,9 @@ func (m *Model) forward(si int) float32 {
 	sl := &m.slots[si]
 	c, p, a := &m.lc, m.pool, &sl.acts
 	B, T := sl.B, sl.T
-	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
+	N, D, V := B*T, c.Dim, c.Vocab
 	m.B, m.T, m.lastSlot = B, T, si
 	sl.pending = true
-	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
 	if m.first {
 		m.use(0, false)
 		if m.tp != nil {
@@ -173,24 +176,7 @@ func (m *Model) forward(si int) float32 {
 	}
 	for l := range m.blocks {
 		m.use(m.lo+1+l, false)
-		w, ba, x := &m.blocks[l], &a.blocks[l], a.resid[l]
-		rmsnormForward(p, ba.xn1, ba.rstd1, x, w.attnNorm.W, N, D, c.NormEps)
-		linearForward(p, ba.q, ba.xn1, w.wq.W, N, D, QD)
-		linearForward(p, ba.k, ba.xn1, w.wk.W, N, D, KVD)
-		linearForward(p, ba.v, ba.xn1, w.wv.W, N, D, KVD)
-		ropeForward(p, ba.q, m.cs, N, T, c.Heads, c.HeadDim)
-		ropeForward(p, ba.k, m.cs, N, T, c.KVHeads, c.HeadDim)
-		attentionForward(p, ba.y, ba.att, ba.q, ba.k, ba.v, s)
-		linearForward(p, ba.xmid, ba.y, w.wo.W, N, QD, D)
-		m.tp.sum(ba.xmid[:N*D], "attn_output")
-		residualForward(ba.xmid[:N*D], x[:N*D], ba.xmid[:N*D])
-		rmsnormForward(p, ba.xn2, ba.rstd2, ba.xmid, w.ffnNorm.W, N, D, c.NormEps)
-		linearForward(p, ba.gate, ba.xn2, w.gate.W, N, D, F)
-		linearForward(p, ba.up, ba.xn2, w.up.W, N, D, F)
-		swigluForward(p, ba.h, ba.gate, ba.up, N, F)
-		linearForward(p, a.resid[l+1], ba.h, w.down.W, N, F, D)
-		m.tp.sum(a.resid[l+1][:N*D], "ffn_down")
-		residualForward(a.resid[l+1][:N*D], ba.xmid[:N*D], a.resid[l+1][:N*D])
+		m.blockForward(a, l, B, T)
 	}
 	if !m.last {
 		return 0
@@ -209,6 +195,31 @@ func (m *Model) forward(si int) float32 {
 		return m.tp.crossEntropyForward(p, a.losses, a.probs, a.logits, sl.targets, N, V)
 	}
 	return crossEntropyForward(p, a.losses, a.probs, a.logits, sl.targets, N, V)
+}
+
+// blockForward runs held block l on its input a.resid[l] into a.blocks[l] and a.resid[l+1].
+func (m *Model) blockForward(a *acts, l, B, T int) {
+	c, p := &m.lc, m.pool
+	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
+	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
+	w, ba, x := &m.blocks[l], &a.blocks[l], a.resid[l]
+	rmsnormForward(p, ba.xn1, ba.rstd1, x, w.attnNorm.W, N, D, c.NormEps)
+	linearForward(p, ba.q, ba.xn1, w.wq.W, N, D, QD)
+	linearForward(p, ba.k, ba.xn1, w.wk.W, N, D, KVD)
+	linearForward(p, ba.v, ba.xn1, w.wv.W, N, D, KVD)
+	ropeForward(p, ba.q, m.cs, N, T, c.Heads, c.HeadDim)
+	ropeForward(p, ba.k, m.cs, N, T, c.KVHeads, c.HeadDim)
+	attentionForward(p, ba.y, ba.att, ba.q, ba.k, ba.v, s)
+	linearForward(p, ba.xmid, ba.y, w.wo.W, N, QD, D)
+	m.tp.sum(ba.xmid[:N*D], "attn_output")
+	residualForward(ba.xmid[:N*D], x[:N*D], ba.xmid[:N*D])
+	rmsnormForward(p, ba.xn2, ba.rstd2, ba.xmid, w.ffnNorm.W, N, D, c.NormEps)
+	linearForward(p, ba.gate, ba.xn2, w.gate.W, N, D, F)
+	linearForward(p, ba.up, ba.xn2, w.up.W, N, D, F)
+	swigluForward(p, ba.h, ba.gate, ba.up, N, F)
+	linearForward(p, a.resid[l+1], ba.h, w.down.W, N, F, D)
+	m.tp.sum(a.resid[l+1][:N*D], "ffn_down")
+	residualForward(a.resid[l+1][:N*D], ba.xmid[:N*D], a.resid[l+1][:N*D])
 }
 
 // Backward adds d(mean loss)/d(parameters) of the last Forward to the gradients (call ZeroGrad
@@ -258,6 +269,9 @@ func (m *Model) backward(si int, dout []float32, scale float32) []float32 {
 	}
 	for l := len(m.blocks) - 1; l >= 0; l-- {
 		m.use(m.lo+1+l, true)
+		if m.opt.Recompute {
+			m.blockForward(a, l, B, T) // the block's activations again, from its input
+		}
 		w, ba := &m.blocks[l], &a.blocks[l]
 		// FFN branch: resid[l+1] = xmid + h·downᵀ.
 		linearBackward(p, g.dh, w.down.G, dres, ba.h, w.down.W, N, F, D, false)

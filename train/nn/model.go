@@ -136,7 +136,7 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 	m.slots = make([]slot, max(opt.Slots, 1))
 	for i := range m.slots {
 		s := &m.slots[i]
-		s.acts.alloc(&m.lc, maxB, maxT, m.hi-m.lo, m.last)
+		s.acts.alloc(&m.lc, maxB, maxT, m.hi-m.lo, m.last, opt.Recompute)
 		s.tokens, s.targets = make([]int32, maxB*maxT), make([]int32, maxB*maxT)
 	}
 	m.grad.alloc(&m.lc, maxB, maxT)
@@ -199,12 +199,18 @@ func (m *Model) TP() (rank, size int) {
 // projection Vocab x Dim, counted once even when tied to the embedding; the embedding lookup
 // and the norm weights do no matmul and are excluded), L the layers, H the query heads, Q the
 // head dim. The attention term counts the full T x T score matrix, as PaLM does, although the
-// causal kernels compute only half. hardware = model: nothing is recomputed. The count is the
-// whole model's: a tensor-parallel rank does 1/TP of it.
+// causal kernels compute only half. hardware = model without Options.Recompute; with it,
+// hardware adds the blocks' forward again: 2·N_blocks + 4·L·H·Q·T (a third of their model
+// count, as PaLM's HFU does). The count is the whole model's: a tensor-parallel rank does
+// 1/TP of it.
 func (m *Model) FLOPsPerToken(T int) (modelFLOPs, hardwareFLOPs float64) {
 	c := &m.Cfg
 	perBlock := c.QDim()*c.Dim + 2*c.KVDim()*c.Dim + c.Dim*c.QDim() + 3*c.FFN*c.Dim
-	n := float64(c.Layers)*float64(perBlock) + float64(c.Vocab)*float64(c.Dim)
-	f := 6*n + 12*float64(c.Layers)*float64(c.Heads)*float64(c.HeadDim)*float64(T)
-	return f, f
+	blocks := float64(c.Layers) * float64(perBlock)
+	attn := float64(c.Layers) * float64(c.Heads) * float64(c.HeadDim) * float64(T)
+	f := 6*(blocks+float64(c.Vocab)*float64(c.Dim)) + 12*attn
+	if !m.opt.Recompute {
+		return f, f
+	}
+	return f, f + 2*blocks + 4*attn
 }

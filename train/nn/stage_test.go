@@ -1,17 +1,18 @@
 // This file checks pipeline stages in one process: a model split 2 and 3 ways, driven by hand
 // in three orders (one slot, each micro-batch forward then backward; GPipe's all forwards then
 // all backwards; 1F1B with S−s slots on stage s), passing activations and gradients between
-// stages, gives the whole model's losses and gradients (bit for bit; the tied embedding's,
-// summed over its first- and last-stage copies as the trainer's allreduce does, within 1e-6
-// of its largest entry, the additions being ordered differently); the same with 2 stages of 2
-// tensor-parallel ranks each (within 1e-5). It also checks the stage's hooks and the refusal
-// of bad stage input.
+// stages (1F1B also with Recompute), gives the whole model's losses and gradients (bit for
+// bit; the tied embedding's, summed over its first- and last-stage copies as the trainer's
+// allreduce does, within 1e-6 of its largest entry, the additions being ordered
+// differently); the same with 2 stages of 2 tensor-parallel ranks each (within 1e-5). It also
+// checks the stage's hooks and the refusal of bad stage input.
 package nn
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/kernels"
@@ -56,7 +57,8 @@ func scheduleOps(kind string, s, S, M int) (ops []stageOp, slots int) {
 
 // runPipeline drives the stages of split (block boundaries) over the micro-batches in the
 // order of kind, with lossScale on the last stage, and returns the stages and the losses.
-func runPipeline(t *testing.T, cfg model.Config, whole *Model, split []int, kind string, batches [][2][]int32, B, T int, lossScale float32) ([]*Model, []float32) {
+// Stages are built with opt plus their block range and slots.
+func runPipeline(t *testing.T, cfg model.Config, opt Options, whole *Model, split []int, kind string, batches [][2][]int32, B, T int, lossScale float32) ([]*Model, []float32) {
 	t.Helper()
 	S, M := len(split)-1, len(batches)
 	stages := make([]*Model, S)
@@ -64,7 +66,8 @@ func runPipeline(t *testing.T, cfg model.Config, whole *Model, split []int, kind
 	for s := range S {
 		var slots int
 		ops[s], slots = scheduleOps(kind, s, S, M)
-		m, err := NewWith(cfg, B, T, testPool, Options{FirstBlock: split[s], EndBlock: split[s+1], Slots: slots})
+		opt.FirstBlock, opt.EndBlock, opt.Slots = split[s], split[s+1], slots
+		m, err := NewWith(cfg, B, T, testPool, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,9 +139,10 @@ func TestStagesMatchWholeModel(t *testing.T) {
 		batches := testBatches(cfg, B, T, M)
 		wantLoss, whole := flatRun(t, cfg, B, T, batches)
 		for _, split := range [][]int{{0, 2, 4}, {0, 1, 3, 4}} {
-			for _, kind := range []string{"seq", "gpipe", "1f1b"} {
+			for _, kind := range []string{"seq", "gpipe", "1f1b", "1f1b-recompute"} {
 				name := fmt.Sprintf("tied=%v split=%v %s", tied, split, kind)
-				stages, losses := runPipeline(t, cfg, whole, split, kind, batches, B, T, lossScale)
+				opt := Options{Recompute: kind == "1f1b-recompute"}
+				stages, losses := runPipeline(t, cfg, opt, whole, split, strings.TrimSuffix(kind, "-recompute"), batches, B, T, lossScale)
 				if !slices.Equal(losses, wantLoss) {
 					t.Errorf("%s: losses %v, whole model %v", name, losses, wantLoss)
 				}

@@ -3,7 +3,9 @@
 // default) and reports model GFLOP/s and MFU against kernels.PeakFLOPS of the pool's workers.
 // Because the machine may be shared, it also reports the MFU over the process's CPU time
 // (cpuMFU: model FLOPs / CPU seconds / one core's peak), which is what the step would reach
-// with its cores to itself. Run: go test ./train/nn -run X -bench Step -benchtime 5x
+// with its cores to itself. BenchmarkStepRecompute is the same with Options.Recompute (HFU
+// counts the recomputed forward; actMiB is the activation memory). Run:
+// go test ./train/nn -run X -bench Step -benchtime 5x
 package nn
 
 import (
@@ -20,9 +22,14 @@ import (
 var gpt2Like = model.Config{Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, HeadDim: 64,
 	FFN: 2048, Vocab: 50257, CtxLen: 1024, RopeTheta: 10000, NormEps: 1e-5, Tied: true}
 
-func BenchmarkStep(b *testing.B) {
+func BenchmarkStep(b *testing.B) { benchStep(b, Options{}) }
+
+// BenchmarkStepRecompute is the step with Options.Recompute: HFU counts the recomputed forward.
+func BenchmarkStepRecompute(b *testing.B) { benchStep(b, Options{Recompute: true}) }
+
+func benchStep(b *testing.B, opt Options) {
 	const B, T = 4, 64
-	m, err := New(gpt2Like, B, T, kernels.Default)
+	m, err := NewWith(gpt2Like, B, T, kernels.Default, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,14 +45,16 @@ func BenchmarkStep(b *testing.B) {
 		m.Backward()
 	}
 	cpu := cpuSeconds() - cpu0
-	flops, _ := m.FLOPsPerToken(T)
+	flops, hw := m.FLOPsPerToken(T)
 	total := flops * B * T * float64(b.N)
 	achieved := total / b.Elapsed().Seconds()
 	peak := kernels.PeakFLOPS(kernels.Default.Workers())
 	b.ReportMetric(achieved/1e9, "GFLOP/s")
 	b.ReportMetric(100*achieved/peak, "%MFU")
+	b.ReportMetric(100*achieved*hw/flops/peak, "%HFU")
 	b.ReportMetric(100*total/cpu/kernels.PeakFLOPS(1), "%cpuMFU")
 	b.ReportMetric(peak/1e9, "peakGFLOP/s")
+	b.ReportMetric(float64(len(m.slots[0].acts.buf))*4/(1<<20), "actMiB")
 }
 
 // cpuSeconds is the user+system CPU time of the process so far.

@@ -33,6 +33,14 @@ type Options struct {
 	// whose backward has not run yet, 1F1B's in-flight micro-batches); 0 means 1.
 	Slots int
 
+	// Recompute is activation checkpointing per block (Chen et al. 2016, "Training Deep Nets
+	// with Sublinear Memory Cost"; Megatron-LM's full recomputation): Forward keeps only each
+	// block's input (the residual stream) and Backward re-runs a block's forward, its
+	// tensor-parallel reductions included, just before the block's backward. Results are bit
+	// for bit those without it; the cost is one more forward of the blocks (FLOPsPerToken's
+	// hardware count includes it), the gain all blocks but one sharing one set of activations.
+	Recompute bool
+
 	// W and G, when not nil, have one entry per unit (len Layers+2). A non-nil entry is the
 	// storage of that unit's weights (gradients), exactly Units(...)[u].Size values, used in
 	// place of the flat buffer; nil entries stay in the flat buffers. Entries may share
