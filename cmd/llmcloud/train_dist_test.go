@@ -271,9 +271,10 @@ func TestTrainNprocRankHangs(t *testing.T) {
 }
 
 // 20 steps straight on 2 ranks, and 2 ranks killed after the checkpoint at step 10 then resumed
-// from it: the same losses bit for bit, each step logged once. Resuming that checkpoint on 1
-// and 4 ranks gives the same losses within 1e-5.
+// from it: the same losses bit for bit, each step logged once. Resuming that checkpoint as dp1,
+// dp4, tp2 and pp2 gives the same losses within 1e-5.
 func TestTrainNprocResume(t *testing.T) {
+	t.Parallel()
 	data := distData(t)
 	tmp := t.TempDir()
 	straight := filepath.Join(tmp, "straight")
@@ -348,26 +349,35 @@ func TestTrainNprocResume(t *testing.T) {
 	}
 	t.Logf("SIGTERM stopped both ranks after step %d; resumed to 20 bit for bit", stepStop)
 
-	for _, n := range []int{1, 4} {
-		out := filepath.Join(tmp, fmt.Sprint("dp", n))
-		l = startLaunch(t, "train", "--resume", ckpt10, "--out", out, "--nproc", strconv.Itoa(n), "--threads", "1")
+	// The step-10 checkpoint of the dp2 run, resumed on other grids.
+	for _, g := range []struct {
+		name string
+		args []string
+	}{
+		{"dp1", []string{"--nproc", "1"}},
+		{"dp4", []string{"--nproc", "4"}},
+		{"tp2", []string{"--nproc", "2", "--tp", "2"}},
+		{"pp2", []string{"--nproc", "2", "--pp", "2"}},
+	} {
+		out := filepath.Join(tmp, g.name)
+		l = startLaunch(t, append([]string{"train", "--resume", ckpt10, "--out", out, "--threads", "1"}, g.args...)...)
 		l.wait(t, 2*time.Minute)
 		if l.err != nil {
-			t.Fatalf("resumed on %d ranks: %v\n%s", n, l.err, l.output())
+			t.Fatalf("resumed as %s: %v\n%s", g.name, l.err, l.output())
 		}
 		got := stepLosses(t, out)
 		worst := 0.0
 		for s := 11; s <= 20; s++ {
-			g, ok := got[s]
-			rel := math.Abs(g-want[s]) / math.Abs(want[s])
+			g2, ok := got[s]
+			rel := math.Abs(g2-want[s]) / math.Abs(want[s])
 			if !ok || !(rel < 1e-5) {
-				t.Errorf("%d ranks, step %d: loss %v, straight %v", n, s, g, want[s])
+				t.Errorf("%s, step %d: loss %v, straight %v", g.name, s, g2, want[s])
 			}
 			worst = max(worst, rel)
 		}
 		if len(got) != 10 {
-			t.Errorf("%d ranks: log has %d steps, want 11..20", n, len(got))
+			t.Errorf("%s: log has %d steps, want 11..20", g.name, len(got))
 		}
-		t.Logf("resumed on %d ranks: largest relative loss difference %.2e over steps 11-20", n, worst)
+		t.Logf("resumed as %s: largest relative loss difference %.2e over steps 11-20", g.name, worst)
 	}
 }
