@@ -20,7 +20,9 @@ func chooseAlgo(forced Algo, bytes, size int) Algo {
 }
 
 // AllReduce replaces x ([n] float32, same n on every rank) by op over all ranks' x.
-func (g *Group) AllReduce(x []float32, op Op) error { return g.AllReduceAsync(x, op).Wait() }
+func (g *Group) AllReduce(x []float32, op Op) error {
+	return g.wait(func() *Work { return g.AllReduceAsync(x, op) })
+}
 
 // AllReduceAsync starts an AllReduce; x must not be touched until Wait returns.
 func (g *Group) AllReduceAsync(x []float32, op Op) *Work {
@@ -53,10 +55,18 @@ func (g *Group) AllReduceAlgoAsync(x []float32, op Op, algo Algo) *Work {
 	})
 }
 
-// sendRecv sends sb to group rank to while recvFn runs; both must finish.
+// sendRecv sends sb to group rank to while recvFn runs; both must finish. A shared-memory
+// send that fits in the ring's free slots is done first, on this goroutine.
 func (g *Group) sendRecv(to int, sb []byte, recvFn func() error) error {
 	if len(sb) == 0 {
 		return recvFn()
+	}
+	if t, ok := g.tr.(*shmTransport); ok {
+		if sent, err := t.sendNow(to, sb); err != nil {
+			return err
+		} else if sent {
+			return recvFn()
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- g.tr.send(to, sb) }()

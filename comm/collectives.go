@@ -25,7 +25,9 @@ func (g *Group) failed(name, desc string, err error) *Work {
 }
 
 // Broadcast copies root's buf to every rank's buf (same length everywhere).
-func (g *Group) Broadcast(buf []byte, root int) error { return g.BroadcastAsync(buf, root).Wait() }
+func (g *Group) Broadcast(buf []byte, root int) error {
+	return g.wait(func() *Work { return g.BroadcastAsync(buf, root) })
+}
 
 func (g *Group) BroadcastAsync(buf []byte, root int) *Work {
 	desc := fmt.Sprintf("bytes[%d] root %d", len(buf), root)
@@ -36,7 +38,9 @@ func (g *Group) BroadcastAsync(buf []byte, root int) *Work {
 }
 
 // Reduce folds every rank's x ([n] float32) with op into root's x; other ranks' x is unchanged.
-func (g *Group) Reduce(x []float32, root int, op Op) error { return g.ReduceAsync(x, root, op).Wait() }
+func (g *Group) Reduce(x []float32, root int, op Op) error {
+	return g.wait(func() *Work { return g.ReduceAsync(x, root, op) })
+}
 
 func (g *Group) ReduceAsync(x []float32, root int, op Op) *Work {
 	desc := fmt.Sprintf("float32[%d] %s root %d", len(x), op, root)
@@ -49,7 +53,7 @@ func (g *Group) ReduceAsync(x []float32, root int, op Op) *Work {
 // ReduceScatter reduces src ([n*count] float32) over all ranks with op; group rank r gets
 // block r of the result in dst ([count]).
 func (g *Group) ReduceScatter(dst, src []float32, op Op) error {
-	return g.ReduceScatterAsync(dst, src, op).Wait()
+	return g.wait(func() *Work { return g.ReduceScatterAsync(dst, src, op) })
 }
 
 func (g *Group) ReduceScatterAsync(dst, src []float32, op Op) *Work {
@@ -74,7 +78,9 @@ func (g *Group) ReduceScatterAsync(dst, src []float32, op Op) *Work {
 }
 
 // AllGather concatenates every rank's src ([k] bytes) into dst ([n*k] bytes) by group rank.
-func (g *Group) AllGather(dst, src []byte) error { return g.AllGatherAsync(dst, src).Wait() }
+func (g *Group) AllGather(dst, src []byte) error {
+	return g.wait(func() *Work { return g.AllGatherAsync(dst, src) })
+}
 
 func (g *Group) AllGatherAsync(dst, src []byte) *Work {
 	n := len(g.ranks)
@@ -94,7 +100,9 @@ func (g *Group) AllGatherAsync(dst, src []byte) *Work {
 }
 
 // Gather collects every rank's src ([k] bytes) into root's dst ([n*k] bytes; ignored elsewhere).
-func (g *Group) Gather(dst, src []byte, root int) error { return g.GatherAsync(dst, src, root).Wait() }
+func (g *Group) Gather(dst, src []byte, root int) error {
+	return g.wait(func() *Work { return g.GatherAsync(dst, src, root) })
+}
 
 func (g *Group) GatherAsync(dst, src []byte, root int) *Work {
 	n, k := len(g.ranks), len(src)
@@ -116,7 +124,7 @@ func (g *Group) GatherAsync(dst, src []byte, root int) *Work {
 
 // Scatter sends block j of root's src ([n*k] bytes) to group rank j's dst ([k] bytes).
 func (g *Group) Scatter(dst, src []byte, root int) error {
-	return g.ScatterAsync(dst, src, root).Wait()
+	return g.wait(func() *Work { return g.ScatterAsync(dst, src, root) })
 }
 
 func (g *Group) ScatterAsync(dst, src []byte, root int) *Work {
@@ -157,7 +165,9 @@ func (g *Group) fanIn(fn func(j int) error) error {
 
 // AllToAll sends block j of src ([n*k] bytes) to group rank j, which stores it as block r
 // (this rank) of its dst ([n*k] bytes). Pairwise exchange: step s sends to r+s, receives from r-s.
-func (g *Group) AllToAll(dst, src []byte) error { return g.AllToAllAsync(dst, src).Wait() }
+func (g *Group) AllToAll(dst, src []byte) error {
+	return g.wait(func() *Work { return g.AllToAllAsync(dst, src) })
+}
 
 func (g *Group) AllToAllAsync(dst, src []byte) *Work {
 	n := len(g.ranks)
@@ -185,7 +195,9 @@ func (g *Group) AllToAllAsync(dst, src []byte) *Work {
 }
 
 // Send sends buf to group rank peer, which must call Recv with a buffer of the same length.
-func (g *Group) Send(buf []byte, peer int) error { return g.SendAsync(buf, peer).Wait() }
+func (g *Group) Send(buf []byte, peer int) error {
+	return g.wait(func() *Work { return g.SendAsync(buf, peer) })
+}
 
 func (g *Group) SendAsync(buf []byte, peer int) *Work {
 	desc := fmt.Sprintf("bytes[%d] to %d", len(buf), peer)
@@ -196,7 +208,9 @@ func (g *Group) SendAsync(buf []byte, peer int) *Work {
 }
 
 // Recv fills buf from group rank peer.
-func (g *Group) Recv(buf []byte, peer int) error { return g.RecvAsync(buf, peer).Wait() }
+func (g *Group) Recv(buf []byte, peer int) error {
+	return g.wait(func() *Work { return g.RecvAsync(buf, peer) })
+}
 
 func (g *Group) RecvAsync(buf []byte, peer int) *Work {
 	desc := fmt.Sprintf("bytes[%d] from %d", len(buf), peer)
@@ -207,7 +221,7 @@ func (g *Group) RecvAsync(buf []byte, peer int) *Work {
 }
 
 // Barrier returns when every rank has entered it.
-func (g *Group) Barrier() error { return g.BarrierAsync().Wait() }
+func (g *Group) Barrier() error { return g.wait(func() *Work { return g.BarrierAsync() }) }
 
 func (g *Group) BarrierAsync() *Work {
 	var one [1]float32
@@ -222,7 +236,7 @@ func (g *Group) BarrierAsync() *Work {
 // SendRecv sends sendBuf to group rank to while it receives recvBuf from group rank from, both
 // at once (a ring shift when every rank sends to r+1 and receives from r-1).
 func (g *Group) SendRecv(sendBuf []byte, to int, recvBuf []byte, from int) error {
-	return g.SendRecvAsync(sendBuf, to, recvBuf, from).Wait()
+	return g.wait(func() *Work { return g.SendRecvAsync(sendBuf, to, recvBuf, from) })
 }
 
 func (g *Group) SendRecvAsync(sendBuf []byte, to int, recvBuf []byte, from int) *Work {

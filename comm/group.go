@@ -1,7 +1,8 @@
 // Process groups: a Group is a set of ranks with its own connections (TCP mesh or shared-memory
 // rings), a control connection per peer that reports deaths and aborts, and one worker
 // goroutine that runs the group's collectives in call order (an async call returns a Work at
-// once). NewGroup makes a sub-group.
+// once; a blocking call with nothing queued runs on the caller's goroutine). NewGroup makes a
+// sub-group.
 package comm
 
 import (
@@ -27,7 +28,9 @@ type Group struct {
 	ctrl     []net.Conn // control connection per group rank (nil at me)
 	ctrlMu   []sync.Mutex
 	queue    chan *Work
-	seq      uint64 // last sequence number handed out (caller goroutine)
+	seq      uint64       // last sequence number handed out (caller goroutine)
+	inline   bool         // the caller waits at once (set by wait, caller goroutine)
+	pending  atomic.Int64 // queued or running on the worker
 	status   statusBox
 	ownsProc bool
 	scratch  []float32 // worker goroutine's reusable buffer
@@ -202,7 +205,9 @@ func (g *Group) tellPeers(reason string) {
 	}
 }
 
-// submit queues a collective; seq numbers follow call order.
+// submit queues a collective; seq numbers follow call order. A blocking call (wait) with
+// nothing queued before it runs on the caller's goroutine: no hand-off to the worker and back,
+// which on a busy host costs a thread wake-up each way.
 func (g *Group) submit(name, desc string, fn func() error) *Work {
 	g.seq++
 	w := &Work{name: name, seq: g.seq, desc: desc, fn: fn, done: make(chan struct{})}
@@ -211,14 +216,31 @@ func (g *Group) submit(name, desc string, fn func() error) *Work {
 		close(w.done)
 		return w
 	}
+	if g.inline && g.pending.Load() == 0 {
+		g.wg.Add(1) // Close waits for it before unmapping the transport
+		w.err = g.execute(w)
+		g.wg.Done()
+		close(w.done)
+		return w
+	}
+	g.pending.Add(1)
 	g.queue <- w
 	return w
+}
+
+// wait runs the collective start submits and waits for it (the blocking form of a call).
+func (g *Group) wait(start func() *Work) error {
+	g.inline = true
+	w := start()
+	g.inline = false
+	return w.Wait()
 }
 
 func (g *Group) worker() {
 	defer g.wg.Done()
 	for w := range g.queue {
 		w.err = g.execute(w)
+		g.pending.Add(-1) // before done: a Wait that returns sees the worker idle
 		close(w.done)
 	}
 }

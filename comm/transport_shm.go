@@ -214,6 +214,17 @@ func (t *shmTransport) send(peer int, b []byte) error {
 	return nil
 }
 
+// sendNow sends b to peer if the ring has free slots for all of it (so it cannot block) and
+// says whether it did (and the send's error).
+func (t *shmTransport) sendNow(peer int, b []byte) (bool, error) {
+	r := t.out[peer]
+	pieces := uint64((len(b) + r.slotBytes - 1) / r.slotBytes)
+	if r.slots-(r.head.val.Load()-r.tail.val.Load()) < pieces {
+		return false, nil
+	}
+	return true, t.send(peer, b)
+}
+
 func (t *shmTransport) recv(peer int, b []byte) error {
 	for len(b) > 0 {
 		r, tl, s, err := t.next(peer)

@@ -1,7 +1,9 @@
 // Package cclbench measures the collectives of package comm the way nccl-tests does: for each
-// message size, warm-up iterations, then timed iterations, each result checked element by
-// element; one table row per size with time, algorithm bandwidth and bus bandwidth (algbw times
-// the collective's nccl-tests factor) and the number of wrong elements. launch.go starts the
+// message size, warm-up iterations, then timed iterations, each started after a barrier (as
+// OSU's benchmarks do, so one rank's untimed checking never counts as the other's time) and
+// each result checked element by element; one table row per size with the mean and median time
+// of the slowest rank, algorithm bandwidth and bus bandwidth (algbw times the collective's
+// nccl-tests factor) and the number of wrong elements. launch.go starts the
 // ranks as local child processes when no launcher did.
 package cclbench
 
@@ -9,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/llmcloud/llmcloud/comm"
@@ -61,7 +64,8 @@ func (c Config) Validate() error {
 // Row is one measured size.
 type Row struct {
 	Bytes, Count int
-	Seconds      float64 // mean time of one collective (slowest rank's mean)
+	Seconds      float64 // mean over iterations of the slowest rank's time
+	P50Seconds   float64 // median over iterations of the slowest rank's time
 	AlgBW, BusBW float64 // GB/s (1e9 bytes per second)
 	Wrong        int64   // wrong elements over all iterations and ranks
 }
@@ -81,8 +85,8 @@ func Run(g *comm.Group, c Config, out io.Writer) ([]Row, error) {
 	if g.Rank() == 0 {
 		fmt.Fprintf(out, "# llmcloud ccl bench: op %s, %d ranks, transport %s, algo %s, iters %d, warmup %d\n",
 			c.Op, n, g.Transport(), c.Algo, c.Iters, c.Warmup)
-		fmt.Fprintf(out, "%12s %12s %6s %6s %5s %12s %10s %10s %8s\n",
-			"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong")
+		fmt.Fprintf(out, "%12s %12s %6s %6s %5s %12s %10s %10s %8s %12s\n",
+			"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "p50(us)")
 	}
 	var rows []Row
 	var failed bool
@@ -90,31 +94,37 @@ func Run(g *comm.Group, c Config, out io.Writer) ([]Row, error) {
 		cs := newCase(c.Op, size, g, c.Algo)
 		for range c.Warmup {
 			cs.prepare()
+			if err := g.Barrier(); err != nil {
+				return rows, err
+			}
 			if err := cs.run(); err != nil {
 				return rows, err
 			}
 		}
-		var total time.Duration
+		times := make([]float32, c.Iters) // seconds, per iteration
 		var wrong int64
-		for range c.Iters {
+		for it := range c.Iters {
 			cs.prepare()
+			if err := g.Barrier(); err != nil {
+				return rows, err
+			}
 			start := time.Now()
 			if err := cs.run(); err != nil {
 				return rows, err
 			}
-			total += time.Since(start)
+			times[it] = float32(time.Since(start).Seconds())
 			wrong += cs.check()
 		}
-		// Slowest rank's mean time and the total of wrong elements, over all ranks.
-		agg := []float32{float32(total.Seconds() / float64(c.Iters))}
-		if err := g.AllReduce(agg, comm.Max); err != nil {
+		// The slowest rank's time of each iteration and the total of wrong elements.
+		if err := g.AllReduce(times, comm.Max); err != nil {
 			return rows, err
 		}
 		w := []float32{float32(wrong)}
 		if err := g.AllReduce(w, comm.Sum); err != nil {
 			return rows, err
 		}
-		r := Row{Bytes: cs.bytes, Count: cs.count, Seconds: float64(agg[0]), Wrong: int64(w[0])}
+		mean, p50 := meanMedian(times)
+		r := Row{Bytes: cs.bytes, Count: cs.count, Seconds: mean, P50Seconds: p50, Wrong: int64(w[0])}
 		if r.Seconds > 0 {
 			r.AlgBW = float64(r.Bytes) / r.Seconds / 1e9
 			r.BusBW = r.AlgBW * BusFactor(c.Op, n)
@@ -122,12 +132,26 @@ func Run(g *comm.Group, c Config, out io.Writer) ([]Row, error) {
 		failed = failed || r.Wrong != 0
 		rows = append(rows, r)
 		if g.Rank() == 0 {
-			fmt.Fprintf(out, "%12d %12d %6s %6s %5s %12.1f %10.3f %10.3f %8d\n",
-				r.Bytes, r.Count, "float", cs.redop, cs.root, r.Seconds*1e6, r.AlgBW, r.BusBW, r.Wrong)
+			fmt.Fprintf(out, "%12d %12d %6s %6s %5s %12.1f %10.3f %10.3f %8d %12.1f\n",
+				r.Bytes, r.Count, "float", cs.redop, cs.root, r.Seconds*1e6, r.AlgBW, r.BusBW, r.Wrong, r.P50Seconds*1e6)
 		}
 	}
 	if failed {
 		return rows, ErrWrong
 	}
 	return rows, nil
+}
+
+// meanMedian returns the mean and the median of ts (seconds; ts is sorted in place).
+func meanMedian(ts []float32) (mean, median float64) {
+	slices.Sort(ts)
+	for _, t := range ts {
+		mean += float64(t)
+	}
+	mean /= float64(len(ts))
+	median = float64(ts[len(ts)/2])
+	if len(ts)%2 == 0 {
+		median = (median + float64(ts[len(ts)/2-1])) / 2
+	}
+	return mean, median
 }

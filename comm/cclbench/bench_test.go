@@ -6,6 +6,7 @@ package cclbench
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestEveryOpOnThreeRanks(t *testing.T) {
 				}
 				for _, l := range lines[2:] {
 					f := strings.Fields(l)
-					if len(f) != 9 || f[8] != "0" {
+					if len(f) != 10 || f[8] != "0" {
 						t.Errorf("%s: bad row %q", tr, l)
 					}
 				}
@@ -115,6 +116,18 @@ func TestValidate(t *testing.T) {
 	} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v validated", bad)
+		}
+	}
+}
+
+func TestMeanMedian(t *testing.T) {
+	for _, tc := range []struct {
+		ts           []float32
+		mean, median float64
+	}{{[]float32{3}, 3, 3}, {[]float32{4, 1, 2}, 7.0 / 3, 2}, {[]float32{8, 1, 2, 5}, 4, 3.5}} {
+		mean, median := meanMedian(tc.ts)
+		if math.Abs(mean-tc.mean) > 1e-6 || median != tc.median {
+			t.Errorf("meanMedian(%v) = %v, %v; want %v, %v", tc.ts, mean, median, tc.mean, tc.median)
 		}
 	}
 }
