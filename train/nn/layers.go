@@ -8,8 +8,9 @@
 // the token embedding, units 1..L the blocks, unit L+1 the final norm and untied output.
 // NewWith's Options let the caller supply each unit's weight and gradient storage (Units
 // gives the sizes first), get BeforeUse/GradReady hooks around each unit's use in Forward and
-// Backward, and build one pipeline stage (blocks [lo, hi), K activation slots) driven by
-// StageForward/StageBackward.
+// Backward, build one pipeline stage (blocks [lo, hi), K activation slots) driven by
+// StageForward/StageBackward, and recompute each block's activations in Backward instead of
+// keeping them (Recompute).
 //
 // This file implements the row-wise layers as forward/backward pairs: embedding, RMSNorm,
 // SwiGLU, residual add and cross-entropy. Backward functions ACCUMULATE into the gradients of
