@@ -131,10 +131,14 @@ var gemvOneRow = true
 func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int) {
 	es := elemSize(dt)
 	k8 := k &^ 7
-	// Rows are handed out in groups of 4; a worker gets at least ~64 KiB of weights.
+	// Rows are handed out in groups of 4, chunks of at least ~64 KiB of weights, one contiguous
+	// share of chunks per worker with stealing (forStealing: one long stream per worker, and a
+	// worker slowed down by other processes hands its tail over).
 	groups := (n + 3) / 4
 	minGroups := max(1, (64<<10)/(4*k*es))
-	p.For(groups, minGroups, func(lo, hi int) {
+	chunks := (groups + minGroups - 1) / minGroups
+	forStealing(p, chunks, func(c int) {
+		lo, hi := c*minGroups, min(c*minGroups+minGroups, groups)
 		r0, r1 := 4*lo, min(4*hi, n)
 		r := r0
 		for ; !gemvOneRow && r+4 <= r1; r += 4 {
