@@ -263,6 +263,18 @@ func TestStageRefusals(t *testing.T) {
 	if _, err := last.StageBackward(0, nil, 1); err == nil {
 		t.Error("a second backward of the same forward was accepted")
 	}
+	// Empty (non-nil) storage for the units a stage does not hold is ignored.
+	empty := make([][]float32, cfg.Layers+2)
+	for u := range empty {
+		empty[u] = []float32{}
+	}
+	units, _ := Units(cfg, Options{FirstBlock: 1, EndBlock: 2})
+	empty[2] = make([]float32, units[2].Size)
+	if m, err := NewWith(cfg, 1, 4, testPool, Options{FirstBlock: 1, EndBlock: 2, W: empty}); err != nil {
+		t.Errorf("empty storage for units not held: %v", err)
+	} else if w, _ := m.Unit(0); w != nil || len(m.Params()) != 9 || &m.Params()[0].W[0] != &empty[2][0] {
+		t.Errorf("a middle stage with empty storage for other units holds unit 0 or misplaces its block")
+	}
 	if fw, _ := NewWith(cfg, 1, 4, testPool, Options{FirstBlock: 1}); !panics(func() { fw.Forward(tok, tok, 1, 4) }) {
 		t.Error("Forward on a pipeline stage did not panic")
 	}

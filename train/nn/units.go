@@ -167,10 +167,13 @@ func (m *Model) layout(units []Unit, opt *Options) error {
 	m.unitW, m.unitG = make([][]float32, len(units)), make([][]float32, len(units))
 	var ow, og int
 	for u, un := range units {
-		if m.unitW[u] = ext(opt.W, u); m.unitW[u] == nil && un.Size > 0 {
+		if un.Size == 0 { // not held: no storage, even an empty one the caller passed
+			continue
+		}
+		if m.unitW[u] = ext(opt.W, u); m.unitW[u] == nil {
 			m.unitW[u], ow = m.w[ow:ow+un.Size:ow+un.Size], ow+un.Size
 		}
-		if m.unitG[u] = ext(opt.G, u); m.unitG[u] == nil && un.Size > 0 {
+		if m.unitG[u] = ext(opt.G, u); m.unitG[u] == nil {
 			m.unitG[u], og = m.g[og:og+un.Size:og+un.Size], og+un.Size
 		}
 		off := 0
