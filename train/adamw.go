@@ -50,24 +50,20 @@ func NewAdamW(n int, spans []span, pool *kernels.Pool) *AdamW {
 // Step scales g, clips it to the global norm limit, updates w in place and returns the
 // global L2 norm of the scaled gradient before clipping. w, g: [n].
 func (o *AdamW) Step(w, g []float32, h Hyper) float64 {
-	norm := math.Sqrt(o.SumSq(g, h.GradScale, nil))
+	norm := math.Sqrt(o.SumSq([][]float32{g}, h.GradScale))
 	o.Update(w, g, h, norm)
 	return norm
 }
 
-// SumSq is the sum of squares of scale·g over the ranges of g (nil: all of g), added up in
+// SumSq is the sum of squares of scale·g over parts (slices of the gradient), added up in
 // fixed chunks in order, so it does not depend on the thread count. A distributed run sums it
 // over the ranks that hold the other parts of the gradient (each element counted once) to get
 // the global norm.
-func (o *AdamW) SumSq(g []float32, scale float32, ranges []span) float64 {
-	if ranges == nil {
-		ranges = []span{{lo: 0, hi: len(g)}}
-	}
-	type chunk struct{ a, b int }
-	var chunks []chunk
-	for _, r := range ranges {
-		for a := r.lo; a < r.hi; a += chunkElems {
-			chunks = append(chunks, chunk{a, min(a+chunkElems, r.hi)})
+func (o *AdamW) SumSq(parts [][]float32, scale float32) float64 {
+	var chunks [][]float32
+	for _, g := range parts {
+		for a := 0; a < len(g); a += chunkElems {
+			chunks = append(chunks, g[a:min(a+chunkElems, len(g))])
 		}
 	}
 	if cap(o.partSq) < len(chunks) {
@@ -77,7 +73,7 @@ func (o *AdamW) SumSq(g []float32, scale float32, ranges []span) float64 {
 	o.pool.For(len(chunks), 1, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
 			var s float64
-			for _, x := range g[chunks[c].a:chunks[c].b] {
+			for _, x := range chunks[c] {
 				x *= scale
 				s += float64(x) * float64(x)
 			}
@@ -94,22 +90,52 @@ func (o *AdamW) SumSq(g []float32, scale float32, ranges []span) float64 {
 // Update applies one AdamW update to w from g scaled by h.GradScale and clipped so that the
 // global norm (of the scaled gradient, given) is at most h.Clip. w, g: [n].
 func (o *AdamW) Update(w, g []float32, h Hyper, norm float64) {
+	scale := clipScale(h, norm)
+	o.updateViews(spanViews(o.spans, w, g), h, scale)
+}
+
+// spanViews are the views of spans over the flat buffers w and g.
+func spanViews(spans []span, w, g []float32) []view {
+	views := make([]view, len(spans))
+	for i, sp := range spans {
+		views[i] = view{w: w[sp.lo:sp.hi], g: g[sp.lo:sp.hi], off: sp.lo, decay: sp.decay}
+	}
+	return views
+}
+
+// view is a run of parameters the optimizer updates: weights w and gradients g (same length)
+// whose moments are M and V at [off, off+len(w)). ZeRO's shards are views into per-unit
+// buffers; the one-process optimizer's views are its spans of the flat buffers.
+type view struct {
+	w, g  []float32
+	off   int
+	decay bool
+}
+
+// updateViews applies one AdamW update to views with the gradient scale (clipping included).
+func (o *AdamW) updateViews(views []view, h Hyper, scale float32) {
+	o.T++
+	k := o.coeffs(h, scale)
+	for _, v := range views {
+		wd := float32(0)
+		if v.decay {
+			wd = k.decay
+		}
+		n := len(v.w)
+		o.pool.For((n+chunkElems-1)/chunkElems, 1, func(lo, hi int) {
+			a, b := lo*chunkElems, min(hi*chunkElems, n)
+			adamwRange(v.w[a:b], v.g[a:b], o.M[v.off+a:v.off+b], o.V[v.off+a:v.off+b], k, wd)
+		})
+	}
+}
+
+// clipScale is h.GradScale, reduced so that a gradient of global norm norm is clipped to h.Clip.
+func clipScale(h Hyper, norm float64) float32 {
 	scale := h.GradScale
 	if h.Clip > 0 && norm > h.Clip {
 		scale *= float32(h.Clip / norm)
 	}
-	o.T++
-	k := o.coeffs(h, scale)
-	for _, sp := range o.spans {
-		wd := float32(0)
-		if sp.decay {
-			wd = k.decay
-		}
-		o.pool.For((sp.hi-sp.lo+chunkElems-1)/chunkElems, 1, func(lo, hi int) {
-			a, b := sp.lo+lo*chunkElems, min(sp.lo+hi*chunkElems, sp.hi)
-			adamwRange(w[a:b], g[a:b], o.M[a:b], o.V[a:b], k, wd)
-		})
-	}
+	return scale
 }
 
 // coeffs holds one step's constants in float32.

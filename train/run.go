@@ -56,6 +56,12 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	fmt.Fprintf(out, "batch %d x %d tokens x %d accum = %d tokens/step; %d steps; %.3g model FLOPs/token; peak %.1f GFLOP/s (%d threads)\n",
 		c.Batch, c.Seq, c.GradAccum, c.TokensPerStep(), c.Steps, flopsPerToken, peak/1e9, c.Threads)
 
+	if t.par.grid.World() > 1 {
+		fmt.Fprintf(out, "grid %s (world %d)\n", t.par.grid, t.par.grid.World())
+		fmt.Fprint(out, t.Memory())
+	}
+	t.log.Debug("memory", "rank", t.Rank(), "table", t.Memory().String())
+
 	var rl *runLog
 	if c.Out != "" && t.par.writes() {
 		var err error

@@ -29,15 +29,15 @@ type statePart struct {
 func (t *Trainer) stateParts(moments bool) []statePart {
 	shapes := t.Model.Shapes()
 	tpRank, tpSize := t.Net.TP()
-	w, _ := t.Net.Flat()
-	held := map[string]nn.Param{}
-	for _, p := range t.Net.Params() {
-		held[p.Name] = p
+	z := t.par.zero
+	held := map[string]int{}
+	for i, p := range t.Net.Params() {
+		held[p.Name] = i
 	}
 	var out []statePart
 	for _, name := range modelTensorNames(t.Model) {
 		full := shapes[name]
-		p, ok := held[name]
+		i, ok := held[name]
 		if !ok { // another pipeline stage's tensor: nothing to put or take here
 			none := statePart{shape: full, put: func([]float32) {}, take: func([]float32) {}}
 			pres := []string{"param."}
@@ -50,14 +50,16 @@ func (t *Trainer) stateParts(moments bool) []statePart {
 			}
 			continue
 		}
-		lo := offsetIn(w, p.W)
-		// One copy of each element is written: data-parallel replicas leave it to DP rank 0,
-		// tensor-parallel ranks to TP rank 0 for replicated tensors (norms), and the last
-		// pipeline stage leaves a tied token_embd to the first.
-		owner := t.par.dpRank() == 0 && (nn.SplitOf(p.Name) != nn.Replicated || tpRank == 0) &&
+		p := t.Net.Params()[i]
+		// One copy of each element is written: tensor-parallel ranks leave replicated tensors
+		// (norms) to TP rank 0, the last pipeline stage leaves a tied token_embd to the first,
+		// and data-parallel replicas leave it to DP rank 0 unless ZeRO gives each element one
+		// DP owner.
+		tpOwner := (nn.SplitOf(p.Name) != nn.Replicated || tpRank == 0) &&
 			(t.par.pipe == nil || t.par.pipe.owns(p.Name))
-		local := func(store []float32) statePart {
-			return statePart{shape: full,
+		dense := func(name string, store []float32) statePart {
+			owner := tpOwner && t.par.dpRank() == 0
+			return statePart{name: name, shape: full,
 				put: func(dst []float32) {
 					if owner {
 						nn.Unshard(dst, store, p.Name, full, tpRank, tpSize)
@@ -65,20 +67,26 @@ func (t *Trainer) stateParts(moments bool) []statePart {
 				},
 				take: func(src []float32) { nn.Shard(store, src, p.Name, full, tpRank, tpSize) }}
 		}
-		sp := local(p.W)
-		sp.name = "param." + p.Name
-		out = append(out, sp)
+		sharded := func(name string, sb []float32) statePart {
+			sp := t.shardedPart(i, p, full, tpOwner, sb)
+			sp.name = name
+			return sp
+		}
+		if z != nil && z.Stage == 3 {
+			out = append(out, sharded("param."+p.Name, z.WeightShards()))
+		} else {
+			out = append(out, dense("param."+p.Name, p.W))
+		}
 		if !moments {
 			continue
 		}
-		for _, m := range []struct {
-			pre string
-			buf []float32
-		}{{"adam_m.", t.opt.M}, {"adam_v.", t.opt.V}} {
-			sp := local(m.buf[lo : lo+len(p.W)])
-			sp.name = m.pre + p.Name
-			out = append(out, sp)
+		if z != nil {
+			out = append(out, sharded("adam_m."+p.Name, t.opt.M), sharded("adam_v."+p.Name, t.opt.V))
+			continue
 		}
+		w, _ := t.Net.Flat()
+		lo := offsetIn(w, p.W)
+		out = append(out, dense("adam_m."+p.Name, t.opt.M[lo:lo+len(p.W)]), dense("adam_v."+p.Name, t.opt.V[lo:lo+len(p.W)]))
 	}
 	return out
 }

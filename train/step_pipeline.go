@@ -111,7 +111,7 @@ func (p *pipeStage) batch(x, y []int32, seq int) func(mb int) ([]int32, []int32)
 // stepPipeline is Step for PP > 1.
 func (t *Trainer) stepPipeline(start time.Time) (StepStats, error) {
 	c, p, mesh := &t.Cfg, t.par.pipe, t.par.mesh
-	t.Net.ZeroGrad()
+	t.par.beginStep(t.Net)
 	var lossSum float64
 	for range c.GradAccum {
 		t.data.Train.Next(t.x, t.y)
@@ -123,11 +123,10 @@ func (t *Trainer) stepPipeline(start time.Time) (StepStats, error) {
 		lossSum += l / float64(p.micro)
 	}
 	loss := lossSum / float64(c.GradAccum)
-	w, g := t.Net.Flat()
 	if err := t.reduceTiedEmbedding(); err != nil {
 		return StepStats{}, err
 	}
-	if err := t.par.reduceGrads(g); err != nil {
+	if err := t.par.finishGrads(); err != nil {
 		return StepStats{}, err
 	}
 	if err := dist.MeanScalars(t.par.dpGroup(), &loss); err != nil {
@@ -139,11 +138,13 @@ func (t *Trainer) stepPipeline(start time.Time) (StepStats, error) {
 	lr := c.LRAt(t.step)
 	h := Hyper{LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
 		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum*t.par.grid.DP), Clip: c.Clip}
-	norm, err := t.par.gradNorm(t.opt, g, h.GradScale) // over the stages (setNormRanges)
+	norm, err := t.par.gradNorm(t.opt, h.GradScale) // over the stages (attach's norm parts)
 	if err != nil {
 		return StepStats{}, err
 	}
-	t.opt.Update(w, g, h, norm)
+	if err := t.par.update(t.opt, h, norm); err != nil {
+		return StepStats{}, err
+	}
 	return t.endStep(start, loss, lr, norm), nil
 }
 

@@ -63,7 +63,7 @@ type Trainer struct {
 	x, y    []int32 // [Batch*Seq]: the global micro-batch (every rank reads the same window)
 	log     *slog.Logger
 
-	par parallel // this rank's part of a distributed run (zero value: one process)
+	par *parallel // this rank's part of a distributed run (a 1x1x1 grid in one process)
 }
 
 // New builds the model and optimizer for cfg on d and initializes the weights from cfg.Seed:
@@ -73,7 +73,7 @@ func New(cfg Config, d Data, log *slog.Logger) (*Trainer, error) {
 }
 
 // newLocal builds the model of this rank's part (par) and the optimizer.
-func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, error) {
+func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, error) {
 	if d.Train == nil || d.Vocab <= 0 {
 		return nil, errors.New("train: no training data")
 	}
@@ -89,6 +89,9 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, err
 	if par.pipe != nil {
 		opt, maxRows = par.pipe.netOptions(opt), par.pipe.mbRows
 	}
+	if err := par.prepare(cfg, mc, &opt); err != nil {
+		return nil, err
+	}
 	net, err := nn.NewWith(mc, maxRows, cfg.Seq, pool, opt)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -96,10 +99,9 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par parallel) (*Trainer, err
 	t := &Trainer{Cfg: cfg, Model: mc, Net: net, data: d, pool: pool, log: log, par: par,
 		rng: rand.NewPCG(cfg.Seed, 0x6c6c6d636c6f7564), // stream: "llmcloud"
 		x:   make([]int32, cfg.Batch*cfg.Seq), y: make([]int32, cfg.Batch*cfg.Seq)}
-	net.Init(rand.New(t.rng).Uint64())
-	w, _ := net.Flat()
-	t.opt = NewAdamW(len(w), paramSpans(net), pool)
-	t.par.setNormRanges(net)
+	if err := par.attach(t, rand.New(t.rng).Uint64()); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -147,17 +149,18 @@ func (t *Trainer) Step() (st StepStats, err error) {
 		return t.stepPipeline(start)
 	}
 	c := &t.Cfg
-	t.Net.ZeroGrad()
+	t.par.beginStep(t.Net)
 	var lossSum float64
-	for range c.GradAccum {
+	for i := range c.GradAccum {
 		t.data.Train.Next(t.x, t.y)
 		x, y := t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq)
 		lossSum += float64(t.Net.Forward(x, y, t.par.rows, c.Seq))
+		t.par.beginBackward(i == c.GradAccum-1)
 		t.Net.Backward()
+		t.par.endBackward()
 	}
 	loss := lossSum / float64(c.GradAccum)
-	w, g := t.Net.Flat()
-	if err := t.par.reduceGrads(g); err != nil {
+	if err := t.par.finishGrads(); err != nil {
 		return StepStats{}, err
 	}
 	if err := dist.MeanScalars(t.par.dpGroup(), &loss); err != nil {
@@ -166,11 +169,13 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	lr := c.LRAt(t.step)
 	h := Hyper{LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
 		WeightDecay: c.WeightDecay, GradScale: 1 / float32(c.GradAccum*t.par.grid.DP), Clip: c.Clip}
-	norm, err := t.par.gradNorm(t.opt, g, h.GradScale)
+	norm, err := t.par.gradNorm(t.opt, h.GradScale)
 	if err != nil {
 		return StepStats{}, err
 	}
-	t.opt.Update(w, g, h, norm)
+	if err := t.par.update(t.opt, h, norm); err != nil {
+		return StepStats{}, err
+	}
 	return t.endStep(start, loss, lr, norm), nil
 }
 

@@ -1,8 +1,6 @@
-// This file implements naive data parallelism (DDP without buckets): after the step's
-// backward passes the whole flat gradient is summed over the data-parallel group in one
-// allreduce; the caller divides by DP in the optimizer's gradient scale, so every rank holds
-// the gradient of the global batch's mean loss (Li et al., "PyTorch Distributed: Experiences
-// on Accelerating Data Parallel Training", VLDB 2020, section 3).
+// This file implements the scalar reductions of a data-parallel step: the logged loss (the
+// mean of the ranks' means) and the pieces of the global gradient norm (sums of squares). The
+// gradients themselves are reduced in buckets (ddp_buckets.go) or by ZeRO (zero.go).
 package dist
 
 import (
@@ -13,8 +11,9 @@ import (
 	"github.com/llmcloud/llmcloud/comm"
 )
 
-// SumGrads sums g ([n], the same layout on every rank) over group; a nil group (one rank) is
-// a no-op.
+// SumGrads sums g ([n], the same layout on every rank) over group in one allreduce after the
+// backward passes: naive DDP, without overlap (a nil group, one rank, is a no-op). Pipeline
+// stages use it; the bucketed version (ddp_buckets.go) overlaps backward.
 func SumGrads(group *comm.Group, g []float32) error {
 	if group == nil {
 		return nil

@@ -121,6 +121,12 @@ func Steps(cfg train.Config) error {
 			return err
 		}
 	}
+	m := tr.Memory()
+	fp, fg, fo := m.Formula()
+	fmt.Printf("disttest memory %d %d %d %d %d %d\n", m.ParamsBytes, m.GradsBytes, m.OptimBytes, fp, fg, fo)
+	fmt.Print(m)
+	buckets, launched, early := tr.Overlap()
+	fmt.Printf("disttest overlap %d %d %d\n", buckets, launched, early)
 	return nil
 }
 
