@@ -2,7 +2,7 @@
 // over memGroup, an in-memory implementation of the Comm contract (every rank contributes its
 // buffer, all receive the same element-wise sum or maximum, as after a ring allreduce), and
 // their losses, logits and gradient shards are compared with the unsplit model's; plus the
-// shard helpers, Init, the refusals and a failing group.
+// shard helpers, Init, the refusals and a failing group. tp_comm_test.go counts the reductions.
 package nn
 
 import (
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,14 +106,27 @@ func tpConfig(tied bool) model.Config {
 		Vocab: 64, CtxLen: 16, RopeTheta: 10000, NormEps: 1e-5, Tied: tied}
 }
 
-// tpRanks builds size ranks of cfg holding the shards of full's weights.
-func tpRanks(t *testing.T, cfg model.Config, full *Model, size, B, T int) ([]*Model, *memGroup) {
+// initModel is the unsplit model of cfg for B x T batches, initialised from seed.
+func initModel(t *testing.T, cfg model.Config, B, T int, seed uint64) *Model {
+	t.Helper()
+	m, err := New(cfg, B, T, testPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(seed)
+	return m
+}
+
+// tpRanks builds size ranks of cfg with options opt (TP set per rank) holding the shards of
+// full's weights.
+func tpRanks(t *testing.T, cfg model.Config, full *Model, size, B, T int, opt Options) ([]*Model, *memGroup) {
 	t.Helper()
 	g := newMemGroup(size)
 	shapes := cfg.Shapes()
 	ranks := make([]*Model, size)
 	for r := range ranks {
-		m, err := NewTP(cfg, B, T, kernels.NewPool(1), memRank{g, r})
+		opt.TP = memRank{g, r}
+		m, err := NewWith(cfg, B, T, kernels.NewPool(1), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +178,7 @@ func TestTPMatchesUnsplit(t *testing.T) {
 		full.Backward()
 		shapes := cfg.Shapes()
 		for _, size := range []int{2, 4} {
-			ranks, _ := tpRanks(t, cfg, full, size, B, T)
+			ranks, _ := tpRanks(t, cfg, full, size, B, T, Options{})
 			losses := make([]float32, size)
 			onAll(ranks, func(r int, m *Model) {
 				losses[r] = m.Forward(tokens, targets, B, T)
@@ -206,18 +218,15 @@ func TestTPMatchesUnsplit(t *testing.T) {
 func TestTPTraining(t *testing.T) {
 	const B, T, steps, lr, tol = 4, 8, 20, 0.3, 1e-5
 	cfg := tpConfig(false)
-	full, err := New(cfg, B, T, testPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full.Init(7)
+	full := initModel(t, cfg, B, T, 7)
 	g := newMemGroup(2)
 	ranks := make([]*Model, 2)
 	for r := range ranks {
+		var err error
 		if ranks[r], err = NewTP(cfg, B, T, kernels.NewPool(1), memRank{g, r}); err != nil {
 			t.Fatal(err)
 		}
-		ranks[r].Init(7)
+		ranks[r].Init(7) // its own Init: the shard of the unsplit model's
 	}
 	rng := rand.New(rand.NewPCG(8, 8))
 	for s := 0; s < steps; s++ {
@@ -257,11 +266,7 @@ func strideBatch(r *rand.Rand, B, T, vocab int) (tokens, targets []int32) {
 // TestTPInitIsShardOfInit: a rank's Init is exactly its shard of the unsplit model's Init.
 func TestTPInitIsShardOfInit(t *testing.T) {
 	cfg := tpConfig(true)
-	full, err := New(cfg, 1, 4, testPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full.Init(11)
+	full := initModel(t, cfg, 1, 4, 11)
 	shapes := cfg.Shapes()
 	for r := 0; r < 4; r++ {
 		m, err := NewTP(cfg, 1, 4, testPool, memRank{newMemGroup(4), r})
@@ -352,13 +357,9 @@ func TestTPRefusals(t *testing.T) {
 func TestTPCommError(t *testing.T) {
 	const B, T = 1, 4
 	cfg := tpConfig(true)
-	full, err := New(cfg, B, T, testPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full.Init(1)
+	full := initModel(t, cfg, B, T, 1)
 	for _, failAt := range []int{1, 7, 12} {
-		ranks, g := tpRanks(t, cfg, full, 2, B, T)
+		ranks, g := tpRanks(t, cfg, full, 2, B, T, Options{})
 		g.failAt = failAt
 		errs := make([]error, 2)
 		onAll(ranks, func(r int, m *Model) {
@@ -375,42 +376,5 @@ func TestTPCommError(t *testing.T) {
 				t.Errorf("failure at reduction %d, rank %d: %v, want a CommError wrapping %v", failAt, r, err, errPeerGone)
 			}
 		}
-	}
-}
-
-// TestTPCommunication counts the reductions of one Forward and one Backward against
-// Megatron-LM's: forward, the embedding and every row-parallel output (attn_output, ffn_down)
-// sum n·D values, the loss reduces n maxima and 2n sums; backward, the gradients of the
-// column-parallel inputs (the final norm output, xn2, xn1 of every block) sum n·D values.
-// Nothing of size n·V is ever reduced.
-func TestTPCommunication(t *testing.T) {
-	const B, T = 2, 5
-	cfg := tpConfig(false)
-	full, err := New(cfg, B, T, testPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full.Init(1)
-	ranks, g := tpRanks(t, cfg, full, 2, B, T)
-	r := rand.New(rand.NewPCG(9, 9))
-	tokens, targets := randTokens(r, B*T, cfg.Vocab), randTokens(r, B*T, cfg.Vocab)
-	onAll(ranks, func(_ int, m *Model) { m.Forward(tokens, targets, B, T) })
-	n, nd := B*T, B*T*cfg.Dim
-	want := []int{nd}
-	for range cfg.Layers {
-		want = append(want, nd, nd)
-	}
-	want = append(want, 2*n)
-	if !slices.Equal(g.sums, want) || !slices.Equal(g.maxes, []int{n}) {
-		t.Errorf("forward: sums %v and maxes %v, want sums %v and maxes [%d]", g.sums, g.maxes, want, n)
-	}
-	g.sums, g.maxes = nil, nil
-	onAll(ranks, func(_ int, m *Model) { m.Backward() })
-	want = []int{nd}
-	for range cfg.Layers {
-		want = append(want, nd, nd)
-	}
-	if !slices.Equal(g.sums, want) || len(g.maxes) != 0 {
-		t.Errorf("backward: sums %v and maxes %v, want sums %v and no maxes", g.sums, g.maxes, want)
 	}
 }
