@@ -8384,6 +8384,7 @@ q8_0Rows4Z_rows:
 	MOVQ   fz+40(FP), R10
 	MOVQ   nunits+48(FP), R11
 	LEAQ   (AX)(CX*4), R12
+	LEAQ   (R12)(CX*4), R12
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -8618,6 +8619,7 @@ q8_0Rows4ZTail_rows:
 	MOVQ   fz+40(FP), R9
 	MOVQ   nunits+48(FP), R10
 	LEAQ   (AX)(CX*1), R11
+	LEAQ   (R11)(CX*1), R11
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	CMPQ   R10, $0x02
