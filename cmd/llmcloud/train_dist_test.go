@@ -272,7 +272,7 @@ func TestTrainNprocRankHangs(t *testing.T) {
 
 // 20 steps straight on 2 ranks, and 2 ranks killed after the checkpoint at step 10 then resumed
 // from it: the same losses bit for bit, each step logged once. Resuming that checkpoint as dp1,
-// dp4, tp2 and pp2 gives the same losses within 1e-5.
+// dp4, tp2, pp2 and dp2 with ZeRO-3 gives the same losses within 1e-5.
 func TestTrainNprocResume(t *testing.T) {
 	t.Parallel()
 	data := distData(t)
@@ -358,6 +358,7 @@ func TestTrainNprocResume(t *testing.T) {
 		{"dp4", []string{"--nproc", "4"}},
 		{"tp2", []string{"--nproc", "2", "--tp", "2"}},
 		{"pp2", []string{"--nproc", "2", "--pp", "2"}},
+		{"zero3", []string{"--nproc", "2", "--zero-stage", "3"}},
 	} {
 		out := filepath.Join(tmp, g.name)
 		l = startLaunch(t, append([]string{"train", "--resume", ckpt10, "--out", out, "--threads", "1"}, g.args...)...)
