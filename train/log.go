@@ -27,6 +27,7 @@ type Record struct {
 	StepMs     float64  `json:"step_ms,omitempty"`
 	TokensPerS float64  `json:"tokens_per_s,omitempty"`
 	MFU        float64  `json:"mfu,omitempty"`
+	HFU        float64  `json:"hfu,omitempty"` // hardware FLOPs utilisation (= MFU without recomputation)
 	ValLoss    *float64 `json:"val_loss,omitempty"`
 	ValPPL     float64  `json:"val_ppl,omitempty"`
 }

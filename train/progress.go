@@ -12,21 +12,25 @@ import (
 )
 
 // progress prints to w. MFU is model FLOPs per second (FLOPsPerToken's model count times
-// tokens/s) over peakFLOPS.
+// tokens/s) over peakFLOPS; HFU the same with the hardware count (recomputation included).
+// In a distributed run tokens/s is the whole world's and peakFLOPS is world·(one rank's peak).
 type progress struct {
 	w             io.Writer
 	bar           *progressbar.ProgressBar // nil: lines only
 	total         int
 	flopsPerToken float64
+	hwFLOPsPerTok float64
 	peakFLOPS     float64
+	showHFU       bool // distributed runs print HFU beside MFU
 
 	n      int           // steps in the current interval
 	tokens int64         // tokens in the current interval
 	dur    time.Duration // compute time of the current interval
 }
 
-func newProgress(w io.Writer, bar bool, start, total int, flopsPerToken, peakFLOPS float64) *progress {
-	p := &progress{w: w, total: total, flopsPerToken: flopsPerToken, peakFLOPS: peakFLOPS}
+func newProgress(w io.Writer, bar bool, start, total int, flopsPerToken, hwFLOPsPerToken, peakFLOPS float64, showHFU bool) *progress {
+	p := &progress{w: w, total: total, flopsPerToken: flopsPerToken, hwFLOPsPerTok: hwFLOPsPerToken,
+		peakFLOPS: peakFLOPS, showHFU: showHFU}
 	if bar {
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("train"), progressbar.OptionShowCount(),
@@ -38,15 +42,16 @@ func newProgress(w io.Writer, bar bool, start, total int, flopsPerToken, peakFLO
 }
 
 // rates are the throughput of a span of steps.
-func (p *progress) rates(tokens int64, dur time.Duration) (tokPerS, mfu float64) {
+func (p *progress) rates(tokens int64, dur time.Duration) (tokPerS, mfu, hfu float64) {
 	if dur <= 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	tokPerS = float64(tokens) / dur.Seconds()
 	if p.peakFLOPS > 0 {
 		mfu = tokPerS * p.flopsPerToken / p.peakFLOPS
+		hfu = tokPerS * p.hwFLOPsPerTok / p.peakFLOPS
 	}
-	return tokPerS, mfu
+	return tokPerS, mfu, hfu
 }
 
 // step records one step and prints a line when the interval is full or the run ends.
@@ -60,10 +65,14 @@ func (p *progress) step(s StepStats, tokensPerStep int64, every int) {
 	if p.n < every && s.Step < p.total {
 		return
 	}
-	tps, mfu := p.rates(p.tokens, p.dur)
+	tps, mfu, hfu := p.rates(p.tokens, p.dur)
 	eta := time.Duration(float64(p.dur) / float64(p.n) * float64(p.total-s.Step))
-	p.linef("step %*d/%d | loss %.4f | lr %.2e | norm %.3f | %s tok/s | MFU %.1f%% | ETA %s",
-		digits(p.total), s.Step, p.total, s.Loss, s.LR, s.GradNorm, si(tps), 100*mfu, eta.Round(time.Second))
+	util := fmt.Sprintf("MFU %.1f%%", 100*mfu)
+	if p.showHFU {
+		util += fmt.Sprintf(" | HFU %.1f%%", 100*hfu)
+	}
+	p.linef("step %*d/%d | loss %.4f | lr %.2e | norm %.3f | %s tok/s | %s | ETA %s",
+		digits(p.total), s.Step, p.total, s.Loss, s.LR, s.GradNorm, si(tps), util, eta.Round(time.Second))
 	p.n, p.tokens, p.dur = 0, 0, 0
 }
 

@@ -32,7 +32,8 @@ type Summary struct {
 	ValPPL       float64
 	Elapsed      time.Duration // training compute time (all runs of a resumed run)
 	TokensPerS   float64       // over this invocation's steps
-	MFU          float64       // over this invocation's steps
+	MFU          float64       // over this invocation's steps (the world's FLOPs over world·peak)
+	HFU          float64       // hardware FLOPs utilisation (= MFU: nothing is recomputed)
 	PeakFLOPS    float64
 	Checkpoint   string // directory of the final checkpoint ("" without --out)
 	LossCurvePNG string
@@ -47,14 +48,19 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		out = io.Discard // in a distributed run only rank 0 reports
 	}
 	peak := o.PeakFLOPS
-	if peak == 0 {
+	if peak == 0 && t.par.writes() { // only rank 0 reports; the others do not disturb it
 		peak = MeasurePeakFLOPS(c.Threads)
 	}
-	flopsPerToken, _ := t.Net.FLOPsPerToken(c.Seq)
+	world := t.par.grid.World()
+	flopsPerToken, hwFLOPsPerToken := t.Net.FLOPsPerToken(c.Seq) // the whole model's count
 	fmt.Fprintf(out, "model: %d parameters, %d layers, dim %d, %d heads (%d kv), ffn %d, vocab %d, ctx %d\n",
 		t.Net.NumParams(), t.Model.Layers, t.Model.Dim, t.Model.Heads, t.Model.KVHeads, t.Model.FFN, t.Model.Vocab, t.Model.CtxLen)
-	fmt.Fprintf(out, "batch %d x %d tokens x %d accum = %d tokens/step; %d steps; %.3g model FLOPs/token; peak %.1f GFLOP/s (%d threads)\n",
+	fmt.Fprintf(out, "batch %d x %d tokens x %d accum = %d tokens/step; %d steps; %.3g model FLOPs/token; peak %.1f GFLOP/s (%d threads)",
 		c.Batch, c.Seq, c.GradAccum, c.TokensPerStep(), c.Steps, flopsPerToken, peak/1e9, c.Threads)
+	if world > 1 {
+		fmt.Fprintf(out, " per rank, x %d ranks", world)
+	}
+	fmt.Fprintln(out)
 
 	if t.par.grid.World() > 1 {
 		fmt.Fprintf(out, "grid %s (world %d)\n", t.par.grid, t.par.grid.World())
@@ -70,8 +76,9 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		}
 		defer rl.Close()
 	}
-	sum := &Summary{PeakFLOPS: peak}
-	pr := newProgress(out, o.Bar, t.step, c.Steps, flopsPerToken, peak)
+	sum := &Summary{PeakFLOPS: float64(world) * peak}
+	// MFU counts the whole world's FLOPs (the global batch's tokens) against world·peak.
+	pr := newProgress(out, o.Bar, t.step, c.Steps, flopsPerToken, hwFLOPsPerToken, float64(world)*peak, world > 1)
 	var runTokens int64
 	var runDur time.Duration
 	evaluated := -1
@@ -114,9 +121,9 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		}
 		if rl != nil {
 			loss := float64(s.Loss)
-			tps, mfu := pr.rates(c.TokensPerStep(), s.Duration)
+			tps, mfu, hfu := pr.rates(c.TokensPerStep(), s.Duration)
 			if err := rl.add(Record{Step: s.Step, Loss: &loss, LR: s.LR, GradNorm: s.GradNorm, Tokens: s.Tokens,
-				StepMs: float64(s.Duration.Microseconds()) / 1000, TokensPerS: tps, MFU: mfu}); err != nil {
+				StepMs: float64(s.Duration.Microseconds()) / 1000, TokensPerS: tps, MFU: mfu, HFU: hfu}); err != nil {
 				return nil, fmt.Errorf("train: log: %w", err)
 			}
 		}
@@ -138,7 +145,7 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		}
 	}
 	sum.Steps, sum.Tokens, sum.TrainLoss, sum.Elapsed = t.step, t.tokens, t.last, t.elapsed
-	sum.TokensPerS, sum.MFU = pr.rates(runTokens, runDur)
+	sum.TokensPerS, sum.MFU, sum.HFU = pr.rates(runTokens, runDur)
 	if c.Out != "" {
 		dir, err := t.Save()
 		if err != nil {

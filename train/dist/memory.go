@@ -61,7 +61,7 @@ func (m Memory) String() string {
 	fp, fg, fo := m.Formula()
 	var b strings.Builder
 	fmt.Fprintf(&b, "memory per rank (ZeRO stage %d, N_d = %d, Ψ = %d parameters, %d padded):\n", m.Stage, m.DP, m.Psi, m.PsiPadded)
-	fmt.Fprintf(&b, "  %-10s %14s %14s  %s\n", "", "measured", "formula", "")
+	fmt.Fprintf(&b, "  %-10s %14s %14s\n", "", "measured", "formula")
 	for _, r := range []struct {
 		name   string
 		got, f int64
@@ -72,7 +72,8 @@ func (m Memory) String() string {
 		{"optimizer", m.OptimBytes, fo, pick(m.Stage >= 1, "8Ψ/N_d", "8Ψ")},
 		{"total", m.Total(), fp + fg + fo, ""},
 	} {
-		fmt.Fprintf(&b, "  %-10s %14s %14s  %s\n", r.name, bytesStr(r.got), bytesStr(r.f), r.expr)
+		line := fmt.Sprintf("  %-10s %14s %14s  %s", r.name, bytesStr(r.got), bytesStr(r.f), r.expr)
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 	for _, t := range m.Transient {
 		fmt.Fprintf(&b, "  transient  %14s  %s\n", bytesStr(t.Bytes), t.Name)

@@ -20,6 +20,9 @@ func TestZeROEqualsOneProcess(t *testing.T) {
 		t.Logf("ZeRO-%d dp%d tp%d:", c.stage, c.dp, c.tp)
 		disttest.CompareLosses(t, want, got.Losses, 1e-5)
 		p, g, o, fp, fg, fo := memoryLine(t, got.Output[0])
+		if i := strings.Index(got.Output[0], "memory per rank"); i >= 0 && testing.Verbose() {
+			t.Logf("rank 0:\n%s", got.Output[0][i:])
+		}
 		if p != fp || g != fg || o != fo {
 			t.Errorf("ZeRO-%d dp%d: measured params/grads/optimizer %d/%d/%d bytes, formula %d/%d/%d\n%s",
 				c.stage, c.dp, p, g, o, fp, fg, fo, got.Output[0])
