@@ -76,21 +76,11 @@ func child(name string) int {
 // "disttest loss STEP LOSS" after each, with $LLMCLOUD_DISTTEST_EVAL set print the validation
 // loss ("disttest eval LOSS"), and save a checkpoint at the end when cfg.Out is set.
 func Steps(cfg train.Config) error {
-	world, err := dist.InitWorld(time.Duration(cfg.TimeoutSec*float64(time.Second)), nil, nil)
+	tr, done, err := Join(cfg)
 	if err != nil {
 		return err
 	}
-	defer world.Close()
-	d, closeData, err := train.OpenData(cfg.Data, cfg.Batch, cfg.Seq)
-	if err != nil {
-		return err
-	}
-	defer closeData()
-	tr, err := train.NewParallel(cfg, d, nil, world)
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
+	defer done()
 	if dir := os.Getenv(EnvResume); dir != "" {
 		ck, err := train.LoadCheckpoint(dir)
 		if err != nil {
@@ -128,6 +118,26 @@ func Steps(cfg train.Config) error {
 	buckets, launched, early := tr.Overlap()
 	fmt.Printf("disttest overlap %d %d %d\n", buckets, launched, early)
 	return nil
+}
+
+// Join joins the world the environment describes (with cfg's timeout), opens cfg's data and
+// builds this rank's trainer; done closes all three.
+func Join(cfg train.Config) (tr *train.Trainer, done func(), err error) {
+	world, err := dist.InitWorld(time.Duration(cfg.TimeoutSec*float64(time.Second)), nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, closeData, err := train.OpenData(cfg.Data, cfg.Batch, cfg.Seq)
+	if err != nil {
+		world.Close()
+		return nil, nil, err
+	}
+	if tr, err = train.NewParallel(cfg, d, nil, world); err != nil {
+		closeData()
+		world.Close()
+		return nil, nil, err
+	}
+	return tr, func() { tr.Close(); closeData(); world.Close() }, nil
 }
 
 // PrintLoss prints a step's loss in the form Run collects (exactly: float32 round trip).
