@@ -14,37 +14,6 @@ import (
 	"time"
 )
 
-// twoRanks returns the world groups of a 2-rank job in this process.
-func twoRanks(b *testing.B, tr Transport) [2]*Group {
-	port := freePort(b)
-	var gs [2]*Group
-	var errs [2]error
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Go(func() {
-			opts := DefaultOptions()
-			opts.Transport = tr
-			opts.SetupTimeout = 30 * time.Second
-			env := Env{Rank: r, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port}
-			gs[r], errs[r] = Init(env, opts, nil, nil)
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			b.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	b.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, g := range gs {
-			wg.Go(func() { g.Close() })
-		}
-		wg.Wait()
-	})
-	return gs
-}
-
 // cpuTime is this process's user plus system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -56,7 +25,9 @@ func BenchmarkAllReduce(b *testing.B) {
 	for _, tr := range []Transport{SHM, TCP} {
 		for _, size := range []int{512, 4 << 10, 1 << 20, 64 << 20} {
 			b.Run(fmt.Sprintf("%s/%dB", tr, size), func(b *testing.B) {
-				gs := twoRanks(b, tr)
+				opts := DefaultOptions()
+				opts.Transport, opts.SetupTimeout = tr, 30*time.Second
+				gs := inProcess(b, 2, opts)
 				var xs [2][]float32
 				for r := range xs {
 					xs[r] = make([]float32, size/4)
