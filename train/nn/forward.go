@@ -47,9 +47,10 @@ func (c *carver) take(n int) []float32 {
 	return c.buf[c.off-n : c.off : c.off]
 }
 
-// alloc carves the activations of nb blocks for B x T tokens (with recompute, one block's,
-// which every block then shares), and of the final norm, logits and loss when last.
-func (a *acts) alloc(c *model.Config, B, T, nb int, last, recompute bool) {
+// alloc carves the activations of nb blocks for B x T tokens, and of the final norm, logits
+// and loss when last. With recompute every block shares one set of block activations:
+// shared's when not nil (another slot's), else one carved here.
+func (a *acts) alloc(c *model.Config, B, T, nb int, last, recompute bool, shared *blockActs) {
 	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
 	var cv carver
 	for pass := 0; pass < 2; pass++ {
@@ -58,6 +59,10 @@ func (a *acts) alloc(c *model.Config, B, T, nb int, last, recompute bool) {
 			a.resid = append(a.resid, cv.take(N*D))
 		}
 		for l := 0; l < nb; l++ {
+			if recompute && shared != nil {
+				a.blocks = append(a.blocks, *shared)
+				continue
+			}
 			if recompute && l > 0 {
 				a.blocks = append(a.blocks, a.blocks[0])
 				continue

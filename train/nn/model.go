@@ -136,7 +136,11 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 	m.slots = make([]slot, max(opt.Slots, 1))
 	for i := range m.slots {
 		s := &m.slots[i]
-		s.acts.alloc(&m.lc, maxB, maxT, m.hi-m.lo, m.last, opt.Recompute)
+		var shared *blockActs // with Recompute, every slot shares slot 0's block activations
+		if opt.Recompute && i > 0 && len(m.slots[0].acts.blocks) > 0 {
+			shared = &m.slots[0].acts.blocks[0]
+		}
+		s.acts.alloc(&m.lc, maxB, maxT, m.hi-m.lo, m.last, opt.Recompute, shared)
 		s.tokens, s.targets = make([]int32, maxB*maxT), make([]int32, maxB*maxT)
 	}
 	m.grad.alloc(&m.lc, maxB, maxT)

@@ -52,6 +52,15 @@ func TestRecompute(t *testing.T) {
 			t.Errorf("tied=%v: recomputation saves %d activation values, want %d (%d blocks of %d)", tied, saved, (cfg.Layers-1)*block, cfg.Layers-1, block)
 		}
 
+		// Slots share it too: a second slot keeps only residual streams and the head.
+		two, err := NewWith(cfg, B, T, testPool, Options{Recompute: true, Slots: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := len(two.slots[0].acts.buf) - len(two.slots[1].acts.buf); d != block {
+			t.Errorf("tied=%v: the second slot keeps %d values fewer than the first, want one block's %d", tied, d, block)
+		}
+
 		// FLOPs: the hardware count adds a third of the blocks' model count.
 		mf, hf := m.FLOPsPerToken(T)
 		pf, phf := plain.FLOPsPerToken(T)

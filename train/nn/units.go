@@ -38,7 +38,8 @@ type Options struct {
 	// block's input (the residual stream) and Backward re-runs a block's forward, its
 	// tensor-parallel reductions included, just before the block's backward. Results are bit
 	// for bit those without it; the cost is one more forward of the blocks (FLOPsPerToken's
-	// hardware count includes it), the gain all blocks but one sharing one set of activations.
+	// hardware count includes it), the gain all blocks of all slots sharing one set of block
+	// activations.
 	Recompute bool
 
 	// W and G, when not nil, have one entry per unit (len Layers+2). A non-nil entry is the
