@@ -61,6 +61,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if comm.HasEnv() {
+		if *nproc > 1 && os.Getenv("LOCAL_WORLD_SIZE") == "" { // not our own children
+			fmt.Fprintf(stderr, "llmcloud train: --nproc %d ignored: a launcher has set this process's rank\n", *nproc)
+		}
 		return trainRank(cfg, ckDir, threadsGiven, stdout, stderr)
 	}
 	if *nproc > 1 {

@@ -261,8 +261,8 @@ func TestTrainNprocRankHangs(t *testing.T) {
 	}
 	// Rank 0 waits --timeout in its collective, then up to 3 s for the stopped rank's status
 	// (comm's report); the launcher then gives the stopped rank the grace before killing it.
-	if rank0 > (1+3+2)*time.Second {
-		t.Errorf("rank 0 failed %v after rank 1 hung, want within --timeout + 3 s (+2 s)", rank0)
+	if rank0 > (1+3+5)*time.Second { // 5 s for the step in progress on a loaded host
+		t.Errorf("rank 0 failed %v after rank 1 hung, want within --timeout + 3 s (+5 s)", rank0)
 	}
 	if took-rank0 > (1+launchGraceSeconds+2)*time.Second {
 		t.Errorf("the launcher took %v after rank 0 failed to end the job", took-rank0)
