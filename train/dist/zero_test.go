@@ -4,6 +4,7 @@ package dist_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,4 +68,30 @@ func memoryLine(t *testing.T, out string) (p, g, o, fp, fg, fo int64) {
 	}
 	t.Fatalf("no memory line in\n%s", out)
 	return
+}
+
+// A ZeRO-3 dp2 x tp2 run's checkpoint at step 10 holds the one-process tensors (every
+// sharded weight and moment gathered to its place), and a ZeRO-2 dp2 run resumed from it
+// continues the one-process curve; so does one process resumed from a ZeRO-1 dp4 checkpoint.
+func TestZeROCheckpointAcrossGrids(t *testing.T) {
+	cfg := disttest.TinyConfig(disttest.Data(t, 64, 1<<14))
+	cfg.MinLR = cfg.LR // no decay: the 10-step runs follow the 20-step run's schedule
+	want := disttest.Reference(t, cfg)
+	half := cfg
+	half.Steps, half.Out = 10, filepath.Join(t.TempDir(), "ref")
+	disttest.Reference(t, half)
+	ref := disttest.LoadLatest(t, half.Out)
+
+	for _, c := range []struct{ stage, dp, tp, resumeStage, resumeDP int }{{3, 2, 2, 2, 2}, {1, 4, 1, 0, 1}} {
+		half.Out, half.ZeroStage, half.DP, half.TP = filepath.Join(t.TempDir(), "grid"), c.stage, c.dp, c.tp
+		disttest.Run(t, c.dp*c.tp, half, nil)
+		ck := disttest.LoadLatest(t, half.Out)
+		disttest.CompareCheckpoints(t, ref, ck, 1e-5)
+
+		resumed := cfg
+		resumed.ZeroStage, resumed.DP, resumed.TP = c.resumeStage, c.resumeDP, 1
+		got := disttest.Run(t, c.resumeDP, resumed, &disttest.Options{Env: []string{disttest.EnvResume + "=" + ck.Dir}})
+		t.Logf("ZeRO-%d dp%d tp%d checkpoint resumed by ZeRO-%d dp%d:", c.stage, c.dp, c.tp, c.resumeStage, c.resumeDP)
+		disttest.CompareLosses(t, want[10:], got.Losses, 1e-5)
+	}
 }
