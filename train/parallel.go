@@ -62,6 +62,11 @@ func NewParallel(cfg Config, d Data, log *slog.Logger, world *comm.Group) (*Trai
 	switch {
 	case cfg.Batch%grid.DP != 0:
 		return nil, fmt.Errorf("train: --batch %d (the global micro-batch) is not a multiple of the %d data-parallel ranks", cfg.Batch, grid.DP)
+	case grid.PP > 1 && cfg.ZeroStage > 0:
+		// ZeRO reduce-scatters a unit's gradient from its GradReady hook, before the pipeline
+		// has summed a tied embedding's two uses and across micro-batches it does not know
+		// are the last: not supported yet (pipeline stages use DDP).
+		return nil, fmt.Errorf("train: --zero-stage %d with --pp %d is not supported (pipeline stages use DDP: --zero-stage 0)", cfg.ZeroStage, grid.PP)
 	}
 	par := &parallel{grid: grid, rows: cfg.Batch / grid.DP, bucketBytes: int(cfg.BucketMB * (1 << 20))}
 	if par.bucketBytes == 0 {

@@ -40,14 +40,21 @@ func TestPipelineEqualsOneProcess(t *testing.T) {
 	}
 }
 
-// Micro-batches that do not divide a data-parallel rank's rows are an error on every rank.
-func TestPipelineBadMicroBatches(t *testing.T) {
-	cfg := disttest.TinyConfig(disttest.Data(t, 64, 1<<12))
-	cfg.PP, cfg.MicroBatches = 2, 3 // 4 rows
-	res := disttest.Run(t, 2, cfg, &disttest.Options{AllowFail: true})
-	for r, err := range res.Errs {
-		if err == nil || !strings.Contains(res.Output[r], "do not split into --micro-batches 3") {
-			t.Errorf("rank %d: exit %v, output:\n%s", r, err, res.Output[r])
+// Micro-batches that do not divide a data-parallel rank's rows, and ZeRO on pipeline stages
+// (not supported), are an error on every rank.
+func TestPipelineBadConfigs(t *testing.T) {
+	data := disttest.Data(t, 64, 1<<12)
+	for _, c := range []struct {
+		micro, zero int
+		want        string
+	}{{3, 0, "do not split into --micro-batches 3"}, {2, 1, "--zero-stage 1 with --pp 2 is not supported"}} {
+		cfg := disttest.TinyConfig(data)
+		cfg.PP, cfg.MicroBatches, cfg.ZeroStage = 2, c.micro, c.zero // 4 rows
+		res := disttest.Run(t, 2, cfg, &disttest.Options{AllowFail: true})
+		for r, err := range res.Errs {
+			if err == nil || !strings.Contains(res.Output[r], c.want) {
+				t.Errorf("rank %d: exit %v, output:\n%s", r, err, res.Output[r])
+			}
 		}
 	}
 }
