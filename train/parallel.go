@@ -337,3 +337,11 @@ func (t *Trainer) Overlap() (buckets int, launched, finishedEarly int64) {
 	l, e := t.par.buckets.Overlap()
 	return t.par.buckets.NumBuckets(), l, e
 }
+
+// ZeROGathers is the number of unit all-gathers ZeRO-3 started so far (0 otherwise).
+func (t *Trainer) ZeROGathers() int64 {
+	if t.par.zero == nil {
+		return 0
+	}
+	return t.par.zero.Gathers
+}

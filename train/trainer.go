@@ -267,6 +267,9 @@ func (t *Trainer) Restore(ck *Checkpoint) error {
 		}
 		p.take(src)
 	}
+	if z := t.par.zero; z != nil && z.Stage == 3 {
+		z.WeightsChanged() // the gathered units are stale
+	}
 	if err := t.rng.UnmarshalBinary(ck.State.RNG); err != nil {
 		return fmt.Errorf("train: checkpoint %s: rng: %w", ck.Dir, err)
 	}

@@ -49,7 +49,10 @@ type ZeRO struct {
 	tmp            [][]float32 // per slot: reduce-scatter destination before the add into gShard
 	slotPending    []pendingRS // per slot: the reduce-scatter reading that slot's gradient buffer
 	pending        []*comm.Work
-	last           bool // this Backward is the step's last micro-batch
+	last           bool         // this Backward is the step's last micro-batch
+	slotUnit       []int        // stage 3: the unit whose weights each slot holds (-1: none)
+	slotGather     []*comm.Work // stage 3: the all-gather filling each slot (nil: done)
+	Gathers        int64        // stage 3: unit all-gathers started
 }
 
 type pendingRS struct {
@@ -106,6 +109,7 @@ func NewZeRO(stage int, dp *comm.Group, units []nn.Unit) (*ZeRO, error) {
 		z.tmp = append(z.tmp, make([]float32, sh))
 		if stage == 3 {
 			z.wBuf = append(z.wBuf, make([]float32, z.n*sh))
+			z.slotUnit, z.slotGather = append(z.slotUnit, -1), append(z.slotGather, nil)
 		}
 	}
 	return z, nil
@@ -164,10 +168,8 @@ func (z *ZeRO) BeforeUse(u int, backward bool) {
 		clear(z.gBuf[s])
 	}
 	if z.Stage == 3 {
-		zu := z.Units[u]
-		if err := z.allGather(z.wBuf[s][:z.n*zu.Shard], z.wShard[zu.Off:zu.Off+zu.Shard]); err != nil {
-			panic(&nn.CommError{Op: fmt.Sprintf("ZeRO-3 all-gather of unit %d", u), Err: err})
-		}
+		z.ensure(u)
+		z.prefetch(z.nextUse(u, backward), s)
 	}
 }
 
@@ -262,7 +264,11 @@ func (z *ZeRO) ShardLen() int { return z.total }
 // GatherWeights all-gathers every unit's updated weights after the optimizer step (stages
 // 1-2; stage 3 gathers on use).
 func (z *ZeRO) GatherWeights() error {
-	if z.Stage == 3 || z.dp == nil {
+	if z.Stage == 3 {
+		z.WeightsChanged()
+		return nil
+	}
+	if z.dp == nil {
 		return nil
 	}
 	var ws []*comm.Work

@@ -28,6 +28,19 @@ func TestZeROEqualsOneProcess(t *testing.T) {
 			t.Errorf("ZeRO-%d dp%d: measured params/grads/optimizer %d/%d/%d bytes, formula %d/%d/%d\n%s",
 				c.stage, c.dp, p, g, o, fp, fg, fo, got.Output[0])
 		}
+		if c.stage == 3 {
+			// 4 units in 4 slots: each is gathered once a step (after the optimizer changed
+			// the weights) and stays in its slot for Backward and the second micro-batch.
+			var n int64
+			for _, l := range strings.Split(got.Output[0], "\n") {
+				if _, err := fmt.Sscanf(l, "disttest gathers %d", &n); err == nil {
+					break
+				}
+			}
+			if n != 4*int64(cfg.Steps) {
+				t.Errorf("ZeRO-3: %d unit gathers in %d steps, want %d", n, cfg.Steps, 4*cfg.Steps)
+			}
+		}
 		// The stage's sharding is visible in the sizes: optimizer state 1/dp of DDP's from
 		// stage 1, gradients from stage 2, parameters at stage 3.
 		if ratio := float64(2*p) / float64(o); (c.stage == 3) != (ratio < 1.01 && ratio > 0.99) {
@@ -82,7 +95,7 @@ func TestZeROCheckpointAcrossGrids(t *testing.T) {
 	disttest.Reference(t, half)
 	ref := disttest.LoadLatest(t, half.Out)
 
-	for _, c := range []struct{ stage, dp, tp, resumeStage, resumeDP int }{{3, 2, 2, 2, 2}, {1, 4, 1, 0, 1}} {
+	for _, c := range []struct{ stage, dp, tp, resumeStage, resumeDP int }{{3, 2, 2, 2, 2}, {1, 4, 1, 0, 1}, {2, 2, 1, 3, 2}} {
 		half.Out, half.ZeroStage, half.DP, half.TP = filepath.Join(t.TempDir(), "grid"), c.stage, c.dp, c.tp
 		disttest.Run(t, c.dp*c.tp, half, nil)
 		ck := disttest.LoadLatest(t, half.Out)
@@ -93,5 +106,27 @@ func TestZeROCheckpointAcrossGrids(t *testing.T) {
 		got := disttest.Run(t, c.resumeDP, resumed, &disttest.Options{Env: []string{disttest.EnvResume + "=" + ck.Dir}})
 		t.Logf("ZeRO-%d dp%d tp%d checkpoint resumed by ZeRO-%d dp%d:", c.stage, c.dp, c.tp, c.resumeStage, c.resumeDP)
 		disttest.CompareLosses(t, want[10:], got.Losses, 1e-5)
+	}
+}
+
+// Four blocks share two gather slots, so ZeRO-3 evicts and prefetches: still equal to one
+// process, with 12 gathers a step (of 24 without keeping units in their slots): micro-batch 1
+// gathers all 6 units in Forward and blocks 2 and 1 again in Backward, micro-batch 2 blocks
+// 3, 4 in Forward and 2, 1 in Backward.
+func TestZeRO3PrefetchEviction(t *testing.T) {
+	cfg := disttest.TinyConfig(disttest.Data(t, 64, 1<<14))
+	cfg.Layers, cfg.GradAccum = 4, 2
+	want := disttest.Reference(t, cfg)
+	cfg.ZeroStage, cfg.DP = 3, 2
+	got := disttest.Run(t, 2, cfg, nil)
+	disttest.CompareLosses(t, want, got.Losses, 1e-5)
+	var n int64
+	for _, l := range strings.Split(got.Output[0], "\n") {
+		if _, err := fmt.Sscanf(l, "disttest gathers %d", &n); err == nil {
+			break
+		}
+	}
+	if n != 12*int64(cfg.Steps) {
+		t.Errorf("%d unit gathers in %d steps, want %d", n, cfg.Steps, 12*cfg.Steps)
 	}
 }

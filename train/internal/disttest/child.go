@@ -117,6 +117,7 @@ func Steps(cfg train.Config) error {
 	fmt.Print(m)
 	buckets, launched, early := tr.Overlap()
 	fmt.Printf("disttest overlap %d %d %d\n", buckets, launched, early)
+	fmt.Printf("disttest gathers %d\n", tr.ZeROGathers())
 	return nil
 }
 
