@@ -130,3 +130,17 @@ func TestZeRO3PrefetchEviction(t *testing.T) {
 		t.Errorf("%d unit gathers in %d steps, want %d", n, cfg.Steps, 12*cfg.Steps)
 	}
 }
+
+// Tied embeddings: unit 0 is used twice in Forward and its gradient collects both uses before
+// GradReady(0); ZeRO-2 and -3 keep it in its own slot.
+func TestZeROTiedEqualsOneProcess(t *testing.T) {
+	cfg := disttest.TinyConfig(disttest.Data(t, 64, 1<<14))
+	cfg.Tied = true
+	want := disttest.Reference(t, cfg)
+	for _, stage := range []int{2, 3} {
+		cfg.ZeroStage, cfg.DP = stage, 2
+		got := disttest.Run(t, 2, cfg, nil)
+		t.Logf("tied ZeRO-%d dp2:", stage)
+		disttest.CompareLosses(t, want, got.Losses, 1e-5)
+	}
+}
