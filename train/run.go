@@ -66,7 +66,13 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		fmt.Fprintf(out, "grid %s (world %d)\n", t.par.grid, t.par.grid.World())
 		fmt.Fprint(out, t.Memory())
 	}
-	t.log.Debug("memory", "rank", t.Rank(), "table", t.Memory().String())
+	if world > 1 { // every rank's own numbers (tensor and pipeline ranks hold different parts)
+		m := t.Memory()
+		fp, fg, fo := m.Formula()
+		t.log.Info("memory per rank", "zero_stage", m.Stage, "psi", m.Psi,
+			"params_bytes", m.ParamsBytes, "grads_bytes", m.GradsBytes, "optimizer_bytes", m.OptimBytes,
+			"formula_params", fp, "formula_grads", fg, "formula_optimizer", fo)
+	}
 
 	var rl *runLog
 	if c.Out != "" && t.par.writes() {
