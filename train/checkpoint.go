@@ -198,12 +198,13 @@ func ReadState(dir string) (*State, error) {
 
 // ResumeConfig is the configuration a resumed run starts from: the checkpoint's, except the
 // settings that say how this invocation runs rather than what it computes (the parallel grid
-// and its modes, the collective timeout, the thread count), which start from their defaults
+// and its modes, activation recomputation, the collective timeout, the thread count), which start from their defaults
 // so that a run resumes under any world size; flags and a config file then override as usual.
 func ResumeConfig(st *State) Config {
 	c, d := st.Config, DefaultConfig()
 	c.DP, c.TP, c.PP, c.ZeroStage, c.MicroBatches = d.DP, d.TP, d.PP, d.ZeroStage, d.MicroBatches
 	c.PPSchedule, c.BucketMB, c.TimeoutSec, c.Threads = d.PPSchedule, d.BucketMB, d.TimeoutSec, d.Threads
+	c.Recompute = d.Recompute
 	return c
 }
 

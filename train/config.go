@@ -67,6 +67,11 @@ type Config struct {
 	BucketMB     float64 `json:"bucket-mb" yaml:"bucket-mb"`         // DDP gradient bucket size in MiB (0: 4)
 	TimeoutSec   float64 `json:"timeout" yaml:"timeout"`             // collective timeout in seconds (0: 60)
 
+	// Recompute re-runs each block's forward during its backward instead of keeping the
+	// block's activations (activation checkpointing): same results, about half the activation
+	// memory, one more forward per step (HFU then exceeds MFU).
+	Recompute bool `json:"recompute" yaml:"recompute"`
+
 	// Export at the end of the run ("" = none); ExportType is a convert weight type.
 	ExportGGUF string `json:"export-gguf" yaml:"export-gguf"`
 	ExportHF   string `json:"export-hf" yaml:"export-hf"`

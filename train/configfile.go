@@ -77,6 +77,7 @@ func BindFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.MicroBatches, "micro-batches", c.MicroBatches, "pipeline micro-batches per batch (0 = pp)")
 	fs.StringVar(&c.PPSchedule, "pp-schedule", c.PPSchedule, "pipeline schedule: 1f1b or naive (all forward, then all backward)")
 	fs.Float64Var(&c.BucketMB, "bucket-mb", c.BucketMB, "data-parallel gradient bucket size in MiB (0 = 4)")
+	fs.BoolVar(&c.Recompute, "recompute", c.Recompute, "recompute each block's forward in backward instead of keeping its activations (activation checkpointing)")
 	fs.Float64Var(&c.TimeoutSec, "timeout", c.TimeoutSec, "seconds a collective may wait for the other ranks before the run fails naming them (0 = 60)")
 	fs.StringVar(&c.ExportGGUF, "export-gguf", c.ExportGGUF, "write the trained model to this GGUF file at the end")
 	fs.StringVar(&c.ExportHF, "export-hf", c.ExportHF, "write the trained model to this Hugging Face directory at the end")

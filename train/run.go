@@ -33,7 +33,7 @@ type Summary struct {
 	Elapsed      time.Duration // training compute time (all runs of a resumed run)
 	TokensPerS   float64       // over this invocation's steps
 	MFU          float64       // over this invocation's steps (the world's FLOPs over world·peak)
-	HFU          float64       // hardware FLOPs utilisation (= MFU: nothing is recomputed)
+	HFU          float64       // hardware FLOPs utilisation (= MFU unless Recompute)
 	PeakFLOPS    float64
 	Checkpoint   string // directory of the final checkpoint ("" without --out)
 	LossCurvePNG string
@@ -84,7 +84,7 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 	}
 	sum := &Summary{PeakFLOPS: float64(world) * peak}
 	// MFU counts the whole world's FLOPs (the global batch's tokens) against world·peak.
-	pr := newProgress(out, o.Bar, t.step, c.Steps, flopsPerToken, hwFLOPsPerToken, float64(world)*peak, world > 1)
+	pr := newProgress(out, o.Bar, t.step, c.Steps, flopsPerToken, hwFLOPsPerToken, float64(world)*peak, world > 1 || c.Recompute)
 	var runTokens int64
 	var runDur time.Duration
 	evaluated := -1

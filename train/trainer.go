@@ -85,7 +85,7 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, er
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	pool := kernels.NewPool(cfg.Threads)
-	opt, maxRows := nn.Options{TP: dist.TPComm(par.tpGroup())}, par.rows
+	opt, maxRows := nn.Options{TP: dist.TPComm(par.tpGroup()), Recompute: cfg.Recompute}, par.rows
 	if par.pipe != nil {
 		opt, maxRows = par.pipe.netOptions(opt), par.pipe.mbRows
 	}
