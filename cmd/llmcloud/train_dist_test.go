@@ -208,11 +208,16 @@ func stepLosses(t *testing.T, runDir string) map[int]float64 {
 	return losses
 }
 
-// Killing one rank mid-run: the other exits by itself, naming it, well within --timeout, and
-// the launcher exits non-zero naming the killed rank.
-func TestTrainNprocRankKilled(t *testing.T) {
+// Killing one rank mid-run: the others exit by themselves, naming it, well within --timeout,
+// and the launcher exits non-zero naming the killed rank.
+func TestTrainNprocRankKilled(t *testing.T) { killRankOne(t, 2) }
+
+// killRankOne starts nproc ranks with the extra flags, SIGKILLs rank 1 after step 3, and
+// checks that every other rank exits by itself naming rank 1 within --timeout (20 s).
+func killRankOne(t *testing.T, nproc int, extra ...string) {
 	data := distData(t)
-	l := startLaunch(t, distArgs(data, filepath.Join(t.TempDir(), "run"), "--nproc", "2", "--steps", "100000", "--timeout", "20")...)
+	args := append([]string{"--nproc", strconv.Itoa(nproc), "--steps", "100000", "--timeout", "20"}, extra...)
+	l := startLaunch(t, distArgs(data, filepath.Join(t.TempDir(), "run"), args...)...)
 	l.waitStep(t, 3, time.Minute)
 	killed := time.Now()
 	syscall.Kill(l.pid(t, 1), syscall.SIGKILL)
@@ -225,11 +230,17 @@ func TestTrainNprocRankKilled(t *testing.T) {
 	if !strings.Contains(out, "rank 1 failed (signal: killed)") {
 		t.Errorf("the launcher does not name the killed rank:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^llmcloud train: rank 0 of 2: .*rank 1 (died|.*closed)`).MatchString(out) {
-		t.Errorf("rank 0's error does not name rank 1:\n%s", out)
+	for r := 0; r < nproc; r++ {
+		if r == 1 {
+			continue
+		}
+		re := fmt.Sprintf(`(?m)^(\[rank %d\] )?llmcloud train: rank %d of %d: .*rank 1 (died|.*closed)`, r, r, nproc)
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("rank %d's error does not name rank 1:\n%s", r, out)
+		}
 	}
 	if strings.Contains(out, "killed rank(s)") {
-		t.Errorf("rank 0 had to be killed instead of exiting by itself:\n%s", out)
+		t.Errorf("a rank had to be killed instead of exiting by itself:\n%s", out)
 	}
 	if took > 20*time.Second {
 		t.Errorf("the job took %v to end after the kill, --timeout is 20s", took)
