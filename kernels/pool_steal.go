@@ -19,24 +19,32 @@ func forStealing(p *Pool, n int, fn func(c int)) {
 		return
 	}
 	// ranges[w] packs worker w's remaining items [lo, hi) as lo<<32 | hi.
-	ranges := make([]atomic.Uint64, parts)
+	ranges := make([]stealRange, parts)
 	for w := range ranges {
 		ranges[w].Store(uint64(w*n/parts)<<32 | uint64((w+1)*n/parts))
 	}
 	p.For(parts, 1, func(lo, hi int) {
 		for w := lo; w < hi; w++ {
-			for c, ok := take(&ranges[w], false); ok; c, ok = take(&ranges[w], false) {
+			for c, ok := take(&ranges[w].Uint64, false); ok; c, ok = take(&ranges[w].Uint64, false) {
 				fn(c)
 			}
 		}
 		// Steal from the back of the other ranges, the next one first.
 		for i := 1; i < parts; i++ {
-			v := &ranges[(lo+i)%parts]
+			v := &ranges[(lo+i)%parts].Uint64
 			for c, ok := take(v, true); ok; c, ok = take(v, true) {
 				fn(c)
 			}
 		}
 	})
+}
+
+// stealRange is one worker's packed range alone on its cache lines (128 bytes: the adjacent-line
+// prefetcher pulls 64-byte lines in pairs), so that workers taking items from their own ranges,
+// one compare-and-swap per item, do not bounce one line between their cores.
+type stealRange struct {
+	atomic.Uint64
+	_ [120]byte
 }
 
 // take claims the first (or, with back, the last) item of the packed range r.
