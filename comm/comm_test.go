@@ -89,3 +89,35 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// A collective that fails in a sub-group marks the process failed, so closing the world group
+// does not wait the goodbye timeout (10 s) for the rank that hung: rank 0 exits right after its
+// error.
+func TestCloseAfterSubGroupFailure(t *testing.T) {
+	j := startJob(t, 3, "subhang", "LLMCLOUD_COMM_TEST_TIMEOUT=1s")
+	var failed time.Time
+	for line := range j.seen[0] {
+		if strings.HasPrefix(line, "ERROR:") {
+			failed = time.Now()
+			break
+		}
+	}
+	if failed.IsZero() {
+		t.Fatalf("rank 0 did not fail:\n%s", j.output())
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.cmds[0].Wait() }()
+	select {
+	case <-done:
+	case <-time.After(8 * time.Second):
+		t.Fatalf("rank 0 still running 8 s after its error (closing the world group waits for the hung rank):\n%s", j.output())
+	}
+	took := time.Since(failed)
+	if out := j.rankOutput(0); !strings.Contains(out, "rank 1") {
+		t.Errorf("rank 0's error does not name rank 1:\n%s", out)
+	}
+	if took > 3*time.Second {
+		t.Errorf("rank 0 exited %v after its error; want well under the 10 s goodbye wait", took)
+	}
+	t.Logf("rank 0 exited %v after its error", took.Round(time.Millisecond))
+}

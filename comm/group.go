@@ -175,8 +175,14 @@ func (g *Group) isClosing() bool {
 }
 
 // abort fails the group: the collective in progress and every later one return err.
+// errGroupClosed is the abort reason of a group closed by its owner (not a failure).
+var errGroupClosed = errors.New("group closed")
+
 func (g *Group) abort(err error) {
 	g.abortOnce.Do(func() {
+		if err != errGroupClosed && g.p != nil {
+			g.p.failed.Store(true)
+		}
 		g.abortErr.Store(&err)
 		close(g.abortCh)
 		if g.tr != nil {
@@ -281,9 +287,9 @@ func (g *Group) Close() error {
 			}
 		}
 		if g.ownsProc {
-			g.p.leave(g.abortError() == nil)
+			g.p.leave(g.abortError() == nil && !g.p.failed.Load())
 		}
-		g.abort(errors.New("group closed"))
+		g.abort(errGroupClosed)
 		g.closeCtrl()
 		g.wg.Wait() // the worker and the watchers are done: the transport is unused
 		g.tr.close()

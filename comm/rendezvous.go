@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,10 @@ type proc struct {
 	nextSub  int
 	lnClosed chan struct{}
 	wg       sync.WaitGroup
+	// failed is set when any group of this process failed (a peer died, hung or aborted): the
+	// world group's Close then does not wait for every rank's goodbye, which a dead rank never
+	// sends.
+	failed atomic.Bool
 }
 
 // Init joins the job described by env and returns the world group. Every rank calls it; it

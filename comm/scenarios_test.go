@@ -35,6 +35,8 @@ func runScenario(name string) int {
 		err = scenarioLoop(g)
 	case "hang":
 		err = scenarioHang(g)
+	case "subhang":
+		err = scenarioSubHang(g)
 	default:
 		err = fmt.Errorf("unknown scenario %q", name)
 	}
@@ -294,4 +296,23 @@ func scenarioHang(g *Group) error {
 		return nil
 	}
 	return g.AllReduce(make([]float32, 1<<20), Sum)
+}
+
+// scenarioSubHang: ranks 0 and 1 form a sub-group; after one allreduce in it rank 1 hangs, so
+// rank 0's next one times out there, while the world group itself never failed; rank 2 leaves
+// at once.
+func scenarioSubHang(g *Group) error {
+	sub, err := g.NewGroup([]int{0, 1})
+	if err != nil || sub == nil {
+		return err
+	}
+	x := filled(g.Rank(), 1024)
+	if err := sub.AllReduce(x, Sum); err != nil {
+		return err
+	}
+	if g.Rank() == 1 {
+		fmt.Println("hanging")
+		time.Sleep(time.Minute)
+	}
+	return sub.AllReduce(x, Sum)
 }
