@@ -92,7 +92,8 @@ func (r *replica) run() {
 // and whether the replica was stopped (then the process is gone and the state is Stopped).
 func (r *replica) once(log *slog.Logger) (readyAt time.Time, exitErr error, stopped bool) {
 	s := r.s
-	port, err := freePort(s.opts.Host)
+	// If another process takes the port first, the child exits and restarts on another one.
+	port, err := proc.FreePort(s.opts.Host)
 	if err != nil {
 		r.set(Backoff, func() { r.lastExit = err.Error() })
 		return time.Time{}, err, false
@@ -215,15 +216,4 @@ func (r *replica) waitHealthy(ctx context.Context, url string, exited chan error
 		case <-t.C:
 		}
 	}
-}
-
-// freePort asks the kernel for a free TCP port on host. Another process could take it before
-// the child binds; the child then exits and is restarted on another port.
-func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

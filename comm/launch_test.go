@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	iproc "github.com/llmcloud/llmcloud/internal/proc"
 )
 
 const childEnv = "LLMCLOUD_COMM_TEST_SCENARIO"
@@ -27,12 +28,11 @@ func TestMain(m *testing.M) {
 }
 
 func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := iproc.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // job is n running ranks of one scenario.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -92,16 +91,6 @@ func (e *JobError) Error() string {
 	return b.String()
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("launch: no free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // rankEnv is torchrun's environment for one rank of n on this host.
 func rankEnv(rank, n, port int) []string {
 	return []string{"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(port),
@@ -127,7 +116,7 @@ func Run(o Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	port, err := FreePort()
+	port, err := proc.FreePort("127.0.0.1")
 	if err != nil {
 		return err
 	}

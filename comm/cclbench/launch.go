@@ -8,12 +8,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
 // Launch runs exe with args as n ranks. grace bounds how long the others may take to exit
@@ -22,12 +23,10 @@ func Launch(exe string, args []string, n int, stdout, stderr io.Writer, grace ti
 	if n < 1 {
 		return fmt.Errorf("--nproc must be >= 1, got %d", n)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proc.FreePort("127.0.0.1")
 	if err != nil {
 		return err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	var errMu sync.Mutex // serialises writes to stderr
 	cmds := make([]*exec.Cmd, n)
 	pipes := make([]chan struct{}, n) // closed when rank r's stderr is read to the end

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmcloud/llmcloud/internal/proc"
 	"github.com/llmcloud/llmcloud/train"
 	"github.com/llmcloud/llmcloud/train/dist"
 )
@@ -274,12 +274,11 @@ func allOutput(outs []*lockedBuffer) string {
 }
 
 func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proc.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // lockedBuffer collects a process's output (stdout and stderr share it).
