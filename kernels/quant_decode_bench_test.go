@@ -15,11 +15,12 @@ import (
 
 // BenchmarkQ8DecodeHuge streams Q8_0 weights of TinyLlama's decode shapes from 2 MiB-aligned
 // MADV_HUGEPAGE memory (as decode reads its mmapped model file: internal/mmap), 256 MiB of
-// copies so that every call reads from DRAM, through Pool.MatMul. Each round runs three
+// copies so that every call reads from DRAM, through Pool.MatMul. Each round runs four
 // configurations back to back on different copies, so they see the same host load: the
 // one-row VNNI kernel with the rows handed out by a shared counter (rows1/dyn), the four-row
-// kernel the same way (rows4/dyn), and the four-row kernel over one contiguous share per
-// worker with stealing (rows4/steal, the default). It reports each one's median GB/s of weight
+// kernel the same way (rows4/dyn), the four-row kernel over one contiguous share per worker
+// in 64-row chunks with stealing (rows4/steal), and each share read as four streams
+// (rows4/streams, the default: gemvStreams). It reports each one's median GB/s of weight
 // bytes and the medians of the per-round ratios to rows1/dyn:
 //
 //	go test ./kernels -run X -bench Q8DecodeHuge -benchtime 200x
@@ -28,10 +29,11 @@ func BenchmarkQ8DecodeHuge(b *testing.B) {
 		b.Skip("no VNNI kernels")
 	}
 	type config struct {
-		name        string
-		rows4, stel bool
+		name                 string
+		rows4, stel, streams bool
 	}
-	configs := []config{{"rows1/dyn", false, false}, {"rows4/dyn", true, false}, {"rows4/steal", true, true}}
+	configs := []config{{"rows1/dyn", false, false, false}, {"rows4/dyn", true, false, false},
+		{"rows4/steal", true, true, false}, {"rows4/streams", true, true, true}}
 	for _, sh := range [][2]int{{5632, 2048}, {2048, 5632}, {2048, 2048}} {
 		n, k := sh[0], sh[1]
 		w0 := randQuantFast(b, tensor.Q8_0, n, k)
@@ -51,13 +53,13 @@ func BenchmarkQ8DecodeHuge(b *testing.B) {
 		for _, th := range []int{1, 2} {
 			p := NewPool(th)
 			b.Run(fmt.Sprintf("%dx%d/t%d", n, k, th), func(b *testing.B) {
-				defer func(r4, st bool) { useRows4, gemvSteal = r4, st }(useRows4, gemvSteal)
+				defer func(r4, st, sm bool) { useRows4, gemvSteal, useStreams = r4, st, sm }(useRows4, gemvSteal, useStreams)
 				secs := make([][]float64, len(configs))
 				ratios := make([][]float64, len(configs))
 				i := 0
 				for b.Loop() {
 					for ci, c := range configs {
-						useRows4, gemvSteal = c.rows4, c.stel
+						useRows4, gemvSteal, useStreams = c.rows4, c.stel, c.streams
 						t0 := time.Now()
 						if err := p.MatMul(out, x, ws[i%copies], 1); err != nil {
 							b.Fatal(err)

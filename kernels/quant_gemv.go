@@ -93,8 +93,8 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 // gemvSteal selects forStealing for the decode rows (else forDynamic).
 var gemvSteal = true
 
-// gemvSegs computes every segment for one token on p: the rows of all segments, in chunks of
-// 64, as one job: each worker takes the chunks of its own contiguous share front to back, then
+// gemvSegs computes every segment for one token on p: Q8_0 rows as four streams per worker
+// (gemvStreams), other types in chunks of 64 rows, as one job: each worker takes the chunks of its own contiguous share front to back, then
 // steals from the back of the others' (forStealing; gemvSteal = false: forDynamic's shared
 // counter, for benchmarks).
 func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
@@ -102,6 +102,10 @@ func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 	for i := range segs {
 		segs[i].prep(p, a8, ak)
 		total += segs[i].n
+	}
+	if streamsEligible(segs) {
+		gemvStreams(p, segs, a8, total)
+		return
 	}
 	const rowsPer = 64
 	split := forStealing

@@ -133,6 +133,7 @@ func main() {
 	genRowsZ(true)
 	genRows4Z(4)
 	genRows4Z(1)
+	genRows4P()
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
 	}

@@ -79,29 +79,13 @@ func genRows4Z(R int) {
 	// unit emits one unit (the one at byte offset off of each row, token unit e of the
 	// iteration) for the R rows into accumulator parity e.
 	unit := func(off, e int) {
-		xv, cv, dv := zreg(10+e), zreg(12+e), zreg(14+e)
-		VMOVDQU64(Mem{Base: xp, Disp: 64 * e}, xv)
-		VMOVDQU64(Mem{Base: cp, Disp: 64 * e}, cv)
-		VMOVDQU64(Mem{Base: dp, Disp: 64 * e}, dv)
-		for r := 0; r < R; r++ {
-			wv, p, s := zreg(16+3*r), zreg(17+3*r), zreg(18+3*r)
-			wm := row(wp, r).Offset(off)
-			VMOVDQU64(wm.Offset(2), wv.AsY())
-			VINSERTI64X4(Imm(1), wm.Offset(36), wv, wv)
-			VPXORD(c, wv, wv)
-			VPXORD(p, p, p)
-			VPDPBUSD(xv, wv, p)
-			VCVTDQ2PS(p, p)
-			VFMADD213PS(cv, dv, p) // p = p·dx + float(corr)·dx
-			VPERMW(wm, pidx, s)
-			VCVTPH2PS(s.AsY(), s)
-			VFMADD231PS(s, p, zreg(2*r+e))
-		}
+		rows4Unit(R, e, func(r int) Mem { return row(wp, r).Offset(off) },
+			Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
 	}
-	CMPQ(n, Imm(2))
-	JL(LabelRef(name + "_tail"))
-	Label(name + "_loop")
-	if prefetchNext != 0 {
+	unitPairs(name, n, wp, xp, dp, cp, unit, func() {
+		if prefetchNext == 0 {
+			return
+		}
 		// The next R rows, front to back, R·2·68 bytes per iteration: one sequential stream
 		// one group ahead, as the single-row kernel reads its rows.
 		for i := 0; i < (R*2*ub+63)/64+1; i++ {
@@ -112,20 +96,7 @@ func genRows4Z(R int) {
 			}
 		}
 		ADDQ(U32(R*2*ub), pf)
-	}
-	unit(0, 0)
-	unit(ub, 1)
-	ADDQ(U32(2*ub), wp)
-	ADDQ(Imm(128), xp)
-	ADDQ(Imm(128), dp)
-	ADDQ(Imm(128), cp)
-	SUBQ(Imm(2), n)
-	CMPQ(n, Imm(2))
-	JGE(LabelRef(name + "_loop"))
-	Label(name + "_tail")
-	TESTQ(n, n)
-	JZ(LabelRef(name + "_end"))
-	unit(0, 0)
+	})
 	Label(name + "_end")
 	for r := 0; r < R; r++ {
 		a := zreg(2 * r)
@@ -140,4 +111,53 @@ func genRows4Z(R int) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// rows4Unit emits one unit for R rows (row r's unit at rowMem(r)) against the token unit e of
+// the iteration (its values, lane scales and float corrections at xm, dm, cm + 64·e) into the
+// accumulators of parity e: Z(2r+e). Z8 holds the 0x80 bytes (c), Z9 the VPERMW index (pidx),
+// Z10..Z15 the token unit, Z16..Z27 the rows' temporaries.
+func rows4Unit(R, e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhysical) {
+	xv, cv, dv := zreg(10+e), zreg(12+e), zreg(14+e)
+	VMOVDQU64(xm.Offset(64*e), xv)
+	VMOVDQU64(cm.Offset(64*e), cv)
+	VMOVDQU64(dm.Offset(64*e), dv)
+	for r := 0; r < R; r++ {
+		wv, p, s := zreg(16+3*r), zreg(17+3*r), zreg(18+3*r)
+		wm := rowMem(r)
+		VMOVDQU64(wm.Offset(2), wv.AsY())
+		VINSERTI64X4(Imm(1), wm.Offset(36), wv, wv)
+		VPXORD(c, wv, wv)
+		VPXORD(p, p, p)
+		VPDPBUSD(xv, wv, p)
+		VCVTDQ2PS(p, p)
+		VFMADD213PS(cv, dv, p) // p = p·dx + float(corr)·dx
+		VPERMW(wm, pidx, s)
+		VCVTPH2PS(s.AsY(), s)
+		VFMADD231PS(s, p, zreg(2*r+e))
+	}
+}
+
+// unitPairs emits the loop over a row group's units: two units per iteration (parities 0 and
+// 1, pre first), then the odd unit left; wp advances by the 136 bytes of a unit pair, xp, dp
+// and cp by the token's 128, n (the units left) down to zero. It ends at the label name_end.
+func unitPairs(name string, n, wp, xp, dp, cp Register, unit func(off, e int), pre func()) {
+	const ub = 68
+	CMPQ(n, Imm(2))
+	JL(LabelRef(name + "_tail"))
+	Label(name + "_loop")
+	pre()
+	unit(0, 0)
+	unit(ub, 1)
+	ADDQ(U32(2*ub), wp)
+	ADDQ(Imm(128), xp)
+	ADDQ(Imm(128), dp)
+	ADDQ(Imm(128), cp)
+	SUBQ(Imm(2), n)
+	CMPQ(n, Imm(2))
+	JGE(LabelRef(name + "_loop"))
+	Label(name + "_tail")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_end"))
+	unit(0, 0)
 }

@@ -1,0 +1,80 @@
+// This file generates q8_0Rows4P, the Q8_0 decode kernel that reads four weight streams: row
+// group i is rows w[j] + i·adv (j = 0..3), each against one token, results stored at
+// out[j] + i·oadv bytes. With adv one row and the four w[j] a quarter of a worker's share apart,
+// every stream is one long sequential read that the hardware prefetcher follows on its own;
+// the four interleaved short streams of four consecutive rows (q8_0Rows4Z) make it re-learn
+// three streams every group, and cap a core near two thirds of its streaming bandwidth (see
+// docs/kernels-quant.md, "Four streams"). The per-row math is genRows4Z's, unit for unit, so a
+// row's result does not depend on which kernel or grouping computed it.
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// genRows4P emits q8_0Rows4P.
+func genRows4P() {
+	const ub, R = 68, 4
+	name := "q8_0Rows4P"
+	TEXT(name, NOSPLIT, "func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out **float32, oadv int)")
+	Doc(name + " computes nrows row groups of four Q8_0 rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).")
+	Pragma("noescape")
+	wa := Load(Param("w"), GP64())
+	var bases [R]GPVirtual
+	for j := range bases {
+		bases[j] = GP64()
+		MOVQ(Mem{Base: wa, Disp: 8 * j}, bases[j])
+	}
+	nr := Load(Param("nrows"), GP64())
+	o := GP64()
+	XORQ(o, o)
+	c, pidx := Z8, Z9
+	VPBROADCASTD(mask80, c)
+	VMOVDQU64(permQ8Z, pidx)
+	TESTQ(nr, nr)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_rows")
+	off := GP64()
+	XORQ(off, off)
+	xp := Load(Param("xs"), GP64())
+	dp := Load(Param("xd"), GP64())
+	cp := Load(Param("fz"), GP64())
+	n := Load(Param("nunits"), GP64())
+	for i := 0; i < 2*R; i++ {
+		VPXORD(zreg(i), zreg(i), zreg(i))
+	}
+	unit := func(disp, e int) {
+		rows4Unit(R, e, func(r int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} },
+			Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
+	}
+	unitPairs(name, n, off, xp, dp, cp, unit, func() {})
+	Label(name + "_end")
+	oa := Load(Param("out"), xp)
+	for r := 0; r < R; r++ {
+		a := zreg(2 * r)
+		VADDPS(zreg(2*r+1), a, a)
+		hsum16(a, zreg(16))
+		MOVQ(Mem{Base: oa, Disp: 8 * r}, dp)
+		VMOVSS(a.AsX(), Mem{Base: dp, Index: o, Scale: 1})
+	}
+	ADDQ(paramAddr("oadv"), o)
+	for r := 0; r < R; r++ {
+		ADDQ(paramAddr("adv"), bases[r])
+	}
+	DECQ(nr)
+	JNZ(LabelRef(name + "_rows"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// paramAddr is the stack address of the named scalar parameter, for a memory operand.
+func paramAddr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
