@@ -7,7 +7,7 @@ import (
 
 func TestSum(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, n := range []int{0, 1, 31, 32, 33, 64, 1000, 4096 + 7} {
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 1000, 4096 + 7, 3*4096 + 100} {
 		x := make([]float32, n)
 		var want float64
 		for i := range x {
@@ -16,6 +16,9 @@ func TestSum(t *testing.T) {
 		}
 		if got := sum(x); float64(got) != want {
 			t.Errorf("sum of %d values = %v, want %v", n, got, want)
+		}
+		if got := sum4(x); float64(got) != want {
+			t.Errorf("four-stream sum of %d values = %v, want %v", n, got, want)
 		}
 	}
 }
@@ -33,6 +36,8 @@ func BenchmarkReadBandwidth(b *testing.B) {
 				b.ReportMetric(bw.BytesPerSec/1e9, "GB/s")
 				b.ReportMetric(bw.Median/1e9, "median-GB/s")
 				b.ReportMetric(float64(bw.HugeBytes)/float64(bw.Bytes), "huge-share")
+				b.ReportMetric(bw.OneStream/1e9, "1stream-GB/s")
+				b.ReportMetric(bw.FourStreams/1e9, "4streams-GB/s")
 			}
 		})
 	}
@@ -42,5 +47,7 @@ func BenchmarkReadBandwidth1T(b *testing.B) {
 	for b.Loop() {
 		bw := MeasureReadBandwidth(1, 512<<20, 3, Huge)
 		b.ReportMetric(bw.BytesPerSec/1e9, "GB/s")
+		b.ReportMetric(bw.OneStream/1e9, "1stream-GB/s")
+		b.ReportMetric(bw.FourStreams/1e9, "4streams-GB/s")
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // genRows4P emits q8_0Rows4P.
 func genRows4P() {
-	const ub, R = 68, 4
+	const R = 4
 	name := "q8_0Rows4P"
 	TEXT(name, NOSPLIT, "func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out **float32, oadv int)")
 	Doc(name + " computes nrows row groups of four Q8_0 rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).")
