@@ -5,11 +5,14 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
 // BenchmarkGemvModel runs m=1 matmuls over a model's worth of F16 weights that do not fit in
-// any cache (stories110M: 768-wide, TinyLlama: 2048-wide layers), reporting weight GB/s.
+// any cache (stories110M: 768-wide, TinyLlama: 2048-wide layers), reporting weight GB/s, with
+// each worker's rows read as four streams (the default), as consecutive groups of four rows,
+// or one row after another.
 func BenchmarkGemvModel(b *testing.B) {
 	for _, s := range []struct {
 		name     string
@@ -24,18 +27,29 @@ func BenchmarkGemvModel(b *testing.B) {
 				ws = append(ws, w)
 			}
 		}
+		// Weights live in 2 MiB-aligned MADV_HUGEPAGE memory, as decode reads its mmapped file.
 		var bytes int
 		for _, w := range ws {
 			bytes += len(w.Data)
 		}
+		mem, release, err := mmap.AnonHuge(bytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer release()
+		off := 0
+		for _, w := range ws {
+			off += copy(mem[off:], w.Data)
+			w.Data = mem[off-len(w.Data) : off]
+		}
 		x := randVec(r, max(s.dim, s.ffn), 1)
 		out := make([]float32, max(s.dim, s.ffn))
 		for _, th := range []int{1, 2} {
-			for _, one := range []bool{false, true} {
+			for _, mode := range []string{"4streams", "4interleaved", "sequential"} {
 				p := NewPool(th)
-				b.Run(fmt.Sprintf("%s/t=%d/rows=%s", s.name, th, map[bool]string{false: "4interleaved", true: "sequential"}[one]), func(b *testing.B) {
-					defer func(v bool) { gemvOneRow = v }(gemvOneRow)
-					gemvOneRow = one
+				b.Run(fmt.Sprintf("%s/t=%d/rows=%s", s.name, th, mode), func(b *testing.B) {
+					defer func(v, st bool) { gemvOneRow, useFloatStreams = v, st }(gemvOneRow, useFloatStreams)
+					gemvOneRow, useFloatStreams = mode == "sequential", mode == "4streams"
 					b.SetBytes(int64(bytes))
 					for b.Loop() {
 						for _, w := range ws {

@@ -3,21 +3,33 @@
 package kernels
 
 // gemvF32x4 sets out[r] = Σ_i w[r*ldw/4+i]*x[i] for r < 4; k is a multiple of 8.
+//
+//go:noescape
 func gemvF32x4(w *float32, ldw int, x *float32, k int, out *float32)
 
 // gemvF32rows sets out[r] = Σ_i w[r*ldw/4+i]*x[i] for r < rows, one row after another; k is a multiple of 8.
+//
+//go:noescape
 func gemvF32rows(w *float32, ldw int, x *float32, k int, out *float32, rows int)
 
 // gemvF16x4 sets out[r] = Σ_i w[r*ldw/2+i]*x[i] for r < 4; k is a multiple of 8.
+//
+//go:noescape
 func gemvF16x4(w *uint16, ldw int, x *float32, k int, out *float32)
 
 // gemvF16rows sets out[r] = Σ_i w[r*ldw/2+i]*x[i] for r < rows, one row after another; k is a multiple of 8.
+//
+//go:noescape
 func gemvF16rows(w *uint16, ldw int, x *float32, k int, out *float32, rows int)
 
 // gemvBF16x4 sets out[r] = Σ_i w[r*ldw/2+i]*x[i] for r < 4; k is a multiple of 8.
+//
+//go:noescape
 func gemvBF16x4(w *uint16, ldw int, x *float32, k int, out *float32)
 
 // gemvBF16rows sets out[r] = Σ_i w[r*ldw/2+i]*x[i] for r < rows, one row after another; k is a multiple of 8.
+//
+//go:noescape
 func gemvBF16rows(w *uint16, ldw int, x *float32, k int, out *float32, rows int)
 
 // gemmF32_1x1 sets (or, with acc != 0, adds to) C[i*ldc/4+j] the dot product of A row i and B row j over k (multiple of 8) for i < 1, j < 1; strides in bytes.

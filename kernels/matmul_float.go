@@ -123,8 +123,9 @@ func weightRow(dst []float32, dt tensor.DType, data []byte, k, r, k0, kb int) {
 }
 
 // gemvOneRow makes the GEMV read weight rows one after another (one memory stream per worker)
-// instead of four interleaved rows: measured 1.0–2.1x faster from DRAM on the development host
-// (BenchmarkGemvModel); shared/PERFORMANCE-NOTES.md found 4 rows faster on Zen 1.
+// instead of four interleaved rows when useFloatStreams is off: measured 1.0–2.1x faster from
+// DRAM on the development host (BenchmarkGemvModel); shared/PERFORMANCE-NOTES.md found 4 rows
+// faster on Zen 1. Four streams per worker (the default) beat both.
 var gemvOneRow = true
 
 // gemvFloat computes out[r] = w row r · x for all n rows, four rows per kernel call.
@@ -134,6 +135,13 @@ func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int
 	// Rows are handed out in groups of 4, chunks of at least ~64 KiB of weights, one contiguous
 	// share of chunks per worker with stealing (forStealing: one long stream per worker, and a
 	// worker slowed down by other processes hands its tail over).
+	if useFloatStreams {
+		gemvFloatStreams(p, out, x, dt, data, n, k, k8)
+		if k8 < k {
+			p.For(n, 64, func(r0, r1 int) { gemvFloatTail(out, x, dt, data, k, k8, r0, r1) })
+		}
+		return
+	}
 	groups := (n + 3) / 4
 	minGroups := max(1, (64<<10)/(4*k*es))
 	chunks := (groups + minGroups - 1) / minGroups
@@ -164,15 +172,20 @@ func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int
 			}
 		}
 		if k8 < k {
-			var tail [8]float32
-			for r := r0; r < r1; r++ {
-				weightRow(tail[:], dt, data, k, r, k8, k-k8)
-				s := out[r]
-				for i := k8; i < k; i++ {
-					s += x[i] * tail[i-k8]
-				}
-				out[r] = s
-			}
+			gemvFloatTail(out, x, dt, data, k, k8, r0, r1)
 		}
 	})
+}
+
+// gemvFloatTail adds the columns [k8, k) the kernels leave out to out[r] for rows [r0, r1).
+func gemvFloatTail(out, x []float32, dt tensor.DType, data []byte, k, k8, r0, r1 int) {
+	var tail [8]float32
+	for r := r0; r < r1; r++ {
+		weightRow(tail[:], dt, data, k, r, k8, k-k8)
+		s := out[r]
+		for i := k8; i < k; i++ {
+			s += x[i] * tail[i-k8]
+		}
+		out[r] = s
+	}
 }

@@ -60,6 +60,20 @@ type streamShare struct{ lo, s, hi int }
 
 // gemvStreams computes rows [0, total) of segs (streamsEligible, prepped) for the token in a8.
 func gemvStreams(p *Pool, segs []gemvSeg, a8 *q8Acts, total int) {
+	ptrs := make([]streamPtrs, p.Workers()) // the kernel's pointer arrays, one set per part
+	forStreams(p, total, func(part int, sh streamShare, g0, g1 int) {
+		streamGroups(segs, a8, sh, g0, g1, &ptrs[part])
+	}, func(_, lo, hi int) { streamRest(segs, a8, lo, hi) })
+}
+
+// forStreams splits rows [0, total) into one contiguous share per worker and each share into
+// four quarters (streamShare), and calls groups(part, share, g0, g1) for runs [g0, g1) of the
+// share's row groups (row g of each quarter) and rest(part, lo, hi) for the share's rows
+// outside its quarters; part is the calling part of the pool job (no two calls with the same
+// part run at once). A share's groups go to its own worker front to back in runs of half of
+// what is left, and to a worker that has finished its own from the back, a quarter at a time
+// (takeGuided).
+func forStreams(p *Pool, total int, groups func(part int, sh streamShare, g0, g1 int), rest func(part, lo, hi int)) {
 	parts := min(p.Workers(), max(1, total/(4*streamStep)))
 	shares := make([]streamShare, parts)
 	ranges := make([]stealRange, parts)
@@ -71,25 +85,26 @@ func gemvStreams(p *Pool, segs []gemvSeg, a8 *q8Acts, total int) {
 	p.For(parts, 1, func(lo, hi int) {
 		for w := lo; w < hi; w++ {
 			for g0, g1, ok := takeGuided(&ranges[w].Uint64, streamStep, false); ok; g0, g1, ok = takeGuided(&ranges[w].Uint64, streamStep, false) {
-				streamGroups(segs, a8, shares[w], g0, g1)
+				groups(lo, shares[w], g0, g1)
 			}
-			sh := shares[w]
-			streamRest(segs, a8, sh.lo+4*sh.s, sh.hi)
+			if sh := shares[w]; sh.lo+4*sh.s < sh.hi {
+				rest(lo, sh.lo+4*sh.s, sh.hi)
+			}
 		}
 		for i := 1; i < parts; i++ {
 			w := (lo + i) % parts
 			for g0, g1, ok := takeGuided(&ranges[w].Uint64, streamStep, true); ok; g0, g1, ok = takeGuided(&ranges[w].Uint64, streamStep, true) {
-				streamGroups(segs, a8, shares[w], g0, g1)
+				groups(lo, shares[w], g0, g1)
 			}
 		}
 	})
 }
 
 // streamGroups computes groups [g0, g1) of share sh: rows sh.lo + j·sh.s + g for the four
-// streams j, in runs that keep each stream inside one segment.
-func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int) {
-	var ws [4]*byte
-	var outs [4]*float32
+// streams j, in runs that keep each stream inside one segment, passing the kernel its row and
+// result pointers in ps.
+func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int, ps *streamPtrs) {
+	ws, outs := &ps.ws, &ps.outs
 	nu := segs[0].k / 64
 	rs := nu * 68
 	for g0 < g1 {
@@ -105,6 +120,13 @@ func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int) {
 		rows4P(&ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], nu, &outs[0], 4)
 		g0 += n
 	}
+}
+
+// streamPtrs holds the four row and result pointers of one q8_0Rows4P call (allocated with the
+// job: as arguments of a call through the rows4P variable, local arrays would escape).
+type streamPtrs struct {
+	ws   [4]*byte
+	outs [4]*float32
 }
 
 // streamRest computes rows [lo, hi) one at a time with rows4ZTail.

@@ -100,6 +100,7 @@ func hsum1(a VecVirtual) VecVirtual {
 func gemv4(t wtype) {
 	TEXT("gemv"+t.name+"x4", NOSPLIT, fmt.Sprintf("func(w *%s, ldw int, x *float32, k int, out *float32)", t.ctype))
 	Doc(fmt.Sprintf("gemv%sx4 sets out[r] = Σ_i w[r*ldw/%d+i]*x[i] for r < 4; k is a multiple of 8.", t.name, t.size))
+	Pragma("noescape")
 	p0 := Load(Param("w"), GP64())
 	ld := Load(Param("ldw"), GP64())
 	x := Load(Param("x"), GP64())
@@ -163,6 +164,7 @@ func gemv4(t wtype) {
 func gemvRows(t wtype) {
 	TEXT("gemv"+t.name+"rows", NOSPLIT, fmt.Sprintf("func(w *%s, ldw int, x *float32, k int, out *float32, rows int)", t.ctype))
 	Doc(fmt.Sprintf("gemv%srows sets out[r] = Σ_i w[r*ldw/%d+i]*x[i] for r < rows, one row after another; k is a multiple of 8.", t.name, t.size))
+	Pragma("noescape")
 	row := Load(Param("w"), GP64())
 	ld := Load(Param("ldw"), GP64())
 	o := Load(Param("out"), GP64())
