@@ -19,8 +19,9 @@ import (
 
 // rows4P is the four-stream Q8_0 decode kernel (q8_0Rows4P where installed, else its twin
 // rows4PGo): nrows groups, row j of group i at w[j] + i·adv bytes, its result at out[j] + i·oadv
-// bytes. A row's result is bit for bit rows4Z's and rows4ZTail's.
-var rows4P = rows4PGo
+// bytes. A row's result is bit for bit rows4Z's and rows4ZTail's. q4Rows4P is the same for
+// Q4_0 rows (q4_0Rows4P, else q4Rows4PGo), each row's result bit for bit rowsZ[1]'s.
+var rows4P, q4Rows4P = rows4PGo, q4Rows4PGo
 
 // useStreams selects gemvStreams for eligible decode rows (benchmarks compare it with the
 // 64-row chunks of gemvSegs).
@@ -40,14 +41,31 @@ func rows4PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, 
 	}
 }
 
-// streamsEligible reports whether gemvStreams handles segs: all Q8_0 with an even number of
-// blocks per row, on the VNNI kernels.
+func q4Rows4PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out **float32, oadv int) {
+	ws, outs := unsafe.Slice(w, 4), unsafe.Slice(out, 4)
+	for i := 0; i < nrows; i++ {
+		for j := 0; j < 4; j++ {
+			row := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(ws[j]), i*adv)), nu*72)
+			o := unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(outs[j]), i*oadv)), 1)
+			rowsZRef(true, row, 0, 1, unsafe.Slice(xs, nu*128), unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, o)
+		}
+	}
+}
+
+// streamsEligible reports whether gemvStreams handles segs, on the VNNI kernels: all Q8_0 with
+// an even number of blocks per row, or all Q4_0 with a multiple of 4.
 func streamsEligible(segs []gemvSeg) bool {
-	if !useStreams || !useRows4 || !quantVNNI {
+	if !useStreams || !quantVNNI {
 		return false
 	}
 	for i := range segs {
-		if segs[i].dt != tensor.Q8_0 || (segs[i].k/32)%2 != 0 {
+		nb := segs[i].k / 32
+		switch {
+		case segs[i].dt != segs[0].dt:
+			return false
+		case segs[i].dt == tensor.Q8_0 && nb%2 == 0 && useRows4:
+		case segs[i].dt == tensor.Q4_0 && nb%4 == 0:
+		default:
 			return false
 		}
 	}
@@ -105,8 +123,8 @@ func forStreams(p *Pool, total int, groups func(part int, sh streamShare, g0, g1
 // result pointers in ps.
 func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int, ps *streamPtrs) {
 	ws, outs := &ps.ws, &ps.outs
-	nu := segs[0].k / 64
-	rs := nu * 68
+	q4 := segs[0].dt == tensor.Q4_0
+	rs := streamRowBytes(segs)
 	for g0 < g1 {
 		n := g1 - g0
 		for j := 0; j < 4; j++ {
@@ -117,7 +135,11 @@ func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int, ps *st
 			ws[j] = &s.w[(row-start)*rs]
 			outs[j] = &s.out[row-start]
 		}
-		rows4P(&ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], nu, &outs[0], 4)
+		if q4 {
+			q4Rows4P(&ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &outs[0], 4)
+		} else {
+			rows4P(&ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], segs[0].k/64, &outs[0], 4)
+		}
 		g0 += n
 	}
 }
@@ -129,15 +151,27 @@ type streamPtrs struct {
 	outs [4]*float32
 }
 
-// streamRest computes rows [lo, hi) one at a time with rows4ZTail.
+// streamRest computes rows [lo, hi) one at a time with the one-row kernel of the same math
+// (Q8_0: rows4ZTail, Q4_0: rowsZ[1]).
 func streamRest(segs []gemvSeg, a8 *q8Acts, lo, hi int) {
-	nu := segs[0].k / 64
-	rs := nu * 68
+	rs := streamRowBytes(segs)
 	for r := lo; r < hi; r++ {
 		si, start := segOf(segs, r)
 		s := &segs[si]
-		rows4ZTail(&s.w[(r-start)*rs], rs, 1, &a8.qs[0], &a8.dz[0], &a8.fz[0], nu, &s.out[r-start])
+		if s.dt == tensor.Q4_0 {
+			rowsZ[1](&s.w[(r-start)*rs], rs, 1, &a8.x4[0], &a8.d4[0], &a8.c4[0], s.k/128, &s.out[r-start])
+		} else {
+			rows4ZTail(&s.w[(r-start)*rs], rs, 1, &a8.qs[0], &a8.dz[0], &a8.fz[0], s.k/64, &s.out[r-start])
+		}
 	}
+}
+
+// streamRowBytes is the bytes of one row of segs (one type and k, streamsEligible).
+func streamRowBytes(segs []gemvSeg) int {
+	if segs[0].dt == tensor.Q4_0 {
+		return segs[0].k / 32 * 18
+	}
+	return segs[0].k / 32 * 34
 }
 
 // segOf returns the index of the segment holding row r of the concatenated rows, and the row

@@ -307,10 +307,15 @@ func q8_0Rows4Z(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, 
 //go:noescape
 func q8_0Rows4ZTail(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out *float32)
 
-// q8_0Rows4P computes nrows row groups of four Q8_0 rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).
+// q8_0Rows4P computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).
 //
 //go:noescape
 func q8_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out **float32, oadv int)
+
+// q4_0Rows4P computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).
+//
+//go:noescape
+func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
 
 // q4KTileZ1x1 computes one Q4_K row x 1 tokens with AVX-512 VNNI (see genTileK4Z).
 //

@@ -133,7 +133,8 @@ func main() {
 	genRowsZ(true)
 	genRows4Z(4)
 	genRows4Z(1)
-	genRows4P()
+	genRows4P(false)
+	genRows4P(true)
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
 	}

@@ -73,13 +73,7 @@ func genRowsZ(q4 bool) {
 	nr := Load(Param("nrows"), GP64())
 	op := Load(Param("out"), GP64())
 	c, pidx := Z2, Z3
-	if q4 {
-		VPBROADCASTD(mask0F, c)
-		VMOVDQU64(permQ4Z, pidx)
-	} else {
-		VPBROADCASTD(mask80, c)
-		VMOVDQU64(permQ8Z, pidx)
-	}
+	zConsts(q4, c, pidx)
 	TESTQ(nr, nr)
 	JZ(LabelRef(name + "_done"))
 	Label(name + "_row")
@@ -89,30 +83,22 @@ func genRowsZ(q4 bool) {
 	acc0, acc1 := Z0, Z1
 	VPXORD(acc0, acc0, acc0)
 	VPXORD(acc1, acc1, acc1)
-	CMPQ(n, Imm(2))
-	JL(LabelRef(name + "_tail"))
-	Label(name + "_loop")
-	if prefetchAhead > 0 {
-		PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead})
-		PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead + 64})
-		if q4 {
-			PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead + 128})
+	unitPairs(name, n, wp, xp, dp, cp, ub, xb, func(off, e int) {
+		acc, t := acc0, 4
+		if e == 1 {
+			acc, t = acc1, 8
 		}
-	}
-	zUnit(q4, Mem{Base: wp}, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx, acc0, Z4, Z5, Z6, Z7)
-	zUnit(q4, Mem{Base: wp, Disp: ub}, Mem{Base: xp, Disp: xb}, Mem{Base: dp, Disp: 64}, Mem{Base: cp, Disp: 64}, c, pidx, acc1, Z8, Z9, Z10, Z11)
-	ADDQ(U32(2*ub), wp)
-	ADDQ(U32(2*xb), xp)
-	ADDQ(Imm(128), dp)
-	ADDQ(Imm(128), cp)
-	SUBQ(Imm(2), n)
-	CMPQ(n, Imm(2))
-	JGE(LabelRef(name + "_loop"))
-	Label(name + "_tail")
-	TESTQ(n, n)
-	JZ(LabelRef(name + "_end"))
-	zUnit(q4, Mem{Base: wp}, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx, acc0, Z4, Z5, Z6, Z7)
-	Label(name + "_end")
+		zUnit(q4, Mem{Base: wp, Disp: off}, Mem{Base: xp, Disp: xb * e}, Mem{Base: dp, Disp: 64 * e}, Mem{Base: cp, Disp: 64 * e},
+			c, pidx, acc, zreg(t), zreg(t+1), zreg(t+2), zreg(t+3))
+	}, func() {
+		if prefetchAhead > 0 {
+			PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead})
+			PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead + 64})
+			if q4 {
+				PREFETCHT0(Mem{Base: wp, Disp: prefetchAhead + 128})
+			}
+		}
+	})
 	VADDPS(acc1, acc0, acc0)
 	hsum16(acc0, Z4)
 	VMOVSS(acc0.AsX(), Mem{Base: op})
@@ -129,4 +115,16 @@ func genRowsZ(q4 bool) {
 // corrections, unit count) into fresh registers, at the start of each row or row group.
 func tokenArgsZ() (xp, dp, cp, n Register) {
 	return Load(Param("xs"), GP64()), Load(Param("xd"), GP64()), Load(Param("corr"), GP64()), Load(Param("nunits"), GP64())
+}
+
+// zConsts loads the VNNI decode kernels' constants: c the byte constant (Q4_0: 0x0f, the nibble
+// mask; Q8_0: 0x80, the sign flip) and pidx the VPERMW index of a unit's scales.
+func zConsts(q4 bool, c, pidx VecPhysical) {
+	if q4 {
+		VPBROADCASTD(mask0F, c)
+		VMOVDQU64(permQ4Z, pidx)
+	} else {
+		VPBROADCASTD(mask80, c)
+		VMOVDQU64(permQ8Z, pidx)
+	}
 }

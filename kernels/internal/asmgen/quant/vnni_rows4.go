@@ -82,7 +82,7 @@ func genRows4Z(R int) {
 		rows4Unit(R, e, func(r int) Mem { return row(wp, r).Offset(off) },
 			Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
 	}
-	unitPairs(name, n, wp, xp, dp, cp, unit, func() {
+	unitPairs(name, n, wp, xp, dp, cp, ub, 64, unit, func() {
 		if prefetchNext == 0 {
 			return
 		}
@@ -97,7 +97,6 @@ func genRows4Z(R int) {
 		}
 		ADDQ(U32(R*2*ub), pf)
 	})
-	Label(name + "_end")
 	for r := 0; r < R; r++ {
 		a := zreg(2 * r)
 		VADDPS(zreg(2*r+1), a, a)
@@ -138,11 +137,11 @@ func rows4Unit(R, e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhys
 	}
 }
 
-// unitPairs emits the loop over a row group's units: two units per iteration (parities 0 and
-// 1, pre first), then the odd unit left; wp advances by the 136 bytes of a unit pair, xp, dp
-// and cp by the token's 128, n (the units left) down to zero. It ends at the label name_end.
-func unitPairs(name string, n, wp, xp, dp, cp Register, unit func(off, e int), pre func()) {
-	const ub = 68
+// unitPairs emits the loop over a row's (or row group's) units: two units per iteration
+// (parities 0 and 1, pre first), then the odd unit left; wp advances by the 2·ub weight bytes
+// of a unit pair, xp by the token's 2·xb value bytes, dp and cp by its 128 bytes of lane scales
+// and corrections, n (the units left) down to zero. It ends at the label name_end.
+func unitPairs(name string, n, wp, xp, dp, cp Register, ub, xb int, unit func(off, e int), pre func()) {
 	CMPQ(n, Imm(2))
 	JL(LabelRef(name + "_tail"))
 	Label(name + "_loop")
@@ -150,7 +149,11 @@ func unitPairs(name string, n, wp, xp, dp, cp Register, unit func(off, e int), p
 	unit(0, 0)
 	unit(ub, 1)
 	ADDQ(U32(2*ub), wp)
-	ADDQ(Imm(128), xp)
+	if 2*xb < 256 {
+		ADDQ(Imm(uint64(2*xb)), xp)
+	} else {
+		ADDQ(U32(2*xb), xp)
+	}
 	ADDQ(Imm(128), dp)
 	ADDQ(Imm(128), cp)
 	SUBQ(Imm(2), n)
@@ -160,4 +163,5 @@ func unitPairs(name string, n, wp, xp, dp, cp Register, unit func(off, e int), p
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_end"))
 	unit(0, 0)
+	Label(name + "_end")
 }
