@@ -5,6 +5,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math"
 	"sync/atomic"
 	"unsafe"
@@ -47,36 +48,42 @@ func (a *q8Acts) zActs(q4 bool, lo, hi int) {
 		qs, d := a.qs[t*k:(t+1)*k], a.d[t*nb:(t+1)*nb]
 		dz, cz := a.dz[t*k/4:(t+1)*k/4], a.cz[t*k/4:(t+1)*k/4]
 		for p := 0; p < nb/2; p++ {
-			var s [2]int32
-			for h := 0; h < 2; h++ {
-				for _, q := range qs[64*p+32*h : 64*p+32*h+32] {
-					s[h] += int32(q)
-				}
-			}
-			z, c := dz[16*p:16*p+16], cz[16*p:16*p+16]
-			clear(c)
+			q := qs[64*p : 64*p+64]
+			s0, s1 := sumInt8x32(q[:32]), sumInt8x32(q[32:])
+			d0, d1 := d[2*p], d[2*p+1]
+			z, c := (*[16]float32)(dz[16*p:16*p+16]), (*[16]int32)(cz[16*p:16*p+16])
+			*c = [16]int32{}
 			if q4 {
 				x := a.xz[t*k+64*p : t*k+64*p+64]
-				copy(x[0:16], qs[64*p:64*p+16])
-				copy(x[16:32], qs[64*p+32:64*p+48])
-				copy(x[32:48], qs[64*p+16:64*p+32])
-				copy(x[48:64], qs[64*p+48:64*p+64])
-				for l := range z {
-					z[l] = d[2*p+(l/4)%2]
-				}
-				c[0], c[4] = -8*s[0], -8*s[1]
+				copy(x[0:16], q[0:16])
+				copy(x[16:32], q[32:48])
+				copy(x[32:48], q[16:32])
+				copy(x[48:64], q[48:64])
+				*z = [16]float32{d0, d0, d0, d0, d1, d1, d1, d1, d0, d0, d0, d0, d1, d1, d1, d1}
+				c[0], c[4] = -8*s0, -8*s1
 			} else {
-				for l := range z {
-					z[l] = d[2*p+l/8]
-				}
-				c[0], c[8] = -128*s[0], -128*s[1]
-				f := a.fz[t*k/4+16*p : t*k/4+16*p+16]
-				for l := range f {
-					f[l] = float32(c[l]) * z[l]
-				}
+				*z = [16]float32{d0, d0, d0, d0, d0, d0, d0, d0, d1, d1, d1, d1, d1, d1, d1, d1}
+				c[0], c[8] = -128*s0, -128*s1
+				f := (*[16]float32)(a.fz[t*k/4+16*p : t*k/4+16*p+16])
+				*f = [16]float32{}
+				f[0], f[8] = float32(c[0])*d0, float32(c[8])*d1
 			}
 		}
 	}
+}
+
+// sumInt8x32 returns the sum of the 32 int8 values in q (len(q) >= 32), eight at a time in
+// 64-bit words: each byte is flipped to unsigned (x+128), adjacent bytes are added into 16-bit
+// lanes (at most 4·510 over the four words), and a multiply adds the lanes.
+func sumInt8x32(q []int8) int32 {
+	_ = q[31]
+	const lo = 0x00ff00ff00ff00ff
+	var acc uint64
+	for i := 0; i < 32; i += 8 {
+		w := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Pointer(&q[i])), 8)) ^ 0x8080808080808080
+		acc += w&lo + (w>>8)&lo
+	}
+	return int32((acc*0x0001000100010001)>>48) - 128*32
 }
 
 // tokenChunkZ is the number of tokens whose VNNI activations (3 bytes per value: values, lane

@@ -213,3 +213,30 @@ func TestTilesKZ(t *testing.T) {
 		}
 	}
 }
+
+// TestSumInt8x32 checks the word-at-a-time block sum against a plain loop on random blocks
+// and on the extremes (all -128, all 127, alternating).
+func TestSumInt8x32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	blocks := [][]int8{make([]int8, 32), make([]int8, 32), make([]int8, 32)}
+	for i := range 32 {
+		blocks[0][i], blocks[1][i] = -128, 127
+		blocks[2][i] = int8(127 - 255*(i%2))
+	}
+	for range 1000 {
+		b := make([]int8, 32)
+		for i := range b {
+			b[i] = int8(rng.IntN(256) - 128)
+		}
+		blocks = append(blocks, b)
+	}
+	for _, b := range blocks {
+		var want int32
+		for _, v := range b {
+			want += int32(v)
+		}
+		if got := sumInt8x32(b); got != want {
+			t.Fatalf("sum of %v = %d, want %d", b, got, want)
+		}
+	}
+}
