@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
 // The test binary doubles as a replica: with LLMCLOUD_CLOUD_CHILD set it runs childMain, a
@@ -99,19 +100,6 @@ func childMain() {
 	os.Exit(0)
 }
 
-// syncBuffer is a bytes.Buffer safe for the supervisor's writers and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // changes records OnChange calls with their times.
 type changes struct {
 	mu   sync.Mutex
@@ -148,9 +136,9 @@ func (c *changes) last() []string {
 	return c.sets[len(c.sets)-1]
 }
 
-func newTestSupervisor(t *testing.T, n int, env ...string) (*Supervisor, *changes, *syncBuffer) {
+func newTestSupervisor(t *testing.T, n int, env ...string) (*Supervisor, *changes, *proc.Buffer) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &proc.Buffer{}
 	ch := &changes{}
 	s, err := New(Options{Argv: []string{os.Args[0]}, Env: append(os.Environ(), append([]string{"LLMCLOUD_CLOUD_CHILD=1"}, env...)...),
 		Replicas: n, Output: out, OnChange: ch.on, BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
@@ -329,7 +317,7 @@ func TestSupervisorFailingStarts(t *testing.T) {
 
 // A replica that never becomes healthy is killed after StartTimeout and started again.
 func TestSupervisorStartTimeout(t *testing.T) {
-	out := &syncBuffer{}
+	out := &proc.Buffer{}
 	s, err := New(Options{Argv: []string{os.Args[0]}, Env: append(os.Environ(), "LLMCLOUD_CLOUD_CHILD=1", "CHILD_DELAY_MS=100000"),
 		Replicas: 1, Output: out, StartTimeout: 300 * time.Millisecond, BackoffMin: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/llmcloud/llmcloud/autoscale/kube"
 	"github.com/llmcloud/llmcloud/autoscale/kube/kubetest"
 	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/internal/proc"
 	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
@@ -29,7 +30,7 @@ func TestAutoscaleCommandScalesDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &proc.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	addrc := make(chan string, 1)

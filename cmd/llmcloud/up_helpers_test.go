@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -11,10 +10,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
 // TestUpHelperCLI is not a test: with LLMCLOUD_UP_HELPER set, this test binary is the
@@ -26,27 +26,13 @@ func TestUpHelperCLI(t *testing.T) {
 	os.Exit(runMain(flag.Args(), os.Stdout, os.Stderr))
 }
 
-// lockedBuffer collects the up command's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // startUp runs `llmcloud up ARGS` in-process with this test binary as the replicas' binary and
 // returns the router's URL and the log. The cloud is stopped (and checked to stop cleanly) at
 // the end of the test.
-func startUp(t *testing.T, args ...string) (string, *lockedBuffer) {
+func startUp(t *testing.T, args ...string) (string, *proc.Buffer) {
 	t.Helper()
 	t.Setenv("LLMCLOUD_UP_HELPER", "1")
-	logs := &lockedBuffer{}
+	logs := &proc.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)

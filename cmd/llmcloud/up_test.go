@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/internal/proc"
 	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
@@ -275,7 +276,7 @@ func TestUpStatusRendering(t *testing.T) {
 // error naming the replicas' own message, not a restart loop.
 func TestUpFailsWhenNoReplicaStarts(t *testing.T) {
 	t.Setenv("LLMCLOUD_UP_HELPER", "1")
-	var logs lockedBuffer
+	var logs proc.Buffer
 	err := up(context.Background(), []string{"--host", "127.0.0.1", "--port", "0", "--replicas", "2", "--status-interval", "0",
 		"--model", "/nonexistent/model.gguf"}, &logs, &logs,
 		upHooks{serveArgv: []string{os.Args[0], "-test.run=^TestUpHelperCLI$", "--", "serve"}})

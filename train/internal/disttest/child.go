@@ -7,7 +7,6 @@ package disttest
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -184,14 +183,14 @@ func Run(t testing.TB, n int, cfg train.Config, o *Options) *Result {
 	}
 	port := freePort(t)
 	cmds := make([]*exec.Cmd, n)
-	outs := make([]*lockedBuffer, n)
+	outs := make([]*proc.Buffer, n)
 	for r := range n {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envScenario+"="+sc, envConfig+"="+string(js),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "WORLD_SIZE="+strconv.Itoa(n),
 			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r))
 		cmd.Env = append(cmd.Env, o.Env...)
-		outs[r] = &lockedBuffer{}
+		outs[r] = &proc.Buffer{}
 		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -265,7 +264,7 @@ func ParseLosses(out string) []float64 {
 	return ls
 }
 
-func allOutput(outs []*lockedBuffer) string {
+func allOutput(outs []*proc.Buffer) string {
 	var b strings.Builder
 	for r, o := range outs {
 		fmt.Fprintf(&b, "--- rank %d ---\n%s", r, o.String())
@@ -279,22 +278,4 @@ func freePort(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return port
-}
-
-// lockedBuffer collects a process's output (stdout and stderr share it).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
