@@ -1,11 +1,11 @@
-// This file implements the four-stream split of the float (F32, F16, BF16) decode rows
-// (gemvFloatStreams), as gemvStreams does for Q8_0 (quant_streams.go): each worker's
-// contiguous share of the rows is read as four quarters side by side, four rows per kernel
-// call, one row of each quarter, so each quarter is one long sequential read. Every row's sum
-// is the four-row kernel's, so it does not depend on the number of workers.
+// This file implements the four-stream decode of float (F32, F16, BF16) rows
+// (gemvFloatStreams, on the split of pool_streams.go): the four-row kernels read row g of each
+// quarter of a worker's share, the quarters one stride apart. Every row's sum is the four-row
+// kernel's, so it does not depend on the number of workers.
 package kernels
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -15,44 +15,67 @@ import (
 // with gemvFloat's consecutive groups).
 var useFloatStreams = true
 
-// gemvFloatStreams computes out[r] = w[r]·x for rows [0, n) of data (dt, k columns; k8 = k
-// rounded down to 8, the part the kernels cover).
-func gemvFloatStreams(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k, k8 int) {
-	rb := k * elemSize(dt)
-	groups := func(_ int, sh streamShare, g0, g1 int) {
-		var four [4]float32
-		for g := g0; g < g1; g++ {
-			r := sh.lo + g
-			wp := unsafe.Pointer(&data[r*rb])
-			switch dt {
-			case tensor.F32:
-				gemvF32x4((*float32)(wp), sh.s*rb, &x[0], k8, &four[0])
-			case tensor.F16:
-				gemvF16x4((*uint16)(wp), sh.s*rb, &x[0], k8, &four[0])
-			case tensor.BF16:
-				gemvBF16x4((*uint16)(wp), sh.s*rb, &x[0], k8, &four[0])
-			}
-			for j := range four {
-				out[r+j*sh.s] = four[j]
-			}
+// floatStreams is the streamWork of gemvFloatStreams: out[r] = w[r]·x for the rows of data
+// (dt, k columns of rb bytes per row; k8 = k rounded down to 8, the part the kernels cover).
+type floatStreams struct {
+	out, x    []float32
+	dt        tensor.DType
+	data      []byte
+	rb, k, k8 int
+}
+
+var floatStreamsPool = sync.Pool{New: func() any { return &floatStreams{} }}
+
+// gemvFloatStreams computes out[r] = w[r]·x for rows [0, n) of data (dt, k columns).
+func gemvFloatStreams(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int) {
+	f := floatStreamsPool.Get().(*floatStreams)
+	*f = floatStreams{out: out, x: x, dt: dt, data: data, rb: k * elemSize(dt), k: k, k8: k &^ 7}
+	forStreams(p, n, f)
+	*f = floatStreams{}
+	floatStreamsPool.Put(f)
+}
+
+// groups computes groups [g0, g1) of share sh: four rows sh.s rows apart per kernel call.
+func (f *floatStreams) groups(_ int, sh streamShare, g0, g1 int) {
+	for g := g0; g < g1; g++ {
+		f.four(sh.lo+g, sh.s)
+	}
+}
+
+// rest computes rows [lo, hi) with the same four-row kernel, the row read four times (stride
+// 0), so that every row's sum is the four-row kernel's whatever the split.
+func (f *floatStreams) rest(_, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		f.four(r, 0)
+	}
+}
+
+// four computes rows r + j·stride (j = 0..3), the columns past k8 included.
+func (f *floatStreams) four(r, stride int) {
+	var four [4]float32
+	gemvFloatX4(f.dt, unsafe.Pointer(&f.data[r*f.rb]), stride*f.rb, &f.x[0], f.k8, &four[0])
+	rows := 4
+	if stride == 0 {
+		rows = 1
+	}
+	for j := range rows {
+		row := r + j*stride
+		f.out[row] = four[j]
+		if f.k8 < f.k {
+			gemvFloatTail(f.out, f.x, f.dt, f.data, f.k, f.k8, row, row+1)
 		}
 	}
-	// The rows left outside the quarters go through the same four-row kernel, the row read four
-	// times (stride 0), so that every row's sum is the four-row kernel's whatever the split.
-	rest := func(_, lo, hi int) {
-		var four [4]float32
-		for r := lo; r < hi; r++ {
-			wp := unsafe.Pointer(&data[r*rb])
-			switch dt {
-			case tensor.F32:
-				gemvF32x4((*float32)(wp), 0, &x[0], k8, &four[0])
-			case tensor.F16:
-				gemvF16x4((*uint16)(wp), 0, &x[0], k8, &four[0])
-			case tensor.BF16:
-				gemvBF16x4((*uint16)(wp), 0, &x[0], k8, &four[0])
-			}
-			out[r] = four[0]
-		}
+}
+
+// gemvFloatX4 runs the four-row GEMV kernel of dt (rows ldw bytes apart from w) on x's first
+// k8 values into out[0..3].
+func gemvFloatX4(dt tensor.DType, w unsafe.Pointer, ldw int, x *float32, k8 int, out *float32) {
+	switch dt {
+	case tensor.F32:
+		gemvF32x4((*float32)(w), ldw, x, k8, out)
+	case tensor.F16:
+		gemvF16x4((*uint16)(w), ldw, x, k8, out)
+	case tensor.BF16:
+		gemvBF16x4((*uint16)(w), ldw, x, k8, out)
 	}
-	forStreams(p, n, groups, rest)
 }

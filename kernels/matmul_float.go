@@ -132,16 +132,12 @@ var gemvOneRow = true
 func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int) {
 	es := elemSize(dt)
 	k8 := k &^ 7
-	// Rows are handed out in groups of 4, chunks of at least ~64 KiB of weights, one contiguous
-	// share of chunks per worker with stealing (forStealing: one long stream per worker, and a
-	// worker slowed down by other processes hands its tail over).
 	if useFloatStreams {
-		gemvFloatStreams(p, out, x, dt, data, n, k, k8)
-		if k8 < k {
-			p.For(n, 64, func(r0, r1 int) { gemvFloatTail(out, x, dt, data, k, k8, r0, r1) })
-		}
+		gemvFloatStreams(p, out, x, dt, data, n, k)
 		return
 	}
+	// Without four streams: rows in groups of 4, chunks of at least ~64 KiB of weights, one
+	// contiguous share of chunks per worker with stealing (forStealing).
 	groups := (n + 3) / 4
 	minGroups := max(1, (64<<10)/(4*k*es))
 	chunks := (groups + minGroups - 1) / minGroups
@@ -150,15 +146,7 @@ func gemvFloat(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int
 		r0, r1 := 4*lo, min(4*hi, n)
 		r := r0
 		for ; !gemvOneRow && r+4 <= r1; r += 4 {
-			wp := unsafe.Pointer(&data[r*k*es])
-			switch dt {
-			case tensor.F32:
-				gemvF32x4((*float32)(wp), k*es, &x[0], k8, &out[r])
-			case tensor.F16:
-				gemvF16x4((*uint16)(wp), k*es, &x[0], k8, &out[r])
-			case tensor.BF16:
-				gemvBF16x4((*uint16)(wp), k*es, &x[0], k8, &out[r])
-			}
+			gemvFloatX4(dt, unsafe.Pointer(&data[r*k*es]), k*es, &x[0], k8, &out[r])
 		}
 		if r < r1 {
 			wp := unsafe.Pointer(&data[r*k*es])

@@ -1,17 +1,12 @@
-// This file implements the four-stream split of the Q8_0 decode rows (gemvStreams): each
-// worker's contiguous share of the rows is cut into four quarters, and the worker walks the
-// four quarters side by side, one row of each per step of q8_0Rows4P. Every quarter is then
-// one long sequential read, which the hardware prefetcher follows by itself; four consecutive
-// rows per step (q8_0Rows4Z over 64-row chunks) are four short streams that it re-learns every
-// group. On the Zen 5 host (BenchmarkQ8DecodeHuge, TinyLlama's shapes from DRAM) one thread
-// streams 33-36 GB/s of weights this way against 24-29 GB/s for the 64-row chunks, two threads
-// 62-71 against 46-55 GB/s. The steps of a share are handed out by
-// stealRange as forStealing's items are: front to back by the owner, from the back by a worker
-// that has finished its own.
+// This file implements the four-stream decode of Q8_0 and Q4_0 rows (gemvStreams, on the split
+// of pool_streams.go): four row pointers per kernel call (q8_0Rows4P, q4_0Rows4P), one row of
+// each quarter of a worker's share. On the Zen 5 host (BenchmarkQ8DecodeHuge, TinyLlama's Q8_0
+// shapes from DRAM) one thread streams 33-36 GB/s of weights this way against 24-29 GB/s for
+// four consecutive rows over 64-row chunks, two threads 62-71 against 46-55 GB/s.
 package kernels
 
 import (
-	"sync/atomic"
+	"sync"
 	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -27,27 +22,26 @@ var rows4P, q4Rows4P = rows4PGo, q4Rows4PGo
 // 64-row chunks of gemvSegs).
 var useStreams = true
 
-// streamStep is the fewest row groups (of four rows, one per stream) a take hands out.
-const streamStep = 4
-
 func rows4PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nu int, out **float32, oadv int) {
-	ws, outs := unsafe.Slice(w, 4), unsafe.Slice(out, 4)
-	for i := 0; i < nrows; i++ {
-		for j := 0; j < 4; j++ {
-			row := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(ws[j]), i*adv)), nu*68)
-			o := unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(outs[j]), i*oadv)), 1)
-			rows4ZRef(row, 0, 1, unsafe.Slice(xs, nu*64), unsafe.Slice(xd, nu*16), unsafe.Slice(fz, nu*16), nu, o)
-		}
-	}
+	twin4P(w, adv, nrows, out, oadv, nu*68, func(row []byte, o []float32) {
+		rows4ZRef(row, 0, 1, unsafe.Slice(xs, nu*64), unsafe.Slice(xd, nu*16), unsafe.Slice(fz, nu*16), nu, o)
+	})
 }
 
 func q4Rows4PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out **float32, oadv int) {
+	twin4P(w, adv, nrows, out, oadv, nu*72, func(row []byte, o []float32) {
+		rowsZRef(true, row, 0, 1, unsafe.Slice(xs, nu*128), unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, o)
+	})
+}
+
+// twin4P walks a four-stream kernel's rows (rowBytes each) and results as the kernel does,
+// computing each row with one.
+func twin4P(w **byte, adv, nrows int, out **float32, oadv, rowBytes int, one func(row []byte, out []float32)) {
 	ws, outs := unsafe.Slice(w, 4), unsafe.Slice(out, 4)
 	for i := 0; i < nrows; i++ {
 		for j := 0; j < 4; j++ {
-			row := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(ws[j]), i*adv)), nu*72)
-			o := unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(outs[j]), i*oadv)), 1)
-			rowsZRef(true, row, 0, 1, unsafe.Slice(xs, nu*128), unsafe.Slice(xd, nu*16), unsafe.Slice(corr, nu*16), nu, o)
+			one(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(ws[j]), i*adv)), rowBytes),
+				unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(outs[j]), i*oadv)), 1))
 		}
 	}
 }
@@ -72,59 +66,35 @@ func streamsEligible(segs []gemvSeg) bool {
 	return true
 }
 
-// streamShare is one worker's share of the rows: [lo, lo+4·s) as four quarters of s rows, then
-// the rest rows [lo+4·s, hi) that do not fill a group.
-type streamShare struct{ lo, s, hi int }
+// quantStreams is the streamWork of gemvStreams.
+type quantStreams struct {
+	segs []gemvSeg
+	a8   *q8Acts
+	ptrs []streamPtrs // the kernel's pointer arrays, one set per part
+}
+
+// streamPtrs holds the four row and result pointers of one four-stream kernel call (kept with
+// the job: as arguments of a call through a function variable, local arrays would escape).
+type streamPtrs struct {
+	ws   [4]*byte
+	outs [4]*float32
+}
+
+var quantStreamsPool = sync.Pool{New: func() any { return &quantStreams{} }}
 
 // gemvStreams computes rows [0, total) of segs (streamsEligible, prepped) for the token in a8.
 func gemvStreams(p *Pool, segs []gemvSeg, a8 *q8Acts, total int) {
-	ptrs := make([]streamPtrs, p.Workers()) // the kernel's pointer arrays, one set per part
-	forStreams(p, total, func(part int, sh streamShare, g0, g1 int) {
-		streamGroups(segs, a8, sh, g0, g1, &ptrs[part])
-	}, func(_, lo, hi int) { streamRest(segs, a8, lo, hi) })
+	q := quantStreamsPool.Get().(*quantStreams)
+	q.segs, q.a8, q.ptrs = segs, a8, grow(q.ptrs, p.Workers())
+	forStreams(p, total, q)
+	q.segs, q.a8 = nil, nil
+	quantStreamsPool.Put(q)
 }
 
-// forStreams splits rows [0, total) into one contiguous share per worker and each share into
-// four quarters (streamShare), and calls groups(part, share, g0, g1) for runs [g0, g1) of the
-// share's row groups (row g of each quarter) and rest(part, lo, hi) for the share's rows
-// outside its quarters; part is the calling part of the pool job (no two calls with the same
-// part run at once). A share's groups go to its own worker front to back in runs of half of
-// what is left, and to a worker that has finished its own from the back, a quarter at a time
-// (takeGuided).
-func forStreams(p *Pool, total int, groups func(part int, sh streamShare, g0, g1 int), rest func(part, lo, hi int)) {
-	parts := min(p.Workers(), max(1, total/(4*streamStep)))
-	shares := make([]streamShare, parts)
-	ranges := make([]stealRange, parts)
-	for w := range shares {
-		lo, hi := w*total/parts, (w+1)*total/parts
-		shares[w] = streamShare{lo: lo, s: (hi - lo) / 4, hi: hi}
-		ranges[w].Store(uint64(shares[w].s))
-	}
-	p.For(parts, 1, func(lo, hi int) {
-		for w := lo; w < hi; w++ {
-			for g0, g1, ok := takeGuided(&ranges[w].Uint64, streamStep, false); ok; g0, g1, ok = takeGuided(&ranges[w].Uint64, streamStep, false) {
-				groups(lo, shares[w], g0, g1)
-			}
-			if sh := shares[w]; sh.lo+4*sh.s < sh.hi {
-				rest(lo, sh.lo+4*sh.s, sh.hi)
-			}
-		}
-		for i := 1; i < parts; i++ {
-			w := (lo + i) % parts
-			for g0, g1, ok := takeGuided(&ranges[w].Uint64, streamStep, true); ok; g0, g1, ok = takeGuided(&ranges[w].Uint64, streamStep, true) {
-				groups(lo, shares[w], g0, g1)
-			}
-		}
-	})
-}
-
-// streamGroups computes groups [g0, g1) of share sh: rows sh.lo + j·sh.s + g for the four
-// streams j, in runs that keep each stream inside one segment, passing the kernel its row and
-// result pointers in ps.
-func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int, ps *streamPtrs) {
-	ws, outs := &ps.ws, &ps.outs
-	q4 := segs[0].dt == tensor.Q4_0
-	rs := streamRowBytes(segs)
+// groups computes groups [g0, g1) of share sh in runs that keep each stream inside one segment.
+func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
+	segs, a8, ps := q.segs, q.a8, &q.ptrs[part]
+	rs, _ := segs[0].dt.RowBytes(segs[0].k)
 	for g0 < g1 {
 		n := g1 - g0
 		for j := 0; j < 4; j++ {
@@ -132,46 +102,24 @@ func streamGroups(segs []gemvSeg, a8 *q8Acts, sh streamShare, g0, g1 int, ps *st
 			si, start := segOf(segs, row)
 			s := &segs[si]
 			n = min(n, start+s.n-row)
-			ws[j] = &s.w[(row-start)*rs]
-			outs[j] = &s.out[row-start]
+			ps.ws[j], ps.outs[j] = &s.w[(row-start)*rs], &s.out[row-start]
 		}
-		if q4 {
-			q4Rows4P(&ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &outs[0], 4)
+		if segs[0].dt == tensor.Q4_0 {
+			q4Rows4P(&ps.ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &ps.outs[0], 4)
 		} else {
-			rows4P(&ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], segs[0].k/64, &outs[0], 4)
+			rows4P(&ps.ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], segs[0].k/64, &ps.outs[0], 4)
 		}
 		g0 += n
 	}
 }
 
-// streamPtrs holds the four row and result pointers of one q8_0Rows4P call (allocated with the
-// job: as arguments of a call through the rows4P variable, local arrays would escape).
-type streamPtrs struct {
-	ws   [4]*byte
-	outs [4]*float32
-}
-
-// streamRest computes rows [lo, hi) one at a time with the one-row kernel of the same math
-// (Q8_0: rows4ZTail, Q4_0: rowsZ[1]).
-func streamRest(segs []gemvSeg, a8 *q8Acts, lo, hi int) {
-	rs := streamRowBytes(segs)
+// rest computes rows [lo, hi) one at a time with gemvSeg.rows, whose one-row kernels
+// (rows4ZTail, rowsZ[1]) give the same sums.
+func (q *quantStreams) rest(_, lo, hi int) {
 	for r := lo; r < hi; r++ {
-		si, start := segOf(segs, r)
-		s := &segs[si]
-		if s.dt == tensor.Q4_0 {
-			rowsZ[1](&s.w[(r-start)*rs], rs, 1, &a8.x4[0], &a8.d4[0], &a8.c4[0], s.k/128, &s.out[r-start])
-		} else {
-			rows4ZTail(&s.w[(r-start)*rs], rs, 1, &a8.qs[0], &a8.dz[0], &a8.fz[0], s.k/64, &s.out[r-start])
-		}
+		si, start := segOf(q.segs, r)
+		q.segs[si].rows(q.a8, nil, r-start, r-start+1)
 	}
-}
-
-// streamRowBytes is the bytes of one row of segs (one type and k, streamsEligible).
-func streamRowBytes(segs []gemvSeg) int {
-	if segs[0].dt == tensor.Q4_0 {
-		return segs[0].k / 32 * 18
-	}
-	return segs[0].k / 32 * 34
 }
 
 // segOf returns the index of the segment holding row r of the concatenated rows, and the row
@@ -185,31 +133,4 @@ func segOf(segs []gemvSeg, r int) (int, int) {
 		start += segs[i].n
 	}
 	panic("kernels: row outside the segments")
-}
-
-// takeGuided claims items from the packed range r: from the front (the owner) half of what
-// is left, from the back (a worker stealing) a quarter, at least min items either way (or all
-// that is left), and returns them as [lo, hi). Large takes keep the kernel's calls few: each
-// call ends the streams' run-ahead: calling the kernel directly on one thread, four groups per
-// call streamed 22-27 GB/s where one call per share streamed 33-36.
-func takeGuided(r *atomic.Uint64, min_ int, back bool) (int, int, bool) {
-	for {
-		v := r.Load()
-		lo, hi := int(v>>32), int(v&0xffffffff)
-		if lo >= hi {
-			return 0, 0, false
-		}
-		k := (hi - lo) / 2
-		if back {
-			k = (hi - lo) / 4
-		}
-		k = min(max(k, min_), hi-lo)
-		a, b, next := lo, lo+k, uint64(lo+k)<<32|uint64(hi)
-		if back {
-			a, b, next = hi-k, hi, uint64(lo)<<32|uint64(hi-k)
-		}
-		if r.CompareAndSwap(v, next) {
-			return a, b, true
-		}
-	}
 }
