@@ -4,6 +4,7 @@ package disttest
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/train"
@@ -21,6 +22,20 @@ func LoadLatest(t testing.TB, runDir string) *train.Checkpoint {
 		t.Fatal(err)
 	}
 	return ck
+}
+
+// ReferenceHalf runs cfg in one process twice: the whole run, and its first half (Steps/2,
+// into a run directory of its own). It returns the whole run's losses and the half run's last
+// checkpoint, what the checkpoint-across-grids tests compare a grid run's checkpoint and its
+// resumed losses with. cfg.MinLR should equal cfg.LR, so that the half run follows the whole
+// run's schedule.
+func ReferenceHalf(t testing.TB, cfg train.Config) ([]float64, *train.Checkpoint) {
+	t.Helper()
+	want := Reference(t, cfg)
+	half := cfg
+	half.Steps, half.Out = cfg.Steps/2, filepath.Join(t.TempDir(), "ref")
+	Reference(t, half)
+	return want, LoadLatest(t, half.Out)
 }
 
 // CompareCheckpoints fails t unless got is at ref's step with ref's tensors, each within a
