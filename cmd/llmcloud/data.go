@@ -10,19 +10,23 @@ import (
 )
 
 func init() {
-	register("data", "training data: prepare (tokenize text into token shards)", runData)
+	register("data", "training data: prepare (tokenize text into token shards), distill (sample documents from a model)", runData)
 }
 
 func runData(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "distill" {
+		return runDataDistill(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "prepare" {
 		fmt.Fprintln(stderr, "usage: llmcloud data prepare --tokenizer DIR|tokenizer.json --input FILE [--val-input FILE | --val-fraction F] -o DIR")
+		fmt.Fprintln(stderr, "       llmcloud data distill --model FILE --docs N -o FILE [--temperature T --top-p P --max-repeat R]")
 		if len(args) == 0 {
-			return usagef("which data command? (prepare)")
+			return usagef("which data command? (prepare, distill)")
 		}
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			return nil
 		}
-		return usagef("unknown data command %q (want prepare)", args[0])
+		return usagef("unknown data command %q (want prepare or distill)", args[0])
 	}
 	fs := newFlags("data prepare", stderr)
 	var o data.PrepareOptions
