@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,7 +69,8 @@ func runDataDistill(args []string, stdout, stderr io.Writer) error {
 		_, err := w.WriteString(doc)
 		return err
 	})
-	if err == nil {
+	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if err == nil || interrupted {
 		_, err = w.WriteString("\n")
 	}
 	if ferr := w.Flush(); err == nil {
@@ -78,6 +80,9 @@ func runDataDistill(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	secs := time.Since(t0).Seconds()
+	if interrupted {
+		fmt.Fprintf(stdout, "interrupted: %s holds the %d documents finished so far\n", *out, st.Kept)
+	}
 	fmt.Fprintf(stdout, "kept %d of %d sampled documents (%d without EOS before the limit, %d over --max-repeat, %d empty)\n",
 		st.Kept, st.Sampled, st.DroppedLength, st.DroppedRepeat, st.DroppedEmpty)
 	fmt.Fprintf(stdout, "%d tokens kept of %d sampled in %.1f s (%.0f tokens/s)\n", st.KeptTokens, st.AllTokens, secs, float64(st.AllTokens)/secs)
