@@ -56,8 +56,8 @@ func TestRetrainIsByteIdentical(t *testing.T) {
 	}
 }
 
-// defaultTokenizer is the default model's tokenizer (trained on the Brown corpus, see
-// recipes/default/README.md).
+// defaultTokenizer is the default model's tokenizer (trained on the recipe's distilled
+// stories, see recipes/default/README.md).
 const defaultTokenizer = "../../recipes/default/tokenizer.json"
 
 func loadTestdata(t testing.TB, path string) *tokenizer.Tokenizer {
