@@ -191,8 +191,8 @@ func (c *Client) Do(ctx context.Context, r Request, id int) (out Output) {
 		resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		out.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		out.Error = httpFailure(resp.StatusCode, msg)
 		return out
 	}
 	err = c.read(resp.Body, &out)

@@ -36,8 +36,8 @@ type RandomOptions struct {
 	PrefixLen           int     // a random prefix shared by every prompt, in tokens
 }
 
-// lenRange returns the inclusive bounds vLLM samples lengths from.
-func lenRange(n int, ratio float64) (lo, hi int) {
+// LenRange returns the inclusive bounds vLLM samples lengths n +- ratio from.
+func LenRange(n int, ratio float64) (lo, hi int) {
 	lo = int(math.Floor(float64(n) * (1 - ratio)))
 	hi = int(math.Ceil(float64(n) * (1 + ratio)))
 	return max(lo, 0), max(hi, lo)
@@ -54,8 +54,8 @@ func RandomRequests(tok Tokens, o RandomOptions, n int, seed uint64) ([]Request,
 	if o.PrefixLen > 0 {
 		prefix, prefixTokens = tok.Random(rng, o.PrefixLen)
 	}
-	inLo, inHi := lenRange(o.InputLen, o.RangeRatio)
-	outLo, outHi := lenRange(o.OutputLen, o.RangeRatio)
+	inLo, inHi := LenRange(o.InputLen, o.RangeRatio)
+	outLo, outHi := LenRange(o.OutputLen, o.RangeRatio)
 	reqs := make([]Request, n)
 	for i := range reqs {
 		in := inLo + rng.IntN(inHi-inLo+1)

@@ -144,6 +144,7 @@ func Compute(r *Result, outs []Output, start time.Time, duration time.Duration, 
 			r.RequestGoodput = &g
 		}
 	}
+	r.FailureReasons = FailureReasons(r.Errors)
 	r.MaxOutputTokensPerS = peakTokensPerSecond(outs, start)
 	r.MaxConcurrentRequests = peakConcurrency(outs)
 }

@@ -35,6 +35,9 @@ func Print(w io.Writer, r *Result) {
 	fmt.Fprintln(w, center(" Serving Benchmark Result ", '=', 50))
 	line("Successful requests:", r.Completed)
 	line("Failed requests:", r.Failed)
+	for _, f := range r.FailureReasons {
+		fmt.Fprintf(w, "  %d x %s\n", f.Count, f.Reason)
+	}
 	if r.MaxConcurrency != nil {
 		line("Maximum request concurrency:", *r.MaxConcurrency)
 	}

@@ -96,6 +96,9 @@ type Result struct {
 	ITLs           [][]float64 `json:"itls"`
 	GeneratedTexts []string    `json:"generated_texts"`
 	Errors         []string    `json:"errors"`
+
+	// FailureReasons are Errors grouped (see FailureReasons); absent when nothing failed.
+	FailureReasons []FailureReason `json:"failure_reasons,omitempty"`
 }
 
 type resultFields Result // no methods: plain struct encoding

@@ -177,6 +177,9 @@ func TestErrorsCounted(t *testing.T) {
 			t.Errorf("request %d: error %q, want it to mention %q", i, res.Errors[i], w)
 		}
 	}
+	if len(res.FailureReasons) != 5 || res.FailureReasons[0] != (FailureReason{1, "HTTP 500: scripted failure 500"}) {
+		t.Errorf("failure reasons %+v", res.FailureReasons)
+	}
 
 	// Connection refused: a closed server's address.
 	dead := benchtest.New(benchtest.Script{}, false)

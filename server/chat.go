@@ -51,7 +51,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
-	id := s.newID("chatcmpl")
+	id := s.respID(r, "chatcmpl")
 	outs, e := s.start(r.Context(), st, g, id)
 	if e != nil {
 		s.fail(w, e)

@@ -56,7 +56,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, st *s
 			}
 		}
 	}
-	id := s.newID("cmpl")
+	id := s.respID(r, "cmpl")
 	outs, e := s.start(r.Context(), st, g, id)
 	if e != nil {
 		s.fail(w, e)

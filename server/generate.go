@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -255,9 +256,9 @@ func (s *Server) forward(ctx context.Context, idx int, ch <-chan engine.Output, 
 		}
 		if o.Finished {
 			s.metrics.observeFinished(o)
-			if s.opts.LogRequests {
+			if s.opts.LogRequests || o.Err != nil {
 				mt := o.Metrics
-				attrs := []any{"id", o.ID, "kind", g.kind, "prompt_tokens", o.PromptTokens,
+				attrs := []any{"id", o.ID, "request_id", requestID(ctx), "kind", g.kind, "prompt_tokens", o.PromptTokens,
 					"output_tokens", o.OutputTokens, "cached_tokens", o.CachedTokens,
 					"ttft", mt.TTFT(), "duration", mt.Finished.Sub(mt.Arrival), "finish_reason", o.FinishReason}
 				if o.Err != nil {
@@ -266,7 +267,11 @@ func (s *Server) forward(ctx context.Context, idx int, ch <-chan engine.Output, 
 				if ctx.Err() != nil && o.FinishReason == engine.FinishAbort {
 					attrs = append(attrs, "aborted", "client gone")
 				}
-				s.log.Info("request", attrs...)
+				level := slog.LevelInfo
+				if o.Err != nil {
+					level = slog.LevelError
+				}
+				s.log.Log(ctx, level, "request", attrs...)
 			}
 		}
 		merged <- choiceOutput{index: idx, out: o}
@@ -288,8 +293,11 @@ func addError(err error, retry time.Duration) *apiError {
 }
 
 // newID returns a fresh request id with the given prefix.
-func (s *Server) newID(prefix string) string {
-	return fmt.Sprintf("%s-%x%06x", prefix, time.Now().UnixNano()&0xffffffffff, s.nextID.Add(1)&0xffffff)
+func (s *Server) newID(prefix string) string { return prefix + "-" + s.newBase() }
+
+// newBase returns a fresh id: the clock's low 40 bits and a counter, in hex.
+func (s *Server) newBase() string {
+	return fmt.Sprintf("%x%06x", time.Now().UnixNano()&0xffffffffff, s.nextID.Add(1)&0xffffff)
 }
 
 // tokenText is a token's text for logprobs.

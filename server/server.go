@@ -58,6 +58,7 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics
 	mux     *http.ServeMux
+	handler http.Handler          // mux behind the access log
 	state   atomic.Pointer[state] // nil until Attach
 	closing atomic.Bool
 	nextID  atomic.Uint64
@@ -112,6 +113,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no endpoint "+r.Method+" "+r.URL.Path)
 	})
+	s.handler = s.accessLog(s.mux)
 	return s
 }
 
@@ -154,7 +156,7 @@ func (s *Server) randomSeed() uint64 {
 func (s *Server) BeginShutdown() { s.closing.Store(true) }
 
 // Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Registry is the registry holding the server's metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
@@ -264,6 +266,7 @@ func errorType(status int) string {
 }
 
 func writeError(w http.ResponseWriter, status int, code, param, msg string) {
+	noteReason(w, msg)
 	body := api.ErrorResponse{Error: api.ErrorBody{Message: msg, Type: errorType(status), Code: code}}
 	if param != "" {
 		body.Error.Param = &param

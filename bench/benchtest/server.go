@@ -38,6 +38,8 @@ type Server struct {
 	*httptest.Server
 	Model  string
 	Script func(n int64, r *http.Request) Script // script for the n-th request received (from 0)
+	// MaxModelLen, when > 0, is the max_model_len GET /v1/models reports (vLLM's field).
+	MaxModelLen atomic.Int64
 
 	count   atomic.Int64
 	mu      sync.Mutex
@@ -98,7 +100,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
-		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, s.Model)
+		extra := ""
+		if n := s.MaxModelLen.Load(); n > 0 {
+			extra = fmt.Sprintf(`,"max_model_len":%d`, n)
+		}
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"%s}]}`, s.Model, extra)
 		return
 	}
 	chat := r.URL.Path == "/v1/chat/completions"

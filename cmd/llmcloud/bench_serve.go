@@ -6,11 +6,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
@@ -53,10 +51,11 @@ type serveFlags struct {
 	metadata                                           []string
 	disableProgress, saveDetailed                      bool
 	timeout                                            time.Duration
+	fs                                                 *flag.FlagSet // which flags were given (bench_serve_fit.go)
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
-	f := &serveFlags{}
+	f := &serveFlags{fs: fs}
 	fs.StringVar(&f.baseURL, "base-url", "", "server URL (default http://HOST:PORT)")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "server host when --base-url is not given")
 	fs.IntVar(&f.port, "port", 8000, "server port when --base-url is not given")
@@ -179,11 +178,14 @@ func (f *serveFlags) prepare(stderr io.Writer) (*serveRun, error) {
 			return nil, err
 		}
 	}
+	srv := askModels(base, f.timeout)
+	maxLen := srv.contextOf(f.model)
 	params := map[string]any{}
 	var reqs []bench.Request
 	switch f.dataset {
 	case "random":
-		o := bench.RandomOptions{InputLen: f.randIn, OutputLen: f.randOut, RangeRatio: f.randRange, PrefixLen: f.randPrefix}
+		in, out := f.randomLens(maxLen, stderr)
+		o := bench.RandomOptions{InputLen: in, OutputLen: out, RangeRatio: f.randRange, PrefixLen: f.randPrefix}
 		params["random_input_len"], params["random_output_len"] = o.InputLen, o.OutputLen
 		params["random_range_ratio"], params["random_prefix_len"] = o.RangeRatio, o.PrefixLen
 		reqs, err = bench.RandomRequests(tok, o, f.numPrompts, f.seed)
@@ -210,11 +212,15 @@ func (f *serveFlags) prepare(stderr io.Writer) (*serveRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.checkFit(reqs, maxLen, stderr); err != nil {
+		return nil, err
+	}
 	model := f.model
 	if model == "" {
-		if model, err = firstModel(base, f.timeout); err != nil {
-			return nil, fmt.Errorf("no --model and %v", err)
+		if srv.err != nil {
+			return nil, fmt.Errorf("no --model and %v", srv.err)
 		}
+		model = srv.ids[0]
 	}
 	client := &bench.Client{URL: base + f.endpoint, Chat: chat, Model: model, IgnoreEOS: f.ignoreEOS,
 		Temp: f.temperature, HTTP: bench.NewHTTPClient(f.timeout)}
@@ -244,25 +250,6 @@ func (f *serveFlags) prepare(stderr io.Writer) (*serveRun, error) {
 		}
 	}
 	return run, nil
-}
-
-// firstModel asks the server for its models and returns the first id.
-func firstModel(base string, timeout time.Duration) (string, error) {
-	c := &http.Client{Timeout: min(timeout, 30*time.Second)}
-	resp, err := c.Get(base + "/v1/models")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var l struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || len(l.Data) == 0 {
-		return "", fmt.Errorf("GET %s/v1/models gave no model (status %d)", base, resp.StatusCode)
-	}
-	return l.Data[0].ID, nil
 }
 
 // execute runs one benchmark: header lines, a progress bar on stderr, the result block on

@@ -59,7 +59,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	seed := fs.Int64("seed", -1, "seed of the seeds given to requests without one (-1 = random)")
 	tmplFlag := fs.String("chat-template", "", "chat template: a Jinja file, or the template itself")
 	genCfg := fs.String("generation-config", "auto", "sampling defaults: auto (the model's generation_config.json), vllm (none), or a directory holding generation_config.json")
-	noLog := fs.Bool("disable-log-requests", false, "no log line per request")
+	noLog := fs.Bool("disable-log-requests", false, "no log lines for successful requests (failures are still logged, at warn or error)")
 	shutdownSec := fs.Float64("shutdown-timeout", 30, "seconds running requests get to finish after SIGTERM")
 	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence)")
 	maxQueued := fs.Int("max-queued-requests", 0, "requests waiting at most before 429 (0 = unbounded)")

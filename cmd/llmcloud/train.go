@@ -53,6 +53,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warnResumeSteps(ckDir, cfg.Steps, flagGiven(fs, "steps"), stderr)
 	threadsGiven := flagGiven(fs, "threads")
 	if *cfgFile != "" && !threadsGiven {
 		var fromFile train.Config

@@ -46,6 +46,12 @@ func TestTrainCommandEndToEnd(t *testing.T) {
 	if !strings.Contains(stdout, "trained 8 steps") {
 		t.Errorf("resumed run: %s", stdout)
 	}
+	// Resuming a finished run without more steps says what to pass.
+	_, stderr = run(t, "train", "--resume", "latest", "--out", out, "--threads", "1")
+	if !strings.Contains(stderr, "warning: the run's steps (from its checkpoint or --config) 8 is not above step 8 of checkpoint") ||
+		!strings.Contains(stderr, "pass --steps N with N > 8") {
+		t.Errorf("resume at the last step: no warning:\n%s", stderr)
+	}
 	hf := filepath.Join(dir, "hf")
 	q8 := filepath.Join(dir, "q8.gguf")
 	run(t, "train", "export", "--ckpt", out, "--hf", hf)
