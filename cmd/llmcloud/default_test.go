@@ -20,7 +20,7 @@ import (
 // training text the model was trained on (when ../shared is present).
 func TestGenerateDefaultModel(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	stdout, stderr := run(t, "generate", "--prompt", "The jury said", "--max-tokens", "24", "--threads", "2")
+	stdout, stderr := run(t, "generate", "--prompt", "The jury said", "--max-tokens", "24", "--threads", "2", "--temperature", "0")
 	if !strings.Contains(stderr, "built-in default model") {
 		t.Errorf("no log line about the default model:\n%s", stderr)
 	}
