@@ -88,3 +88,21 @@ func TestServeDefaultModel(t *testing.T) {
 		t.Errorf("no log line about the default model:\n%s", logs.String())
 	}
 }
+
+// `llmcloud chat` with no model chats with the default model, says how to quit when it starts,
+// and ends cleanly on /exit, /quit and end of input (Ctrl-D).
+func TestChatDefaultModelQuit(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	for _, in := range []string{"", "/exit\n", "  /quit  \n", "\n"} {
+		var out, errb bytes.Buffer
+		if err := runChat([]string{"--threads", "1"}, strings.NewReader(in), &out, &errb); err != nil {
+			t.Fatalf("input %q: %v\n%s", in, err, errb.String())
+		}
+		if !strings.Contains(errb.String(), "built-in default model") || !strings.Contains(errb.String(), chatQuitHelp) {
+			t.Errorf("input %q: the banner does not name the default model and how to quit:\n%s", in, errb.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("input %q: replied %q to no message", in, out.String())
+		}
+	}
+}
