@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -35,7 +34,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	if err := mf.useDefault(slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := mf.useDefault(textLog(stderr)); err != nil {
 		return err
 	}
 	b, err := mf.open()

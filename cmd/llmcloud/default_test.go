@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/defaultmodel"
 	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/loader"
 )
 
 // `llmcloud generate` with no model uses the built-in default model, says so, and continues
@@ -104,5 +106,50 @@ func TestChatDefaultModelQuit(t *testing.T) {
 		if out.Len() != 0 {
 			t.Errorf("input %q: replied %q to no message", in, out.String())
 		}
+	}
+}
+
+// Every command that takes a model falls back to the built-in default model, saying so in one
+// line on stderr: perplexity, logits, inspect, bench latency, bench throughput and convert
+// (with OUT alone).
+func TestDefaultModelFallbacks(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("The jury said it did find that the city was in the election. ", 60)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logits := filepath.Join(dir, "logits.f32")
+	converted := filepath.Join(dir, "copy.gguf")
+	for _, c := range []struct {
+		args []string
+		want *regexp.Regexp // on stdout
+	}{
+		{[]string{"perplexity", "--file", text, "--ctx", "256", "--threads", "1"}, regexp.MustCompile(`^PPL = [0-9.]+ \+/- `)},
+		{[]string{"logits", "--prompt", "The jury said", "-o", logits, "--threads", "1"}, regexp.MustCompile(`^[0-9]+( [0-9]+)+\n$`)},
+		{[]string{"inspect"}, regexp.MustCompile(`llmcloud/default-[0-9a-f]+\.gguf: gguf, architecture llama\n`)},
+		{[]string{"inspect", "--json"}, regexp.MustCompile(`"format": "gguf"`)},
+		{[]string{"bench", "latency", "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--no-bandwidth"}, regexp.MustCompile(`\| +tg4 \|`)},
+		{[]string{"bench", "throughput", "--num-prompts", "2", "--input-len", "8", "--output-len", "4", "--threads", "1"}, regexp.MustCompile(`^Throughput: `)},
+		{[]string{"convert", converted}, regexp.MustCompile(`^wrote .*copy\.gguf \(GGUF, [0-9]+ tensors\) from .*default-[0-9a-f]+\.gguf \(gguf\)`)},
+	} {
+		stdout, stderr := run(t, c.args...)
+		if n := strings.Count(stderr, "built-in default model"); n != 1 {
+			t.Errorf("%s: %d log lines about the default model, want 1:\n%s", strings.Join(c.args, " "), n, stderr)
+		}
+		if !c.want.MatchString(stdout) {
+			t.Errorf("%s: stdout does not match %s:\n%s", strings.Join(c.args, " "), c.want, stdout)
+		}
+	}
+	if fi, err := os.Stat(logits); err != nil || fi.Size() == 0 {
+		t.Errorf("logits wrote no file: %v", err)
+	}
+	b, err := loader.Open(converted, loader.Options{})
+	if err != nil {
+		t.Fatalf("the converted default model: %v", err)
+	}
+	defer b.Close()
+	if b.Name != defaultmodel.Name {
+		t.Errorf("the converted default model is named %q, want %q", b.Name, defaultmodel.Name)
 	}
 }

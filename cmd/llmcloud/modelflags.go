@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -22,7 +23,7 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (serve, generate, chat: the built-in default model if none)")
+	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model, see `llmcloud models`)")
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 }
@@ -33,14 +34,24 @@ func (m *modelFlags) useDefault(log *slog.Logger) error {
 	if m.model != "" {
 		return nil
 	}
+	p, err := defaultModel(log)
+	m.model = p
+	return err
+}
+
+// defaultModel returns the file of the built-in default model (package defaultmodel) and logs,
+// in one line, that the command uses it.
+func defaultModel(log *slog.Logger) (string, error) {
 	p, err := defaultmodel.Path()
 	if err != nil {
-		return err
+		return "", err
 	}
-	m.model = p
-	log.Info("no model given: using the built-in default model (recipes/default)", "model", defaultmodel.Name, "path", p)
-	return nil
+	log.Info("no model given: using the built-in default model (`llmcloud models` describes it)", "model", defaultmodel.Name, "path", p)
+	return p, nil
 }
+
+// textLog is the commands' logger: slog's text lines on w (stderr).
+func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 func (m *modelFlags) open() (*loader.Bundle, error) {
 	if m.model == "" {

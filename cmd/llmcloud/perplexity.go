@@ -32,6 +32,9 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := mf.useDefault(textLog(stderr)); err != nil {
+		return err
+	}
 	b, err := mf.open()
 	if err != nil {
 		return err

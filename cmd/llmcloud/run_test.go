@@ -160,8 +160,8 @@ func fmtSscanf(s string, ppl *float64) (int, error) {
 
 func TestBadInvocation(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := runMain([]string{"logits", "--prompt", "x", "-o", filepath.Join(t.TempDir(), "l")}, &out, &errb); code != 2 {
-		t.Errorf("logits without --model: exit %d, want 2 (%s)", code, errb.String())
+	if code := runMain([]string{"logits", "--prompt", "x"}, &out, &errb); code != 2 {
+		t.Errorf("logits without -o: exit %d, want 2 (%s)", code, errb.String())
 	}
 	if code := runMain([]string{"nosuch"}, &out, &errb); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
