@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,5 +152,35 @@ func TestDefaultModelFallbacks(t *testing.T) {
 	defer b.Close()
 	if b.Name != defaultmodel.Name {
 		t.Errorf("the converted default model is named %q, want %q", b.Name, defaultmodel.Name)
+	}
+}
+
+// `llmcloud models` lists the default model: name, file, size, parameters, architecture, and
+// how to pass another; --json the same; the usage lists the command.
+func TestModelsCommand(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	path, err := defaultmodel.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := run(t, "models")
+	for _, want := range []string{defaultmodel.Name, path, strconv.Itoa(len(defaultmodel.Bytes())) + " bytes",
+		"parameters", "architecture   llama", "--model MODEL"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("models output lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _ = run(t, "models", "--json")
+	var list []modelsEntry
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil {
+		t.Fatalf("models --json: %v\n%s", err, stdout)
+	}
+	if len(list) != 1 || list[0].Name != defaultmodel.Name || list[0].Path != path || list[0].Params < 1e6 || !list[0].Default {
+		t.Errorf("models --json: %+v", list)
+	}
+	var out, errb strings.Builder
+	runMain([]string{"help"}, &out, &errb)
+	if !strings.Contains(errb.String(), "  models ") || !strings.Contains(errb.String(), "built-in default model") {
+		t.Errorf("usage does not list models or mention the default model:\n%s", errb.String())
 	}
 }
