@@ -127,6 +127,7 @@ func TestDefaultModelFallbacks(t *testing.T) {
 		want *regexp.Regexp // on stdout
 	}{
 		{[]string{"perplexity", "--file", text, "--ctx", "256", "--threads", "1"}, regexp.MustCompile(`^PPL = [0-9.]+ \+/- `)},
+		{[]string{"perplexity", "--file", text, "--threads", "1"}, regexp.MustCompile(`^PPL = [0-9.]+ \+/- `)}, // --ctx: the model's
 		{[]string{"logits", "--prompt", "The jury said", "-o", logits, "--threads", "1"}, regexp.MustCompile(`^[0-9]+( [0-9]+)+\n$`)},
 		{[]string{"inspect"}, regexp.MustCompile(`llmcloud/default-[0-9a-f]+\.gguf: gguf, architecture llama\n`)},
 		{[]string{"inspect", "--json"}, regexp.MustCompile(`"format": "gguf"`)},
