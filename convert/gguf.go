@@ -1,7 +1,7 @@
 // This file implements WriteGGUF: a Plan as a GGUF v3 file with llama.cpp's metadata keys
-// (general.*, <arch>.*, tokenizer.ggml.*, tokenizer.chat_template). Llama 3 rope scaling is
-// written the way llama.cpp's converter writes it: as a rope_freqs.weight tensor of
-// per-frequency divisors.
+// (general.*, <arch>.*, tokenizer.ggml.*, tokenizer.chat_template, general.sampling.*). Llama
+// 3 rope scaling is written the way llama.cpp's converter writes it: as a rope_freqs.weight
+// tensor of per-frequency divisors.
 package convert
 
 import (
@@ -141,6 +141,7 @@ func ggufMeta(p *Plan, name string, ftype uint32) ([]gguf.KV, error) {
 	if p.ChatTemplate != "" {
 		add("tokenizer.chat_template", gguf.Str(p.ChatTemplate))
 	}
+	kv = append(kv, p.Defaults.GGUFMeta()...) // general.sampling.*, as llama.cpp's converter
 	return kv, nil
 }
 

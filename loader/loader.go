@@ -34,8 +34,8 @@ type Options struct {
 	Tokenizer string
 }
 
-// Defaults are a model's own default sampling settings (generation_config.json); nil fields
-// are unset.
+// Defaults are a model's own default sampling settings (generation_config.json, or a GGUF
+// file's general.sampling.* keys); nil fields are unset.
 type Defaults struct {
 	Temperature, TopP, MinP, RepetitionPenalty *float64
 	TopK                                       *int
@@ -161,6 +161,7 @@ func openGGUF(path string) (*Bundle, error) {
 		}
 	}
 	b.ChatTemplate, _ = f.String("tokenizer.chat_template")
+	b.Defaults = ggufDefaults(f)
 	return b, nil
 }
 

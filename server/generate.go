@@ -45,23 +45,9 @@ type choiceOutput struct {
 func (s *Server) buildGen(st *state, f *api.SamplingFields, maxTokens *int, maxTokensParam string, logprobs bool, topLogprobs int) (*genRequest, *apiError) {
 	d := st.b.Defaults
 	useDef := s.opts.UseModelDefaults
-	p := sample.Params{Temperature: 1, TopP: 1, RepetitionPenalty: 1}
+	p := sample.Params{Temperature: 1, TopP: 1, RepetitionPenalty: 1} // OpenAI's and vLLM's
 	if useDef {
-		if d.Temperature != nil {
-			p.Temperature = *d.Temperature
-		}
-		if d.TopP != nil {
-			p.TopP = *d.TopP
-		}
-		if d.TopK != nil {
-			p.TopK = *d.TopK
-		}
-		if d.MinP != nil {
-			p.MinP = *d.MinP
-		}
-		if d.RepetitionPenalty != nil {
-			p.RepetitionPenalty = *d.RepetitionPenalty
-		}
+		p = d.Params() // the model's, else temperature 0.8 and top-p 0.95
 	}
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 	if v := f.Temperature; v != nil {

@@ -35,8 +35,10 @@ type Options struct {
 	ServedModelNames []string
 	APIKey           string // when set, /v1/* requires "Authorization: Bearer <key>"
 	ChatTemplate     string // Jinja source overriding the model's
-	// UseModelDefaults applies the model's generation_config.json to fields a request leaves
-	// out (vLLM's --generation-config auto).
+	// UseModelDefaults gives the sampling fields a request leaves out the model's defaults
+	// (generation_config.json, GGUF general.sampling.*) and, where the model has none,
+	// temperature 0.8 and top-p 0.95 (loader.Defaults.Params). Without it they get OpenAI's
+	// and vLLM's temperature 1, top-p 1.
 	UseModelDefaults bool
 	MaxBodyBytes     int64 // request bodies larger get 413 (default 8 MiB)
 	MaxN             int   // largest n (default 16)

@@ -42,7 +42,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench latency", stderr)
 	var path string
-	fs.StringVar(&path, "model", "", "model file (GGUF, HF directory, llama2.c .bin)")
+	fs.StringVar(&path, "model", "", "model file (GGUF, HF directory, llama2.c .bin; default: the built-in default model)")
 	fs.StringVar(&path, "m", "", "shorthand for --model")
 	prompt := fs.Int("p", 512, "pp test: prompt tokens in one batch (0 = skip)")
 	gen := fs.Int("n", 128, "tg test: generated tokens (0 = skip)")
@@ -58,12 +58,15 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usagef("unexpected argument %q", pos[0])
-	case path == "":
-		return usagef("--model is required")
 	case *prompt < 0 || *gen < 0 || *prompt+*gen == 0:
 		return usagef("-p and -n must be >= 0 and not both 0")
 	case *threads < 1 || *reps < 1:
 		return usagef("--threads and --repetitions must be at least 1")
+	}
+	if path == "" {
+		if path, err = defaultModel(textLog(stderr)); err != nil {
+			return err
+		}
 	}
 	b, err := loader.Open(path, loader.Options{})
 	if err != nil {

@@ -18,7 +18,7 @@ func TestBenchLatency(t *testing.T) {
 }
 
 func TestBenchUsage(t *testing.T) {
-	for _, args := range [][]string{{"bench"}, {"bench", "nope"}, {"bench", "latency"}, {"bench", "latency", "-m", "x", "-p", "0", "-n", "0"}} {
+	for _, args := range [][]string{{"bench"}, {"bench", "nope"}, {"bench", "latency", "extra"}, {"bench", "latency", "-m", "x", "-p", "0", "-n", "0"}} {
 		if code := runMain(args, &strings.Builder{}, &strings.Builder{}); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}

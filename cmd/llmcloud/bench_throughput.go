@@ -51,6 +51,9 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	}
 	sc.PrefixCaching = !*noPrefix
 	sc.ChunkedPrefill = !*noChunk
+	if err := mf.useDefault(textLog(stderr)); err != nil {
+		return err
+	}
 	b, err := mf.open()
 	if err != nil {
 		return err

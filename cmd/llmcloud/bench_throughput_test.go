@@ -35,7 +35,7 @@ func TestBenchThroughput(t *testing.T) {
 	if res["num_requests"] != 4.0 || res["total_output_tokens"] != 32.0 || res["max_num_seqs"] != 2.0 || res["block_size"] != 8.0 {
 		t.Errorf("json: %v", res)
 	}
-	for _, bad := range [][]string{{"throughput"}, {"throughput", "--model", model, "--num-prompts", "0"},
+	for _, bad := range [][]string{{"throughput", "extra"}, {"throughput", "--model", model, "--num-prompts", "0"},
 		{"throughput", "--model", model, "--kv-cache-memory", "lots"}} {
 		if err := runBench(bad, &stdout, &stderr); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -35,7 +34,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	if err := mf.useDefault(slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := mf.useDefault(textLog(stderr)); err != nil {
 		return err
 	}
 	b, err := mf.open()
@@ -66,6 +65,8 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		messages = append(messages, message("system", *system))
 	}
 	params := sf.params(fs, b.Defaults)
+	fmt.Fprintf(stderr, "chatting with %s (temperature %g, top-p %g)\n", b.Name, params.Temperature, params.TopP)
+	fmt.Fprintln(stderr, chatQuitHelp)
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
 	for {
@@ -100,6 +101,10 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		params.Seed++ // a new draw each turn, still reproducible for a given --seed
 	}
 }
+
+// chatQuitHelp is the banner line that says how to leave: /exit, /quit or end of input end the
+// chat; Ctrl-C stops only the reply being generated.
+const chatQuitHelp = "type /exit or /quit, or press Ctrl-D, to quit; Ctrl-C stops a reply"
 
 func message(role, content string) *chattmpl.Map {
 	m := chattmpl.NewMap()

@@ -1,11 +1,13 @@
-// The convert command: llmcloud convert IN OUT [--type T] — any model llmcloud opens (GGUF,
-// Hugging Face directory, llama2.c checkpoint) written as GGUF (OUT ends in .gguf), a llama2.c
-// checkpoint (.bin, with tokenizer.bin beside it) or a Hugging Face directory (anything else).
+// The convert command: llmcloud convert [IN] OUT [--type T] — any model llmcloud opens (GGUF,
+// Hugging Face directory, llama2.c checkpoint; no IN: the built-in default model) written as
+// GGUF (OUT ends in .gguf), a llama2.c checkpoint (.bin, with tokenizer.bin beside it) or a
+// Hugging Face directory (anything else).
 package main
 
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/llmcloud/llmcloud/convert"
@@ -23,7 +25,8 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	name := fs.String("name", "", "model name to record (default: the input's)")
 	shard := fs.Int64("shard-size", convert.DefaultShardBytes, "largest safetensors shard in bytes (Hugging Face output)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmcloud convert IN OUT [--type T] [--tokenizer FILE] [--name NAME] [--shard-size BYTES]")
+		fmt.Fprintln(stderr, "usage: llmcloud convert [IN] OUT [--type T] [--tokenizer FILE] [--name NAME] [--shard-size BYTES]")
+		fmt.Fprintln(stderr, "IN: any model llmcloud opens; with OUT alone (a path that does not exist yet), the built-in default model")
 		fmt.Fprintln(stderr, "OUT: *.gguf = GGUF, *.bin = llama2.c checkpoint, anything else = Hugging Face directory")
 		fs.PrintDefaults()
 	}
@@ -31,10 +34,23 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want IN and OUT, got %d arguments", len(pos))
+	var in, out string
+	switch len(pos) {
+	case 1:
+		// OUT alone: the default model. An existing OUT is more likely an IN whose OUT was
+		// forgotten than a file to overwrite.
+		out = pos[0]
+		if _, err := os.Stat(out); err == nil {
+			return usagef("%s exists: give IN and OUT, or a new OUT alone to convert the built-in default model", out)
+		}
+		if in, err = defaultModel(textLog(stderr)); err != nil {
+			return err
+		}
+	case 2:
+		in, out = pos[0], pos[1]
+	default:
+		return usagef("want IN and OUT (or OUT alone to convert the built-in default model), got %d arguments", len(pos))
 	}
-	in, out := pos[0], pos[1]
 	b, err := loader.Open(in, loader.Options{Tokenizer: *tok})
 	if err != nil {
 		return err

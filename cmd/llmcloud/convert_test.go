@@ -48,7 +48,7 @@ func TestConvertCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "tokenizer.json") || !strings.Contains(errs, "not supported") {
 		t.Errorf("SentencePiece to HF: exit %d, %q", code, errs)
 	}
-	for _, bad := range [][]string{{"convert", in}, {"convert", in, filepath.Join(dir, "x.gguf"), "--type", "q5_1"},
+	for _, bad := range [][]string{{"convert"}, {"convert", in}, {"convert", in, filepath.Join(dir, "x.gguf"), "--type", "q5_1"},
 		{"convert", filepath.Join(dir, "missing.gguf"), filepath.Join(dir, "y.gguf")}} {
 		if _, errs, code := runCmd(t, bad...); code == 0 || !strings.Contains(errs, "llmcloud convert:") {
 			t.Errorf("%v: exit %d, %q", bad, code, errs)

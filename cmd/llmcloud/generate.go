@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 
@@ -28,7 +27,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	if err := mf.useDefault(slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := mf.useDefault(textLog(stderr)); err != nil {
 		return err
 	}
 	b, err := mf.open()

@@ -1,5 +1,5 @@
-// The inspect command: llmcloud inspect FILE [--json] describes a GGUF file, a Hugging Face
-// directory or a llama2.c checkpoint: format, architecture and config, every tensor (name,
+// The inspect command: llmcloud inspect [FILE] [--json] describes a GGUF file, a Hugging Face
+// directory or a llama2.c checkpoint (no FILE: the built-in default model): format, architecture and config, every tensor (name,
 // shape, dtype, bytes) as stored in the file, total parameters and bytes, metadata (long
 // arrays summarized) and a tokenizer summary.
 package main
@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	register("inspect", "describe a model file: config, tensors, metadata, tokenizer", runInspect)
+	register("inspect", "describe a model file (default: the built-in model): config, tensors, metadata, tokenizer", runInspect)
 }
 
 type inspectTensor struct {
@@ -66,14 +66,25 @@ type inspectReport struct {
 func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", stderr)
 	asJSON := fs.Bool("json", false, "machine-readable output")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: llmcloud inspect [FILE] [--json]")
+		fmt.Fprintln(stderr, "FILE: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model)")
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want one FILE (GGUF, Hugging Face directory or llama2.c .bin), got %d arguments", len(pos))
+	if len(pos) > 1 {
+		return usagef("want one FILE (GGUF, Hugging Face directory or llama2.c .bin) or none (the built-in default model), got %d arguments", len(pos))
 	}
-	r, err := inspect(pos[0])
+	var path string
+	if len(pos) == 1 {
+		path = pos[0]
+	} else if path, err = defaultModel(textLog(stderr)); err != nil {
+		return err
+	}
+	r, err := inspect(path)
 	if err != nil {
 		return err
 	}

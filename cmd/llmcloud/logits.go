@@ -30,6 +30,9 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usagef("-o FILE is required")
 	}
+	if err := mf.useDefault(textLog(stderr)); err != nil {
+		return err
+	}
 	b, err := mf.open()
 	if err != nil {
 		return err

@@ -71,6 +71,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands that run a model use the built-in default model when given none (`llmcloud models`).")
 	fmt.Fprintln(w, "Run `llmcloud <command> -h` for a command's flags.")
 }
 

@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -22,7 +23,7 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (serve, generate, chat: the built-in default model if none)")
+	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model, see `llmcloud models`)")
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 }
@@ -33,14 +34,24 @@ func (m *modelFlags) useDefault(log *slog.Logger) error {
 	if m.model != "" {
 		return nil
 	}
+	p, err := defaultModel(log)
+	m.model = p
+	return err
+}
+
+// defaultModel returns the file of the built-in default model (package defaultmodel) and logs,
+// in one line, that the command uses it.
+func defaultModel(log *slog.Logger) (string, error) {
 	p, err := defaultmodel.Path()
 	if err != nil {
-		return err
+		return "", err
 	}
-	m.model = p
-	log.Info("no model given: using the built-in default model (recipes/default)", "model", defaultmodel.Name, "path", p)
-	return nil
+	log.Info("no model given: using the built-in default model (`llmcloud models` describes it)", "model", defaultmodel.Name, "path", p)
+	return p, nil
 }
+
+// textLog is the commands' logger: slog's text lines on w (stderr).
+func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 func (m *modelFlags) open() (*loader.Bundle, error) {
 	if m.model == "" {
@@ -63,7 +74,8 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 }
 
 // samplingFlags are the sampling settings; a flag left unset takes the model's default
-// (generation_config.json) and otherwise the neutral value.
+// (generation_config.json or GGUF general.sampling.*) and otherwise temperature 0.8 and top-p
+// 0.95 (loader.FallbackTemperature, FallbackTopP) with the rest off.
 type samplingFlags struct {
 	temperature, topP, minP, repPen, presPen, freqPen float64
 	topK                                              int
@@ -73,12 +85,17 @@ type samplingFlags struct {
 	ignoreEOS                                         bool
 }
 
+// The five flags a model can set defaults for are registered with zero values, so that their
+// help states the default (the model's, else the fallback) rather than a number that may not
+// apply; params reads them only when set.
 func (s *samplingFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&s.temperature, "temperature", 0, "sampling temperature (0 = greedy)")
-	fs.Float64Var(&s.topP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this probability mass")
-	fs.IntVar(&s.topK, "top-k", 0, "keep only the K most likely tokens (0 = all)")
-	fs.Float64Var(&s.minP, "min-p", 0, "drop tokens less likely than min-p times the most likely one")
-	fs.Float64Var(&s.repPen, "repetition-penalty", 1, "penalize tokens already in the prompt or output (1 = off)")
+	fs.Float64Var(&s.temperature, "temperature", 0, fmt.Sprintf(
+		"sampling temperature, 0 = greedy (default: the model's own, from generation_config.json or GGUF general.sampling.temp, else %g)", loader.FallbackTemperature))
+	fs.Float64Var(&s.topP, "top-p", 0, fmt.Sprintf(
+		"nucleus sampling: keep the most likely tokens up to this probability mass, 1 = off (default: the model's, else %g)", loader.FallbackTopP))
+	fs.IntVar(&s.topK, "top-k", 0, "keep only the K most likely tokens, 0 = all (default: the model's, else 0)")
+	fs.Float64Var(&s.minP, "min-p", 0, "drop tokens less likely than min-p times the most likely one (default: the model's, else 0)")
+	fs.Float64Var(&s.repPen, "repetition-penalty", 0, "penalize tokens already in the prompt or output, 1 = off (default: the model's, else 1)")
 	fs.Float64Var(&s.presPen, "presence-penalty", 0, "OpenAI presence penalty")
 	fs.Float64Var(&s.freqPen, "frequency-penalty", 0, "OpenAI frequency penalty")
 	fs.Uint64Var(&s.seed, "seed", 0, "random seed (same seed, same output)")
@@ -87,30 +104,25 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.ignoreEOS, "ignore-eos", false, "keep generating past end-of-sequence tokens")
 }
 
-// params merges the flags the user set with the model's defaults.
+// params merges the flags the user set with the model's defaults (d.Params: the fallback
+// where the model has none).
 func (s *samplingFlags) params(fs *flag.FlagSet, d loader.Defaults) sample.Params {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	p := sample.Params{
-		Temperature: s.temperature, TopP: s.topP, TopK: s.topK, MinP: s.minP,
-		RepetitionPenalty: s.repPen, PresencePenalty: s.presPen, FrequencyPenalty: s.freqPen,
-		Seed: s.seed,
-	}
-	if !set["temperature"] && d.Temperature != nil {
-		p.Temperature = *d.Temperature
-	}
-	if !set["top-p"] && d.TopP != nil {
-		p.TopP = *d.TopP
-	}
-	if !set["top-k"] && d.TopK != nil {
-		p.TopK = *d.TopK
-	}
-	if !set["min-p"] && d.MinP != nil {
-		p.MinP = *d.MinP
-	}
-	if !set["repetition-penalty"] && d.RepetitionPenalty != nil {
-		p.RepetitionPenalty = *d.RepetitionPenalty
-	}
+	p := d.Params()
+	p.PresencePenalty, p.FrequencyPenalty, p.Seed = s.presPen, s.freqPen, s.seed
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "temperature":
+			p.Temperature = s.temperature
+		case "top-p":
+			p.TopP = s.topP
+		case "top-k":
+			p.TopK = s.topK
+		case "min-p":
+			p.MinP = s.minP
+		case "repetition-penalty":
+			p.RepetitionPenalty = s.repPen
+		}
+	})
 	return p
 }
 

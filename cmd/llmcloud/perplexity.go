@@ -3,6 +3,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	file := fs.String("file", "", "text file to score")
-	ctx := fs.Int("ctx", 512, "tokens per chunk")
+	ctx := fs.Int("ctx", 512, "tokens per chunk (unset: 512, or the model's context length if shorter)")
 	chunks := fs.Int("chunks", -1, "score at most this many chunks (-1 = all)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
@@ -32,13 +33,21 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := mf.useDefault(textLog(stderr)); err != nil {
+		return err
+	}
 	b, err := mf.open()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	if n := b.Model.Config.CtxLen; n > 0 && *ctx > n {
-		return fmt.Errorf("--ctx %d is longer than the model's context length %d", *ctx, n)
+		ctxSet := false
+		fs.Visit(func(f *flag.Flag) { ctxSet = ctxSet || f.Name == "ctx" })
+		if ctxSet {
+			return fmt.Errorf("--ctx %d is longer than the model's context length %d", *ctx, n)
+		}
+		*ctx = n
 	}
 	ids := b.Tok.Encode(string(text), true, false)
 	if b.Tok.BOS() < 0 || len(ids) == 0 || ids[0] != b.Tok.BOS() {

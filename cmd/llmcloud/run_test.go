@@ -60,7 +60,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 			}
 			for _, p := range paths {
 				out, stderr := run(t, "generate", "--model", shared.Path(t, p...), "--prompt", ref.Prompt,
-					"--max-tokens", strconv.Itoa(len(ref.GreedyIDs)))
+					"--max-tokens", strconv.Itoa(len(ref.GreedyIDs)), "--temperature", "0")
 				if got := strings.TrimSuffix(out, "\n"); got != ref.GreedyText {
 					t.Errorf("%s p%d: got %q\nwant %q", filepath.Base(p[len(p)-1]), k, got, ref.GreedyText)
 				}
@@ -160,8 +160,8 @@ func fmtSscanf(s string, ppl *float64) (int, error) {
 
 func TestBadInvocation(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := runMain([]string{"logits", "--prompt", "x", "-o", filepath.Join(t.TempDir(), "l")}, &out, &errb); code != 2 {
-		t.Errorf("logits without --model: exit %d, want 2 (%s)", code, errb.String())
+	if code := runMain([]string{"logits", "--prompt", "x"}, &out, &errb); code != 2 {
+		t.Errorf("logits without -o: exit %d, want 2 (%s)", code, errb.String())
 	}
 	if code := runMain([]string{"nosuch"}, &out, &errb); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
@@ -177,7 +177,7 @@ func TestBadInvocation(t *testing.T) {
 func TestChatPlainTranscript(t *testing.T) {
 	var out, errb bytes.Buffer
 	in := strings.NewReader("Hello\n/exit\n")
-	err := runChat([]string{"--model", shared.Path(t, "models", "stories260K", "stories260K.bin"), "--max-tokens", "8"}, in, &out, &errb)
+	err := runChat([]string{"--model", shared.Path(t, "models", "stories260K", "stories260K.bin"), "--max-tokens", "8", "--temperature", "0"}, in, &out, &errb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	apiKey := fs.String("api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* (default $LLMCLOUD_API_KEY)")
 	seed := fs.Int64("seed", -1, "seed of the seeds given to requests without one (-1 = random)")
 	tmplFlag := fs.String("chat-template", "", "chat template: a Jinja file, or the template itself")
-	genCfg := fs.String("generation-config", "auto", "sampling defaults: auto (the model's generation_config.json), vllm (none), or a directory holding generation_config.json")
+	genCfg := fs.String("generation-config", "auto", "sampling defaults of requests that omit a field: auto (the model's generation_config.json or GGUF general.sampling.*, else temperature 0.8, top-p 0.95), vllm (vLLM's: temperature 1, top-p 1), or a directory holding generation_config.json")
 	noLog := fs.Bool("disable-log-requests", false, "no log lines for successful requests (failures are still logged, at warn or error)")
 	shutdownSec := fs.Float64("shutdown-timeout", 30, "seconds running requests get to finish after SIGTERM")
 	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence)")

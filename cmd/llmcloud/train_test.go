@@ -69,7 +69,7 @@ func TestTrainCommandEndToEnd(t *testing.T) {
 		}
 		b.Close()
 	}
-	stdout, _ = run(t, "generate", "--model", q8, "--prompt", "The ferry", "--max-tokens", "4", "--threads", "1")
+	stdout, _ = run(t, "generate", "--model", q8, "--prompt", "The ferry", "--max-tokens", "4", "--threads", "1", "--temperature", "0")
 	if strings.TrimSpace(stdout) == "" {
 		t.Error("generate on the exported model printed nothing")
 	}
