@@ -5,13 +5,16 @@ package convert_test
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/format/safetensors"
+	"github.com/llmcloud/llmcloud/generate"
 	"github.com/llmcloud/llmcloud/internal/shared"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
@@ -245,5 +248,51 @@ func TestStories260KFromLlama2C(t *testing.T) {
 		if v, ok := f.Uint(key); !ok || v != want {
 			t.Errorf("%s = %d, %v; want %d", key, v, ok, want)
 		}
+	}
+}
+
+// greedy is the greedy continuation (64 tokens) of "Once upon a time" by the model at path, as
+// `llmcloud generate --temperature 0 --max-tokens 64` prints it, with the prompt's ids.
+func greedy(t *testing.T, path string) (string, []int) {
+	t.Helper()
+	b, err := loader.Open(path, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ids := b.Tok.Encode("Once upon a time", true, false)
+	res, err := generate.Run(context.Background(), b.Model, b.Tok, ids, generate.Options{MaxTokens: 64}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Text, ids
+}
+
+// stories260K's GGUF (a SentencePiece "llama" vocabulary) to a Hugging Face directory, whose
+// tokenizer.json is BPE with byte_fallback, and back to GGUF: the same prompt ids and greedy
+// text all three ways.
+func TestStories260KHFRoundTrip(t *testing.T) {
+	ref := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	dir := filepath.Join(t.TempDir(), "hf")
+	back := filepath.Join(t.TempDir(), "back.gguf")
+	convertFile(t, ref, dir, convert.Options{})
+	convertFile(t, dir, back, convert.Options{})
+	want, wantIDs := greedy(t, ref)
+	if len(want) < 100 {
+		t.Fatalf("greedy text too short: %q", want)
+	}
+	for _, p := range []string{dir, back} {
+		got, ids := greedy(t, p)
+		if got != want || !slices.Equal(ids, wantIDs) {
+			t.Errorf("%s: prompt %v, greedy text\n%q\nwant %v,\n%q", filepath.Base(p), ids, got, wantIDs, want)
+		}
+	}
+	v, err := tokenizer.VocabFromHFJSON(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Model != "llama" || len(v.Merges) == 0 || !v.AddBOS || !v.AddSpacePrefix || v.Tokens[v.EOS] != "</s>" {
+		t.Errorf("tokenizer.json read back: model %q, %d merges, add_bos %v, prefix %v, eos %d",
+			v.Model, len(v.Merges), v.AddBOS, v.AddSpacePrefix, v.EOS)
 	}
 }

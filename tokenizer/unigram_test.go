@@ -1,0 +1,70 @@
+// Unigram ("t5") on a hand-made vocabulary with hand-derived best segmentations, and a
+// tokenizer.json round trip of it.
+
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func handUnigram() *Vocab {
+	pieces := []struct {
+		s     string
+		score float32
+		typ   int32
+	}{{"<unk>", 0, TypeUnknown}, {"<s>", 0, TypeControl}, {"</s>", 0, TypeControl}, {"▁", -2, TypeNormal},
+		{"a", -1, TypeNormal}, {"b", -1, TypeNormal}, {"ab", -1.5, TypeNormal}, {"▁a", -1, TypeNormal},
+		{"▁ab", -3, TypeNormal}, {"c", -4, TypeNormal}, {"<0x78>", 0, TypeByte}}
+	v := &Vocab{Model: "t5", BOS: 1, EOS: 2, UNK: 0, PAD: -1, EOT: -1, AddBOS: true, AddSpacePrefix: true}
+	for _, p := range pieces {
+		v.Tokens, v.Scores, v.Types = append(v.Tokens, p.s), append(v.Scores, p.score), append(v.Types, p.typ)
+	}
+	return v
+}
+
+func TestUnigramHand(t *testing.T) {
+	v := handUnigram()
+	tok, err := New(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lowest score -4, so an unknown character costs -14
+	cases := []struct {
+		text string
+		want []int
+	}{
+		{"ab", []int{7, 5}},             // ▁a b -2 beats ▁ab -3, ▁ ab -3.5, ▁ a b -4
+		{"abab", []int{7, 5, 6}},        // ▁a b ab -3.5
+		{"x", []int{3, 10}},             // ▁, then x unknown: <0x78> by byte fallback
+		{"xyz", []int{3, 0}},            // the run xyz fused into one unknown; y, z have no byte piece: <unk>
+		{"cab c", []int{3, 9, 6, 3, 9}}, // ▁ c ab ▁ c
+		{"", nil},
+	}
+	for _, c := range cases {
+		if got := tok.Encode(c.text, false, false); !slices.Equal(got, c.want) {
+			t.Errorf("Encode(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+	if got := tok.Decode(tok.Encode("abab cab", true, false)); got != "abab cab" {
+		t.Errorf("Decode round trip: %q", got)
+	}
+	js, err := MarshalHFJSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(p, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := VocabFromHFJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Model != "t5" || !slices.Equal(w.Tokens, v.Tokens) || !slices.Equal(w.Scores, v.Scores) ||
+		!slices.Equal(w.Types, v.Types) || w.UNK != 0 || w.BOS != 1 || w.EOS != 2 || !w.AddBOS || !w.AddSpacePrefix {
+		t.Fatalf("Unigram tokenizer.json read back differs: %+v", w)
+	}
+}
