@@ -54,6 +54,9 @@ func hfSpaces(v *Vocab, normalizer, pre json.RawMessage) error {
 	if c.Type == "Sequence" && len(c.Pretokenizers) == 1 {
 		c = c.Pretokenizers[0]
 	}
+	if replace && c.Type == "Split" && c.Pattern.String == " " {
+		return nil // Gemma: a split at spaces, of which the normalizer left none
+	}
 	if c.Type != "Metaspace" || replace || (c.Replacement != "" && c.Replacement != spmSpace) {
 		return fmt.Errorf("unsupported pre_tokenizer %s (SentencePiece-style files: Metaspace with \"▁\", or none)", pre)
 	}

@@ -1,12 +1,14 @@
-// Unigram ("t5") on a hand-made vocabulary with hand-derived best segmentations, and a
-// tokenizer.json round trip of it.
+// Unigram ("t5") on a hand-made vocabulary with hand-derived best segmentations, a
+// tokenizer.json round trip of it, and which normalizer/pre-tokenizer forms load.
 
 package tokenizer
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +68,49 @@ func TestUnigramHand(t *testing.T) {
 	if w.Model != "t5" || !slices.Equal(w.Tokens, v.Tokens) || !slices.Equal(w.Scores, v.Scores) ||
 		!slices.Equal(w.Types, v.Types) || w.UNK != 0 || w.BOS != 1 || w.EOS != 2 || !w.AddBOS || !w.AddSpacePrefix {
 		t.Fatalf("Unigram tokenizer.json read back differs: %+v", w)
+	}
+}
+
+// SentencePiece-style files llmcloud cannot run exactly are refused with the reason; Gemma's
+// no-op split at spaces is accepted.
+func TestSentencePieceJSONForms(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "spm", "tok512.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := `{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}`
+	cases := []struct {
+		normalizer, pre, err string
+		prefix               bool
+	}{
+		{replace, `{"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false}`, "", false},
+		{`{"type": "Sequence", "normalizers": [{"type": "Precompiled", "precompiled_charsmap": "AAAA"}, ` + replace + `]}`, "null", "Precompiled", false},
+		{"null", `{"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}]}`, "WhitespaceSplit", false},
+		{"null", "null", "neither", false},
+		{"null", `{"type": "Metaspace", "replacement": "▁", "add_prefix_space": true}`, "", true},
+	}
+	for _, c := range cases {
+		var doc map[string]any
+		if err := json.Unmarshal(base, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var n, p any
+		json.Unmarshal([]byte(c.normalizer), &n)
+		json.Unmarshal([]byte(c.pre), &p)
+		doc["normalizer"], doc["pre_tokenizer"] = n, p
+		b, _ := json.Marshal(doc)
+		path := filepath.Join(t.TempDir(), "tokenizer.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v, err := VocabFromHFJSON(path)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s / %s: %v", c.normalizer, c.pre, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s / %s: error %v, want one naming %s", c.normalizer, c.pre, err, c.err)
+		case err == nil && v.AddSpacePrefix != c.prefix:
+			t.Errorf("%s / %s: AddSpacePrefix %v", c.normalizer, c.pre, v.AddSpacePrefix)
+		}
 	}
 }
