@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
@@ -83,12 +82,7 @@ func TestWriteSPMFixtures(t *testing.T) {
 	if os.Getenv("LLMCLOUD_WRITE_SPM_FIXTURES") != "1" {
 		t.Skip("set LLMCLOUD_WRITE_SPM_FIXTURES=1 to rewrite testdata/spm/{tok512,llama2,tok512-unigram}.json")
 	}
-	f, err := gguf.Open(shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tok512, err := VocabFromGGUF(f)
+	tok512, _, err := OpenVocab(shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

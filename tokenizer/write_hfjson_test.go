@@ -3,6 +3,7 @@
 package tokenizer_test
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,12 +123,23 @@ func TestTokenizerJSONSentencePiece(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range spmTexts {
+			// plus random strings of letters, spaces, digits, punctuation, accents, CJK and emoji
+			rng := rand.New(rand.NewPCG(1, 2))
+			alphabet := []rune("abcdefghijklmnopqrstuvwxyz  ETAOIN    .,!?'\n\t0123456789éüñ日本語中文🙂▁")
+			texts := slices.Clone(spmTexts)
+			for range 300 {
+				r := make([]rune, rng.IntN(40))
+				for i := range r {
+					r[i] = alphabet[rng.IntN(len(alphabet))]
+				}
+				texts = append(texts, string(r))
+			}
+			for _, s := range texts {
 				x, y := a.Encode(s, true, false), b.Encode(s, true, false)
 				if !slices.Equal(x, y) {
 					t.Errorf("%q: scores %v, merges %v", s, x, y)
 				}
-				if d := b.Decode(y); d != s {
+				if d := b.Decode(y); d != s && !strings.Contains(s, "▁") {
 					t.Errorf("Decode(Encode(%q)) = %q", s, d)
 				}
 			}
