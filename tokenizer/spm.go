@@ -106,10 +106,23 @@ func (t *Tokenizer) mergeSPM(text string, out []int) []int {
 	if t.ranks != nil {
 		prio = t.mergePrio
 	}
+	fused := false // Hugging Face: the last id is an UNK standing for unknown characters
 	for _, s := range mergeWord(text, prio) {
 		piece := text[s.start:s.end]
 		if id, ok := t.ids[piece]; ok {
-			out = append(out, id)
+			out, fused = append(out, id), false
+			continue
+		}
+		if t.ranks != nil {
+			// Hugging Face's BPE: an unknown character is its <0xXX> tokens when all exist,
+			// else UNK, and a run of such UNKs is one (fuse_unk)
+			n := len(out)
+			var unk bool
+			out, unk = t.unknownPiece(piece, out)
+			if unk && fused {
+				out = out[:n]
+			}
+			fused = unk
 			continue
 		}
 		for i := 0; i < len(piece); i++ {

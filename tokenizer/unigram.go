@@ -91,23 +91,24 @@ func (t *Tokenizer) encodeUnigram(word string, out []int) []int {
 			out = append(out, id)
 			continue
 		}
-		out = t.unknownPiece(p, out)
+		out, _ = t.unknownPiece(p, out)
 	}
 	return out
 }
 
-// unknownPiece spells p as <0xXX> tokens when every byte has one, else as one UNK.
-func (t *Tokenizer) unknownPiece(p string, out []int) []int {
+// unknownPiece spells p as <0xXX> tokens when every byte has one, else as one UNK (nothing
+// when there is no UNK); unk reports the latter.
+func (t *Tokenizer) unknownPiece(p string, out []int) (_ []int, unk bool) {
 	for i := 0; i < len(p); i++ {
 		if t.byteIDs[p[i]] < 0 {
 			if t.vocab.UNK >= 0 {
 				out = append(out, t.vocab.UNK)
 			}
-			return out
+			return out, true
 		}
 	}
 	for i := 0; i < len(p); i++ {
 		out = append(out, t.byteIDs[p[i]])
 	}
-	return out
+	return out, false
 }

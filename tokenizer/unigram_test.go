@@ -114,3 +114,25 @@ func TestSentencePieceJSONForms(t *testing.T) {
 		}
 	}
 }
+
+// A tokenizer.json BPE without byte pieces: runs of unknown characters become one <unk>
+// (Hugging Face's fuse_unk), as the Unigram model does too; the ids are what tokenizers 0.23.2
+// gives for the same file.
+func TestSentencePieceBPEUnknownFused(t *testing.T) {
+	js := `{"added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true}],
+		"normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+		"pre_tokenizer": null,
+		"model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true, "unk_token": "<unk>",
+			"vocab": {"<unk>": 0, "<s>": 1, "▁": 2, "a": 3, "b": 4, "▁a": 5}, "merges": ["▁ a"]}}`
+	p := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(p, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := VocabFromHFJSON(p)
+	tok := newTok(t, v, err)
+	for text, want := range map[string][]int{"a☃☃b": {5, 0, 4}, "☃a☃": {2, 0, 3, 0}, "ab a": {5, 4, 5}} {
+		if got := tok.Encode(text, false, false); !slices.Equal(got, want) {
+			t.Errorf("Encode(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
