@@ -296,3 +296,49 @@ func TestStories260KHFRoundTrip(t *testing.T) {
 			v.Model, len(v.Merges), v.AddBOS, v.AddSpacePrefix, v.EOS)
 	}
 }
+
+// A Unigram ("t5") vocabulary on stories260K's weights: GGUF and Hugging Face directories both
+// carry it (tokenizer.ggml.model t5 with the scores; tokenizer.json model Unigram) and it reads
+// back as the same pieces, scores and token types, tokenizing alike.
+func TestUnigramVocabThroughConvert(t *testing.T) {
+	b, err := loader.Open(shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"), loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	uni, err := tokenizer.VocabFromHFJSON(filepath.Join("..", "tokenizer", "testdata", "spm", "tok512-unigram.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := convert.FromBundle(b)
+	p.Vocab = uni
+	dir := t.TempDir()
+	ggufPath, hfPath := filepath.Join(dir, "u.gguf"), filepath.Join(dir, "hf")
+	for _, out := range []string{ggufPath, hfPath} {
+		if err := convert.Write(out, p, convert.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := tokenizer.New(uni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{ggufPath, hfPath} {
+		v, _, err := tokenizer.OpenVocab(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Model != "t5" || !slices.Equal(v.Tokens, uni.Tokens) || !slices.Equal(v.Scores, uni.Scores) ||
+			!slices.Equal(v.Types, uni.Types) || v.BOS != uni.BOS || v.EOS != uni.EOS || v.UNK != uni.UNK || !v.AddBOS {
+			t.Fatalf("%s: read back as model %q, %d tokens, bos %d eos %d unk %d", filepath.Base(path), v.Model, len(v.Tokens), v.BOS, v.EOS, v.UNK)
+		}
+		got, err := tokenizer.New(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const text = "Once upon a time, Lily saw a big dog.\n\t🙂"
+		if x, y := want.Encode(text, true, false), got.Encode(text, true, false); !slices.Equal(x, y) {
+			t.Errorf("%s: %v, want %v", filepath.Base(path), y, x)
+		}
+	}
+}
