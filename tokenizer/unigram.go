@@ -4,7 +4,11 @@
 // the unknown token at the lowest score minus 10. Candidates are tried from the left, shorter
 // pieces first, and only a strictly better score replaces a path, which settles ties. Runs of
 // unknown characters are fused into one unknown piece, which byte fallback then spells as
-// <0xXX> tokens when the vocabulary has all of its bytes (else it becomes UNK).
+// <0xXX> tokens when the vocabulary has all of its bytes (else it becomes UNK). Unlike Hugging
+// Face, whose search also matches control and byte pieces, only ordinary and user-defined
+// pieces are candidates, as in SentencePiece, so that text read with parseSpecial=false never
+// yields a control id. (Hugging Face splits its special tokens out first, so only a literal
+// "<0x41>" in the text is tokenized differently.)
 
 package tokenizer
 
@@ -52,7 +56,7 @@ func (t *Tokenizer) encodeUnigram(word string, out []int) []int {
 		base := best[s].score
 		single := false
 		for e := s + 1; e <= n && e-s <= t.maxTokenLen; e++ {
-			id, ok := t.ids[word[s:e]]
+			id, ok := t.unigramPiece(word[s:e])
 			if !ok {
 				continue
 			}
@@ -87,13 +91,28 @@ func (t *Tokenizer) encodeUnigram(word string, out []int) []int {
 	}
 	for i := len(pieces) - 1; i >= 0; i-- {
 		p := word[pieces[i].start:ends[i]]
-		if id, ok := t.ids[p]; ok {
+		if id, ok := t.unigramPiece(p); ok {
 			out = append(out, id)
 			continue
 		}
 		out, _ = t.unknownPiece(p, out)
 	}
 	return out
+}
+
+// unigramPiece looks up a piece the segmentation may use: ordinary and user-defined pieces, as
+// SentencePiece (control, unknown and byte pieces only come from special-token splitting and
+// byte fallback, so "<s>" or "<0x41>" in the text stay text).
+func (t *Tokenizer) unigramPiece(s string) (int, bool) {
+	id, ok := t.ids[s]
+	if !ok {
+		return 0, false
+	}
+	switch t.vocab.tokenType(id) {
+	case TypeNormal, TypeUserDefined:
+		return id, true
+	}
+	return 0, false
 }
 
 // unknownPiece spells p as <0xXX> tokens when every byte has one, else as one UNK (nothing
