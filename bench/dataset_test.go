@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
 func TestGaps(t *testing.T) {
@@ -179,5 +181,24 @@ func TestResultJSONAndReport(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Request rate configured") || strings.Contains(out.String(), "Inter-token") {
 		t.Error("report shows a rate for inf or an unselected metric")
+	}
+}
+
+// --tokenizer takes any model file: stories260K's GGUF, its llama2.c checkpoint (tok512.bin
+// beside it), the SentencePiece tok512.model and tok512.bin itself count alike.
+func TestTokenizerFromModelFiles(t *testing.T) {
+	want := -1
+	for _, name := range []string{"stories260K-f32.gguf", "stories260K.bin", "tok512.model", "tok512.bin"} {
+		tok, err := LoadTokenizer(shared.Path(t, "models", "stories260K", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := tok.Count("Once upon a time, there was a little girl named Lily.")
+		if want < 0 {
+			want = n
+		}
+		if n != want || n < 10 {
+			t.Errorf("%s: %d tokens, want %d", name, n, want)
+		}
 	}
 }

@@ -6,14 +6,13 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
-// HFTokens counts with a tokenizer loaded from a tokenizer.json, or a directory holding a
-// tokenizer.json or GPT-2 style vocab.json + merges.txt.
+// HFTokens counts with the tokenizer of any model or tokenizer file llmcloud reads (see
+// tokenizer.OpenVocab: GGUF, a Hugging Face directory, tokenizer.json, tokenizer.model, a
+// llama2.c checkpoint or tokenizer.bin); no weights are loaded.
 type HFTokens struct {
 	Tok    *tokenizer.Tokenizer
 	Path   string
@@ -22,23 +21,9 @@ type HFTokens struct {
 
 // LoadTokenizer opens path (see HFTokens).
 func LoadTokenizer(path string) (*HFTokens, error) {
-	st, err := os.Stat(path)
+	v, _, err := tokenizer.OpenVocab(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench: tokenizer: %w", err)
-	}
-	var v *tokenizer.Vocab
-	switch {
-	case !st.IsDir():
-		v, err = tokenizer.VocabFromHFJSON(path)
-	case exists(filepath.Join(path, "tokenizer.json")):
-		v, err = tokenizer.VocabFromHFJSON(filepath.Join(path, "tokenizer.json"))
-	case exists(filepath.Join(path, "vocab.json")) && exists(filepath.Join(path, "merges.txt")):
-		v, err = tokenizer.VocabFromGPT2Files(filepath.Join(path, "vocab.json"), filepath.Join(path, "merges.txt"))
-	default:
-		return nil, fmt.Errorf("bench: tokenizer: %s has no tokenizer.json or vocab.json+merges.txt", path)
-	}
-	if err != nil {
-		return nil, err
 	}
 	t, err := tokenizer.New(v)
 	if err != nil {
@@ -55,8 +40,6 @@ func LoadTokenizer(path string) (*HFTokens, error) {
 	}
 	return h, nil
 }
-
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func (h *HFTokens) Name() string { return h.Path }
 

@@ -147,7 +147,7 @@ func ggufMeta(p *Plan, name string, ftype uint32) ([]gguf.KV, error) {
 
 // vocabMeta is the tokenizer.ggml.* keys of v.
 func vocabMeta(v *tokenizer.Vocab) ([]gguf.KV, error) {
-	if v.Model != "llama" && v.Model != "gpt2" && v.Model != "bert" {
+	if v.Model != "llama" && v.Model != "t5" && v.Model != "gpt2" && v.Model != "bert" {
 		return nil, fmt.Errorf("tokenizer model %q cannot be written to GGUF", v.Model)
 	}
 	n := len(v.Tokens)
@@ -157,7 +157,7 @@ func vocabMeta(v *tokenizer.Vocab) ([]gguf.KV, error) {
 		add("tokenizer.ggml.pre", gguf.Str(v.Pre))
 	}
 	add("tokenizer.ggml.tokens", gguf.StrArray(v.Tokens))
-	if v.Scores != nil || v.Model == "llama" {
+	if v.Scores != nil || v.Model == "llama" || v.Model == "t5" {
 		s := v.Scores
 		if s == nil {
 			s = make([]float32, n)
@@ -186,7 +186,7 @@ func vocabMeta(v *tokenizer.Vocab) ([]gguf.KV, error) {
 	}
 	add("tokenizer.ggml.add_bos_token", gguf.Bool(v.AddBOS))
 	add("tokenizer.ggml.add_eos_token", gguf.Bool(v.AddEOS))
-	if v.Model == "llama" {
+	if v.Model == "llama" || v.Model == "t5" {
 		add("tokenizer.ggml.add_space_prefix", gguf.Bool(v.AddSpacePrefix))
 	}
 	return kv, nil

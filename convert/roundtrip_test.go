@@ -5,13 +5,16 @@ package convert_test
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/format/safetensors"
+	"github.com/llmcloud/llmcloud/generate"
 	"github.com/llmcloud/llmcloud/internal/shared"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
@@ -244,6 +247,98 @@ func TestStories260KFromLlama2C(t *testing.T) {
 		"llama.attention.head_count_kv": 4, "llama.feed_forward_length": 172, "general.file_type": 0} {
 		if v, ok := f.Uint(key); !ok || v != want {
 			t.Errorf("%s = %d, %v; want %d", key, v, ok, want)
+		}
+	}
+}
+
+// greedy is the greedy continuation (64 tokens) of "Once upon a time" by the model at path, as
+// `llmcloud generate --temperature 0 --max-tokens 64` prints it, with the prompt's ids.
+func greedy(t *testing.T, path string) (string, []int) {
+	t.Helper()
+	b, err := loader.Open(path, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ids := b.Tok.Encode("Once upon a time", true, false)
+	res, err := generate.Run(context.Background(), b.Model, b.Tok, ids, generate.Options{MaxTokens: 64}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Text, ids
+}
+
+// stories260K's GGUF (a SentencePiece "llama" vocabulary) to a Hugging Face directory, whose
+// tokenizer.json is BPE with byte_fallback, and back to GGUF: the same prompt ids and greedy
+// text all three ways.
+func TestStories260KHFRoundTrip(t *testing.T) {
+	ref := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	dir := filepath.Join(t.TempDir(), "hf")
+	back := filepath.Join(t.TempDir(), "back.gguf")
+	convertFile(t, ref, dir, convert.Options{})
+	convertFile(t, dir, back, convert.Options{})
+	want, wantIDs := greedy(t, ref)
+	if len(want) < 100 {
+		t.Fatalf("greedy text too short: %q", want)
+	}
+	for _, p := range []string{dir, back} {
+		got, ids := greedy(t, p)
+		if got != want || !slices.Equal(ids, wantIDs) {
+			t.Errorf("%s: prompt %v, greedy text\n%q\nwant %v,\n%q", filepath.Base(p), ids, got, wantIDs, want)
+		}
+	}
+	v, err := tokenizer.VocabFromHFJSON(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Model != "llama" || len(v.Merges) == 0 || !v.AddBOS || !v.AddSpacePrefix || v.Tokens[v.EOS] != "</s>" {
+		t.Errorf("tokenizer.json read back: model %q, %d merges, add_bos %v, prefix %v, eos %d",
+			v.Model, len(v.Merges), v.AddBOS, v.AddSpacePrefix, v.EOS)
+	}
+}
+
+// A Unigram ("t5") vocabulary on stories260K's weights: GGUF and Hugging Face directories both
+// carry it (tokenizer.ggml.model t5 with the scores; tokenizer.json model Unigram) and it reads
+// back as the same pieces, scores and token types, tokenizing alike.
+func TestUnigramVocabThroughConvert(t *testing.T) {
+	b, err := loader.Open(shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"), loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	uni, err := tokenizer.VocabFromHFJSON(filepath.Join("..", "tokenizer", "testdata", "spm", "tok512-unigram.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := convert.FromBundle(b)
+	p.Vocab = uni
+	dir := t.TempDir()
+	ggufPath, hfPath := filepath.Join(dir, "u.gguf"), filepath.Join(dir, "hf")
+	for _, out := range []string{ggufPath, hfPath} {
+		if err := convert.Write(out, p, convert.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := tokenizer.New(uni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{ggufPath, hfPath} {
+		v, _, err := tokenizer.OpenVocab(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Model != "t5" || !slices.Equal(v.Tokens, uni.Tokens) || !slices.Equal(v.Scores, uni.Scores) ||
+			!slices.Equal(v.Types, uni.Types) || v.BOS != uni.BOS || v.EOS != uni.EOS || v.UNK != uni.UNK || !v.AddBOS {
+			t.Fatalf("%s: read back as model %q, %d tokens, bos %d eos %d unk %d", filepath.Base(path), v.Model, len(v.Tokens), v.BOS, v.EOS, v.UNK)
+		}
+		got, err := tokenizer.New(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const text = "Once upon a time, Lily saw a big dog.\n\t🙂"
+		if x, y := want.Encode(text, true, false), got.Encode(text, true, false); !slices.Equal(x, y) {
+			t.Errorf("%s: %v, want %v", filepath.Base(path), y, x)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func openHF(path string, opts Options) (*Bundle, error) {
 	var tok *tokenizer.Tokenizer
 	var tmpl string
 	if opts.Tokenizer == "" { // otherwise Open applies the override
-		v, t, err := hfDirVocab(path)
+		v, t, err := tokenizer.OpenVocab(path)
 		if err != nil {
 			return nil, err
 		}

@@ -174,7 +174,7 @@ func openLlama2C(path string, opts Options) (*Bundle, error) {
 	b.Name = strings.TrimSuffix(filepath.Base(path), ".bin")
 	tokPath := opts.Tokenizer
 	if tokPath == "" {
-		tokPath, err = findLlama2CTokenizer(path)
+		tokPath, err = tokenizer.FindLlama2CTokenizer(path)
 		if err != nil {
 			b.Close()
 			return nil, err
@@ -199,18 +199,4 @@ func openLlama2C(path string, opts Options) (*Bundle, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// findLlama2CTokenizer looks beside a checkpoint for tokenizer.bin, or a single tok*.bin.
-func findLlama2CTokenizer(path string) (string, error) {
-	dir := filepath.Dir(path)
-	p := filepath.Join(dir, "tokenizer.bin")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
-	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "tok*.bin"))
-	if len(matches) == 1 {
-		return matches[0], nil
-	}
-	return "", fmt.Errorf("%s: llama2.c checkpoint has no tokenizer.bin beside it; pass --tokenizer FILE", path)
 }

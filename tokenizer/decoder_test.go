@@ -83,7 +83,7 @@ func TestLoaderErrors(t *testing.T) {
 	if got := tok.Encode("ab", false, false); !equalInts(got, []int{2}) {
 		t.Errorf("Encode(ab) = %v, want [2]", got)
 	}
-	if _, err := New(&Vocab{Model: "t5", Tokens: []string{"x"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}); err == nil {
+	if _, err := New(&Vocab{Model: "rwkv", Tokens: []string{"x"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}); err == nil {
 		t.Error("New accepted an unknown model")
 	}
 	if _, err := New(&Vocab{Model: "gpt2", Pre: "nope", Tokens: []string{"x"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}); err == nil {

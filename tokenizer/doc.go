@@ -1,14 +1,20 @@
 // Package tokenizer turns text into token ids and back for the model families llmcloud serves.
 //
-// Three tokenizer kinds share one format-neutral description, Vocab, which every loader
+// Four tokenizer kinds share one format-neutral description, Vocab, which every loader
 // produces (GGUF tokenizer.ggml.* keys, Hugging Face tokenizer.json, GPT-2 vocab.json +
-// merges.txt, llama2.c tokenizer.bin) and which the GGUF writer consumes:
+// merges.txt, SentencePiece tokenizer.model, llama2.c tokenizer.bin; OpenVocab picks by the
+// file) and which the GGUF and tokenizer.json writers consume (docs/formats/tokenizer.md):
 //
 //   - "llama": SentencePiece BPE as llama.cpp runs it. Spaces become U+2581 "▁", one "▁" is
 //     prepended when AddSpacePrefix is set (at the start of the text and after every special
 //     token that was split out), then adjacent symbols are merged greedily, always the pair
 //     whose merged piece has the highest score (ties: leftmost). Symbols left that are not in
-//     the vocabulary fall back to their bytes as <0xXX> tokens.
+//     the vocabulary fall back to their bytes as <0xXX> tokens. A vocabulary read from a
+//     tokenizer.json (BPE with byte_fallback) keeps its merges, and then the pair with the
+//     lowest merge rank is merged first, as Hugging Face does.
+//   - "t5": SentencePiece Unigram. Spaces and the prefix as for "llama"; each word is segmented
+//     by a Viterbi search maximizing the sum of piece scores (see unigram.go), unknown
+//     characters fall back to <0xXX> tokens.
 //   - "gpt2": byte-level BPE (GPT-2, Llama 3, Qwen2, DeepSeek, Falcon, MPT, StarCoder, ...).
 //     The text is split by the pre-tokenizer named in Vocab.Pre, every byte of a piece is mapped
 //     to a printable rune (GPT-2's bytes_to_unicode table), and merges are applied by rank

@@ -8,6 +8,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,7 +30,23 @@ func fuzzKinds(t testing.TB) map[string]func(string) (string, string, []int, *To
 	qd := shared.Path(t, "models", "qwen2-tokenizer")
 	qv, err := VocabFromGPT2Files(filepath.Join(qd, "vocab.json"), filepath.Join(qd, "merges.txt"))
 	qwen := newTok(t, qv, err)
+	sv, err := VocabFromHFJSON(filepath.Join("testdata", "spm", "tok512.json"))
+	spmJSON := newTok(t, sv, err)
+	uv, err := VocabFromHFJSON(filepath.Join("testdata", "spm", "tok512-unigram.json"))
+	unigram := newTok(t, uv, err)
 	return map[string]func(string) (string, string, []int, *Tokenizer){
+		// tok512 as tokenizer.json (merges made from the scores) must give tok512.bin's ids.
+		"spm-json": func(x string) (string, string, []int, *Tokenizer) {
+			ids := spmJSON.Encode(x, true, false)
+			if want := spm.Encode(x, true, false); !equalInts(ids, want) {
+				return fmt.Sprintf("ids differ from tok512.bin's %v", want), "", ids, spmJSON
+			}
+			return spmJSON.Decode(ids), strings.ReplaceAll(x, spmSpace, " "), ids, spmJSON
+		},
+		"unigram": func(x string) (string, string, []int, *Tokenizer) {
+			ids := unigram.Encode(x, true, false)
+			return unigram.Decode(ids), strings.ReplaceAll(x, spmSpace, " "), ids, unigram
+		},
 		// SentencePiece: "▁" in the input reads back as a space (it is SentencePiece's space).
 		"spm": func(x string) (string, string, []int, *Tokenizer) {
 			ids := spm.Encode(x, true, false)

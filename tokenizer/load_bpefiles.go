@@ -61,18 +61,7 @@ func bpeVocab(src string, vocab map[string]int, merges []string, added []addedTo
 		if a.Special {
 			v.Types[a.ID] = TypeControl
 		}
-		if a.LStrip {
-			if v.LStrip == nil {
-				v.LStrip = map[int]bool{}
-			}
-			v.LStrip[a.ID] = true
-		}
-		if a.RStrip {
-			if v.RStrip == nil {
-				v.RStrip = map[int]bool{}
-			}
-			v.RStrip[a.ID] = true
-		}
+		v.setStrip(a)
 	}
 	for i := range v.Tokens {
 		if !set[i] {
@@ -80,6 +69,22 @@ func bpeVocab(src string, vocab map[string]int, merges []string, added []addedTo
 		}
 	}
 	return v, nil
+}
+
+// setStrip records the lstrip/rstrip flags of an added token.
+func (v *Vocab) setStrip(a addedToken) {
+	if a.LStrip {
+		if v.LStrip == nil {
+			v.LStrip = map[int]bool{}
+		}
+		v.LStrip[a.ID] = true
+	}
+	if a.RStrip {
+		if v.RStrip == nil {
+			v.RStrip = map[int]bool{}
+		}
+		v.RStrip[a.ID] = true
+	}
 }
 
 // llama3Specials are Llama 3.x's 256 special tokens after the 128000 tiktoken ranks.

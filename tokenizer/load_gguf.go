@@ -58,6 +58,13 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 			return nil, fmt.Errorf("tokenizer: %s: gpt2 tokenizer without tokenizer.ggml.merges", name)
 		}
 		v.Merges = append([]string(nil), merges...)
+	case "t5":
+		// SentencePiece Unigram; llama.cpp's defaults (T5's ids)
+		if _, ok := f.Get("tokenizer.ggml.precompiled_charsmap"); ok {
+			return nil, fmt.Errorf("tokenizer: %s: a Unigram vocabulary with a precompiled_charsmap normalizer is not supported", name)
+		}
+		v.Pre, v.EOS, v.UNK, v.PAD = "default", 1, 2, 0
+		v.AddSpacePrefix = true
 	case "bert":
 		// [CLS] text [SEP]: the separator plays the role of EOS (llama.cpp appends it).
 		v.Pre, v.BOS, v.EOS, v.UNK, v.PAD = "default", 101, 102, 100, 0

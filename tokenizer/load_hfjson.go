@@ -1,5 +1,6 @@
-// VocabFromHFJSON: reads a Hugging Face tokenizer.json with a byte-level BPE model, and
-// tokenizer_config.json beside it when present (special-token names, add_bos/add_eos).
+// VocabFromHFJSON: reads a Hugging Face tokenizer.json — a byte-level BPE model, or a
+// SentencePiece-style one (load_hfspm.go) — and tokenizer_config.json beside it when present
+// (special-token names, add_bos/add_eos).
 
 package tokenizer
 
@@ -20,10 +21,12 @@ type hfJSON struct {
 	PostProc     json.RawMessage `json:"post_processor"`
 	Model        struct {
 		Type         string            `json:"type"`
-		Vocab        map[string]int    `json:"vocab"`
+		Vocab        json.RawMessage   `json:"vocab"` // BPE: token -> id; Unigram: [[piece, score], ...]
 		Merges       []json.RawMessage `json:"merges"`
 		IgnoreMerges bool              `json:"ignore_merges"`
 		ByteFallback bool              `json:"byte_fallback"`
+		UnkToken     *string           `json:"unk_token"` // BPE
+		UnkID        *int              `json:"unk_id"`    // Unigram
 	} `json:"model"`
 }
 
@@ -35,9 +38,14 @@ type hfComponent struct {
 		Regex  string `json:"Regex"`
 		String string `json:"String"`
 	} `json:"pattern"`
-	UseRegex     *bool `json:"use_regex"`
-	AddPrefixSpc bool  `json:"add_prefix_space"`
-	Single       []struct {
+	UseRegex      *bool  `json:"use_regex"`
+	AddPrefixSpc  bool   `json:"add_prefix_space"`
+	Prepend       string `json:"prepend"`        // normalizer Prepend
+	Content       string `json:"content"`        // normalizer Replace
+	Replacement   string `json:"replacement"`    // Metaspace
+	PrependScheme string `json:"prepend_scheme"` // Metaspace
+	Split         *bool  `json:"split"`          // Metaspace
+	Single        []struct {
 		SpecialToken *struct {
 			ID string `json:"id"`
 		} `json:"SpecialToken"`
@@ -51,7 +59,8 @@ var knownSplitRegexes = map[string]string{
 	`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`:                                          "gpt-2",
 }
 
-// VocabFromHFJSON loads a tokenizer.json whose model is byte-level BPE.
+// VocabFromHFJSON loads a tokenizer.json whose model is byte-level BPE, or SentencePiece-style:
+// BPE with byte_fallback, or Unigram, with spaces turned into "▁" (see load_hfspm.go).
 func VocabFromHFJSON(path string) (*Vocab, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -61,38 +70,18 @@ func VocabFromHFJSON(path string) (*Vocab, error) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: invalid JSON: %v", path, err)
 	}
-	if h.Model.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer: %s: model.type %q is not supported (only byte-level BPE)", path, h.Model.Type)
+	var v *Vocab
+	switch {
+	case h.Model.Type == "Unigram" || h.Model.Type == "BPE" && h.Model.ByteFallback:
+		v, err = spmVocabFromHFJSON(path, &h)
+	case h.Model.Type == "BPE":
+		v, err = byteLevelVocabFromHFJSON(path, &h)
+	default:
+		return nil, fmt.Errorf("tokenizer: %s: model.type %q is not supported (BPE or Unigram)", path, h.Model.Type)
 	}
-	if h.Model.ByteFallback {
-		return nil, fmt.Errorf("tokenizer: %s: byte_fallback BPE (SentencePiece-style tokenizer.json) is not supported", path)
-	}
-	merges := make([]string, len(h.Model.Merges))
-	for i, raw := range h.Model.Merges {
-		var s string
-		var p []string
-		switch {
-		case json.Unmarshal(raw, &s) == nil && strings.Count(s, " ") == 1:
-			merges[i] = s
-		case json.Unmarshal(raw, &p) == nil && len(p) == 2:
-			merges[i] = p[0] + " " + p[1]
-		default:
-			return nil, fmt.Errorf("tokenizer: %s: merge %d (%s) is neither \"a b\" nor [a, b]", path, i, raw)
-		}
-	}
-	pre, err := hfPreName(h.PreTokenizer)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %s: %v", path, err)
-	}
-	normalize, err := hfNormalizer(h.Normalizer)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %s: %v", path, err)
-	}
-	v, err := bpeVocab(path, h.Model.Vocab, merges, h.AddedTokens)
 	if err != nil {
 		return nil, err
 	}
-	v.Pre, v.Normalize, v.IgnoreMerges = pre, normalize, h.Model.IgnoreMerges
 	// a TemplateProcessing post-processor that starts with a special token adds BOS
 	var post hfComponent
 	if len(h.PostProc) > 0 && json.Unmarshal(h.PostProc, &post) == nil {
@@ -118,6 +107,51 @@ func VocabFromHFJSON(path string) (*Vocab, error) {
 		}
 	}
 	v.applyNameFixups()
+	return v, nil
+}
+
+// hfMerges reads model.merges, each "a b" or [a, b].
+func hfMerges(path string, raws []json.RawMessage) ([]string, error) {
+	merges := make([]string, len(raws))
+	for i, raw := range raws {
+		var s string
+		var p []string
+		switch {
+		case json.Unmarshal(raw, &s) == nil && strings.Count(s, " ") == 1:
+			merges[i] = s
+		case json.Unmarshal(raw, &p) == nil && len(p) == 2:
+			merges[i] = p[0] + " " + p[1]
+		default:
+			return nil, fmt.Errorf("tokenizer: %s: merge %d (%s) is neither \"a b\" nor [a, b]", path, i, raw)
+		}
+	}
+	return merges, nil
+}
+
+// byteLevelVocabFromHFJSON reads the model, normalizer and pre-tokenizer of a byte-level BPE
+// tokenizer.json.
+func byteLevelVocabFromHFJSON(path string, h *hfJSON) (*Vocab, error) {
+	merges, err := hfMerges(path, h.Model.Merges)
+	if err != nil {
+		return nil, err
+	}
+	var tokens map[string]int
+	if err := json.Unmarshal(h.Model.Vocab, &tokens); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: model.vocab is not a token -> id map: %v", path, err)
+	}
+	pre, err := hfPreName(h.PreTokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %v", path, err)
+	}
+	normalize, err := hfNormalizer(h.Normalizer)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %v", path, err)
+	}
+	v, err := bpeVocab(path, tokens, merges, h.AddedTokens)
+	if err != nil {
+		return nil, err
+	}
+	v.Pre, v.Normalize, v.IgnoreMerges = pre, normalize, h.Model.IgnoreMerges
 	return v, nil
 }
 

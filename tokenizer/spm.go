@@ -36,19 +36,37 @@ func spmWordSplittable(tokens []string) bool {
 	return true
 }
 
+// spacePrefix reports whether a "▁" goes before text, a fragment between special tokens;
+// prevSpecial: it follows a special token or starts the input, first: it starts the input.
+func (t *Tokenizer) spacePrefix(text string, prevSpecial, first bool) bool {
+	v := t.vocab
+	switch v.Metaspace {
+	case "":
+		return v.AddSpacePrefix && prevSpecial
+	case "never":
+		return false
+	case "first":
+		if !first {
+			return false
+		}
+	}
+	return !strings.HasPrefix(text, " ") && !strings.HasPrefix(text, spmSpace)
+}
+
 // encodeSPM appends the ids of one text fragment (no special tokens in it).
 func (t *Tokenizer) encodeSPM(text string, prefixSpace bool, out []int) []int {
 	if prefixSpace {
 		text = " " + text
 	}
 	text = strings.ReplaceAll(text, " ", spmSpace)
-	if !t.spmSplit {
-		return t.mergeSPM(text, out)
+	split := t.vocab.MetaspaceSplit
+	if !t.spmSplit && !split {
+		return t.encodeSPMWord(text, out)
 	}
 	start := 0
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
-		if r == '\u2581' && i > start && !strings.HasSuffix(text[start:i], spmSpace) {
+		if r == '\u2581' && i > start && (split || !strings.HasSuffix(text[start:i], spmSpace)) {
 			out = t.cachedSPM(text[start:i], out)
 			start = i
 		}
@@ -57,17 +75,26 @@ func (t *Tokenizer) encodeSPM(text string, prefixSpace bool, out []int) []int {
 	return t.cachedSPM(text[start:], out)
 }
 
+// encodeSPMWord encodes one word (or a whole fragment when words cannot be split).
+func (t *Tokenizer) encodeSPMWord(word string, out []int) []int {
+	if t.vocab.Model == "t5" {
+		return t.encodeUnigram(word, out)
+	}
+	return t.mergeSPM(word, out)
+}
+
 func (t *Tokenizer) cachedSPM(word string, out []int) []int {
 	if ids, ok := t.cache.get(word); ok {
 		return append(out, ids...)
 	}
 	n := len(out)
-	out = t.mergeSPM(word, out)
+	out = t.encodeSPMWord(word, out)
 	t.cache.put(word, append([]int(nil), out[n:]...))
 	return out
 }
 
-// mergeSPM runs the score-ordered merge over text.
+// mergeSPM runs the score-ordered merge over text, or the rank-ordered one when the
+// vocabulary came with merges (Hugging Face's BPE with byte_fallback).
 func (t *Tokenizer) mergeSPM(text string, out []int) []int {
 	prio := func(w string, s, _, e int) (float64, bool) {
 		id, ok := t.ids[w[s:e]]
@@ -76,10 +103,26 @@ func (t *Tokenizer) mergeSPM(text string, out []int) []int {
 		}
 		return -float64(t.vocab.score(id)), true
 	}
+	if t.ranks != nil {
+		prio = t.mergePrio
+	}
+	fused := false // Hugging Face: the last id is an UNK standing for unknown characters
 	for _, s := range mergeWord(text, prio) {
 		piece := text[s.start:s.end]
 		if id, ok := t.ids[piece]; ok {
-			out = append(out, id)
+			out, fused = append(out, id), false
+			continue
+		}
+		if t.ranks != nil {
+			// Hugging Face's BPE: an unknown character is its <0xXX> tokens when all exist,
+			// else UNK, and a run of such UNKs is one (fuse_unk)
+			n := len(out)
+			var unk bool
+			out, unk = t.unknownPiece(piece, out)
+			if unk && fused {
+				out = out[:n]
+			}
+			fused = unk
 			continue
 		}
 		for i := 0; i < len(piece); i++ {

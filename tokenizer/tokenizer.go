@@ -24,8 +24,10 @@ type Tokenizer struct {
 	pieces   [][]byte // Piece(id)
 	special  []int    // split-out tokens, longest text first
 	eog      map[int]bool
-	// WordPiece: longest token in bytes
+	// WordPiece and Unigram: longest token in bytes
 	maxTokenLen int
+	// Unigram: the score of an unknown character (lowest score - 10, as Hugging Face)
+	unkScore float64
 }
 
 // eogNames are token texts that end generation besides EOS/EOT.
@@ -45,12 +47,25 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.byteIDs[i] = -1
 	}
 	switch v.Model {
-	case "llama":
+	case "llama", "t5":
 		t.spmSplit = spmWordSplittable(v.Tokens)
 		for i, s := range v.Tokens {
 			if b, ok := parseBytePiece(s); ok && (v.Types == nil || v.Types[i] == TypeByte) {
 				t.byteIDs[b] = i
 			}
+		}
+		switch v.Metaspace {
+		case "", "first", "always", "never":
+		default:
+			return nil, fmt.Errorf("tokenizer: unknown Metaspace prepend scheme %q", v.Metaspace)
+		}
+		if v.Model == "llama" && v.Merges != nil {
+			if err := t.setRanks(v.Merges); err != nil {
+				return nil, err
+			}
+		}
+		if v.Model == "t5" {
+			t.initUnigram()
 		}
 	case "gpt2":
 		stages, err := preTokenizer(v.Pre)
@@ -58,17 +73,8 @@ func New(v *Vocab) (*Tokenizer, error) {
 			return nil, err
 		}
 		t.stages = stages
-		t.ranks = make(map[mergeKey]int, len(v.Merges))
-		for i, m := range v.Merges {
-			sp := strings.IndexByte(m[min(1, len(m)):], ' ')
-			if sp < 0 {
-				return nil, fmt.Errorf("tokenizer: merge %d %q has no space", i, m)
-			}
-			sp += min(1, len(m))
-			k := mergeKey{m[:sp], m[sp+1:]}
-			if _, dup := t.ranks[k]; !dup {
-				t.ranks[k] = i
-			}
+		if err := t.setRanks(v.Merges); err != nil {
+			return nil, err
 		}
 	case "bert":
 		for _, s := range v.Tokens {
@@ -104,6 +110,23 @@ func New(v *Vocab) (*Tokenizer, error) {
 	return t, nil
 }
 
+// setRanks builds the merge-pair ranks ("a b", the first occurrence of a pair counts).
+func (t *Tokenizer) setRanks(merges []string) error {
+	t.ranks = make(map[mergeKey]int, len(merges))
+	for i, m := range merges {
+		sp := strings.IndexByte(m[min(1, len(m)):], ' ')
+		if sp < 0 {
+			return fmt.Errorf("tokenizer: merge %d %q has no space", i, m)
+		}
+		sp += min(1, len(m))
+		k := mergeKey{m[:sp], m[sp+1:]}
+		if _, dup := t.ranks[k]; !dup {
+			t.ranks[k] = i
+		}
+	}
+	return nil
+}
+
 // score returns the score of token id (0 when the vocabulary has none).
 func (v *Vocab) score(id int) float32 {
 	if v.Scores == nil {
@@ -126,7 +149,7 @@ func (t *Tokenizer) makePiece(id int) []byte {
 		}
 		return nil
 	case TypeNormal:
-		if t.vocab.Model == "llama" {
+		if t.vocab.spm() {
 			return []byte(strings.ReplaceAll(text, spmSpace, " "))
 		}
 		b, _ := byteDecode(text)
@@ -143,11 +166,11 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int {
 	if addSpecial && v.AddBOS {
 		out = append(out, v.BOS)
 	}
-	prevSpecial := true
+	prevSpecial, first := true, true
 	for _, f := range t.partition(text, parseSpecial) {
 		if f.id >= 0 {
 			out = append(out, f.id)
-			prevSpecial = true
+			prevSpecial, first = true, false
 			continue
 		}
 		s := f.text
@@ -155,14 +178,14 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int {
 			s = norm.NFC.String(s)
 		}
 		switch v.Model {
-		case "llama":
-			out = t.encodeSPM(s, v.AddSpacePrefix && prevSpecial, out)
+		case "llama", "t5":
+			out = t.encodeSPM(s, t.spacePrefix(s, prevSpecial, first), out)
 		case "bert":
 			out = t.encodeWPM(s, out)
 		default:
 			out = t.encodeBPE(s, out)
 		}
-		prevSpecial = false
+		prevSpecial, first = false, false
 	}
 	if addSpecial && v.AddEOS {
 		out = append(out, v.EOS)
@@ -181,7 +204,14 @@ func (t *Tokenizer) Piece(id int) []byte {
 
 // stripsLeadingSpace reports whether the piece after a leading BOS loses one leading space.
 func (t *Tokenizer) stripsLeadingSpace() bool {
-	return t.vocab.Model == "llama" && t.vocab.AddSpacePrefix && t.vocab.BOS >= 0
+	v := t.vocab
+	if !v.spm() || v.BOS < 0 {
+		return false
+	}
+	if v.Metaspace != "" {
+		return v.Metaspace != "never"
+	}
+	return v.AddSpacePrefix
 }
 
 // Decode turns ids into text (see the package comment for the leading-space rule). Bytes that

@@ -17,12 +17,12 @@ const (
 // Vocab is the format-neutral description that every loader produces and the GGUF writer
 // consumes.
 type Vocab struct {
-	Model  string // "llama" (SentencePiece BPE), "gpt2" (byte-level BPE), "bert" (WordPiece): GGUF's tokenizer.ggml.model
+	Model  string // "llama" (SentencePiece BPE), "t5" (SentencePiece Unigram), "gpt2" (byte-level BPE), "bert" (WordPiece): GGUF's tokenizer.ggml.model
 	Pre    string // pre-tokenizer name as GGUF's tokenizer.ggml.pre: "default", "llama-bpe", "qwen2", "gpt-2", ...
 	Tokens []string
 	Scores []float32 // may be nil (all zero)
 	Types  []int32   // GGUF token types, see Type*; may be nil (all normal)
-	Merges []string  // "a b" pairs, BPE only, rank order
+	Merges []string  // "a b" pairs, BPE only, rank order; for "llama" only when the source had merges (tokenizer.json), which then decide instead of the scores
 
 	BOS, EOS, UNK, PAD, EOT int // -1 if none
 	AddBOS, AddEOS          bool
@@ -33,7 +33,18 @@ type Vocab struct {
 	Normalize    string       // "" or "NFC": normalization applied to text outside special tokens
 	LStrip       map[int]bool // special tokens that swallow white space on their left
 	RStrip       map[int]bool // special tokens that swallow white space on their right
+	// SentencePiece kinds ("llama", "t5") from a tokenizer.json with the Metaspace
+	// pre-tokenizer: its prepend_scheme, "first", "always" or "never". Then a "▁" is
+	// prepended only to text that does not already start with a space, and with "first" only
+	// to the text before any special token. "" keeps llama.cpp's rule (AddSpacePrefix: always,
+	// after every special token too, as tokenizer.json's Prepend("▁") normalizer does).
+	Metaspace      string
+	MetaspaceSplit bool // Metaspace split=true: every "▁" starts a new word
 }
+
+// spm reports whether the vocabulary is one of the SentencePiece kinds ("▁" for spaces,
+// <0xXX> byte pieces).
+func (v *Vocab) spm() bool { return v.Model == "llama" || v.Model == "t5" }
 
 // tokenType returns the GGUF type of token id (normal when Types is absent).
 func (v *Vocab) tokenType(id int) int32 {

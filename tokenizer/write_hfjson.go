@@ -1,9 +1,10 @@
-// MarshalHFJSON: a byte-level BPE ("gpt2") Vocab as a Hugging Face tokenizer.json (BPE model
-// with vocab and merges, the ByteLevel pre-tokenizer — preceded by the Split regex of the
-// vocabulary's pre-tokenizer when it has one —, ByteLevel decoder, added tokens), and HFConfig,
-// the matching tokenizer_config.json. SentencePiece ("llama") and WordPiece ("bert")
-// vocabularies are refused: VocabFromHFJSON handles byte-level BPE only, so such a file could
-// not be checked by a round trip. Used by convert (model export) and tokenizer training.
+// MarshalHFJSON: a Vocab as a Hugging Face tokenizer.json, and HFConfig, the matching
+// tokenizer_config.json. A byte-level BPE ("gpt2") vocabulary gets the BPE model with vocab
+// and merges, the ByteLevel pre-tokenizer — preceded by the Split regex of the vocabulary's
+// pre-tokenizer when it has one —, ByteLevel decoder and its added tokens. SentencePiece
+// vocabularies ("llama", "t5") are written in the SentencePiece style (write_hfspm.go).
+// WordPiece ("bert") is refused: VocabFromHFJSON does not read it, so such a file could not be
+// checked by a round trip. Used by convert (model export) and tokenizer training.
 
 package tokenizer
 
@@ -25,8 +26,11 @@ type jsonObj = map[string]any // a JSON object, keys written sorted
 
 // MarshalHFJSON renders v as tokenizer.json.
 func MarshalHFJSON(v *Vocab) ([]byte, error) {
+	if v.spm() {
+		return marshalSPMJSON(v)
+	}
 	if v.Model != "gpt2" {
-		return nil, fmt.Errorf("tokenizer.json: a %q vocabulary is not supported (only byte-level BPE, \"gpt2\"); write GGUF to keep this tokenizer", v.Model)
+		return nil, fmt.Errorf("tokenizer.json: a %q vocabulary is not supported (byte-level BPE \"gpt2\", SentencePiece \"llama\" and \"t5\"); write GGUF to keep this tokenizer", v.Model)
 	}
 	byteLevel := func(regex bool) jsonObj {
 		return jsonObj{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": regex}
@@ -73,14 +77,8 @@ func MarshalHFJSON(v *Vocab) ([]byte, error) {
 	}
 	var post any = byteLevel(false)
 	post.(jsonObj)["trim_offsets"] = false
-	if v.AddBOS && v.BOS >= 0 {
-		bos := v.Tokens[v.BOS]
-		post = jsonObj{"type": "TemplateProcessing",
-			"single": []any{jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 0}}, jsonObj{"Sequence": jsonObj{"id": "A", "type_id": 0}}},
-			"pair": []any{jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 0}}, jsonObj{"Sequence": jsonObj{"id": "A", "type_id": 0}},
-				jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 1}}, jsonObj{"Sequence": jsonObj{"id": "B", "type_id": 1}}},
-			"special_tokens": jsonObj{bos: jsonObj{"id": bos, "ids": []int{v.BOS}, "tokens": []string{bos}}},
-		}
+	if p := bosTemplate(v); p != nil {
+		post = p
 	}
 	merges := v.Merges
 	if merges == nil {
@@ -97,6 +95,11 @@ func MarshalHFJSON(v *Vocab) ([]byte, error) {
 			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false,
 			"ignore_merges": v.IgnoreMerges, "vocab": vocab, "merges": merges},
 	}
+	return encodeHFJSON(doc)
+}
+
+// encodeHFJSON renders doc indented, without HTML escapes.
+func encodeHFJSON(doc jsonObj) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -105,6 +108,21 @@ func MarshalHFJSON(v *Vocab) ([]byte, error) {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// bosTemplate is the TemplateProcessing post-processor that puts BOS first, nil when the
+// vocabulary adds none.
+func bosTemplate(v *Vocab) any {
+	if !v.AddBOS || v.BOS < 0 {
+		return nil
+	}
+	bos := v.Tokens[v.BOS]
+	return jsonObj{"type": "TemplateProcessing",
+		"single": []any{jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 0}}, jsonObj{"Sequence": jsonObj{"id": "A", "type_id": 0}}},
+		"pair": []any{jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 0}}, jsonObj{"Sequence": jsonObj{"id": "A", "type_id": 0}},
+			jsonObj{"SpecialToken": jsonObj{"id": bos, "type_id": 1}}, jsonObj{"Sequence": jsonObj{"id": "B", "type_id": 1}}},
+		"special_tokens": jsonObj{bos: jsonObj{"id": bos, "ids": []int{v.BOS}, "tokens": []string{bos}}},
+	}
 }
 
 // orderedVocab marshals a token -> id object in id order, as Hugging Face writes it.

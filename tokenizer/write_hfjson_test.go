@@ -3,12 +3,14 @@
 package tokenizer_test
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/internal/shared"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
@@ -67,8 +69,83 @@ func TestTokenizerJSONRefusals(t *testing.T) {
 	if _, err := tokenizer.MarshalHFJSON(v); err == nil || !strings.Contains(err.Error(), "falcon") {
 		t.Errorf("falcon pre-tokenizer: %v", err)
 	}
-	spm := &tokenizer.Vocab{Model: "llama", Tokens: []string{"<unk>", "<s>", "</s>"}}
-	if _, err := tokenizer.MarshalHFJSON(spm); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("SentencePiece: %v", err)
+	wpm := &tokenizer.Vocab{Model: "bert", Tokens: []string{"[PAD]", "[UNK]"}}
+	if _, err := tokenizer.MarshalHFJSON(wpm); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("WordPiece: %v", err)
+	}
+}
+
+// spmTexts exercise the space prefix, runs of spaces, byte fallback and decode.
+var spmTexts = append([]string{"", " ", "  ", "Once upon a time", " Once", "  two  spaces  ", "end ",
+	"line\nbreak\n\n", "\ttab", "42 and 3.14", "naïve café", "日本語", "emoji 🙂👍🏽", "<s> not special"}, tokTexts...)
+
+// writeJSON marshals v as tokenizer.json and tokenizer_config.json into a new directory and
+// reads them back.
+func writeJSON(t *testing.T, v *tokenizer.Vocab) (*tokenizer.Vocab, []byte) {
+	t.Helper()
+	js, err := tokenizer.MarshalHFJSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(p, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := hfdir.WriteTokenizerConfig(filepath.Join(dir, hfdir.TokenizerConfigFile), tokenizer.HFConfig(v, "", 0)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := tokenizer.VocabFromHFJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, js
+}
+
+// SentencePiece BPE vocabularies (llama2.c's tok512 and Llama 2's tokenizer.bin, scores and no
+// merges) written as tokenizer.json: the merges made from the scores must tokenize as the
+// scores do, and writing the vocabulary read back gives the same file.
+func TestTokenizerJSONSentencePiece(t *testing.T) {
+	for _, name := range []string{"stories260K/tok512.bin", "llama2-tokenizer/tokenizer.bin"} {
+		t.Run(filepath.Dir(name), func(t *testing.T) {
+			v, err := tokenizer.VocabFromLlama2C(shared.Path(t, "models", name), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, js := writeJSON(t, v)
+			if !slices.Equal(v.Tokens, w.Tokens) || !slices.Equal(v.Types, w.Types) || w.Model != "llama" ||
+				v.BOS != w.BOS || v.EOS != w.EOS || v.UNK != w.UNK || !w.AddBOS || !w.AddSpacePrefix || len(w.Merges) == 0 {
+				t.Fatalf("vocabulary changed: model %q, %d/%d tokens, bos %d/%d eos %d/%d unk %d/%d, add_bos %v, prefix %v, %d merges",
+					w.Model, len(v.Tokens), len(w.Tokens), v.BOS, w.BOS, v.EOS, w.EOS, v.UNK, w.UNK, w.AddBOS, w.AddSpacePrefix, len(w.Merges))
+			}
+			a, _ := tokenizer.New(v)
+			b, err := tokenizer.New(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// plus random strings of letters, spaces, digits, punctuation, accents, CJK and emoji
+			rng := rand.New(rand.NewPCG(1, 2))
+			alphabet := []rune("abcdefghijklmnopqrstuvwxyz  ETAOIN    .,!?'\n\t0123456789éüñ日本語中文🙂▁")
+			texts := slices.Clone(spmTexts)
+			for range 300 {
+				r := make([]rune, rng.IntN(40))
+				for i := range r {
+					r[i] = alphabet[rng.IntN(len(alphabet))]
+				}
+				texts = append(texts, string(r))
+			}
+			for _, s := range texts {
+				x, y := a.Encode(s, true, false), b.Encode(s, true, false)
+				if !slices.Equal(x, y) {
+					t.Errorf("%q: scores %v, merges %v", s, x, y)
+				}
+				if d := b.Decode(y); d != s && !strings.Contains(s, "▁") {
+					t.Errorf("Decode(Encode(%q)) = %q", s, d)
+				}
+			}
+			if _, js2 := writeJSON(t, w); string(js) != string(js2) {
+				t.Errorf("writing the vocabulary read back changed tokenizer.json (%d vs %d bytes)", len(js), len(js2))
+			}
+		})
 	}
 }

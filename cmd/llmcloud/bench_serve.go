@@ -62,7 +62,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&f.endpoint, "endpoint", "/v1/completions", "/v1/completions or /v1/chat/completions")
 	fs.StringVar(&f.backend, "backend", "", "backend name saved in the result (default openai or openai-chat, from --endpoint)")
 	fs.StringVar(&f.model, "model", "", "model name sent to the server (default: the first of GET /v1/models)")
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json, or a directory with tokenizer.json or vocab.json+merges.txt, to count tokens and make random prompts (default: random words, see docs/bench.md)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "model or tokenizer file whose tokenizer counts tokens and makes random prompts: GGUF, Hugging Face directory, tokenizer.json, tokenizer.model, llama2.c .bin (default: random words, see docs/bench.md)")
 	fs.StringVar(&f.dataset, "dataset-name", "random", "random, prefix-repetition, sharegpt, or file (alias custom)")
 	fs.StringVar(&f.datasetPath, "dataset-path", "", "ShareGPT JSON or prompts file")
 	fs.IntVar(&f.numPrompts, "num-prompts", 1000, "requests to send")

@@ -1,9 +1,10 @@
 // Tests of the convert command through runMain: llama2.c -> GGUF -> Hugging Face -> GGUF,
-// quantized output, and usage errors.
+// llama2.c -> Hugging Face (SentencePiece tokenizer.json), quantized output, and usage errors.
 package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,10 +44,22 @@ func TestConvertCommand(t *testing.T) {
 	if out, errs, code := runCmd(t, "convert", bin, filepath.Join(dir, "s.gguf")); code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}
-	// SentencePiece vocabularies have no tokenizer.json form here: a clear error.
-	_, errs, code = runCmd(t, "convert", bin, filepath.Join(dir, "s-hf"))
-	if code != 1 || !strings.Contains(errs, "tokenizer.json") || !strings.Contains(errs, "not supported") {
-		t.Errorf("SentencePiece to HF: exit %d, %q", code, errs)
+	// the SentencePiece vocabulary becomes a BPE tokenizer.json with byte_fallback that
+	// tokenizes as tok512.bin does
+	if out, errs, code := runCmd(t, "convert", bin, filepath.Join(dir, "s-hf")); code != 0 {
+		t.Fatalf("SentencePiece to HF: exit %d: %s %s", code, out, errs)
+	}
+	orig, _, err := loader.OpenTokenizer(shared.Path(t, "models", "stories260K", "tok512.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hfTok, _, err := loader.OpenTokenizer(filepath.Join(dir, "s-hf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "Once upon a time, Lily saw a big dog.\n\"Hi!\" 🙂"
+	if a, b := orig.Encode(text, true, false), hfTok.Encode(text, true, false); !slices.Equal(a, b) || hfTok.Vocab().Merges == nil {
+		t.Errorf("tokenizer.json of the converted directory: %v, tok512.bin: %v", b, a)
 	}
 	for _, bad := range [][]string{{"convert"}, {"convert", in}, {"convert", in, filepath.Join(dir, "x.gguf"), "--type", "q5_1"},
 		{"convert", filepath.Join(dir, "missing.gguf"), filepath.Join(dir, "y.gguf")}} {
