@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestGaps(t *testing.T) {
@@ -82,10 +84,7 @@ func TestRandomDatasets(t *testing.T) {
 }
 
 func TestTokenizerPrompts(t *testing.T) {
-	dir := "../../shared/models/gpt2-tokenizer"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("no shared gpt2 tokenizer")
-	}
+	dir := fixture.Path(t, "models", "gpt2-tokenizer")
 	tok, err := LoadTokenizer(dir)
 	if err != nil {
 		t.Fatal(err)

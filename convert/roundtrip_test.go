@@ -12,7 +12,7 @@ import (
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/format/safetensors"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
@@ -63,7 +63,7 @@ func convertFile(t *testing.T, in, out string, opts convert.Options) {
 }
 
 func gpt2Vocab(t *testing.T) *tokenizer.Vocab {
-	dir := shared.Path(t, "models", "gpt2-tokenizer")
+	dir := fixture.Path(t, "models", "gpt2-tokenizer")
 	v, err := tokenizer.VocabFromGPT2Files(filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestFloatRoundTrips(t *testing.T) {
 }
 
 func TestF16ToF32ToF16(t *testing.T) {
-	src := shared.Path(t, "models", "stories260K", "stories260K-f16.gguf")
+	src := fixture.Path(t, "models", "stories260K", "stories260K-f16.gguf")
 	dir := t.TempDir()
 	f32 := filepath.Join(dir, "f32.gguf")
 	convertFile(t, src, f32, convert.Options{Type: "f32"})
@@ -227,8 +227,8 @@ func TestF16ToF32ToF16(t *testing.T) {
 }
 
 func TestStories260KFromLlama2C(t *testing.T) {
-	bin := shared.Path(t, "models", "stories260K", "stories260K.bin")
-	ref := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
+	ref := fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf")
 	out := filepath.Join(t.TempDir(), "s.gguf")
 	convertFile(t, bin, out, convert.Options{})
 	sameTensorsGGUF(t, ref, out)

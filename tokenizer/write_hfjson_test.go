@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
@@ -17,7 +17,7 @@ var tokTexts = []string{"Hello world", " leading space and  double  spaces", "nu
 	"Unicode: héllo wörld, 你好, emoji 🙂", "code:\n\tif x != nil {\n\t\treturn err\n\t}", "I'm, you're, they'll"}
 
 func TestTokenizerJSONRoundTrip(t *testing.T) {
-	models := shared.Path(t, "models")
+	models := fixture.Path(t, "models")
 	cases := []struct{ name, vocab, merges string }{
 		{"gpt2", "gpt2-tokenizer/vocab.json", "gpt2-tokenizer/merges.txt"},
 		{"qwen2", "qwen2-tokenizer/vocab.json", "qwen2-tokenizer/merges.txt"},

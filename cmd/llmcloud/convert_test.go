@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 )
 
@@ -39,7 +39,7 @@ func TestConvertCommand(t *testing.T) {
 	}
 	b.Close()
 
-	bin := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	if out, errs, code := runCmd(t, "convert", bin, filepath.Join(dir, "s.gguf")); code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}

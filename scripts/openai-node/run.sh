@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the official openai npm client (check.mjs) against a real `llmcloud serve` on loopback.
-# Usage: scripts/openai-node/run.sh [MODEL]   (default ../shared/models/stories260K/stories260K.bin)
+# Usage: scripts/openai-node/run.sh [MODEL]   (default testdata/models/stories260K/stories260K.bin)
 # Needs node and npm; installs the client into this directory.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-model="${1:-$root/../shared/models/stories260K/stories260K.bin}"
+model="${1:-$root/testdata/models/stories260K/stories260K.bin}"
 cd "$here"
 npm install --no-audit --no-fund --silent
 tmp="$(mktemp -d)"

@@ -1,6 +1,6 @@
-// The real corpus: a 4096-token tokenizer trained on the Brown corpus train split
-// (../shared/data/brown, skipped when absent) reaches its size, is the committed
-// recipes/default/tokenizer.json, round-trips the val split and compresses it;
+// The real corpus: a 4096-token tokenizer trained on the Brown corpus train split (optional
+// large data: ../shared/data/brown/train.txt, skipped when absent) reaches its size, is the
+// committed recipes/default/tokenizer.json, round-trips the val split and compresses it;
 // BenchmarkTrainBrown measures counting and merging.
 package bpetrain
 
@@ -10,13 +10,14 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/internal/shared"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
 func TestBrown4096(t *testing.T) {
 	train := shared.Path(t, "data", "brown", "train.txt")
-	val := shared.Path(t, "data", "brown", "val.txt")
+	val := fixture.Path(t, "data", "brown", "val.txt")
 	counts, err := CountWords([]string{train}, "gpt-2", []string{"<|endoftext|>"})
 	if err != nil {
 		t.Fatal(err)
