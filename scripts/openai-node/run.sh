@@ -9,9 +9,11 @@ model="${1:-$root/testdata/models/stories260K/stories260K.bin}"
 cd "$here"
 npm install --no-audit --no-fund --silent
 tmp="$(mktemp -d)"
+pid=""
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 (cd "$root" && go build -o "$tmp/llmcloud" ./cmd/llmcloud)
 key="node-check-key"
+: >"$tmp/serve.log" # exists before the first poll below (the server opens it in the background)
 "$tmp/llmcloud" serve "$model" --host 127.0.0.1 --port 0 --served-model-name stories --api-key "$key" \
   --chat-template "$here/template.jinja" --max-model-len 512 --threads 2 --disable-log-requests 2>"$tmp/serve.log" &
 pid=$!
