@@ -350,6 +350,19 @@ func TestEngineAbort(t *testing.T) {
 		o.OnStep = func(m StepMetrics) {
 			steps++
 			switch steps {
+			case 1:
+				// The first step can start before the test has added all five requests (on a
+				// loaded machine); step 2 aborts "waiting", so wait, on the loop, until all
+				// are live.
+				for {
+					e.mu.Lock()
+					n := len(e.live)
+					e.mu.Unlock()
+					if n == 5 {
+						break
+					}
+					runtime.Gosched()
+				}
 			case 2:
 				e.mu.Lock()
 				prefillSeq = e.live["prefill"].seq
