@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestGaps(t *testing.T) {
@@ -84,10 +84,7 @@ func TestRandomDatasets(t *testing.T) {
 }
 
 func TestTokenizerPrompts(t *testing.T) {
-	dir := "../../shared/models/gpt2-tokenizer"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("no shared gpt2 tokenizer")
-	}
+	dir := fixture.Path(t, "models", "gpt2-tokenizer")
 	tok, err := LoadTokenizer(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +186,7 @@ func TestResultJSONAndReport(t *testing.T) {
 func TestTokenizerFromModelFiles(t *testing.T) {
 	want := -1
 	for _, name := range []string{"stories260K-f32.gguf", "stories260K.bin", "tok512.model", "tok512.bin"} {
-		tok, err := LoadTokenizer(shared.Path(t, "models", "stories260K", name))
+		tok, err := LoadTokenizer(fixture.Path(t, "models", "stories260K", name))
 		if err != nil {
 			t.Fatal(err)
 		}

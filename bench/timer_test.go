@@ -69,7 +69,7 @@ func TestArrivalTimerCancel(t *testing.T) {
 // against Go's timer; the arrival timer must be the more precise on a quiet machine.
 func TestArrivalTimerPrecision(t *testing.T) {
 	if os.Getenv("LLMCLOUD_TIMING_TESTS") == "" {
-		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1")
+		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
 	}
 	const d, n = 300 * time.Microsecond, 300
 	late := map[string][]float64{}

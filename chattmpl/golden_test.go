@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 // fixedTime is the clock frozen in gen.cjs (2025-03-09T14:30:00Z).
@@ -107,10 +107,10 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestSharedQwen2Template renders the Qwen2 template straight from ../shared and checks it
+// TestSharedQwen2Template renders the Qwen2 template straight from testdata and checks it
 // equals the copy the goldens were made from.
 func TestSharedQwen2Template(t *testing.T) {
-	p := shared.Path(t, "models", "qwen2-tokenizer", "tokenizer_config.json")
+	p := fixture.Path(t, "models", "qwen2-tokenizer", "tokenizer_config.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/format/llama2c"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -144,7 +144,7 @@ func TestQuantizedOutputAndFallback(t *testing.T) {
 }
 
 func TestLlama2CRoundTrip(t *testing.T) {
-	bin := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "copy.bin")
 	convertFile(t, bin, out, convert.Options{})
@@ -167,7 +167,7 @@ func TestLlama2CRoundTrip(t *testing.T) {
 			t.Errorf("%s differs after llama2.c -> llama2.c", x.Name)
 		}
 	}
-	tokA, _ := os.ReadFile(shared.Path(t, "models", "stories260K", "tok512.bin"))
+	tokA, _ := os.ReadFile(fixture.Path(t, "models", "stories260K", "tok512.bin"))
 	tokB, err := os.ReadFile(filepath.Join(dir, "tokenizer.bin"))
 	if err != nil || !bytes.Equal(tokA, tokB) {
 		t.Errorf("tokenizer.bin differs from tok512.bin (%v)", err)

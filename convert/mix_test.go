@@ -7,7 +7,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/gguf"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -16,9 +16,9 @@ import (
 // tensor's bytes must equal llama-quantize's own Q4_K (resp. Q6_K) encoding of the same F32
 // weights, which the shared --pure files hold.
 func TestQ4KMMix(t *testing.T) {
-	src := shared.Path(t, "models", "rand3M", "rand3M-f32.gguf")
-	q4k := openGGUF(t, shared.Path(t, "models", "rand3M", "rand3M-q4_k_m.gguf"))
-	q6k := openGGUF(t, shared.Path(t, "models", "rand3M", "rand3M-q6_k.gguf"))
+	src := fixture.Path(t, "models", "rand3M", "rand3M-f32.gguf")
+	q4k := openGGUF(t, fixture.Path(t, "models", "rand3M", "rand3M-q4_k_m.gguf"))
+	q6k := openGGUF(t, fixture.Path(t, "models", "rand3M", "rand3M-q6_k.gguf"))
 	out := filepath.Join(t.TempDir(), "mix.gguf")
 	convertFile(t, src, out, convert.Options{Type: "q4_k_m"})
 	f := openGGUF(t, out)

@@ -15,7 +15,7 @@ import (
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/format/safetensors"
 	"github.com/llmcloud/llmcloud/generate"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
@@ -66,7 +66,7 @@ func convertFile(t *testing.T, in, out string, opts convert.Options) {
 }
 
 func gpt2Vocab(t *testing.T) *tokenizer.Vocab {
-	dir := shared.Path(t, "models", "gpt2-tokenizer")
+	dir := fixture.Path(t, "models", "gpt2-tokenizer")
 	v, err := tokenizer.VocabFromGPT2Files(filepath.Join(dir, "vocab.json"), filepath.Join(dir, "merges.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestFloatRoundTrips(t *testing.T) {
 }
 
 func TestF16ToF32ToF16(t *testing.T) {
-	src := shared.Path(t, "models", "stories260K", "stories260K-f16.gguf")
+	src := fixture.Path(t, "models", "stories260K", "stories260K-f16.gguf")
 	dir := t.TempDir()
 	f32 := filepath.Join(dir, "f32.gguf")
 	convertFile(t, src, f32, convert.Options{Type: "f32"})
@@ -230,8 +230,8 @@ func TestF16ToF32ToF16(t *testing.T) {
 }
 
 func TestStories260KFromLlama2C(t *testing.T) {
-	bin := shared.Path(t, "models", "stories260K", "stories260K.bin")
-	ref := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
+	ref := fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf")
 	out := filepath.Join(t.TempDir(), "s.gguf")
 	convertFile(t, bin, out, convert.Options{})
 	sameTensorsGGUF(t, ref, out)
@@ -272,7 +272,7 @@ func greedy(t *testing.T, path string) (string, []int) {
 // tokenizer.json is BPE with byte_fallback, and back to GGUF: the same prompt ids and greedy
 // text all three ways.
 func TestStories260KHFRoundTrip(t *testing.T) {
-	ref := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	ref := fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf")
 	dir := filepath.Join(t.TempDir(), "hf")
 	back := filepath.Join(t.TempDir(), "back.gguf")
 	convertFile(t, ref, dir, convert.Options{})
@@ -301,7 +301,7 @@ func TestStories260KHFRoundTrip(t *testing.T) {
 // carry it (tokenizer.ggml.model t5 with the scores; tokenizer.json model Unigram) and it reads
 // back as the same pieces, scores and token types, tokenizing alike.
 func TestUnigramVocabThroughConvert(t *testing.T) {
-	b, err := loader.Open(shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"), loader.Options{})
+	b, err := loader.Open(fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf"), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Benchmarks: Loader.Next on a uint16 split (tokens/s a trainer can be fed at) and Prepare on
-// the Brown corpus with the default model's tokenizer (../shared and recipes/default).
+// the Brown corpus with the default model's tokenizer (recipes/default; the corpus is optional
+// large data in ../shared).
 package data
 
 import (

@@ -55,8 +55,21 @@ func render(t *testing.T, sets ...string) ([]byte, error) {
 	return helm(t, args...)
 }
 
-// TestHelmLint: helm lint --strict passes on the default values and with the optional parts on.
-func TestHelmLint(t *testing.T) {
+// TestHelm checks the chart with helm (LLMCLOUD_HELM): one test, so a machine without helm
+// reports one skip for all of it. With LLMCLOUD_DEPLOY_UPDATE=deploy/k8s it first rewrites the
+// plain manifests from the chart (scripts/deploy-check.sh --update).
+func TestHelm(t *testing.T) {
+	helmCommand(t)
+	if dir := os.Getenv("LLMCLOUD_DEPLOY_UPDATE"); dir != "" {
+		t.Run("WritePlainManifests", func(t *testing.T) { writePlainManifests(t, dir) })
+	}
+	t.Run("Lint", testHelmLint)
+	t.Run("DefaultRenderIsPlainManifests", testHelmDefaultRenderIsPlainManifests)
+	t.Run("Variants", testHelmVariants)
+}
+
+// testHelmLint: helm lint --strict passes on the default values and with the optional parts on.
+func testHelmLint(t *testing.T) {
 	for _, sets := range [][]string{nil, {"autoscaling.hpa.enabled=true"}, {"autoscaling.keda.enabled=true", "model.volume.create=true"}} {
 		args := []string{"lint", "--strict", chartDir, "--namespace", "llmcloud"}
 		for _, s := range sets {
@@ -70,9 +83,9 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
-// TestHelmDefaultRenderIsPlainManifests: deploy/k8s/ is the chart's default render (plus the
+// testHelmDefaultRenderIsPlainManifests: deploy/k8s/ is the chart's default render (plus the
 // Namespace): the same objects, field for field.
-func TestHelmDefaultRenderIsPlainManifests(t *testing.T) {
+func testHelmDefaultRenderIsPlainManifests(t *testing.T) {
 	out, err := render(t)
 	if err != nil {
 		t.Fatal(err)
@@ -109,9 +122,9 @@ func TestHelmDefaultRenderIsPlainManifests(t *testing.T) {
 	}
 }
 
-// TestHelmVariants: every optional part renders to objects that decode strictly and hang
+// testHelmVariants: every optional part renders to objects that decode strictly and hang
 // together; contradictory values fail with a message.
-func TestHelmVariants(t *testing.T) {
+func testHelmVariants(t *testing.T) {
 	variants := []struct {
 		name  string
 		sets  []string
@@ -196,13 +209,9 @@ func wantArgs(t *testing.T, objs []object, want ...string) {
 	}
 }
 
-// TestWritePlainManifests rewrites deploy/k8s/llmcloud.yaml from the chart's default render
-// (scripts/deploy-check.sh --update).
-func TestWritePlainManifests(t *testing.T) {
-	dir := os.Getenv("LLMCLOUD_DEPLOY_UPDATE")
-	if dir == "" {
-		t.Skip("set LLMCLOUD_DEPLOY_UPDATE=deploy/k8s (scripts/deploy-check.sh --update) to rewrite the plain manifests")
-	}
+// writePlainManifests rewrites dir/llmcloud.yaml (dir is relative to the repository root)
+// from the chart's default render (scripts/deploy-check.sh --update).
+func writePlainManifests(t *testing.T, dir string) {
 	out, err := render(t)
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
 // Tests of the Engine on real models (stories260K F32 and a random Q8_0 model from
-// ../shared): many concurrent requests give each request exactly the tokens it gets alone
+// testdata): many concurrent requests give each request exactly the tokens it gets alone
 // (greedy and seeded sampling), preemption under a small KV budget changes nothing, prefix
 // caching saves prompt compute, aborts and client cancels at every stage free their blocks,
 // stop strings, output merging for slow clients, errors and Shutdown. No test sleeps: pauses
@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/generate"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/sample"
 )
@@ -32,7 +32,7 @@ var testModels = []struct {
 
 func openBundle(t *testing.T, path []string) *loader.Bundle {
 	t.Helper()
-	b, err := loader.Open(shared.Path(t, path...), loader.Options{})
+	b, err := loader.Open(fixture.Path(t, path...), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,6 +350,19 @@ func TestEngineAbort(t *testing.T) {
 		o.OnStep = func(m StepMetrics) {
 			steps++
 			switch steps {
+			case 1:
+				// The first step can start before the test has added all five requests (on a
+				// loaded machine); step 2 aborts "waiting", so wait, on the loop, until all
+				// are live.
+				for {
+					e.mu.Lock()
+					n := len(e.live)
+					e.mu.Unlock()
+					if n == 5 {
+						break
+					}
+					runtime.Gosched()
+				}
 			case 2:
 				e.mu.Lock()
 				prefillSeq = e.live["prefill"].seq

@@ -1,4 +1,4 @@
-// Perplexity on ../shared/reference/brown_val_100k.txt against llama-perplexity's results
+// Perplexity on testdata/reference/brown_val_100k.txt against llama-perplexity's results
 // (perplexity__<model>.log running estimates for a prefix of chunks in every run; the full
 // 469-chunk run against perplexity.json when LLMCLOUD_FULL_PPL=1 and not -short: ~5 min).
 package eval
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
@@ -48,12 +48,12 @@ func runningEstimates(t *testing.T, path string) []float64 {
 }
 
 func TestPerplexityBrown(t *testing.T) {
-	text, err := os.ReadFile(shared.Path(t, "reference", "brown_val_100k.txt"))
+	text, err := os.ReadFile(fixture.Path(t, "reference", "brown_val_100k.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ref map[string]any
-	b, err := os.ReadFile(shared.Path(t, "reference", "perplexity.json"))
+	b, err := os.ReadFile(fixture.Path(t, "reference", "perplexity.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPerplexityBrown(t *testing.T) {
 	}
 	for _, pc := range pplCases {
 		t.Run(pc.name, func(t *testing.T) {
-			f, err := gguf.Open(shared.Path(t, "models", pc.dir, pc.name+".gguf"))
+			f, err := gguf.Open(fixture.Path(t, "models", pc.dir, pc.name+".gguf"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestPerplexityBrown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			est := runningEstimates(t, shared.Path(t, "reference", "perplexity__"+pc.name+".log"))
+			est := runningEstimates(t, fixture.Path(t, "reference", "perplexity__"+pc.name+".log"))
 			got, want := r.Running[r.Chunks-1], est[r.Chunks-1]
 			t.Logf("%d chunks, %d tokens in %v: PPL %.4f ± %.5f; llama-perplexity [%d] %.4f (rel %.2g)",
 				r.Chunks, r.Scored, time.Since(t0).Round(time.Millisecond), r.PPL, r.Err, r.Chunks, want, got/want-1)

@@ -9,7 +9,7 @@ import (
 // could reach); it prints the numbers with -v. LLMCLOUD_TIMING_TESTS=1 runs it.
 func TestPeakFLOPS(t *testing.T) {
 	if os.Getenv("LLMCLOUD_TIMING_TESTS") == "" {
-		t.Skip("timing test: set LLMCLOUD_TIMING_TESTS=1")
+		t.Skip("timing measurement: set LLMCLOUD_TIMING_TESTS=1 on a quiet machine to run it")
 	}
 	if !useTrainAsm {
 		t.Skip("no AVX2/FMA")

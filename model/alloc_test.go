@@ -3,14 +3,14 @@ package model
 import (
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/kernels"
 )
 
 // TestDecodeAllocs checks that a decode step with a reused cache and logits buffer allocates
 // nothing in the model itself (the matmul kernels and the pool's fan-out may still allocate).
 func TestDecodeAllocs(t *testing.T) {
-	m, err := OpenGGUF(shared.Path(t, "models", "rand3M", "rand3M-f32.gguf"))
+	m, err := OpenGGUF(fixture.Path(t, "models", "rand3M", "rand3M-f32.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,12 @@ package model
 import (
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/kernels"
 )
 
 func benchDecode(b *testing.B, pool *kernels.Pool, path ...string) {
-	p := shared.Path(b, path...)
+	p := fixture.Path(b, path...)
 	var m *Model
 	var err error
 	if p[len(p)-4:] == ".bin" {

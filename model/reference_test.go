@@ -1,4 +1,4 @@
-// Acceptance tests against llama.cpp reference outputs (../shared/reference): batched prompt
+// Acceptance tests against llama.cpp reference outputs (testdata/reference): batched prompt
 // logits for every row, and greedy decoding through the KV cache.
 package model
 
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 type refCase struct {
@@ -26,14 +26,14 @@ type refCase struct {
 func loadRef(t *testing.T, name string) (refCase, []float32) {
 	t.Helper()
 	var rc refCase
-	b, err := os.ReadFile(shared.Path(t, "reference", name+".json"))
+	b, err := os.ReadFile(fixture.Path(t, "reference", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b, &rc); err != nil {
 		t.Fatalf("%s.json: %v", name, err)
 	}
-	raw, err := os.ReadFile(shared.Path(t, "reference", rc.LogitsFile))
+	raw, err := os.ReadFile(fixture.Path(t, "reference", rc.LogitsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ var refModels = []refModel{
 
 func openRef(t *testing.T, path []string) *Model {
 	t.Helper()
-	p := shared.Path(t, path...)
+	p := fixture.Path(t, path...)
 	var m *Model
 	var err error
 	if strings.HasSuffix(p, ".bin") {

@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/engine"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 )
 
 func TestThroughput(t *testing.T) {
-	b, err := loader.Open(shared.Path(t, "models", "stories260K", "stories260K.bin"), loader.Options{})
+	b, err := loader.Open(fixture.Path(t, "models", "stories260K", "stories260K.bin"), loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

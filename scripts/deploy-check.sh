@@ -28,7 +28,7 @@ echo "== helm template llmcloud deploy/helm/llmcloud --namespace llmcloud (kinds
 
 if [ "${1:-}" = "--update" ]; then
   echo "== rewriting deploy/k8s/llmcloud.yaml"
-  LLMCLOUD_HELM="$helm" LLMCLOUD_DEPLOY_UPDATE=deploy/k8s go test ./deploy -run '^TestWritePlainManifests$' -count=1
+  LLMCLOUD_HELM="$helm" LLMCLOUD_DEPLOY_UPDATE=deploy/k8s go test ./deploy -run '^TestHelm$/^WritePlainManifests$' -count=1
 fi
 
 echo "== go test ./deploy with helm"

@@ -5,7 +5,7 @@
 # Usage: scripts/prometheus-check.sh [MODEL]   (needs: apt-get install -y prometheus; curl; python3)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-model="${1:-$root/../shared/models/stories260K/stories260K.bin}"
+model="${1:-$root/testdata/models/stories260K/stories260K.bin}"
 server_port="${SERVER_PORT:-18000}"
 prom_port="${PROM_PORT:-19090}"
 prometheus="${PROMETHEUS:-$(command -v prometheus || echo /usr/bin/prometheus)}"

@@ -1,5 +1,5 @@
 // Test harness: a real server on a loopback port over a real model (stories260K from
-// ../shared, or a tiny random-weight model with a chat template written by synth).
+// testdata, or a tiny random-weight model with a chat template written by synth).
 package server
 
 import (
@@ -12,7 +12,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/engine"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/synth"
 )
@@ -89,5 +89,5 @@ func startServer(t testing.TB, path string, opts Options, mod func(*engine.Optio
 }
 
 func storiesPath(t testing.TB) string {
-	return shared.Path(t, "models", "stories260K", "stories260K.bin")
+	return fixture.Path(t, "models", "stories260K", "stories260K.bin")
 }

@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
 func openRand3M(t testing.TB, name string) *gguf.File {
-	f, err := gguf.Open(shared.Path(t, "models", "rand3M", name))
+	f, err := gguf.Open(fixture.Path(t, "models", "rand3M", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestCompletePrefix(t *testing.T) {
@@ -112,9 +112,9 @@ func TestSPMWordSplitExact(t *testing.T) {
 }
 
 func TestSPMWordSplitLlama2(t *testing.T) {
-	v, err := VocabFromLlama2C(shared.Path(t, "models", "llama2-tokenizer", "tokenizer.bin"), 32000)
+	v, err := VocabFromLlama2C(fixture.Path(t, "models", "llama2-tokenizer", "tokenizer.bin"), 32000)
 	tok := newTok(t, v, err)
-	b, err := os.ReadFile(shared.Path(t, "reference", "brown_val_100k.txt"))
+	b, err := os.ReadFile(fixture.Path(t, "reference", "brown_val_100k.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

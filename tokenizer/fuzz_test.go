@@ -14,7 +14,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -24,10 +24,10 @@ var fuzzSeeds = []string{"", " ", "Hello world", "  two  spaces ", "\n\n\t x", "
 // fuzzKinds loads one tokenizer per kind; each compares Decode(Encode(x)) with want(x).
 func fuzzKinds(t testing.TB) map[string]func(string) (string, string, []int, *Tokenizer) {
 	spm := loadTok512(t)
-	gd := shared.Path(t, "models", "gpt2-tokenizer")
+	gd := fixture.Path(t, "models", "gpt2-tokenizer")
 	gv, err := VocabFromGPT2Files(filepath.Join(gd, "vocab.json"), filepath.Join(gd, "merges.txt"))
 	gpt2 := newTok(t, gv, err)
-	qd := shared.Path(t, "models", "qwen2-tokenizer")
+	qd := fixture.Path(t, "models", "qwen2-tokenizer")
 	qv, err := VocabFromGPT2Files(filepath.Join(qd, "vocab.json"), filepath.Join(qd, "merges.txt"))
 	qwen := newTok(t, qv, err)
 	sv, err := VocabFromHFJSON(filepath.Join("testdata", "spm", "tok512.json"))

@@ -1,5 +1,5 @@
 // Golden vectors made by @huggingface/tokenizers (testdata/gen/gen_goldens.mjs) for Qwen3's
-// real tokenizer.json and for the GPT-2-layout files in ../shared/models.
+// real tokenizer.json and for the GPT-2-layout files in testdata/models.
 
 package tokenizer
 
@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 type goldenFile struct {
@@ -107,7 +107,7 @@ func TestGoldenQwen3JSON(t *testing.T) {
 }
 
 func TestGoldenQwen2Files(t *testing.T) {
-	d := shared.Path(t, "models", "qwen2-tokenizer")
+	d := fixture.Path(t, "models", "qwen2-tokenizer")
 	v, err := VocabFromGPT2Files(filepath.Join(d, "vocab.json"), filepath.Join(d, "merges.txt"))
 	tok := newTok(t, v, err)
 	if v.Pre != "qwen2" {
@@ -117,14 +117,14 @@ func TestGoldenQwen2Files(t *testing.T) {
 }
 
 func TestGoldenGPT2Files(t *testing.T) {
-	d := shared.Path(t, "models", "gpt2-tokenizer")
+	d := fixture.Path(t, "models", "gpt2-tokenizer")
 	v, err := VocabFromGPT2Files(filepath.Join(d, "vocab.json"), filepath.Join(d, "merges.txt"))
 	tok := newTok(t, v, err)
 	checkGolden(t, tok, "gpt2")
 }
 
 func TestGoldenLlama32Files(t *testing.T) {
-	d := shared.Path(t, "models", "llama3.2-tokenizer")
+	d := fixture.Path(t, "models", "llama3.2-tokenizer")
 	v, err := VocabFromGPT2Files(filepath.Join(d, "encoder.json"), filepath.Join(d, "vocab.bpe"))
 	tok := newTok(t, v, err)
 	if v.Pre != "llama-bpe" || v.BOS != 128000 {

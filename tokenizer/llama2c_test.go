@@ -1,5 +1,5 @@
 // Tests of the SentencePiece path on stories260K's tok512.bin against llama.cpp's reference
-// outputs in ../shared/reference.
+// outputs in testdata/reference.
 
 package tokenizer
 
@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func loadTok512(t testing.TB) *Tokenizer {
 	t.Helper()
-	v, err := VocabFromLlama2C(shared.Path(t, "models", "stories260K", "tok512.bin"), 512)
+	v, err := VocabFromLlama2C(fixture.Path(t, "models", "stories260K", "tok512.bin"), 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ type refJSON struct {
 
 func TestTok512References(t *testing.T) {
 	tok := loadTok512(t)
-	dir := shared.Path(t, "reference")
+	dir := fixture.Path(t, "reference")
 	files, _ := filepath.Glob(filepath.Join(dir, "*__p*.json"))
 	if len(files) == 0 {
 		t.Skip("no reference JSONs")
@@ -72,7 +72,7 @@ func TestTok512References(t *testing.T) {
 
 func TestTok512BrownCount(t *testing.T) {
 	tok := loadTok512(t)
-	b, err := os.ReadFile(shared.Path(t, "reference", "brown_val_100k.txt"))
+	b, err := os.ReadFile(fixture.Path(t, "reference", "brown_val_100k.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // llama.cpp's tokenizer test vectors (models/ggml-vocab-*.gguf with .inp/.out, tokenized with
-// add_special=false, parse_special=false) for every vocabulary GGUF in ../shared.
+// add_special=false, parse_special=false) for every vocabulary GGUF in testdata.
 
 package tokenizer
 
@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func loadGGUFTokenizer(t testing.TB, name string) *Tokenizer {
 	t.Helper()
-	f, err := gguf.Open(shared.Path(t, "models", "llamacpp-vocab", "ggml-vocab-"+name+".gguf"))
+	f, err := gguf.Open(fixture.Path(t, "models", "llamacpp-vocab", "ggml-vocab-"+name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func loadGGUFTokenizer(t testing.TB, name string) *Tokenizer {
 // readVectors returns the test strings and expected ids of ggml-vocab-name.gguf.
 func readVectors(t testing.TB, name string) ([]string, [][]int) {
 	t.Helper()
-	inp, err := os.ReadFile(shared.Path(t, "models", "llamacpp-vocab", "ggml-vocab-"+name+".gguf.inp"))
+	inp, err := os.ReadFile(fixture.Path(t, "models", "llamacpp-vocab", "ggml-vocab-"+name+".gguf.inp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := os.ReadFile(shared.Path(t, "models", "llamacpp-vocab", "ggml-vocab-"+name+".gguf.out"))
+	out, err := os.ReadFile(fixture.Path(t, "models", "llamacpp-vocab", "ggml-vocab-"+name+".gguf.out"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 // spmFixtures are the tokenizer.json files in testdata/spm, with what they must read as.
@@ -82,15 +82,15 @@ func TestWriteSPMFixtures(t *testing.T) {
 	if os.Getenv("LLMCLOUD_WRITE_SPM_FIXTURES") != "1" {
 		t.Skip("set LLMCLOUD_WRITE_SPM_FIXTURES=1 to rewrite testdata/spm/{tok512,llama2,tok512-unigram}.json")
 	}
-	tok512, _, err := OpenVocab(shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"))
+	tok512, _, err := OpenVocab(fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	llama2, err := VocabFromSentencePiece(shared.Path(t, "models", "llama2-tokenizer", "tokenizer.model"))
+	llama2, err := VocabFromSentencePiece(fixture.Path(t, "models", "llama2-tokenizer", "tokenizer.model"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unigram, err := VocabFromSentencePiece(shared.Path(t, "models", "stories260K", "tok512.model"))
+	unigram, err := VocabFromSentencePiece(fixture.Path(t, "models", "stories260K", "tok512.model"))
 	if err != nil {
 		t.Fatal(err)
 	}

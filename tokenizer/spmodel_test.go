@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestSentencePieceModel(t *testing.T) {
@@ -15,11 +15,11 @@ func TestSentencePieceModel(t *testing.T) {
 		{"stories260K/tok512.model", "stories260K/tok512.bin"},
 		{"llama2-tokenizer/tokenizer.model", "llama2-tokenizer/tokenizer.bin"},
 	} {
-		v, err := VocabFromSentencePiece(shared.Path(t, "models", c.model))
+		v, err := VocabFromSentencePiece(fixture.Path(t, "models", c.model))
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := VocabFromLlama2C(shared.Path(t, "models", c.bin), 0)
+		w, err := VocabFromLlama2C(fixture.Path(t, "models", c.bin), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestSentencePieceModel(t *testing.T) {
 			}
 		}
 	}
-	if _, err := VocabFromSentencePiece(shared.Path(t, "models", "stories260K", "tok512.bin")); err == nil {
+	if _, err := VocabFromSentencePiece(fixture.Path(t, "models", "stories260K", "tok512.bin")); err == nil {
 		t.Error("tok512.bin read as a SentencePiece model")
 	}
 }

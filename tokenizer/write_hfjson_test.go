@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
@@ -19,7 +19,7 @@ var tokTexts = []string{"Hello world", " leading space and  double  spaces", "nu
 	"Unicode: héllo wörld, 你好, emoji 🙂", "code:\n\tif x != nil {\n\t\treturn err\n\t}", "I'm, you're, they'll"}
 
 func TestTokenizerJSONRoundTrip(t *testing.T) {
-	models := shared.Path(t, "models")
+	models := fixture.Path(t, "models")
 	cases := []struct{ name, vocab, merges string }{
 		{"gpt2", "gpt2-tokenizer/vocab.json", "gpt2-tokenizer/merges.txt"},
 		{"qwen2", "qwen2-tokenizer/vocab.json", "qwen2-tokenizer/merges.txt"},
@@ -108,7 +108,7 @@ func writeJSON(t *testing.T, v *tokenizer.Vocab) (*tokenizer.Vocab, []byte) {
 func TestTokenizerJSONSentencePiece(t *testing.T) {
 	for _, name := range []string{"stories260K/tok512.bin", "llama2-tokenizer/tokenizer.bin"} {
 		t.Run(filepath.Dir(name), func(t *testing.T) {
-			v, err := tokenizer.VocabFromLlama2C(shared.Path(t, "models", name), 0)
+			v, err := tokenizer.VocabFromLlama2C(fixture.Path(t, "models", name), 0)
 			if err != nil {
 				t.Fatal(err)
 			}

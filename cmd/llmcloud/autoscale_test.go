@@ -13,14 +13,14 @@ import (
 	"github.com/llmcloud/llmcloud/autoscale/kube"
 	"github.com/llmcloud/llmcloud/autoscale/kube/kubetest"
 	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/internal/proc"
-	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
 // The autoscale command scales a Deployment (client-go's fake API here) on the load a real
 // router reports for a real replica: `up` with one replica provides both.
 func TestAutoscaleCommandScalesDeployment(t *testing.T) {
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	url, _ := startUp(t, "--replicas", "1", "--model", model, "--health-interval", "200ms",
 		"--", "--max-model-len", "512", "--threads", "1", "--max-num-seqs", "1", "--disable-log-requests")
 	waitFleet(t, url, "1 ready replica", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 1 })

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestBenchLatency(t *testing.T) {
-	m := shared.Path(t, "models", "rand3M", "rand3M-q8_0.gguf")
+	m := fixture.Path(t, "models", "rand3M", "rand3M-q8_0.gguf")
 	out, _ := run(t, "bench", "latency", "-m", m, "-p", "16", "-n", "4", "--threads", "2", "-r", "2", "--no-bandwidth")
 	for _, want := range []string{"| model | size | params | backend | threads | test | t/s |", "| llama 3M Q8_0", "pp16", "tg4", " ± ", "decode reads 3.19 MiB"} {
 		if !strings.Contains(out, want) {

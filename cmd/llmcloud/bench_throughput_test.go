@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestBenchThroughput(t *testing.T) {
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	out := filepath.Join(t.TempDir(), "tp.json")
 	var stdout, stderr bytes.Buffer
 	err := runBench([]string{"throughput", "--model", model, "--num-prompts", "4", "--input-len", "16", "--output-len", "8",
@@ -60,7 +60,7 @@ func TestParseBytes(t *testing.T) {
 // first request computes the shared blocks and the later ones find them cached. A step budget of
 // one prompt (80 tokens) admits the requests one step apart, after the prefix is in the cache.
 func TestBenchThroughputSharedPrefix(t *testing.T) {
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	run := func(extra ...string) map[string]any {
 		out := filepath.Join(t.TempDir(), "tp.json")
 		var stdout, stderr bytes.Buffer

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 )
 
@@ -40,7 +40,7 @@ func TestConvertCommand(t *testing.T) {
 	}
 	b.Close()
 
-	bin := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	if out, errs, code := runCmd(t, "convert", bin, filepath.Join(dir, "s.gguf")); code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
 	}
@@ -49,7 +49,7 @@ func TestConvertCommand(t *testing.T) {
 	if out, errs, code := runCmd(t, "convert", bin, filepath.Join(dir, "s-hf")); code != 0 {
 		t.Fatalf("SentencePiece to HF: exit %d: %s %s", code, out, errs)
 	}
-	orig, _, err := loader.OpenTokenizer(shared.Path(t, "models", "stories260K", "tok512.bin"))
+	orig, _, err := loader.OpenTokenizer(fixture.Path(t, "models", "stories260K", "tok512.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}

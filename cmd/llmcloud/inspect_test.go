@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestInspectCommand(t *testing.T) {
@@ -17,8 +17,8 @@ func TestInspectCommand(t *testing.T) {
 	if _, errs, code := runCmd(t, "synth", "--arch", "qwen2", "--dim", "32", "--heads", "2", "--layers", "1", "--tied", "-o", hf); code != 0 {
 		t.Fatal(errs)
 	}
-	bin := shared.Path(t, "models", "stories260K", "stories260K.bin")
-	gg := shared.Path(t, "models", "rand3M", "rand3M-q4_k_m.gguf")
+	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
+	gg := fixture.Path(t, "models", "rand3M", "rand3M-q4_k_m.gguf")
 	cases := []struct {
 		path string
 		want []string
@@ -61,7 +61,7 @@ func TestInspectCommand(t *testing.T) {
 		}
 	}
 	// A vocabulary-only GGUF: no model, but the tensors (none) and tokenizer are described.
-	vocab := shared.Path(t, "models", "llamacpp-vocab", "ggml-vocab-gpt-2.gguf")
+	vocab := fixture.Path(t, "models", "llamacpp-vocab", "ggml-vocab-gpt-2.gguf")
 	out, _, code := runCmd(t, "inspect", vocab)
 	if code != 0 || !strings.Contains(out, "cannot load as a model") || !strings.Contains(out, "tokenizer: gpt2") {
 		t.Errorf("vocab GGUF: exit %d\n%s", code, out)

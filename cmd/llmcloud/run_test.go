@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 type refJSON struct {
@@ -23,7 +23,7 @@ type refJSON struct {
 
 func readRef(t *testing.T, name string) refJSON {
 	t.Helper()
-	b, err := os.ReadFile(shared.Path(t, "reference", name+".json"))
+	b, err := os.ReadFile(fixture.Path(t, "reference", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestGenerateMatchesReference(t *testing.T) {
 				paths = append(paths, bin)
 			}
 			for _, p := range paths {
-				out, stderr := run(t, "generate", "--model", shared.Path(t, p...), "--prompt", ref.Prompt,
+				out, stderr := run(t, "generate", "--model", fixture.Path(t, p...), "--prompt", ref.Prompt,
 					"--max-tokens", strconv.Itoa(len(ref.GreedyIDs)), "--temperature", "0")
 				if got := strings.TrimSuffix(out, "\n"); got != ref.GreedyText {
 					t.Errorf("%s p%d: got %q\nwant %q", filepath.Base(p[len(p)-1]), k, got, ref.GreedyText)
@@ -97,7 +97,7 @@ func TestLogitsCommand(t *testing.T) {
 	} {
 		ref := readRef(t, c.model+"__p2")
 		out := filepath.Join(t.TempDir(), "logits.f32")
-		stdout, _ := run(t, "logits", "--model", shared.Path(t, c.path...), "--prompt", ref.Prompt, "-o", out)
+		stdout, _ := run(t, "logits", "--model", fixture.Path(t, c.path...), "--prompt", ref.Prompt, "-o", out)
 		var ids []string
 		for _, id := range ref.PromptIDs {
 			ids = append(ids, strconv.Itoa(id))
@@ -106,7 +106,7 @@ func TestLogitsCommand(t *testing.T) {
 			t.Errorf("%s: prompt ids %q, want %q", c.model, stdout, strings.Join(ids, " "))
 		}
 		got := readF32(t, out)
-		want := readF32(t, shared.Path(t, "reference", c.model+"__p2.logits.f32"))
+		want := readF32(t, fixture.Path(t, "reference", c.model+"__p2.logits.f32"))
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d logits, want %d", c.model, len(got), len(want))
 		}
@@ -123,14 +123,14 @@ func TestLogitsCommand(t *testing.T) {
 // `llmcloud perplexity` prints llama-perplexity's figure (a prefix of chunks here; the eval
 // package checks the whole file).
 func TestPerplexityCommand(t *testing.T) {
-	out, _ := run(t, "perplexity", "--model", shared.Path(t, "models", "stories260K", "stories260K-f32.gguf"),
-		"--file", shared.Path(t, "reference", "brown_val_100k.txt"), "--ctx", "128", "--chunks", "10")
+	out, _ := run(t, "perplexity", "--model", fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf"),
+		"--file", fixture.Path(t, "reference", "brown_val_100k.txt"), "--ctx", "128", "--chunks", "10")
 	var ppl float64
 	if _, err := fmtSscanf(out, &ppl); err != nil {
 		t.Fatalf("output %q: %v", out, err)
 	}
 	// llama-perplexity's running estimate after 10 chunks (perplexity__stories260K-f32.log).
-	log, err := os.ReadFile(shared.Path(t, "reference", "perplexity__stories260K-f32.log"))
+	log, err := os.ReadFile(fixture.Path(t, "reference", "perplexity__stories260K-f32.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestBadInvocation(t *testing.T) {
 func TestChatPlainTranscript(t *testing.T) {
 	var out, errb bytes.Buffer
 	in := strings.NewReader("Hello\n/exit\n")
-	err := runChat([]string{"--model", shared.Path(t, "models", "stories260K", "stories260K.bin"), "--max-tokens", "8", "--temperature", "0"}, in, &out, &errb)
+	err := runChat([]string{"--model", fixture.Path(t, "models", "stories260K", "stories260K.bin"), "--max-tokens", "8", "--temperature", "0"}, in, &out, &errb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/api"
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 // waitHealthy polls /health until 200.
@@ -84,7 +84,7 @@ func finishReason(t *testing.T, r *api.SSEReader) string {
 
 // Shutdown (the context ends, as on SIGTERM) lets a running request finish.
 func TestServeShutdownDrains(t *testing.T) {
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
@@ -114,7 +114,7 @@ func TestServeSIGTERM(t *testing.T) {
 	if os.Getenv("LLMCLOUD_SERVE_CHILD") != "" {
 		os.Exit(runMain(strings.Fields(os.Getenv("LLMCLOUD_SERVE_CHILD")), os.Stdout, os.Stderr))
 	}
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSIGTERM$")
 	cmd.Env = append(os.Environ(), "LLMCLOUD_SERVE_CHILD=serve --model "+model+" --host 127.0.0.1 --port 0 --threads 1")
 	stderr, err := cmd.StderrPipe()

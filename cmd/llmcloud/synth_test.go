@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 )
 
@@ -42,7 +42,7 @@ func TestSynthCommand(t *testing.T) {
 	}
 	b.Close()
 
-	tokDir := shared.Path(t, "models", "gpt2-tokenizer")
+	tokDir := fixture.Path(t, "models", "gpt2-tokenizer")
 	hf := filepath.Join(dir, "hf")
 	if out, errs, code := runCmd(t, "synth", "--arch", "qwen3", "--dim", "32", "--heads", "2", "--head-dim", "32", "--layers", "1",
 		"--tokenizer", tokDir, "--seed", "3", "--type", "bf16", "-o", hf); code != 0 {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,21 +16,12 @@ import (
 	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
-// TestUpHelperCLI is not a test: with LLMCLOUD_UP_HELPER set, this test binary is the
-// `llmcloud` that up's tests start as replicas (`... -test.run=^TestUpHelperCLI$ -- serve ...`).
-func TestUpHelperCLI(t *testing.T) {
-	if os.Getenv("LLMCLOUD_UP_HELPER") == "" {
-		t.Skip("helper process for the up tests")
-	}
-	os.Exit(runMain(flag.Args(), os.Stdout, os.Stderr))
-}
-
 // startUp runs `llmcloud up ARGS` in-process with this test binary as the replicas' binary and
 // returns the router's URL and the log. The cloud is stopped (and checked to stop cleanly) at
 // the end of the test.
 func startUp(t *testing.T, args ...string) (string, *proc.Buffer) {
 	t.Helper()
-	t.Setenv("LLMCLOUD_UP_HELPER", "1")
+	t.Setenv(asMainEnv, "1") // the replicas are this test binary as llmcloud (TestMain)
 	logs := &proc.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
@@ -39,7 +29,7 @@ func startUp(t *testing.T, args ...string) (string, *proc.Buffer) {
 	args = append([]string{"--host", "127.0.0.1", "--port", "0", "--status-interval", "500ms"}, args...)
 	go func() {
 		done <- up(ctx, args, logs, logs, upHooks{
-			serveArgv: []string{os.Args[0], "-test.run=^TestUpHelperCLI$", "--", "serve"},
+			serveArgv: []string{os.Args[0], "serve"},
 			ready:     func(a string) { addrc <- a },
 		})
 	}()

@@ -17,15 +17,15 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/internal/proc"
-	"github.com/llmcloud/llmcloud/internal/shared"
 )
 
 // Issue 7, acceptance 1: three replicas behind the router under a benchmark; one is SIGKILLed
 // mid-run. No request fails unless it had started streaming from the dead replica, the dead
 // one leaves the router within 2 s, and it is restarted and takes traffic again.
 func TestUpSurvivesKilledReplica(t *testing.T) {
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	url, logs := startUp(t, "--replicas", "3", "--model", model, "--policy", "round-robin",
 		"--", "--max-model-len", "256", "--threads", "1", "--max-num-seqs", "16", "--disable-log-requests")
 	waitFleet(t, url, "3 ready replicas", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 3 })
@@ -136,7 +136,7 @@ func TestUpSurvivesKilledReplica(t *testing.T) {
 // the scale-down window, the fleet goes back to the minimum. Each decision is logged with the
 // per-replica metric values behind it.
 func TestUpAutoscales(t *testing.T) {
-	model := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	url, logs := startUp(t, "--replicas", "1", "--model", model, "--autoscale", "1:3", "--target-waiting", "2",
 		"--scale-up-cooldown", "1s", "--scale-down-cooldown", "3s", "--autoscale-interval", "200ms", "--health-interval", "200ms",
 		"--", "--max-model-len", "512", "--threads", "1", "--max-num-seqs", "1", "--disable-log-requests")
@@ -275,11 +275,11 @@ func TestUpStatusRendering(t *testing.T) {
 // A fleet that cannot start (here: a model path that does not exist) ends up with a clear
 // error naming the replicas' own message, not a restart loop.
 func TestUpFailsWhenNoReplicaStarts(t *testing.T) {
-	t.Setenv("LLMCLOUD_UP_HELPER", "1")
+	t.Setenv(asMainEnv, "1")
 	var logs proc.Buffer
 	err := up(context.Background(), []string{"--host", "127.0.0.1", "--port", "0", "--replicas", "2", "--status-interval", "0",
 		"--model", "/nonexistent/model.gguf"}, &logs, &logs,
-		upHooks{serveArgv: []string{os.Args[0], "-test.run=^TestUpHelperCLI$", "--", "serve"}})
+		upHooks{serveArgv: []string{os.Args[0], "serve"}})
 	if err == nil || !strings.Contains(err.Error(), "no replica starts") || !strings.Contains(err.Error(), "/nonexistent/model.gguf") {
 		t.Fatalf("got %v, want the replicas' start error\n%s", err, logs.String())
 	}

@@ -1,4 +1,4 @@
-// Tests against the real GGUF files in ../shared/models: metadata, tensor counts, shapes and
+// Tests against the real GGUF files in testdata/models: metadata, tensor counts, shapes and
 // types as documented in models/README.md, and byte-identical re-serialization.
 package gguf
 
@@ -9,12 +9,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
 func sharedGGUFs(t *testing.T) []string {
-	root := shared.Path(t, "models")
+	root := fixture.Path(t, "models")
 	var files []string
 	for _, dir := range []string{"rand3M", "stories260K", "llamacpp-vocab"} {
 		m, _ := filepath.Glob(filepath.Join(root, dir, "*.gguf"))
@@ -41,7 +41,7 @@ func TestRand3MFiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			f, err := Open(shared.Path(t, "models", "rand3M", c.file))
+			f, err := Open(fixture.Path(t, "models", "rand3M", c.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestRand3MFiles(t *testing.T) {
 
 func TestStories260K(t *testing.T) {
 	for _, name := range []string{"stories260K-f32.gguf", "stories260K-f16.gguf"} {
-		f, err := Open(shared.Path(t, "models", "stories260K", name))
+		f, err := Open(fixture.Path(t, "models", "stories260K", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestStories260K(t *testing.T) {
 }
 
 func TestVocabFiles(t *testing.T) {
-	root := shared.Path(t, "models", "llamacpp-vocab")
+	root := fixture.Path(t, "models", "llamacpp-vocab")
 	files, _ := filepath.Glob(filepath.Join(root, "*.gguf"))
 	if len(files) != 10 {
 		t.Fatalf("%d vocab files, want 10", len(files))
@@ -205,7 +205,7 @@ func TestRewriteIdentical(t *testing.T) {
 }
 
 func TestWriteFileAndOpen(t *testing.T) {
-	src, err := Open(shared.Path(t, "models", "rand3M", "rand3M-q4_0.gguf"))
+	src, err := Open(fixture.Path(t, "models", "rand3M", "rand3M-q4_0.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // This file tests Load and the writers on the real Qwen2-1.5B-Instruct JSON files in
-// ../shared/models/qwen2-tokenizer.
+// testdata/models/qwen2-tokenizer.
 package hfdir
 
 import (
@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func TestLoadQwen2(t *testing.T) {
-	dir := shared.Path(t, "models", "qwen2-tokenizer")
+	dir := fixture.Path(t, "models", "qwen2-tokenizer")
 	d, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestLoadQwen2(t *testing.T) {
 // TestRewriteQwen2 writes the loaded files back and expects them byte for byte: the real files
 // were written by transformers, so this checks that our output looks like theirs.
 func TestRewriteQwen2(t *testing.T) {
-	dir := shared.Path(t, "models", "qwen2-tokenizer")
+	dir := fixture.Path(t, "models", "qwen2-tokenizer")
 	d, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)

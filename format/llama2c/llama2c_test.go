@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
 func TestOpenStories260K(t *testing.T) {
-	p := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	p := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	f, err := Open(p)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestUntiedRoundTrip(t *testing.T) {
 }
 
 func TestBadFiles(t *testing.T) {
-	p := shared.Path(t, "models", "stories260K", "stories260K.bin")
+	p := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,17 @@
-// Package shared finds the workplace's read-only ../shared/ directory (models, reference outputs,
-// data) that sits beside the repository. Tests that read it call Dir and are skipped, with a
-// message, on machines that do not have it.
+// Package shared finds the workplace's read-only ../shared/ directory that sits beside the
+// repository. It holds optional large data (the Brown corpus, the full tokenizer vocabularies
+// used only by benchmarks); everything the default test run needs ships in the repository's
+// testdata/ instead (package internal/fixture). Tests that read ../shared call Path and are
+// skipped, with one message shared by all of them, on machines that do not have it, and fail
+// under CI=true.
 package shared
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 // Root returns the path of the shared directory, or "" if it cannot be found. LLMCLOUD_SHARED
@@ -16,37 +21,29 @@ func Root() string {
 	if d := os.Getenv("LLMCLOUD_SHARED"); d != "" {
 		return d
 	}
-	dir, err := os.Getwd()
-	if err != nil {
+	r := fixture.ModuleRoot()
+	if r == "" {
 		return ""
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			s := filepath.Join(dir, "..", "shared")
-			if fi, err := os.Stat(s); err == nil && fi.IsDir() {
-				return filepath.Clean(s)
-			}
-			return ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
+	s := filepath.Join(r, "..", "shared")
+	if fi, err := os.Stat(s); err == nil && fi.IsDir() {
+		return filepath.Clean(s)
 	}
+	return ""
 }
 
-// Path joins elem onto the shared directory and skips the test if the directory or the file
-// is missing.
+// Path joins elem onto the shared directory and skips the test (fails it under CI=true) if the
+// directory or the file is missing.
 func Path(t testing.TB, elem ...string) string {
 	t.Helper()
 	root := Root()
 	if root == "" {
-		t.Skip("../shared not found (set LLMCLOUD_SHARED); skipping test that needs shared models/reference data")
+		fixture.Missing(t, "optional large data: ../shared not found beside the repository (put the workplace's shared directory there or set LLMCLOUD_SHARED=<dir>)")
+		return ""
 	}
 	p := filepath.Join(append([]string{root}, elem...)...)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared file %s not present: %v", p, err)
+		fixture.Missing(t, "optional large data: %s not found in the shared directory %s", filepath.Join(elem...), root)
 	}
 	return p
 }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 7's acceptance runs of `llmcloud up` with real processes, results in OUT (default
 # docs/benchmarks/cloud). Usage: scripts/cloud/acceptance.sh [kill|prefix|autoscale]...
-# (all three by default). Needs ../shared/models/stories260K; builds llmcloud into OUT/.. tmp.
+# (all three by default). Serves testdata/models/stories260K; builds llmcloud into OUT/.. tmp.
 # The numbers are recorded in docs/benchmarks/cloud.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-docs/benchmarks/cloud}
-MODEL=${MODEL:-../shared/models/stories260K/stories260K.bin}
+MODEL=${MODEL:-testdata/models/stories260K/stories260K.bin}
 BIN=$(mktemp -d)/llmcloud
 go build -o "$BIN" ./cmd/llmcloud
 mkdir -p "$OUT"

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Runs the official openai npm client (check.mjs) against a real `llmcloud serve` on loopback.
-# Usage: scripts/openai-node/run.sh [MODEL]   (default ../shared/models/stories260K/stories260K.bin)
+# Usage: scripts/openai-node/run.sh [MODEL]   (default testdata/models/stories260K/stories260K.bin)
 # Needs node and npm; installs the client into this directory.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-model="${1:-$root/../shared/models/stories260K/stories260K.bin}"
+model="${1:-$root/testdata/models/stories260K/stories260K.bin}"
 cd "$here"
 npm install --no-audit --no-fund --silent
 tmp="$(mktemp -d)"
+pid=""
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 (cd "$root" && go build -o "$tmp/llmcloud" ./cmd/llmcloud)
 key="node-check-key"
+: >"$tmp/serve.log" # exists before the first poll below (the server opens it in the background)
 "$tmp/llmcloud" serve "$model" --host 127.0.0.1 --port 0 --served-model-name stories --api-key "$key" \
   --chat-template "$here/template.jinja" --max-model-len 512 --threads 2 --disable-log-requests 2>"$tmp/serve.log" &
 pid=$!

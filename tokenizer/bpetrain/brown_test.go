@@ -14,13 +14,14 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/internal/shared"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
 func TestBrown4096(t *testing.T) {
 	train := shared.Path(t, "data", "brown", "train.txt")
-	val := shared.Path(t, "data", "brown", "val.txt")
+	val := fixture.Path(t, "data", "brown", "val.txt")
 	counts, err := CountWords([]string{train}, "gpt-2", []string{"<|endoftext|>"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
@@ -107,7 +107,7 @@ func TestMatchesReferenceRandomWords(t *testing.T) {
 }
 
 func TestMatchesReferenceBrown(t *testing.T) {
-	path := shared.Path(t, "data", "brown", "val.txt")
+	path := fixture.Path(t, "data", "brown", "val.txt")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

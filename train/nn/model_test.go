@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/shared"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -301,11 +301,11 @@ func TestRefusals(t *testing.T) {
 	}()
 }
 
-// TestRealModelMatchesEngine copies a real checkpoint (stories260K, F32 GGUF, from ../shared)
+// TestRealModelMatchesEngine copies a real checkpoint (stories260K, F32 GGUF, from testdata)
 // into the trainer's parameters and compares its logits, and the loss of a batch, with the
 // engine's on the same file.
 func TestRealModelMatchesEngine(t *testing.T) {
-	path := shared.Path(t, "models", "stories260K", "stories260K-f32.gguf")
+	path := fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf")
 	eng, err := model.OpenGGUF(path)
 	if err != nil {
 		t.Fatal(err)
