@@ -134,13 +134,17 @@ func (c *Client) watchOnce(ctx context.Context, path string, query url.Values, r
 	q.Set("resourceVersion", rv)
 	q.Set("allowWatchBookmarks", "true")
 	// The server ends the watch after this; a spread keeps many watchers from renewing at once.
-	q.Set("timeoutSeconds", strconv.Itoa(300+rand.IntN(300)))
-	resp, err := c.send(ctx, http.MethodGet, path, q, nil)
+	timeout := 300 + rand.IntN(300)
+	q.Set("timeoutSeconds", strconv.Itoa(timeout))
+	// Our own deadline a little later, in case the connection dies without a word.
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(timeout+30)*time.Second)
+	defer cancel()
+	resp, err := c.send(wctx, http.MethodGet, path, q, nil)
 	if err != nil {
 		return rv, err
 	}
 	defer resp.Body.Close()
-	// Cancelling ctx closes the body and ends Decode below.
+	// Cancelling wctx closes the body and ends Decode below.
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var ev event
@@ -148,8 +152,8 @@ func (c *Client) watchOnce(ctx context.Context, path string, query url.Values, r
 			if ctx.Err() != nil {
 				return rv, ctx.Err()
 			}
-			if errors.Is(err, io.EOF) {
-				return rv, nil // the server's timeout
+			if errors.Is(err, io.EOF) || wctx.Err() != nil {
+				return rv, nil // the server's timeout, or ours
 			}
 			return rv, fmt.Errorf("kubernetes API: watch %s: %w", path, err)
 		}
