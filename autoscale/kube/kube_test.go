@@ -3,13 +3,13 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"github.com/llmcloud/llmcloud/autoscale"
 	"github.com/llmcloud/llmcloud/autoscale/kube/kubetest"
+	"github.com/llmcloud/llmcloud/internal/kubeapi"
 )
 
 var _ autoscale.Scaler = (*Scaler)(nil)
@@ -17,7 +17,8 @@ var _ autoscale.Scaler = (*Scaler)(nil)
 func TestScaleSubresource(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New("ns", "llmcloud", 2)
-	s, err := New(c, "ns", "llmcloud")
+	defer c.Close()
+	s, err := New(c.Client(), "ns", "llmcloud")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,13 +35,13 @@ func TestScaleSubresource(t *testing.T) {
 		t.Fatalf("Replicas after Scale = %d", n)
 	}
 	// Idempotent: the same count sends no update.
-	before := len(c.Actions())
+	before := len(c.Requests())
 	if err := s.Scale(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range c.Actions()[before:] {
-		if a.GetVerb() == "update" {
-			t.Errorf("Scale to the current count sent %v", a)
+	for _, r := range c.Requests()[before:] {
+		if !strings.HasPrefix(r, "GET ") {
+			t.Errorf("Scale to the current count sent %v", r)
 		}
 	}
 	if err := s.Scale(ctx, -1); err == nil {
@@ -51,8 +52,9 @@ func TestScaleSubresource(t *testing.T) {
 // A conflicting writer in between makes Scale read again and retry.
 func TestScaleRetriesConflicts(t *testing.T) {
 	c := kubetest.New("ns", "llmcloud", 1)
+	defer c.Close()
 	c.Conflicts.Store(2)
-	s, _ := New(c, "ns", "llmcloud")
+	s, _ := New(c.Client(), "ns", "llmcloud")
 	if err := s.Scale(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +62,8 @@ func TestScaleRetriesConflicts(t *testing.T) {
 		t.Fatalf("conflicts left %d, replicas %d", c.Conflicts.Load(), c.Replicas("ns", "llmcloud"))
 	}
 	gets := 0
-	for _, a := range c.Actions() {
-		if a.GetVerb() == "get" && a.GetSubresource() == "scale" {
+	for _, r := range c.Requests() {
+		if r == "GET /apis/apps/v1/namespaces/ns/deployments/llmcloud/scale" {
 			gets++
 		}
 	}
@@ -73,8 +75,9 @@ func TestScaleRetriesConflicts(t *testing.T) {
 // A missing Deployment is an error that names it, from both methods.
 func TestMissingDeployment(t *testing.T) {
 	c := kubetest.New("ns", "llmcloud", 1)
-	s, _ := New(c, "ns", "nope")
-	if _, err := s.Replicas(context.Background()); err == nil || !apierrors.IsNotFound(errors.Unwrap(err)) {
+	defer c.Close()
+	s, _ := New(c.Client(), "ns", "nope")
+	if _, err := s.Replicas(context.Background()); err == nil || !kubeapi.IsNotFound(errors.Unwrap(err)) {
 		t.Errorf("Replicas: %v", err)
 	}
 	if err := s.Scale(context.Background(), 2); err == nil {
@@ -88,7 +91,8 @@ func TestMissingDeployment(t *testing.T) {
 // The autoscaler's controller drives the Deployment through this Scaler.
 func TestControllerScalesDeployment(t *testing.T) {
 	c := kubetest.New("ns", "llmcloud", 1)
-	s, _ := New(c, "ns", "llmcloud")
+	defer c.Close()
+	s, _ := New(c.Client(), "ns", "llmcloud")
 	t0 := time.Unix(0, 0)
 	load := []autoscale.Sample{{Replica: "pod-a", Waiting: 9}}
 	ctl, err := autoscale.NewController(autoscale.ControllerOptions{

@@ -17,7 +17,7 @@ import (
 	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
-// The autoscale command scales a Deployment (client-go's fake API here) on the load a real
+// The autoscale command scales a Deployment (a Kubernetes API server over HTTP, kubetest, here) on the load a real
 // router reports for a real replica: `up` with one replica provides both.
 func TestAutoscaleCommandScalesDeployment(t *testing.T) {
 	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
@@ -26,7 +26,8 @@ func TestAutoscaleCommandScalesDeployment(t *testing.T) {
 	waitFleet(t, url, "1 ready replica", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 1 })
 
 	cluster := kubetest.New("llm", "replicas", 1)
-	scaler, err := kube.New(cluster, "llm", "replicas")
+	defer cluster.Close()
+	scaler, err := kube.New(cluster.Client(), "llm", "replicas")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,70 +1,76 @@
-// Package k8sdiscovery finds the router's backends in Kubernetes: it watches the EndpointSlices
-// of a label selector in one namespace (an informer over client-go, which lists, watches and
-// re-lists on its own) and reports the http://IP:port of every ready endpoint whenever the set
-// changes. It is kept out of package router so the proxy does not link client-go's machinery
-// into its tests; the router command wires the two together.
+// Package k8sdiscovery finds the router's backends in Kubernetes: it follows the
+// EndpointSlices of a label selector in one namespace (list, then watch, re-list when needed;
+// package internal/kubeapi) and reports the http://IP:port of every ready endpoint whenever
+// the set changes. The router command wires it to the router.
 package k8sdiscovery
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
+	"net/url"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
-	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"github.com/llmcloud/llmcloud/internal/kubeapi"
 )
 
 // Options say what to watch and whom to tell.
 type Options struct {
-	Client    kubernetes.Interface
+	Client    *kubeapi.Client
 	Namespace string // "" : the pod's own (Namespace())
 	Selector  string // label selector of the EndpointSlices, e.g. kubernetes.io/service-name=llmcloud
 	Port      int    // the replicas' port; 0: the slice's port named "http", else its first port
 	Scheme    string // "http" (default) or "https"
-	Resync    time.Duration
 	Logger    *slog.Logger
 	// Set gets the sorted backend URLs each time they change (and once after the first list).
 	Set func(urls []string)
 }
 
-// InClusterClient is a clientset from the pod's service account.
-func InClusterClient() (kubernetes.Interface, error) {
-	cfg, err := rest.InClusterConfig()
+// EndpointSlice is the part of a discovery.k8s.io/v1 EndpointSlice that discovery reads.
+type EndpointSlice struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace,omitempty"`
+		Labels    map[string]string `json:"labels,omitempty"`
+	} `json:"metadata"`
+	Ports     []EndpointPort `json:"ports"`
+	Endpoints []Endpoint     `json:"endpoints"`
+}
+
+// EndpointPort is one port of an EndpointSlice.
+type EndpointPort struct {
+	Name *string `json:"name,omitempty"`
+	Port *int32  `json:"port,omitempty"`
+}
+
+// Endpoint is one endpoint of an EndpointSlice.
+type Endpoint struct {
+	Addresses  []string `json:"addresses"`
+	Conditions struct {
+		Ready *bool `json:"ready,omitempty"`
+	} `json:"conditions"`
+}
+
+// InClusterClient is an API client from the pod's service account.
+func InClusterClient() (*kubeapi.Client, error) {
+	c, err := kubeapi.InCluster()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes discovery: %w", err)
 	}
-	return kubernetes.NewForConfig(cfg)
+	return c, nil
 }
 
 // Namespace is the pod's namespace (from its service account), or "default".
-func Namespace() string {
-	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
-		return ns
-	}
-	return "default"
-}
+func Namespace() string { return kubeapi.PodNamespace() }
 
-// Watch reports backends until ctx is done (then it returns nil).
+// Watch reports backends until ctx is done (then it returns nil). A selector the API server
+// cannot parse is an error; other failures are logged and retried.
 func Watch(ctx context.Context, opts Options) error {
 	if opts.Client == nil || opts.Set == nil {
 		return fmt.Errorf("kubernetes discovery: Client and Set are required")
-	}
-	sel, err := labels.Parse(opts.Selector)
-	if err != nil {
-		return fmt.Errorf("kubernetes discovery: selector %q: %w", opts.Selector, err)
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = Namespace()
@@ -75,58 +81,35 @@ func Watch(ctx context.Context, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(opts.Client, opts.Resync,
-		informers.WithNamespace(opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
-	inf := factory.Discovery().V1().EndpointSlices()
-	lister := inf.Lister().EndpointSlices(opts.Namespace)
-
-	var mu sync.Mutex
+	path := "/apis/discovery.k8s.io/v1/namespaces/" + url.PathEscape(opts.Namespace) + "/endpointslices"
 	var last []string
-	synced := false
-	update := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !synced {
-			return
-		}
-		all, err := lister.List(sel)
-		if err != nil {
-			opts.Logger.Warn("kubernetes discovery: listing EndpointSlices", "err", err)
-			return
+	err := opts.Client.Follow(ctx, path, url.Values{"labelSelector": {opts.Selector}}, opts.Logger, func(items []json.RawMessage) {
+		all := make([]*EndpointSlice, 0, len(items))
+		for _, it := range items {
+			s := new(EndpointSlice)
+			if err := json.Unmarshal(it, s); err != nil {
+				opts.Logger.Warn("kubernetes discovery: decoding an EndpointSlice", "err", err)
+				continue
+			}
+			all = append(all, s)
 		}
 		urls := ReadyURLs(all, opts.Port, opts.Scheme)
 		if last != nil && slices.Equal(urls, last) {
 			return
 		}
 		last = urls
-		opts.Logger.Info("kubernetes discovery: backends", "namespace", opts.Namespace, "selector", sel.String(), "urls", urls)
+		opts.Logger.Info("kubernetes discovery: backends", "namespace", opts.Namespace, "selector", opts.Selector, "urls", urls)
 		opts.Set(urls)
+	})
+	if err != nil {
+		return fmt.Errorf("kubernetes discovery: selector %q: %w", opts.Selector, err)
 	}
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { update() },
-		UpdateFunc: func(any, any) { update() },
-		DeleteFunc: func(any) { update() },
-	}
-	if _, err := inf.Informer().AddEventHandler(h); err != nil {
-		return fmt.Errorf("kubernetes discovery: %w", err)
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		return nil // ctx done before the first list
-	}
-	mu.Lock()
-	synced = true
-	mu.Unlock()
-	update()
-	<-ctx.Done()
 	return nil
 }
 
 // ReadyURLs are the scheme://IP:port of the ready endpoints of slices, sorted and without
 // duplicates. An endpoint whose ready condition is unset counts as ready, as the API says.
-func ReadyURLs(slices_ []*discoveryv1.EndpointSlice, port int, scheme string) []string {
+func ReadyURLs(slices_ []*EndpointSlice, port int, scheme string) []string {
 	urls := []string{}
 	for _, s := range slices_ {
 		p := port
@@ -151,7 +134,7 @@ func ReadyURLs(slices_ []*discoveryv1.EndpointSlice, port int, scheme string) []
 }
 
 // slicePort is the slice's port named "http", else its first port, else 0.
-func slicePort(s *discoveryv1.EndpointSlice) int {
+func slicePort(s *EndpointSlice) int {
 	first := 0
 	for _, p := range s.Ports {
 		if p.Port == nil {
