@@ -8,6 +8,7 @@ package tokenizer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,22 +88,33 @@ func FindLlama2CTokenizer(path string) (string, error) {
 }
 
 func hfDirVocab(dir string) (*Vocab, string, error) {
-	d, err := hfdir.Load(dir)
-	if err != nil {
+	// A tokenizer-only directory (a tokenizer repository, or vocab.json + merges.txt) has no
+	// config.json: read its tokenizer files directly.
+	tmpl := ""
+	if tc, err := hfdir.ReadTokenizerConfig(filepath.Join(dir, hfdir.TokenizerConfigFile)); err == nil && tc != nil {
+		tmpl = tc.ChatTemplate
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, "", err
 	}
-	tmpl := ""
-	if d.TokenizerConfig != nil {
-		tmpl = d.TokenizerConfig.ChatTemplate
+	if b, err := os.ReadFile(filepath.Join(dir, hfdir.ChatTemplateFile)); err == nil && tmpl == "" {
+		tmpl = string(b)
 	}
+	tj := filepath.Join(dir, hfdir.TokenizerJSONFile)
+	vj, mt := filepath.Join(dir, hfdir.VocabJSONFile), filepath.Join(dir, hfdir.MergesTXTFile)
 	var v *Vocab
+	var err error
 	switch {
-	case d.TokenizerJSON != "":
-		v, err = VocabFromHFJSON(d.TokenizerJSON)
-	case d.VocabJSON != "" && d.MergesTXT != "":
-		v, err = VocabFromGPT2Files(d.VocabJSON, d.MergesTXT)
+	case exists(tj):
+		v, err = VocabFromHFJSON(tj)
+	case exists(vj) && exists(mt):
+		v, err = VocabFromGPT2Files(vj, mt)
 	default:
 		return nil, "", fmt.Errorf("%s: no tokenizer (tokenizer.json, or vocab.json + merges.txt)", dir)
 	}
 	return v, tmpl, err
+}
+
+func exists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }
