@@ -1,5 +1,6 @@
-// Package defaultmodel is llmcloud's built-in model: a small Llama trained from scratch on the
-// Brown corpus by `llmcloud train` (recipe and numbers in recipes/default/README.md), embedded
+// Package defaultmodel is llmcloud's built-in model: a small Llama trained from scratch by
+// `llmcloud train` on children's stories distilled from stories260K (recipe, data and numbers
+// in recipes/default/README.md), embedded
 // as a Q8_0 GGUF file so that `llmcloud serve`, `generate` and `chat` work with no model
 // argument on a fresh machine. The loader memory-maps models, so Path writes the embedded
 // bytes once to the user's cache directory and returns that file.
