@@ -51,7 +51,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		tmpl = string(src)
 	}
 	if tmpl == "" {
-		fmt.Fprintln(stderr, "note: the model has no chat template; using a plain \"User:/Assistant:\" transcript")
+		fmt.Fprintln(stderr, "note: the model has no chat template (a base model, not tuned for chat: it continues text rather than answering); using a plain \"User:/Assistant:\" transcript")
 		tmpl = chattmpl.PlainTranscript
 		if len(sf.stops) == 0 {
 			sf.stops = stringList{"\nUser:"}
