@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/llmcloud/llmcloud/defaultmodel"
 	"github.com/llmcloud/llmcloud/distill"
-	"github.com/llmcloud/llmcloud/internal/proc"
 	"github.com/llmcloud/llmcloud/loader"
 )
 
@@ -35,23 +33,7 @@ func TestDefaultModelWritesSense(t *testing.T) {
 		t.Skip("-short: samples 8 x 200 tokens")
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	logs := &proc.Buffer{}
-	go func() {
-		done <- serve(ctx, []string{"--host", "127.0.0.1", "--port", "0", "--threads", "2"}, logs,
-			func(a string) { addrc <- a })
-	}()
-	var url string
-	select {
-	case a := <-addrc:
-		url = "http://" + a
-	case err := <-done:
-		t.Fatalf("serve: %v\n%s", err, logs.String())
-	}
-	waitHealthy(t, url)
+	url, _, _ := startServe(t, "--threads", "2")
 
 	p, err := defaultmodel.Path()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -47,23 +46,7 @@ func TestGenerateDefaultModel(t *testing.T) {
 // `llmcloud serve` with no model serves the default model under its name.
 func TestServeDefaultModel(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	var logs bytes.Buffer
-	go func() {
-		done <- serve(ctx, []string{"--host", "127.0.0.1", "--port", "0", "--threads", "1", "--kv-cache-memory", "16MiB"}, &logs,
-			func(a string) { addrc <- a })
-	}()
-	var url string
-	select {
-	case a := <-addrc:
-		url = "http://" + a
-	case err := <-done:
-		t.Fatalf("serve: %v\n%s", err, logs.String())
-	}
-	waitHealthy(t, url)
+	url, logs, stop := startServe(t, "--threads", "1", "--kv-cache-memory", "16MiB")
 	resp, err := http.Post(url+"/v1/completions", "application/json",
 		strings.NewReader(`{"model": "`+defaultmodel.Name+`", "prompt": "The jury said", "max_tokens": 8, "temperature": 0}`))
 	if err != nil {
@@ -80,8 +63,7 @@ func TestServeDefaultModel(t *testing.T) {
 	if resp.StatusCode != 200 || json.Unmarshal(body, &c) != nil || c.Model != defaultmodel.Name || len(c.Choices) != 1 || c.Choices[0].Text == "" {
 		t.Fatalf("completion: %d %s", resp.StatusCode, body)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "built-in default model") {

@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/llmcloud/llmcloud/api"
 	"github.com/llmcloud/llmcloud/internal/fixture"
+	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
 // waitHealthy polls /health until 200.
@@ -153,4 +155,35 @@ func TestServeSIGTERM(t *testing.T) {
 	if _, err := http.Get(url + "/health"); err == nil {
 		t.Error("still accepting after SIGTERM")
 	}
+}
+
+// startServe runs `llmcloud serve` with args (plus a loopback host and a free port) in this
+// process and returns its URL once /health answers, its log, and stop, which ends the server
+// (as SIGTERM does) and returns serve's error. The server is stopped when the test ends.
+func startServe(t *testing.T, args ...string) (url string, logs *proc.Buffer, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	logs = &proc.Buffer{}
+	go func() {
+		done <- serve(ctx, append([]string{"--host", "127.0.0.1", "--port", "0"}, args...), logs,
+			func(a string) { addrc <- a })
+	}()
+	select {
+	case a := <-addrc:
+		url = "http://" + a
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	}
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	waitHealthy(t, url)
+	return url, logs, stop
 }
