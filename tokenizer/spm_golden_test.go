@@ -6,6 +6,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -75,13 +76,12 @@ func TestGoldenSentencePieceJSON(t *testing.T) {
 	}
 }
 
-// TestWriteSPMFixtures writes the tokenizer.json files llmcloud makes (convert's output for
-// stories260K's GGUF, Llama 2's tokenizer.model, and tok512.model as a Unigram vocabulary)
-// into testdata/spm when LLMCLOUD_WRITE_SPM_FIXTURES=1; see testdata/README.md.
+// TestWriteSPMFixtures checks that the tokenizer.json files in testdata/spm are what llmcloud
+// makes today (convert's output for stories260K's GGUF, Llama 2's tokenizer.model, and
+// tok512.model as a Unigram vocabulary), byte for byte; with LLMCLOUD_WRITE_SPM_FIXTURES=1 it
+// rewrites them instead (see testdata/README.md).
 func TestWriteSPMFixtures(t *testing.T) {
-	if os.Getenv("LLMCLOUD_WRITE_SPM_FIXTURES") != "1" {
-		t.Skip("set LLMCLOUD_WRITE_SPM_FIXTURES=1 to rewrite testdata/spm/{tok512,llama2,tok512-unigram}.json")
-	}
+	write := os.Getenv("LLMCLOUD_WRITE_SPM_FIXTURES") == "1"
 	tok512, _, err := OpenVocab(fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +100,15 @@ func TestWriteSPMFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join("testdata", "spm", name+".json"), js, 0o644); err != nil {
-			t.Fatal(err)
+		p := filepath.Join("testdata", "spm", name+".json")
+		if write {
+			if err := os.WriteFile(p, js, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if committed, err := os.ReadFile(p); err != nil || !bytes.Equal(committed, js) {
+			t.Errorf("%s is not what llmcloud writes for it now (%v); LLMCLOUD_WRITE_SPM_FIXTURES=1 rewrites it, then regenerate the goldens", p, err)
 		}
 	}
 }
