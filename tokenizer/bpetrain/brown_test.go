@@ -22,14 +22,7 @@ import (
 func TestBrown4096(t *testing.T) {
 	train := shared.Path(t, "data", "brown", "train.txt")
 	val := fixture.Path(t, "data", "brown", "val.txt")
-	counts, err := CountWords([]string{train}, "gpt-2", []string{"<|endoftext|>"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Train(counts, Options{VocabSize: 4096, MinFrequency: 2, Specials: []string{"<|endoftext|>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := train4096(t, train)
 	if len(res.Vocab.Tokens) != 4096 || res.Merges != 4096-257 {
 		t.Fatalf("%d tokens, %d merges", len(res.Vocab.Tokens), res.Merges)
 	}
@@ -78,6 +71,20 @@ func TestDefaultTokenizerRetrains(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	res := train4096(t, train)
+	js, err := tokenizer.MarshalHFJSON(res.Vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if committed, err := os.ReadFile(defaultTokenizer); err != nil || !bytes.Equal(js, committed) {
+		t.Errorf("retrained tokenizer differs from %s (%v)", defaultTokenizer, err)
+	}
+}
+
+// train4096 trains the recipe's tokenizer on the text file train: `llmcloud tokenizer train
+// --vocab-size 4096` (GPT-2 pre-tokenizer, <|endoftext|> special, pairs seen at least twice).
+func train4096(t *testing.T, train string) *Result {
+	t.Helper()
 	counts, err := CountWords([]string{train}, "gpt-2", []string{"<|endoftext|>"})
 	if err != nil {
 		t.Fatal(err)
@@ -86,13 +93,7 @@ func TestDefaultTokenizerRetrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := tokenizer.MarshalHFJSON(res.Vocab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if committed, err := os.ReadFile(defaultTokenizer); err != nil || !bytes.Equal(js, committed) {
-		t.Errorf("retrained tokenizer differs from %s (%v)", defaultTokenizer, err)
-	}
+	return res
 }
 
 func BenchmarkTrainBrown(b *testing.B) {
