@@ -51,7 +51,7 @@ func Run(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, o Option
 	if bos < 0 {
 		return st, fmt.Errorf("distill: the tokenizer has no BOS token to start documents from")
 	}
-	o.InFlight = max(o.InFlight, 1)
+	o.InFlight = min(max(o.InFlight, 1), o.Docs)
 	e, err := engine.New(m, tok, o.Engine)
 	if err != nil {
 		return st, err

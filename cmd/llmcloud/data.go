@@ -19,7 +19,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(args) == 0 || args[0] != "prepare" {
 		fmt.Fprintln(stderr, "usage: llmcloud data prepare --tokenizer DIR|tokenizer.json --input FILE [--val-input FILE | --val-fraction F] -o DIR")
-		fmt.Fprintln(stderr, "       llmcloud data distill --model FILE --docs N -o FILE [--temperature T --top-p P --max-repeat R]")
+		fmt.Fprintln(stderr, "       llmcloud data distill [--model FILE] --docs N -o FILE [--temperature T --top-p P --max-repeat R]")
 		if len(args) == 0 {
 			return usagef("which data command? (prepare, distill)")
 		}

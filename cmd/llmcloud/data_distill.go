@@ -37,8 +37,11 @@ func runDataDistill(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usagef("unexpected argument %q", pos[0])
-	case mf.model == "" || *out == "":
-		return usagef("--model and -o are required")
+	case *out == "":
+		return usagef("-o is required")
+	}
+	if err := mf.useDefault(textLog(stderr)); err != nil {
+		return err
 	}
 	o.Engine.Scheduler.MaxNumSeqs = max(o.Engine.Scheduler.MaxNumSeqs, o.InFlight)
 	b, err := mf.open()

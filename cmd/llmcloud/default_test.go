@@ -112,6 +112,7 @@ func TestDefaultModelFallbacks(t *testing.T) {
 		{[]string{"inspect", "--json"}, regexp.MustCompile(`"format": "gguf"`)},
 		{[]string{"bench", "latency", "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--no-bandwidth"}, regexp.MustCompile(`\| +tg4 \|`)},
 		{[]string{"bench", "throughput", "--num-prompts", "2", "--input-len", "8", "--output-len", "4", "--threads", "1"}, regexp.MustCompile(`^Throughput: `)},
+		{[]string{"data", "distill", "--docs", "2", "-o", filepath.Join(dir, "stories.txt"), "--threads", "1"}, regexp.MustCompile(`^kept 2 of [0-9]+ sampled documents`)},
 		{[]string{"convert", converted}, regexp.MustCompile(`^wrote .*copy\.gguf \(GGUF, [0-9]+ tensors\) from .*default-[0-9a-f]+\.gguf \(gguf\)`)},
 	} {
 		stdout, stderr := run(t, c.args...)
