@@ -70,6 +70,22 @@ type Request struct {
 	IgnoreEOS    bool          // keep going past the tokenizer's end-of-generation ids
 	Priority     int           // PolicyPriority: lower runs first
 	CacheSalt    string        // prefix-cache isolation: only equal salts share blocks
+	// Constraint, if set, limits every sampled token to those it allows (structured output);
+	// the request ends with FinishStop when it is Done. One per request (it holds state).
+	Constraint Constraint
+}
+
+// Constraint is a grammar's view of one sequence (grammar.Matcher implements it): the tokens
+// allowed next, advanced by each sampled token.
+type Constraint interface {
+	// FillMask sets bit i of mask for every token i allowed next and clears the others.
+	FillMask(mask []uint64)
+	// Accept advances past a sampled token (an error if it was not allowed).
+	Accept(tok int) error
+	// Rollback undoes the last n Accepts.
+	Rollback(n int)
+	// Done reports that the output is complete and nothing may follow.
+	Done() bool
 }
 
 // Finish reasons, as the OpenAI API and vLLM name them.
