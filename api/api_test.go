@@ -69,3 +69,23 @@ func TestPromptsAndStops(t *testing.T) {
 		t.Error("Stops([1]) accepted")
 	}
 }
+
+func TestSSENamedEvents(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := NewSSEWriter(rec)
+	w.NamedEvent("response.created", map[string]int{"sequence_number": 0})
+	w.NamedEvent("response.completed", map[string]int{"sequence_number": 1})
+	if !strings.HasPrefix(rec.Body.String(), "event: response.created\ndata: {") {
+		t.Fatalf("stream: %q", rec.Body.String())
+	}
+	r := NewSSEReader(rec.Body)
+	for i, want := range []string{"response.created", "response.completed"} {
+		name, data, err := r.NextEvent()
+		if err != nil || name != want || string(data) != `{"sequence_number":`+string(rune('0'+i))+`}` {
+			t.Fatalf("event %d: %q %q %v", i, name, data, err)
+		}
+	}
+	if _, _, err := r.NextEvent(); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+}

@@ -1,5 +1,6 @@
 // Server-Sent Events as the OpenAI API streams them: each event is one "data: <json>" line
-// followed by a blank line; the stream ends with "data: [DONE]".
+// followed by a blank line; the stream ends with "data: [DONE]". The Responses API's events
+// also carry a name ("event: response.created") and end without [DONE].
 package api
 
 import (
@@ -37,15 +38,28 @@ func (s *SSEWriter) Event(v any) error {
 	if err != nil {
 		return err
 	}
-	return s.raw(b)
+	return s.raw(b, true)
+}
+
+// NamedEvent writes v as JSON in one event named name ("event: name" before the data), as
+// the Responses API streams.
+func (s *SSEWriter) NamedEvent(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.raw(append([]byte("event: "+name+"\ndata: "), b...), false)
 }
 
 // Done writes the closing "data: [DONE]" event.
-func (s *SSEWriter) Done() error { return s.raw([]byte(Done)) }
+func (s *SSEWriter) Done() error { return s.raw([]byte(Done), true) }
 
-func (s *SSEWriter) raw(data []byte) error {
+// raw writes one event: data (after "data: " when prefix) and a blank line.
+func (s *SSEWriter) raw(data []byte, prefix bool) error {
 	buf := make([]byte, 0, len(data)+8)
-	buf = append(buf, "data: "...)
+	if prefix {
+		buf = append(buf, "data: "...)
+	}
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
 	if _, err := s.w.Write(buf); err != nil {
@@ -75,27 +89,39 @@ var ErrDone = errors.New("sse: [DONE]")
 // Next returns the data of the next event (multi-line data joined by "\n"). It returns
 // ErrDone after "[DONE]" and io.EOF (or io.ErrUnexpectedEOF mid-event) when the stream ends.
 func (r *SSEReader) Next() ([]byte, error) {
+	_, data, err := r.NextEvent()
+	return data, err
+}
+
+// NextEvent is Next that also returns the event's name ("" when it has none).
+func (r *SSEReader) NextEvent() (string, []byte, error) {
 	var data []byte
+	var name string
 	have := false
 	for r.sc.Scan() {
 		line := r.sc.Bytes()
 		if len(line) == 0 {
 			if !have {
+				name = ""
 				continue
 			}
 			if string(data) == Done {
-				return nil, ErrDone
+				return name, nil, ErrDone
 			}
-			return data, nil
+			return name, data, nil
 		}
 		if line[0] == ':' {
 			continue // comment
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if string(field) == "event" {
+			name = string(value)
+			continue
+		}
 		if string(field) != "data" {
 			continue
 		}
-		value = bytes.TrimPrefix(value, []byte(" "))
 		if have {
 			data = append(data, '\n')
 		}
@@ -103,13 +129,13 @@ func (r *SSEReader) Next() ([]byte, error) {
 		have = true
 	}
 	if err := r.sc.Err(); err != nil {
-		return nil, err
+		return name, nil, err
 	}
 	if have {
 		if string(data) == Done {
-			return nil, ErrDone
+			return name, nil, ErrDone
 		}
-		return data, io.ErrUnexpectedEOF
+		return name, data, io.ErrUnexpectedEOF
 	}
-	return nil, io.EOF
+	return name, nil, io.EOF
 }

@@ -14,6 +14,7 @@ type CompletionRequest struct {
 	Model  string          `json:"model"`
 	Prompt json.RawMessage `json:"prompt"` // string | []string | []int | [][]int
 	SamplingFields
+	StructuredFields
 	Echo     bool `json:"echo,omitempty"`
 	Logprobs *int `json:"logprobs,omitempty"` // top logprobs per token, 0..20
 }
@@ -24,6 +25,7 @@ type ChatCompletionRequest struct {
 	Messages json.RawMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools,omitempty"`
 	SamplingFields
+	StructuredFields
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
 	Logprobs            bool `json:"logprobs,omitempty"`
 	TopLogprobs         *int `json:"top_logprobs,omitempty"`

@@ -41,6 +41,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		return
 	}
 	g.kind = "chat"
+	if g.constraint, e = st.structured(&req.StructuredFields); e != nil {
+		s.fail(w, e)
+		return
+	}
 	prompt, e := st.renderChat(req.Messages, req.Tools, req.ChatTemplateKwargs, true)
 	if e != nil {
 		s.fail(w, e)

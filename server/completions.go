@@ -31,6 +31,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, st *s
 		return
 	}
 	g.kind = "cmpl"
+	if g.constraint, e = st.structured(&req.StructuredFields); e != nil {
+		s.fail(w, e)
+		return
+	}
 	texts, ids, err := api.Prompts(req.Prompt)
 	if err != nil {
 		s.fail(w, badRequest("prompt", "%v", err))

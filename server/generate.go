@@ -32,6 +32,8 @@ type genRequest struct {
 	stopIDs   []int
 	ignoreEOS bool
 	user      string
+	// constraint, when set, gives each choice its own grammar Matcher (structured output).
+	constraint *constraintPlan
 }
 
 // choiceOutput is one Output of choice index (prompt*n + i).
@@ -198,6 +200,9 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 			}
 			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p,
 				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS}
+			if g.constraint != nil {
+				r.Constraint = g.constraint.NewConstraint()
+			}
 			ch, err := st.eng.Add(ctx, r)
 			if err != nil {
 				cancel()

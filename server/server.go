@@ -51,6 +51,8 @@ type Options struct {
 	RetryAfter time.Duration
 	// Seed, when set, seeds the generator of the seeds given to requests without one.
 	Seed *uint64
+	// Grammar bounds structured-output compilation (sizes, time, cache).
+	Grammar GrammarOptions
 }
 
 // Server is the HTTP front of one model.
@@ -77,6 +79,7 @@ type state struct {
 	names       []string
 	tmpl        string
 	maxModelLen int
+	grammars    *grammarCache // structured output: compiled grammars and the Vocab
 }
 
 // New returns a server that answers 503 on every model endpoint until Attach.
@@ -134,7 +137,8 @@ func (s *Server) StepHook(m engine.StepMetrics) { s.metrics.observeStep(m) }
 // Attach makes the server ready to serve b through eng.
 func (s *Server) Attach(b *loader.Bundle, eng *engine.Engine) {
 	st := &state{b: b, eng: eng, names: s.opts.ServedModelNames, tmpl: b.ChatTemplate,
-		maxModelLen: eng.Config().MaxModelLenTokens}
+		maxModelLen: eng.Config().MaxModelLenTokens,
+		grammars:    newGrammarCache(b.Tok, b.Model.Config.Vocab, s.opts.Grammar)}
 	if len(st.names) == 0 {
 		st.names = []string{b.Name}
 	}
@@ -301,7 +305,9 @@ func decodeBody(r *http.Request, v any) *apiError {
 	if err := json.Unmarshal(b, v); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			ute.Field = strings.TrimPrefix(ute.Field, "SamplingFields.")
+			for _, embedded := range []string{"SamplingFields.", "StructuredFields."} {
+				ute.Field = strings.TrimPrefix(ute.Field, embedded)
+			}
 			return badRequest(ute.Field, "field %q: expected %s, got JSON %s", ute.Field, ute.Type, ute.Value)
 		}
 		return badRequest("", "invalid JSON body: %v", err)
