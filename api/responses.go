@@ -131,5 +131,5 @@ type ResponseStreamEvent struct {
 	Text           *string        `json:"text,omitempty"`
 	Name           string         `json:"name,omitempty"`
 	Arguments      *string        `json:"arguments,omitempty"`
-	Logprobs       []any          `json:"logprobs,omitempty"`
+	Logprobs       []any          `json:"logprobs,omitzero"`
 }

@@ -17,6 +17,8 @@ type CompletionRequest struct {
 	StructuredFields
 	Echo     bool `json:"echo,omitempty"`
 	Logprobs *int `json:"logprobs,omitempty"` // top logprobs per token, 0..20
+	// AddSpecialTokens (vLLM; default true) lets the tokenizer add BOS to text prompts.
+	AddSpecialTokens *bool `json:"add_special_tokens,omitempty"`
 }
 
 // ChatCompletionRequest is the body of POST /v1/chat/completions.
@@ -31,6 +33,8 @@ type ChatCompletionRequest struct {
 	TopLogprobs         *int `json:"top_logprobs,omitempty"`
 	// ChatTemplateKwargs are extra template variables (vLLM's chat_template_kwargs).
 	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs,omitempty"`
+	// AddGenerationPrompt (vLLM; default true) ends the prompt with the assistant's header.
+	AddGenerationPrompt *bool `json:"add_generation_prompt,omitempty"`
 }
 
 // SamplingFields are the request fields both endpoints share. Pointers tell "absent" from 0
@@ -53,6 +57,8 @@ type SamplingFields struct {
 	User              string             `json:"user,omitempty"`
 	Stream            bool               `json:"stream,omitempty"`
 	StreamOptions     *StreamOptions     `json:"stream_options,omitempty"`
+	// CacheSalt (vLLM) isolates the request's prefix-cache entries: only equal salts share.
+	CacheSalt string `json:"cache_salt,omitempty"`
 }
 
 // StreamOptions asks for a last chunk carrying the usage.

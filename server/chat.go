@@ -14,7 +14,14 @@ import (
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 	var req api.ChatCompletionRequest
-	if e := decodeBody(r, &req); e != nil {
+	body, e := readBody(r)
+	if e == nil {
+		e = unmarshalBody(body, &req)
+	}
+	if e == nil {
+		e = refuseFields(body, generateRefused, chatRefused)
+	}
+	if e != nil {
 		s.fail(w, e)
 		return
 	}
@@ -41,11 +48,16 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		return
 	}
 	g.kind = "chat"
+	if e := refuseBestOf(body, g.n); e != nil {
+		s.fail(w, e)
+		return
+	}
 	if g.constraint, e = st.structured(&req.StructuredFields); e != nil {
 		s.fail(w, e)
 		return
 	}
-	prompt, e := st.renderChat(req.Messages, req.Tools, req.ChatTemplateKwargs, true)
+	prompt, e := st.renderChat(req.Messages, req.Tools, req.ChatTemplateKwargs,
+		req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
 	if e != nil {
 		s.fail(w, e)
 		return

@@ -12,7 +12,14 @@ import (
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, st *state) {
 	var req api.CompletionRequest
-	if e := decodeBody(r, &req); e != nil {
+	body, e := readBody(r)
+	if e == nil {
+		e = unmarshalBody(body, &req)
+	}
+	if e == nil {
+		e = refuseFields(body, generateRefused, completionsRefused)
+	}
+	if e != nil {
 		s.fail(w, e)
 		return
 	}
@@ -31,6 +38,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, st *s
 		return
 	}
 	g.kind = "cmpl"
+	if e := refuseBestOf(body, g.n); e != nil {
+		s.fail(w, e)
+		return
+	}
 	if g.constraint, e = st.structured(&req.StructuredFields); e != nil {
 		s.fail(w, e)
 		return
@@ -41,7 +52,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, st *s
 		return
 	}
 	for _, t := range texts {
-		g.prompts = append(g.prompts, st.b.Tok.Encode(t, true, true))
+		g.prompts = append(g.prompts, st.b.Tok.Encode(t, req.AddSpecialTokens == nil || *req.AddSpecialTokens, true))
 	}
 	if ids != nil {
 		g.prompts = ids

@@ -34,6 +34,7 @@ type genRequest struct {
 	user      string
 	// constraint, when set, gives each choice its own grammar Matcher (structured output).
 	constraint *constraintPlan
+	cacheSalt  string
 }
 
 // choiceOutput is one Output of choice index (prompt*n + i).
@@ -108,7 +109,7 @@ func (s *Server) buildGen(st *state, f *api.SamplingFields, maxTokens *int, maxT
 			p.LogitBias[id] = v
 		}
 	}
-	g := &genRequest{n: 1, ignoreEOS: f.IgnoreEOS, user: f.User}
+	g := &genRequest{n: 1, ignoreEOS: f.IgnoreEOS, user: f.User, cacheSalt: f.CacheSalt}
 	if f.N != nil {
 		if *f.N < 1 || *f.N > s.opts.MaxN {
 			return nil, badRequest("n", "n must be in [1, %d], got %d", s.opts.MaxN, *f.N)
@@ -199,7 +200,8 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 				p.Seed = s.randomSeed()
 			}
 			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p,
-				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS}
+				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS,
+				CacheSalt: g.cacheSalt}
 			if g.constraint != nil {
 				r.Constraint = g.constraint.NewConstraint()
 			}

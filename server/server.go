@@ -109,6 +109,7 @@ func New(opts Options) *Server {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", s.needModel(s.handleCompletions))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.needModel(s.handleChat))
+	s.mux.HandleFunc("POST /v1/responses", s.needModel(s.handleResponses))
 	s.mux.HandleFunc("GET /v1/models", s.needModel(s.handleModels))
 	s.mux.HandleFunc("POST /tokenize", s.needModel(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.needModel(s.handleDetokenize))
@@ -293,15 +294,29 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // decodeBody reads the JSON body into v, mapping failures to 400/413 naming the field.
 func decodeBody(r *http.Request, v any) *apiError {
+	b, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	return unmarshalBody(b, v)
+}
+
+// readBody reads the whole body (413 when over the limit).
+func readBody(r *http.Request) ([]byte, *apiError) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, code: "request_too_large",
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: "request_too_large",
 				msg: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
 		}
-		return badRequest("", "reading the body: %v", err)
+		return nil, badRequest("", "reading the body: %v", err)
 	}
+	return b, nil
+}
+
+// unmarshalBody decodes a JSON body into v, a field of the wrong type a 400 naming it.
+func unmarshalBody(b []byte, v any) *apiError {
 	if err := json.Unmarshal(b, v); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {

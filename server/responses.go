@@ -1,0 +1,215 @@
+// POST /v1/responses, the Responses API as vLLM serves it: input items rendered through the
+// chat template, generated like a chat completion (text.format constrains the output as
+// response_format does), answered as a response object with output items, or streamed as
+// named events (responses_stream.go). Responses are not stored: store: true is accepted and
+// answered with store: false, previous_response_id is a 400.
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmcloud/llmcloud/api"
+	"github.com/llmcloud/llmcloud/engine"
+)
+
+// responsesCall is one validated Responses request on its way through the engine.
+type responsesCall struct {
+	st      *state
+	id      string // resp_...
+	base    string // the id's suffix, for item ids
+	model   string
+	created int64
+	req     *api.ResponsesRequest
+	g       *genRequest
+	tools   *toolPlan // nil: no function tools in play
+}
+
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, st *state) {
+	body, e := readBody(r)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
+	var req api.ResponsesRequest
+	if e := unmarshalBody(body, &req); e != nil {
+		s.fail(w, e)
+		return
+	}
+	if e := refuseFields(body, responsesRefused); e != nil {
+		s.fail(w, e)
+		return
+	}
+	rc, e := s.prepareResponses(r, st, &req)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
+	outs, e := s.start(r.Context(), st, rc.g, rc.id)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
+	if req.Stream {
+		rc.stream(w, outs)
+		return
+	}
+	var text strings.Builder
+	var last engine.Output
+	for co := range outs {
+		text.WriteString(co.out.Text)
+		last = co.out
+	}
+	if last.Err != nil {
+		s.fail(w, &apiError{status: http.StatusInternalServerError, code: "engine_error", msg: last.Err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, rc.final(text.String(), last))
+}
+
+// prepareResponses checks the request and builds its generation, all before any compute.
+func (s *Server) prepareResponses(r *http.Request, st *state, req *api.ResponsesRequest) (*responsesCall, *apiError) {
+	model, e := st.checkModel(req.Model)
+	if e != nil {
+		return nil, e
+	}
+	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
+		return nil, badRequest("previous_response_id",
+			"previous_response_id needs stored responses, and llmcloud stores none: send the whole conversation in input")
+	}
+	msgs, e := responsesMessages(req.Input, req.Instructions)
+	if e != nil {
+		return nil, e
+	}
+	tools, ntools, e := chatTools(req.Tools)
+	if e != nil {
+		return nil, e
+	}
+	choice, choiceKind, e := chatToolChoice(req.ToolChoice)
+	if e != nil {
+		return nil, e
+	}
+	if ntools == 0 && (choiceKind == "required" || choiceKind == "function") {
+		return nil, badRequest("tool_choice", "tool_choice %s needs tools", choiceKind)
+	}
+	var plan *toolPlan
+	if ntools > 0 && choiceKind != "none" {
+		if responsesTools == nil {
+			return nil, badRequest("tools", "function tools are not supported yet: the server has no tool-call parser")
+		}
+		if choice == nil {
+			choice = json.RawMessage(`"auto"`)
+		}
+		if plan, e = responsesTools(st, tools, choice); e != nil {
+			return nil, e
+		}
+	} else {
+		tools = nil // tool_choice "none": the model is not told about them
+	}
+	spec, e := textFormatSpec(req.Text)
+	if e != nil {
+		return nil, e
+	}
+	if spec != nil && plan != nil && plan.constraint != nil {
+		return nil, badRequest("text.format", "text.format and tool_choice %s both constrain the output: give one of them", choiceKind)
+	}
+	f := api.SamplingFields{Temperature: req.Temperature, TopP: req.TopP, User: req.User}
+	g, e := s.buildGen(st, &f, req.MaxOutputTokens, "max_output_tokens", false, 0)
+	if e != nil {
+		return nil, e
+	}
+	g.kind = "resp"
+	if g.constraint, e = st.compileSpec(spec); e != nil {
+		return nil, e
+	}
+	if plan != nil && plan.constraint != nil {
+		g.constraint = plan.constraint
+	}
+	prompt, e := st.renderChat(msgs, tools, nil, true)
+	if e != nil {
+		if e.param == "messages" {
+			e.param = "input"
+		}
+		return nil, e
+	}
+	g.prompts = [][]int{st.b.Tok.Encode(prompt, false, true)}
+	if e := g.checkPrompts(st, "input"); e != nil {
+		return nil, e
+	}
+	base := strings.TrimPrefix(s.respID(r, ""), "-")
+	return &responsesCall{st: st, id: "resp_" + base, base: base, model: model, created: time.Now().Unix(),
+		req: req, g: g, tools: plan}, nil
+}
+
+// object is the response object with the request's settings, in the given status.
+func (rc *responsesCall) object(status string, output []api.ResponseItem) *api.Response {
+	req := rc.req
+	resp := &api.Response{ID: rc.id, Object: "response", CreatedAt: rc.created, Status: status, Model: rc.model,
+		Instructions: req.Instructions, MaxOutputTokens: req.MaxOutputTokens, Output: output,
+		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
+		Temperature:       rc.g.params.Temperature, TopP: rc.g.params.TopP,
+		Text:       api.ResponseTextConfig{Format: api.ResponseTextFormat{Type: "text"}},
+		ToolChoice: json.RawMessage(`"auto"`), Tools: json.RawMessage(`[]`), Truncation: "disabled",
+		Metadata: req.Metadata}
+	if output == nil {
+		resp.Output = []api.ResponseItem{}
+	}
+	if req.Text != nil && req.Text.Format.Type != "" {
+		resp.Text = *req.Text
+	}
+	if present(req.ToolChoice) {
+		resp.ToolChoice = req.ToolChoice
+	}
+	if present(req.Tools) {
+		resp.Tools = req.Tools
+	}
+	if resp.Metadata == nil {
+		resp.Metadata = map[string]string{}
+	}
+	return resp
+}
+
+// items turns the whole generated text into output items: one message, or (with tools) the
+// message the parser leaves, if any, and one function_call per call.
+func (rc *responsesCall) items(text, status string) []api.ResponseItem {
+	content := text
+	var calls []toolCall
+	if rc.tools != nil {
+		content, calls = rc.tools.parse(text)
+	}
+	var out []api.ResponseItem
+	if rc.tools == nil || strings.TrimSpace(content) != "" || len(calls) == 0 {
+		out = append(out, api.ResponseItem{Type: "message", ID: "msg_" + rc.base, Status: status, Role: "assistant",
+			Content: []api.OutputContent{outputText(content)}})
+	}
+	for i, c := range calls {
+		args := c.Arguments
+		suffix := rc.base + "_" + strconv.Itoa(i)
+		out = append(out, api.ResponseItem{Type: "function_call", ID: "fc_" + suffix, CallID: "call_" + suffix,
+			Name: c.Name, Arguments: &args, Status: "completed"})
+	}
+	return out
+}
+
+func outputText(text string) api.OutputContent {
+	return api.OutputContent{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}}
+}
+
+// final is the finished response object for the whole text and the last Output.
+func (rc *responsesCall) final(text string, last engine.Output) *api.Response {
+	status := "completed"
+	if last.FinishReason == engine.FinishLength {
+		status = "incomplete"
+	}
+	resp := rc.object(status, rc.items(text, status))
+	if status == "incomplete" {
+		resp.IncompleteDetails = &api.IncompleteDetails{Reason: "max_output_tokens"}
+	}
+	resp.Usage = &api.ResponseUsage{InputTokens: last.PromptTokens, OutputTokens: last.OutputTokens,
+		TotalTokens:        last.PromptTokens + last.OutputTokens,
+		InputTokensDetails: api.InputTokensDetails{CachedTokens: last.CachedTokens}}
+	return resp
+}
