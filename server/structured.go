@@ -112,7 +112,7 @@ func structuredSpec(f *api.StructuredFields) (*constraintSpec, *apiError) {
 		case "json_schema":
 			if rf.JSONSchema == nil || !present(rf.JSONSchema.Schema) {
 				return nil, badRequest("response_format.json_schema.schema",
-					"response_format of type json_schema needs json_schema.schema")
+					"response_format of type json_schema needs response_format.json_schema.schema")
 			}
 			schema := rf.JSONSchema.Schema
 			cands = append(cands, candidate{"response_format", func() (*constraintSpec, *apiError) {
