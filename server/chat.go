@@ -47,7 +47,6 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
-	g.kind = "chat"
 	if e := refuseBestOf(body, g.n); e != nil {
 		s.fail(w, e)
 		return
@@ -56,6 +55,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
+	g.kind = "chat"
 	prompt, e := st.renderChat(req.Messages, req.Tools, req.ChatTemplateKwargs,
 		req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
 	if e != nil {

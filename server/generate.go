@@ -26,15 +26,15 @@ type genRequest struct {
 	prompts   [][]int
 	n         int
 	maxTokens int // 0 = up to max-model-len
+	cacheSalt string
 	params    sample.Params
 	seedSet   bool
 	stop      []string
 	stopIDs   []int
 	ignoreEOS bool
 	user      string
-	// constraint, when set, gives each choice its own grammar Matcher (structured output).
-	constraint *constraintPlan
-	cacheSalt  string
+	// constraint, if set, makes each choice's engine.Request.Constraint (a grammar).
+	constraint func() engine.Constraint
 }
 
 // choiceOutput is one Output of choice index (prompt*n + i).
@@ -199,11 +199,10 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 			} else if pi*g.n+i > 0 {
 				p.Seed = s.randomSeed()
 			}
-			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p,
-				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS,
-				CacheSalt: g.cacheSalt}
+			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p, CacheSalt: g.cacheSalt,
+				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS}
 			if g.constraint != nil {
-				r.Constraint = g.constraint.NewConstraint()
+				r.Constraint = g.constraint()
 			}
 			ch, err := st.eng.Add(ctx, r)
 			if err != nil {

@@ -25,7 +25,7 @@ type responsesCall struct {
 	created int64
 	req     *api.ResponsesRequest
 	g       *genRequest
-	tools   *toolPlan // nil: no function tools in play
+	tools   *respToolPlan // nil: no function tools in play
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, st *state) {
@@ -95,7 +95,7 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 	if ntools == 0 && (choiceKind == "required" || choiceKind == "function") {
 		return nil, badRequest("tool_choice", "tool_choice %s needs tools", choiceKind)
 	}
-	var plan *toolPlan
+	var plan *respToolPlan
 	if ntools > 0 && choiceKind != "none" {
 		if responsesTools == nil {
 			return nil, badRequest("tools", "function tools are not supported yet: the server has no tool-call parser")
@@ -122,8 +122,10 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 		return nil, e
 	}
 	g.kind = "resp"
-	if g.constraint, e = st.compileSpec(spec); e != nil {
+	if cp, e := st.compileSpec(spec); e != nil {
 		return nil, e
+	} else if cp != nil {
+		g.constraint = cp.NewConstraint
 	}
 	if plan != nil && plan.constraint != nil {
 		g.constraint = plan.constraint
@@ -176,7 +178,7 @@ func (rc *responsesCall) object(status string, output []api.ResponseItem) *api.R
 // message the parser leaves, if any, and one function_call per call.
 func (rc *responsesCall) items(text, status string) []api.ResponseItem {
 	content := text
-	var calls []toolCall
+	var calls []respToolCall
 	if rc.tools != nil {
 		content, calls = rc.tools.parse(text)
 	}

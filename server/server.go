@@ -30,6 +30,9 @@ import (
 
 // Options configures a Server. Zero values take the defaults noted.
 type Options struct {
+	// Grammar bounds structured-output compilation (sizes, time, cache).
+	Grammar GrammarOptions
+
 	// ServedModelNames are the names clients may use; the first is reported in responses and
 	// metrics. Empty: the model's name.
 	ServedModelNames []string
@@ -51,8 +54,6 @@ type Options struct {
 	RetryAfter time.Duration
 	// Seed, when set, seeds the generator of the seeds given to requests without one.
 	Seed *uint64
-	// Grammar bounds structured-output compilation (sizes, time, cache).
-	Grammar GrammarOptions
 }
 
 // Server is the HTTP front of one model.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/api"
+	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/grammar"
 )
 
@@ -240,11 +241,16 @@ func textFormatSpec(t *api.ResponseTextConfig) (*constraintSpec, *apiError) {
 	}
 }
 
-// structured reads and compiles a completions or chat request's constraint (nil: none).
-func (st *state) structured(f *api.StructuredFields) (*constraintPlan, *apiError) {
+// structured reads and compiles a completions or chat request's constraint: a maker of one
+// Matcher per choice (nil: none).
+func (st *state) structured(f *api.StructuredFields) (func() engine.Constraint, *apiError) {
 	spec, e := structuredSpec(f)
 	if e != nil {
 		return nil, e
 	}
-	return st.compileSpec(spec)
+	p, e := st.compileSpec(spec)
+	if p == nil || e != nil {
+		return nil, e
+	}
+	return p.NewConstraint, nil
 }
