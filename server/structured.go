@@ -233,7 +233,7 @@ func textFormatSpec(t *api.ResponseTextConfig) (*constraintSpec, *apiError) {
 		return &constraintSpec{param: "text.format", kind: kindJSON, text: objectSchema}, nil
 	case "json_schema":
 		if !present(f.Schema) {
-			return nil, badRequest("text.format.schema", "text.format of type json_schema needs a schema")
+			return nil, badRequest("text.format.schema", "text.format of type json_schema needs text.format.schema")
 		}
 		return schemaSpec("text.format.schema", f.Schema)
 	default:
