@@ -15,11 +15,83 @@ import (
 // dstate is one DFA state: the NFA nodes (byte-consuming and match nodes) it stands for.
 type dstate struct {
 	next  [256]atomic.Pointer[dstate]
-	core  []int32   // sorted NFA node ids
-	accID int32     // id of the set of terminals that end here (-1: none)
-	grow  bool      // some byte may follow
-	bytes [4]uint64 // the bytes that may follow
+	core  []int32      // sorted NFA node ids
+	accID int32        // id of the set of terminals that end here (-1: none)
+	grow  bool         // some byte may follow
+	bytes [4]uint64    // the bytes that may follow
+	loops atomic.Int32 // byte groups on which every byte leads back here (-1: not computed),
+	// and bit 8: every non-ASCII UTF-8 character leads back here (its bytes staying alive)
 }
+
+// utf8Patterns are the byte ranges of every multi-byte UTF-8 character.
+var utf8Patterns = [][][2]byte{
+	{{0xC2, 0xDF}, {0x80, 0xBF}},
+	{{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
+	{{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
+	{{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+	{{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+}
+
+// utf8Loops reports whether every multi-byte UTF-8 character leads from d back to d through
+// live states.
+func (l *lexer) utf8Loops(d *dstate) bool {
+	for _, p := range utf8Patterns {
+		set := []*dstate{d}
+		for _, rg := range p {
+			var next []*dstate
+			for _, x := range set {
+				for b := int(rg[0]); b <= int(rg[1]); b++ {
+					y := l.step(x, byte(b))
+					if y == l.dead {
+						return false
+					}
+					if !slices.Contains(next, y) {
+						next = append(next, y)
+					}
+				}
+			}
+			if len(next) > 4 {
+				return false
+			}
+			set = next
+		}
+		if len(set) != 1 || set[0] != d {
+			return false
+		}
+	}
+	return true
+}
+
+// loopGroups returns the byte groups (see byteGroup) on all of whose bytes d steps to itself.
+func (l *lexer) loopGroups(d *dstate) uint8 {
+	if v := d.loops.Load(); v >= 0 {
+		return uint8(v)
+	}
+	var in, out uint8
+	for b := range 256 {
+		g := byteGroup(byte(b))
+		if out&g != 0 {
+			continue
+		}
+		if l.step(d, byte(b)) == d {
+			in |= g
+		} else {
+			out |= g
+		}
+	}
+	v := int32(in &^ out)
+	if l.utf8Loops(d) {
+		v |= 1 << 8
+	}
+	d.loops.Store(v)
+	return uint8(v)
+}
+
+// loopsUTF8 reports bit 8 of d.loops (after loopGroups).
+func loopsUTF8(d *dstate) bool { return d.loops.Load()>>8&1 != 0 }
 
 // allows reports whether byte b may follow.
 func (d *dstate) allows(b byte) bool { return d.bytes[b>>6]>>(b&63)&1 != 0 }
@@ -49,6 +121,7 @@ func newLexer(n *nfa, maxBytes int) *lexer {
 	l := &lexer{nfa: n, states: map[string]*dstate{}, starts: map[string]*dstate{},
 		accIDs: map[string]int32{}, max: maxBytes, mark: make([]uint32, len(n.nodes))}
 	l.dead = &dstate{accID: -1}
+	l.dead.loops.Store(0)
 	for i := range l.dead.next {
 		l.dead.next[i].Store(l.dead)
 	}
@@ -98,6 +171,7 @@ func (l *lexer) intern() (*dstate, bool) {
 		return d, true
 	}
 	d := &dstate{core: slices.Clone(l.set), accID: -1}
+	d.loops.Store(-1)
 	var acc []int32
 	for _, v := range d.core {
 		x := &l.nfa.nodes[v]

@@ -10,7 +10,10 @@
 
 package grammar
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
 type lexEntry struct {
 	dense  []uint64 // token bitset, or nil
@@ -124,9 +127,16 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	nodes := t.nodes
 	lex := vc.lex
 	dead := lex.dead
-	var toks []int32
+	bm := make([]uint64, vc.words)
+	ntok := 0
 	e := &lexEntry{}
 	group := map[int32]int{}
+	loops := func(d *dstate) uint8 {
+		if v := d.loops.Load(); v >= 0 {
+			return uint8(v)
+		}
+		return lex.loopGroups(d)
+	}
 	for _, r := range roots {
 		stk[nodes[r].depth] = d0
 		end := nodes[r].skip
@@ -142,9 +152,23 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 				continue
 			}
 			stk[nd.depth] = x
-			if nd.tok >= 0 {
-				toks = append(toks, nd.tok)
-				toks = append(toks, t.dups[i]...)
+			if x.accID < 0 && nd.desc != 0 && skipAll(nd, loops(x), x) {
+				// every byte below keeps x: the whole subtree is allowed
+				for _, k := range t.tokList[t.tokPos[i]:t.tokPos[nd.skip]] {
+					bm[k>>6] |= 1 << (k & 63)
+				}
+				ntok += int(t.tokPos[nd.skip] - t.tokPos[i])
+				i = nd.skip
+				continue
+			}
+			if k := nd.tok; k >= 0 {
+				bm[k>>6] |= 1 << (k & 63)
+				ntok++
+				if nd.dup {
+					for _, k := range t.dups[i] {
+						bm[k>>6] |= 1 << (k & 63)
+					}
+				}
 			}
 			if x.accID >= 0 {
 				gi, ok := group[x.accID]
@@ -158,15 +182,28 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 			i++
 		}
 	}
-	if len(toks) > vc.words/2 {
-		e.dense = make([]uint64, vc.words)
-		for _, k := range toks {
-			e.dense[k>>6] |= 1 << (k & 63)
+	if ntok > vc.words/2 {
+		e.dense = bm
+		return e
+	}
+	e.sparse = make([]int32, 0, ntok)
+	for i, w := range bm {
+		for ; w != 0; w &= w - 1 {
+			e.sparse = append(e.sparse, int32(64*i+bits.TrailingZeros64(w)))
 		}
-	} else {
-		e.sparse = toks
 	}
 	return e
+}
+
+// skipAll reports whether every node below nd keeps DFA state x (after nd) alive with no
+// terminal ending: the bytes below are in groups x loops on, and non-ASCII bytes below form
+// valid UTF-8 (a character cut at a token's end included) when x loops on all of UTF-8.
+func skipAll(nd *tnode, loops uint8, x *dstate) bool {
+	const nonASCII = 1 << 7
+	if nd.desc&^(loops|nonASCII) != 0 {
+		return false
+	}
+	return nd.desc&nonASCII == 0 || (nd.utf8&1 != 0 && loopsUTF8(x))
 }
 
 // FillMask sets bit i of mask (mask[i/64] >> (i%64) & 1) for every token i that may come next

@@ -244,10 +244,10 @@ func (m *Matcher) AcceptBytes(b []byte) error {
 
 // Rollback undoes the last n Accept/AcceptBytes calls (speculative decoding).
 func (m *Matcher) Rollback(n int) {
+	n = min(n, len(m.hist))
 	if n <= 0 {
 		return
 	}
-	n = min(n, len(m.hist))
 	m.restore(m.hist[len(m.hist)-n])
 	m.hist = m.hist[:len(m.hist)-n]
 	clear(m.memo)
