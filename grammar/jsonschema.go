@@ -8,6 +8,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,9 @@ func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
 	c.rules["root"] = body
 	g = &IR{Start: "root", Rules: c.rules}
 	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkRegexes(g); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -256,7 +260,7 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			if a.kind != jArr || len(a.arr) == 0 {
 				fail("keyword %q at %s must be a non-empty array", kw, c.path[n])
 			}
-			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr) {
+			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr, k.nodes) {
 				unsupported("oneOf", c.path[n]+" (branches may overlap)")
 			}
 			used := append(append([]*jv{}, k.used...), a)
@@ -370,3 +374,32 @@ func (c *schemaCompiler) tryResolve(from *jv, ref string) *jv {
 }
 
 var errNoSchema = errors.New("no schema")
+
+// checkRegexes makes sure every regex terminal compiles (Go caps repeat counts and sizes).
+func checkRegexes(g *IR) error {
+	seen := map[*Expr]bool{}
+	var check func(e *Expr) error
+	check = func(e *Expr) error {
+		if seen[e] {
+			return nil
+		}
+		seen[e] = true
+		if e.Kind == KindRegex {
+			if _, err := regexp.Compile(e.Text); err != nil {
+				return fmt.Errorf("grammar: a regular expression the schema needs is too large or invalid: %v", err)
+			}
+		}
+		for _, s := range e.Subs {
+			if err := check(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range g.ruleNames() {
+		if err := check(g.Rules[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

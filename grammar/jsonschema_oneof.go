@@ -4,10 +4,11 @@
 
 package grammar
 
-func (c *schemaCompiler) disjoint(branches []*jv) bool {
+// disjoint: context is the rest of the conjunction the oneOf sits in.
+func (c *schemaCompiler) disjoint(branches []*jv, context []*jv) bool {
 	infos := make([]*msch, len(branches))
 	for i, b := range branches {
-		k, ok := c.flatten(conj{nodes: []*jv{b}})
+		k, ok := c.flatten(conj{nodes: append(append([]*jv{}, context...), b)})
 		if !ok {
 			continue // false: matches nothing
 		}

@@ -16,7 +16,7 @@ const (
 	escChar   = `\\(?:["\\/bfnrt]|u(?:[0-9a-cA-CefEF]` + hex + `{3}|[dD][0-7]` + hex + `{2}|[dD][89abAB]` + hex + `{2}\\u[dD][c-fC-F]` + hex + `{2}))`
 	jsonChar  = `(?:` + rawChar + `|` + escChar + `)`
 	stringRe  = `"` + jsonChar + `*"`
-	maxRegexN = 1000 // Go's repeat limit
+	maxRegexN = 200 // Go limits the size of a repeated regex
 )
 
 func (c *schemaCompiler) stringExpr(m *msch) *Expr {
@@ -51,14 +51,11 @@ func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 	if m.minLen == 0 && m.maxLen < 0 {
 		return Re(stringRe)
 	}
-	hi := m.maxLen
-	if hi > maxRegexN {
-		hi = maxRegexN // a subset: longer strings are not produced
-	}
-	if m.minLen > hi {
+	if m.maxLen > maxRegexN || m.minLen > maxRegexN {
+		// Go caps regex repeat counts: count characters in the grammar instead.
 		return Seq(Lit(`"`), Rep(Re(jsonChar), m.minLen, m.maxLen), Lit(`"`))
 	}
-	return Re(`"` + jsonChar + `{` + itoa(m.minLen) + `,` + optItoa(hi) + `}"`)
+	return Re(`"` + jsonChar + `{` + itoa(m.minLen) + `,` + optItoa(m.maxLen) + `}"`)
 }
 
 func optItoa(n int) string {
