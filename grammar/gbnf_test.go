@@ -149,11 +149,11 @@ func TestGBNFRepeats(t *testing.T) {
 func TestGBNFMultiLine(t *testing.T) {
 	for _, src := range []string{
 		"root ::= \"a\"\n     | \"b\"\n",                // continuation line starting with |
-		"root ::= \"a\" |\n  \"b\"",                      // line ending with |
+		"root ::= \"a\" |\n  \"b\"",                     // line ending with |
 		"root ::= (\n  \"a\" # first\n  | \"b\"\n)\n\n", // inside parentheses
-		"root ::=\n  \"a\" | \"b\"\n# trailing comment",  // body on the next line
-		"root ::= x\n  | y\nx ::= \"a\"\ny ::= \"b\"",    // continuation, then more rules
-		"\r\nroot ::= \"a\" | \"b\"\r\n",                 // CRLF line ends
+		"root ::=\n  \"a\" | \"b\"\n# trailing comment", // body on the next line
+		"root ::= x\n  | y\nx ::= \"a\"\ny ::= \"b\"",   // continuation, then more rules
+		"\r\nroot ::= \"a\" | \"b\"\r\n",                // CRLF line ends
 	} {
 		g, err := GBNF(src)
 		if err != nil {
