@@ -67,6 +67,7 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench structured", stderr)
 	dir := fs.String("data", "", "directory of MaskBench schema files (*.json with \"schema\" and \"tests\")")
 	tokPath := fs.String("tokenizer", "", "tokenizer the instances are tokenized with (tokenizer.json, HF dir, GGUF, encoder.json+vocab.bpe dir; e.g. testdata/models/llama3.2-tokenizer)")
+	glob := fs.String("glob", "*.json", "which files of --data to run (a filepath.Match pattern, e.g. 'Github_hard*')")
 	limit := fs.Int("limit", 0, "at most this many schema files (0 = all), in name order")
 	jsonOut := fs.String("json", "", "also write the summary and per-schema results to this JSON file")
 	ws := fs.Bool("whitespace", false, "compile schemas allowing JSON white space between tokens (instances stay compact)")
@@ -84,12 +85,12 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 	case *threads < 1 || *limit < 0 || *timeout <= 0:
 		return usagef("--threads must be at least 1, --limit at least 0, --timeout positive")
 	}
-	files, err := filepath.Glob(filepath.Join(*dir, "*.json"))
+	files, err := filepath.Glob(filepath.Join(*dir, *glob))
 	if err != nil {
-		return err
+		return usagef("--glob %q: %v", *glob, err)
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("%s: no *.json schema files", *dir)
+		return fmt.Errorf("%s: no schema files match %s", *dir, *glob)
 	}
 	sort.Strings(files)
 	if *limit > 0 && len(files) > *limit {

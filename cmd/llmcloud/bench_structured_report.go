@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -83,14 +84,25 @@ func summarizeStructured(results []*schemaResult) *structuredSummary {
 	return s
 }
 
-// errorKey groups compile errors: the message up to its first quote or digit after the
-// prefix, so that errors differing only in a name or a number count together.
+// errorKey groups compile errors that differ only in a value: JSON pointers (at #/...),
+// quoted strings after the first (which usually names the keyword) and numbers are elided.
 func errorKey(msg string) string {
-	if i := strings.IndexAny(msg, "\"0123456789"); i > 0 {
-		msg = msg[:i] + "…"
-	}
-	return clipN(msg, 100)
+	msg = errPointer.ReplaceAllString(msg, "#…")
+	n := 0
+	msg = errQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if n++; n == 1 {
+			return q
+		}
+		return `"…"`
+	})
+	return clipN(errNumber.ReplaceAllString(msg, "N"), 120)
 }
+
+var (
+	errPointer = regexp.MustCompile(`#/[^ :,;)]*`)
+	errQuoted  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	errNumber  = regexp.MustCompile(`\b[0-9]+(?:\.[0-9]+)?\b`)
+)
 
 // percentiles returns avg and the nearest-rank percentiles of xs (nil if empty).
 func percentiles(xs []float64) map[string]float64 {

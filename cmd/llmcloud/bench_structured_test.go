@@ -81,7 +81,7 @@ func TestBenchStructuredFlags(t *testing.T) {
 			t.Errorf("%v: want a usage error", args)
 		}
 	}
-	if err := runBenchStructured([]string{"--data", t.TempDir(), "--tokenizer", "y"}, &out, &out); err == nil || !strings.Contains(err.Error(), "no *.json") {
+	if err := runBenchStructured([]string{"--data", t.TempDir(), "--tokenizer", "y"}, &out, &out); err == nil || !strings.Contains(err.Error(), "no schema files match *.json") {
 		t.Errorf("empty directory: %v", err)
 	}
 }
@@ -102,5 +102,16 @@ func TestPercentiles(t *testing.T) {
 	}
 	if got := commas(1234567.4); got != "1,234,567" {
 		t.Errorf("commas = %q", got)
+	}
+}
+
+func TestErrorKey(t *testing.T) {
+	for in, want := range map[string]string{
+		`grammar: keyword "type" at #/properties/a: unknown type "strnig"`: `grammar: keyword "type" at #…: unknown type "…"`,
+		`grammar: keyword "minLength" at #: 12 is over 10`:                 `grammar: keyword "minLength" at #: N is over N`,
+	} {
+		if got := errorKey(in); got != want {
+			t.Errorf("errorKey(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
