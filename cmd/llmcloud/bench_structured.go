@@ -73,17 +73,28 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 	ws := fs.Bool("whitespace", false, "compile schemas allowing JSON white space between tokens (instances stay compact)")
 	timeout := fs.Duration("timeout", 10*time.Second, "per-schema time limit (compile and all its tests); over it counts as a compile error")
 	threads := fs.Int("threads", 1, "schemas processed in parallel (mask times are per thread)")
+	isolate := fs.Bool("isolate", true, "run schemas in child processes, so that a schema over --timeout or --max-memory-mib can be stopped (false: in this process; a timed-out schema keeps running in the background)")
+	maxMem := fs.Int64("max-memory-mib", 4096, "with --isolate, a child whose Go heap grows over this is stopped and its schema counted as a crash (0 = no limit)")
+	worker := fs.Bool("worker", false, "internal: be a child of --isolate (read schema paths on stdin)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	opt := structuredOptions{whitespace: *ws, timeout: *timeout}
+	if *worker {
+		tok, vocab, err := structuredVocab(*tokPath)
+		if err != nil {
+			return err
+		}
+		return runStructuredWorker(os.Stdin, stdout, tok, vocab, opt, *maxMem<<20)
 	}
 	switch {
 	case len(pos) > 0:
 		return usagef("unexpected argument %q", pos[0])
 	case *dir == "" || *tokPath == "":
 		return usagef("--data DIR and --tokenizer T are required")
-	case *threads < 1 || *limit < 0 || *timeout <= 0:
-		return usagef("--threads must be at least 1, --limit at least 0, --timeout positive")
+	case *threads < 1 || *limit < 0 || *timeout <= 0 || *maxMem < 0:
+		return usagef("--threads must be at least 1, --limit and --max-memory-mib at least 0, --timeout positive")
 	}
 	files, err := filepath.Glob(filepath.Join(*dir, *glob))
 	if err != nil {
@@ -96,13 +107,38 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 	if *limit > 0 && len(files) > *limit {
 		files = files[:*limit]
 	}
-	tok, vocab, err := structuredVocab(*tokPath)
-	if err != nil {
-		return err
+	// Every thread runs one schema at a time, in a child process or here.
+	var runOne func() func(path string) (*schemaResult, error)
+	if *isolate {
+		wargs := []string{"bench", "structured", "--worker", "--tokenizer", *tokPath,
+			fmt.Sprintf("--whitespace=%v", *ws), fmt.Sprintf("--max-memory-mib=%d", *maxMem)}
+		runOne = func() func(string) (*schemaResult, error) {
+			w := &structuredWorker{args: wargs}
+			return func(path string) (*schemaResult, error) {
+				if path == "" {
+					w.stop()
+					return nil, nil
+				}
+				return w.run(path, *timeout)
+			}
+		}
+	} else {
+		tok, vocab, err := structuredVocab(*tokPath)
+		if err != nil {
+			return err
+		}
+		runOne = func() func(string) (*schemaResult, error) {
+			return func(path string) (*schemaResult, error) {
+				if path == "" {
+					return nil, nil
+				}
+				return runSchemaFile(path, tok, vocab, opt), nil
+			}
+		}
 	}
-	opt := structuredOptions{whitespace: *ws, timeout: *timeout}
 	results := make([]*schemaResult, len(files))
 	var next int
+	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -110,15 +146,25 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			run := runOne()
+			defer run("")
 			for {
 				mu.Lock()
 				i := next
 				next++
+				stop := firstErr != nil
 				mu.Unlock()
-				if i >= len(files) {
+				if i >= len(files) || stop {
 					return
 				}
-				results[i] = runSchemaFile(files[i], tok, vocab, opt)
+				r, err := run(files[i])
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				results[i] = r
 				if (i+1)%500 == 0 {
 					fmt.Fprintf(stderr, "%d/%d schemas (%s)\n", i+1, len(files), time.Since(start).Round(time.Second))
 				}
@@ -126,6 +172,9 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 		}()
 	}
 	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
 	sum := summarizeStructured(results)
 	sum.Tokenizer, sum.Whitespace, sum.Threads = *tokPath, *ws, *threads
 	sum.WallSeconds = time.Since(start).Seconds()
@@ -178,19 +227,10 @@ func structuredVocab(path string) (*tokenizer.Tokenizer, *grammar.Vocab, error) 
 	return tok, grammar.NewVocab(pieces, eos), nil
 }
 
-// runSchemaFile runs one schema file under the time limit; a panic is reported as a crash.
+// runSchemaFile runs one schema file in this process under the time limit (--isolate=false).
 func runSchemaFile(path string, tok *tokenizer.Tokenizer, v *grammar.Vocab, opt structuredOptions) *schemaResult {
 	done := make(chan *schemaResult, 1)
-	go func() {
-		r := &schemaResult{File: filepath.Base(path)}
-		defer func() {
-			if p := recover(); p != nil {
-				r.Status, r.Error = "crash", fmt.Sprint(p)
-			}
-			done <- r
-		}()
-		runSchema(path, tok, v, opt, r)
-	}()
+	go func() { done <- runSchemaProtected(path, tok, v, opt) }()
 	timer := time.NewTimer(opt.timeout)
 	defer timer.Stop()
 	select {

@@ -74,6 +74,30 @@ func TestBenchStructured(t *testing.T) {
 	}
 }
 
+// TestBenchStructuredIsolation runs the schemas in this process, then in child processes that
+// all overrun a 1ns timeout: every schema is a timeout, each child is killed and replaced, and
+// the run still ends with a full table.
+func TestBenchStructuredIsolation(t *testing.T) {
+	data := fixture.Path(t, "structured")
+	tok := fixture.Path(t, "models", "stories260K", "tok512.bin")
+	var out bytes.Buffer
+	if err := runBenchStructured([]string{"--data", data, "--tokenizer", tok, "--isolate=false", "--threads", "2"}, &out, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "| schemas                |            4 |") || strings.Contains(out.String(), "timeout     |            1") {
+		t.Errorf("in process:\n%s", out.String())
+	}
+	out.Reset()
+	if err := runBenchStructured([]string{"--data", data, "--tokenizer", tok, "--timeout", "1ns", "--glob", "[bc]*.json"}, &out, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, w := range []string{"| schemas                |            2 |", "| compile error          |            2 |", "|   of which timeout     |            2 |"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("isolated with a 1ns timeout: no %q in\n%s", w, out.String())
+		}
+	}
+}
+
 func TestBenchStructuredFlags(t *testing.T) {
 	var out bytes.Buffer
 	for _, args := range [][]string{{}, {"--data", "x"}, {"--data", "x", "--tokenizer", "y", "--threads", "0"}, {"--data", "x", "--tokenizer", "y", "extra"}} {
@@ -108,7 +132,7 @@ func TestPercentiles(t *testing.T) {
 func TestErrorKey(t *testing.T) {
 	for in, want := range map[string]string{
 		`grammar: keyword "type" at #/properties/a: unknown type "strnig"`: `grammar: keyword "type" at #…: unknown type "…"`,
-		`grammar: keyword "minLength" at #: 12 is over 10`:                 `grammar: keyword "minLength" at #: N is over N`,
+		`grammar: keyword "minLength" at #: 12 is over 10`:                 `grammar: keyword "minLength" at #…: N is over N`,
 	} {
 		if got := errorKey(in); got != want {
 			t.Errorf("errorKey(%q) = %q, want %q", in, got, want)
