@@ -326,8 +326,8 @@ func (p *larkParser) charRange(from, to larkTok) (*Expr, error) {
 	return Re(classRegex([]runeRange{{lo[0], hi[0]}}, false)), nil
 }
 
-// regex turns /pattern/flags into a Go regular expression (flags i, m, s; u and l change
-// nothing here; x is refused), checked to parse.
+// regex turns /pattern/flags, a Python regular expression, into a Go one (pythonRegex; flags
+// i, m, s; u and l change nothing here; x is refused), checked to parse.
 func (p *larkParser) regex(t larkTok) (*Expr, error) {
 	if t.text == "" {
 		return nil, p.errAt(t.pos, "empty regex")
@@ -343,9 +343,10 @@ func (p *larkParser) regex(t larkTok) (*Expr, error) {
 			return nil, p.errAt(t.pos, "regex flag x (verbose) is not supported; write the regex without spaces and comments")
 		}
 	}
-	pat := "(?:" + t.text + ")"
+	body := pythonRegex(t.text)
+	pat := "(?:" + body + ")"
 	if len(flags) > 0 {
-		pat = "(?" + string(flags) + ":" + t.text + ")"
+		pat = "(?" + string(flags) + ":" + body + ")"
 	}
 	if err := checkRegex(pat); err != nil {
 		return nil, p.errAt(t.pos, "regex /%s/: %v", t.text, err)

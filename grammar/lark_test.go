@@ -120,6 +120,23 @@ _item.5: "\x41" | "\u00e9" | "\n" | "\d"`, []string{"A", "é\n", `\d`}, []string
 	}
 }
 
+func TestPythonRegex(t *testing.T) {
+	for in, want := range map[string]string{
+		`[\u4e00-\u9fff]+`:   `[\x{4e00}-\x{9fff}]+`,
+		`\U0001F600|\\u1234`: `\x{0001F600}|\\u1234`,
+		`a{,3}b{2,}[{,3}]`:   `a{0,3}b{2,}[{,3}]`,
+		`x\Z[\Z]`:            `x\z[\Z]`,
+		`[]a]{,2}[^]{,2}]`:   `[]a]{0,2}[^]{,2}]`,
+		`\u12`:               `\u12`,
+	} {
+		if got := pythonRegex(in); got != want {
+			t.Errorf("pythonRegex(%q) = %q, want %q", in, got, want)
+		}
+	}
+	g := mustLark(t, `start: /[\u00e0-\u00ff]{,2}x/`)
+	checkLanguage(t, g, []string{"x", "éx", "àÿx"}, []string{"ex", "éééx"})
+}
+
 func TestLarkErrors(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"", "no start rule"},
