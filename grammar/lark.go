@@ -21,6 +21,9 @@ type larkParser struct {
 	defAt  map[string]int
 	useAt  map[string]int
 	ignore []*Expr
+	jsons  map[string]*Expr // rules of the %json schemas, by their prefixed names
+	// jsonStarts are the start rules of the %json schemas: a whole token each for %ignore.
+	jsonStarts []string
 }
 
 func parseLark(src string) (*IR, error) {
@@ -29,7 +32,7 @@ func parseLark(src string) (*IR, error) {
 		return nil, err
 	}
 	p := &larkParser{src: src, toks: toks, rules: map[string]*Expr{}, terms: map[string]*Expr{},
-		defAt: map[string]int{}, useAt: map[string]int{}}
+		defAt: map[string]int{}, useAt: map[string]int{}, jsons: map[string]*Expr{}}
 	if err := p.file(); err != nil {
 		return nil, err
 	}
@@ -303,6 +306,8 @@ func (p *larkParser) atom() (*Expr, error) {
 			p.useAt[t.text] = t.pos
 		}
 		return Ref(t.text), nil
+	case t.kind == ltDirective && t.text == "json":
+		return p.jsonSchema(p.next())
 	case t.kind == ltDirective:
 		return nil, p.errAt(t.pos, "%%%s is not supported inside a rule", t.text)
 	case p.isPunct(t, "?") || p.isPunct(t, "*") || p.isPunct(t, "+") || p.isPunct(t, "~"):
@@ -370,6 +375,11 @@ func (p *larkParser) directive() error {
 		return p.importDirective(t)
 	case "declare":
 		return p.errAt(t.pos, "%%declare is not supported (terminals made by a postlexer cannot be constrained)")
+	case "llguidance": // llguidance's options (tokenization, limits): no change to the language
+		p.next()
+		return nil
+	case "json":
+		return p.errAt(t.pos, "%%json goes inside a rule (start: %%json {...})")
 	}
 	return p.errAt(t.pos, "directive %%%s is not supported (supported: %%ignore, %%import common.NAME)", t.text)
 }

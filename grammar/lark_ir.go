@@ -8,6 +8,7 @@ package grammar
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func checkRegex(pat string) error {
 
 // maxTermRegex bounds a terminal written out as one regex (terminals that use terminals
 // that use terminals... grow exponentially).
-const maxTermRegex = 1 << 20
+const maxTermRegex = 256 << 10
 
 // Names of the rules the IR adds (no Lark name can contain %).
 const (
@@ -129,6 +130,9 @@ func (p *larkParser) build() (*IR, error) {
 		}
 		ir.Rules[n] = e
 	}
+	for n, e := range p.jsons {
+		ir.Rules[n] = e
+	}
 	return ir, nil
 }
 
@@ -138,7 +142,7 @@ func (p *larkParser) withIgnore(e *Expr) *Expr {
 	case KindLiteral, KindRegex:
 		return Seq(e, Ref(larkIgnoreRule))
 	case KindRef:
-		if _, term := p.terms[e.Text]; term {
+		if _, term := p.terms[e.Text]; term || slices.Contains(p.jsonStarts, e.Text) {
 			return Seq(e, Ref(larkIgnoreRule))
 		}
 		return e

@@ -5,6 +5,8 @@
 package grammar
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -20,6 +22,7 @@ const (
 	ltNumber    // text = digits
 	ltDirective // text = name without %
 	ltPunct     // text = one of : | ( ) [ ] ? * + ~ .. . -> ! { } , -
+	ltJSON      // text = a JSON object after %json or %llguidance
 )
 
 type larkTok struct {
@@ -69,6 +72,17 @@ func larkLex(src string) ([]larkTok, error) {
 				return nil, errAt(s, "expected a directive name after %%")
 			}
 			toks = append(toks, larkTok{kind: ltDirective, text: src[s+1 : i], pos: s})
+			if name := src[s+1 : i]; name == "json" || name == "llguidance" {
+				for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+					i++
+				}
+				n, err := jsonObjectLen(src[i:])
+				if err != nil {
+					return nil, errAt(i, "%%%s needs a JSON object after it: %v", name, err)
+				}
+				toks = append(toks, larkTok{kind: ltJSON, text: src[i : i+n], pos: i})
+				i += n
+			}
 		case c == '"':
 			t, n, err := larkString(src, i)
 			if err != nil {
@@ -114,6 +128,19 @@ func larkLex(src string) ([]larkTok, error) {
 		}
 	}
 	return append(toks, larkTok{kind: ltEOF, pos: len(src)}), nil
+}
+
+// jsonObjectLen is the length of the JSON object s starts with.
+func jsonObjectLen(s string) (int, error) {
+	if !strings.HasPrefix(s, "{") {
+		return 0, fmt.Errorf("no {")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return 0, err
+	}
+	return int(dec.InputOffset()), nil
 }
 
 func isNameStart(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' }

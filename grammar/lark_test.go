@@ -120,6 +120,31 @@ _item.5: "\x41" | "\u00e9" | "\n" | "\d"`, []string{"A", "é\n", `\d`}, []string
 	}
 }
 
+func TestLarkLLGuidance(t *testing.T) {
+	g := mustLark(t, "%llguidance {\"no_forcing\": true}\nstart: \"a\"")
+	checkLanguage(t, g, []string{"a"}, []string{"", "b"})
+	for src, want := range map[string]string{
+		"%llguidance\nstart: \"a\"":                  "line 1:12: %llguidance needs a JSON object after it",
+		"%llguidance {\"a\": }\nstart: \"a\"":        "line 1:13: %llguidance needs a JSON object after it: invalid character",
+		"start: A\nA: %json {\"type\": \"integer\"}": "line 2:10: %json cannot be used in a terminal",
+		"%json {}\nstart: \"a\"":                     "line 1:1: %json goes inside a rule",
+	} {
+		if _, err := Lark(src); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", src, err, want)
+		}
+	}
+	src := "start: \"n=\" %json {\"type\": \"integer\"} \";\"\n%ignore \" \""
+	g, err := Lark(src)
+	if err != nil && strings.Contains(err.Error(), "not implemented") {
+		t.Skipf("JSONSchema is not written yet: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIR(t, g)
+	checkLanguage(t, g, []string{"n=12;", " n= -3 ; "}, []string{"n=1.5;", "n=12", "n=1 2;"})
+}
+
 func TestPythonRegex(t *testing.T) {
 	for in, want := range map[string]string{
 		`[\u4e00-\u9fff]+`:   `[\x{4e00}-\x{9fff}]+`,
