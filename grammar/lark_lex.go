@@ -122,6 +122,8 @@ func larkLex(src string) ([]larkTok, error) {
 		case strings.IndexByte(":|()[]?*+~.!{},-", c) >= 0:
 			toks = append(toks, larkTok{kind: ltPunct, text: src[i : i+1], pos: i})
 			i++
+		case c == '<':
+			return nil, errAt(i, "special tokens (<...>) are not supported; write the text as a string")
 		default:
 			r, _ := utf8.DecodeRuneInString(src[i:])
 			return nil, errAt(i, "unexpected %q", r)

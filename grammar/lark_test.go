@@ -194,6 +194,7 @@ func TestLarkErrors(t *testing.T) {
 		{"start: * \"a\"", "line 1:8: * has nothing before it to repeat"},
 		{"start: \"\\x4\"", "\\x needs 2 hex digits"},
 		{"start: \"a\" @", "line 1:12: unexpected '@'"},
+		{"start: <|im_end|>", "line 1:8: special tokens (<...>) are not supported"},
 		{"start: \"a\"\n%ignore rule\nrule: \"b\"", "line 2:9: %ignore uses rule rule"},
 		{"start: A\nA: \"a\" ~ 2000", "terminal A: error parsing regexp"},
 		{"start: A\n" + deepTerminals(30), "is too large"},

@@ -68,6 +68,7 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("data", "", "directory of MaskBench schema files (*.json with \"schema\" and \"tests\")")
 	tokPath := fs.String("tokenizer", "", "tokenizer the instances are tokenized with (tokenizer.json, HF dir, GGUF, encoder.json+vocab.bpe dir; e.g. testdata/models/llama3.2-tokenizer)")
 	glob := fs.String("glob", "*.json", "which files of --data to run (a filepath.Match pattern, e.g. 'Github_hard*')")
+	every := fs.Int("every", 1, "take every Nth file (in name order) for a sample across all the sources")
 	limit := fs.Int("limit", 0, "at most this many schema files (0 = all), in name order")
 	jsonOut := fs.String("json", "", "also write the summary and per-schema results to this JSON file")
 	ws := fs.Bool("whitespace", false, "compile schemas allowing JSON white space between tokens (instances stay compact)")
@@ -93,8 +94,8 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 		return usagef("unexpected argument %q", pos[0])
 	case *dir == "" || *tokPath == "":
 		return usagef("--data DIR and --tokenizer T are required")
-	case *threads < 1 || *limit < 0 || *timeout <= 0 || *maxMem < 0:
-		return usagef("--threads must be at least 1, --limit and --max-memory-mib at least 0, --timeout positive")
+	case *threads < 1 || *every < 1 || *limit < 0 || *timeout <= 0 || *maxMem < 0:
+		return usagef("--threads and --every must be at least 1, --limit and --max-memory-mib at least 0, --timeout positive")
 	}
 	files, err := filepath.Glob(filepath.Join(*dir, *glob))
 	if err != nil {
@@ -104,6 +105,13 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: no schema files match %s", *dir, *glob)
 	}
 	sort.Strings(files)
+	if *every > 1 {
+		var sample []string
+		for i := 0; i < len(files); i += *every {
+			sample = append(sample, files[i])
+		}
+		files = sample
+	}
 	if *limit > 0 && len(files) > *limit {
 		files = files[:*limit]
 	}

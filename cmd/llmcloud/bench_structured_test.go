@@ -88,7 +88,8 @@ func TestBenchStructuredIsolation(t *testing.T) {
 		t.Errorf("in process:\n%s", out.String())
 	}
 	out.Reset()
-	if err := runBenchStructured([]string{"--data", data, "--tokenizer", tok, "--timeout", "1ns", "--glob", "[bc]*.json"}, &out, &out); err != nil {
+	// broken.json, colors.json, person.json, ticket.json: every 2nd is broken and person.
+	if err := runBenchStructured([]string{"--data", data, "--tokenizer", tok, "--timeout", "1ns", "--every", "2"}, &out, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, w := range []string{"| schemas                |            2 |", "| compile error          |            2 |", "|   of which timeout     |            2 |"} {
