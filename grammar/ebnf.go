@@ -12,14 +12,17 @@ import (
 )
 
 // GBNF parses a grammar in llama.cpp's GBNF (root rule "root").
-func GBNF(src string) (*IR, error) { return parseGBNF(src) }
+func GBNF(src string) (*IR, error) { return parseGBNF(strings.TrimPrefix(src, byteOrderMark)) }
 
 // Lark parses a grammar in Lark's EBNF (start rule "start"; terminals in UPPER case).
-func Lark(src string) (*IR, error) { return parseLark(src) }
+func Lark(src string) (*IR, error) { return parseLark(strings.TrimPrefix(src, byteOrderMark)) }
+
+// byteOrderMark starts files some editors save; it is not part of the grammar.
+const byteOrderMark = "\uFEFF"
 
 // EBNF parses src as GBNF when it defines rules with "::=", else as Lark.
 func EBNF(src string) (*IR, error) {
-	if gbnfDefLine.MatchString(src) {
+	if gbnfDefLine.MatchString(strings.TrimPrefix(src, byteOrderMark)) {
 		return GBNF(src)
 	}
 	return Lark(src)

@@ -215,6 +215,9 @@ func (p *gbnfParser) atom() (*Expr, error) {
 		p.pos++
 		return Re(`(?s:.)`), nil
 	case c == '(':
+		if q := p.spaceEnd(p.pos+1, true); q < len(p.src) && p.src[q] == '=' {
+			return nil, p.errAt(start, "lookahead assertions (= ...) are not supported")
+		}
 		p.pos++
 		if p.depth++; p.depth > maxNesting {
 			return nil, p.errAt(start, "parentheses nest deeper than %d", maxNesting)

@@ -154,6 +154,7 @@ func TestGBNFMultiLine(t *testing.T) {
 		"root ::=\n  \"a\" | \"b\"\n# trailing comment", // body on the next line
 		"root ::= x\n  | y\nx ::= \"a\"\ny ::= \"b\"",   // continuation, then more rules
 		"\r\nroot ::= \"a\" | \"b\"\r\n",                // CRLF line ends
+		"\uFEFFroot ::= \"a\" | \"b\"",                  // a byte order mark
 	} {
 		g, err := GBNF(src)
 		if err != nil {
@@ -198,6 +199,7 @@ func TestGBNFErrors(t *testing.T) {
 		{"root ::= ( \"a\"\nb ::= \"c\" )", "line 2:1: rule \"b\" starts inside parentheses"},
 		{"root ::= \"a\" ;", "line 1:14: unexpected ';'"},
 		{"root ::= \"\xff\"", "invalid UTF-8"},
+		{"root ::= \"a\" (= \"b\")", "line 1:14: lookahead assertions (= ...) are not supported"},
 		{"root ::= " + strings.Repeat("(", 501), "line 1:510: parentheses nest deeper than 500"},
 	} {
 		_, err := GBNF(c.src)
