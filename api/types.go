@@ -23,6 +23,9 @@ type ChatCompletionRequest struct {
 	Model    string          `json:"model"`
 	Messages json.RawMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools,omitempty"`
+	// ToolChoice is "none", "auto", "required" or {"type": "function", "function": {"name": X}}.
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 	SamplingFields
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
 	Logprobs            bool `json:"logprobs,omitempty"`
@@ -117,10 +120,15 @@ type ChatChoice struct {
 	FinishReason string        `json:"finish_reason"`
 }
 
-// ChatMessage is an assistant message in a response.
+// ChatMessage is an assistant message in a response. Content is null when the reply is only
+// tool calls; ReasoningContent (vLLM's name) and Reasoning (newer vLLM's) carry the reasoning
+// a --reasoning-parser split off.
 type ChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	Reasoning        *string    `json:"reasoning,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatCompletionChunk is one streamed chat event.
@@ -143,8 +151,11 @@ type ChatChunkChoice struct {
 
 // ChatDelta is the new part of the assistant message.
 type ChatDelta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          string          `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Reasoning        string          `json:"reasoning,omitempty"`
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ChatLogprobs is the chat logprobs shape.
