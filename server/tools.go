@@ -79,7 +79,7 @@ func (s *Server) planTools(req *api.ChatCompletionRequest) (*toolPlan, *apiError
 	}
 	for _, t := range chosen {
 		if t.Params == nil {
-			return nil, badRequest("tool_choice", "tool_choice %q needs the JSON Schema compiler, which is not available yet", choice)
+			return nil, badRequest("tool_choice", "tool_choice %q needs the JSON Schema compiler, which is not implemented yet", choice)
 		}
 	}
 	plan.ir, err = toolcall.Grammar(format, chosen, choice == "required" && !plan.single)
