@@ -124,7 +124,9 @@ func piece(tok int) []byte {
 
 func TestConstraint(t *testing.T) {
 	in := &inner{want: `{"a":1}`}
-	c := Wrap(in, piece, "<|im_start|>assistant\n")
+	qwen3, _ := Lookup("qwen3")
+	ds, _ := Lookup("deepseek_r1")
+	c := ds.Wrap(in, piece, 258, "<|im_start|>assistant\n")
 	mask := make([]uint64, 5)
 	c.FillMask(mask)
 	if mask[0] != ^uint64(0) || mask[4] != ^uint64(0) || c.Active() {
@@ -168,9 +170,62 @@ func TestConstraint(t *testing.T) {
 	}
 
 	// thinking switched off in the prompt: the grammar applies from the first token
-	off := Wrap(&inner{want: "{}"}, piece, "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+	off := qwen3.Wrap(&inner{want: "{}"}, piece, 258, "<|im_start|>assistant\n<think>\n\n</think>\n\n")
 	off.FillMask(mask)
 	if !off.Active() || mask[1] != 1<<('{'-64) {
 		t.Fatal("thinking off: inner not applied at once")
+	}
+}
+
+func bit(mask []uint64, id int) bool { return mask[id/64]>>(id%64)&1 == 1 }
+
+// qwen3: the reply may open <think> or start the answer; the first token only the answer
+// allows decides.
+func TestConstraintOpening(t *testing.T) {
+	qwen3, _ := Lookup("qwen3")
+	mask := make([]uint64, 5)
+	in := &inner{want: `<tool_call>{}`}
+	c := qwen3.Wrap(in, piece, 258, "<|im_start|>assistant\n")
+	c.FillMask(mask)
+	if !bit(mask, '<') || bit(mask, '{') || bit(mask, 'a') || bit(mask, 257) || bit(mask, 256) {
+		t.Fatalf("opening mask %x", mask)
+	}
+	for _, tok := range []int{'<', 't'} { // both <think> and <tool_call> so far
+		if err := c.Accept(tok); err != nil || c.Active() {
+			t.Fatal(err)
+		}
+	}
+	c.FillMask(mask)
+	if !bit(mask, 'h') || !bit(mask, 'o') || bit(mask, 'x') {
+		t.Fatalf("mask after <t: %x", mask)
+	}
+	if err := c.Accept('o'); err != nil || !c.Active() || in.at() != 3 {
+		t.Fatalf("answer did not start: %v %v %d", err, c.Active(), in.at())
+	}
+	c.Rollback(1)
+	for _, tok := range []int{'h', 'i', 'n', 'k'} {
+		if err := c.Accept(tok); err != nil || c.Active() {
+			t.Fatal(err)
+		}
+	}
+	if c.Accept('x') == nil {
+		t.Fatal("<thinx accepted")
+	}
+	if err := c.Accept('>'); err != nil || c.Active() || in.at() != 0 {
+		t.Fatalf("think did not open: %v, inner at %d", err, in.at())
+	}
+	c.FillMask(mask)
+	if mask[2] != ^uint64(0) {
+		t.Fatal("reasoning not free")
+	}
+	c.Rollback(5) // back to "<t": inner follows again
+	if in.at() != 2 || c.Active() {
+		t.Fatalf("inner at %d", in.at())
+	}
+	// a reply that starts with the answer at once
+	in2 := &inner{want: `{}`}
+	c2 := qwen3.Wrap(in2, piece, 258, "")
+	if err := c2.Accept('{'); err != nil || !c2.Active() || in2.at() != 1 {
+		t.Fatal("answer at once")
 	}
 }

@@ -21,8 +21,10 @@ func (s *Server) reasoningParser() *reasoning.Parser {
 // answerOnly makes each constraint of mk apply after the reasoning, when the server parses
 // reasoning; prompt is the rendered prompt (it may have closed the reasoning already).
 func (s *Server) answerOnly(st *state, mk func() engine.Constraint, prompt string) func() engine.Constraint {
-	if mk == nil || s.reasoningParser() == nil {
+	rp := s.reasoningParser()
+	if mk == nil || rp == nil {
 		return mk
 	}
-	return func() engine.Constraint { return reasoning.Wrap(mk(), st.b.Tok.Piece, prompt) }
+	size := st.b.Model.Config.Vocab
+	return func() engine.Constraint { return rp.Wrap(mk(), st.b.Tok.Piece, size, prompt) }
 }

@@ -16,6 +16,7 @@ type replyParser struct {
 	rp     *reasoning.Parser
 	tp     *toolcall.Parser
 	single bool // at most one call (parallel_tool_calls false)
+	forced bool // a grammar shaped the reply: keep its complete calls if it was cut off
 	rs     *reasoning.Stream
 	ts     *toolcall.Stream
 	calls  int // calls given out
@@ -24,7 +25,7 @@ type replyParser struct {
 func (s *Server) newReplyParser(plan *toolPlan) *replyParser {
 	p := &replyParser{rp: s.reasoningParser()}
 	if plan != nil {
-		p.tp, p.single = plan.parser, plan.single
+		p.tp, p.single, p.forced = plan.parser, plan.single, plan.ir != nil
 	}
 	if p.rp != nil {
 		p.rs = p.rp.NewStream()
@@ -48,7 +49,11 @@ func (p *replyParser) message(text string) api.ChatMessage {
 	}
 	if p.tp != nil {
 		var calls []toolcall.Call
-		content, calls = p.tp.Parse(content)
+		if p.forced {
+			content, calls = p.tp.ParseComplete(content)
+		} else {
+			content, calls = p.tp.Parse(content)
+		}
 		if p.single && len(calls) > 1 {
 			calls = calls[:1]
 		}

@@ -76,17 +76,30 @@ func Names() []string {
 func (p *Parser) Name() string { return p.name }
 
 // Parse splits a whole reply into its content and its calls. A reply whose calls do not parse
-// (broken JSON, a call without a name) is all content, with no calls, as vLLM returns it.
+// (broken JSON, a call without a name, a reply cut off inside a call) is all content, with no
+// calls, as vLLM returns it.
 func (p *Parser) Parse(text string) (content string, calls []Call) {
+	content, calls, broken := p.parse(text)
+	if broken {
+		return text, nil
+	}
+	return content, calls
+}
+
+// ParseComplete is Parse for a reply a grammar shaped (tool_choice "required"): the complete
+// calls are kept even when the reply was cut off (max_tokens) inside a later one.
+func (p *Parser) ParseComplete(text string) (content string, calls []Call) {
+	content, calls, _ = p.parse(text)
+	return content, calls
+}
+
+func (p *Parser) parse(text string) (content string, calls []Call, broken bool) {
 	s := p.NewStream()
 	var sb strings.Builder
 	for _, d := range append(s.Feed(text), s.Finish()...) {
 		sb.WriteString(d.Content)
 	}
-	if s.broken {
-		return text, nil
-	}
-	return sb.String(), s.Calls()
+	return sb.String(), s.Calls(), s.broken
 }
 
 // NewID returns a fresh tool-call id: "call_" and 24 letters and digits, like OpenAI's.

@@ -205,6 +205,19 @@ func TestHoldBack(t *testing.T) {
 	}
 }
 
+// A reply cut off inside its second call: Parse gives it all as content, ParseComplete keeps
+// the first call.
+func TestParseComplete(t *testing.T) {
+	p, _ := Lookup("hermes")
+	text := "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": \"cut"
+	if c, calls := p.Parse(text); c != text || calls != nil {
+		t.Fatalf("Parse: %q %v", c, calls)
+	}
+	if c, calls := p.ParseComplete(text); c != "" || len(calls) != 1 || calls[0].Name != "a" {
+		t.Fatalf("ParseComplete: %q %v", c, calls)
+	}
+}
+
 func TestLookup(t *testing.T) {
 	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "hermes, llama3_json, mistral") {
 		t.Fatalf("%v", err)
