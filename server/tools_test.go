@@ -316,3 +316,33 @@ func TestReasoningSplit(t *testing.T) {
 		t.Fatalf("streamed reasoning %q content %q, want %q", rs, cs, *g.ReasoningContent)
 	}
 }
+
+// Llama 3.1's tool template writes a call's arguments with tojson: arguments sent as JSON text
+// (as OpenAI clients send them) must reach it as an object, or they come out quoted twice.
+func TestToolMessagesLlama31(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "chattmpl", "testdata", "templates", "llama3_1_tools.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := chatServer(t, Options{ChatTemplate: string(src)})
+	msgs := `[{"role": "user", "content": "look up cats"},
+		{"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+			"function": {"name": "lookup", "arguments": "{\"q\": \"cats\", \"n\": 2}"}}]},
+		{"role": "tool", "tool_call_id": "call_1", "content": "Cats are mammals."}]`
+	status, _, resp := send(t, "POST", ts.url+"/tokenize", `{"messages": `+msgs+`, "add_generation_prompt": true}`, "")
+	if status != 200 {
+		t.Fatalf("%d %s", status, resp)
+	}
+	var tok api.TokenizeResponse
+	json.Unmarshal([]byte(resp), &tok)
+	text := ts.bund.Tok.Decode(tok.Tokens)
+	for _, want := range []string{
+		"<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"lookup\", \"parameters\": {\"q\": \"cats\", \"n\": 2}}<|eot_id|>",
+		"<|start_header_id|>ipython<|end_header_id|>\n\n",
+		"Cats are mammals.",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rendered prompt lacks %q:\n%s", want, text)
+		}
+	}
+}
