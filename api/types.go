@@ -26,6 +26,9 @@ type ChatCompletionRequest struct {
 	// ToolChoice is "none", "auto", "required" or {"type": "function", "function": {"name": X}}.
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// Functions and FunctionCall are OpenAI's deprecated forms of tools; refused (400).
+	Functions    json.RawMessage `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 	SamplingFields
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
 	Logprobs            bool `json:"logprobs,omitempty"`

@@ -37,6 +37,11 @@ type toolPlan struct {
 // planTools checks tools, tool_choice and parallel_tool_calls.
 func (s *Server) planTools(req *api.ChatCompletionRequest) (*toolPlan, *apiError) {
 	plan := &toolPlan{single: req.ParallelToolCalls != nil && !*req.ParallelToolCalls}
+	for param, raw := range map[string]json.RawMessage{"functions": req.Functions, "function_call": req.FunctionCall} {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
+			return nil, badRequest(param, "%s (deprecated by OpenAI) is not supported: use tools and tool_choice", param)
+		}
+	}
 	tools, e := checkTools(req.Tools)
 	if e != nil {
 		return nil, e

@@ -68,6 +68,7 @@ func TestToolRequestErrors(t *testing.T) {
 		{`"tools": [` + weatherTool + `], "tool_choice": {"type": "function", "function": {"name": "get_time"}}`, "tool_choice", "get_time"},
 		{`"tools": [` + weatherTool + `], "tool_choice": {"type": "function"}`, "tool_choice", "tool_choice must be"},
 		{`"tool_choice": "required"`, "tool_choice", "needs tools"},
+		{`"functions": [{"name": "f"}]`, "functions", "use tools"},
 		{`"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"arguments": "{}"}}]}]`,
 			"messages", "function.name"},
 	} {
