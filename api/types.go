@@ -205,6 +205,8 @@ type TokenizeRequest struct {
 	Messages            json.RawMessage `json:"messages,omitempty"`
 	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
+	Tools               json.RawMessage `json:"tools,omitempty"`                // rendered with messages
+	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs,omitempty"` // rendered with messages
 }
 
 // TokenizeResponse lists the token ids.

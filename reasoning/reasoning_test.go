@@ -1,3 +1,5 @@
+// Reasoning tests: the parsers whole and streamed in every split, and the Constraint wrapper
+// over a toy byte-level inner constraint.
 package reasoning
 
 import (

@@ -150,6 +150,12 @@ func TestToolMessagesThroughTemplate(t *testing.T) {
 	if n := len(ts.bund.Tok.Encode(want, false, true)); cr.Usage == nil || cr.Usage.PromptTokens != n {
 		t.Fatalf("prompt tokens %+v, want %d for\n%s", cr.Usage, n, want)
 	}
+	// /tokenize renders the tools too (vLLM's field)
+	status, _, resp = send(t, "POST", ts.url+"/tokenize", `{"messages": `+msgs+`, "tools": [`+weatherTool+`]}`, "")
+	json.Unmarshal([]byte(resp), &tok)
+	if status != 200 || tok.Count != cr.Usage.PromptTokens {
+		t.Fatalf("/tokenize with tools: %d %d tokens, chat prompt %d", status, tok.Count, cr.Usage.PromptTokens)
+	}
 }
 
 // The streamed deltas of a reply with calls, as the handler writes them, read by openai-go's

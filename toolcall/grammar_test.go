@@ -1,3 +1,5 @@
+// Grammar tests: the language of each format's call grammar, checked by a small recognizer
+// (and by the real compiler once it is merged).
 package toolcall
 
 import (

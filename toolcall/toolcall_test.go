@@ -1,3 +1,5 @@
+// Parser tests: whole replies of each format (calls, content, malformed JSON, unicode), and the
+// same replies streamed in every split, checked against OpenAI's delta shape.
 package toolcall
 
 import (

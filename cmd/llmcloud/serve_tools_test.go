@@ -1,3 +1,4 @@
+// serve's tool-calling and reasoning flags.
 package main
 
 import (
