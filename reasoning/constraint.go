@@ -76,8 +76,6 @@ func (p *Parser) Wrap(inner engine.Constraint, piece func(tok int) []byte, size 
 // Active reports whether the answer has started (the inner constraint applies).
 func (c *Constraint) Active() bool { return c.st.ph == answering }
 
-func opensThink(s string) bool { return strings.HasPrefix(Start, s) || strings.HasPrefix(s, Start) }
-
 // FillMask allows every token while the reply reasons.
 func (c *Constraint) FillMask(mask []uint64) {
 	switch c.st.ph {
@@ -93,8 +91,10 @@ func (c *Constraint) FillMask(mask []uint64) {
 		} else {
 			c.inner.FillMask(mask)
 		}
+		rest := Start[len(c.st.open):] // what <think> still needs
 		for id := range min(c.size, len(mask)*64) {
-			if p := c.piece(id); len(p) > 0 && opensThink(c.st.open+string(p)) {
+			p := c.piece(id)
+			if n := min(len(p), len(rest)); n > 0 && string(p[:n]) == rest[:n] {
 				mask[id/64] |= 1 << (id % 64)
 			}
 		}

@@ -77,7 +77,7 @@ func inLanguage(g *grammar.IR, s string) bool { return ends(g, g.Rules[g.Start],
 func argsIR() *grammar.IR {
 	return &grammar.IR{Start: "root", Rules: map[string]*grammar.Expr{
 		"root": grammar.Alt(grammar.Lit("{}"), grammar.Seq(grammar.Lit(`{"city":`), grammar.Ref("str"), grammar.Lit("}"))),
-		"str":  grammar.Re(`"[A-Za-z]+"`),
+		"str":  grammar.Re(`"[A-Za-z]{1,8}"`),
 	}}
 }
 
