@@ -52,6 +52,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		return
 	}
 	if plan.ir != nil {
+		if g.constraint != nil {
+			s.fail(w, badRequest("tool_choice", "a forced tool_choice and a structured output format cannot both constrain one reply"))
+			return
+		}
 		if g.constraint, e = st.toolGrammarConstraint(plan.ir); e != nil {
 			s.fail(w, e)
 			return
