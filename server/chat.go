@@ -23,6 +23,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
+	plan, e := s.planTools(&req)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
 	top := 0
 	if req.TopLogprobs != nil {
 		top = *req.TopLogprobs
@@ -41,11 +46,6 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		return
 	}
 	g.kind = "chat"
-	plan, e := s.planTools(&req)
-	if e != nil {
-		s.fail(w, e)
-		return
-	}
 	prompt, e := st.renderChat(req.Messages, req.Tools, req.ChatTemplateKwargs, true)
 	if e != nil {
 		s.fail(w, e)
