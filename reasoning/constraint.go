@@ -11,11 +11,17 @@
 
 package reasoning
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/llmcloud/llmcloud/engine"
-)
+// Inner is the constraint being wrapped: engine.Constraint's methods (grammar.Matcher has
+// them). Declared here so the package imports no engine code; *Constraint is an
+// engine.Constraint too.
+type Inner interface {
+	FillMask(mask []uint64)
+	Accept(tok int) error
+	Rollback(n int)
+	Done() bool
+}
 
 // byteAcceptor is a constraint that can also be advanced by raw bytes (grammar.Matcher).
 type byteAcceptor interface {
@@ -32,7 +38,7 @@ const (
 
 // Constraint wraps an inner constraint; see Parser.Wrap.
 type Constraint struct {
-	inner engine.Constraint
+	inner Inner
 	piece func(tok int) []byte
 	size  int // vocabulary size
 	st    wrapState
@@ -55,14 +61,14 @@ type step struct {
 	rewound bool // inner was rolled back to its start (the reply opened <think>)
 }
 
-var _ engine.Constraint = (*Constraint)(nil)
+var _ Inner = (*Constraint)(nil)
 
 // Wrap returns a constraint that keeps inner off the reasoning. piece gives a token's bytes
 // for the size ids of the vocabulary; prompt is the rendered prompt.
 //
 // Bytes that follow </think> inside the same token go to inner (after the newlines the parser
 // drops) when it accepts bytes; a token is never refused after it was sampled.
-func (p *Parser) Wrap(inner engine.Constraint, piece func(tok int) []byte, size int, prompt string) *Constraint {
+func (p *Parser) Wrap(inner Inner, piece func(tok int) []byte, size int, prompt string) *Constraint {
 	c := &Constraint{inner: inner, piece: piece, size: size}
 	switch {
 	case strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), End):
