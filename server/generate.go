@@ -32,6 +32,8 @@ type genRequest struct {
 	stopIDs   []int
 	ignoreEOS bool
 	user      string
+	// constraint, if set, makes each choice's engine.Request.Constraint (a grammar).
+	constraint func() engine.Constraint
 }
 
 // choiceOutput is one Output of choice index (prompt*n + i).
@@ -198,6 +200,9 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 			}
 			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p,
 				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS}
+			if g.constraint != nil {
+				r.Constraint = g.constraint()
+			}
 			ch, err := st.eng.Add(ctx, r)
 			if err != nil {
 				cancel()
