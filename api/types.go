@@ -26,6 +26,12 @@ type ChatCompletionRequest struct {
 	Model    string          `json:"model"`
 	Messages json.RawMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools,omitempty"`
+	// ToolChoice is "none", "auto", "required" or {"type": "function", "function": {"name": X}}.
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// Functions and FunctionCall are OpenAI's deprecated forms of tools; refused (400).
+	Functions    json.RawMessage `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 	SamplingFields
 	StructuredFields
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
@@ -125,10 +131,15 @@ type ChatChoice struct {
 	FinishReason string        `json:"finish_reason"`
 }
 
-// ChatMessage is an assistant message in a response.
+// ChatMessage is an assistant message in a response. Content is null when the reply is only
+// tool calls; ReasoningContent (vLLM's name) and Reasoning (newer vLLM's) carry the reasoning
+// a --reasoning-parser split off.
 type ChatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	Reasoning        *string    `json:"reasoning,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatCompletionChunk is one streamed chat event.
@@ -151,8 +162,11 @@ type ChatChunkChoice struct {
 
 // ChatDelta is the new part of the assistant message.
 type ChatDelta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          string          `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Reasoning        string          `json:"reasoning,omitempty"`
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ChatLogprobs is the chat logprobs shape.
@@ -199,6 +213,8 @@ type TokenizeRequest struct {
 	Messages            json.RawMessage `json:"messages,omitempty"`
 	AddSpecialTokens    *bool           `json:"add_special_tokens,omitempty"`
 	AddGenerationPrompt *bool           `json:"add_generation_prompt,omitempty"`
+	Tools               json.RawMessage `json:"tools,omitempty"`                // rendered with messages
+	ChatTemplateKwargs  json.RawMessage `json:"chat_template_kwargs,omitempty"` // rendered with messages
 }
 
 // TokenizeResponse lists the token ids.

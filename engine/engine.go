@@ -169,23 +169,30 @@ type StepMetrics struct {
 	Preempted     int
 	Start         time.Time
 	Forward       time.Duration // model forward pass
-	Sample        time.Duration // sampling
-	Total         time.Duration // the whole step, bookkeeping and output included
-	KVUsage       float64
-	Running       int
-	Waiting       int
+	Sample        time.Duration // sampling (constraints accepting the sampled tokens included)
+	// MaskWait is how long the step waited after the forward for constrained sequences' masks
+	// (filled while the forward runs): 0 when the masks cost no wall time.
+	MaskWait    time.Duration
+	Constrained int           // sequences sampled under a Constraint's mask
+	Total       time.Duration // the whole step, bookkeeping and output included
+	KVUsage     float64
+	Running     int
+	Waiting     int
 }
 
 // Engine serves many requests on one model with continuous batching over a paged KV cache.
 type Engine struct {
-	m      *model.Model
-	tok    *tokenizer.Tokenizer
-	opts   Options
-	cfg    Config // effective scheduler configuration
-	eog    []int  // the tokenizer's end-of-generation ids
-	now    func() time.Time
-	sched  *Scheduler // step loop only
-	runner *runner    // step loop only
+	m    *model.Model
+	tok  *tokenizer.Tokenizer
+	opts Options
+	cfg  Config // effective scheduler configuration
+	eog  []int  // the tokenizer's end-of-generation ids
+	// maskWords is the length of a constrained request's mask: it covers the model's and the
+	// tokenizer's vocabularies.
+	maskWords int
+	now       func() time.Time
+	sched     *Scheduler // step loop only
+	runner    *runner    // step loop only
 
 	mu        sync.Mutex
 	inbox     []event
@@ -248,7 +255,9 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.maskWords = (mc.Vocab + 63) / 64
 	if tok != nil {
+		e.maskWords = max(e.maskWords, (tok.VocabSize()+63)/64)
 		for id := 0; id < tok.VocabSize(); id++ {
 			if tok.IsEOG(id) {
 				e.eog = append(e.eog, id)
@@ -275,7 +284,7 @@ func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 		return nil, fmt.Errorf("engine: request %s: %w", r.ID, err)
 	}
 	smp.SetPrompt(r.Prompt)
-	st := &reqState{req: r, sampler: smp, out: make(chan Output, e.opts.OutputBuffer),
+	st := &reqState{req: r, dec: newSeqSampler(smp, r.Constraint, e.maskWords), out: make(chan Output, e.opts.OutputBuffer),
 		stop: newStopText(e.tok, r.Stop)}
 	st.metrics.Arrival = e.now()
 	e.mu.Lock()

@@ -1,8 +1,9 @@
 // This file implements the engine's step loop, the only goroutine that touches the scheduler,
 // the KV pool and the samplers:
 //
-//	apply the inbox (adds, aborts) -> Schedule -> runner.execute (forward + sample)
-//	-> Update -> stream outputs, Finish on stop strings -> publish Stats, OnStep
+//	apply the inbox (adds, aborts) -> Schedule -> runner.execute (masks beside the forward,
+//	sample) -> abort rejected constraints -> Update -> stream outputs, Finish on stop strings
+//	and completed constraints -> publish Stats, OnStep
 //
 // It sleeps when nothing is live and exits after Shutdown once idle. Aborts and stop strings
 // finish sequences between steps, so their blocks are free before the next Schedule.
@@ -10,6 +11,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/llmcloud/llmcloud/sample"
@@ -18,7 +20,7 @@ import (
 func (e *Engine) loop() {
 	defer close(e.done)
 	bySeq := map[SeqID]*reqState{}
-	samplerOf := func(id SeqID) *sample.Sampler { return bySeq[id].sampler }
+	samplerOf := func(id SeqID) *seqSampler { return &bySeq[id].dec }
 	for {
 		e.mu.Lock()
 		events := e.inbox
@@ -72,6 +74,10 @@ func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
 		stopIDs = append(stopIDs, e.eog...)
 	}
 	bySeq[st.seq] = st
+	if c := r.Constraint; c != nil && c.Done() {
+		e.finish(st, bySeq, FinishStop, nil) // the grammar allows nothing at all: an empty output
+		return
+	}
 	_, err := e.sched.AddRequest(SeqRequest{ID: st.seq, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
 		StopTokenIDs: stopIDs, Priority: r.Priority, ArrivalTime: int64(st.seq), CacheSalt: r.CacheSalt})
 	if err != nil {
@@ -84,7 +90,7 @@ func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
 }
 
 // step runs one scheduler step end to end.
-func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *sample.Sampler) {
+func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampler) {
 	t0 := e.now()
 	plan := e.sched.Schedule()
 	m := StepMetrics{Step: plan.Step, NumSeqs: len(plan.Seqs), NumTokens: plan.NumBatchedTokens,
@@ -108,7 +114,8 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *sample.S
 		bySeq[id].metrics.Preemptions++
 	}
 	res, err := e.runner.execute(plan, samplerOf)
-	m.Forward, m.Sample = res.forward, res.sample
+	m.Forward, m.Sample, m.MaskWait = res.forward, res.sample, res.maskWait
+	m.Constrained = len(e.runner.masks.jobs)
 	if err != nil {
 		// An engine error (not expected: requests are validated) fails this step's requests.
 		for _, ss := range plan.Seqs {
@@ -118,6 +125,14 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *sample.S
 			}
 		}
 		res.sampled = nil
+	}
+	// A constraint that failed (rejected its token, panicked, allowed nothing) ends its own
+	// request before Update, so the token is never appended.
+	for id, cerr := range res.rejected {
+		if st := bySeq[id]; st != nil && !st.finished {
+			_ = e.sched.Abort(id)
+			e.finish(st, bySeq, FinishAbort, fmt.Errorf("engine: request %s: %w", st.req.ID, cerr))
+		}
 	}
 	outs, err := e.sched.Update(plan, res.sampled)
 	if err != nil {
@@ -151,6 +166,13 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *sample.S
 				}
 				reason = FinishStop
 			}
+		}
+		if res.done[o.ID] && reason != FinishStop {
+			// The constraint is complete: nothing may follow this token (kept, text included).
+			if reason == "" {
+				_ = e.sched.Finish(o.ID, StatusFinishedStopped)
+			}
+			reason = FinishStop
 		}
 		if reason == "" {
 			st.send(e.fill(st, d), false)

@@ -8,7 +8,6 @@ package engine
 
 import (
 	"github.com/llmcloud/llmcloud/generate"
-	"github.com/llmcloud/llmcloud/sample"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
 
@@ -16,7 +15,7 @@ import (
 type reqState struct {
 	req     Request
 	seq     SeqID
-	sampler *sample.Sampler
+	dec     seqSampler // sampler, constraint and mask buffer
 	out     chan Output
 	stop    *stopText
 	stopCtx func() bool // stops the context watcher

@@ -1,7 +1,9 @@
 // This file implements the runner: it executes one StepPlan on the model — the plan's entries
 // become one ragged batch for model.ForwardBatch over the paged KV pool — and samples the next
 // token of every sequence that needs logits, with that request's own sampler (in parallel
-// across the kernel pool: samplers are independent).
+// across the kernel pool: samplers are independent). Constrained sequences' masks are filled
+// during the forward (constraint.go) and applied by the sampler; the constraint then accepts
+// the sampled token.
 
 package engine
 
@@ -23,15 +25,17 @@ type runner struct {
 
 	// per step, for the entries that need logits
 	ids      []SeqID
-	samplers []*sample.Sampler
+	samplers []*seqSampler
 	results  []sample.Result
-	errs     []error
+	errs     []error // sampling errors (a constrained row: its constraint's failure)
+	done     []bool  // the row's constraint is Done after its token
 	logits   []float32
 	sampleFn func(lo, hi int)
+	masks    *maskFiller
 }
 
 func newRunner(m *model.Model, kv *model.PagedKV, invariant bool) *runner {
-	r := &runner{m: m, kv: kv}
+	r := &runner{m: m, kv: kv, masks: newMaskFiller()}
 	r.b.Invariant = invariant
 	r.sampleFn = r.sample
 	return r
@@ -39,20 +43,24 @@ func newRunner(m *model.Model, kv *model.PagedKV, invariant bool) *runner {
 
 // stepResult is what executing a plan produced.
 type stepResult struct {
-	sampled map[SeqID]int
-	results map[SeqID]sample.Result
-	forward time.Duration
-	sample  time.Duration
+	sampled  map[SeqID]int
+	results  map[SeqID]sample.Result
+	rejected map[SeqID]error // constrained sequences whose constraint failed: abort them
+	done     map[SeqID]bool  // constrained sequences whose constraint is Done
+	forward  time.Duration
+	maskWait time.Duration // after the forward, waiting for masks still being filled
+	sample   time.Duration
 }
 
 // execute runs plan. samplerOf returns the sampler of a scheduled sequence.
-func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *sample.Sampler) (stepResult, error) {
+func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (stepResult, error) {
 	res := stepResult{sampled: map[SeqID]int{}, results: map[SeqID]sample.Result{}}
 	if len(plan.Seqs) == 0 {
 		return res, nil
 	}
 	r.seqs = r.seqs[:0]
 	r.ids, r.samplers = r.ids[:0], r.samplers[:0]
+	r.masks.reset()
 	for len(r.tables) < len(plan.Seqs) {
 		r.tables = append(r.tables, nil)
 	}
@@ -64,21 +72,32 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *sample.Sampler) 
 		r.tables[i] = t
 		r.seqs = append(r.seqs, model.BatchSeq{Tokens: ss.Tokens, StartPos: ss.StartPos, BlockTable: t, NeedsLogits: ss.NeedsLogits})
 		if ss.NeedsLogits {
+			smp := samplerOf(ss.ID)
+			if smp.constraint != nil {
+				r.masks.add(smp, len(r.ids))
+			}
 			r.ids = append(r.ids, ss.ID)
-			r.samplers = append(r.samplers, samplerOf(ss.ID))
+			r.samplers = append(r.samplers, smp)
 		}
 	}
+	n := len(r.ids)
+	r.results = append(r.results[:0], make([]sample.Result, n)...)
+	r.errs = append(r.errs[:0], make([]error, n)...)
+	r.done = append(r.done[:0], make([]bool, n)...)
 	t0 := time.Now()
+	r.masks.start()
 	logits, err := r.m.ForwardBatch(&r.b, r.kv, r.seqs)
 	res.forward = time.Since(t0)
+	r.masks.wait()
+	t1 := time.Now()
+	res.maskWait = t1.Sub(t0) - res.forward
 	if err != nil {
 		return res, err
 	}
-	t1 := time.Now()
-	n := len(r.ids)
+	for i, j := range r.masks.slot {
+		r.errs[j] = r.masks.errs[i]
+	}
 	r.logits = logits
-	r.results = append(r.results[:0], make([]sample.Result, n)...)
-	r.errs = append(r.errs[:0], make([]error, n)...)
 	p := r.m.Pool
 	if p == nil {
 		p = kernels.Default
@@ -92,18 +111,43 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *sample.Sampler) 
 	res.sample = time.Since(t1)
 	for j, id := range r.ids {
 		if r.errs[j] != nil {
-			return res, fmt.Errorf("engine: sampling sequence %d: %w", id, r.errs[j])
+			if r.samplers[j].constraint == nil {
+				return res, fmt.Errorf("engine: sampling sequence %d: %w", id, r.errs[j])
+			}
+			if res.rejected == nil {
+				res.rejected = map[SeqID]error{}
+			}
+			res.rejected[id] = r.errs[j]
+			continue
 		}
 		res.sampled[id] = r.results[j].ID
 		res.results[id] = r.results[j]
+		if r.done[j] {
+			if res.done == nil {
+				res.done = map[SeqID]bool{}
+			}
+			res.done[id] = true
+		}
 	}
 	return res, nil
 }
 
-// sample runs the samplers of logits rows [lo, hi).
+// sample runs the samplers of logits rows [lo, hi); a constrained row samples under its mask
+// and its constraint accepts the token.
 func (r *runner) sample(lo, hi int) {
 	V := r.m.Config.Vocab
 	for j := lo; j < hi; j++ {
-		r.results[j], r.errs[j] = r.samplers[j].Sample(r.logits[j*V : (j+1)*V])
+		smp := r.samplers[j]
+		if smp.constraint == nil {
+			r.results[j], r.errs[j] = smp.sampler.Sample(r.logits[j*V : (j+1)*V])
+			continue
+		}
+		if r.errs[j] != nil {
+			continue // its mask failed
+		}
+		r.results[j], r.errs[j] = smp.sampler.SampleMasked(r.logits[j*V:(j+1)*V], smp.mask)
+		if r.errs[j] == nil {
+			r.done[j], r.errs[j] = smp.accept(r.results[j].ID)
+		}
 	}
 }

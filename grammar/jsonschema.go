@@ -1,20 +1,405 @@
-// This file compiles JSON Schema to the IR.
-// STUB: the signature is final; the body is being written (issue 16).
+// This file compiles JSON Schema to the IR: it resolves $ref, merges allOf (and $ref
+// siblings) into one set of constraints, distributes anyOf/oneOf, and hands each type to the
+// emitters in jsonschema_*.go. Whatever cannot be compiled exactly is refused (an error naming
+// the keyword) or narrowed to a subset of the valid instances, never widened.
 
 package grammar
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
 
 // SchemaOptions configures JSONSchema.
 type SchemaOptions struct {
 	// Whitespace allows JSON whitespace between tokens; false = compact JSON only (as
 	// json.Marshal writes it), which keeps a weak model from wandering into whitespace.
 	Whitespace bool
+	// MaxRules bounds the grammar's size (0 = 10,000 rules).
+	MaxRules int
 }
 
 // JSONSchema compiles a JSON Schema (draft 2020-12 and older drafts' forms) to an IR whose
 // language is the JSON texts the schema accepts. An invalid or unsatisfiable schema is an error
 // naming the keyword and the reason.
-func JSONSchema(schema []byte, opt SchemaOptions) (*IR, error) {
-	return nil, errors.New("grammar: JSON Schema not implemented yet")
+func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
+	root, err := parseJV(schema)
+	if err != nil {
+		return nil, fmt.Errorf("grammar: schema is not JSON: %v", err)
+	}
+	if root.kind != jObj && root.kind != jBool {
+		return nil, fmt.Errorf("grammar: schema must be an object or a boolean")
+	}
+	if opt.MaxRules <= 0 {
+		opt.MaxRules = 10000
+	}
+	c := &schemaCompiler{opt: opt, root: root, rules: map[string]*Expr{},
+		conjRule: map[string]string{}, index: map[*jv]int{}, path: map[*jv]string{},
+		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}}
+	c.walk(root, "#", "", 0)
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(schemaErr); ok {
+				g, err = nil, e
+				return
+			}
+			panic(r)
+		}
+	}()
+	c.markRefTargets()
+	body := c.conj(conj{nodes: []*jv{root}}, "#")
+	if isNothing(body) {
+		return nil, fmt.Errorf("grammar: schema at # is unsatisfiable: no JSON value is valid")
+	}
+	c.rules["root"] = body
+	g = &IR{Start: "root", Rules: c.rules}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkRegexes(g); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// schemaErr carries a compile error up through panic (recovered in JSONSchema).
+type schemaErr struct{ msg string }
+
+func (e schemaErr) Error() string { return e.msg }
+
+func fail(format string, args ...any) {
+	panic(schemaErr{"grammar: " + fmt.Sprintf(format, args...)})
+}
+
+func unsupported(kw, at string) {
+	fail("unsupported keyword %q at %s", kw, at)
+}
+
+type schemaCompiler struct {
+	opt       SchemaOptions
+	root      *jv
+	rules     map[string]*Expr
+	conjRule  map[string]string // conjunction key -> rule name
+	index     map[*jv]int       // node -> id (for keys)
+	path      map[*jv]string    // node -> JSON pointer (for messages)
+	base      map[*jv]string    // node -> base URI of its resource
+	ids       map[string]*jv    // absolute URI (no fragment) or base+"#anchor" -> node
+	refTarget map[*jv]bool
+	depth     int
+	nodes     int
+}
+
+// walk numbers every object node and records $id/id and $anchor.
+func (c *schemaCompiler) walk(v *jv, path, base string, depth int) {
+	if v.kind == jArr {
+		for i, e := range v.arr {
+			c.walk(e, path+"/"+strconv.Itoa(i), base, depth+1)
+		}
+		return
+	}
+	if v.kind != jObj && v.kind != jBool {
+		return
+	}
+	c.index[v] = len(c.index)
+	c.path[v] = path
+	if v.kind == jBool {
+		c.base[v] = base
+		return
+	}
+	for _, key := range []string{"$id", "id"} {
+		if id := v.get(key); id != nil && id.kind == jStr && !(key == "id" && v.get("$id") != nil) {
+			abs := resolveURI(base, id.s)
+			if i := strings.IndexByte(abs, '#'); i >= 0 {
+				if frag := abs[i+1:]; frag != "" && !strings.HasPrefix(frag, "/") {
+					c.ids[abs] = v // draft-06 style plain-name id
+				}
+				abs = abs[:i]
+			}
+			if abs != "" && abs != base {
+				base = abs
+				if _, dup := c.ids[abs]; !dup {
+					c.ids[abs] = v
+				}
+			}
+			break
+		}
+	}
+	if a := v.get("$anchor"); a != nil && a.kind == jStr {
+		c.ids[base+"#"+a.s] = v
+	}
+	c.base[v] = base
+	for i, k := range v.keys {
+		c.walk(v.vals[i], path+"/"+escapePointer(k), base, depth+1)
+	}
+}
+
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// conj is a conjunction of schema nodes, all of which an instance must satisfy; used records
+// the anyOf/oneOf arrays already distributed.
+type conj struct {
+	nodes []*jv
+	used  []*jv
+}
+
+func (c *schemaCompiler) key(k conj) string {
+	ids := make([]int, 0, len(k.nodes))
+	for _, n := range k.nodes {
+		ids = append(ids, c.index[n])
+	}
+	sort.Ints(ids)
+	u := make([]int, 0, len(k.used))
+	for _, n := range k.used {
+		u = append(u, c.index[n])
+	}
+	sort.Ints(u)
+	return fmt.Sprint(ids, u)
+}
+
+// flatten resolves $ref and allOf into a flat list of schema objects (false short-circuits).
+func (c *schemaCompiler) flatten(k conj) (conj, bool) {
+	var out []*jv
+	seen := map[*jv]bool{}
+	var add func(v *jv, depth int) bool
+	add = func(v *jv, depth int) bool {
+		if depth > 64 {
+			fail("$ref/allOf chain too deep at %s", c.path[v])
+		}
+		if seen[v] {
+			return true
+		}
+		seen[v] = true
+		switch v.kind {
+		case jBool:
+			return v.b
+		case jObj:
+		default:
+			fail("schema at %s must be an object or a boolean", c.path[v])
+		}
+		out = append(out, v)
+		if r := v.get("$ref"); r != nil {
+			if !add(c.resolve(v, r), depth+1) {
+				return false
+			}
+		}
+		if a := v.get("allOf"); a != nil {
+			if a.kind != jArr || len(a.arr) == 0 {
+				fail("keyword \"allOf\" at %s must be a non-empty array", c.path[v])
+			}
+			for _, s := range a.arr {
+				if !add(s, depth+1) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for _, n := range k.nodes {
+		if !add(n, 0) {
+			return conj{}, false
+		}
+	}
+	return conj{nodes: out, used: k.used}, true
+}
+
+// conj compiles a conjunction of schemas.
+func (c *schemaCompiler) conj(k conj, at string) *Expr {
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > 400 {
+		fail("schema nested too deeply at %s", at)
+	}
+	k, ok := c.flatten(k)
+	if !ok {
+		return Alt()
+	}
+	key := c.key(k)
+	if name, ok := c.conjRule[key]; ok {
+		return Ref(name)
+	}
+	needRule := false
+	for _, n := range k.nodes {
+		if c.refTarget[n] {
+			needRule = true
+		}
+	}
+	if !needRule {
+		return c.distribute(k, at)
+	}
+	name := c.newRule()
+	c.conjRule[key] = name
+	c.rules[name] = Alt() // placeholder while compiling (recursion refers to the name)
+	c.rules[name] = c.distribute(k, at)
+	return Ref(name)
+}
+
+// newRule reserves a fresh rule name.
+func (c *schemaCompiler) newRule() string {
+	if len(c.rules) >= c.opt.MaxRules {
+		fail("schema too large: more than %d rules", c.opt.MaxRules)
+	}
+	name := fmt.Sprintf("s%d", len(c.rules))
+	c.rules[name] = Alt()
+	return name
+}
+
+// distribute expands the first anyOf/oneOf not yet used into an alternation.
+func (c *schemaCompiler) distribute(k conj, at string) *Expr {
+	for _, n := range k.nodes {
+		for _, kw := range []string{"anyOf", "oneOf"} {
+			a := n.get(kw)
+			if a == nil || containsNode(k.used, a) {
+				continue
+			}
+			if a.kind != jArr || len(a.arr) == 0 {
+				fail("keyword %q at %s must be a non-empty array", kw, c.path[n])
+			}
+			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr, k.nodes) {
+				unsupported("oneOf", c.path[n]+" (branches may overlap)")
+			}
+			used := append(append([]*jv{}, k.used...), a)
+			var alts []*Expr
+			for i, b := range a.arr {
+				nodes := append(append([]*jv{}, k.nodes...), b)
+				e := c.conj(conj{nodes: nodes, used: used}, fmt.Sprintf("%s/%s/%d", c.path[n], kw, i))
+				if !isNothing(e) {
+					alts = append(alts, e)
+				}
+			}
+			if len(alts) == 1 {
+				return alts[0]
+			}
+			return Alt(alts...)
+		}
+	}
+	m := c.merge(k)
+	return c.emit(m)
+}
+
+func containsNode(list []*jv, v *jv) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func isNothing(e *Expr) bool { return e.Kind == KindAlt && len(e.Subs) == 0 }
+
+// markRefTargets finds every node a $ref points to (those get rules, so recursion works).
+func (c *schemaCompiler) markRefTargets() {
+	var visit func(v *jv)
+	visit = func(v *jv) {
+		switch v.kind {
+		case jArr:
+			for _, e := range v.arr {
+				visit(e)
+			}
+		case jObj:
+			if r := v.get("$ref"); r != nil && r.kind == jStr {
+				if t := c.tryResolve(v, r.s); t != nil {
+					c.refTarget[t] = true
+				}
+			}
+			for _, e := range v.vals {
+				visit(e)
+			}
+		}
+	}
+	visit(c.root)
+}
+
+func (c *schemaCompiler) resolve(from, r *jv) *jv {
+	if r.kind != jStr {
+		fail("keyword \"$ref\" at %s must be a string", c.path[from])
+	}
+	t := c.tryResolve(from, r.s)
+	if t == nil {
+		fail("keyword \"$ref\" at %s: cannot resolve %q", c.path[from], r.s)
+	}
+	return t
+}
+
+func (c *schemaCompiler) tryResolve(from *jv, ref string) *jv {
+	base := c.base[from]
+	abs := resolveURI(base, ref)
+	doc, frag := abs, ""
+	if i := strings.IndexByte(abs, '#'); i >= 0 {
+		doc, frag = abs[:i], abs[i+1:]
+	}
+	var start *jv
+	if doc == "" || doc == base && base == "" {
+		start = c.root
+	} else if n := c.ids[doc]; n != nil {
+		start = n
+	} else if doc == c.base[c.root] {
+		start = c.root
+	} else {
+		return nil
+	}
+	if frag == "" {
+		return start
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return c.ids[doc+"#"+frag]
+	}
+	cur := start
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = unescapeURI(tok)
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch cur.kind {
+		case jObj:
+			cur = cur.get(tok)
+		case jArr:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(cur.arr) {
+				return nil
+			}
+			cur = cur.arr[i]
+		default:
+			return nil
+		}
+		if cur == nil {
+			return nil
+		}
+	}
+	return cur
+}
+
+var errNoSchema = errors.New("no schema")
+
+// checkRegexes makes sure every regex terminal compiles (Go caps repeat counts and sizes).
+func checkRegexes(g *IR) error {
+	seen := map[*Expr]bool{}
+	var check func(e *Expr) error
+	check = func(e *Expr) error {
+		if seen[e] {
+			return nil
+		}
+		seen[e] = true
+		if e.Kind == KindRegex {
+			if _, err := regexp.Compile(e.Text); err != nil {
+				return fmt.Errorf("grammar: a regular expression the schema needs is too large or invalid: %v", err)
+			}
+		}
+		for _, s := range e.Subs {
+			if err := check(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, n := range g.ruleNames() {
+		if err := check(g.Rules[n]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

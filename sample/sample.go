@@ -16,13 +16,18 @@
 //  8. top-p: keep the smallest most-likely-first prefix whose probability reaches TopP
 //     (renormalized after the steps above); then draw from what is left with the seeded RNG
 //
+// SampleMasked first sets every token outside an allowed set (a bitmask, as a grammar gives it)
+// to -inf after step 3, so greedy choice, min-p, top-k, top-p and the draw all see only allowed
+// tokens; the chosen token is always allowed.
+//
 // Log-probabilities are those of the raw model distribution (log-softmax of the logits
-// given to Sample, before any of the steps above), as vLLM reports by default.
+// given to Sample, before any of the steps above and before a mask), as vLLM reports by default.
 package sample
 
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -105,7 +110,12 @@ func (s *Sampler) Accept(id int) {
 }
 
 // Sample chooses a token from logits ([vocab]; not modified) and records it as generated.
-func (s *Sampler) Sample(logits []float32) (Result, error) {
+func (s *Sampler) Sample(logits []float32) (Result, error) { return s.SampleMasked(logits, nil) }
+
+// SampleMasked is Sample restricted to the tokens whose bit is set in mask (token i is bit
+// i%64 of mask[i/64]; tokens past len(mask)*64 are not allowed). A nil mask allows every
+// token (Sample). It is an error when mask allows no token of logits.
+func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) {
 	n := len(logits)
 	if n == 0 {
 		return Result{}, fmt.Errorf("sample: empty logits")
@@ -116,11 +126,19 @@ func (s *Sampler) Sample(logits []float32) (Result, error) {
 		}
 	}
 	x := s.processed(logits)
+	if mask != nil && !applyMask(x, mask) {
+		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+	}
 	var id int
 	if s.p.Temperature == 0 {
 		id = argmax(x)
 	} else {
 		id = s.draw(x)
+	}
+	if mask != nil && !allowed(mask, id) {
+		// Every allowed token's logit is -inf or NaN (a logit bias of -inf, a broken model):
+		// the choice above saw no finite candidate. Take the first allowed token instead.
+		id = firstAllowed(mask)
 	}
 	res := Result{ID: id}
 	if s.p.Logprobs || s.p.TopLogprobs > 0 {
@@ -160,6 +178,53 @@ func (s *Sampler) processed(logits []float32) []float64 {
 		}
 	}
 	return x
+}
+
+// applyMask sets x[i] to -inf for every token i not allowed by mask and reports whether any
+// token of x is allowed.
+func applyMask(x []float64, mask []uint64) bool {
+	ninf := math.Inf(-1)
+	found := false
+	for w := 0; w*64 < len(x); w++ {
+		var word uint64
+		if w < len(mask) {
+			word = mask[w]
+		}
+		row := x[w*64 : min(w*64+64, len(x))]
+		full := uint64(1)<<len(row) - 1 // all ones when len(row) == 64
+		word &= full
+		found = found || word != 0
+		if word == full {
+			continue
+		}
+		if word == 0 {
+			for i := range row {
+				row[i] = ninf
+			}
+			continue
+		}
+		for i := range row {
+			if word>>i&1 == 0 {
+				row[i] = ninf
+			}
+		}
+	}
+	return found
+}
+
+// allowed reports whether mask allows token id.
+func allowed(mask []uint64, id int) bool {
+	return id/64 < len(mask) && mask[id/64]>>(id%64)&1 != 0
+}
+
+// firstAllowed returns the lowest token id that mask allows (applyMask found one below n).
+func firstAllowed(mask []uint64) int {
+	for w, word := range mask {
+		if word != 0 {
+			return w*64 + bits.TrailingZeros64(word)
+		}
+	}
+	return 0
 }
 
 // argmax returns the index of the largest value, the lowest index on ties; NaN never wins.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func mustNew(t *testing.T, p Params) *Sampler {
+func mustNew(t testing.TB, p Params) *Sampler {
 	t.Helper()
 	s, err := New(p)
 	if err != nil {

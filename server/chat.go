@@ -30,6 +30,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
+	plan, e := s.planTools(&req)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
 	top := 0
 	if req.TopLogprobs != nil {
 		top = *req.TopLogprobs
@@ -62,6 +67,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
+	if plan.ir != nil {
+		if g.constraint != nil {
+			s.fail(w, badRequest("tool_choice", "a forced tool_choice and a structured output format cannot both constrain one reply"))
+			return
+		}
+		if g.constraint, e = st.toolGrammarConstraint(plan.ir); e != nil {
+			s.fail(w, e)
+			return
+		}
+	}
+	g.constraint = s.answerOnly(st, g.constraint, prompt)
 	g.prompts = [][]int{st.b.Tok.Encode(prompt, false, true)}
 	if e := g.checkPrompts(st, "messages"); e != nil {
 		s.fail(w, e)
@@ -75,6 +91,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 	}
 	created := time.Now().Unix()
 	choices := make([]chatChoice, g.n)
+	for i := range choices {
+		choices[i].reply = s.newReplyParser(plan)
+	}
 	usage := func() *api.Usage {
 		u := &api.Usage{PromptTokens: choices[0].last.PromptTokens,
 			PromptTokensDetails: &api.PromptTokensDetails{CachedTokens: choices[0].last.CachedTokens}}
@@ -95,8 +114,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 				s.fail(w, &apiError{status: http.StatusInternalServerError, code: "engine_error", msg: c.last.Err.Error()})
 				return
 			}
+			msg := c.reply.message(c.text)
 			resp.Choices = append(resp.Choices, api.ChatChoice{Index: i,
-				Message: api.ChatMessage{Role: "assistant", Content: c.text}, Logprobs: c.lp, FinishReason: c.last.FinishReason})
+				Message: msg, Logprobs: c.lp, FinishReason: c.reply.finishReason(c.last.FinishReason)})
 		}
 		resp.Usage = usage()
 		writeJSON(w, http.StatusOK, resp)
@@ -116,13 +136,31 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 	}
 	for co := range outs {
 		o := co.out
-		text, lp := choices[co.index].add(st, o, req.Logprobs)
-		if failed || (text == "" && !o.Finished && len(o.TokenIDs) == 0) {
+		c := &choices[co.index]
+		text, lp := c.add(st, o, req.Logprobs)
+		deltas := c.reply.feed(text, o.Finished)
+		if failed || (len(deltas) == 0 && !o.Finished && len(o.TokenIDs) == 0) {
 			continue
 		}
-		if sse.Event(chunk(api.ChatChunkChoice{Index: co.index, Delta: api.ChatDelta{Content: text},
-			Logprobs: lp, FinishReason: finishPtr(o)})) != nil {
-			failed = true
+		if len(deltas) == 0 {
+			deltas = []api.ChatDelta{{}}
+		}
+		fin := finishPtr(o)
+		if fin != nil {
+			*fin = c.reply.finishReason(*fin)
+		}
+		for k, d := range deltas {
+			cc := api.ChatChunkChoice{Index: co.index, Delta: d}
+			if k == 0 {
+				cc.Logprobs = lp
+			}
+			if k == len(deltas)-1 {
+				cc.FinishReason = fin
+			}
+			if sse.Event(chunk(cc)) != nil {
+				failed = true
+				break
+			}
 		}
 	}
 	if failed {
@@ -137,9 +175,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 
 // chatChoice accumulates one chat choice.
 type chatChoice struct {
-	text string
-	lp   *api.ChatLogprobs
-	last engine.Output
+	reply *replyParser
+	text  string
+	lp    *api.ChatLogprobs
+	last  engine.Output
 }
 
 func (c *chatChoice) add(st *state, o engine.Output, logprobs bool) (string, *api.ChatLogprobs) {
@@ -187,6 +226,9 @@ func (st *state) renderChat(rawMsgs, rawTools, rawKwargs []byte, addGen bool) (s
 		role, _ := mm.Get("role")
 		if rs, ok := role.(string); !ok || rs == "" {
 			return "", badRequest("messages", "messages[%d].role must be a non-empty string", i)
+		}
+		if e := normalizeMessage(mm, i); e != nil {
+			return "", e
 		}
 		content, _ := mm.Get("content")
 		switch c := content.(type) {

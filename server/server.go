@@ -54,6 +54,12 @@ type Options struct {
 	RetryAfter time.Duration
 	// Seed, when set, seeds the generator of the seeds given to requests without one.
 	Seed *uint64
+	// ToolCallParser reads tool calls in replies (toolcall.Names: hermes, llama3_json,
+	// mistral); EnableAutoToolChoice allows tool_choice "auto" (tools.go).
+	ToolCallParser       string
+	EnableAutoToolChoice bool
+	// ReasoningParser splits <think> reasoning off replies (reasoning.Names: qwen3, deepseek_r1).
+	ReasoningParser string
 }
 
 // Server is the HTTP front of one model.

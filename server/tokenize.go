@@ -25,7 +25,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, st *stat
 	case req.Prompt != nil:
 		ids = st.b.Tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens, true)
 	case len(req.Messages) > 0:
-		prompt, e := st.renderChat(req.Messages, nil, nil, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
+		prompt, e := st.renderChat(req.Messages, req.Tools, req.ChatTemplateKwargs, req.AddGenerationPrompt == nil || *req.AddGenerationPrompt)
 		if e != nil {
 			s.fail(w, e)
 			return

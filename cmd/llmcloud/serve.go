@@ -24,7 +24,9 @@ import (
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/reasoning"
 	"github.com/llmcloud/llmcloud/server"
+	"github.com/llmcloud/llmcloud/toolcall"
 )
 
 func init() {
@@ -64,6 +66,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence)")
 	maxQueued := fs.Int("max-queued-requests", 0, "requests waiting at most before 429 (0 = unbounded)")
 	maxBody := fs.String("max-body-size", "8MiB", "largest request body (413 beyond)")
+	autoTools := fs.Bool("enable-auto-tool-choice", false, "enable tool_choice \"auto\": the model decides when to call tools, and its replies are parsed for calls by --tool-call-parser (required with it)")
+	toolParser := fs.String("tool-call-parser", "", "the tool-call format of the model, used to parse its replies into OpenAI tool_calls ("+strings.Join(toolcall.Names(), ", ")+"; hermes for Qwen2.5/Qwen3 and Hermes); tool_choice \"required\" and named functions also write calls in this format (hermes's when unset)")
+	reasoningParser := fs.String("reasoning-parser", "", "the reasoning format of the model, used to split <think> reasoning into reasoning_content ("+strings.Join(reasoning.Names(), ", ")+")")
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -79,6 +84,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *toolParser != "" {
+		if _, err := toolcall.Lookup(*toolParser); err != nil {
+			return usagef("--tool-call-parser: %v", err)
+		}
+	}
+	if *autoTools && *toolParser == "" {
+		return usagef("--enable-auto-tool-choice needs --tool-call-parser")
+	}
+	if *reasoningParser != "" {
+		if _, err := reasoning.Lookup(*reasoningParser); err != nil {
+			return usagef("--reasoning-parser: %v", err)
+		}
+	}
 	sc.PrefixCaching = *prefix && !*noPrefix
 	sc.ChunkedPrefill = *chunked && !*noChunked
 	var served []string
@@ -115,7 +133,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
-		Logger: log, Version: Version}
+		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
+		ReasoningParser: *reasoningParser}
 	if set["seed"] && *seed >= 0 {
 		s := uint64(*seed)
 		opts.Seed = &s

@@ -1,0 +1,356 @@
+// This file emits objects and arrays. Object properties come in the order the schema lists
+// them (optional ones skippable), then additional properties; a counter threaded through the
+// sequence enforces minProperties/maxProperties. Arrays are prefix items then the rest.
+
+package grammar
+
+import (
+	"regexp"
+	"strings"
+)
+
+// propSpec is one named property after merging the conjuncts.
+type propSpec struct {
+	name     string
+	schemas  []*jv
+	required bool
+}
+
+func (c *schemaCompiler) objectExpr(m *msch) *Expr {
+	var props []*propSpec
+	byName := map[string]*propSpec{}
+	var required []string
+	for _, n := range m.objs {
+		if p := n.get("properties"); p != nil {
+			if p.kind != jObj {
+				fail("keyword \"properties\" at %s must be an object", c.path[n])
+			}
+			for _, name := range p.keys {
+				if byName[name] == nil {
+					byName[name] = &propSpec{name: name}
+					props = append(props, byName[name])
+				}
+			}
+		}
+		if r := n.get("required"); r != nil {
+			if r.kind != jArr {
+				fail("keyword \"required\" at %s must be an array", c.path[n])
+			}
+			for _, s := range r.arr {
+				if s.kind != jStr {
+					fail("keyword \"required\" at %s must list strings", c.path[n])
+				}
+				required = append(required, s.s)
+			}
+		}
+		for _, kw := range []string{"dependencies", "dependentRequired"} {
+			if d := n.get(kw); d != nil && d.kind == jObj && len(d.keys) > 0 {
+				unsupported(kw, c.path[n])
+			}
+		}
+	}
+	for _, name := range required {
+		if byName[name] == nil {
+			byName[name] = &propSpec{name: name}
+			props = append(props, byName[name])
+		}
+		byName[name].required = true
+	}
+	// Each conjunct constrains every property: by name, else by pattern, else additional.
+	var extra []*jv // schemas for additional keys (all conjuncts)
+	extraOK := true
+	var extraPattern string // the one pattern additional keys must match ("" = any key)
+	for _, n := range m.objs {
+		pp := n.get("properties")
+		pats := n.get("patternProperties")
+		addl := n.get("additionalProperties")
+		if pn := n.get("propertyNames"); pn != nil && !(pn.kind == jBool && pn.b) && !(pn.kind == jObj && len(pn.keys) == 0) {
+			if !(pn.kind == jObj && len(pn.keys) == 1 && pn.get("type") != nil && pn.get("type").s == "string") {
+				unsupported("propertyNames", c.path[n])
+			}
+		}
+		var res []*regexp.Regexp
+		var patSchemas []*jv
+		if pats != nil {
+			if pats.kind != jObj {
+				fail("keyword \"patternProperties\" at %s must be an object", c.path[n])
+			}
+			for i, k := range pats.keys {
+				re, err := ecmaRegexp(k)
+				if err != nil {
+					unsupported("patternProperties", c.path[n]+": "+err.Error())
+				}
+				res = append(res, re)
+				patSchemas = append(patSchemas, pats.vals[i])
+			}
+		}
+		for _, p := range props {
+			if pp != nil && pp.get(p.name) != nil {
+				p.schemas = append(p.schemas, pp.get(p.name))
+				continue
+			}
+			matched := false
+			for i, re := range res {
+				if re.MatchString(p.name) {
+					p.schemas = append(p.schemas, patSchemas[i])
+					matched = true
+				}
+			}
+			if !matched && addl != nil {
+				p.schemas = append(p.schemas, addl)
+			}
+		}
+		switch {
+		case len(res) == 0:
+			if addl != nil {
+				extra = append(extra, addl)
+			}
+		case allTrivial(patSchemas) && (addl == nil || allTrivial([]*jv{addl})):
+			// any key, any value
+		default:
+			// Additional keys: only those matching a pattern (a subset when additional
+			// properties are otherwise allowed), with every pattern's schema (a subset when
+			// a key matches only some of the patterns).
+			if extraPattern != "" {
+				unsupported("patternProperties", c.path[n]+" (in several allOf branches)")
+			}
+			alts := make([]string, len(pats.keys))
+			for i, k := range pats.keys {
+				alts[i] = "(?:" + k + ")"
+			}
+			extraPattern = strings.Join(alts, "|")
+			extra = append(extra, patSchemas...)
+		}
+	}
+	for _, s := range extra {
+		if s.kind == jBool && !s.b {
+			extraOK = false
+		}
+	}
+	var items []*Expr
+	var itemReq []bool
+	for _, p := range props {
+		v := c.conj(conj{nodes: p.schemas}, m.at+"/properties/"+escapePointer(p.name))
+		if isNothing(v) {
+			if p.required {
+				return Alt() // a required property no value satisfies
+			}
+			continue
+		}
+		items = append(items, Seq(c.keyColon(p.name), v))
+		itemReq = append(itemReq, p.required)
+	}
+	var addl *Expr
+	if extraOK {
+		names := make([]string, len(props))
+		for i, p := range props {
+			names[i] = p.name
+		}
+		var key *Expr
+		if extraPattern != "" {
+			for _, name := range names {
+				if re, _ := ecmaRegexp(extraPattern); re.MatchString(name) {
+					unsupported("patternProperties", m.at+" (pattern matches a named property)")
+				}
+			}
+			enc, err := encodePattern(extraPattern)
+			if err != nil {
+				unsupported("patternProperties", m.at+": "+err.Error())
+			}
+			key = Seq(Lit(`"`), Re(enc), Lit(`"`))
+		} else {
+			key = Re(`"` + notNames(names) + `"`)
+		}
+		val := c.anyValue()
+		if len(extra) > 0 {
+			val = c.conj(conj{nodes: extra}, m.at+"/additionalProperties")
+		}
+		if !isNothing(val) {
+			addl = Seq(key, c.punct(":"), val)
+		}
+	}
+	if m.maxProps >= 0 && m.minProps > m.maxProps {
+		fail("minProperties/maxProperties at %s: no count in range", m.at)
+	}
+	body := c.members(items, itemReq, addl, m.minProps, m.maxProps)
+	return Seq(c.punct("{"), body, c.punct("}"))
+}
+
+func allTrivial(list []*jv) bool {
+	for _, s := range list {
+		if !(s.kind == jBool && s.b || s.kind == jObj && len(s.keys) == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// members is the comma-separated sequence: items in order (optional ones skippable), then
+// any number of addl (nil = none), with the total count in [lo, hi] (hi < 0 = unbounded).
+func (c *schemaCompiler) members(items []*Expr, req []bool, addl *Expr, lo, hi int) *Expr {
+	capK := lo
+	if hi >= 0 {
+		capK = hi
+	}
+	type key struct {
+		i, k  int
+		first bool
+	}
+	memo := map[key]*Expr{}
+	var seq func(i, k int, first bool) *Expr
+	seq = func(i, k int, first bool) *Expr {
+		kk := key{i, k, first}
+		if e, ok := memo[kk]; ok {
+			return e
+		}
+		var e *Expr
+		if i == len(items) {
+			e = c.repeatList(addl, max(lo-k, 0), hi-k, hi < 0, first)
+		} else {
+			var alts []*Expr
+			if hi < 0 || k+1 <= hi {
+				sep := c.punct(",")
+				if first {
+					sep = Seq()
+				}
+				nk := min(k+1, capK)
+				alts = append(alts, Seq(sep, items[i], seq(i+1, nk, false)))
+			}
+			if !req[i] {
+				alts = append(alts, seq(i+1, k, first))
+			}
+			e = Alt(alts...)
+			if len(alts) == 1 {
+				e = alts[0]
+			}
+		}
+		if capK > 0 || len(items) > 8 {
+			// Shared tails become rules: as a tree the sequence would grow exponentially.
+			name := c.newRule()
+			c.rules[name] = e
+			e = Ref(name)
+		}
+		memo[kk] = e
+		return e
+	}
+	return seq(0, 0, true)
+}
+
+// repeatList: n copies of x comma-separated, n in [lo, hi] (unbounded if inf); first = no
+// comma before the first copy.
+func (c *schemaCompiler) repeatList(x *Expr, lo, hi int, inf bool, first bool) *Expr {
+	if inf {
+		hi = -1
+	}
+	if x == nil || !inf && hi <= 0 {
+		if lo > 0 || !inf && hi < 0 {
+			return Alt()
+		}
+		return Seq()
+	}
+	if !inf && lo > hi {
+		return Alt()
+	}
+	comma := Seq(c.punct(","), x)
+	if !first {
+		return Rep(comma, lo, hi)
+	}
+	rest := Rep(comma, max(lo-1, 0), decOpt(hi))
+	if lo == 0 {
+		return Opt(Seq(x, rest))
+	}
+	return Seq(x, rest)
+}
+
+func decOpt(n int) int {
+	if n < 0 {
+		return -1
+	}
+	return n - 1
+}
+
+// notNames is a regex for JSON string contents that decode to none of names; escapes are
+// limited to the canonical ones (a subset) so every character has one spelling.
+func notNames(names []string) string {
+	any := `(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])`
+	if len(names) == 0 {
+		return jsonChar + `*`
+	}
+	type node struct {
+		kids  map[rune]*node
+		order []rune
+		end   bool
+	}
+	root := &node{kids: map[rune]*node{}}
+	for _, n := range names {
+		cur := root
+		for _, r := range n {
+			if cur.kids[r] == nil {
+				cur.kids[r] = &node{kids: map[rune]*node{}}
+				cur.order = append(cur.order, r)
+			}
+			cur = cur.kids[r]
+		}
+		cur.end = true
+	}
+	var gen func(n *node) string
+	gen = func(n *node) string {
+		var alts []string
+		if !n.end {
+			alts = append(alts, "")
+		}
+		// a character that leaves the trie, then anything
+		var rawOut []rune
+		var escOut []string
+		for _, r := range n.order {
+			if r < 0x20 || r == '"' || r == '\\' {
+				escOut = append(escOut, r2esc(r))
+			} else {
+				rawOut = append(rawOut, r)
+			}
+		}
+		other := `[^"\\\x00-\x1f` + quoteClass(rawOut) + `]`
+		escAlts := []string{`\\["\\bfnrt]`, `\\u00[01][0-9a-fA-F]`}
+		if len(escOut) > 0 {
+			// escapes not leading into the trie
+			escAlts = []string{`(?:` + escapesExcept(escOut) + `)`}
+		}
+		alts = append(alts, `(?:`+other+`|`+strings.Join(escAlts, "|")+`)`+any+`*`)
+		for _, r := range n.order {
+			var lit string
+			if r < 0x20 || r == '"' || r == '\\' {
+				lit = regexp.QuoteMeta(r2esc(r))
+			} else {
+				lit = regexp.QuoteMeta(string(r))
+			}
+			alts = append(alts, lit+`(?:`+gen(n.kids[r])+`)`)
+		}
+		return strings.Join(alts, "|")
+	}
+	return `(?:` + gen(root) + `)`
+}
+
+func r2esc(r rune) string { s := jsonString(string(r)); return s[1 : len(s)-1] }
+
+func quoteClass(rs []rune) string {
+	var b strings.Builder
+	for _, r := range rs {
+		if strings.ContainsRune(`\]-^[`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// escapesExcept: canonical escapes other than those listed.
+func escapesExcept(except []string) string {
+	var alts []string
+	for _, r := range []rune{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+		21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, '"', '\\'} {
+		if e := r2esc(r); !containsStr(except, e) {
+			alts = append(alts, regexp.QuoteMeta(e))
+		}
+	}
+	return strings.Join(alts, "|")
+}

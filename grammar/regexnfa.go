@@ -1,0 +1,295 @@
+// This file compiles the grammar's terminals (literal strings and regular expressions) into one
+// byte-level NFA: every node either consumes one byte in a range, forks (epsilon moves) or
+// marks the end of a terminal. Unicode classes are expanded to UTF-8 byte sequences, so a
+// regular expression matches valid UTF-8 only (surrogates excluded), as Go's regexp does on
+// valid text. The lazy DFA in lexer.go runs over this NFA.
+
+package grammar
+
+import (
+	"fmt"
+	"regexp/syntax"
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	nByte  uint8 = iota // consumes one byte in [lo, hi], then out
+	nEps                // epsilon moves to outs
+	nMatch              // terminal term ends here
+)
+
+type nnode struct {
+	kind   uint8
+	lo, hi byte
+	out    int32
+	term   int32
+	outs   []int32
+}
+
+// nfa holds the nodes of every terminal; starts[t] is terminal t's entry.
+type nfa struct {
+	nodes  []nnode
+	starts []int32
+	max    int // node cap (from Limits)
+	live   []bool
+}
+
+var errNFASize = fmt.Errorf("the lexer's automaton is over Limits.MaxLexerBytes")
+
+func (n *nfa) add(x nnode) (int32, error) {
+	if len(n.nodes) >= n.max {
+		return 0, errNFASize
+	}
+	n.nodes = append(n.nodes, x)
+	return int32(len(n.nodes) - 1), nil
+}
+
+// addLiteral adds a terminal matching exactly the bytes of s.
+func (n *nfa) addLiteral(s string) (int32, error) {
+	t := int32(len(n.starts))
+	next, err := n.add(nnode{kind: nMatch, term: t})
+	if err != nil {
+		return 0, err
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if next, err = n.add(nnode{kind: nByte, lo: s[i], hi: s[i], out: next}); err != nil {
+			return 0, err
+		}
+	}
+	n.starts = append(n.starts, next)
+	return t, nil
+}
+
+// addRegex adds a terminal matching the whole-string language of pattern.
+func (n *nfa) addRegex(pattern string) (int32, error) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, fmt.Errorf("grammar: regex %q: %v", pattern, err)
+	}
+	t := int32(len(n.starts))
+	m, err := n.add(nnode{kind: nMatch, term: t})
+	if err != nil {
+		return 0, fmt.Errorf("grammar: regex %q: %v", pattern, err)
+	}
+	start, err := n.compile(re, m)
+	if err != nil {
+		return 0, fmt.Errorf("grammar: regex %q: %v", pattern, err)
+	}
+	n.starts = append(n.starts, start)
+	return t, nil
+}
+
+// compile adds the nodes of re followed by next and returns re's entry.
+func (n *nfa) compile(re *syntax.Regexp, next int32) (int32, error) {
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return n.add(nnode{kind: nEps})
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return next, nil // anchors: a terminal is always matched whole
+	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return 0, fmt.Errorf("word boundaries (\\b, \\B) are not supported")
+	case syntax.OpLiteral:
+		var err error
+		for i := len(re.Rune) - 1; i >= 0; i-- {
+			r := re.Rune[i]
+			ranges := []rune{r, r}
+			if re.Flags&syntax.FoldCase != 0 {
+				for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+					ranges = append(ranges, f, f)
+				}
+			}
+			if next, err = n.class(ranges, next); err != nil {
+				return 0, err
+			}
+		}
+		return next, nil
+	case syntax.OpCharClass:
+		return n.class(re.Rune, next)
+	case syntax.OpAnyCharNotNL:
+		return n.class([]rune{0, '\n' - 1, '\n' + 1, unicode.MaxRune}, next)
+	case syntax.OpAnyChar:
+		return n.class([]rune{0, unicode.MaxRune}, next)
+	case syntax.OpCapture:
+		return n.compile(re.Sub[0], next)
+	case syntax.OpConcat:
+		var err error
+		for i := len(re.Sub) - 1; i >= 0; i-- {
+			if next, err = n.compile(re.Sub[i], next); err != nil {
+				return 0, err
+			}
+		}
+		return next, nil
+	case syntax.OpAlternate:
+		outs := make([]int32, len(re.Sub))
+		for i, s := range re.Sub {
+			e, err := n.compile(s, next)
+			if err != nil {
+				return 0, err
+			}
+			outs[i] = e
+		}
+		return n.add(nnode{kind: nEps, outs: outs})
+	case syntax.OpStar, syntax.OpPlus:
+		loop, err := n.add(nnode{kind: nEps})
+		if err != nil {
+			return 0, err
+		}
+		e, err := n.compile(re.Sub[0], loop)
+		if err != nil {
+			return 0, err
+		}
+		n.nodes[loop].outs = []int32{e, next}
+		if re.Op == syntax.OpPlus {
+			return e, nil
+		}
+		return loop, nil
+	case syntax.OpQuest:
+		e, err := n.compile(re.Sub[0], next)
+		if err != nil {
+			return 0, err
+		}
+		return n.add(nnode{kind: nEps, outs: []int32{e, next}})
+	case syntax.OpRepeat:
+		return n.repeat(re.Sub[0], re.Min, re.Max, next)
+	}
+	return 0, fmt.Errorf("unsupported construct %v", re.Op)
+}
+
+// repeat adds sub{lo,hi} (hi < 0: unbounded) followed by next.
+func (n *nfa) repeat(sub *syntax.Regexp, lo, hi int, next int32) (int32, error) {
+	r := next
+	var err error
+	if hi < 0 {
+		star := &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{sub}}
+		if r, err = n.compile(star, next); err != nil {
+			return 0, err
+		}
+	} else {
+		for k := 0; k < hi-lo; k++ {
+			e, err := n.compile(sub, r)
+			if err != nil {
+				return 0, err
+			}
+			if r, err = n.add(nnode{kind: nEps, outs: []int32{e, next}}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for k := 0; k < lo; k++ {
+		if r, err = n.compile(sub, r); err != nil {
+			return 0, err
+		}
+	}
+	return r, nil
+}
+
+// class adds a rune class (pairs lo, hi) as alternatives of UTF-8 byte sequences.
+func (n *nfa) class(ranges []rune, next int32) (int32, error) {
+	var outs []int32
+	var err error
+	emit := func(seq [][2]byte) {
+		if err != nil {
+			return
+		}
+		e := next
+		for i := len(seq) - 1; i >= 0 && err == nil; i-- {
+			e, err = n.add(nnode{kind: nByte, lo: seq[i][0], hi: seq[i][1], out: e})
+		}
+		outs = append(outs, e)
+	}
+	for i := 0; i+1 < len(ranges); i += 2 {
+		lo, hi := ranges[i], min(ranges[i+1], unicode.MaxRune)
+		// no surrogates: they are not valid UTF-8
+		if lo < 0xD800 {
+			utf8Seqs(lo, min(hi, 0xD7FF), emit)
+		}
+		if hi > 0xDFFF {
+			utf8Seqs(max(lo, 0xE000), hi, emit)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(outs) == 1 {
+		return outs[0], nil
+	}
+	return n.add(nnode{kind: nEps, outs: outs})
+}
+
+// utf8Seqs calls emit with byte-range sequences whose union is the UTF-8 encodings of [lo, hi].
+func utf8Seqs(lo, hi rune, emit func([][2]byte)) {
+	if lo > hi {
+		return
+	}
+	// split at encoding-length boundaries
+	for _, b := range []rune{0x7F, 0x7FF, 0xFFFF} {
+		if lo <= b && hi > b {
+			utf8Seqs(lo, b, emit)
+			utf8Seqs(b+1, hi, emit)
+			return
+		}
+	}
+	if hi < utf8.RuneSelf {
+		emit([][2]byte{{byte(lo), byte(hi)}})
+		return
+	}
+	// split until every continuation byte position spans a full or aligned range
+	for i := 1; i < 4; i++ {
+		m := rune(1)<<(6*i) - 1
+		if lo&^m != hi&^m {
+			if lo&m != 0 {
+				utf8Seqs(lo, lo|m, emit)
+				utf8Seqs((lo|m)+1, hi, emit)
+				return
+			}
+			if hi&m != m {
+				utf8Seqs(lo, (hi&^m)-1, emit)
+				utf8Seqs(hi&^m, hi, emit)
+				return
+			}
+		}
+	}
+	var a, b [4]byte
+	k := utf8.EncodeRune(a[:], lo)
+	utf8.EncodeRune(b[:], hi)
+	seq := make([][2]byte, k)
+	for i := range k {
+		seq[i] = [2]byte{a[i], b[i]}
+	}
+	emit(seq)
+}
+
+// finish computes which nodes can still reach a match (the others are dropped by the DFA).
+func (n *nfa) finish() {
+	nn := len(n.nodes)
+	rev := make([][]int32, nn)
+	for i, x := range n.nodes {
+		switch x.kind {
+		case nByte:
+			rev[x.out] = append(rev[x.out], int32(i))
+		case nEps:
+			for _, o := range x.outs {
+				rev[o] = append(rev[o], int32(i))
+			}
+		}
+	}
+	n.live = make([]bool, nn)
+	var work []int32
+	for i, x := range n.nodes {
+		if x.kind == nMatch {
+			n.live[i] = true
+			work = append(work, int32(i))
+		}
+	}
+	for len(work) > 0 {
+		i := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, p := range rev[i] {
+			if !n.live[p] {
+				n.live[p] = true
+				work = append(work, p)
+			}
+		}
+	}
+}
