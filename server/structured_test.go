@@ -174,6 +174,7 @@ func TestStructuredChat(t *testing.T) {
 		for _, ch := range r.Choices {
 			checkConstrained(t, sc, ch.Message.Content, string(ch.FinishReason))
 		}
+		t.Logf("%s: %q (%s)", sc.name, r.Choices[0].Message.Content, r.Choices[0].FinishReason)
 		st := c.Chat.Completions.NewStreaming(ctx, p, option.WithJSONSet(sc.field, sc.value))
 		texts, finish := make([]string, 2), make([]string, 2)
 		for st.Next() {
@@ -218,6 +219,7 @@ func TestStructuredCompletions(t *testing.T) {
 		for _, ch := range r.Choices {
 			checkConstrained(t, sc, ch.Text, string(ch.FinishReason))
 		}
+		t.Logf("%s: %q (%s)", sc.name, r.Choices[0].Text, r.Choices[0].FinishReason)
 		st := c.Completions.NewStreaming(ctx, p, option.WithJSONSet(sc.field, sc.value))
 		texts, finish := make([]string, 2), make([]string, 2)
 		for st.Next() {
