@@ -76,10 +76,11 @@ type IncompleteDetails struct {
 	Reason string `json:"reason"`
 }
 
-// ResponseItem is one output item: a message (Role, Content) or a function call (CallID,
-// Name, Arguments).
+// ResponseItem is one output item: a message (Role, Content of output_text parts), a
+// function call (CallID, Name, Arguments) or reasoning (Summary, Content of reasoning_text
+// parts).
 type ResponseItem struct {
-	Type      string          `json:"type"` // "message" | "function_call"
+	Type      string          `json:"type"` // "message" | "function_call" | "reasoning"
 	ID        string          `json:"id"`
 	Status    string          `json:"status"` // "in_progress", "completed", "incomplete"
 	Role      string          `json:"role,omitempty"`
@@ -87,14 +88,15 @@ type ResponseItem struct {
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments *string         `json:"arguments,omitempty"`
+	Summary   []any           `json:"summary,omitzero"` // reasoning: always []
 }
 
 // OutputContent is one part of an output message: {type: "output_text", text, annotations}.
 type OutputContent struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
-	Annotations []any  `json:"annotations"`
-	Logprobs    []any  `json:"logprobs"`
+	Annotations []any  `json:"annotations,omitzero"` // output_text: always []
+	Logprobs    []any  `json:"logprobs,omitzero"`    // output_text: always []
 }
 
 // ResponseUsage counts a response's tokens.

@@ -25,7 +25,8 @@ type responsesCall struct {
 	created int64
 	req     *api.ResponsesRequest
 	g       *genRequest
-	tools   *respToolPlan // nil: no function tools in play
+	reply   *replyParser // tool calls and reasoning out of the reply (responses_tools.go)
+	live    bool         // the text streams as it comes (no parser needs the whole reply)
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, st *state) {
@@ -84,37 +85,24 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 	if e != nil {
 		return nil, e
 	}
-	tools, ntools, e := chatTools(req.Tools)
+	tools, _, e := chatTools(req.Tools)
 	if e != nil {
 		return nil, e
 	}
-	choice, choiceKind, e := chatToolChoice(req.ToolChoice)
+	choice, _, e := chatToolChoice(req.ToolChoice)
 	if e != nil {
 		return nil, e
 	}
-	if ntools == 0 && (choiceKind == "required" || choiceKind == "function") {
-		return nil, badRequest("tool_choice", "tool_choice %s needs tools", choiceKind)
-	}
-	var plan *respToolPlan
-	if ntools > 0 && choiceKind != "none" {
-		if responsesTools == nil {
-			return nil, badRequest("tools", "function tools are not supported yet: the server has no tool-call parser")
-		}
-		if choice == nil {
-			choice = json.RawMessage(`"auto"`)
-		}
-		if plan, e = responsesTools(st, tools, choice); e != nil {
-			return nil, e
-		}
-	} else {
-		tools = nil // tool_choice "none": the model is not told about them
+	plan, e := s.planResponsesTools(tools, choice, req.ParallelToolCalls)
+	if e != nil {
+		return nil, e
 	}
 	spec, e := textFormatSpec(req.Text)
 	if e != nil {
 		return nil, e
 	}
-	if spec != nil && plan != nil && plan.constraint != nil {
-		return nil, badRequest("text.format", "text.format and tool_choice %s both constrain the output: give one of them", choiceKind)
+	if spec != nil && plan.ir != nil {
+		return nil, badRequest("tool_choice", "a forced tool_choice and text.format cannot both constrain one reply")
 	}
 	f := api.SamplingFields{Temperature: req.Temperature, TopP: req.TopP, User: req.User}
 	g, e := s.buildGen(st, &f, req.MaxOutputTokens, "max_output_tokens", false, 0)
@@ -127,9 +115,6 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 	} else if cp != nil {
 		g.constraint = cp.NewConstraint
 	}
-	if plan != nil && plan.constraint != nil {
-		g.constraint = plan.constraint
-	}
 	prompt, e := st.renderChat(msgs, tools, nil, true)
 	if e != nil {
 		if e.param == "messages" {
@@ -137,13 +122,19 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 		}
 		return nil, e
 	}
+	if plan.ir != nil {
+		if g.constraint, e = st.toolGrammarConstraint(plan.ir); e != nil {
+			return nil, e
+		}
+	}
+	g.constraint = s.answerOnly(st, g.constraint, prompt)
 	g.prompts = [][]int{st.b.Tok.Encode(prompt, false, true)}
 	if e := g.checkPrompts(st, "input"); e != nil {
 		return nil, e
 	}
 	base := strings.TrimPrefix(s.respID(r, ""), "-")
 	return &responsesCall{st: st, id: "resp_" + base, base: base, model: model, created: time.Now().Unix(),
-		req: req, g: g, tools: plan}, nil
+		req: req, g: g, reply: s.newReplyParser(plan), live: plan.parser == nil && s.reasoningParser() == nil}, nil
 }
 
 // object is the response object with the request's settings, in the given status.
@@ -174,28 +165,6 @@ func (rc *responsesCall) object(status string, output []api.ResponseItem) *api.R
 	return resp
 }
 
-// items turns the whole generated text into output items: one message, or (with tools) the
-// message the parser leaves, if any, and one function_call per call.
-func (rc *responsesCall) items(text, status string) []api.ResponseItem {
-	content := text
-	var calls []respToolCall
-	if rc.tools != nil {
-		content, calls = rc.tools.parse(text)
-	}
-	var out []api.ResponseItem
-	if rc.tools == nil || strings.TrimSpace(content) != "" || len(calls) == 0 {
-		out = append(out, api.ResponseItem{Type: "message", ID: "msg_" + rc.base, Status: status, Role: "assistant",
-			Content: []api.OutputContent{outputText(content)}})
-	}
-	for i, c := range calls {
-		args := c.Arguments
-		suffix := rc.base + "_" + strconv.Itoa(i)
-		out = append(out, api.ResponseItem{Type: "function_call", ID: "fc_" + suffix, CallID: "call_" + suffix,
-			Name: c.Name, Arguments: &args, Status: "completed"})
-	}
-	return out
-}
-
 func outputText(text string) api.OutputContent {
 	return api.OutputContent{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}}
 }
@@ -206,7 +175,7 @@ func (rc *responsesCall) final(text string, last engine.Output) *api.Response {
 	if last.FinishReason == engine.FinishLength {
 		status = "incomplete"
 	}
-	resp := rc.object(status, rc.items(text, status))
+	resp := rc.object(status, rc.replyItems(text, status))
 	if status == "incomplete" {
 		resp.IncompleteDetails = &api.IncompleteDetails{Reason: "max_output_tokens"}
 	}
@@ -215,3 +184,5 @@ func (rc *responsesCall) final(text string, last engine.Output) *api.Response {
 		InputTokensDetails: api.InputTokensDetails{CachedTokens: last.CachedTokens}}
 	return resp
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }

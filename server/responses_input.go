@@ -181,10 +181,10 @@ func chatTools(raw json.RawMessage) ([]byte, int, *apiError) {
 	out := make([]map[string]any, len(tools))
 	for i, t := range tools {
 		if t.Type != "function" {
-			return nil, 0, badRequest("tools", "tools[%d]: only function tools are supported, got type %q", i, t.Type)
+			return nil, 0, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type: only function tools are supported, got %q", i, t.Type)
 		}
 		if t.Name == "" {
-			return nil, 0, badRequest("tools", "tools[%d].name is required", i)
+			return nil, 0, badRequest(fmt.Sprintf("tools[%d].name", i), "tools[%d].name is required", i)
 		}
 		fn := map[string]any{"name": t.Name}
 		if t.Description != "" {

@@ -44,7 +44,7 @@ func (rc *responsesCall) stream(w http.ResponseWriter, outs <-chan choiceOutput)
 	s.emit(api.ResponseStreamEvent{Type: "response.in_progress", Response: rc.object("in_progress", nil)})
 	var text strings.Builder
 	var last engine.Output
-	live := rc.tools == nil // text streams as it comes; with tools it waits for the parser
+	live := rc.live // else the parsers need the whole reply: the items come at the end
 	if live {
 		item := api.ResponseItem{Type: "message", ID: rc.msgID(), Status: "in_progress", Role: "assistant",
 			Content: []api.OutputContent{}}
@@ -87,6 +87,11 @@ func (rc *responsesCall) stream(w http.ResponseWriter, outs <-chan choiceOutput)
 func (rc *responsesCall) emitItem(s *responseStream, idx int, item api.ResponseItem) {
 	added := item
 	added.Status = "in_progress"
+	if item.Type == "reasoning" { // whole: no reasoning_text deltas
+		s.emit(api.ResponseStreamEvent{Type: "response.output_item.added", OutputIndex: intp(idx), Item: &added})
+		s.emit(api.ResponseStreamEvent{Type: "response.output_item.done", OutputIndex: intp(idx), Item: &item})
+		return
+	}
 	if item.Type == "message" {
 		added.Content = []api.OutputContent{}
 		s.emit(api.ResponseStreamEvent{Type: "response.output_item.added", OutputIndex: intp(idx), Item: &added})

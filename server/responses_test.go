@@ -175,7 +175,7 @@ func TestResponsesErrors(t *testing.T) {
 			"text.format.schema", nil, true},
 		{"reasoning", map[string]any{"reasoning": map[string]any{"effort": "high"}}, "reasoning", nil, false},
 		{"background", map[string]any{"background": true}, "background", nil, false},
-		{"web search tool", map[string]any{"tools": []any{map[string]any{"type": "web_search"}}}, "tools", []string{"web_search"}, false},
+		{"web search tool", map[string]any{"tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type", []string{"web_search"}, false},
 		{"tool_choice without tools", map[string]any{"tool_choice": "required"}, "tool_choice", nil, false},
 		{"max_output_tokens", map[string]any{"max_output_tokens": 0}, "max_output_tokens", nil, false},
 	} {
@@ -186,13 +186,20 @@ func TestResponsesErrors(t *testing.T) {
 			}, bc)
 		})
 	}
-	if responsesTools == nil {
-		tools := []any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}}}
-		_, err := c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools))
-		apiErr(t, err, 400, "tools")
-		// tool_choice "none" keeps the tools out: a plain text answer.
-		if _, err := c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools), option.WithJSONSet("tool_choice", "none")); err != nil {
-			t.Fatal(err)
+	// As on chat: tool_choice "auto" needs --enable-auto-tool-choice and a parser; without a
+	// tool_choice (or with "none") the tools reach the template and the reply is text.
+	tools := []any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object"}}}
+	_, err := c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools), option.WithJSONSet("tool_choice", "auto"))
+	apiErr(t, err, 400, "tool_choice")
+	_, err = c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", []any{map[string]any{"type": "function"}}))
+	apiErr(t, err, 400, "tools[0].name")
+	_, err = c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools),
+		option.WithJSONSet("tool_choice", map[string]any{"type": "function", "name": "nope"}))
+	apiErr(t, err, 400, "tool_choice")
+	for _, choice := range []any{nil, "none"} {
+		r, err := c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools), option.WithJSONSet("tool_choice", choice))
+		if err != nil || r.Output[0].Type != "message" {
+			t.Fatalf("tool_choice %v: %+v %v", choice, r, err)
 		}
 	}
 }
@@ -240,5 +247,90 @@ func TestResponsesJSONSchema(t *testing.T) {
 	}
 	if r.Status == "completed" && checkObject(r.OutputText()) != nil || !strings.HasPrefix(r.OutputText(), "{") {
 		t.Fatalf("json_object: %q (%s)", r.OutputText(), r.Status)
+	}
+}
+
+// Function tools on a Qwen3-shaped model with the real Qwen template: tool_choice "required"
+// and a named function are forced by the grammar and come back as function_call items, whole
+// and streamed (added, arguments delta, arguments done, item done); function_call and
+// function_call_output items render as the chat API's tool_calls and tool messages.
+func TestResponsesTools(t *testing.T) {
+	path, _ := qwen3Model(t, t.TempDir())
+	ts := startServer(t, path, Options{ServedModelNames: []string{"qwen"}}, nil)
+	c := client(ts)
+	ctx := context.Background()
+	weather := map[string]any{"type": "function", "name": "get_weather", "description": "Weather in a city.",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "maxLength": 12}},
+			"required": []string{"city"}, "additionalProperties": false}}
+	clock := map[string]any{"type": "function", "name": "get_time",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string", "enum": []string{"UTC", "CET"}}},
+			"required": []string{"tz"}}}
+	p := responses.ResponseNewParams{Model: "qwen", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather and time?")},
+		MaxOutputTokens: openai.Int(120), Temperature: openai.Float(1)}
+	tools := option.WithJSONSet("tools", []any{weather, clock})
+	r, err := c.Responses.New(ctx, p, tools, option.WithJSONSet("tool_choice", "required"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, it := range r.Output {
+		if it.Type != "function_call" {
+			continue
+		}
+		calls++
+		var args map[string]any
+		if (it.Name != "get_weather" && it.Name != "get_time") || json.Unmarshal([]byte(it.Arguments.OfString), &args) != nil ||
+			!strings.HasPrefix(it.ID, "fc_") || it.CallID == "" {
+			t.Fatalf("bad call %+v", it)
+		}
+	}
+	if calls == 0 {
+		t.Fatalf("no function_call items: %s", r.RawJSON())
+	}
+
+	st := c.Responses.NewStreaming(ctx, p, tools, option.WithJSONSet("tool_choice", map[string]any{"type": "function", "name": "get_time"}))
+	var types []string
+	var args, done string
+	for st.Next() {
+		ev := st.Current()
+		types = append(types, ev.Type)
+		switch ev.Type {
+		case "response.function_call_arguments.delta":
+			args += ev.Delta
+		case "response.function_call_arguments.done":
+			done = ev.Arguments
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := "response.created response.in_progress response.output_item.added response.function_call_arguments.delta " +
+		"response.function_call_arguments.done response.output_item.done response.completed"
+	var tz struct{ TZ string }
+	if strings.Join(types, " ") != want || args != done || json.Unmarshal([]byte(args), &tz) != nil || (tz.TZ != "UTC" && tz.TZ != "CET") {
+		t.Fatalf("events %v, arguments %q / %q", types, args, done)
+	}
+
+	// A call and its output fed back: the prompt is the chat API's for the same turns.
+	items := []any{map[string]any{"role": "user", "content": "Weather in Oslo?"},
+		map[string]any{"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": `{"city":"Oslo"}`},
+		map[string]any{"type": "function_call_output", "call_id": "call_1", "output": "sunny"}}
+	r, err = c.Responses.New(ctx, p, tools, option.WithJSONSet("input", items), option.WithJSONSet("tool_choice", "none"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatTools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "description": "Weather in a city.",
+		"parameters": weather["parameters"]}}, map[string]any{"type": "function", "function": map[string]any{"name": "get_time", "parameters": clock["parameters"]}}}
+	msgs := []any{map[string]any{"role": "user", "content": "Weather in Oslo?"},
+		map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
+			"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Oslo"}`}}}},
+		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "sunny"}}
+	var tok api.TokenizeResponse
+	if err := c.Post(ctx, "tokenize", map[string]any{"messages": msgs, "tools": chatTools}, &tok, option.WithBaseURL(ts.url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	text := ts.bund.Tok.Decode(tok.Tokens)
+	if int64(tok.Count) != r.Usage.InputTokens || !strings.Contains(text, "<tool_response>\nsunny") || !strings.Contains(text, `"Oslo"`) {
+		t.Fatalf("input tokens %d, tokenize %d: %q", r.Usage.InputTokens, tok.Count, text)
 	}
 }

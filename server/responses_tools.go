@@ -1,32 +1,52 @@
-// The Responses API's hook for tool calling. Function tools need a tool-call parser (the
-// tool-calling code in server/tools*.go, with --tool-call-parser); until it sets
-// responsesTools, a Responses request with tools (and tool_choice other than "none") is a 400
-// naming "tools", never answered with the calls left in the text.
+// The Responses API's function tools and reasoning, through the chat path's tool calling
+// (tools.go: planTools, the forced-call grammar; tools_output.go: the reply parser with the
+// --tool-call-parser and --reasoning-parser): a Responses request's tools and tool_choice are
+// planned as the chat request they translate to, and the reply becomes output items: a
+// reasoning item, a message, and one function_call item per call.
 package server
 
 import (
 	"encoding/json"
+	"strings"
 
-	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/api"
 )
 
-// respToolCall is one function call parsed out of generated text.
-type respToolCall struct {
-	Name      string
-	Arguments string // JSON text
+// planResponsesTools plans tools and tool_choice (already in the chat API's shape); errors
+// name the Responses fields (tools[i].name rather than tools[i].function.name).
+func (s *Server) planResponsesTools(tools, choice json.RawMessage, parallel *bool) (*toolPlan, *apiError) {
+	plan, e := s.planTools(&api.ChatCompletionRequest{Tools: tools, ToolChoice: choice, ParallelToolCalls: parallel})
+	if e != nil {
+		e.param = strings.Replace(e.param, ".function.", ".", 1)
+		e.msg = strings.ReplaceAll(e.msg, ".function.", ".")
+	}
+	return plan, e
 }
 
-// respToolPlan is what tool calling gives a request that declares tools.
-type respToolPlan struct {
-	// constraint, when set, constrains the output (tool_choice "required" or a named
-	// function); nil leaves it free ("auto").
-	constraint func() engine.Constraint
-	// parse splits the whole generated text into the assistant's content and its calls.
-	parse func(text string) (content string, calls []respToolCall)
+// replyItems turns the whole reply into output items through the reply parser.
+func (rc *responsesCall) replyItems(text, status string) []api.ResponseItem {
+	msg := rc.reply.message(text)
+	var out []api.ResponseItem
+	if msg.ReasoningContent != nil {
+		out = append(out, api.ResponseItem{Type: "reasoning", ID: "rs_" + rc.base, Status: status, Summary: []any{},
+			Content: []api.OutputContent{{Type: "reasoning_text", Text: *msg.ReasoningContent}}})
+	}
+	if (msg.Content != nil && *msg.Content != "") || (len(msg.ToolCalls) == 0 && msg.ReasoningContent == nil) {
+		content := ""
+		if msg.Content != nil {
+			content = *msg.Content
+		}
+		out = append(out, api.ResponseItem{Type: "message", ID: "msg_" + rc.base, Status: status, Role: "assistant",
+			Content: []api.OutputContent{outputText(content)}})
+	}
+	for i, tc := range msg.ToolCalls {
+		args := tc.Function.Arguments
+		callID := tc.ID
+		if callID == "" {
+			callID = "call_" + rc.base + "_" + itoa(i)
+		}
+		out = append(out, api.ResponseItem{Type: "function_call", ID: "fc_" + rc.base + "_" + itoa(i), CallID: callID,
+			Name: tc.Function.Name, Arguments: &args, Status: "completed"})
+	}
+	return out
 }
-
-// responsesTools is set by the tool-calling code: given the tools and tool_choice in the
-// chat API's shape ({type: "function", function: {...}}; tool_choice "auto", "required" or
-// {type: "function", function: {name}}; never "none"), it returns the request's plan or a 400.
-// TODO(issue 16): wire when the tool-call parsers (branch gtools) are merged.
-var responsesTools func(st *state, tools, toolChoice json.RawMessage) (*respToolPlan, *apiError)
