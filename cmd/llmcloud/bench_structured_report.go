@@ -138,7 +138,7 @@ func errorKey(msg string) string {
 }
 
 var (
-	errPointer = regexp.MustCompile(`#(?:/[^ :,;)]*)?`)
+	errPointer = regexp.MustCompile(`#(?:/[^ ]*[^ :,;)])?`)
 	errQuoted  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 	errNumber  = regexp.MustCompile(`\b[0-9]+(?:\.[0-9]+)?\b`)
 )

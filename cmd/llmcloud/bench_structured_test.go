@@ -142,8 +142,9 @@ func TestSourceOf(t *testing.T) {
 
 func TestErrorKey(t *testing.T) {
 	for in, want := range map[string]string{
-		`grammar: keyword "type" at #/properties/a: unknown type "strnig"`: `grammar: keyword "type" at #…: unknown type "…"`,
-		`grammar: keyword "minLength" at #: 12 is over 10`:                 `grammar: keyword "minLength" at #…: N is over N`,
+		`grammar: keyword "type" at #/properties/a: unknown type "strnig"`:   `grammar: keyword "type" at #…: unknown type "…"`,
+		`grammar: unsupported keyword "if" at #/definitions/a:B/allOf/1: no`: `grammar: unsupported keyword "if" at #…: no`,
+		`grammar: keyword "minLength" at #: 12 is over 10`:                   `grammar: keyword "minLength" at #…: N is over N`,
 	} {
 		if got := errorKey(in); got != want {
 			t.Errorf("errorKey(%q) = %q, want %q", in, got, want)
