@@ -45,6 +45,8 @@ type schemaResult struct {
 	CompileUS float64 `json:"compile_us"`
 	Tests     int     `json:"tests"`
 	Tokens    int     `json:"tokens"` // masks computed
+	MaskMaxUS float64 `json:"mask_max_us"`
+	MaskSumUS float64 `json:"mask_sum_us"`
 	// ValidationErrors are valid instances rejected; InvalidationErrors invalid ones accepted.
 	ValidationErrors   int           `json:"validation_errors"`
 	InvalidationErrors int           `json:"invalidation_errors"`
@@ -295,6 +297,11 @@ func runSchema(path string, tok *tokenizer.Tokenizer, v *grammar.Vocab, opt stru
 		}
 	}
 	r.Tokens = len(r.maskNS)
+	for _, ns := range r.maskNS {
+		us := float64(ns) / 1e3
+		r.MaskSumUS += us
+		r.MaskMaxUS = max(r.MaskMaxUS, us)
+	}
 	r.Status = "pass"
 	if r.ValidationErrors+r.InvalidationErrors > 0 {
 		r.Status = "fail"

@@ -31,6 +31,14 @@ type structuredSummary struct {
 	CompileUS          map[string]float64 `json:"compile_us"`
 	TopCompileErrors   []errorCount       `json:"top_compile_errors"`
 	BySource           []sourceRow        `json:"by_source"`
+	SlowestMasks       []slowSchema       `json:"slowest_masks"` // the schemas with the slowest single mask
+}
+
+type slowSchema struct {
+	File      string  `json:"file"`
+	MaskMaxUS float64 `json:"mask_max_us"`
+	MaskSumUS float64 `json:"mask_sum_us"`
+	Tokens    int     `json:"tokens"`
 }
 
 // sourceRow counts the schemas of one source (the file name's prefix: Github_hard, BFCL_java).
@@ -116,6 +124,15 @@ func summarizeStructured(results []*schemaResult) *structuredSummary {
 	if len(s.TopCompileErrors) > 15 {
 		s.TopCompileErrors = s.TopCompileErrors[:15]
 	}
+	for _, r := range results {
+		if r.Tokens > 0 {
+			s.SlowestMasks = append(s.SlowestMasks, slowSchema{r.File, r.MaskMaxUS, r.MaskSumUS, r.Tokens})
+		}
+	}
+	sort.Slice(s.SlowestMasks, func(i, j int) bool { return s.SlowestMasks[i].MaskMaxUS > s.SlowestMasks[j].MaskMaxUS })
+	if len(s.SlowestMasks) > 10 {
+		s.SlowestMasks = s.SlowestMasks[:10]
+	}
 	for _, row := range bySource {
 		s.BySource = append(s.BySource, *row)
 	}
@@ -191,6 +208,12 @@ func writeStructuredTable(w io.Writer, s *structuredSummary) {
 			strings.Repeat("-", 14), strings.Repeat("-", 17), strings.Repeat("-", 19))
 		for _, r := range s.BySource {
 			fmt.Fprintf(w, "| %-22s | %7d | %7d | %13d | %16d | %18d |\n", r.Source, r.Schemas, r.Passing, r.CompileErrors, r.ValidationErrors, r.InvalidationErrors)
+		}
+	}
+	if len(s.SlowestMasks) > 0 {
+		fmt.Fprintln(w, "\nslowest masks (µs: the slowest one, all of the schema's; tokens):")
+		for _, r := range s.SlowestMasks[:min(5, len(s.SlowestMasks))] {
+			fmt.Fprintf(w, "%12s %12s %7d  %s\n", commas(r.MaskMaxUS), commas(r.MaskSumUS), r.Tokens, r.File)
 		}
 	}
 	if len(s.TopCompileErrors) > 0 {
