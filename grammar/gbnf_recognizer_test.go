@@ -8,6 +8,7 @@ package grammar
 import (
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -127,9 +128,26 @@ func keys(m map[int]bool) []int {
 	return out
 }
 
-// checkLanguage asserts that g accepts every string of yes and none of no.
+// checkLanguage asserts that g accepts every string of yes and none of no, by the test
+// recognizer and, once Compile is written, by the engine (Matcher.AcceptBytes and CanEnd).
 func checkLanguage(t *testing.T, g *IR, yes, no []string) {
 	t.Helper()
+	if cg, err := Compile(g, Limits{}); err == nil {
+		v := NewVocab([][]byte{[]byte("a")}, nil)
+		for _, c := range []struct {
+			strs []string
+			want bool
+		}{{yes, true}, {no, false}} {
+			for _, s := range c.strs {
+				m := cg.NewMatcher(v)
+				if got := m.AcceptBytes([]byte(s)) == nil && m.CanEnd(); got != c.want {
+					t.Errorf("engine: %q accepted %v, want %v", s, got, c.want)
+				}
+			}
+		}
+	} else if !strings.Contains(err.Error(), "not implemented") {
+		t.Errorf("Compile: %v\n%s", err, g)
+	}
 	for _, s := range yes {
 		if !recognize(t, g, s) {
 			t.Errorf("rejects %q, want it accepted", s)

@@ -215,14 +215,14 @@ func TestToolChoiceForced(t *testing.T) {
 	c := client(ts)
 	ctx := context.Background()
 	var tools []openai.ChatCompletionToolUnionParam
-	for _, raw := range []string{weatherTool, `{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string", "enum": ["UTC", "CET"]}}, "required": ["tz"]}}}`} {
+	for _, raw := range []string{weatherTool, `{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"tz": {"type": "string", "enum": ["UTC", "CET"]}}, "required": ["tz"], "additionalProperties": false}}}`} {
 		var tl openai.ChatCompletionToolUnionParam
 		if err := json.Unmarshal([]byte(raw), &tl); err != nil {
 			t.Fatal(err)
 		}
 		tools = append(tools, tl)
 	}
-	params := openai.ChatCompletionNewParams{Model: "qwen", Tools: tools, MaxTokens: openai.Int(120), N: openai.Int(10),
+	params := openai.ChatCompletionNewParams{Model: "qwen", Tools: tools, MaxTokens: openai.Int(200), N: openai.Int(10),
 		Temperature: openai.Float(1), Seed: openai.Int(1),
 		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What's the weather and the time?")},
 		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}}

@@ -45,6 +45,8 @@ type schemaResult struct {
 	CompileUS float64 `json:"compile_us"`
 	Tests     int     `json:"tests"`
 	Tokens    int     `json:"tokens"` // masks computed
+	MaskMaxUS float64 `json:"mask_max_us"`
+	MaskSumUS float64 `json:"mask_sum_us"`
 	// ValidationErrors are valid instances rejected; InvalidationErrors invalid ones accepted.
 	ValidationErrors   int           `json:"validation_errors"`
 	InvalidationErrors int           `json:"invalidation_errors"`
@@ -116,33 +118,17 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 		files = files[:*limit]
 	}
 	// Every thread runs one schema at a time, in a child process or here.
-	var runOne func() func(path string) (*schemaResult, error)
+	var newRunner func() schemaRunner
 	if *isolate {
 		wargs := []string{"bench", "structured", "--worker", "--tokenizer", *tokPath,
 			fmt.Sprintf("--whitespace=%v", *ws), fmt.Sprintf("--max-memory-mib=%d", *maxMem)}
-		runOne = func() func(string) (*schemaResult, error) {
-			w := &structuredWorker{args: wargs}
-			return func(path string) (*schemaResult, error) {
-				if path == "" {
-					w.stop()
-					return nil, nil
-				}
-				return w.run(path, *timeout)
-			}
-		}
+		newRunner = func() schemaRunner { return &structuredWorker{args: wargs, timeout: *timeout} }
 	} else {
 		tok, vocab, err := structuredVocab(*tokPath)
 		if err != nil {
 			return err
 		}
-		runOne = func() func(string) (*schemaResult, error) {
-			return func(path string) (*schemaResult, error) {
-				if path == "" {
-					return nil, nil
-				}
-				return runSchemaFile(path, tok, vocab, opt), nil
-			}
-		}
+		newRunner = func() schemaRunner { return inProcessRunner{tok, vocab, opt} }
 	}
 	results := make([]*schemaResult, len(files))
 	var next int
@@ -154,8 +140,8 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := runOne()
-			defer run("")
+			runner := newRunner()
+			defer runner.close()
 			for {
 				mu.Lock()
 				i := next
@@ -165,7 +151,7 @@ func runBenchStructured(args []string, stdout, stderr io.Writer) error {
 				if i >= len(files) || stop {
 					return
 				}
-				r, err := run(files[i])
+				r, err := runner.run(files[i])
 				if err != nil {
 					mu.Lock()
 					firstErr = err
@@ -235,7 +221,26 @@ func structuredVocab(path string) (*tokenizer.Tokenizer, *grammar.Vocab, error) 
 	return tok, grammar.NewVocab(pieces, eos), nil
 }
 
-// runSchemaFile runs one schema file in this process under the time limit (--isolate=false).
+// schemaRunner runs schema files one at a time.
+type schemaRunner interface {
+	run(path string) (*schemaResult, error)
+	close()
+}
+
+// inProcessRunner runs schema files in this process (--isolate=false).
+type inProcessRunner struct {
+	tok *tokenizer.Tokenizer
+	v   *grammar.Vocab
+	opt structuredOptions
+}
+
+func (r inProcessRunner) close() {}
+
+func (r inProcessRunner) run(path string) (*schemaResult, error) {
+	return runSchemaFile(path, r.tok, r.v, r.opt), nil
+}
+
+// runSchemaFile runs one schema file in this process under the time limit.
 func runSchemaFile(path string, tok *tokenizer.Tokenizer, v *grammar.Vocab, opt structuredOptions) *schemaResult {
 	done := make(chan *schemaResult, 1)
 	go func() { done <- runSchemaProtected(path, tok, v, opt) }()
@@ -292,6 +297,11 @@ func runSchema(path string, tok *tokenizer.Tokenizer, v *grammar.Vocab, opt stru
 		}
 	}
 	r.Tokens = len(r.maskNS)
+	for _, ns := range r.maskNS {
+		us := float64(ns) / 1e3
+		r.MaskSumUS += us
+		r.MaskMaxUS = max(r.MaskMaxUS, us)
+	}
 	r.Status = "pass"
 	if r.ValidationErrors+r.InvalidationErrors > 0 {
 		r.Status = "fail"

@@ -30,6 +30,38 @@ type structuredSummary struct {
 	MaskUS             map[string]float64 `json:"mask_us"`
 	CompileUS          map[string]float64 `json:"compile_us"`
 	TopCompileErrors   []errorCount       `json:"top_compile_errors"`
+	BySource           []sourceRow        `json:"by_source"`
+	SlowestMasks       []slowSchema       `json:"slowest_masks"` // the schemas with the slowest single mask
+}
+
+type slowSchema struct {
+	File      string  `json:"file"`
+	MaskMaxUS float64 `json:"mask_max_us"`
+	MaskSumUS float64 `json:"mask_sum_us"`
+	Tokens    int     `json:"tokens"`
+}
+
+// sourceRow counts the schemas of one source (the file name's prefix: Github_hard, BFCL_java).
+type sourceRow struct {
+	Source             string `json:"source"`
+	Schemas            int    `json:"schemas"`
+	Passing            int    `json:"passing"`
+	CompileErrors      int    `json:"compile_errors"`
+	ValidationErrors   int    `json:"validation_errors"`
+	InvalidationErrors int    `json:"invalidation_errors"`
+}
+
+// sourceOf is the source a MaskBench file name starts with: "Github_hard---o1234.json" and
+// "BFCL_java_12.json" are from Github_hard and BFCL_java.
+func sourceOf(name string) string {
+	if i := strings.Index(name, "---"); i > 0 {
+		return name[:i]
+	}
+	name = strings.TrimSuffix(name, ".json")
+	if i := strings.LastIndexByte(name, '_'); i > 0 && strings.Trim(name[i+1:], "0123456789") == "" {
+		return name[:i]
+	}
+	return name
 }
 
 type errorCount struct {
@@ -44,10 +76,20 @@ func summarizeStructured(results []*schemaResult) *structuredSummary {
 	s := &structuredSummary{Schemas: len(results)}
 	var masks, compiles []float64
 	errs := map[string]int{}
+	bySource := map[string]*sourceRow{}
 	for _, r := range results {
+		src := bySource[sourceOf(r.File)]
+		if src == nil {
+			src = &sourceRow{Source: sourceOf(r.File)}
+			bySource[src.Source] = src
+		}
+		src.Schemas++
+		src.ValidationErrors += r.ValidationErrors
+		src.InvalidationErrors += r.InvalidationErrors
 		switch r.Status {
 		case "pass":
 			s.Passing++
+			src.Passing++
 		case "fail":
 			s.SchemasFailing++
 		case "timeout":
@@ -58,6 +100,7 @@ func summarizeStructured(results []*schemaResult) *structuredSummary {
 		switch r.Status {
 		case "compile_error", "timeout", "crash":
 			s.CompileErrors++
+			src.CompileErrors++
 			errs[errorKey(r.Error)]++
 		default:
 			compiles = append(compiles, r.CompileUS)
@@ -81,6 +124,19 @@ func summarizeStructured(results []*schemaResult) *structuredSummary {
 	if len(s.TopCompileErrors) > 15 {
 		s.TopCompileErrors = s.TopCompileErrors[:15]
 	}
+	for _, r := range results {
+		if r.Tokens > 0 {
+			s.SlowestMasks = append(s.SlowestMasks, slowSchema{r.File, r.MaskMaxUS, r.MaskSumUS, r.Tokens})
+		}
+	}
+	sort.Slice(s.SlowestMasks, func(i, j int) bool { return s.SlowestMasks[i].MaskMaxUS > s.SlowestMasks[j].MaskMaxUS })
+	if len(s.SlowestMasks) > 10 {
+		s.SlowestMasks = s.SlowestMasks[:10]
+	}
+	for _, row := range bySource {
+		s.BySource = append(s.BySource, *row)
+	}
+	sort.Slice(s.BySource, func(i, j int) bool { return s.BySource[i].Source < s.BySource[j].Source })
 	return s
 }
 
@@ -99,7 +155,7 @@ func errorKey(msg string) string {
 }
 
 var (
-	errPointer = regexp.MustCompile(`#(?:/[^ :,;)]*)?`)
+	errPointer = regexp.MustCompile(`#(?:/[^ ]*[^ :,;)])?`)
 	errQuoted  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 	errNumber  = regexp.MustCompile(`\b[0-9]+(?:\.[0-9]+)?\b`)
 )
@@ -146,6 +202,20 @@ func writeStructuredTable(w io.Writer, s *structuredSummary) {
 	}
 	fmt.Fprintf(w, "\n(%d threads, white space %v, %.1f s wall; mask = time to compute one full-vocabulary mask, compile = JSON Schema to compiled grammar)\n",
 		s.Threads, s.Whitespace, s.WallSeconds)
+	if len(s.BySource) > 1 {
+		fmt.Fprintf(w, "\n| %-22s | %7s | %7s | %13s | %16s | %18s |\n", "source", "schemas", "passing", "compile error", "validation error", "invalidation error")
+		fmt.Fprintf(w, "|:%s|%s:|%s:|%s:|%s:|%s:|\n", strings.Repeat("-", 23), strings.Repeat("-", 8), strings.Repeat("-", 8),
+			strings.Repeat("-", 14), strings.Repeat("-", 17), strings.Repeat("-", 19))
+		for _, r := range s.BySource {
+			fmt.Fprintf(w, "| %-22s | %7d | %7d | %13d | %16d | %18d |\n", r.Source, r.Schemas, r.Passing, r.CompileErrors, r.ValidationErrors, r.InvalidationErrors)
+		}
+	}
+	if len(s.SlowestMasks) > 0 {
+		fmt.Fprintln(w, "\nslowest masks (µs: the slowest one, all of the schema's; tokens):")
+		for _, r := range s.SlowestMasks[:min(5, len(s.SlowestMasks))] {
+			fmt.Fprintf(w, "%12s %12s %7d  %s\n", commas(r.MaskMaxUS), commas(r.MaskSumUS), r.Tokens, r.File)
+		}
+	}
 	if len(s.TopCompileErrors) > 0 {
 		fmt.Fprintln(w, "\nmost common compile errors:")
 		for _, e := range s.TopCompileErrors {

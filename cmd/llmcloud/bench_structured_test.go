@@ -34,7 +34,8 @@ func TestBenchStructured(t *testing.T) {
 	}
 	table := stdout.String()
 	for _, w := range []string{"| schemas                |            4 |", "| passing ", "| compile error ", "| validation error ",
-		"| invalidation error ", "| mask µs p50 ", "| mask µs p99.9 ", "| compile µs p50 ", "| tokens "} {
+		"| invalidation error ", "| mask µs p50 ", "| mask µs p99.9 ", "| compile µs p50 ", "| tokens ",
+		"| ticket                 |       1 |"} {
 		if !strings.Contains(table, w) {
 			t.Errorf("table lacks %q:\n%s", w, table)
 		}
@@ -130,10 +131,20 @@ func TestPercentiles(t *testing.T) {
 	}
 }
 
+func TestSourceOf(t *testing.T) {
+	for in, want := range map[string]string{"Github_hard---o1234.json": "Github_hard", "BFCL_java_12.json": "BFCL_java",
+		"Glaiveai2K---x_1.json": "Glaiveai2K", "person.json": "person", "my_file.json": "my_file"} {
+		if got := sourceOf(in); got != want {
+			t.Errorf("sourceOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestErrorKey(t *testing.T) {
 	for in, want := range map[string]string{
-		`grammar: keyword "type" at #/properties/a: unknown type "strnig"`: `grammar: keyword "type" at #…: unknown type "…"`,
-		`grammar: keyword "minLength" at #: 12 is over 10`:                 `grammar: keyword "minLength" at #…: N is over N`,
+		`grammar: keyword "type" at #/properties/a: unknown type "strnig"`:   `grammar: keyword "type" at #…: unknown type "…"`,
+		`grammar: unsupported keyword "if" at #/definitions/a:B/allOf/1: no`: `grammar: unsupported keyword "if" at #…: no`,
+		`grammar: keyword "minLength" at #: 12 is over 10`:                   `grammar: keyword "minLength" at #…: N is over N`,
 	} {
 		if got := errorKey(in); got != want {
 			t.Errorf("errorKey(%q) = %q, want %q", in, got, want)

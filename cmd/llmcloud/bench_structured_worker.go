@@ -80,11 +80,12 @@ func watchMemory(limit int64) {
 
 // structuredWorker is the parent's handle on one child.
 type structuredWorker struct {
-	args   []string
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	lines  chan []byte
-	stderr *headBuffer
+	args    []string
+	timeout time.Duration
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	lines   chan []byte
+	stderr  *headBuffer
 }
 
 // asMainEnvName makes a test binary run main (cmd/llmcloud's TestMain); llmcloud ignores it.
@@ -134,6 +135,8 @@ func (w *structuredWorker) start() error {
 	return fmt.Errorf("bench structured worker did not start: %s", w.stderr.String())
 }
 
+func (w *structuredWorker) close() { w.stop() }
+
 func (w *structuredWorker) stop() {
 	if w.cmd == nil {
 		return
@@ -147,7 +150,7 @@ func (w *structuredWorker) stop() {
 }
 
 // run sends one schema file to the child (starting one if needed) and waits for its answer.
-func (w *structuredWorker) run(path string, timeout time.Duration) (*schemaResult, error) {
+func (w *structuredWorker) run(path string) (*schemaResult, error) {
 	if w.cmd == nil {
 		if err := w.start(); err != nil {
 			return nil, err
@@ -158,7 +161,7 @@ func (w *structuredWorker) run(path string, timeout time.Duration) (*schemaResul
 		w.stop()
 		return &schemaResult{File: name, Status: "crash", Error: "worker gone: " + w.stderr.String()}, nil
 	}
-	timer := time.NewTimer(timeout)
+	timer := time.NewTimer(w.timeout)
 	defer timer.Stop()
 	select {
 	case line, ok := <-w.lines:
@@ -175,7 +178,7 @@ func (w *structuredWorker) run(path string, timeout time.Duration) (*schemaResul
 		return &schemaResult{File: name, Status: "crash", Error: "worker died: " + clipN(msg, 600)}, nil
 	case <-timer.C:
 		w.stop()
-		return &schemaResult{File: name, Status: "timeout", Error: fmt.Sprintf("over %s", timeout)}, nil
+		return &schemaResult{File: name, Status: "timeout", Error: fmt.Sprintf("over %s", w.timeout)}, nil
 	}
 }
 
