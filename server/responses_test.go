@@ -264,7 +264,7 @@ func TestResponsesTools(t *testing.T) {
 			"required": []string{"city"}, "additionalProperties": false}}
 	clock := map[string]any{"type": "function", "name": "get_time",
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string", "enum": []string{"UTC", "CET"}}},
-			"required": []string{"tz"}}}
+			"required": []string{"tz"}, "additionalProperties": false}}
 	p := responses.ResponseNewParams{Model: "qwen", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather and time?")},
 		MaxOutputTokens: openai.Int(120), Temperature: openai.Float(1)}
 	tools := option.WithJSONSet("tools", []any{weather, clock})
