@@ -1,8 +1,8 @@
 // POST /v1/responses, the Responses API as vLLM serves it: input items rendered through the
 // chat template, generated like a chat completion (text.format constrains the output as
 // response_format does), answered as a response object with output items, or streamed as
-// named events (responses_stream.go). Responses are not stored: store: true is accepted and
-// answered with store: false, previous_response_id is a 400.
+// named events (responses_stream.go). Responses are not stored, but their output items are
+// kept a while for item_reference (responses_store.go); previous_response_id is a 400.
 package server
 
 import (
@@ -27,6 +27,7 @@ type responsesCall struct {
 	g       *genRequest
 	reply   *replyParser // tool calls and reasoning out of the reply (responses_tools.go)
 	live    bool         // the text streams as it comes (no parser needs the whole reply)
+	items   *itemStore   // where the output items are kept (nil: store false)
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request, st *state) {
@@ -81,7 +82,7 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 		return nil, badRequest("previous_response_id",
 			"previous_response_id needs stored responses, and llmcloud stores none: send the whole conversation in input")
 	}
-	msgs, e := responsesMessages(req.Input, req.Instructions)
+	msgs, e := responsesMessages(req.Input, req.Instructions, &s.items)
 	if e != nil {
 		return nil, e
 	}
@@ -133,8 +134,12 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 		return nil, e
 	}
 	base := strings.TrimPrefix(s.respID(r, ""), "-")
+	var items *itemStore
+	if req.Store == nil || *req.Store {
+		items = &s.items
+	}
 	return &responsesCall{st: st, id: "resp_" + base, base: base, model: model, created: time.Now().Unix(),
-		req: req, g: g, reply: s.newReplyParser(plan), live: plan.parser == nil && s.reasoningParser() == nil}, nil
+		req: req, g: g, reply: s.newReplyParser(plan), live: plan.parser == nil && s.reasoningParser() == nil, items: items}, nil
 }
 
 // object is the response object with the request's settings, in the given status.
@@ -146,7 +151,7 @@ func (rc *responsesCall) object(status string, output []api.ResponseItem) *api.R
 		Temperature:       rc.g.params.Temperature, TopP: rc.g.params.TopP,
 		Text:       api.ResponseTextConfig{Format: api.ResponseTextFormat{Type: "text"}},
 		ToolChoice: json.RawMessage(`"auto"`), Tools: json.RawMessage(`[]`), Truncation: "disabled",
-		Metadata: req.Metadata}
+		Metadata: req.Metadata, Store: rc.items != nil}
 	if output == nil {
 		resp.Output = []api.ResponseItem{}
 	}
@@ -178,6 +183,9 @@ func (rc *responsesCall) final(text string, last engine.Output) *api.Response {
 	resp := rc.object(status, rc.replyItems(text, status))
 	if status == "incomplete" {
 		resp.IncompleteDetails = &api.IncompleteDetails{Reason: "max_output_tokens"}
+	}
+	if rc.items != nil {
+		rc.items.put(resp.Output)
 	}
 	resp.Usage = &api.ResponseUsage{InputTokens: last.PromptTokens, OutputTokens: last.OutputTokens,
 		TotalTokens:        last.PromptTokens + last.OutputTokens,

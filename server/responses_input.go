@@ -11,8 +11,9 @@ import (
 	"strings"
 )
 
-// responsesMessages converts input and instructions to chat messages (JSON for renderChat).
-func responsesMessages(input json.RawMessage, instructions *string) ([]byte, *apiError) {
+// responsesMessages converts input and instructions to chat messages (JSON for renderChat);
+// item_reference items are looked up in items.
+func responsesMessages(input json.RawMessage, instructions *string, items *itemStore) ([]byte, *apiError) {
 	var msgs []map[string]any
 	if instructions != nil && *instructions != "" {
 		msgs = append(msgs, map[string]any{"role": "system", "content": *instructions})
@@ -26,14 +27,23 @@ func responsesMessages(input json.RawMessage, instructions *string) ([]byte, *ap
 		msgs = append(msgs, map[string]any{"role": "user", "content": s})
 		return marshalMsgs(msgs)
 	}
-	var items []map[string]json.RawMessage
-	if err := json.Unmarshal(input, &items); err != nil {
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal(input, &list); err != nil {
 		return nil, badRequest("input", "input must be a string or a list of items")
 	}
-	if len(items) == 0 {
+	if len(list) == 0 {
 		return nil, badRequest("input", "input is an empty list")
 	}
-	for i, it := range items {
+	for i, it := range list {
+		if t := string(it["type"]); t == `"item_reference"` {
+			var id string
+			json.Unmarshal(it["id"], &id)
+			ref, ok := items.get(id)
+			if !ok {
+				return nil, badRequest("input", "input[%d]: item_reference %q is not a stored item (items of responses made with store: false, or too long ago, are not kept)", i, id)
+			}
+			it = ref
+		}
 		str := func(key string) (string, *apiError) {
 			var v string
 			if raw, ok := it[key]; ok && present(raw) {
@@ -98,8 +108,8 @@ func responsesMessages(input json.RawMessage, instructions *string) ([]byte, *ap
 				return nil, e
 			}
 			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": callID, "content": out})
-		case "item_reference":
-			return nil, badRequest("input", "input[%d]: item_reference needs stored responses, and llmcloud stores none: send the items themselves (store: false)", i)
+		case "reasoning":
+			// Earlier reasoning is left out, as chat templates leave it out of earlier turns.
 		default:
 			return nil, badRequest("input", "input[%d]: items of type %q are not supported (message, function_call and function_call_output are)", i, typ)
 		}

@@ -153,10 +153,46 @@ func TestResponsesText(t *testing.T) {
 		if err := c.Post(ctx, "tokenize", map[string]any{"messages": msgs}, &tok, option.WithBaseURL(ts.url+"/")); err != nil {
 			t.Fatal(err)
 		}
-		if int64(tok.Count) != r2.Usage.InputTokens || !strings.Contains(r2.RawJSON(), `"store":false`) {
+		if int64(tok.Count) != r2.Usage.InputTokens || !strings.Contains(r2.RawJSON(), `"store":true`) {
 			t.Fatalf("input tokens %d, tokenize %d; %s", r2.Usage.InputTokens, tok.Count, r2.RawJSON())
 		}
 	})
+}
+
+// item_reference: the items of an earlier response (stored unless store: false) stand in for
+// the turns they were, as the Vercel AI SDK sends assistant messages back.
+func TestResponsesItemReference(t *testing.T) {
+	ts := chatServer(t, Options{})
+	c := client(ts)
+	ctx := context.Background()
+	first, err := c.Responses.New(ctx, respParams("hello", 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := first.Output[0]
+	p := respParams("", 4)
+	refs := []any{map[string]any{"role": "user", "content": "hello"}, map[string]any{"type": "item_reference", "id": answer.ID},
+		map[string]any{"role": "user", "content": "more"}}
+	second, err := c.Responses.New(ctx, p, option.WithJSONSet("input", refs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok api.TokenizeResponse
+	msgs := []map[string]any{{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"},
+		{"role": "assistant", "content": first.OutputText()}, {"role": "user", "content": "more"}}
+	if err := c.Post(ctx, "tokenize", map[string]any{"messages": msgs}, &tok, option.WithBaseURL(ts.url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if int64(tok.Count) != second.Usage.InputTokens {
+		t.Fatalf("input tokens %d, the same turns tokenized %d", second.Usage.InputTokens, tok.Count)
+	}
+	// store: false keeps nothing to refer to.
+	unstored, err := c.Responses.New(ctx, respParams("hello", 2), option.WithJSONSet("store", false))
+	if err != nil || !strings.Contains(unstored.RawJSON(), `"store":false`) {
+		t.Fatalf("store false: %v %v", unstored, err)
+	}
+	_, err = c.Responses.New(ctx, p, option.WithJSONSet("input", []any{map[string]any{"type": "item_reference", "id": unstored.Output[0].ID}}))
+	apiErr(t, err, 400, "input")
 }
 
 func TestResponsesErrors(t *testing.T) {
@@ -165,7 +201,7 @@ func TestResponsesErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, bc := range []badCase{
 		{"previous_response_id", map[string]any{"previous_response_id": "resp_1"}, "previous_response_id", []string{"stores none"}, false},
-		{"item_reference", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": "msg_1"}}}, "input", []string{"item_reference"}, false},
+		{"item_reference", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": "msg_1"}}}, "input", []string{"not a stored item"}, false},
 		{"image part", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image", "image_url": "x"}}}}},
 			"input", []string{"input_image"}, false},
 		{"no input", map[string]any{"input": nil}, "input", []string{"required"}, false},
@@ -332,5 +368,18 @@ func TestResponsesTools(t *testing.T) {
 	text := ts.bund.Tok.Decode(tok.Tokens)
 	if int64(tok.Count) != r.Usage.InputTokens || !strings.Contains(text, "<tool_response>\nsunny") || !strings.Contains(text, `"Oslo"`) {
 		t.Fatalf("input tokens %d, tokenize %d: %q", r.Usage.InputTokens, tok.Count, text)
+	}
+}
+
+func TestItemStoreBounded(t *testing.T) {
+	var s itemStore
+	for i := range maxStoredItems + 10 {
+		s.put([]api.ResponseItem{{Type: "message", ID: "msg_" + itoa(i), Content: []api.OutputContent{outputText("x")}}})
+	}
+	if _, ok := s.get("msg_9"); ok {
+		t.Fatal("the oldest items were kept")
+	}
+	if it, ok := s.get("msg_10"); !ok || string(it["role"]) != `"assistant"` || len(s.items) != maxStoredItems {
+		t.Fatalf("kept %d items; msg_10: %v %v", len(s.items), it, ok)
 	}
 }

@@ -76,6 +76,7 @@ type Server struct {
 	started int64
 	seedMu  sync.Mutex
 	seeds   *rand.Rand
+	items   itemStore // the Responses API's output items, for item_reference
 }
 
 // state is what Attach provides.
