@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/llmcloud/llmcloud/api"
 	"github.com/llmcloud/llmcloud/engine"
@@ -157,36 +156,18 @@ func readToolChoice(raw json.RawMessage) (choice, name string, e *apiError) {
 	return "function", obj.Function.Name, nil
 }
 
-// toolGrammarConstraint compiles a tool grammar and returns a maker of one matcher per choice.
-// (The structured-output code builds the same things; the two meet when merged.)
+// toolGrammarConstraint compiles a tool grammar and returns a maker of one matcher per choice,
+// through the structured-output grammar cache (structured_cache.go: compiled once per IR, under
+// the time limit, with the model's one Vocab).
 func (st *state) toolGrammarConstraint(ir *grammar.IR) (func() engine.Constraint, *apiError) {
-	g, err := grammar.Compile(ir, grammar.Limits{})
+	key, err := json.Marshal(ir)
 	if err != nil {
 		return nil, badRequest("tool_choice", "the tool-call grammar: %v", err)
 	}
-	v := st.toolVocab()
-	return func() engine.Constraint { return g.NewMatcher(v) }, nil
-}
-
-var toolVocabs sync.Map // *state -> *grammar.Vocab
-
-// toolVocab is the model's vocabulary as the grammar engine reads it, built once per model.
-func (st *state) toolVocab() *grammar.Vocab {
-	if v, ok := toolVocabs.Load(st); ok {
-		return v.(*grammar.Vocab)
+	p, e := st.CompileConstraint("tool_choice", "tools\x00"+string(key), func() (*grammar.IR, error) { return ir, nil })
+	if e != nil {
+		e.msg = strings.Replace(e.msg, "tool_choice: ", "tool_choice: the tool-call grammar: ", 1)
+		return nil, e
 	}
-	tok := st.b.Tok
-	n := st.b.Model.Config.Vocab
-	pieces := make([][]byte, n)
-	var eos []int
-	for id := range n {
-		if id < tok.VocabSize() {
-			pieces[id] = tok.Piece(id)
-			if tok.IsEOG(id) {
-				eos = append(eos, id)
-			}
-		}
-	}
-	v, _ := toolVocabs.LoadOrStore(st, grammar.NewVocab(pieces, eos))
-	return v.(*grammar.Vocab)
+	return p.NewConstraint, nil
 }
