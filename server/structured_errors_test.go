@@ -43,15 +43,15 @@ var structuredBad = []badCase{
 	{"bad regex in structured_outputs", map[string]any{"structured_outputs": map[string]any{"regex": "a{2,1}"}}, "structured_outputs.regex", []string{"invalid repeat count"}, false},
 	{"regex too large", map[string]any{"guided_regex": strings.Repeat("a", 20000)}, "guided_regex", []string{"too large", "20000 bytes"}, false},
 	{"invalid schema", map[string]any{"response_format": map[string]any{"type": "json_schema",
-		"json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": 5}}}}, "response_format.json_schema.schema", nil, true},
-	{"invalid schema keyword value", map[string]any{"guided_json": map[string]any{"type": "object", "properties": "nope"}}, "guided_json", nil, true},
-	{"unsatisfiable schema", map[string]any{"guided_json": map[string]any{"type": "integer", "minimum": 10, "maximum": 1}}, "guided_json", nil, true},
+		"json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": 5}}}}, "response_format.json_schema.schema", []string{"type"}, true},
+	{"invalid schema keyword value", map[string]any{"guided_json": map[string]any{"type": "object", "properties": "nope"}}, "guided_json", []string{"properties"}, true},
+	{"unsatisfiable schema", map[string]any{"guided_json": map[string]any{"type": "integer", "minimum": 10, "maximum": 1}}, "guided_json", []string{"minimum"}, true},
 	{"unsatisfiable allOf", map[string]any{"structured_outputs": map[string]any{"json": map[string]any{"allOf": []any{
-		map[string]any{"type": "string"}, map[string]any{"type": "integer"}}}}}, "structured_outputs.json", nil, true},
-	{"bad GBNF", map[string]any{"guided_grammar": `root ::= ("a"`}, "guided_grammar", nil, true},
-	{"GBNF undefined rule", map[string]any{"structured_outputs": map[string]any{"grammar": `root ::= item`}}, "structured_outputs.grammar", nil, true},
-	{"bad Lark", map[string]any{"guided_grammar": "start: (\"a\""}, "guided_grammar", nil, true},
-	{"grammar too large", map[string]any{"guided_grammar": manyRules(400)}, "guided_grammar", nil, true},
+		map[string]any{"type": "string"}, map[string]any{"type": "integer"}}}}}, "structured_outputs.json", []string{"unsatisfiable"}, true},
+	{"bad GBNF", map[string]any{"guided_grammar": `root ::= ("a"`}, "guided_grammar", []string{"line 1", "unclosed"}, true},
+	{"GBNF undefined rule", map[string]any{"structured_outputs": map[string]any{"grammar": `root ::= item`}}, "structured_outputs.grammar", []string{`undefined rule "item"`}, true},
+	{"bad Lark", map[string]any{"guided_grammar": "start: (\"a\""}, "guided_grammar", []string{"lark", "unclosed"}, true},
+	{"grammar too large", map[string]any{"guided_grammar": manyRules(400)}, "guided_grammar", []string{"rules"}, true},
 }
 
 // manyRules is a GBNF grammar of n chained rules.

@@ -1,9 +1,9 @@
 // Structured output over HTTP with the official client: every field path (response_format,
 // structured_outputs, guided_*) on chat and completions, streamed and not, and its 400s.
 //
-// Until the grammar engine lands (its stubs answer "not implemented yet"), the happy paths and
-// the 400s that need a frontend skip; until the engine applies Request.Constraint, the happy
-// paths skip (needConstraints says which).
+// The happy paths skip, saying why, if the grammar package answers "not implemented yet" (as
+// its stubs did) or the engine does not apply Request.Constraint (needConstraints); with both
+// in place they run.
 package server
 
 import (
