@@ -126,13 +126,18 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 		}
 	}
 	x := s.processed(logits)
-	if mask != nil && !applyMask(x, mask) {
-		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
-	}
 	var id int
-	if s.p.Temperature == 0 {
+	switch {
+	case mask != nil && s.p.Temperature == 0:
+		// Greedy visits the allowed tokens only (the same choice as argmax after applyMask).
+		if id = maskedArgmax(x, mask); id < 0 {
+			return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+		}
+	case mask != nil && !applyMask(x, mask):
+		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+	case s.p.Temperature == 0:
 		id = argmax(x)
-	} else {
+	default:
 		id = s.draw(x)
 	}
 	if mask != nil && !allowed(mask, id) {
@@ -210,6 +215,25 @@ func applyMask(x []float64, mask []uint64) bool {
 		}
 	}
 	return found
+}
+
+// maskedArgmax is argmax over the tokens of x that mask allows (-1 if none): the lowest id on
+// ties; NaN never wins; when every allowed value is -inf, the lowest allowed id.
+func maskedArgmax(x []float64, mask []uint64) int {
+	best := -1
+	for w, word := range mask[:min(len(mask), (len(x)+63)/64)] {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if i >= len(x) {
+				break
+			}
+			if best < 0 || x[i] > x[best] || math.IsNaN(x[best]) {
+				best = i
+			}
+		}
+	}
+	return best
 }
 
 // allowed reports whether mask allows token id.
