@@ -218,10 +218,21 @@ func applyMask(x []float64, mask []uint64) bool {
 }
 
 // maskedArgmax is argmax over the tokens of x that mask allows (-1 if none): the lowest id on
-// ties; NaN never wins; when every allowed value is -inf, the lowest allowed id.
+// ties; NaN never wins; when every allowed value is -inf, the lowest allowed id. When the mask
+// allows most tokens, the unmasked argmax is usually allowed, and then it is the answer.
 func maskedArgmax(x []float64, mask []uint64) int {
+	words := mask[:min(len(mask), (len(x)+63)/64)]
+	count := 0
+	for _, word := range words {
+		count += bits.OnesCount64(word)
+	}
+	if 2*count > len(x) {
+		if id := argmax(x); allowed(mask, id) && !math.IsNaN(x[id]) {
+			return id
+		}
+	}
 	best := -1
-	for w, word := range mask[:min(len(mask), (len(x)+63)/64)] {
+	for w, word := range words {
 		for word != 0 {
 			i := w*64 + bits.TrailingZeros64(word)
 			word &= word - 1
