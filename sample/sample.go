@@ -208,10 +208,8 @@ func applyMask(x []float64, mask []uint64) bool {
 			}
 			continue
 		}
-		for i := range row {
-			if word>>i&1 == 0 {
-				row[i] = ninf
-			}
+		for off := ^word & full; off != 0; off &= off - 1 { // the disallowed tokens only
+			row[bits.TrailingZeros64(off)] = ninf
 		}
 	}
 	return found
