@@ -274,17 +274,31 @@ func TestConstraintPreemption(t *testing.T) {
 	V := b.Model.Config.Vocab
 	csBig, csSmall := map[string]*testConstraint{}, map[string]*testConstraint{}
 	big := runAll(t, newEngine(t, b, nil), constrainedRequests(48, V, 7, csBig))
-	e := newEngine(t, b, func(o *Options) {
+	var e *Engine
+	var mu sync.Mutex // OnStep runs on the step loop, also after the last Output
+	midDecode := 0    // preempted sequences that had output tokens to recompute
+	e = newEngine(t, b, func(o *Options) {
 		o.Scheduler.MaxModelLenTokens = 128
 		o.Scheduler.NumBlocks = 16 // 16 blocks of 16 tokens for 48 requests of up to 90
+		o.OnStep = func(StepMetrics) {
+			for _, seq := range e.sched.seqs {
+				if seq.Status == StatusPreempted && seq.NumOutputTokens() > 0 && seq.NumComputedTokens == 0 {
+					mu.Lock()
+					midDecode++
+					mu.Unlock()
+				}
+			}
+		}
 	})
 	small := runAll(t, e, constrainedRequests(48, V, 7, csSmall))
 	compareResults(t, big, small)
 	checkConstrained(t, small, csSmall)
-	if p := e.Stats().Preemptions; p == 0 {
-		t.Error("no preemptions under the small budget")
+	mu.Lock()
+	defer mu.Unlock()
+	if p := e.Stats().Preemptions; p == 0 || midDecode == 0 {
+		t.Errorf("%d preemptions, %d step-ends with a preempted sequence holding output", p, midDecode)
 	} else {
-		t.Logf("%d preemptions", p)
+		t.Logf("%d preemptions; %d step-ends with a preempted sequence holding output", p, midDecode)
 	}
 }
 

@@ -71,7 +71,9 @@ type Request struct {
 	Priority     int           // PolicyPriority: lower runs first
 	CacheSalt    string        // prefix-cache isolation: only equal salts share blocks
 	// Constraint, if set, limits every sampled token to those it allows (structured output);
-	// the request ends with FinishStop when it is Done. One per request (it holds state).
+	// the request ends with FinishStop when it is Done, and with FinishAbort and Err when it
+	// fails (rejects the token, panics, allows nothing). One per request (it holds state); the
+	// engine calls it from goroutines of its own, one call at a time, until the final Output.
 	Constraint Constraint
 }
 

@@ -7,6 +7,7 @@ package sample
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -170,5 +171,32 @@ func BenchmarkSampleMasked32k(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestMaskedArgmaxDense: with most tokens allowed (the unmasked argmax shortcut) and with few,
+// greedy under a mask equals argmax after applyMask.
+func TestMaskedArgmaxDense(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const V = 700
+	for trial := range 400 {
+		mask := make([]uint64, (V+63)/64)
+		p := []float64{0.02, 0.5, 0.98}[trial%3]
+		for i := range V {
+			if r.Float64() < p {
+				setBit(mask, i)
+			}
+		}
+		x := make([]float64, V)
+		for i := range x {
+			x[i] = float64(r.IntN(20)) // ties
+		}
+		want := slices.Clone(x)
+		if !applyMask(want, mask) {
+			continue
+		}
+		if got, w := maskedArgmax(x, mask), argmax(want); got != w {
+			t.Fatalf("trial %d (density %v): maskedArgmax %d, argmax after applyMask %d", trial, p, got, w)
+		}
 	}
 }

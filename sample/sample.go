@@ -126,13 +126,18 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 		}
 	}
 	x := s.processed(logits)
-	if mask != nil && !applyMask(x, mask) {
-		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
-	}
 	var id int
-	if s.p.Temperature == 0 {
+	switch {
+	case mask != nil && s.p.Temperature == 0:
+		// Greedy visits the allowed tokens only (the same choice as argmax after applyMask).
+		if id = maskedArgmax(x, mask); id < 0 {
+			return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+		}
+	case mask != nil && !applyMask(x, mask):
+		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+	case s.p.Temperature == 0:
 		id = argmax(x)
-	} else {
+	default:
 		id = s.draw(x)
 	}
 	if mask != nil && !allowed(mask, id) {
@@ -203,13 +208,41 @@ func applyMask(x []float64, mask []uint64) bool {
 			}
 			continue
 		}
-		for i := range row {
-			if word>>i&1 == 0 {
-				row[i] = ninf
-			}
+		for off := ^word & full; off != 0; off &= off - 1 { // the disallowed tokens only
+			row[bits.TrailingZeros64(off)] = ninf
 		}
 	}
 	return found
+}
+
+// maskedArgmax is argmax over the tokens of x that mask allows (-1 if none): the lowest id on
+// ties; NaN never wins; when every allowed value is -inf, the lowest allowed id. When the mask
+// allows most tokens, the unmasked argmax is usually allowed, and then it is the answer.
+func maskedArgmax(x []float64, mask []uint64) int {
+	words := mask[:min(len(mask), (len(x)+63)/64)]
+	count := 0
+	for _, word := range words {
+		count += bits.OnesCount64(word)
+	}
+	if 2*count > len(x) {
+		if id := argmax(x); allowed(mask, id) && !math.IsNaN(x[id]) {
+			return id
+		}
+	}
+	best := -1
+	for w, word := range words {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if i >= len(x) {
+				break
+			}
+			if best < 0 || x[i] > x[best] || math.IsNaN(x[best]) {
+				best = i
+			}
+		}
+	}
+	return best
 }
 
 // allowed reports whether mask allows token id.
