@@ -68,6 +68,7 @@ func manyRules(n int) string {
 var refusedBad = []badCase{
 	{"suffix", map[string]any{"suffix": "the end"}, "suffix", []string{"fill-in-the-middle"}, false},
 	{"best_of", map[string]any{"best_of": 3}, "best_of", []string{"best_of 3"}, false},
+	{"best_of not a number", map[string]any{"best_of": "3"}, "best_of", []string{"integer"}, false},
 	{"min_tokens", map[string]any{"min_tokens": 4}, "min_tokens", nil, false},
 	{"include_stop_str_in_output", map[string]any{"include_stop_str_in_output": true}, "include_stop_str_in_output", nil, false},
 	{"skip_special_tokens", map[string]any{"skip_special_tokens": false}, "skip_special_tokens", nil, false},

@@ -152,11 +152,16 @@ func refuseFields(body []byte, tables ...[]refusal) *apiError {
 
 // refuseBestOf: best_of asks for more samples than it returns unless it is 1 or n.
 func refuseBestOf(body []byte, n int) *apiError {
-	var m struct {
-		BestOf *int `json:"best_of"`
-	}
-	if json.Unmarshal(body, &m) != nil || m.BestOf == nil || *m.BestOf <= 1 || *m.BestOf == n {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || !present(m["best_of"]) {
 		return nil
 	}
-	return badRequest("best_of", "best_of is not supported yet: each choice is one sample (best_of %d, n %d)", *m.BestOf, n)
+	var bestOf int
+	if err := json.Unmarshal(m["best_of"], &bestOf); err != nil {
+		return badRequest("best_of", "best_of must be an integer, got %s", m["best_of"])
+	}
+	if bestOf <= 1 || bestOf == n {
+		return nil
+	}
+	return badRequest("best_of", "best_of is not supported yet: each choice is one sample (best_of %d, n %d)", bestOf, n)
 }
