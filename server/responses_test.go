@@ -232,6 +232,11 @@ func TestResponsesErrors(t *testing.T) {
 	_, err = c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools),
 		option.WithJSONSet("tool_choice", map[string]any{"type": "function", "name": "nope"}))
 	apiErr(t, err, 400, "tool_choice")
+	_, err = c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools), option.WithJSONSet("tool_choice", "required"),
+		option.WithJSONSet("text", map[string]any{"format": map[string]any{"type": "json_object"}}))
+	if e := apiErr(t, err, 400, "tool_choice"); !strings.Contains(e.Message, "text.format") {
+		t.Fatalf("required + text.format: %s", e.Message)
+	}
 	for _, choice := range []any{nil, "none"} {
 		r, err := c.Responses.New(ctx, respParams("hi", 4), option.WithJSONSet("tools", tools), option.WithJSONSet("tool_choice", choice))
 		if err != nil || r.Output[0].Type != "message" {
