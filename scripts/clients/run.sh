@@ -69,8 +69,10 @@ for m in ${MODELS:-stories qwen3}; do
   qwen3)
     "$tmp/llmcloud" synth --arch qwen3 --dim 64 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 --ffn 128 \
       --tied --ctx 1024 --seed 16 --tokenizer "$root/testdata/models/qwen2-tokenizer" -o "$tmp/qwen3" >/dev/null
+    # --generation-config vllm: requests that omit top_p sample with top-p 1 (the model has no
+    # generation_config defaults; "auto" would be top-p 0.95, a sort of 151k logits per token).
     if serve qwen3 "$tmp/qwen3" --chat-template "$root/chattmpl/testdata/templates/qwen3.jinja" \
-      --tool-call-parser hermes --enable-auto-tool-choice; then
+      --generation-config vllm --tool-call-parser hermes --enable-auto-tool-choice; then
       checks qwen3
     else failed=1; fi
     ;;
