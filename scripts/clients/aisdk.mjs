@@ -10,6 +10,9 @@ const provider = createOpenAI({ baseURL, apiKey });
 const common = { maxOutputTokens: maxTokens, temperature: 1, maxRetries: 0 };
 const quiet = { onError: () => {} }; // streamText logs errors itself otherwise; the checks report them
 const tools = { get_weather: tool({ description: "Current weather in a city", inputSchema: WeatherArgs }) };
+// One call per reply (parallel_tool_calls false): with parallel calls allowed a weak model may
+// go on writing calls until maxOutputTokens, and the reply ends "length" with the last cut.
+const oneCall = { providerOptions: { openai: { parallelToolCalls: false } } };
 
 function checkWeatherCall(calls) {
   assert.ok(calls.length >= 1, "no tool call");
@@ -32,7 +35,7 @@ export async function aisdkChecks() {
   });
 
   await check("ai-sdk chat streamText + tools (toolChoice required)", async () => {
-    const r = streamText({ model: chat, tools, toolChoice: "required", prompt: "Weather in Paris?", ...common, ...quiet });
+    const r = streamText({ model: chat, tools, toolChoice: "required", prompt: "Weather in Paris?", ...common, ...oneCall, ...quiet });
     const streamed = [];
     for await (const part of r.fullStream) {
       if (part.type === "error") throw part.error;
@@ -67,12 +70,12 @@ export async function aisdkChecks() {
   });
 
   await check("ai-sdk responses generateText + tools (toolChoice required)", async () => {
-    const r = await generateText({ model: resp, tools, toolChoice: "required", prompt: "Weather in Paris?", ...common });
+    const r = await generateText({ model: resp, tools, toolChoice: "required", prompt: "Weather in Paris?", ...common, ...oneCall });
     checkWeatherCall(r.toolCalls);
   });
 
   await check("ai-sdk responses streamText + tools (toolChoice required)", async () => {
-    const r = streamText({ model: resp, tools, toolChoice: "required", prompt: "Weather in Paris?", ...common, ...quiet });
+    const r = streamText({ model: resp, tools, toolChoice: "required", prompt: "Weather in Paris?", ...common, ...oneCall, ...quiet });
     for await (const part of r.fullStream) if (part.type === "error") throw part.error;
     checkWeatherCall(await r.toolCalls);
   });
