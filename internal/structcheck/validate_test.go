@@ -46,13 +46,13 @@ func TestBulkSchemasRandomModel(t *testing.T) {
 	bulk(t, b, cs, n, 400)
 }
 
-// TestBulkSchemasQwenTokenizer: 100 generations from a random Qwen3-shaped model with the real
+// TestBulkSchemasQwenTokenizer: 50 generations from a random Qwen3-shaped model with the real
 // Qwen tokenizer (151,646 byte-level BPE pieces, many of them spanning JSON punctuation and
 // text, such as `":"` or `"},{"`), which is where token-boundary mistakes in a grammar show.
 func TestBulkSchemasQwenTokenizer(t *testing.T) {
-	n := count(100)
+	n := count(50)
 	if testing.Short() {
-		n = 40
+		n = 20
 	}
 	cs := compileAll(t)
 	b := openBundle(t, synthQwen(t))
