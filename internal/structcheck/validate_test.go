@@ -43,7 +43,7 @@ func TestBulkSchemasRandomModel(t *testing.T) {
 	}
 	cs := compileAll(t)
 	b := openBundle(t, fixture.Path(t, "models", "rand3M", "rand3M-q8_0.gguf"))
-	bulk(t, b, cs, n, 400)
+	bulk(t, b, cs, n, 600)
 }
 
 // TestBulkSchemasQwenTokenizer: 50 generations from a random Qwen3-shaped model with the real
@@ -56,7 +56,7 @@ func TestBulkSchemasQwenTokenizer(t *testing.T) {
 	}
 	cs := compileAll(t)
 	b := openBundle(t, synthQwen(t))
-	bulk(t, b, cs, n, 400)
+	bulk(t, b, cs, n, 600)
 }
 
 // synthQwen writes a tiny random Qwen3 with the Qwen tokenizer into a temporary directory.
