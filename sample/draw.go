@@ -57,12 +57,18 @@ func (s *Sampler) draw(x []float64) int {
 	if nan || math.IsInf(mx, 0) {
 		return s.drawSorted(x)
 	}
+	topP := s.p.TopP > 0 && s.p.TopP < 1
 	// Probabilities (unnormalized: the most likely is exp(0) = 1). Candidates have a non-zero
 	// probability of at least MinP. A logit below cut is surely not one: exp underflows to 0
 	// below -745, and under min-p, exp(x-mx) < MinP with a margin far above rounding.
 	lim := 0.0
 	if s.p.MinP > 0 {
 		lim = s.p.MinP
+	}
+	if k := s.p.TopK; k > 0 && k < len(x) {
+		if id, ok := s.drawTopK(x, mx, lim, k, topP); ok {
+			return id
+		}
 	}
 	cut := mx - 800
 	if lim > 0 {
@@ -83,7 +89,6 @@ func (s *Sampler) draw(x []float64) int {
 			last = i
 		}
 	}
-	topP := s.p.TopP > 0 && s.p.TopP < 1
 	if k := s.p.TopK; k > 0 && k < n {
 		return s.drawFrom(s.topK(x, lim, k), topP)
 	}

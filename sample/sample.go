@@ -68,6 +68,9 @@ type Sampler struct {
 	buf       []float64
 	idx       []int     // reused by the reference implementation in tests
 	cands     []cand    // candidate tokens of a draw (reused)
+	vals      []float64 // the largest logits under top-k (reused)
+	sparseX   []float64 // the allowed tokens' logits under a sparse mask (reused)
+	sparseIDs []int     // their ids
 	hist      []float64 // probability mass per bucket for the top-p threshold (reused)
 
 	// Tests set these to the original implementations to compare the fast paths with them.
@@ -137,8 +140,14 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 		if id = maskedArgmax(x, mask); id < 0 {
 			return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
 		}
-	case mask != nil && !applyMask(x, mask):
-		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+	case mask != nil:
+		var ok bool
+		if id, ok = s.drawSparse(x, mask); !ok {
+			if !applyMask(x, mask) {
+				return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+			}
+			id = s.draw(x)
+		}
 	case s.p.Temperature == 0:
 		id = argmax(x)
 	default:
