@@ -10,12 +10,23 @@
 // otherwise (very rarely) the plain full sort decides.
 package sample
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 const (
-	nucleusShift   = 46      // float64 bits kept per bucket: exponent + 6 mantissa bits
-	nucleusBuckets = 64 << 6 // 64 octaves below 1, 64 buckets each; the last holds the rest
+	nucleusShift   = 46                                 // float64 bits kept per bucket: exponent + 6 mantissa bits
+	nucleusBuckets = 64 << 6                            // 64 octaves below 1, 64 buckets each; the last holds the rest
+	nucleusTop     = 0x3ff0000000000000 >> nucleusShift // the bucket key of 1.0
 )
+
+// bucket is the histogram bucket of a probability e in (0, 1]: 0 holds 1, higher buckets hold
+// smaller values, the last one everything below 2^-32.
+func bucket(e float64) int {
+	b := nucleusTop - int(math.Float64bits(e)>>nucleusShift)
+	return min(max(b, 0), nucleusBuckets-1)
+}
 
 // nucleus draws under top-p (and no top-k cut) from the probabilities x: n candidates
 // (probability > 0 and >= lim) whose sum in id order is kept.
@@ -23,14 +34,16 @@ func (s *Sampler) nucleus(x []float64, lim float64, n int, kept float64) int {
 	p := s.p.TopP
 	if s.hist == nil {
 		s.hist = make([]float64, nucleusBuckets)
+		s.count = make([]int, nucleusBuckets+1)
 	}
-	hist := s.hist
+	hist, count := s.hist, s.count
 	clear(hist)
-	top := int(math.Float64bits(1) >> nucleusShift)
+	clear(count)
 	for _, e := range x {
 		if e > 0 && e >= lim {
-			b := top - int(math.Float64bits(e)>>nucleusShift)
-			hist[min(max(b, 0), nucleusBuckets-1)] += e
+			b := bucket(e)
+			hist[b] += e
+			count[b]++
 		}
 	}
 	// Relative bound between this code's cumulative values and the plain algorithm's, with a
@@ -38,14 +51,14 @@ func (s *Sampler) nucleus(x []float64, lim float64, n int, kept float64) int {
 	m := float64(8*(n+64)) * 0x1p-53
 	need := p * kept * (1 + 4*m)
 	var acc float64
-	tau := 0.0 // every candidate
-	for b, h := range hist[:nucleusBuckets-1] {
+	last := nucleusBuckets - 1 // the buckets 0..last hold the candidates to sort
+	for b, h := range hist {
 		if acc += h; acc >= need {
-			tau = math.Float64frombits(uint64(top-b) << nucleusShift)
+			last = b
 			break
 		}
 	}
-	cs := s.collect(x, lim, tau)
+	cs := s.bucketSort(x, lim, last)
 	var sum float64
 	for j, c := range cs {
 		sum += c.v
@@ -58,4 +71,49 @@ func (s *Sampler) nucleus(x []float64, lim float64, n int, kept float64) int {
 		}
 	}
 	return s.drawFrom(s.collect(x, lim, 0), true)
+}
+
+// bucketSort returns the candidates of x in the buckets 0..last, most likely first (ties by
+// lower id): placed by bucket in id order (s.count holds the counts), then each bucket sorted.
+func (s *Sampler) bucketSort(x []float64, lim float64, last int) []cand {
+	count := s.count
+	total := 0
+	for b := range count[:last+1] { // count[b] becomes the start of bucket b
+		c := count[b]
+		count[b] = total
+		total += c
+	}
+	count[last+1] = total
+	if cap(s.cands) < total {
+		s.cands = make([]cand, total)
+	}
+	cs := s.cands[:total]
+	for i, e := range x {
+		if e > 0 && e >= lim {
+			if b := bucket(e); b <= last {
+				cs[count[b]] = cand{e, i}
+				count[b]++
+			}
+		}
+	}
+	// Now count[b] is the end of bucket b (the start of b+1).
+	start := 0
+	for b := range last + 1 {
+		seg := cs[start:count[b]]
+		start = count[b]
+		if len(seg) > 64 {
+			slices.SortFunc(seg, candCmp)
+			continue
+		}
+		for i := 1; i < len(seg); i++ { // insertion: stable, so equal values stay in id order
+			c := seg[i]
+			j := i
+			for j > 0 && seg[j-1].v < c.v {
+				seg[j] = seg[j-1]
+				j--
+			}
+			seg[j] = c
+		}
+	}
+	return cs
 }

@@ -72,6 +72,7 @@ type Sampler struct {
 	sparseX   []float64 // the allowed tokens' logits under a sparse mask (reused)
 	sparseIDs []int     // their ids
 	hist      []float64 // probability mass per bucket for the top-p threshold (reused)
+	count     []int     // candidates per bucket
 
 	// Tests set these to the original implementations to compare the fast paths with them.
 	refDraw     func(s *Sampler, x []float64) int
