@@ -1,8 +1,9 @@
 // Steps 5-8 of the sampler (temperature, min-p, top-k, top-p, the draw) without sorting the
 // vocabulary. Every path does the same floating-point operations, in the same order, as a full
 // most-likely-first sort would (reference_test.go keeps that version and compares): top-k keeps
-// a bounded insertion of the K best, top-p sorts only the most likely tokens a histogram picks
-// (nucleus.go), and without either the draw walks the candidates in id order.
+// a bounded insertion of the K best near the largest logits (topk.go), top-p sorts only the most
+// likely tokens a histogram picks (nucleus.go), and without either the draw walks the candidates
+// in id order (walk.go).
 package sample
 
 import (
@@ -70,42 +71,15 @@ func (s *Sampler) draw(x []float64) int {
 			return id
 		}
 	}
-	cut := mx - 800
-	if lim > 0 {
-		cut = max(cut, mx+math.Log(lim)-1e-6-math.Abs(mx)*1e-14)
-	}
-	var kept float64 // the candidates' sum in id order
-	n, last := 0, -1
-	for i, v := range x {
-		if v < cut {
-			x[i] = 0
-			continue
-		}
-		e := math.Exp(v - mx)
-		x[i] = e
-		if e > 0 && e >= lim {
-			kept += e
-			n++
-			last = i
-		}
-	}
-	if k := s.p.TopK; k > 0 && k < n {
-		return s.drawFrom(s.topK(x, lim, k), topP)
+	pr := s.probabilities(x, mx, lim)
+	if k := s.p.TopK; k > 0 && k < pr.n {
+		pr.exact()
+		return s.drawFrom(s.topK(pr.p, lim, k), topP)
 	}
 	if topP {
-		return s.nucleus(x, lim, n, kept)
+		return s.nucleus(&pr)
 	}
-	// No cut: walk the candidates in id order (the same distribution as most likely first).
-	u := s.rng.Float64() * kept
-	for i, e := range x[:last+1] {
-		if e > 0 && e >= lim {
-			u -= e
-			if u < 0 {
-				return i
-			}
-		}
-	}
-	return last
+	return s.walk(&pr)
 }
 
 // drawFrom draws from cs (in this order), first cutting it to the smallest prefix whose

@@ -97,11 +97,22 @@ func sameResult(a, b Result) error {
 }
 
 func TestFastMatchesReference(t *testing.T) {
-	r := rand.New(rand.NewPCG(16, 16))
 	rows := map[int]int{100: 3000, 32000: 150, 151646: 20}
 	if testing.Short() {
 		rows = map[int]int{100: 500, 32000: 30, 151646: 4}
 	}
+	compareWithReference(t, rand.New(rand.NewPCG(16, 16)), rows)
+}
+
+// TestExactFallbacksMatchReference: with the margins made huge, every draw takes the exact
+// fallback paths (the walk with math.Exp, the full sort under top-p), which must match too.
+func TestExactFallbacksMatchReference(t *testing.T) {
+	marginScale = 1e15
+	defer func() { marginScale = 1 }()
+	compareWithReference(t, rand.New(rand.NewPCG(17, 17)), map[int]int{100: 1000, 32000: 20})
+}
+
+func compareWithReference(t *testing.T, r *rand.Rand, rows map[int]int) {
 	for _, n := range []int{100, 32000, 151646} {
 		for row := range rows[n] {
 			logits := equivLogits(r, n)

@@ -3,11 +3,12 @@
 // histogram of the probabilities (by the top bits of their float64 encoding) gives a threshold
 // above which the candidates surely hold more than TopP of the mass; only those are sorted.
 //
-// The cut must be the one the plain algorithm finds, which divides by the sum of all candidates
-// added most likely first. The sum here is added in id order instead: both are within a few
-// units in the last place per term of the true sum, so the cumulative values differ by at most
-// a relative margin m. The cut is taken when no prefix comes within m of TopP around it;
-// otherwise (very rarely) the plain full sort decides.
+// The cut must be the one the plain algorithm finds, which divides by the sum of the exact
+// probabilities of all candidates added most likely first. The sum here is of the approximate
+// ones (walk.go) added in id order: both are within expErr plus a few units in the last place
+// per term of the true sum, so the cumulative values differ by at most a relative margin m. The
+// sorted candidates get exact probabilities; the cut is taken when no prefix comes within m of
+// TopP around it, otherwise (very rarely) the plain full sort decides.
 package sample
 
 import (
@@ -28,41 +29,37 @@ func bucket(e float64) int {
 	return min(max(b, 0), nucleusBuckets-1)
 }
 
-// nucleus draws under top-p (and no top-k cut) from the probabilities x: n candidates
-// (probability > 0 and >= lim) whose sum in id order is kept.
-func (s *Sampler) nucleus(x []float64, lim float64, n int, kept float64) int {
+// nucleus draws under top-p (and no top-k cut).
+func (s *Sampler) nucleus(pr *probs) int {
 	p := s.p.TopP
 	if s.hist == nil {
 		s.hist = make([]float64, nucleusBuckets)
 		s.count = make([]int, nucleusBuckets+1)
 	}
-	hist, count := s.hist, s.count
+	hist := s.hist
 	clear(hist)
-	clear(count)
-	for _, e := range x {
-		if e > 0 && e >= lim {
-			b := bucket(e)
-			hist[b] += e
-			count[b]++
+	for _, e := range pr.p {
+		if pr.candidate(e) {
+			hist[bucket(e)] += e
 		}
 	}
 	// Relative bound between this code's cumulative values and the plain algorithm's, with a
-	// factor of 4 to spare: each is within (n + prefix length + 2) half-ulps of the true value.
-	m := float64(8*(n+64)) * 0x1p-53
-	need := p * kept * (1 + 4*m)
+	// factor of 2 to spare: expErr in the sum, and a half-ulp per addition and division.
+	m := (4*expErr + float64(8*(pr.n+64))*0x1p-53) * marginScale
+	need := p * pr.kept * (1 + 4*m)
 	var acc float64
-	last := nucleusBuckets - 1 // the buckets 0..last hold the candidates to sort
-	for b, h := range hist {
+	tau := 0.0 // the candidates of at least tau are sorted
+	for b, h := range hist[:nucleusBuckets-1] {
 		if acc += h; acc >= need {
-			last = b
+			tau = math.Float64frombits(uint64(nucleusTop-b) << nucleusShift)
 			break
 		}
 	}
-	cs := s.bucketSort(x, lim, last)
+	cs := s.nucleusCands(pr, tau)
 	var sum float64
 	for j, c := range cs {
 		sum += c.v
-		cum := sum / kept
+		cum := sum / pr.kept
 		if cum*(1+m) >= p {
 			if cum*(1-m) < p {
 				break // too close to call
@@ -70,35 +67,43 @@ func (s *Sampler) nucleus(x []float64, lim float64, n int, kept float64) int {
 			return s.drawFrom(cs[:j+1], false)
 		}
 	}
-	return s.drawFrom(s.collect(x, lim, 0), true)
+	pr.exact()
+	return s.drawFrom(s.collect(pr.p, pr.lim, 0), true)
 }
 
-// bucketSort returns the candidates of x in the buckets 0..last, most likely first (ties by
-// lower id): placed by bucket in id order (s.count holds the counts), then each bucket sorted.
-func (s *Sampler) bucketSort(x []float64, lim float64, last int) []cand {
-	count := s.count
-	total := 0
-	for b := range count[:last+1] { // count[b] becomes the start of bucket b
-		c := count[b]
-		count[b] = total
-		total += c
-	}
-	count[last+1] = total
-	if cap(s.cands) < total {
-		s.cands = make([]cand, total)
-	}
-	cs := s.cands[:total]
-	for i, e := range x {
-		if e > 0 && e >= lim {
-			if b := bucket(e); b <= last {
-				cs[count[b]] = cand{e, i}
-				count[b]++
+// nucleusCands returns the candidates whose exact probability is at least tau, most likely
+// first (ties by lower id): placed by histogram bucket in id order, then each bucket sorted.
+func (s *Sampler) nucleusCands(pr *probs, tau float64) []cand {
+	gathered := s.gathered[:0]
+	lo := tau * (1 - 4*expErr)
+	for i, e := range pr.p {
+		if pr.candidate(e) && e >= lo {
+			if e = math.Exp(pr.x[i] - pr.mx); e >= tau {
+				gathered = append(gathered, cand{e, i})
 			}
 		}
 	}
-	// Now count[b] is the end of bucket b (the start of b+1).
+	s.gathered = gathered
+	count := s.count
+	clear(count)
+	for _, c := range gathered {
+		count[bucket(c.v)+1]++
+	}
+	for b := 1; b < len(count); b++ { // count[b] becomes the start of bucket b
+		count[b] += count[b-1]
+	}
+	if cap(s.cands) < len(gathered) {
+		s.cands = make([]cand, len(gathered))
+	}
+	cs := s.cands[:len(gathered)]
+	for _, c := range gathered {
+		b := bucket(c.v)
+		cs[count[b]] = c
+		count[b]++
+	}
+	// Now count[b] is the end of bucket b.
 	start := 0
-	for b := range last + 1 {
+	for b := range nucleusBuckets {
 		seg := cs[start:count[b]]
 		start = count[b]
 		if len(seg) > 64 {

@@ -73,6 +73,8 @@ type Sampler struct {
 	sparseIDs []int     // their ids
 	hist      []float64 // probability mass per bucket for the top-p threshold (reused)
 	count     []int     // candidates per bucket
+	pbuf      []float64 // probabilities of a draw (reused)
+	gathered  []cand    // nucleus candidates in id order (reused)
 
 	// Tests set these to the original implementations to compare the fast paths with them.
 	refDraw     func(s *Sampler, x []float64) int
