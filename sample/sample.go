@@ -107,6 +107,9 @@ func New(p Params) (*Sampler, error) {
 
 // SetPrompt records prompt tokens for the repetition penalty (not for presence/frequency).
 func (s *Sampler) SetPrompt(ids []int) {
+	if !s.repetition() {
+		return // nothing reads it
+	}
 	for _, id := range ids {
 		s.seen[id] = true
 	}
@@ -115,8 +118,18 @@ func (s *Sampler) SetPrompt(ids []int) {
 // Accept records a generated token. Sample calls it for the token it returns; call it for
 // tokens chosen by other means (e.g. forced).
 func (s *Sampler) Accept(id int) {
-	s.seen[id] = true
-	s.generated[id]++
+	if s.repetition() {
+		s.seen[id] = true
+	}
+	if s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0 {
+		s.generated[id]++
+	}
+}
+
+// repetition reports whether a repetition penalty applies.
+func (s *Sampler) repetition() bool {
+	rp := s.p.RepetitionPenalty
+	return rp > 0 && rp != 1
 }
 
 // Sample chooses a token from logits ([vocab]; not modified) and records it as generated.
@@ -175,15 +188,18 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 
 // processed applies steps 1-3 and returns float64 logits (a reused buffer).
 func (s *Sampler) processed(logits []float32) []float64 {
-	x := s.buf[:0]
-	for _, v := range logits {
-		x = append(x, float64(v))
+	if cap(s.buf) < len(logits) {
+		s.buf = make([]float64, len(logits))
 	}
-	s.buf = x
+	x := s.buf[:len(logits)]
+	for i, v := range logits {
+		x[i] = float64(v)
+	}
 	for id, b := range s.p.LogitBias {
 		x[id] += b
 	}
-	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
+	if s.repetition() {
+		rp := s.p.RepetitionPenalty
 		for id := range s.seen {
 			if id < 0 || id >= len(x) {
 				continue
