@@ -28,7 +28,7 @@ func candCmp(a, b cand) int {
 	return a.id - b.id
 }
 
-// draw applies steps 5-8 to x (overwritten) and samples an id.
+// draw applies steps 5-8 to x (divided by the temperature in place) and samples an id.
 func (s *Sampler) draw(x []float64) int {
 	if s.refDraw != nil {
 		return s.refDraw(s, x)
@@ -59,9 +59,8 @@ func (s *Sampler) draw(x []float64) int {
 		return s.drawSorted(x)
 	}
 	topP := s.p.TopP > 0 && s.p.TopP < 1
-	// Probabilities (unnormalized: the most likely is exp(0) = 1). Candidates have a non-zero
-	// probability of at least MinP. A logit below cut is surely not one: exp underflows to 0
-	// below -745, and under min-p, exp(x-mx) < MinP with a margin far above rounding.
+	// Probabilities are unnormalized (the most likely is exp(0) = 1). Candidates have a
+	// non-zero probability of at least MinP.
 	lim := 0.0
 	if s.p.MinP > 0 {
 		lim = s.p.MinP
@@ -155,7 +154,8 @@ func (s *Sampler) collect(x []float64, lim, tau float64) []cand {
 	return cs
 }
 
-// drawSorted is steps 5-8 on x after the temperature when some value is NaN or infinite:
+// drawSorted is steps 5-8 on x after the temperature when some value is NaN or the largest is
+// infinite (x is overwritten by the probabilities):
 // the plain algorithm (every candidate sorted), whose edge cases the fast path does not model.
 func (s *Sampler) drawSorted(x []float64) int {
 	mx := math.Inf(-1)
