@@ -17,10 +17,10 @@ const (
 	expStepL = math.Ln2/32 - 0.021660834550857544 // the rest
 )
 
-// expTable[j] = 2^(j/32).
-var expTable = func() (t [32]float64) {
+// expTable[j] is the encoding of 2^(j/32); adding m<<52 to it multiplies by 2^m.
+var expTable = func() (t [32]uint64) {
 	for j := range t {
-		t[j] = math.Exp2(float64(j) / 32)
+		t[j] = math.Float64bits(math.Exp2(float64(j) / 32))
 	}
 	return t
 }()
@@ -32,5 +32,5 @@ func expApprox(x float64) float64 {
 	kf := float64(k)
 	r := (x - kf*expStepH) - kf*expStepL
 	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120)))))
-	return p * expTable[k&31] * math.Float64frombits(uint64(k>>5+1023)<<52)
+	return p * math.Float64frombits(expTable[k&31]+uint64(k>>5)<<52)
 }

@@ -36,7 +36,8 @@ func (s *Sampler) probabilities(x []float64, mx, lim float64) probs {
 		s.pbuf = make([]float64, len(x))
 	}
 	p := s.pbuf[:len(x)]
-	pr := probs{x: x, p: p, mx: mx, lim: lim, cut: cut, last: -1}
+	var kept float64
+	n, last := 0, -1
 	// Near MinP the exact value decides candidacy: outside [lo, hi) the approximate one agrees.
 	lo, hi := lim*(1-4*expErr), lim*(1+4*expErr)
 	for i, v := range x {
@@ -53,12 +54,12 @@ func (s *Sampler) probabilities(x []float64, mx, lim float64) probs {
 		}
 		p[i] = e
 		if e > 0 && e >= lim {
-			pr.kept += e
-			pr.n++
-			pr.last = i
+			kept += e
+			n++
+			last = i
 		}
 	}
-	return pr
+	return probs{x: x, p: p, mx: mx, lim: lim, cut: cut, n: n, last: last, kept: kept}
 }
 
 // exact replaces the probabilities by math.Exp's (kept is then stale).
