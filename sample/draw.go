@@ -70,7 +70,16 @@ func (s *Sampler) draw(x []float64) int {
 			return id
 		}
 	}
-	pr := s.probabilities(x, mx, lim)
+	var hist []float64 // for top-p
+	if topP {
+		if s.hist == nil {
+			s.hist = make([]float64, nucleusBuckets)
+			s.count = make([]int, nucleusBuckets+1)
+		}
+		hist = s.hist
+		clear(hist)
+	}
+	pr := s.probabilities(x, mx, lim, hist)
 	if k := s.p.TopK; k > 0 && k < pr.n {
 		pr.exact()
 		return s.drawFrom(s.topK(pr.p, lim, k), topP)

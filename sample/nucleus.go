@@ -29,20 +29,9 @@ func bucket(e float64) int {
 	return min(max(b, 0), nucleusBuckets-1)
 }
 
-// nucleus draws under top-p (and no top-k cut).
+// nucleus draws under top-p (and no top-k cut); s.hist holds the candidates' mass per bucket.
 func (s *Sampler) nucleus(pr *probs) int {
-	p := s.p.TopP
-	if s.hist == nil {
-		s.hist = make([]float64, nucleusBuckets)
-		s.count = make([]int, nucleusBuckets+1)
-	}
-	hist := s.hist
-	clear(hist)
-	for _, e := range pr.p {
-		if pr.candidate(e) {
-			hist[bucket(e)] += e
-		}
-	}
+	p, hist := s.p.TopP, s.hist
 	// Relative bound between this code's cumulative values and the plain algorithm's, with a
 	// factor of 2 to spare: expErr in the sum, and a half-ulp per addition and division.
 	m := (4*expErr + float64(8*(pr.n+64))*0x1p-53) * marginScale

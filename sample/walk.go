@@ -24,8 +24,9 @@ type probs struct {
 // candidate reports whether probability e is a candidate: non-zero, at least MinP.
 func (pr *probs) candidate(e float64) bool { return e > 0 && e >= pr.lim }
 
-// probabilities computes x's probabilities (x has no NaN and a finite maximum mx).
-func (s *Sampler) probabilities(x []float64, mx, lim float64) probs {
+// probabilities computes x's probabilities (x has no NaN and a finite maximum mx), and with a
+// non-nil hist (zeroed, nucleusBuckets long) the candidates' probability mass per bucket.
+func (s *Sampler) probabilities(x []float64, mx, lim float64, hist []float64) probs {
 	// exp underflows to 0 below -745; under min-p, exp(x-mx) < MinP with a margin far above
 	// rounding.
 	cut := mx - 800
@@ -57,6 +58,9 @@ func (s *Sampler) probabilities(x []float64, mx, lim float64) probs {
 			kept += e
 			n++
 			last = i
+			if hist != nil {
+				hist[bucket(e)] += e
+			}
 		}
 	}
 	return probs{x: x, p: p, mx: mx, lim: lim, cut: cut, n: n, last: last, kept: kept}
