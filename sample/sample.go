@@ -22,6 +22,11 @@
 //
 // Log-probabilities are those of the raw model distribution (log-softmax of the logits
 // given to Sample, before any of the steps above and before a mask), as vLLM reports by default.
+//
+// The steps above are what the sampler computes; the code takes shortcuts (no sort of the
+// vocabulary, approximate exponentials where a margin makes them decide, the allowed tokens
+// alone under a sparse mask) that give the very same tokens and log-probabilities as the plain
+// algorithm, which reference_test.go keeps and compares against.
 package sample
 
 import (
