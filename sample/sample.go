@@ -22,6 +22,11 @@
 //
 // Log-probabilities are those of the raw model distribution (log-softmax of the logits
 // given to Sample, before any of the steps above and before a mask), as vLLM reports by default.
+//
+// The steps above are what the sampler computes; the code takes shortcuts (no sort of the
+// vocabulary, approximate exponentials where a margin makes them decide, the allowed tokens
+// alone under a sparse mask) that give the very same tokens and log-probabilities as the plain
+// algorithm, which reference_test.go keeps and compares against.
 package sample
 
 import (
@@ -29,8 +34,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"slices"
-	"sort"
 )
 
 // Params configures a Sampler. The zero value is greedy decoding with no penalties.
@@ -68,7 +71,19 @@ type Sampler struct {
 	seen      map[int]bool // prompt + generated
 	generated map[int]int  // counts of generated tokens
 	buf       []float64
-	idx       []int
+	idx       []int     // reused by the reference implementation in tests
+	cands     []cand    // candidate tokens of a draw (reused)
+	vals      []float64 // the largest logits under top-k (reused)
+	sparseX   []float64 // the allowed tokens' logits under a sparse mask (reused)
+	sparseIDs []int     // their ids
+	hist      []float64 // probability mass per bucket for the top-p threshold (reused)
+	count     []int     // candidates per bucket
+	pbuf      []float64 // probabilities of a draw (reused)
+	gathered  []cand    // nucleus candidates in id order (reused)
+
+	// Tests set these to the original implementations to compare the fast paths with them.
+	refDraw     func(s *Sampler, x []float64) int
+	refLogprobs func(logits []float32, id, n int) (float64, []TokenLogprob)
 }
 
 // New validates p and returns a Sampler.
@@ -97,6 +112,9 @@ func New(p Params) (*Sampler, error) {
 
 // SetPrompt records prompt tokens for the repetition penalty (not for presence/frequency).
 func (s *Sampler) SetPrompt(ids []int) {
+	if !s.repetition() {
+		return // nothing reads it
+	}
 	for _, id := range ids {
 		s.seen[id] = true
 	}
@@ -105,8 +123,18 @@ func (s *Sampler) SetPrompt(ids []int) {
 // Accept records a generated token. Sample calls it for the token it returns; call it for
 // tokens chosen by other means (e.g. forced).
 func (s *Sampler) Accept(id int) {
-	s.seen[id] = true
-	s.generated[id]++
+	if s.repetition() {
+		s.seen[id] = true
+	}
+	if s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0 {
+		s.generated[id]++
+	}
+}
+
+// repetition reports whether a repetition penalty applies.
+func (s *Sampler) repetition() bool {
+	rp := s.p.RepetitionPenalty
+	return rp > 0 && rp != 1
 }
 
 // Sample chooses a token from logits ([vocab]; not modified) and records it as generated.
@@ -133,8 +161,14 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 		if id = maskedArgmax(x, mask); id < 0 {
 			return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
 		}
-	case mask != nil && !applyMask(x, mask):
-		return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+	case mask != nil:
+		var ok bool
+		if id, ok = s.drawSparse(x, mask); !ok {
+			if !applyMask(x, mask) {
+				return Result{}, fmt.Errorf("sample: the mask allows none of the %d tokens", n)
+			}
+			id = s.draw(x)
+		}
 	case s.p.Temperature == 0:
 		id = argmax(x)
 	default:
@@ -147,7 +181,11 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 	}
 	res := Result{ID: id}
 	if s.p.Logprobs || s.p.TopLogprobs > 0 {
-		res.Logprob, res.Top = logprobs(logits, id, s.p.TopLogprobs)
+		if s.refLogprobs != nil {
+			res.Logprob, res.Top = s.refLogprobs(logits, id, s.p.TopLogprobs)
+		} else {
+			res.Logprob, res.Top = logprobs(logits, id, s.p.TopLogprobs)
+		}
 	}
 	s.Accept(id)
 	return res, nil
@@ -155,15 +193,18 @@ func (s *Sampler) SampleMasked(logits []float32, mask []uint64) (Result, error) 
 
 // processed applies steps 1-3 and returns float64 logits (a reused buffer).
 func (s *Sampler) processed(logits []float32) []float64 {
-	x := s.buf[:0]
-	for _, v := range logits {
-		x = append(x, float64(v))
+	if cap(s.buf) < len(logits) {
+		s.buf = make([]float64, len(logits))
 	}
-	s.buf = x
+	x := s.buf[:len(logits)]
+	for i, v := range logits {
+		x[i] = float64(v)
+	}
 	for id, b := range s.p.LogitBias {
 		x[id] += b
 	}
-	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
+	if s.repetition() {
+		rp := s.p.RepetitionPenalty
 		for id := range s.seen {
 			if id < 0 || id >= len(x) {
 				continue
@@ -269,124 +310,4 @@ func argmax(x []float64) int {
 		}
 	}
 	return best
-}
-
-// draw applies steps 5-8 to x and samples an id.
-func (s *Sampler) draw(x []float64) int {
-	t := s.p.Temperature
-	mx := math.Inf(-1)
-	for i := range x {
-		x[i] /= t
-		mx = math.Max(mx, x[i])
-	}
-	// Probabilities (unnormalized; normalization happens on the kept set).
-	var sum float64
-	for i := range x {
-		x[i] = math.Exp(x[i] - mx)
-		sum += x[i]
-	}
-	// Candidates: every id with a non-zero probability, and under min-p only those within
-	// MinP of the most likely (whose unnormalized probability is exp(0) = 1).
-	lim := 0.0
-	if s.p.MinP > 0 {
-		lim = s.p.MinP
-	}
-	idx := s.idx[:0]
-	for i := range x {
-		if x[i] > 0 && x[i] >= lim {
-			idx = append(idx, i)
-		}
-	}
-	s.idx = idx
-	if len(idx) == 0 {
-		return argmax(x)
-	}
-	// Most likely first (ties: lower id first) only where a cut needs the order: top-k keeps a
-	// prefix (found by partial selection), top-p a cumulative prefix. Without either, the draw
-	// walks the candidates in id order, which samples the same distribution with no sort.
-	desc := func(a, b int) int {
-		if x[a] != x[b] {
-			if x[a] > x[b] {
-				return -1
-			}
-			return 1
-		}
-		return a - b
-	}
-	if s.p.TopK > 0 && s.p.TopK < len(idx) {
-		idx = topK(idx, s.p.TopK, desc)
-	} else if s.p.TopP > 0 && s.p.TopP < 1 {
-		slices.SortFunc(idx, desc)
-	}
-	kept := 0.0
-	for _, i := range idx {
-		kept += x[i]
-	}
-	if s.p.TopP > 0 && s.p.TopP < 1 {
-		var cum float64
-		k := 0
-		for k < len(idx) {
-			cum += x[idx[k]] / kept
-			k++
-			if cum >= s.p.TopP {
-				break
-			}
-		}
-		idx = idx[:k]
-		kept = 0
-		for _, i := range idx {
-			kept += x[i]
-		}
-	}
-	u := s.rng.Float64() * kept
-	for _, i := range idx {
-		u -= x[i]
-		if u < 0 {
-			return i
-		}
-	}
-	return idx[len(idx)-1]
-}
-
-// topK returns the k first elements of idx under cmp, in that order, reordering idx in place:
-// a selection of the k best in one pass with a bounded insertion (k is small next to a
-// vocabulary), then they are already sorted.
-func topK(idx []int, k int, cmp func(a, b int) int) []int {
-	best := make([]int, 0, k+1)
-	for _, id := range idx {
-		if len(best) == k && cmp(id, best[k-1]) >= 0 {
-			continue
-		}
-		pos, _ := slices.BinarySearchFunc(best, id, cmp)
-		best = slices.Insert(best, pos, id)
-		if len(best) > k {
-			best = best[:k]
-		}
-	}
-	return append(idx[:0], best...)
-}
-
-// logprobs returns the raw log-softmax value of id and the top n entries.
-func logprobs(logits []float32, id, n int) (float64, []TokenLogprob) {
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v) - mx)
-	}
-	lse := mx + math.Log(sum)
-	var top []TokenLogprob
-	if n > 0 {
-		idx := make([]int, len(logits))
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
-		for _, i := range idx[:min(n, len(idx))] {
-			top = append(top, TokenLogprob{ID: i, Logprob: float64(logits[i]) - lse})
-		}
-	}
-	return float64(logits[id]) - lse, top
 }
