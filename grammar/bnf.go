@@ -60,6 +60,7 @@ func (b *bnfBuilder) term(kind Kind, text string) (int32, error) {
 	}
 	var t int32
 	var err error
+	first := int32(len(b.n.nodes))
 	if kind == KindLiteral {
 		t, err = b.n.addLiteral(text)
 		if err != nil {
@@ -72,6 +73,7 @@ func (b *bnfBuilder) term(kind Kind, text string) (int32, error) {
 		return 0, err
 	}
 	b.terms[key] = t
+	b.n.named(key, first)
 	return t, nil
 }
 

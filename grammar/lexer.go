@@ -15,11 +15,12 @@ import (
 // dstate is one DFA state: the NFA nodes (byte-consuming and match nodes) it stands for.
 type dstate struct {
 	next  [256]atomic.Pointer[dstate]
-	core  []int32      // sorted NFA node ids
-	accID int32        // id of the set of terminals that end here (-1: none)
-	grow  bool         // some byte may follow
-	bytes [4]uint64    // the bytes that may follow
-	loops atomic.Int32 // byte groups on which every byte leads back here (-1: not computed),
+	core  []int32                // sorted NFA node ids
+	accID int32                  // id of the set of terminals that end here (-1: none)
+	grow  bool                   // some byte may follow
+	bytes [4]uint64              // the bytes that may follow
+	canon atomic.Pointer[string] // see canon.go
+	loops atomic.Int32           // byte groups on which every byte leads back here (-1: not computed),
 	// and bit 8: every non-ASCII UTF-8 character leads back here (its bytes staying alive)
 }
 
@@ -108,41 +109,90 @@ type lexer struct {
 	accs   [][]uint64 // accID -> bitset over terminals
 	nbytes int
 	max    int
+	byKey  map[string]int32 // terminal by canonical name
 
 	// scratch (under mu)
-	mark  []uint32
-	gen   uint32
-	stack []int32
-	set   []int32
-	keyb  []byte
+	mark    []uint32
+	mark2   []uint32
+	mark3   []uint32
+	gen     uint32
+	atStart bool // closure context: no byte of the terminal read yet
+	prev    int  // closure context: the byte just read (-1: none)
+	stack   []int32
+	set     []int32
+	keyb    []byte
 }
 
 func newLexer(n *nfa, maxBytes int) *lexer {
 	l := &lexer{nfa: n, states: map[string]*dstate{}, starts: map[string]*dstate{},
-		accIDs: map[string]int32{}, max: maxBytes, mark: make([]uint32, len(n.nodes))}
+		accIDs: map[string]int32{}, max: maxBytes, mark: make([]uint32, len(n.nodes)),
+		mark2: make([]uint32, len(n.nodes)), mark3: make([]uint32, len(n.nodes))}
 	l.dead = &dstate{accID: -1}
 	l.dead.loops.Store(0)
 	for i := range l.dead.next {
 		l.dead.next[i].Store(l.dead)
 	}
 	l.states[""] = l.dead
+	l.byKey = make(map[string]int32, len(n.keys))
+	for t, k := range n.keys {
+		l.byKey[k] = int32(t)
+	}
 	return l
 }
 
-// closure adds to l.set the core nodes epsilon-reachable from the nodes in l.stack.
+// closure adds to l.set the core nodes epsilon-reachable from the nodes in l.stack. Assertions:
+// \A passes only at the terminal's start (l.atStart), ^ in multi-line mode also after a
+// newline (l.prev), and $ (end of text) passes into a mode where only the end may follow:
+// nodes reached after it that would consume a byte are dropped, match nodes kept.
 func (l *lexer) closure() {
+	const afterEnd = 1 << 30
 	for len(l.stack) > 0 {
-		i := l.stack[len(l.stack)-1]
+		v := l.stack[len(l.stack)-1]
 		l.stack = l.stack[:len(l.stack)-1]
-		if l.mark[i] == l.gen || !l.nfa.live[i] {
+		i, end := v&^afterEnd, v&afterEnd != 0
+		if !l.nfa.live[i] {
 			continue
 		}
-		l.mark[i] = l.gen
-		x := &l.nfa.nodes[i]
-		if x.kind == nEps {
-			l.stack = append(l.stack, x.outs...)
+		if end {
+			if l.mark2[i] == l.gen {
+				continue
+			}
+			l.mark2[i] = l.gen
 		} else {
-			l.set = append(l.set, i)
+			if l.mark[i] == l.gen {
+				continue
+			}
+			l.mark[i] = l.gen
+		}
+		x := &l.nfa.nodes[i]
+		switch x.kind {
+		case nEps:
+			for _, o := range x.outs {
+				l.stack = append(l.stack, o|v&afterEnd)
+			}
+		case nAssert:
+			switch x.lo {
+			case aBeginText:
+				if l.atStart {
+					l.stack = append(l.stack, x.out|v&afterEnd)
+				}
+			case aBeginLine:
+				if l.atStart || l.prev == '\n' {
+					l.stack = append(l.stack, x.out|v&afterEnd)
+				}
+			case aEndText:
+				l.stack = append(l.stack, x.out|afterEnd)
+			}
+		case nMatch:
+			if l.mark3[i] != l.gen {
+				l.mark3[i] = l.gen
+				l.set = append(l.set, i)
+			}
+		default:
+			if !end && l.mark3[i] != l.gen {
+				l.mark3[i] = l.gen
+				l.set = append(l.set, i)
+			}
 		}
 	}
 }
@@ -151,6 +201,8 @@ func (l *lexer) newGen() {
 	l.gen++
 	if l.gen == 0 {
 		clear(l.mark)
+		clear(l.mark2)
+		clear(l.mark3)
 		l.gen = 1
 	}
 	l.set = l.set[:0]
@@ -241,6 +293,7 @@ func (l *lexer) step(d *dstate, b byte) *dstate {
 		return t
 	}
 	l.newGen()
+	l.atStart, l.prev = false, int(b)
 	for _, v := range d.core {
 		x := &l.nfa.nodes[v]
 		if x.kind == nByte && x.lo <= b && b <= x.hi {
@@ -267,6 +320,7 @@ func (l *lexer) start(terms []int32) *dstate {
 		return d
 	}
 	l.newGen()
+	l.atStart, l.prev = true, -1
 	for _, t := range terms {
 		l.stack = append(l.stack, l.nfa.starts[t])
 	}
@@ -293,6 +347,7 @@ func (l *lexer) termInfo(t int32) (nullable, productive bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.newGen()
+	l.atStart, l.prev = true, -1
 	l.stack = append(l.stack, l.nfa.starts[t])
 	l.closure()
 	for _, v := range l.set {

@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	jsonString = `"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"`
-	jsonNumber = `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+	testStringRe = `"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"`
+	testNumberRe = `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
 )
 
 // jsonIR is any JSON object, with optional whitespace.
@@ -26,8 +26,8 @@ func jsonIR() *IR {
 	return &IR{Start: "root", Rules: map[string]*Expr{
 		"root":  Seq(ws, Ref("obj"), ws),
 		"obj":   Seq(Lit("{"), ws, Opt(Seq(Ref("pair"), Star(Seq(ws, Lit(","), ws, Ref("pair"))))), ws, Lit("}")),
-		"pair":  Seq(Re(jsonString), ws, Lit(":"), ws, Ref("value")),
-		"value": Alt(Re(jsonString), Re(jsonNumber), Lit("true"), Lit("false"), Lit("null"), Ref("obj"), Ref("array")),
+		"pair":  Seq(Re(testStringRe), ws, Lit(":"), ws, Ref("value")),
+		"value": Alt(Re(testStringRe), Re(testNumberRe), Lit("true"), Lit("false"), Lit("null"), Ref("obj"), Ref("array")),
 		"array": Seq(Lit("["), ws, Opt(Seq(Ref("value"), Star(Seq(ws, Lit(","), ws, Ref("value"))))), ws, Lit("]")),
 	}}
 }
@@ -36,8 +36,8 @@ func jsonIR() *IR {
 // (compact JSON, optional age).
 func schemaIR() *IR {
 	return &IR{Start: "root", Rules: map[string]*Expr{
-		"root": Seq(Lit(`{"name":`), Re(jsonString), Opt(Seq(Lit(`,"age":`), Re(jsonNumber))),
-			Lit(`,"tags":[`), Opt(Seq(Re(jsonString), Star(Seq(Lit(","), Re(jsonString))))), Lit(`],"ok":`),
+		"root": Seq(Lit(`{"name":`), Re(testStringRe), Opt(Seq(Lit(`,"age":`), Re(testNumberRe))),
+			Lit(`,"tags":[`), Opt(Seq(Re(testStringRe), Star(Seq(Lit(","), Re(testStringRe))))), Lit(`],"ok":`),
 			Alt(Lit("true"), Lit("false")), Lit("}")),
 	}}
 }

@@ -4,9 +4,11 @@
 // scans it into a new row whose own lane reads the rest of the token (n's subtree). So a walk
 // of the trie from d, stepping the DFA byte by byte and skipping a node's whole subtree when
 // the DFA dies, yields a lexEntry: the tokens of the first kind and the nodes where terminals
-// end, grouped by the set of terminals ending. Entries are cached per (Grammar, Vocab): the root
-// entry by d, a group's child entry by the new lane's start state. FillMask ORs the entries'
-// tokens together and consults the parser (rows memoized in the Matcher) once per group.
+// end, grouped by the set of terminals ending. Entries depend on the lexer alone, so they are
+// cached per Vocab for every grammar under canonical state names (canon.go): the root entry by
+// d, a group's child entry by the group and the new lane's start state; each Grammar keeps a
+// front cache by its own state pointers. FillMask ORs the entries' tokens together and consults
+// the parser (rows memoized in the Matcher) once per group.
 
 package grammar
 
@@ -22,26 +24,44 @@ type lexEntry struct {
 }
 
 type lexGroup struct {
-	accID int32
-	nodes []int32 // trie nodes where those terminals end
-	kids  []kid   // child entries by start state (guarded by vcache.mu)
+	accKey string  // the terminals that end (canonical names, see canon.go)
+	nodes  []int32 // trie nodes where they end
 }
 
-type kid struct {
-	d *dstate
-	e *lexEntry
-}
-
-// vcache holds one Grammar's entries for one Vocab.
-type vcache struct {
-	t     *trie
-	lex   *lexer
-	words int
+// sharedCache holds a Vocab's entries for every grammar, by canonical state name (and for a
+// child entry, the group it continues).
+type sharedCache struct {
 	mu    sync.Mutex
-	roots map[*dstate]*lexEntry
+	m     map[sharedKey]*lexEntry
 	bytes int
-	max   int
 }
+
+type sharedKey struct {
+	g *lexGroup // nil: a root entry
+	d string
+}
+
+const sharedMaxBytes = 256 << 20
+
+type kidKey struct {
+	g *lexGroup
+	d *dstate
+}
+
+// vcache is one Grammar's view of a Vocab's entries: by its own state pointers (so the hot path
+// hashes no names) and the accIDs its groups' terminal sets have here.
+type vcache struct {
+	t      *trie
+	lex    *lexer
+	words  int
+	shared *sharedCache
+	mu     sync.Mutex
+	roots  map[*dstate]*lexEntry
+	kids   map[kidKey]*lexEntry
+	accs   map[*lexGroup]int32
+}
+
+const vcacheMaxEntries = 1 << 16
 
 type walkScratch struct {
 	stk []*dstate
@@ -52,8 +72,9 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 	defer g.mu.Unlock()
 	vc := g.caches[v]
 	if vc == nil {
-		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(),
-			roots: map[*dstate]*lexEntry{}, max: g.maxMem}
+		v.shareOnce.Do(func() { v.shared = &sharedCache{m: map[sharedKey]*lexEntry{}} })
+		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(), shared: v.shared,
+			roots: map[*dstate]*lexEntry{}, kids: map[kidKey]*lexEntry{}, accs: map[*lexGroup]int32{}}
 		g.caches[v] = vc
 	}
 	return vc
@@ -62,59 +83,71 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 func (e *lexEntry) size() int {
 	n := 8*len(e.dense) + 4*len(e.sparse) + 64
 	for _, g := range e.groups {
-		n += 4*len(g.nodes) + 48
+		n += 4*len(g.nodes) + len(g.accKey) + 48
 	}
 	return n
 }
 
-// keep records that e is cached; false when the cache is full (e stays transient).
-func (vc *vcache) keep(e *lexEntry) bool {
-	if vc.bytes+e.size() > vc.max {
-		return false
-	}
-	vc.bytes += e.size()
-	return true
-}
-
-func (vc *vcache) root(d *dstate, ws *walkScratch) *lexEntry {
+// entry returns the walk from d of the trie (g nil) or of the subtrees of g's nodes.
+func (vc *vcache) entry(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
 	vc.mu.Lock()
-	e := vc.roots[d]
+	var e *lexEntry
+	if g == nil {
+		e = vc.roots[d]
+	} else {
+		e = vc.kids[kidKey{g, d}]
+	}
 	vc.mu.Unlock()
 	if e != nil {
 		return e
 	}
-	e = vc.build(d, []int32{0}, ws)
+	key := sharedKey{g, vc.lex.canon(d)}
+	sc := vc.shared
+	sc.mu.Lock()
+	e = sc.m[key]
+	sc.mu.Unlock()
+	if e == nil {
+		roots := []int32{0}
+		if g != nil {
+			roots = g.nodes
+		}
+		e = vc.build(d, roots, ws)
+		sc.mu.Lock()
+		if old := sc.m[key]; old != nil {
+			e = old
+		} else if sc.bytes+e.size() <= sharedMaxBytes {
+			sc.m[key] = e
+			sc.bytes += e.size()
+		}
+		sc.mu.Unlock()
+	}
 	vc.mu.Lock()
-	if old := vc.roots[d]; old != nil {
-		e = old
-	} else if vc.keep(e) {
-		vc.roots[d] = e
+	if len(vc.roots)+len(vc.kids) < vcacheMaxEntries {
+		if g == nil {
+			vc.roots[d] = e
+		} else {
+			vc.kids[kidKey{g, d}] = e
+		}
 	}
 	vc.mu.Unlock()
 	return e
 }
 
-func (vc *vcache) child(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
+// acc returns the accID of g's terminal set in this grammar.
+func (vc *vcache) acc(g *lexGroup) int32 {
 	vc.mu.Lock()
-	for _, k := range g.kids {
-		if k.d == d {
-			vc.mu.Unlock()
-			return k.e
-		}
+	id, ok := vc.accs[g]
+	vc.mu.Unlock()
+	if ok {
+		return id
+	}
+	id = vc.lex.localAcc(g.accKey)
+	vc.mu.Lock()
+	if len(vc.accs) < vcacheMaxEntries {
+		vc.accs[g] = id
 	}
 	vc.mu.Unlock()
-	e := vc.build(d, g.nodes, ws)
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	for _, k := range g.kids {
-		if k.d == d {
-			return k.e
-		}
-	}
-	if vc.keep(e) {
-		g.kids = append(g.kids, kid{d, e})
-	}
-	return e
+	return id
 }
 
 // build walks the subtrees of roots from DFA state d0.
@@ -131,6 +164,7 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	ntok := 0
 	e := &lexEntry{}
 	group := map[int32]int{}
+	var accIDs []int32
 	loops := func(d *dstate) uint8 {
 		if v := d.loops.Load(); v >= 0 {
 			return uint8(v)
@@ -175,12 +209,16 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 				if !ok {
 					gi = len(e.groups)
 					group[x.accID] = gi
-					e.groups = append(e.groups, lexGroup{accID: x.accID})
+					e.groups = append(e.groups, lexGroup{})
+					accIDs = append(accIDs, x.accID)
 				}
 				e.groups[gi].nodes = append(e.groups[gi].nodes, i)
 			}
 			i++
 		}
+	}
+	for i := range e.groups {
+		e.groups[i].accKey = lex.accKey(accIDs[i])
 	}
 	if ntok > vc.words/2 {
 		e.dense = bm
@@ -212,7 +250,7 @@ func (m *Matcher) FillMask(mask []uint64) {
 	mask = mask[:m.vc.words]
 	clear(mask)
 	for _, ln := range m.lanes {
-		m.walkEntry(m.vc.root(ln.d, &m.walk), ln.row, mask)
+		m.walkEntry(m.vc.entry(nil, ln.d, &m.walk), ln.row, mask)
 	}
 	if m.CanEnd() {
 		for i, w := range m.vc.t.eos {
@@ -236,12 +274,16 @@ func (m *Matcher) walkEntry(e *lexEntry, rowIdx int32, mask []uint64) {
 	for gi := range e.groups {
 		g := &e.groups[gi]
 		idx := int32(len(m.rows))
-		r := m.newRow(rowIdx, g.accID, idx)
+		acc := m.vc.acc(g)
+		if acc < 0 {
+			continue
+		}
+		r := m.newRow(rowIdx, acc, idx)
 		if r.start == dead {
 			continue
 		}
 		m.rows = append(m.rows, r)
-		m.walkEntry(m.vc.child(g, r.start, &m.walk), idx, mask)
+		m.walkEntry(m.vc.entry(g, r.start, &m.walk), idx, mask)
 		m.rows = m.rows[:idx]
 	}
 }

@@ -14,9 +14,16 @@ import (
 )
 
 const (
-	nByte  uint8 = iota // consumes one byte in [lo, hi], then out
-	nEps                // epsilon moves to outs
-	nMatch              // terminal term ends here
+	nByte   uint8 = iota // consumes one byte in [lo, hi], then out
+	nEps                 // epsilon moves to outs
+	nMatch               // terminal term ends here
+	nAssert              // an anchor (lo: aBeginText, aBeginLine, aEndText), then out
+)
+
+const (
+	aBeginText = iota
+	aBeginLine
+	aEndText
 )
 
 type nnode struct {
@@ -33,6 +40,21 @@ type nfa struct {
 	starts []int32
 	max    int // node cap (from Limits)
 	live   []bool
+	// canonical names: keys[t] names terminal t the same way in every grammar (its kind and
+	// text); first[t] is its first node and nodeTerm[v] the terminal node v belongs to, so a
+	// node is (keys[t], v-first[t]) whatever grammar it is in
+	keys     []string
+	first    []int32
+	nodeTerm []int32
+}
+
+// named records the key of the terminal just added, whose nodes start at first.
+func (n *nfa) named(key string, first int32) {
+	n.keys = append(n.keys, key)
+	n.first = append(n.first, first)
+	for len(n.nodeTerm) < len(n.nodes) {
+		n.nodeTerm = append(n.nodeTerm, int32(len(n.keys)-1))
+	}
 }
 
 var errNFASize = fmt.Errorf("the lexer's automaton is over Limits.MaxLexerBytes")
@@ -85,8 +107,16 @@ func (n *nfa) compile(re *syntax.Regexp, next int32) (int32, error) {
 	switch re.Op {
 	case syntax.OpNoMatch:
 		return n.add(nnode{kind: nEps})
-	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
-		return next, nil // anchors: a terminal is always matched whole
+	case syntax.OpEmptyMatch:
+		return next, nil
+	case syntax.OpBeginText:
+		return n.add(nnode{kind: nAssert, lo: aBeginText, out: next})
+	case syntax.OpBeginLine:
+		return n.add(nnode{kind: nAssert, lo: aBeginLine, out: next})
+	case syntax.OpEndText:
+		return n.add(nnode{kind: nAssert, lo: aEndText, out: next})
+	case syntax.OpEndLine:
+		return 0, fmt.Errorf("multi-line $ ((?m) mode) is not supported")
 	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
 		return 0, fmt.Errorf("word boundaries (\\b, \\B) are not supported")
 	case syntax.OpLiteral:
@@ -272,6 +302,8 @@ func (n *nfa) finish() {
 			for _, o := range x.outs {
 				rev[o] = append(rev[o], int32(i))
 			}
+		case nAssert:
+			rev[x.out] = append(rev[x.out], int32(i))
 		}
 	}
 	n.live = make([]bool, nn)
