@@ -103,7 +103,7 @@ var handIRs = map[string]*IR{
 	"inner anchors": ruleIR(map[string]*Expr{
 		"root": Seq(Lit("c"), Re(`[ab]*?(?:\A[ab]b$)[ab]*`), Re(`(c$|a)b*`), Re(`c*`)),
 	}),
-	"bigrep":  ruleIR(map[string]*Expr{"root": Rep(Lit("a"), 0, 1000)}),
+	"bigrep": ruleIR(map[string]*Expr{"root": Rep(Lit("a"), 0, 1000)}),
 }
 
 func TestHandWritten(t *testing.T) {
