@@ -72,9 +72,16 @@ func (l *lexer) loopGroups(d *dstate) uint8 {
 		return uint8(v)
 	}
 	var in, out uint8
+	leads := true // every UTF-8 lead byte may follow
+	for b := range 256 {
+		if !d.allows(byte(b)) {
+			out |= byteGroup(byte(b)) // a group loops only if all its bytes may follow
+			leads = leads && (b < 0xC2 || b > 0xF4)
+		}
+	}
 	for b := range 256 {
 		g := byteGroup(byte(b))
-		if out&g != 0 {
+		if out&g != 0 || g == 1<<7 {
 			continue
 		}
 		if l.step(d, byte(b)) == d {
@@ -84,15 +91,27 @@ func (l *lexer) loopGroups(d *dstate) uint8 {
 		}
 	}
 	v := int32(in &^ out)
-	if l.utf8Loops(d) {
-		v |= 1 << 8
+	if leads {
+		v |= 1 << 9 // worth asking utf8Loops
 	}
 	d.loops.Store(v)
 	return uint8(v)
 }
 
-// loopsUTF8 reports bit 8 of d.loops (after loopGroups).
-func loopsUTF8(d *dstate) bool { return d.loops.Load()>>8&1 != 0 }
+// loopsUTF8 reports whether every UTF-8 character leads from d back to d (computed once; after
+// loopGroups).
+func (l *lexer) loopsUTF8(d *dstate) bool {
+	v := d.loops.Load()
+	if v>>9&1 == 0 {
+		return v>>8&1 != 0
+	}
+	u := int32(0)
+	if l.utf8Loops(d) {
+		u = 1 << 8
+	}
+	d.loops.Store(v&^(1<<9) | u)
+	return u != 0
+}
 
 // allows reports whether byte b may follow.
 func (d *dstate) allows(b byte) bool { return d.bytes[b>>6]>>(b&63)&1 != 0 }

@@ -165,6 +165,9 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	e := &lexEntry{}
 	group := map[int32]int{}
 	var accIDs []int32
+	// whole non-ASCII subtrees are skipped only from the walk's own state (the loop test costs
+	// a few thousand steps: worth it for the state a walk starts from, not for every state)
+	utf8Root := d0.accID < 0 && lex.loopGroups(d0) != 0 && lex.loopsUTF8(d0)
 	loops := func(d *dstate) uint8 {
 		if v := d.loops.Load(); v >= 0 {
 			return uint8(v)
@@ -186,7 +189,7 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 				continue
 			}
 			stk[nd.depth] = x
-			if x.accID < 0 && nd.desc != 0 && skipAll(nd, loops(x), x) {
+			if x.accID < 0 && nd.desc != 0 && skipAll(nd, loops(x), x == d0 && utf8Root) {
 				// every byte below keeps x: the whole subtree is allowed
 				for _, k := range t.tokList[t.tokPos[i]:t.tokPos[nd.skip]] {
 					bm[k>>6] |= 1 << (k & 63)
@@ -235,13 +238,13 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 
 // skipAll reports whether every node below nd keeps DFA state x (after nd) alive with no
 // terminal ending: the bytes below are in groups x loops on, and non-ASCII bytes below form
-// valid UTF-8 (a character cut at a token's end included) when x loops on all of UTF-8.
-func skipAll(nd *tnode, loops uint8, x *dstate) bool {
+// valid UTF-8 (a character cut at a token's end included) when x loops on all of UTF-8 (utf8).
+func skipAll(nd *tnode, loops uint8, utf8 bool) bool {
 	const nonASCII = 1 << 7
 	if nd.desc&^(loops|nonASCII) != 0 {
 		return false
 	}
-	return nd.desc&nonASCII == 0 || (nd.utf8&1 != 0 && loopsUTF8(x))
+	return nd.desc&nonASCII == 0 || (nd.utf8&1 != 0 && utf8)
 }
 
 // FillMask sets bit i of mask (mask[i/64] >> (i%64) & 1) for every token i that may come next

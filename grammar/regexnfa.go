@@ -9,6 +9,7 @@ package grammar
 import (
 	"fmt"
 	"regexp/syntax"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -217,17 +218,36 @@ func (n *nfa) repeat(sub *syntax.Regexp, lo, hi int, next int32) (int32, error) 
 // class adds a rune class (pairs lo, hi) as alternatives of UTF-8 byte sequences.
 func (n *nfa) class(ranges []rune, next int32) (int32, error) {
 	var outs []int32
-	var err error
-	emit := func(seq [][2]byte) {
-		if err != nil {
-			return
-		}
+	for _, seq := range classSeqs(ranges) {
 		e := next
-		for i := len(seq) - 1; i >= 0 && err == nil; i-- {
-			e, err = n.add(nnode{kind: nByte, lo: seq[i][0], hi: seq[i][1], out: e})
+		var err error
+		for i := len(seq) - 1; i >= 0; i-- {
+			if e, err = n.add(nnode{kind: nByte, lo: seq[i][0], hi: seq[i][1], out: e}); err != nil {
+				return 0, err
+			}
 		}
 		outs = append(outs, e)
 	}
+	if len(outs) == 1 {
+		return outs[0], nil
+	}
+	return n.add(nnode{kind: nEps, outs: outs})
+}
+
+// seqCache remembers the byte sequences of rune classes (schemas repeat the same few).
+var seqCache sync.Map // ranges, 4 bytes each -> [][][2]byte
+
+func classSeqs(ranges []rune) [][][2]byte {
+	kb := make([]byte, 0, 4*len(ranges))
+	for _, r := range ranges {
+		kb = append(kb, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))
+	}
+	key := string(kb)
+	if v, ok := seqCache.Load(key); ok {
+		return v.([][][2]byte)
+	}
+	var seqs [][][2]byte
+	emit := func(seq [][2]byte) { seqs = append(seqs, seq) }
 	for i := 0; i+1 < len(ranges); i += 2 {
 		lo, hi := ranges[i], min(ranges[i+1], unicode.MaxRune)
 		// no surrogates: they are not valid UTF-8
@@ -238,13 +258,10 @@ func (n *nfa) class(ranges []rune, next int32) (int32, error) {
 			utf8Seqs(max(lo, 0xE000), hi, emit)
 		}
 	}
-	if err != nil {
-		return 0, err
+	if len(key) < 1<<14 {
+		seqCache.Store(key, seqs)
 	}
-	if len(outs) == 1 {
-		return outs[0], nil
-	}
-	return n.add(nnode{kind: nEps, outs: outs})
+	return seqs
 }
 
 // utf8Seqs calls emit with byte-range sequences whose union is the UTF-8 encodings of [lo, hi].
