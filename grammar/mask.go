@@ -13,7 +13,7 @@
 package grammar
 
 import (
-	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -59,12 +59,15 @@ type vcache struct {
 	roots  map[*dstate]*lexEntry
 	kids   map[kidKey]*lexEntry
 	accs   map[*lexGroup]int32
+	bytes  int // of the entries in roots and kids
+	max    int
 }
 
 const vcacheMaxEntries = 1 << 16
 
 type walkScratch struct {
-	stk []*dstate
+	stk  []*dstate
+	toks []int32
 }
 
 func (g *Grammar) vcache(v *Vocab) *vcache {
@@ -74,7 +77,8 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 	if vc == nil {
 		v.shareOnce.Do(func() { v.shared = &sharedCache{m: map[sharedKey]*lexEntry{}} })
 		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(), shared: v.shared,
-			roots: map[*dstate]*lexEntry{}, kids: map[kidKey]*lexEntry{}, accs: map[*lexGroup]int32{}}
+			roots: map[*dstate]*lexEntry{}, kids: map[kidKey]*lexEntry{}, accs: map[*lexGroup]int32{},
+			max: g.maxMem}
 		g.caches[v] = vc
 	}
 	return vc
@@ -115,14 +119,20 @@ func (vc *vcache) entry(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
 		sc.mu.Lock()
 		if old := sc.m[key]; old != nil {
 			e = old
-		} else if sc.bytes+e.size() <= sharedMaxBytes {
+		} else {
+			if sc.bytes+e.size() > sharedMaxBytes {
+				// full: start afresh (Grammars keep the entries they use in their own vcache)
+				sc.m = map[sharedKey]*lexEntry{}
+				sc.bytes = 0
+			}
 			sc.m[key] = e
 			sc.bytes += e.size()
 		}
 		sc.mu.Unlock()
 	}
 	vc.mu.Lock()
-	if len(vc.roots)+len(vc.kids) < vcacheMaxEntries {
+	if len(vc.roots)+len(vc.kids) < vcacheMaxEntries && vc.bytes+e.size() <= vc.max {
+		vc.bytes += e.size()
 		if g == nil {
 			vc.roots[d] = e
 		} else {
@@ -160,8 +170,7 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	nodes := t.nodes
 	lex := vc.lex
 	dead := lex.dead
-	bm := make([]uint64, vc.words)
-	ntok := 0
+	toks := ws.toks[:0]
 	e := &lexEntry{}
 	group := map[int32]int{}
 	var accIDs []int32
@@ -191,20 +200,14 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 			stk[nd.depth] = x
 			if x.accID < 0 && nd.desc != 0 && skipAll(nd, loops(x), x == d0 && utf8Root) {
 				// every byte below keeps x: the whole subtree is allowed
-				for _, k := range t.tokList[t.tokPos[i]:t.tokPos[nd.skip]] {
-					bm[k>>6] |= 1 << (k & 63)
-				}
-				ntok += int(t.tokPos[nd.skip] - t.tokPos[i])
+				toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
 				i = nd.skip
 				continue
 			}
 			if k := nd.tok; k >= 0 {
-				bm[k>>6] |= 1 << (k & 63)
-				ntok++
+				toks = append(toks, k)
 				if nd.dup {
-					for _, k := range t.dups[i] {
-						bm[k>>6] |= 1 << (k & 63)
-					}
+					toks = append(toks, t.dups[i]...)
 				}
 			}
 			if x.accID >= 0 {
@@ -223,15 +226,14 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	for i := range e.groups {
 		e.groups[i].accKey = lex.accKey(accIDs[i])
 	}
-	if ntok > vc.words/2 {
-		e.dense = bm
-		return e
-	}
-	e.sparse = make([]int32, 0, ntok)
-	for i, w := range bm {
-		for ; w != 0; w &= w - 1 {
-			e.sparse = append(e.sparse, int32(64*i+bits.TrailingZeros64(w)))
+	ws.toks = toks
+	if len(toks) > vc.words/2 {
+		e.dense = make([]uint64, vc.words)
+		for _, k := range toks {
+			e.dense[k>>6] |= 1 << (k & 63)
 		}
+	} else {
+		e.sparse = slices.Clone(toks)
 	}
 	return e
 }
