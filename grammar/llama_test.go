@@ -150,15 +150,29 @@ func TestLlamaMaskSampled(t *testing.T) {
 	for i, b := range l.vocab.tokens {
 		interesting := false
 		for _, c := range b {
-			interesting = interesting || c == '"' || c == '{' || c == '}' || c == ',' || c == ':' || c == '\\' || (c >= '0' && c <= '9')
+			interesting = interesting || c == '"' || c == '!' || c == '{' || c == '}' || c == ',' || c == ':' || c == '\\' || (c >= '0' && c <= '9')
 		}
 		if interesting || i%37 == 0 {
 			sample = append(sample, i)
 		}
 	}
-	for _, ir := range []*IR{jsonIR(), schemaIR()} {
-		g := mustCompile(t, ir)
-		for _, doc := range jsonDocs[:2] {
+	// a string split into quote, body and quote terminals (the body ends everywhere: whole
+	// subtrees of ending places), and one whose body may go on as another terminal
+	split := &IR{Start: "root", Rules: map[string]*Expr{"root": Seq(Lit(`{"a":"`),
+		Re(`(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*`), Lit(`"`), Lit("}"))}}
+	ambiguous := &IR{Start: "root", Rules: map[string]*Expr{"root": Seq(Lit(`"`), Re(`[a-z ]*`),
+		Alt(Lit(`"`), Seq(Re(`[a-z]+`), Lit("!"))))}}
+	cases := []struct {
+		ir   *IR
+		docs []string
+	}{
+		{jsonIR(), jsonDocs[:2]}, {schemaIR(), jsonDocs[:2]},
+		{split, []string{`{"a":"Hello \"world\" and more"}`}},
+		{ambiguous, []string{`"hello world"`, `"hello worlds!`}},
+	}
+	for _, c := range cases {
+		g := mustCompile(t, c.ir)
+		for _, doc := range c.docs {
 			m := g.NewMatcher(l.vocab)
 			mask := make([]uint64, l.vocab.MaskWords())
 			ids := l.tok.Encode(doc, false, false)
@@ -176,7 +190,7 @@ func TestLlamaMaskSampled(t *testing.T) {
 				}
 				if k < len(ids) {
 					if err := m.Accept(ids[k]); err != nil {
-						t.Fatal(err)
+						t.Fatalf("%q after %d tokens: %v", doc, k, err)
 					}
 				}
 			}

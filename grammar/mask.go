@@ -26,6 +26,7 @@ type lexEntry struct {
 type lexGroup struct {
 	accKey string  // the terminals that end (canonical names, see canon.go)
 	nodes  []int32 // trie nodes where they end
+	bulk   []int32 // trie nodes at every node below which they end too (ASCII subtrees)
 }
 
 // sharedCache holds a Vocab's entries for every grammar, by canonical state name (and for a
@@ -87,7 +88,7 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 func (e *lexEntry) size() int {
 	n := 8*len(e.dense) + 4*len(e.sparse) + 64
 	for _, g := range e.groups {
-		n += 4*len(g.nodes) + len(g.accKey) + 48
+		n += 4*len(g.nodes) + 4*len(g.bulk) + len(g.accKey) + 48
 	}
 	return n
 }
@@ -111,11 +112,11 @@ func (vc *vcache) entry(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
 	e = sc.m[key]
 	sc.mu.Unlock()
 	if e == nil {
-		roots := []int32{0}
+		roots, bulk := []int32{0}, []int32(nil)
 		if g != nil {
-			roots = g.nodes
+			roots, bulk = g.nodes, g.bulk
 		}
-		e = vc.build(d, roots, ws)
+		e = vc.build(d, roots, bulk, ws)
 		sc.mu.Lock()
 		if old := sc.m[key]; old != nil {
 			e = old
@@ -160,8 +161,9 @@ func (vc *vcache) acc(g *lexGroup) int32 {
 	return id
 }
 
-// build walks the subtrees of roots from DFA state d0.
-func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
+// build walks the subtrees of roots from DFA state d0, and the subtrees of every node below
+// the bulk nodes.
+func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEntry {
 	t := vc.t
 	if len(ws.stk) < t.maxDepth+2 {
 		ws.stk = make([]*dstate, t.maxDepth+2)
@@ -176,14 +178,24 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	var accIDs []int32
 	// whole non-ASCII subtrees are skipped only from the walk's own state (the loop test costs
 	// a few thousand steps: worth it for the state a walk starts from, not for every state)
-	utf8Root := d0.accID < 0 && lex.loopGroups(d0) != 0 && lex.loopsUTF8(d0)
+	utf8Root := lex.loopGroups(d0) != 0 && lex.loopsUTF8(d0)
 	loops := func(d *dstate) uint8 {
 		if v := d.loops.Load(); v >= 0 {
 			return uint8(v)
 		}
 		return lex.loopGroups(d)
 	}
-	for _, r := range roots {
+	groupOf := func(acc int32) *lexGroup {
+		gi, ok := group[acc]
+		if !ok {
+			gi = len(e.groups)
+			group[acc] = gi
+			e.groups = append(e.groups, lexGroup{})
+			accIDs = append(accIDs, acc)
+		}
+		return &e.groups[gi]
+	}
+	walk := func(r int32) {
 		stk[nodes[r].depth] = d0
 		end := nodes[r].skip
 		for i := r + 1; i < end; {
@@ -198,11 +210,23 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 				continue
 			}
 			stk[nd.depth] = x
-			if x.accID < 0 && nd.desc != 0 && skipAll(nd, loops(x), x == d0 && utf8Root) {
-				// every byte below keeps x: the whole subtree is allowed
-				toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
-				i = nd.skip
-				continue
+			if nd.desc != 0 {
+				if x.accID < 0 && skipAll(nd, loops(x), x == d0 && utf8Root) {
+					// every byte below keeps x: the whole subtree is allowed
+					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
+					i = nd.skip
+					continue
+				}
+				if x.accID >= 0 && nd.desc&^loops(x) == 0 {
+					// every (ASCII) byte below keeps x, which ends terminals: the subtree is
+					// allowed and every node in it is a place where they end
+					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
+					g := groupOf(x.accID)
+					g.nodes = append(g.nodes, i)
+					g.bulk = append(g.bulk, i)
+					i = nd.skip
+					continue
+				}
 			}
 			if k := nd.tok; k >= 0 {
 				toks = append(toks, k)
@@ -211,16 +235,29 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 				}
 			}
 			if x.accID >= 0 {
-				gi, ok := group[x.accID]
-				if !ok {
-					gi = len(e.groups)
-					group[x.accID] = gi
-					e.groups = append(e.groups, lexGroup{})
-					accIDs = append(accIDs, x.accID)
-				}
-				e.groups[gi].nodes = append(e.groups[gi].nodes, i)
+				g := groupOf(x.accID)
+				g.nodes = append(g.nodes, i)
 			}
 			i++
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	if len(bulk) > 0 {
+		var can uint8 // byte groups d0 may read
+		for b := range 256 {
+			if d0.allows(byte(b)) {
+				can |= byteGroup(byte(b))
+			}
+		}
+		for _, r := range bulk {
+			if nodes[r].desc&can == 0 {
+				continue // no node below can start d0
+			}
+			for j := r + 1; j < nodes[r].skip; j++ {
+				walk(j)
+			}
 		}
 	}
 	for i := range e.groups {
