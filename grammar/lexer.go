@@ -169,9 +169,6 @@ func (l *lexer) closure() {
 		v := l.stack[len(l.stack)-1]
 		l.stack = l.stack[:len(l.stack)-1]
 		i, end := v&^afterEnd, v&afterEnd != 0
-		if !l.nfa.live[i] {
-			continue
-		}
 		if end {
 			if l.mark2[i] == l.gen {
 				continue
@@ -207,8 +204,8 @@ func (l *lexer) closure() {
 				l.mark3[i] = l.gen
 				l.set = append(l.set, i)
 			}
-		default:
-			if !end && l.mark3[i] != l.gen {
+		default: // a byte node: kept if what follows it can still match
+			if !end && l.nfa.live[x.out] && l.mark3[i] != l.gen {
 				l.mark3[i] = l.gen
 				l.set = append(l.set, i)
 			}
@@ -374,5 +371,5 @@ func (l *lexer) termInfo(t int32) (nullable, productive bool) {
 			nullable = true
 		}
 	}
-	return nullable, l.nfa.live[l.nfa.starts[t]]
+	return nullable, len(l.set) > 0
 }

@@ -105,3 +105,22 @@ func TestUnsupportedRegex(t *testing.T) {
 		}
 	}
 }
+
+// TestAnchorDeadEnds: a prefix that an anchor makes impossible to finish is refused at once
+// (it would leave the sampler with nothing to choose later).
+func TestAnchorDeadEnds(t *testing.T) {
+	for _, c := range []struct{ re, ok, dead string }{
+		{`[ab]*?(?:\A[xy]+$)[ab]*`, "xy", "a"},
+		{`(a$|b)c`, "bc", "a"},
+		{`a\Ab|ac`, "ac", "ab"},
+		{`x(?:\A|y)z`, "xyz", "xz"},
+	} {
+		g := mustCompile(t, ruleIR(map[string]*Expr{"root": Re(c.re)}))
+		if ok, whole := matches(g, c.ok); !ok || !whole {
+			t.Errorf("%s: %q refused", c.re, c.ok)
+		}
+		if ok, _ := matches(g, c.dead); ok {
+			t.Errorf("%s: dead end %q accepted as a prefix", c.re, c.dead)
+		}
+	}
+}

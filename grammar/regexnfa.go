@@ -307,26 +307,26 @@ func utf8Seqs(lo, hi rune, emit func([][2]byte)) {
 	emit(seq)
 }
 
-// finish computes which nodes can still reach a match (the others are dropped by the DFA).
+// finish computes which nodes can still reach a match once a byte has been read (the DFA
+// keeps only byte nodes whose continuation can): \A never passes after a byte, and $ passes
+// only when a match follows with no byte in between.
 func (n *nfa) finish() {
 	nn := len(n.nodes)
 	rev := make([][]int32, nn)
 	for i, x := range n.nodes {
 		switch x.kind {
-		case nByte:
+		case nByte, nAssert:
 			rev[x.out] = append(rev[x.out], int32(i))
 		case nEps:
 			for _, o := range x.outs {
 				rev[o] = append(rev[o], int32(i))
 			}
-		case nAssert:
-			rev[x.out] = append(rev[x.out], int32(i))
 		}
 	}
 	n.live = make([]bool, nn)
 	var work []int32
 	for i, x := range n.nodes {
-		if x.kind == nMatch {
+		if x.kind == nMatch || (x.kind == nAssert && x.lo == aEndText && n.endsHere(x.out)) {
 			n.live[i] = true
 			work = append(work, int32(i))
 		}
@@ -335,10 +335,36 @@ func (n *nfa) finish() {
 		i := work[len(work)-1]
 		work = work[:len(work)-1]
 		for _, p := range rev[i] {
-			if !n.live[p] {
-				n.live[p] = true
-				work = append(work, p)
+			if x := &n.nodes[p]; n.live[p] || (x.kind == nAssert && x.lo != aBeginLine) {
+				continue // \A: dead after a byte; $: decided above
+			}
+			n.live[p] = true
+			work = append(work, p)
+		}
+	}
+}
+
+// endsHere reports whether a match is reachable from v without reading a byte (after $).
+func (n *nfa) endsHere(v int32) bool {
+	seen := map[int32]bool{}
+	stack := []int32{v}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[i] {
+			continue
+		}
+		seen[i] = true
+		switch x := &n.nodes[i]; x.kind {
+		case nMatch:
+			return true
+		case nEps:
+			stack = append(stack, x.outs...)
+		case nAssert:
+			if x.lo != aBeginText {
+				stack = append(stack, x.out)
 			}
 		}
 	}
+	return false
 }
