@@ -34,7 +34,8 @@ type lexGroup struct {
 type sharedCache struct {
 	mu    sync.Mutex
 	m     map[sharedKey]*lexEntry
-	bytes int
+	old   map[sharedKey]*lexEntry // the generation before m: entries used again move to m
+	bytes int                     // of m
 }
 
 type sharedKey struct {
@@ -42,7 +43,17 @@ type sharedKey struct {
 	d string
 }
 
-const sharedMaxBytes = 256 << 20
+const sharedMaxBytes = 192 << 20 // per generation
+
+// put adds e to the current generation; a full generation becomes the old one (and the old
+// one is dropped: Grammars keep the entries they use in their own vcache).
+func (sc *sharedCache) put(key sharedKey, e *lexEntry) {
+	if sc.bytes+e.size() > sharedMaxBytes {
+		sc.old, sc.m, sc.bytes = sc.m, map[sharedKey]*lexEntry{}, 0
+	}
+	sc.m[key] = e
+	sc.bytes += e.size()
+}
 
 type kidKey struct {
 	g *lexGroup
@@ -110,6 +121,10 @@ func (vc *vcache) entry(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
 	sc := vc.shared
 	sc.mu.Lock()
 	e = sc.m[key]
+	if e == nil && sc.old[key] != nil {
+		e = sc.old[key]
+		sc.put(key, e)
+	}
 	sc.mu.Unlock()
 	if e == nil {
 		roots, bulk := []int32{0}, []int32(nil)
@@ -121,13 +136,7 @@ func (vc *vcache) entry(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
 		if old := sc.m[key]; old != nil {
 			e = old
 		} else {
-			if sc.bytes+e.size() > sharedMaxBytes {
-				// full: start afresh (Grammars keep the entries they use in their own vcache)
-				sc.m = map[sharedKey]*lexEntry{}
-				sc.bytes = 0
-			}
-			sc.m[key] = e
-			sc.bytes += e.size()
+			sc.put(key, e)
 		}
 		sc.mu.Unlock()
 	}
@@ -234,7 +243,7 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 					toks = append(toks, t.dups[i]...)
 				}
 			}
-			if x.accID >= 0 {
+			if x.accID >= 0 && nd.skip > i+1 { // (a leaf has nothing below for the parser's lane)
 				g := groupOf(x.accID)
 				g.nodes = append(g.nodes, i)
 			}
