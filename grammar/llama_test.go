@@ -227,11 +227,21 @@ func BenchmarkFillMaskBetween(b *testing.B) {
 }
 func BenchmarkFillMaskJSONString(b *testing.B) { benchAt(b, jsonIR(), `{"name":"Bob`, ` Sm`) }
 
-// BenchmarkFillMaskCold: a fresh Grammar each time, first mask inside a string (whole-trie walks).
-func BenchmarkFillMaskCold(b *testing.B) {
+// BenchmarkFillMaskCold: a fresh Grammar each time (compile included), first mask inside a
+// string; the Vocab's shared walks are warm (another grammar had the same string regex).
+func BenchmarkFillMaskCold(b *testing.B) { benchCold(b, false) }
+
+// BenchmarkFillMaskColdVocab: as Cold, with the Vocab's shared walks dropped each time (the
+// first grammar a process sees: whole-trie walks).
+func BenchmarkFillMaskColdVocab(b *testing.B) { benchCold(b, true) }
+
+func benchCold(b *testing.B, dropShared bool) {
 	l := llamaVocab(b)
 	mask := make([]uint64, l.vocab.MaskWords())
 	for b.Loop() {
+		if dropShared {
+			l.vocab.getShared().drop()
+		}
 		g, _ := Compile(schemaIR(), Limits{})
 		m := g.NewMatcher(l.vocab)
 		m.AcceptBytes([]byte(`{"name":"Bob`))

@@ -45,6 +45,18 @@ type sharedKey struct {
 
 const sharedMaxBytes = 192 << 20 // per generation
 
+func (v *Vocab) getShared() *sharedCache {
+	v.shareOnce.Do(func() { v.shared = &sharedCache{m: map[sharedKey]*lexEntry{}} })
+	return v.shared
+}
+
+// drop forgets every entry (benchmarks of the first grammar a process sees).
+func (sc *sharedCache) drop() {
+	sc.mu.Lock()
+	sc.m, sc.old, sc.bytes = map[sharedKey]*lexEntry{}, nil, 0
+	sc.mu.Unlock()
+}
+
 // put adds e to the current generation; a full generation becomes the old one (and the old
 // one is dropped: Grammars keep the entries they use in their own vcache).
 func (sc *sharedCache) put(key sharedKey, e *lexEntry) {
@@ -87,8 +99,7 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 	defer g.mu.Unlock()
 	vc := g.caches[v]
 	if vc == nil {
-		v.shareOnce.Do(func() { v.shared = &sharedCache{m: map[sharedKey]*lexEntry{}} })
-		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(), shared: v.shared,
+		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(), shared: v.getShared(),
 			roots: map[*dstate]*lexEntry{}, kids: map[kidKey]*lexEntry{}, accs: map[*lexGroup]int32{},
 			max: g.maxMem}
 		g.caches[v] = vc
