@@ -4,6 +4,7 @@
 package grammar
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -132,16 +133,28 @@ func TestForcedBytes(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	huge := ruleIR(map[string]*Expr{"root": Rep(Lit("ab"), 0, 50_000_000)})
-	if _, err := Compile(huge, Limits{}); err == nil || !strings.Contains(err.Error(), "MaxRules") {
-		t.Errorf("huge repeat: %v", err)
+	// repeats are counted, not expanded: huge bounds cost nothing
+	huge := ruleIR(map[string]*Expr{"root": Seq(Rep(Lit("ab"), 0, 50_000_000), Rep(Lit("c"), 3, 1<<40))})
+	g, err := Compile(huge, Limits{MaxRules: 10})
+	if err != nil {
+		t.Fatalf("huge repeat: %v", err)
 	}
-	nested := ruleIR(map[string]*Expr{"root": Rep(Rep(Rep(Lit("a"), 0, 1000), 0, 1000), 0, 1000)})
-	if _, err := Compile(nested, Limits{MaxRules: 2500}); err == nil {
-		t.Error("nested repeats over MaxRules compiled")
+	if ok, whole := matches(g, "ababccc"); !ok || !whole {
+		t.Error(`huge repeat: "ababccc" refused`)
 	}
-	if _, err := Compile(nested, Limits{}); err != nil {
-		t.Errorf("nested repeats (3000 rules) under the default limit: %v", err)
+	if _, whole := matches(g, "abcc"); whole {
+		t.Error(`huge repeat: "abcc" accepted`)
+	}
+	many := ruleIR(map[string]*Expr{"root": Lit("x")})
+	for i := range 3000 {
+		many.Rules[fmt.Sprintf("r%d", i)] = Lit("y")
+		many.Rules["root"] = Alt(many.Rules["root"], Ref(fmt.Sprintf("r%d", i)))
+	}
+	if _, err := Compile(many, Limits{MaxRules: 2500}); err == nil || !strings.Contains(err.Error(), "MaxRules") {
+		t.Errorf("3000 rules over MaxRules 2500: %v", err)
+	}
+	if _, err := Compile(many, Limits{}); err != nil {
+		t.Errorf("3000 rules under the default limit: %v", err)
 	}
 	bigRe := ruleIR(map[string]*Expr{"root": Re(`\pL{1000}`)})
 	if _, err := Compile(bigRe, Limits{MaxLexerBytes: 1 << 20}); err == nil || !strings.Contains(err.Error(), "MaxLexerBytes") {

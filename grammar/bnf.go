@@ -14,6 +14,9 @@ import "fmt"
 type dot struct {
 	sym int32 // < nT: terminal; >= nT: nonterminal nT+i; -1: end of production
 	lhs int32 // the nonterminal symbol
+	// counted rules (R -> x with R = x{lo,hi}): on both dots of the production
+	counted bool
+	lo, hi  int32
 }
 
 type cgrammar struct {
@@ -32,6 +35,7 @@ type bnfBuilder struct {
 	nts      [][][]int32 // per nonterminal: productions; symbols: >= 0 terminal, < 0 ^nonterminal
 	ruleNT   map[string]int32
 	memo     map[*Expr][]int32
+	reps     map[int32]repSpec // counted rules (by nonterminal index)
 	maxRules int
 	nsyms    int
 }
@@ -60,6 +64,7 @@ func (b *bnfBuilder) term(kind Kind, text string) (int32, error) {
 	}
 	var t int32
 	var err error
+	first := int32(len(b.n.nodes))
 	if kind == KindLiteral {
 		t, err = b.n.addLiteral(text)
 		if err != nil {
@@ -72,6 +77,7 @@ func (b *bnfBuilder) term(kind Kind, text string) (int32, error) {
 		return 0, err
 	}
 	b.terms[key] = t
+	b.n.named(key, first)
 	return t, nil
 }
 
@@ -180,59 +186,33 @@ func (b *bnfBuilder) alt(e *Expr) ([]int32, error) {
 	return []int32{nt}, nil
 }
 
+// repeat makes a counted rule R -> x whose Earley items carry the number of x read so far
+// (earley.go), so x{0,1000} costs one rule and one item per row, not a chain of 1000 rules.
 func (b *bnfBuilder) repeat(e *Expr) ([]int32, error) {
-	if e.Min > b.maxRules || (e.Max >= 0 && e.Max-e.Min > b.maxRules) {
-		return nil, fmt.Errorf("grammar: repeat {%d,%d} is over Limits.MaxRules (%d)", e.Min, e.Max, b.maxRules)
-	}
 	x, ok, err := b.one(e.Subs[0])
 	if err != nil || !ok || e.Max == 0 {
 		return nil, err // the empty string, repeated
 	}
-	out := make([]int32, 0, e.Min+1)
-	for range e.Min {
-		out = append(out, x)
+	if e.Min == 1 && e.Max == 1 {
+		return []int32{x}, nil
 	}
-	if e.Max < 0 {
-		star, err := b.newNT() // S -> ε | S x
-		if err != nil {
-			return nil, err
-		}
-		if err := b.addProd(star, nil); err != nil {
-			return nil, err
-		}
-		if err := b.addProd(star, []int32{star, x}); err != nil {
-			return nil, err
-		}
-		return append(out, star), nil
+	r, err := b.newNT()
+	if err != nil {
+		return nil, err
 	}
-	var tail int32
-	for k := 0; k < e.Max-e.Min; k++ { // O_k -> ε | x O_{k-1}
-		o, err := b.newNT()
-		if err != nil {
-			return nil, err
-		}
-		p := []int32{x}
-		if k > 0 {
-			p = append(p, tail)
-		}
-		if err := b.addProd(o, nil); err != nil {
-			return nil, err
-		}
-		if err := b.addProd(o, p); err != nil {
-			return nil, err
-		}
-		tail = o
+	if err := b.addProd(r, []int32{x}); err != nil {
+		return nil, err
 	}
-	if e.Max > e.Min {
-		out = append(out, tail)
-	}
-	return out, nil
+	b.reps[^r] = repSpec{lo: int32(min(e.Min, 1<<30)), hi: int32(min(e.Max, 1<<30))}
+	return []int32{r}, nil
 }
+
+type repSpec struct{ lo, hi int32 } // hi < 0: unbounded
 
 // lower builds the BNF for ir; the NFA n receives the terminals.
 func lower(ir *IR, n *nfa, lex func(*nfa) *lexer, maxRules int) (*cgrammar, *lexer, error) {
 	b := &bnfBuilder{ir: ir, n: n, terms: map[string]int32{}, ruleNT: map[string]int32{},
-		memo: map[*Expr][]int32{}, maxRules: maxRules}
+		memo: map[*Expr][]int32{}, reps: map[int32]repSpec{}, maxRules: maxRules}
 	startNT, err := b.newNT()
 	if err != nil {
 		return nil, nil, err
@@ -263,6 +243,11 @@ func lower(ir *IR, n *nfa, lex func(*nfa) *lexer, maxRules int) (*cgrammar, *lex
 		changed = false
 		for i, ps := range b.nts {
 			x := int(nT) + i
+			if r, ok := b.reps[int32(i)]; ok && r.lo == 0 {
+				if !productive[x] || !nullable[x] {
+					productive[x], nullable[x], changed = true, true, true
+				}
+			}
 			for _, p := range ps {
 				prod, null := true, true
 				for _, s := range p {
@@ -292,10 +277,14 @@ func lower(ir *IR, n *nfa, lex func(*nfa) *lexer, maxRules int) (*cgrammar, *lex
 				}
 			}
 			g.prods[i] = append(g.prods[i], int32(len(g.dots)))
-			for _, s := range p {
-				g.dots = append(g.dots, dot{sym: sym(s), lhs: lhs})
+			r, counted := b.reps[int32(i)]
+			if counted && nullable[sym(p[0])] {
+				r.lo = 0 // empty iterations make any count up to lo: never read them
 			}
-			g.dots = append(g.dots, dot{sym: -1, lhs: lhs})
+			for _, s := range p {
+				g.dots = append(g.dots, dot{sym: sym(s), lhs: lhs, counted: counted, lo: r.lo, hi: r.hi})
+			}
+			g.dots = append(g.dots, dot{sym: -1, lhs: lhs, counted: counted, lo: r.lo, hi: r.hi})
 		}
 	}
 	g.acceptDot = g.prods[g.start-nT][0] + 1

@@ -8,7 +8,21 @@ package grammar
 
 import "slices"
 
-type item struct{ dot, origin int32 }
+// item is a dotted production, its origin row and, in a counted rule R -> x (R = x{lo,hi}),
+// how many x have been read (capped at lo when hi is unbounded: more are all alike).
+type item struct{ dot, origin, cnt int32 }
+
+// adv is it with the dot moved over one symbol.
+func (g *cgrammar) adv(it item) item {
+	if d := &g.dots[it.dot]; d.counted {
+		n := it.cnt + 1
+		if d.hi < 0 {
+			n = min(n, d.lo)
+		}
+		return item{it.dot + 1, it.origin, n}
+	}
+	return item{it.dot + 1, it.origin, 0}
+}
 
 type row struct {
 	items  []item
@@ -66,7 +80,7 @@ func (g *cgrammar) seedScan(ps *parseScratch, r *row, acc []uint64, cur int32) {
 	for _, it := range r.items {
 		s := g.dots[it.dot].sym
 		if s >= 0 && s < g.nT && acc[s>>6]>>(s&63)&1 != 0 {
-			ps.add(item{it.dot + 1, it.origin}, cur)
+			ps.add(g.adv(it), cur)
 		}
 	}
 }
@@ -79,6 +93,14 @@ func (g *cgrammar) close(ps *parseScratch, rows []*row, cur int32, lex *lexer) *
 		d := g.dots[it.dot]
 		switch {
 		case d.sym < 0: // complete
+			if d.counted {
+				if d.hi < 0 || it.cnt < d.hi {
+					ps.add(item{it.dot - 1, it.origin, it.cnt}, cur) // one more x
+				}
+				if it.cnt < d.lo {
+					continue
+				}
+			}
 			if it.dot == g.acceptDot && it.origin == 0 {
 				r.accept = true
 			}
@@ -87,23 +109,23 @@ func (g *cgrammar) close(ps *parseScratch, rows []*row, cur int32, lex *lexer) *
 			}
 			for _, o := range rows[it.origin].items {
 				if g.dots[o.dot].sym == d.lhs {
-					ps.add(item{o.dot + 1, o.origin}, cur)
+					ps.add(g.adv(o), cur)
 				}
 			}
 		case d.sym >= g.nT: // predict
 			for _, p := range g.prods[d.sym-g.nT] {
-				ps.add(item{p, cur}, cur)
+				ps.add(item{p, cur, 0}, cur)
 			}
-			if g.nullable[d.sym] {
-				ps.add(item{it.dot + 1, it.origin}, cur)
+			if g.nullable[d.sym] && !d.counted {
+				ps.add(g.adv(it), cur)
 			}
 		default: // a terminal: expected here
 			if ps.tmark[d.sym] != ps.gen {
 				ps.tmark[d.sym] = ps.gen
 				ps.terms = append(ps.terms, d.sym)
 			}
-			if g.nullable[d.sym] {
-				ps.add(item{it.dot + 1, it.origin}, cur)
+			if g.nullable[d.sym] && !d.counted {
+				ps.add(g.adv(it), cur)
 			}
 		}
 	}
@@ -116,6 +138,6 @@ func (g *cgrammar) close(ps *parseScratch, rows []*row, cur int32, lex *lexer) *
 // firstRow is the row at position 0.
 func (g *cgrammar) firstRow(ps *parseScratch, lex *lexer) *row {
 	ps.reset()
-	ps.add(item{g.prods[g.start-g.nT][0], 0}, 0)
+	ps.add(item{g.prods[g.start-g.nT][0], 0, 0}, 0)
 	return g.close(ps, nil, 0, lex)
 }

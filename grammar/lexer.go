@@ -15,11 +15,12 @@ import (
 // dstate is one DFA state: the NFA nodes (byte-consuming and match nodes) it stands for.
 type dstate struct {
 	next  [256]atomic.Pointer[dstate]
-	core  []int32      // sorted NFA node ids
-	accID int32        // id of the set of terminals that end here (-1: none)
-	grow  bool         // some byte may follow
-	bytes [4]uint64    // the bytes that may follow
-	loops atomic.Int32 // byte groups on which every byte leads back here (-1: not computed),
+	core  []int32                // sorted NFA node ids
+	accID int32                  // id of the set of terminals that end here (-1: none)
+	grow  bool                   // some byte may follow
+	bytes [4]uint64              // the bytes that may follow
+	canon atomic.Pointer[string] // see canon.go
+	loops atomic.Int32           // byte groups on which every byte leads back here (-1: not computed),
 	// and bit 8: every non-ASCII UTF-8 character leads back here (its bytes staying alive)
 }
 
@@ -71,9 +72,16 @@ func (l *lexer) loopGroups(d *dstate) uint8 {
 		return uint8(v)
 	}
 	var in, out uint8
+	leads := true // every UTF-8 lead byte may follow
+	for b := range 256 {
+		if !d.allows(byte(b)) {
+			out |= byteGroup(byte(b)) // a group loops only if all its bytes may follow
+			leads = leads && (b < 0xC2 || b > 0xF4)
+		}
+	}
 	for b := range 256 {
 		g := byteGroup(byte(b))
-		if out&g != 0 {
+		if out&g != 0 || g == 1<<7 {
 			continue
 		}
 		if l.step(d, byte(b)) == d {
@@ -83,15 +91,27 @@ func (l *lexer) loopGroups(d *dstate) uint8 {
 		}
 	}
 	v := int32(in &^ out)
-	if l.utf8Loops(d) {
-		v |= 1 << 8
+	if leads {
+		v |= 1 << 9 // worth asking utf8Loops
 	}
 	d.loops.Store(v)
 	return uint8(v)
 }
 
-// loopsUTF8 reports bit 8 of d.loops (after loopGroups).
-func loopsUTF8(d *dstate) bool { return d.loops.Load()>>8&1 != 0 }
+// loopsUTF8 reports whether every UTF-8 character leads from d back to d (computed once; after
+// loopGroups).
+func (l *lexer) loopsUTF8(d *dstate) bool {
+	v := d.loops.Load()
+	if v>>9&1 == 0 {
+		return v>>8&1 != 0
+	}
+	u := int32(0)
+	if l.utf8Loops(d) {
+		u = 1 << 8
+	}
+	d.loops.Store(v&^(1<<9) | u)
+	return u != 0
+}
 
 // allows reports whether byte b may follow.
 func (d *dstate) allows(b byte) bool { return d.bytes[b>>6]>>(b&63)&1 != 0 }
@@ -108,41 +128,87 @@ type lexer struct {
 	accs   [][]uint64 // accID -> bitset over terminals
 	nbytes int
 	max    int
+	byKey  map[string]int32 // terminal by canonical name
 
 	// scratch (under mu)
-	mark  []uint32
-	gen   uint32
-	stack []int32
-	set   []int32
-	keyb  []byte
+	mark    []uint32
+	mark2   []uint32
+	mark3   []uint32
+	gen     uint32
+	atStart bool // closure context: no byte of the terminal read yet
+	prev    int  // closure context: the byte just read (-1: none)
+	stack   []int32
+	set     []int32
+	keyb    []byte
 }
 
 func newLexer(n *nfa, maxBytes int) *lexer {
 	l := &lexer{nfa: n, states: map[string]*dstate{}, starts: map[string]*dstate{},
-		accIDs: map[string]int32{}, max: maxBytes, mark: make([]uint32, len(n.nodes))}
+		accIDs: map[string]int32{}, max: maxBytes, mark: make([]uint32, len(n.nodes)),
+		mark2: make([]uint32, len(n.nodes)), mark3: make([]uint32, len(n.nodes))}
 	l.dead = &dstate{accID: -1}
 	l.dead.loops.Store(0)
 	for i := range l.dead.next {
 		l.dead.next[i].Store(l.dead)
 	}
 	l.states[""] = l.dead
+	l.byKey = make(map[string]int32, len(n.keys))
+	for t, k := range n.keys {
+		l.byKey[k] = int32(t)
+	}
 	return l
 }
 
-// closure adds to l.set the core nodes epsilon-reachable from the nodes in l.stack.
+// closure adds to l.set the core nodes epsilon-reachable from the nodes in l.stack. Assertions:
+// \A passes only at the terminal's start (l.atStart), ^ in multi-line mode also after a
+// newline (l.prev), and $ (end of text) passes into a mode where only the end may follow:
+// nodes reached after it that would consume a byte are dropped, match nodes kept.
 func (l *lexer) closure() {
+	const afterEnd = 1 << 30
 	for len(l.stack) > 0 {
-		i := l.stack[len(l.stack)-1]
+		v := l.stack[len(l.stack)-1]
 		l.stack = l.stack[:len(l.stack)-1]
-		if l.mark[i] == l.gen || !l.nfa.live[i] {
-			continue
-		}
-		l.mark[i] = l.gen
-		x := &l.nfa.nodes[i]
-		if x.kind == nEps {
-			l.stack = append(l.stack, x.outs...)
+		i, end := v&^afterEnd, v&afterEnd != 0
+		if end {
+			if l.mark2[i] == l.gen {
+				continue
+			}
+			l.mark2[i] = l.gen
 		} else {
-			l.set = append(l.set, i)
+			if l.mark[i] == l.gen {
+				continue
+			}
+			l.mark[i] = l.gen
+		}
+		x := &l.nfa.nodes[i]
+		switch x.kind {
+		case nEps:
+			for _, o := range x.outs {
+				l.stack = append(l.stack, o|v&afterEnd)
+			}
+		case nAssert:
+			switch x.lo {
+			case aBeginText:
+				if l.atStart {
+					l.stack = append(l.stack, x.out|v&afterEnd)
+				}
+			case aBeginLine:
+				if l.atStart || l.prev == '\n' {
+					l.stack = append(l.stack, x.out|v&afterEnd)
+				}
+			case aEndText:
+				l.stack = append(l.stack, x.out|afterEnd)
+			}
+		case nMatch:
+			if l.mark3[i] != l.gen {
+				l.mark3[i] = l.gen
+				l.set = append(l.set, i)
+			}
+		default: // a byte node: kept if what follows it can still match
+			if !end && l.nfa.live[x.out] && l.mark3[i] != l.gen {
+				l.mark3[i] = l.gen
+				l.set = append(l.set, i)
+			}
 		}
 	}
 }
@@ -151,6 +217,8 @@ func (l *lexer) newGen() {
 	l.gen++
 	if l.gen == 0 {
 		clear(l.mark)
+		clear(l.mark2)
+		clear(l.mark3)
 		l.gen = 1
 	}
 	l.set = l.set[:0]
@@ -241,6 +309,7 @@ func (l *lexer) step(d *dstate, b byte) *dstate {
 		return t
 	}
 	l.newGen()
+	l.atStart, l.prev = false, int(b)
 	for _, v := range d.core {
 		x := &l.nfa.nodes[v]
 		if x.kind == nByte && x.lo <= b && b <= x.hi {
@@ -267,6 +336,7 @@ func (l *lexer) start(terms []int32) *dstate {
 		return d
 	}
 	l.newGen()
+	l.atStart, l.prev = true, -1
 	for _, t := range terms {
 		l.stack = append(l.stack, l.nfa.starts[t])
 	}
@@ -293,6 +363,7 @@ func (l *lexer) termInfo(t int32) (nullable, productive bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.newGen()
+	l.atStart, l.prev = true, -1
 	l.stack = append(l.stack, l.nfa.starts[t])
 	l.closure()
 	for _, v := range l.set {
@@ -300,5 +371,5 @@ func (l *lexer) termInfo(t int32) (nullable, productive bool) {
 			nullable = true
 		}
 	}
-	return nullable, l.nfa.live[l.nfa.starts[t]]
+	return nullable, len(l.set) > 0
 }

@@ -39,10 +39,11 @@ func TestRegexDFA(t *testing.T) {
 		`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, `(?i)straße`, `[α-ω]{2,3}`, `.`, `\p{Greek}+`,
 		`[\x{7f}-\x{801}]`, `[\x{ffff}-\x{10000}]`, `[^a]`, `x{0,3}y{2}`, `(a|)*b`, `^ab$`, `(?s).`,
 		`\d{3}-\w+`, `[\x{0}-\x{10ffff}]`, `a{0}`, `(?:ab){1,}c`,
+		`[ab]*?(?:\A[xy]+$)[ab]*`, `(a$|b)y*`, `x|\Ay`, `a$b`, `(?m)a*^b`, `(?m)(a\n)*^b`, `\Aab\z`, `(^|a)b`,
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	pieces := []string{"a", "b", "y", "x", "0", "9", "-", ".", "e", "\"", "\\", "u", "ß", "SS", "ς", "α", "ω",
-		"\u007f", "\u0080", "\u0800", "\uffff", "\U00010000", "\xed\xa0\x80", "\xff", "\xc3", "\n", "K", "Ω"}
+		"\u007f", "\u0080", "\n", "ab", "xy", "\u0800", "\uffff", "\U00010000", "\xed\xa0\x80", "\xff", "\xc3", "\n", "K", "Ω"}
 	for _, p := range patterns {
 		match := lexMatch(t, p)
 		re := regexp.MustCompile(`^(?:` + p + `)$`)
@@ -97,10 +98,29 @@ func TestUTF8Seqs(t *testing.T) {
 }
 
 func TestUnsupportedRegex(t *testing.T) {
-	for _, p := range []string{`\bword\b`, `(a)\1`, `a(?=b)`, `x\B`, `[z-a]`} {
+	for _, p := range []string{`\bword\b`, `(a)\1`, `a(?=b)`, `x\B`, `[z-a]`, `(?m)a$`} {
 		_, err := Compile(ruleIR(map[string]*Expr{"root": Seq(Lit("x"), Re(p))}), Limits{})
 		if err == nil || !strings.Contains(err.Error(), "regex") || !strings.Contains(err.Error(), p[:2]) {
 			t.Errorf("%q: error %v, want one naming the regex", p, err)
+		}
+	}
+}
+
+// TestAnchorDeadEnds: a prefix that an anchor makes impossible to finish is refused at once
+// (it would leave the sampler with nothing to choose later).
+func TestAnchorDeadEnds(t *testing.T) {
+	for _, c := range []struct{ re, ok, dead string }{
+		{`[ab]*?(?:\A[xy]+$)[ab]*`, "xy", "a"},
+		{`(a$|b)c`, "bc", "a"},
+		{`a\Ab|ac`, "ac", "ab"},
+		{`x(?:\A|y)z`, "xyz", "xz"},
+	} {
+		g := mustCompile(t, ruleIR(map[string]*Expr{"root": Re(c.re)}))
+		if ok, whole := matches(g, c.ok); !ok || !whole {
+			t.Errorf("%s: %q refused", c.re, c.ok)
+		}
+		if ok, _ := matches(g, c.dead); ok {
+			t.Errorf("%s: dead end %q accepted as a prefix", c.re, c.dead)
 		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	jsonStringRe = `"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"`
-	jsonNumber = `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+	testStringRe = `"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"`
+	testNumberRe = `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
 )
 
 // jsonIR is any JSON object, with optional whitespace.
@@ -26,8 +26,8 @@ func jsonIR() *IR {
 	return &IR{Start: "root", Rules: map[string]*Expr{
 		"root":  Seq(ws, Ref("obj"), ws),
 		"obj":   Seq(Lit("{"), ws, Opt(Seq(Ref("pair"), Star(Seq(ws, Lit(","), ws, Ref("pair"))))), ws, Lit("}")),
-		"pair":  Seq(Re(jsonStringRe), ws, Lit(":"), ws, Ref("value")),
-		"value": Alt(Re(jsonStringRe), Re(jsonNumber), Lit("true"), Lit("false"), Lit("null"), Ref("obj"), Ref("array")),
+		"pair":  Seq(Re(testStringRe), ws, Lit(":"), ws, Ref("value")),
+		"value": Alt(Re(testStringRe), Re(testNumberRe), Lit("true"), Lit("false"), Lit("null"), Ref("obj"), Ref("array")),
 		"array": Seq(Lit("["), ws, Opt(Seq(Ref("value"), Star(Seq(ws, Lit(","), ws, Ref("value"))))), ws, Lit("]")),
 	}}
 }
@@ -36,8 +36,8 @@ func jsonIR() *IR {
 // (compact JSON, optional age).
 func schemaIR() *IR {
 	return &IR{Start: "root", Rules: map[string]*Expr{
-		"root": Seq(Lit(`{"name":`), Re(jsonStringRe), Opt(Seq(Lit(`,"age":`), Re(jsonNumber))),
-			Lit(`,"tags":[`), Opt(Seq(Re(jsonStringRe), Star(Seq(Lit(","), Re(jsonStringRe))))), Lit(`],"ok":`),
+		"root": Seq(Lit(`{"name":`), Re(testStringRe), Opt(Seq(Lit(`,"age":`), Re(testNumberRe))),
+			Lit(`,"tags":[`), Opt(Seq(Re(testStringRe), Star(Seq(Lit(","), Re(testStringRe))))), Lit(`],"ok":`),
 			Alt(Lit("true"), Lit("false")), Lit("}")),
 	}}
 }
@@ -150,15 +150,29 @@ func TestLlamaMaskSampled(t *testing.T) {
 	for i, b := range l.vocab.tokens {
 		interesting := false
 		for _, c := range b {
-			interesting = interesting || c == '"' || c == '{' || c == '}' || c == ',' || c == ':' || c == '\\' || (c >= '0' && c <= '9')
+			interesting = interesting || c == '"' || c == '!' || c == '{' || c == '}' || c == ',' || c == ':' || c == '\\' || (c >= '0' && c <= '9')
 		}
 		if interesting || i%37 == 0 {
 			sample = append(sample, i)
 		}
 	}
-	for _, ir := range []*IR{jsonIR(), schemaIR()} {
-		g := mustCompile(t, ir)
-		for _, doc := range jsonDocs[:2] {
+	// a string split into quote, body and quote terminals (the body ends everywhere: whole
+	// subtrees of ending places), and one whose body may go on as another terminal
+	split := &IR{Start: "root", Rules: map[string]*Expr{"root": Seq(Lit(`{"a":"`),
+		Re(`(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*`), Lit(`"`), Lit("}"))}}
+	ambiguous := &IR{Start: "root", Rules: map[string]*Expr{"root": Seq(Lit(`"`), Re(`[a-z ]*`),
+		Alt(Lit(`"`), Seq(Re(`[a-z]+`), Lit("!"))))}}
+	cases := []struct {
+		ir   *IR
+		docs []string
+	}{
+		{jsonIR(), jsonDocs[:2]}, {schemaIR(), jsonDocs[:2]},
+		{split, []string{`{"a":"Hello \"world\" and more"}`}},
+		{ambiguous, []string{`"hello world"`, `"hello worlds!`}},
+	}
+	for _, c := range cases {
+		g := mustCompile(t, c.ir)
+		for _, doc := range c.docs {
 			m := g.NewMatcher(l.vocab)
 			mask := make([]uint64, l.vocab.MaskWords())
 			ids := l.tok.Encode(doc, false, false)
@@ -176,7 +190,7 @@ func TestLlamaMaskSampled(t *testing.T) {
 				}
 				if k < len(ids) {
 					if err := m.Accept(ids[k]); err != nil {
-						t.Fatal(err)
+						t.Fatalf("%q after %d tokens: %v", doc, k, err)
 					}
 				}
 			}
@@ -213,11 +227,21 @@ func BenchmarkFillMaskBetween(b *testing.B) {
 }
 func BenchmarkFillMaskJSONString(b *testing.B) { benchAt(b, jsonIR(), `{"name":"Bob`, ` Sm`) }
 
-// BenchmarkFillMaskCold: a fresh Grammar each time, first mask inside a string (whole-trie walks).
-func BenchmarkFillMaskCold(b *testing.B) {
+// BenchmarkFillMaskCold: a fresh Grammar each time (compile included), first mask inside a
+// string; the Vocab's shared walks are warm (another grammar had the same string regex).
+func BenchmarkFillMaskCold(b *testing.B) { benchCold(b, false) }
+
+// BenchmarkFillMaskColdVocab: as Cold, with the Vocab's shared walks dropped each time (the
+// first grammar a process sees: whole-trie walks).
+func BenchmarkFillMaskColdVocab(b *testing.B) { benchCold(b, true) }
+
+func benchCold(b *testing.B, dropShared bool) {
 	l := llamaVocab(b)
 	mask := make([]uint64, l.vocab.MaskWords())
 	for b.Loop() {
+		if dropShared {
+			l.vocab.getShared().drop()
+		}
 		g, _ := Compile(schemaIR(), Limits{})
 		m := g.NewMatcher(l.vocab)
 		m.AcceptBytes([]byte(`{"name":"Bob`))

@@ -4,14 +4,16 @@
 // scans it into a new row whose own lane reads the rest of the token (n's subtree). So a walk
 // of the trie from d, stepping the DFA byte by byte and skipping a node's whole subtree when
 // the DFA dies, yields a lexEntry: the tokens of the first kind and the nodes where terminals
-// end, grouped by the set of terminals ending. Entries are cached per (Grammar, Vocab): the root
-// entry by d, a group's child entry by the new lane's start state. FillMask ORs the entries'
-// tokens together and consults the parser (rows memoized in the Matcher) once per group.
+// end, grouped by the set of terminals ending. Entries depend on the lexer alone, so they are
+// cached per Vocab for every grammar under canonical state names (canon.go): the root entry by
+// d, a group's child entry by the group and the new lane's start state; each Grammar keeps a
+// front cache by its own state pointers. FillMask ORs the entries' tokens together and consults
+// the parser (rows memoized in the Matcher) once per group.
 
 package grammar
 
 import (
-	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -22,29 +24,74 @@ type lexEntry struct {
 }
 
 type lexGroup struct {
-	accID int32
-	nodes []int32 // trie nodes where those terminals end
-	kids  []kid   // child entries by start state (guarded by vcache.mu)
+	accKey string  // the terminals that end (canonical names, see canon.go)
+	nodes  []int32 // trie nodes where they end
+	bulk   []int32 // trie nodes at every node below which they end too (ASCII subtrees)
 }
 
-type kid struct {
-	d *dstate
-	e *lexEntry
-}
-
-// vcache holds one Grammar's entries for one Vocab.
-type vcache struct {
-	t     *trie
-	lex   *lexer
-	words int
+// sharedCache holds a Vocab's entries for every grammar, by canonical state name (and for a
+// child entry, the group it continues).
+type sharedCache struct {
 	mu    sync.Mutex
-	roots map[*dstate]*lexEntry
-	bytes int
-	max   int
+	m     map[sharedKey]*lexEntry
+	old   map[sharedKey]*lexEntry // the generation before m: entries used again move to m
+	bytes int                     // of m
 }
+
+type sharedKey struct {
+	g *lexGroup // nil: a root entry
+	d string
+}
+
+const sharedMaxBytes = 192 << 20 // per generation
+
+func (v *Vocab) getShared() *sharedCache {
+	v.shareOnce.Do(func() { v.shared = &sharedCache{m: map[sharedKey]*lexEntry{}} })
+	return v.shared
+}
+
+// drop forgets every entry (benchmarks of the first grammar a process sees).
+func (sc *sharedCache) drop() {
+	sc.mu.Lock()
+	sc.m, sc.old, sc.bytes = map[sharedKey]*lexEntry{}, nil, 0
+	sc.mu.Unlock()
+}
+
+// put adds e to the current generation; a full generation becomes the old one (and the old
+// one is dropped: Grammars keep the entries they use in their own vcache).
+func (sc *sharedCache) put(key sharedKey, e *lexEntry) {
+	if sc.bytes+e.size() > sharedMaxBytes {
+		sc.old, sc.m, sc.bytes = sc.m, map[sharedKey]*lexEntry{}, 0
+	}
+	sc.m[key] = e
+	sc.bytes += e.size()
+}
+
+type kidKey struct {
+	g *lexGroup
+	d *dstate
+}
+
+// vcache is one Grammar's view of a Vocab's entries: by its own state pointers (so the hot path
+// hashes no names) and the accIDs its groups' terminal sets have here.
+type vcache struct {
+	t      *trie
+	lex    *lexer
+	words  int
+	shared *sharedCache
+	mu     sync.Mutex
+	roots  map[*dstate]*lexEntry
+	kids   map[kidKey]*lexEntry
+	accs   map[*lexGroup]int32
+	bytes  int // of the entries in roots and kids
+	max    int
+}
+
+const vcacheMaxEntries = 1 << 16
 
 type walkScratch struct {
-	stk []*dstate
+	stk  []*dstate
+	toks []int32
 }
 
 func (g *Grammar) vcache(v *Vocab) *vcache {
@@ -52,8 +99,9 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 	defer g.mu.Unlock()
 	vc := g.caches[v]
 	if vc == nil {
-		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(),
-			roots: map[*dstate]*lexEntry{}, max: g.maxMem}
+		vc = &vcache{t: v.getTrie(), lex: g.lex, words: v.MaskWords(), shared: v.getShared(),
+			roots: map[*dstate]*lexEntry{}, kids: map[kidKey]*lexEntry{}, accs: map[*lexGroup]int32{},
+			max: g.maxMem}
 		g.caches[v] = vc
 	}
 	return vc
@@ -62,63 +110,80 @@ func (g *Grammar) vcache(v *Vocab) *vcache {
 func (e *lexEntry) size() int {
 	n := 8*len(e.dense) + 4*len(e.sparse) + 64
 	for _, g := range e.groups {
-		n += 4*len(g.nodes) + 48
+		n += 4*len(g.nodes) + 4*len(g.bulk) + len(g.accKey) + 48
 	}
 	return n
 }
 
-// keep records that e is cached; false when the cache is full (e stays transient).
-func (vc *vcache) keep(e *lexEntry) bool {
-	if vc.bytes+e.size() > vc.max {
-		return false
-	}
-	vc.bytes += e.size()
-	return true
-}
-
-func (vc *vcache) root(d *dstate, ws *walkScratch) *lexEntry {
+// entry returns the walk from d of the trie (g nil) or of the subtrees of g's nodes.
+func (vc *vcache) entry(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
 	vc.mu.Lock()
-	e := vc.roots[d]
+	var e *lexEntry
+	if g == nil {
+		e = vc.roots[d]
+	} else {
+		e = vc.kids[kidKey{g, d}]
+	}
 	vc.mu.Unlock()
 	if e != nil {
 		return e
 	}
-	e = vc.build(d, []int32{0}, ws)
+	key := sharedKey{g, vc.lex.canon(d)}
+	sc := vc.shared
+	sc.mu.Lock()
+	e = sc.m[key]
+	if e == nil && sc.old[key] != nil {
+		e = sc.old[key]
+		sc.put(key, e)
+	}
+	sc.mu.Unlock()
+	if e == nil {
+		roots, bulk := []int32{0}, []int32(nil)
+		if g != nil {
+			roots, bulk = g.nodes, g.bulk
+		}
+		e = vc.build(d, roots, bulk, ws)
+		sc.mu.Lock()
+		if old := sc.m[key]; old != nil {
+			e = old
+		} else {
+			sc.put(key, e)
+		}
+		sc.mu.Unlock()
+	}
 	vc.mu.Lock()
-	if old := vc.roots[d]; old != nil {
-		e = old
-	} else if vc.keep(e) {
-		vc.roots[d] = e
+	if len(vc.roots)+len(vc.kids) < vcacheMaxEntries && vc.bytes+e.size() <= vc.max {
+		vc.bytes += e.size()
+		if g == nil {
+			vc.roots[d] = e
+		} else {
+			vc.kids[kidKey{g, d}] = e
+		}
 	}
 	vc.mu.Unlock()
 	return e
 }
 
-func (vc *vcache) child(g *lexGroup, d *dstate, ws *walkScratch) *lexEntry {
+// acc returns the accID of g's terminal set in this grammar.
+func (vc *vcache) acc(g *lexGroup) int32 {
 	vc.mu.Lock()
-	for _, k := range g.kids {
-		if k.d == d {
-			vc.mu.Unlock()
-			return k.e
-		}
+	id, ok := vc.accs[g]
+	vc.mu.Unlock()
+	if ok {
+		return id
+	}
+	id = vc.lex.localAcc(g.accKey)
+	vc.mu.Lock()
+	if len(vc.accs) < vcacheMaxEntries {
+		vc.accs[g] = id
 	}
 	vc.mu.Unlock()
-	e := vc.build(d, g.nodes, ws)
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	for _, k := range g.kids {
-		if k.d == d {
-			return k.e
-		}
-	}
-	if vc.keep(e) {
-		g.kids = append(g.kids, kid{d, e})
-	}
-	return e
+	return id
 }
 
-// build walks the subtrees of roots from DFA state d0.
-func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
+// build walks the subtrees of roots from DFA state d0, and the subtrees of every node below
+// the bulk nodes.
+func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEntry {
 	t := vc.t
 	if len(ws.stk) < t.maxDepth+2 {
 		ws.stk = make([]*dstate, t.maxDepth+2)
@@ -127,17 +192,30 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 	nodes := t.nodes
 	lex := vc.lex
 	dead := lex.dead
-	bm := make([]uint64, vc.words)
-	ntok := 0
+	toks := ws.toks[:0]
 	e := &lexEntry{}
 	group := map[int32]int{}
+	var accIDs []int32
+	// whole non-ASCII subtrees are skipped only from the walk's own state (the loop test costs
+	// a few thousand steps: worth it for the state a walk starts from, not for every state)
+	utf8Root := lex.loopGroups(d0) != 0 && lex.loopsUTF8(d0)
 	loops := func(d *dstate) uint8 {
 		if v := d.loops.Load(); v >= 0 {
 			return uint8(v)
 		}
 		return lex.loopGroups(d)
 	}
-	for _, r := range roots {
+	groupOf := func(acc int32) *lexGroup {
+		gi, ok := group[acc]
+		if !ok {
+			gi = len(e.groups)
+			group[acc] = gi
+			e.groups = append(e.groups, lexGroup{})
+			accIDs = append(accIDs, acc)
+		}
+		return &e.groups[gi]
+	}
+	walk := func(r int32) {
 		stk[nodes[r].depth] = d0
 		end := nodes[r].skip
 		for i := r + 1; i < end; {
@@ -152,58 +230,80 @@ func (vc *vcache) build(d0 *dstate, roots []int32, ws *walkScratch) *lexEntry {
 				continue
 			}
 			stk[nd.depth] = x
-			if x.accID < 0 && nd.desc != 0 && skipAll(nd, loops(x), x) {
-				// every byte below keeps x: the whole subtree is allowed
-				for _, k := range t.tokList[t.tokPos[i]:t.tokPos[nd.skip]] {
-					bm[k>>6] |= 1 << (k & 63)
+			if nd.desc != 0 {
+				if x.accID < 0 && skipAll(nd, loops(x), x == d0 && utf8Root) {
+					// every byte below keeps x: the whole subtree is allowed
+					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
+					i = nd.skip
+					continue
 				}
-				ntok += int(t.tokPos[nd.skip] - t.tokPos[i])
-				i = nd.skip
-				continue
+				if x.accID >= 0 && nd.desc&^loops(x) == 0 {
+					// every (ASCII) byte below keeps x, which ends terminals: the subtree is
+					// allowed and every node in it is a place where they end
+					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
+					g := groupOf(x.accID)
+					g.nodes = append(g.nodes, i)
+					g.bulk = append(g.bulk, i)
+					i = nd.skip
+					continue
+				}
 			}
 			if k := nd.tok; k >= 0 {
-				bm[k>>6] |= 1 << (k & 63)
-				ntok++
+				toks = append(toks, k)
 				if nd.dup {
-					for _, k := range t.dups[i] {
-						bm[k>>6] |= 1 << (k & 63)
-					}
+					toks = append(toks, t.dups[i]...)
 				}
 			}
-			if x.accID >= 0 {
-				gi, ok := group[x.accID]
-				if !ok {
-					gi = len(e.groups)
-					group[x.accID] = gi
-					e.groups = append(e.groups, lexGroup{accID: x.accID})
-				}
-				e.groups[gi].nodes = append(e.groups[gi].nodes, i)
+			if x.accID >= 0 && nd.skip > i+1 { // (a leaf has nothing below for the parser's lane)
+				g := groupOf(x.accID)
+				g.nodes = append(g.nodes, i)
 			}
 			i++
 		}
 	}
-	if ntok > vc.words/2 {
-		e.dense = bm
-		return e
+	for _, r := range roots {
+		walk(r)
 	}
-	e.sparse = make([]int32, 0, ntok)
-	for i, w := range bm {
-		for ; w != 0; w &= w - 1 {
-			e.sparse = append(e.sparse, int32(64*i+bits.TrailingZeros64(w)))
+	if len(bulk) > 0 {
+		var can uint8 // byte groups d0 may read
+		for b := range 256 {
+			if d0.allows(byte(b)) {
+				can |= byteGroup(byte(b))
+			}
 		}
+		for _, r := range bulk {
+			if nodes[r].desc&can == 0 {
+				continue // no node below can start d0
+			}
+			for j := r + 1; j < nodes[r].skip; j++ {
+				walk(j)
+			}
+		}
+	}
+	for i := range e.groups {
+		e.groups[i].accKey = lex.accKey(accIDs[i])
+	}
+	ws.toks = toks
+	if len(toks) > vc.words/2 {
+		e.dense = make([]uint64, vc.words)
+		for _, k := range toks {
+			e.dense[k>>6] |= 1 << (k & 63)
+		}
+	} else {
+		e.sparse = slices.Clone(toks)
 	}
 	return e
 }
 
 // skipAll reports whether every node below nd keeps DFA state x (after nd) alive with no
 // terminal ending: the bytes below are in groups x loops on, and non-ASCII bytes below form
-// valid UTF-8 (a character cut at a token's end included) when x loops on all of UTF-8.
-func skipAll(nd *tnode, loops uint8, x *dstate) bool {
+// valid UTF-8 (a character cut at a token's end included) when x loops on all of UTF-8 (utf8).
+func skipAll(nd *tnode, loops uint8, utf8 bool) bool {
 	const nonASCII = 1 << 7
 	if nd.desc&^(loops|nonASCII) != 0 {
 		return false
 	}
-	return nd.desc&nonASCII == 0 || (nd.utf8&1 != 0 && loopsUTF8(x))
+	return nd.desc&nonASCII == 0 || (nd.utf8&1 != 0 && utf8)
 }
 
 // FillMask sets bit i of mask (mask[i/64] >> (i%64) & 1) for every token i that may come next
@@ -212,7 +312,7 @@ func (m *Matcher) FillMask(mask []uint64) {
 	mask = mask[:m.vc.words]
 	clear(mask)
 	for _, ln := range m.lanes {
-		m.walkEntry(m.vc.root(ln.d, &m.walk), ln.row, mask)
+		m.walkEntry(m.vc.entry(nil, ln.d, &m.walk), ln.row, mask)
 	}
 	if m.CanEnd() {
 		for i, w := range m.vc.t.eos {
@@ -236,12 +336,16 @@ func (m *Matcher) walkEntry(e *lexEntry, rowIdx int32, mask []uint64) {
 	for gi := range e.groups {
 		g := &e.groups[gi]
 		idx := int32(len(m.rows))
-		r := m.newRow(rowIdx, g.accID, idx)
+		acc := m.vc.acc(g)
+		if acc < 0 {
+			continue
+		}
+		r := m.newRow(rowIdx, acc, idx)
 		if r.start == dead {
 			continue
 		}
 		m.rows = append(m.rows, r)
-		m.walkEntry(m.vc.child(g, r.start, &m.walk), idx, mask)
+		m.walkEntry(m.vc.entry(g, r.start, &m.walk), idx, mask)
 		m.rows = m.rows[:idx]
 	}
 }

@@ -20,6 +20,9 @@ type Vocab struct {
 	eos    []int
 	once   sync.Once
 	trie   *trie
+
+	shareOnce sync.Once
+	shared    *sharedCache // mask walks shared by every Grammar (mask.go)
 }
 
 // NewVocab builds a Vocab. tokens[i] is the bytes token i stands for (tokenizer Piece); a nil

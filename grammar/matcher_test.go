@@ -100,7 +100,10 @@ var handIRs = map[string]*IR{
 		"root": Alt(Seq(Lit("a"), Alt()), Lit("b")),
 	}),
 	"anchors": ruleIR(map[string]*Expr{"root": Re(`^a(b|c)*$`)}),
-	"bigrep":  ruleIR(map[string]*Expr{"root": Rep(Lit("a"), 0, 1000)}),
+	"inner anchors": ruleIR(map[string]*Expr{
+		"root": Seq(Lit("c"), Re(`[ab]*?(?:\A[ab]b$)[ab]*`), Re(`(c$|a)b*`), Re(`c*`)),
+	}),
+	"bigrep": ruleIR(map[string]*Expr{"root": Rep(Lit("a"), 0, 1000)}),
 }
 
 func TestHandWritten(t *testing.T) {
@@ -115,7 +118,7 @@ func TestHandWritten(t *testing.T) {
 // randExpr makes a small random expression over rules r0..r2.
 func randExpr(r *rand.Rand, depth int) *Expr {
 	lits := []string{"", "a", "b", "c", "ab", "é", "ca"}
-	res := []string{`a+`, `[ab]*`, `b?c`, `(ab|c){1,3}`, `[^a]`, `é|a`, `c*`, `a|bc`, `[a-c]{2}`, `(?i)A`, `.`, `[^b]+`, `x*`}
+	res := []string{`a+`, `[ab]*`, `b?c`, `(ab|c){1,3}`, `[^a]`, `é|a`, `c*`, `a|bc`, `[a-c]{2}`, `(?i)A`, `.`, `[^b]+`, `x*`, `a*(?:\Ab$)c*`, `(a$|b)c`}
 	k := r.IntN(10)
 	if depth <= 0 {
 		k = r.IntN(3)

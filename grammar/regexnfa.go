@@ -9,14 +9,22 @@ package grammar
 import (
 	"fmt"
 	"regexp/syntax"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
 
 const (
-	nByte  uint8 = iota // consumes one byte in [lo, hi], then out
-	nEps                // epsilon moves to outs
-	nMatch              // terminal term ends here
+	nByte   uint8 = iota // consumes one byte in [lo, hi], then out
+	nEps                 // epsilon moves to outs
+	nMatch               // terminal term ends here
+	nAssert              // an anchor (lo: aBeginText, aBeginLine, aEndText), then out
+)
+
+const (
+	aBeginText = iota
+	aBeginLine
+	aEndText
 )
 
 type nnode struct {
@@ -33,6 +41,21 @@ type nfa struct {
 	starts []int32
 	max    int // node cap (from Limits)
 	live   []bool
+	// canonical names: keys[t] names terminal t the same way in every grammar (its kind and
+	// text); first[t] is its first node and nodeTerm[v] the terminal node v belongs to, so a
+	// node is (keys[t], v-first[t]) whatever grammar it is in
+	keys     []string
+	first    []int32
+	nodeTerm []int32
+}
+
+// named records the key of the terminal just added, whose nodes start at first.
+func (n *nfa) named(key string, first int32) {
+	n.keys = append(n.keys, key)
+	n.first = append(n.first, first)
+	for len(n.nodeTerm) < len(n.nodes) {
+		n.nodeTerm = append(n.nodeTerm, int32(len(n.keys)-1))
+	}
 }
 
 var errNFASize = fmt.Errorf("the lexer's automaton is over Limits.MaxLexerBytes")
@@ -85,8 +108,16 @@ func (n *nfa) compile(re *syntax.Regexp, next int32) (int32, error) {
 	switch re.Op {
 	case syntax.OpNoMatch:
 		return n.add(nnode{kind: nEps})
-	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
-		return next, nil // anchors: a terminal is always matched whole
+	case syntax.OpEmptyMatch:
+		return next, nil
+	case syntax.OpBeginText:
+		return n.add(nnode{kind: nAssert, lo: aBeginText, out: next})
+	case syntax.OpBeginLine:
+		return n.add(nnode{kind: nAssert, lo: aBeginLine, out: next})
+	case syntax.OpEndText:
+		return n.add(nnode{kind: nAssert, lo: aEndText, out: next})
+	case syntax.OpEndLine:
+		return 0, fmt.Errorf("multi-line $ ((?m) mode) is not supported")
 	case syntax.OpWordBoundary, syntax.OpNoWordBoundary:
 		return 0, fmt.Errorf("word boundaries (\\b, \\B) are not supported")
 	case syntax.OpLiteral:
@@ -187,17 +218,36 @@ func (n *nfa) repeat(sub *syntax.Regexp, lo, hi int, next int32) (int32, error) 
 // class adds a rune class (pairs lo, hi) as alternatives of UTF-8 byte sequences.
 func (n *nfa) class(ranges []rune, next int32) (int32, error) {
 	var outs []int32
-	var err error
-	emit := func(seq [][2]byte) {
-		if err != nil {
-			return
-		}
+	for _, seq := range classSeqs(ranges) {
 		e := next
-		for i := len(seq) - 1; i >= 0 && err == nil; i-- {
-			e, err = n.add(nnode{kind: nByte, lo: seq[i][0], hi: seq[i][1], out: e})
+		var err error
+		for i := len(seq) - 1; i >= 0; i-- {
+			if e, err = n.add(nnode{kind: nByte, lo: seq[i][0], hi: seq[i][1], out: e}); err != nil {
+				return 0, err
+			}
 		}
 		outs = append(outs, e)
 	}
+	if len(outs) == 1 {
+		return outs[0], nil
+	}
+	return n.add(nnode{kind: nEps, outs: outs})
+}
+
+// seqCache remembers the byte sequences of rune classes (schemas repeat the same few).
+var seqCache sync.Map // ranges, 4 bytes each -> [][][2]byte
+
+func classSeqs(ranges []rune) [][][2]byte {
+	kb := make([]byte, 0, 4*len(ranges))
+	for _, r := range ranges {
+		kb = append(kb, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))
+	}
+	key := string(kb)
+	if v, ok := seqCache.Load(key); ok {
+		return v.([][][2]byte)
+	}
+	var seqs [][][2]byte
+	emit := func(seq [][2]byte) { seqs = append(seqs, seq) }
 	for i := 0; i+1 < len(ranges); i += 2 {
 		lo, hi := ranges[i], min(ranges[i+1], unicode.MaxRune)
 		// no surrogates: they are not valid UTF-8
@@ -208,13 +258,10 @@ func (n *nfa) class(ranges []rune, next int32) (int32, error) {
 			utf8Seqs(max(lo, 0xE000), hi, emit)
 		}
 	}
-	if err != nil {
-		return 0, err
+	if len(key) < 1<<14 {
+		seqCache.Store(key, seqs)
 	}
-	if len(outs) == 1 {
-		return outs[0], nil
-	}
-	return n.add(nnode{kind: nEps, outs: outs})
+	return seqs
 }
 
 // utf8Seqs calls emit with byte-range sequences whose union is the UTF-8 encodings of [lo, hi].
@@ -260,13 +307,15 @@ func utf8Seqs(lo, hi rune, emit func([][2]byte)) {
 	emit(seq)
 }
 
-// finish computes which nodes can still reach a match (the others are dropped by the DFA).
+// finish computes which nodes can still reach a match once a byte has been read (the DFA
+// keeps only byte nodes whose continuation can): \A never passes after a byte, and $ passes
+// only when a match follows with no byte in between.
 func (n *nfa) finish() {
 	nn := len(n.nodes)
 	rev := make([][]int32, nn)
 	for i, x := range n.nodes {
 		switch x.kind {
-		case nByte:
+		case nByte, nAssert:
 			rev[x.out] = append(rev[x.out], int32(i))
 		case nEps:
 			for _, o := range x.outs {
@@ -277,7 +326,7 @@ func (n *nfa) finish() {
 	n.live = make([]bool, nn)
 	var work []int32
 	for i, x := range n.nodes {
-		if x.kind == nMatch {
+		if x.kind == nMatch || (x.kind == nAssert && x.lo == aEndText && n.endsHere(x.out)) {
 			n.live[i] = true
 			work = append(work, int32(i))
 		}
@@ -286,10 +335,36 @@ func (n *nfa) finish() {
 		i := work[len(work)-1]
 		work = work[:len(work)-1]
 		for _, p := range rev[i] {
-			if !n.live[p] {
-				n.live[p] = true
-				work = append(work, p)
+			if x := &n.nodes[p]; n.live[p] || (x.kind == nAssert && x.lo != aBeginLine) {
+				continue // \A: dead after a byte; $: decided above
+			}
+			n.live[p] = true
+			work = append(work, p)
+		}
+	}
+}
+
+// endsHere reports whether a match is reachable from v without reading a byte (after $).
+func (n *nfa) endsHere(v int32) bool {
+	seen := map[int32]bool{}
+	stack := []int32{v}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[i] {
+			continue
+		}
+		seen[i] = true
+		switch x := &n.nodes[i]; x.kind {
+		case nMatch:
+			return true
+		case nEps:
+			stack = append(stack, x.outs...)
+		case nAssert:
+			if x.lo != aBeginText {
+				stack = append(stack, x.out)
 			}
 		}
 	}
+	return false
 }
