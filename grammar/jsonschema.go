@@ -188,6 +188,11 @@ func (c *schemaCompiler) flatten(k conj) (conj, bool) {
 				return false
 			}
 		}
+		if x := v.get("not"); x != nil && onlyKey(x, "not") {
+			if !add(x.get("not"), depth+1) {
+				return false
+			}
+		}
 		if a := v.get("allOf"); a != nil {
 			if a.kind != jArr || len(a.arr) == 0 {
 				fail("keyword \"allOf\" at %s must be a non-empty array", c.path[v])
@@ -402,4 +407,17 @@ func checkRegexes(g *IR) error {
 		}
 	}
 	return nil
+}
+
+// onlyKey: x is an object whose one keyword, besides annotations, is kw.
+func onlyKey(x *jv, kw string) bool {
+	if x.kind != jObj || x.get(kw) == nil {
+		return false
+	}
+	for _, k := range x.keys {
+		if k != kw && !annotation[k] {
+			return false
+		}
+	}
+	return true
 }

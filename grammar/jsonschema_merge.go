@@ -31,24 +31,25 @@ type bound struct {
 
 // msch is a merged schema.
 type msch struct {
-	at       string
-	types    int
-	enum     []*jv // nil = no enum; values must satisfy the rest too
-	hasEnum  bool
-	minLen   int
-	maxLen   int // -1 = none
-	patterns []string
-	formats  []string
-	lo, hi   bound
-	mult     []*big.Rat
-	objs     []*jv // conjuncts with object keywords
-	arrs     []*jv // conjuncts with array keywords
-	minProps int
-	maxProps int
-	minItems int
-	maxItems int
-	unique   bool
-	nots     []*jv
+	at        string
+	types     int
+	enum      []*jv // nil = no enum; values must satisfy the rest too
+	hasEnum   bool
+	minLen    int
+	maxLen    int // -1 = none
+	patterns  []string
+	formats   []string
+	lo, hi    bound
+	mult      []*big.Rat
+	objs      []*jv // conjuncts with object keywords
+	arrs      []*jv // conjuncts with array keywords
+	minProps  int
+	maxProps  int
+	minItems  int
+	maxItems  int
+	unique    bool
+	nots      []*jv
+	forbidden []string // properties objects must not have (from not/required)
 }
 
 // handled keywords with their kinds; anything else is an annotation or unknown (ignored).
@@ -283,49 +284,77 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 	return Alt(alts...)
 }
 
-// applyNots honours the forms of "not" that only remove types or forbid a value.
+// applyNots honours the forms of "not" that remove types, forbid enum values or forbid a
+// property; not(not X) was merged as X by flatten, not(anyOf) splits (De Morgan).
 func (c *schemaCompiler) applyNots(m *msch) {
-	for _, x := range m.nots {
+	work := append([]*jv{}, m.nots...)
+	for len(work) > 0 {
+		x := work[0]
+		work = work[1:]
+		if x.kind == jObj && len(x.keys) == 1 && x.keys[0] == "$ref" {
+			x = c.resolve(x, x.vals[0])
+		}
+		var keys []string
+		if x.kind == jObj {
+			for _, k := range x.keys {
+				if !annotation[k] {
+					keys = append(keys, k)
+				}
+			}
+		}
 		switch {
 		case x.kind == jBool:
 			if x.b {
 				m.types = 0
 			}
-		case x.kind == jObj && len(x.keys) == 1 && x.keys[0] == "type":
+		case len(keys) == 0:
+			m.types = 0
+		case onlyKey(x, "not"):
+			// merged by flatten
+		case len(keys) == 1 && keys[0] == "anyOf" && x.get("anyOf").kind == jArr:
+			work = append(work, x.get("anyOf").arr...)
+		case len(keys) == 1 && keys[0] == "type":
 			sub := &msch{types: tAll}
 			c.mergeOne(sub, x)
-			if sub.types == tInt|tNum {
-				m.types &^= tInt | tNum
-			} else if sub.types != tInt {
-				m.types &^= sub.types
-			} else {
-				unsupported("not", m.at)
-			}
-		case x.kind == jObj && len(x.keys) == 0:
-			m.types = 0
-		case x.kind == jObj && len(x.keys) == 1 && (x.keys[0] == "enum" || x.keys[0] == "const") && m.hasEnum:
+			m.types &^= sub.types
+		case len(keys) == 1 && (keys[0] == "enum" || keys[0] == "const"):
 			var vals []*jv
-			if x.keys[0] == "enum" && x.vals[0].kind == jArr {
-				vals = x.vals[0].arr
+			if keys[0] == "enum" && x.get("enum").kind == jArr {
+				vals = x.get("enum").arr
 			} else {
-				vals = []*jv{x.vals[0]}
+				vals = []*jv{x.get(keys[0])}
 			}
-			var keep []*jv
-			for _, v := range m.enum {
-				bad := false
-				for _, w := range vals {
-					bad = bad || equalJV(v, w)
+			if m.hasEnum {
+				var keep []*jv
+				for _, v := range m.enum {
+					bad := false
+					for _, w := range vals {
+						bad = bad || equalJV(v, w)
+					}
+					if !bad {
+						keep = append(keep, v)
+					}
 				}
-				if !bad {
-					keep = append(keep, v)
+				m.enum = keep
+				continue
+			}
+			for _, v := range vals {
+				if kindBits(v)&m.types != 0 {
+					unsupported("not", m.at)
 				}
 			}
-			m.enum = keep
+		case len(keys) == 1 && keys[0] == "required" && x.get("required").kind == jArr && len(x.get("required").arr) == 1 && x.get("required").arr[0].kind == jStr:
+			// Objects without that property (anything else has every required property).
+			m.types &= tObj
+			m.forbidden = append(m.forbidden, x.get("required").arr[0].s)
 		default:
 			unsupported("not", m.at)
 		}
 	}
 }
+
+// annotation keywords never change what validates.
+var annotation = map[string]bool{"description": true, "title": true, "$comment": true, "examples": true, "default": true, "$schema": true, "$id": true, "id": true}
 
 // emitEnum is the enum values that satisfy every other constraint, as literals.
 func (c *schemaCompiler) emitEnum(m *msch) *Expr {

@@ -20,6 +20,13 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 			fail("minimum/maximum at %s: no number is in range", m.at)
 		}
 	}
+	if m.types&tInt == 0 {
+		// Numbers that are not integers: a non-zero fraction digit, no exponent (a subset).
+		if lo.v != nil || hi.v != nil || len(m.mult) > 0 {
+			unsupported("not", m.at+" (non-integer numbers with bounds)")
+		}
+		return Re(`-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*`)
+	}
 	intOnly := m.types&tNum == 0
 	var step *big.Rat // multipleOf, when there is exactly one
 	for _, k := range m.mult {

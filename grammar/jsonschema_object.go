@@ -49,6 +49,12 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			}
 		}
 	}
+	for _, name := range m.forbidden {
+		if byName[name] == nil {
+			byName[name] = &propSpec{name: name}
+			props = append(props, byName[name])
+		}
+	}
 	for _, name := range required {
 		if byName[name] == nil {
 			byName[name] = &propSpec{name: name}
@@ -131,6 +137,9 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 	var itemReq []bool
 	for _, p := range props {
 		v := c.conj(conj{nodes: p.schemas}, m.at+"/properties/"+escapePointer(p.name))
+		if containsStr(m.forbidden, p.name) {
+			v = Alt()
+		}
 		if isNothing(v) {
 			if p.required {
 				return Alt() // a required property no value satisfies

@@ -32,19 +32,27 @@ func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 		lenLo, lenHi = regexLengths(content)
 	}
 	if len(m.patterns) == 1 {
-		re, err := encodePattern(m.patterns[0])
+		lenLo, lenHi = patternLengths(m.patterns[0])
+		var re string
+		var err error
+		if lenLo < m.minLen || m.maxLen >= 0 && (lenHi < 0 || lenHi > m.maxLen) {
+			if b, ok := boundPattern(m.patterns[0], m.minLen, m.maxLen); ok {
+				re = encodeParsed(b)
+				lenLo, lenHi = m.minLen, m.maxLen
+			}
+		}
+		if re == "" {
+			re, err = encodePattern(m.patterns[0])
+		}
 		if err != nil {
 			unsupported("pattern", m.at+": "+err.Error())
 		}
 		content = re
-		lenLo, lenHi = patternLengths(m.patterns[0])
 	}
 	if content != "" {
 		// Length bounds must be implied by the content regex (no intersection in regexes).
 		if lenLo < m.minLen || m.maxLen >= 0 && (lenHi < 0 || lenHi > m.maxLen) {
-			if m.minLen > 0 || m.maxLen >= 0 {
-				unsupported("maxLength", m.at+" (with a pattern or format)")
-			}
+			unsupported("maxLength", m.at+" (with a pattern or format)")
 		}
 		return Seq(Lit(`"`), Re(content), Lit(`"`))
 	}
@@ -206,8 +214,11 @@ func encodePattern(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	enc := encodeRegexp(re)
-	return jsonChar + `*?(?:` + enc.String() + `)` + jsonChar + `*`, nil
+	return encodeParsed(re), nil
+}
+
+func encodeParsed(re *syntax.Regexp) string {
+	return jsonChar + `*?(?:` + encodeRegexp(re).String() + `)` + jsonChar + `*`
 }
 
 // encodeRegexp rewrites every character a regexp reads as its JSON string encodings.
