@@ -39,7 +39,7 @@ func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
 	}
 	c := &schemaCompiler{opt: opt, root: root, rules: map[string]*Expr{},
 		conjRule: map[string]string{}, index: map[*jv]int{}, path: map[*jv]string{},
-		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}}
+		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}, nots: map[*jv]*jv{}}
 	c.walk(root, "#", "", 0)
 	defer func() {
 		if r := recover(); r != nil {
@@ -89,6 +89,7 @@ type schemaCompiler struct {
 	base      map[*jv]string    // node -> base URI of its resource
 	ids       map[string]*jv    // absolute URI (no fragment) or base+"#anchor" -> node
 	refTarget map[*jv]bool
+	nots      map[*jv]*jv // synthetic {"not": x} nodes, one per x
 	depth     int
 	nodes     int
 }
@@ -265,13 +266,26 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			if a.kind != jArr || len(a.arr) == 0 {
 				fail("keyword %q at %s must be a non-empty array", kw, c.path[n])
 			}
+			exclusive := false // each branch also excludes the others
 			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr, k.nodes) {
-				unsupported("oneOf", c.path[n]+" (branches may overlap)")
+				for _, b := range a.arr {
+					if !c.negatable(b) {
+						unsupported("oneOf", c.path[n]+" (branches may overlap)")
+					}
+				}
+				exclusive = true
 			}
 			used := append(append([]*jv{}, k.used...), a)
 			var alts []*Expr
 			for i, b := range a.arr {
 				nodes := append(append([]*jv{}, k.nodes...), b)
+				if exclusive {
+					for j, o := range a.arr {
+						if j != i {
+							nodes = append(nodes, c.notNode(o))
+						}
+					}
+				}
 				e := c.conj(conj{nodes: nodes, used: used}, fmt.Sprintf("%s/%s/%d", c.path[n], kw, i))
 				if !isNothing(e) {
 					alts = append(alts, e)
@@ -420,4 +434,47 @@ func onlyKey(x *jv, kw string) bool {
 		}
 	}
 	return true
+}
+
+// notNode is a schema node {"not": x} (made once per x, so conjunction keys stay stable).
+func (c *schemaCompiler) notNode(x *jv) *jv {
+	if n, ok := c.nots[x]; ok {
+		return n
+	}
+	n := &jv{kind: jObj, keys: []string{"not"}, vals: []*jv{x}}
+	c.nots[x] = n
+	c.index[n] = len(c.index)
+	c.path[n] = c.path[x] + "(negated)"
+	c.base[n] = c.base[x]
+	return n
+}
+
+// negatable: applyNots can honour {"not": x}.
+func (c *schemaCompiler) negatable(x *jv) bool {
+	if x.kind == jObj && len(x.keys) == 1 && x.keys[0] == "$ref" {
+		if t := c.tryResolve(x, x.vals[0].s); t != nil {
+			x = t
+		}
+	}
+	if x.kind == jBool {
+		return true
+	}
+	for _, kw := range []string{"type", "enum", "const"} {
+		if onlyKey(x, kw) {
+			return true
+		}
+	}
+	if onlyKey(x, "required") {
+		r := x.get("required")
+		return r.kind == jArr && len(r.arr) == 1 && r.arr[0].kind == jStr
+	}
+	if x.kind == jObj {
+		for _, k := range x.keys {
+			if !annotation[k] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -291,8 +291,8 @@ func (c *schemaCompiler) applyNots(m *msch) {
 	for len(work) > 0 {
 		x := work[0]
 		work = work[1:]
-		if x.kind == jObj && len(x.keys) == 1 && x.keys[0] == "$ref" {
-			x = c.resolve(x, x.vals[0])
+		if onlyKey(x, "$ref") {
+			x = c.resolve(x, x.get("$ref"))
 		}
 		var keys []string
 		if x.kind == jObj {
