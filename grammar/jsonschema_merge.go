@@ -53,7 +53,7 @@ type msch struct {
 }
 
 // handled keywords with their kinds; anything else is an annotation or unknown (ignored).
-var refusedKeywords = []string{"contains", "minContains", "maxContains", "dependentSchemas",
+var refusedKeywords = []string{"contains", "minContains", "maxContains",
 	"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
 
 func (c *schemaCompiler) merge(k conj) *msch {

@@ -43,11 +43,6 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 				required = append(required, s.s)
 			}
 		}
-		for _, kw := range []string{"dependencies", "dependentRequired"} {
-			if d := n.get(kw); d != nil && d.kind == jObj && len(d.keys) > 0 {
-				unsupported(kw, c.path[n])
-			}
-		}
 	}
 	for _, name := range m.forbidden {
 		if byName[name] == nil {

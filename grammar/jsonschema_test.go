@@ -72,6 +72,8 @@ var schemaCases = []schemaCase{
 		[]string{`{"k":"a","x":1}`, `{"k":"b","x":"s"}`}, []string{`{"k":"a","x":"s"}`, `{"k":"c"}`, `{}`}},
 	{`{"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}]}`, []string{`{"a":1}`, `{"b":1}`}, []string{`{}`, `{"a":1,"b":2}`, `1`}},
 	{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, []string{`1.5`}, []string{`1`, `"a"`}},
+	{`{"type":"object","properties":{"a":{},"b":{},"c":{}},"dependencies":{"a":["b"],"c":{"required":["a"]}}}`,
+		[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`, `{"a":1,"b":2,"c":3}`}, []string{`{"a":1}`, `{"c":1}`, `{"b":1,"c":1}`}},
 	{`{"allOf":[{"type":["integer","string"]},{"type":"integer","minimum":3},{"maximum":5}]}`, []string{`3`, `5`}, []string{`2`, `6`, `"a"`}},
 	{`{"allOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}}}],"type":"object"}`,
 		[]string{`{"a":1}`, `{"a":1,"b":"x"}`}, []string{`{"b":"x"}`, `{"a":1,"b":2}`}},
