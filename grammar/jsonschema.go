@@ -39,7 +39,7 @@ func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
 	}
 	c := &schemaCompiler{opt: opt, root: root, rules: map[string]*Expr{},
 		conjRule: map[string]string{}, index: map[*jv]int{}, path: map[*jv]string{},
-		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}, nots: map[*jv]*jv{}, reqs: map[string]*jv{}}
+		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}, nots: map[*jv]*jv{}, reqs: map[string]*jv{}, negs: map[*jv][]*jv{}}
 	c.walk(root, "#", "", 0)
 	defer func() {
 		if r := recover(); r != nil {
@@ -91,6 +91,7 @@ type schemaCompiler struct {
 	refTarget map[*jv]bool
 	nots      map[*jv]*jv // synthetic {"not": x} nodes, one per x
 	reqs      map[string]*jv
+	negs      map[*jv][]*jv
 	depth     int
 	nodes     int
 }
@@ -297,6 +298,9 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			}
 			return Alt(alts...)
 		}
+	}
+	if e := c.distributeIf(k, at); e != nil {
+		return e
 	}
 	if e := c.distributeDeps(k, at); e != nil {
 		return e

@@ -157,9 +157,6 @@ func (c *schemaCompiler) mergeOne(m *msch, n *jv) {
 	if x := n.get("not"); x != nil {
 		m.nots = append(m.nots, x)
 	}
-	if x := n.get("if"); x != nil && (n.get("then") != nil || n.get("else") != nil) {
-		unsupported("if", at)
-	}
 }
 
 func containsStr(list []string, s string) bool {

@@ -1,0 +1,125 @@
+// This file compiles if/then/else as (if ∧ then) ∨ (¬if ∧ else), for the forms of "if" whose
+// negation is a union of schemas the compiler handles: a property's value (enum/const/type),
+// required properties, minItems.
+
+package grammar
+
+import "math/big"
+
+func (c *schemaCompiler) distributeIf(k conj, at string) *Expr {
+	for _, n := range k.nodes {
+		cond := n.get("if")
+		if cond == nil || containsNode(k.used, cond) {
+			continue
+		}
+		used := append(append([]*jv{}, k.used...), cond)
+		then, els := n.get("then"), n.get("else")
+		if then == nil && els == nil {
+			return c.conj(conj{nodes: k.nodes, used: used}, at)
+		}
+		negs, ok := c.negations(cond)
+		if !ok {
+			unsupported("if", c.path[n])
+		}
+		branches := [][]*jv{append(append([]*jv{}, k.nodes...), cond)}
+		if then != nil {
+			branches[0] = append(branches[0], then)
+		}
+		for _, ng := range negs {
+			b := append(append([]*jv{}, k.nodes...), ng)
+			if els != nil {
+				b = append(b, els)
+			}
+			branches = append(branches, b)
+		}
+		var alts []*Expr
+		for _, b := range branches {
+			if e := c.conj(conj{nodes: b, used: used}, at); !isNothing(e) {
+				alts = append(alts, e)
+			}
+		}
+		if len(alts) == 1 {
+			return alts[0]
+		}
+		return Alt(alts...)
+	}
+	return nil
+}
+
+// negations: schemas whose union is the complement of x (made once per x).
+func (c *schemaCompiler) negations(x *jv) ([]*jv, bool) {
+	if negs, ok := c.negs[x]; ok {
+		return negs, negs != nil
+	}
+	negs := c.buildNegations(x)
+	c.negs[x] = negs
+	return negs, negs != nil
+}
+
+func (c *schemaCompiler) buildNegations(x *jv) []*jv {
+	if c.negatable(x) {
+		return []*jv{c.notNode(x)}
+	}
+	if x.kind != jObj {
+		return nil
+	}
+	var negs []*jv
+	objOnly := false
+	for i, kw := range x.keys {
+		v := x.vals[i]
+		switch {
+		case annotation[kw]:
+		case kw == "type" && v.kind == jStr && v.s == "object":
+			objOnly = true
+		case kw == "required" && v.kind == jArr:
+			for _, p := range v.arr {
+				if p.kind != jStr {
+					return nil
+				}
+				negs = append(negs, c.synth(x, "type", str("object"), "not", c.requiredNode([]string{p.s})))
+			}
+		case kw == "properties" && v.kind == jObj:
+			for j, p := range v.keys {
+				// has p, and p's value fails its schema
+				negs = append(negs, c.synth(x, "type", str("object"), "required", strList(p),
+					"properties", c.synth(x, p, c.notNode(v.vals[j]))))
+			}
+		case kw == "minItems" && v.kind == jNum:
+			r := v.rat()
+			if r == nil || !r.IsInt() || r.Sign() <= 0 {
+				return nil
+			}
+			lim := &jv{kind: jNum, s: new(big.Int).Sub(r.Num(), big.NewInt(1)).String()}
+			negs = append(negs, c.synth(x, "type", str("array"), "maxItems", lim))
+		default:
+			return nil
+		}
+	}
+	if objOnly {
+		negs = append(negs, c.notNode(c.synth(x, "type", str("object"))))
+	}
+	return negs
+}
+
+func str(s string) *jv { return &jv{kind: jStr, s: s} }
+
+func strList(s ...string) *jv {
+	l := &jv{kind: jArr}
+	for _, x := range s {
+		l.arr = append(l.arr, str(x))
+	}
+	return l
+}
+
+// synth makes a schema object from key/value pairs, registered like a schema node.
+func (c *schemaCompiler) synth(from *jv, kv ...any) *jv {
+	n := &jv{kind: jObj}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.keys = append(n.keys, kv[i].(string))
+		n.vals = append(n.vals, kv[i+1].(*jv))
+	}
+	c.index[n] = len(c.index)
+	c.path[n] = c.path[from] + "(negated)"
+	c.base[n] = c.base[from]
+	return n
+}
