@@ -86,11 +86,11 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			}
 		}
 		for _, p := range props {
+			matched := false
 			if pp != nil && pp.get(p.name) != nil {
 				p.schemas = append(p.schemas, pp.get(p.name))
-				continue
+				matched = true
 			}
-			matched := false
 			for i, re := range res {
 				if re.MatchString(p.name) {
 					p.schemas = append(p.schemas, patSchemas[i])
@@ -152,9 +152,20 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 		}
 		var key *Expr
 		if extraPattern != "" {
-			for _, name := range names {
-				if re, _ := ecmaRegexp(extraPattern); re.MatchString(name) {
-					unsupported("patternProperties", m.at+" (pattern matches a named property)")
+			re, _ := ecmaRegexp(extraPattern)
+			for _, p := range props {
+				if !re.MatchString(p.name) || containsStr(m.forbidden, p.name) {
+					if containsStr(m.forbidden, p.name) && re.MatchString(p.name) {
+						unsupported("patternProperties", m.at+" (pattern matches a forbidden property)")
+					}
+					continue
+				}
+				// The key may also come as an additional one: fine when that path is
+				// at least as strict (the named schemas are among the pattern's).
+				for _, s := range p.schemas {
+					if !allTrivial([]*jv{s}) && !containsNode(extra, s) {
+						unsupported("patternProperties", m.at+" (pattern matches a named property)")
+					}
 				}
 			}
 			enc, err := encodePattern(extraPattern)
@@ -182,7 +193,20 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 
 func allTrivial(list []*jv) bool {
 	for _, s := range list {
-		if !(s.kind == jBool && s.b || s.kind == jObj && len(s.keys) == 0) {
+		if s.kind == jBool && s.b || onlyAnnotations(s) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func onlyAnnotations(s *jv) bool {
+	if s.kind != jObj {
+		return false
+	}
+	for _, k := range s.keys {
+		if !annotation[k] {
 			return false
 		}
 	}
