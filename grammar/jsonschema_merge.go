@@ -357,8 +357,25 @@ var annotation = map[string]bool{"description": true, "title": true, "$comment":
 func (c *schemaCompiler) emitEnum(m *msch) *Expr {
 	var alts []*Expr
 	seen := map[string]bool{}
+	var rest *IR // the schema without its enum, for values valueOK cannot judge
 	for _, v := range m.enum {
-		if !c.valueOK(v, m) {
+		if (v.kind == jObj && len(m.objs) > 0 || v.kind == jArr && (len(m.arrs) > 0 || m.unique)) && kindBits(v)&m.types != 0 {
+			if m.unique {
+				unsupported("uniqueItems", m.at)
+			}
+			if rest == nil {
+				r := *m
+				r.hasEnum, r.enum = false, nil
+				e := c.emit(&r)
+				rest = &IR{Start: "enum rest", Rules: map[string]*Expr{"enum rest": e}}
+				for k, e := range c.rules {
+					rest.Rules[k] = e // rules still being compiled are empty: values are only dropped
+				}
+			}
+			if !rest.Match([]byte(v.String())) {
+				continue
+			}
+		} else if !c.valueOK(v, m) {
 			continue
 		}
 		for _, s := range spellings(v) {

@@ -49,6 +49,7 @@ var schemaCases = []schemaCase{
 	{`{"format":"duration"}`, []string{`"P3D"`, `"PT1H30M"`, `"P1Y2M3DT4H"`, `"P2W"`}, []string{`"P"`, `"PT"`, `"P1H"`, `"P1W2D"`}},
 	{`{"format":"no-such-format","type":"string"}`, []string{`"anything"`}, nil},
 	{`{"enum":["a",1,null,{"x":[true]}]}`, []string{`"a"`, `1`, `null`, `{"x":[true]}`}, []string{`"b"`, `2`, `{}`}},
+	{`{"enum":[{"a":1},{"a":"x"},[1],[1,2,3]],"properties":{"a":{"type":"integer"}},"maxItems":2}`, []string{`{"a":1}`, `[1]`}, []string{`{"a":"x"}`, `[1,2,3]`}},
 	{`{"const":1.0}`, []string{`1.0`, `1`}, []string{`2`}},
 	{`{"type":"string","enum":["a","bb",3],"maxLength":1}`, []string{`"a"`}, []string{`"bb"`, `3`}},
 	{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"],"additionalProperties":false}`,
