@@ -90,13 +90,12 @@ func (c *schemaCompiler) integerExpr(m *msch, step *big.Rat) *Expr {
 	}
 	if step != nil {
 		k := step.Num()
-		if lo != nil && hi != nil && new(big.Int).Sub(hi, lo).Cmp(big.NewInt(2000)) <= 0 {
-			// A small range: list the multiples.
+		if lo != nil && hi != nil && new(big.Int).Quo(new(big.Int).Sub(hi, lo), k).Cmp(big.NewInt(2000)) <= 0 {
+			// Few multiples in range: list them.
 			var alts []*Expr
-			for x := new(big.Int).Set(lo); x.Cmp(hi) <= 0; x.Add(x, big.NewInt(1)) {
-				if new(big.Int).Mod(x, k).Sign() == 0 {
-					alts = append(alts, Lit(x.String()))
-				}
+			x := new(big.Int).Mul(ceilRat(new(big.Rat).SetFrac(lo, k)), k)
+			for ; x.Cmp(hi) <= 0; x.Add(x, k) {
+				alts = append(alts, Lit(x.String()))
 			}
 			if len(alts) == 0 {
 				fail("multipleOf at %s: no multiple in range", m.at)

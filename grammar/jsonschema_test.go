@@ -29,6 +29,7 @@ var schemaCases = []schemaCase{
 	{`{"type":"number","exclusiveMinimum":-1,"maximum":0}`, []string{`-0.5`, `0`, `-0.999`, `0.0`}, []string{`-1`, `-1.0`, `0.1`, `-2`}},
 	{`{"type":"integer","multipleOf":3}`, []string{`0`, `3`, `-9`, `123`}, []string{`1`, `10`, `-4`}},
 	{`{"type":"integer","minimum":0,"maximum":20,"multipleOf":5}`, []string{`0`, `5`, `20`}, []string{`25`, `3`, `-5`}},
+	{`{"type":"integer","minimum":-2032,"maximum":2031,"multipleOf":16}`, []string{`-2032`, `0`, `16`, `2016`}, []string{`2032`, `-2048`, `8`}},
 	{`{"type":"number","multipleOf":0.01}`, []string{`1`, `1.5`, `1.25`, `1.250`}, []string{`1.255`}},
 	{`{"type":"string","minLength":2,"maxLength":3}`, []string{`"ab"`, `"a\nb"`, `"é€😀"`, `"\ud83d\ude00x"`}, []string{`"a"`, `"abcd"`, `""`}},
 	{`{"type":"string","maxLength":2000}`, []string{`"x"`, `""`}, []string{`1`}},
