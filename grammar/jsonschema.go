@@ -39,7 +39,7 @@ func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
 	}
 	c := &schemaCompiler{opt: opt, root: root, rules: map[string]*Expr{},
 		conjRule: map[string]string{}, index: map[*jv]int{}, path: map[*jv]string{},
-		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}, nots: map[*jv]*jv{}, reqs: map[string]*jv{}, negs: map[*jv][]*jv{}}
+		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}, nots: map[*jv]*jv{}, reqs: map[string]*jv{}, negs: map[*jv][]*jv{}, shared: map[string]*jv{}}
 	c.walk(root, "#", "", 0)
 	defer func() {
 		if r := recover(); r != nil {
@@ -92,6 +92,7 @@ type schemaCompiler struct {
 	nots      map[*jv]*jv // synthetic {"not": x} nodes, one per x
 	reqs      map[string]*jv
 	negs      map[*jv][]*jv
+	shared    map[string]*jv
 	depth     int
 	nodes     int
 }

@@ -123,3 +123,14 @@ func (c *schemaCompiler) synth(from *jv, kv ...any) *jv {
 	c.base[n] = c.base[from]
 	return n
 }
+
+// synthOnce is a synthetic schema shared under a name.
+func (c *schemaCompiler) synthOnce(name string, kv ...any) *jv {
+	if n, ok := c.shared[name]; ok {
+		return n
+	}
+	n := c.synth(c.root, kv...)
+	c.path[n] = "(" + name + ")"
+	c.shared[name] = n
+	return n
+}

@@ -61,14 +61,13 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 	var extra []*jv // schemas for additional keys (all conjuncts)
 	extraOK := true
 	var extraPattern string // the one pattern additional keys must match ("" = any key)
+	var pnNodes []*jv       // propertyNames schemas
 	for _, n := range m.objs {
 		pp := n.get("properties")
 		pats := n.get("patternProperties")
 		addl := n.get("additionalProperties")
-		if pn := n.get("propertyNames"); pn != nil && !(pn.kind == jBool && pn.b) && !(pn.kind == jObj && len(pn.keys) == 0) {
-			if !(pn.kind == jObj && len(pn.keys) == 1 && pn.get("type") != nil && pn.get("type").s == "string") {
-				unsupported("propertyNames", c.path[n])
-			}
+		if pn := n.get("propertyNames"); pn != nil && !allTrivial([]*jv{pn}) {
+			pnNodes = append(pnNodes, pn)
 		}
 		var res []*regexp.Regexp
 		var patSchemas []*jv
@@ -128,6 +127,19 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			extraOK = false
 		}
 	}
+	var keyExpr *Expr // the language of keys propertyNames allows
+	if len(pnNodes) > 0 {
+		keyExpr = c.conj(conj{nodes: append(pnNodes, c.synthOnce("string", "type", str("string")))}, m.at+"/propertyNames")
+		g := &IR{Start: "key", Rules: map[string]*Expr{"key": keyExpr}}
+		for k, e := range c.rules {
+			g.Rules[k] = e // rules still being compiled are empty: names are only dropped
+		}
+		for _, p := range props {
+			if !g.Match([]byte(jsonString(p.name))) {
+				p.schemas = append(p.schemas, &jv{kind: jBool})
+			}
+		}
+	}
 	var items []*Expr
 	var itemReq []bool
 	for _, p := range props {
@@ -151,7 +163,25 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			names[i] = p.name
 		}
 		var key *Expr
-		if extraPattern != "" {
+		if keyExpr != nil {
+			if extraPattern != "" {
+				unsupported("propertyNames", m.at+" (with patternProperties)")
+			}
+			for _, p := range props {
+				if len(p.schemas) > 0 && p.schemas[len(p.schemas)-1].kind == jBool && !p.schemas[len(p.schemas)-1].b {
+					continue // a name propertyNames rejects: no key spells it
+				}
+				if containsStr(m.forbidden, p.name) {
+					unsupported("propertyNames", m.at+" (with a forbidden property)")
+				}
+				for _, s := range p.schemas {
+					if !allTrivial([]*jv{s}) && !containsNode(extra, s) {
+						unsupported("propertyNames", m.at+" (additional keys may spell a named property)")
+					}
+				}
+			}
+			key = keyExpr
+		} else if extraPattern != "" {
 			re, _ := ecmaRegexp(extraPattern)
 			for _, p := range props {
 				if !re.MatchString(p.name) || containsStr(m.forbidden, p.name) {

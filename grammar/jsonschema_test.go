@@ -64,6 +64,8 @@ var schemaCases = []schemaCase{
 		[]string{`{"x-a":1}`, `{}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
 	{`{"type":"object","properties":{"x-a":{"description":"d"},"b":{}},"patternProperties":{"^x-":{"type":"integer"}},"additionalProperties":false}`,
 		[]string{`{"x-a":1}`, `{"b":"s","x-c":2}`}, []string{`{"x-a":"s"}`, `{"c":1}`, `{"x-c":"s"}`}},
+	{`{"type":"object","propertyNames":{"pattern":"^[a-z]+$","maxLength":3},"additionalProperties":{"type":"integer"},"properties":{"Big":{}}}`,
+		[]string{`{}`, `{"ab":1,"c":2}`}, []string{`{"abcd":1}`, `{"Big":1}`, `{"ab":"x"}`}},
 	{`{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3}`, []string{`[1]`, `[1,2,3]`}, []string{`[]`, `[1,2,3,4]`, `["a"]`}},
 	{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false}`,
 		[]string{`[]`, `["a"]`, `["a",1]`}, []string{`[1]`, `["a",1,2]`}},
