@@ -116,3 +116,72 @@ func boundLen(re *syntax.Regexp, lo, hi int) (*syntax.Regexp, bool) {
 	}
 	return nil, false
 }
+
+// capPattern is a regexp for a SUBSET of a pattern's (or format's) strings whose length is
+// at most hi: every unbounded repeat is capped at the largest count that keeps the longest
+// string within hi (a pattern that is not anchored is first wrapped in "any characters").
+// It fails if the result is still too long or Go cannot compile it.
+func capPattern(re *syntax.Regexp, anchored bool, lo, hi int) (*syntax.Regexp, bool) {
+	if !anchored {
+		anyc := &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{{Op: syntax.OpAnyChar}}}
+		re = &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{anyc, re, anyc}}
+	}
+	if a, _ := lengths(re); a < lo {
+		if b, ok := boundLen(re, lo, -1); ok {
+			re = b
+		} else {
+			return nil, false
+		}
+	}
+	// Cap only unbounded repeats if that is enough, else every repeat.
+	best, all := -1, false
+	for _, all = range []bool{false, true} {
+		for l, h := 0, min(hi, 1000); l <= h; {
+			mid := (l + h) / 2
+			if _, b := lengths(capRepeats(re, mid, all)); b >= 0 && b <= hi {
+				best, l = mid, mid+1
+			} else {
+				h = mid - 1
+			}
+		}
+		if best >= 0 {
+			break
+		}
+	}
+	for r := best; r >= 0; r /= 2 {
+		out := capRepeats(re, r, all)
+		if _, err := syntax.Parse(out.String(), syntax.Perl); err == nil && len(out.String()) < 20000 {
+			if _, err := syntax.Parse(encodeRegexp(out).String(), syntax.Perl); err == nil {
+				return out, true
+			}
+		}
+		if r == 0 {
+			break
+		}
+	}
+	return nil, false
+}
+
+func capRepeats(re *syntax.Regexp, r int, all bool) *syntax.Regexp {
+	out := *re
+	out.Sub = nil
+	out.Sub0 = [1]*syntax.Regexp{}
+	for _, s := range re.Sub {
+		out.Sub = append(out.Sub, capRepeats(s, r, all))
+	}
+	switch re.Op {
+	case syntax.OpStar:
+		out.Op, out.Min, out.Max = syntax.OpRepeat, 0, r
+	case syntax.OpPlus:
+		out.Op, out.Min, out.Max = syntax.OpRepeat, 1, max(r, 1)
+	case syntax.OpRepeat:
+		if re.Max < 0 || all && re.Max > max(re.Min, r) {
+			out.Max = max(re.Min, r)
+		}
+	case syntax.OpQuest:
+		if all && r == 0 {
+			out.Op, out.Min, out.Max = syntax.OpRepeat, 0, 0
+		}
+	}
+	return &out
+}

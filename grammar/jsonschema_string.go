@@ -30,6 +30,13 @@ func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 	if len(m.formats) == 1 {
 		content = formatRes[m.formats[0]]
 		lenLo, lenHi = regexLengths(content)
+		if lenLo < m.minLen || m.maxLen >= 0 && (lenHi < 0 || lenHi > m.maxLen) {
+			re, _ := syntax.Parse(content, syntax.Perl)
+			if b, ok := capPattern(re, true, m.minLen, maxOr(m.maxLen)); ok {
+				content = b.String() // formats need no JSON escapes
+				lenLo, lenHi = lengths(b)
+			}
+		}
 	}
 	if len(m.patterns) == 1 {
 		lenLo, lenHi = patternLengths(m.patterns[0])
@@ -39,6 +46,12 @@ func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 			if b, ok := boundPattern(m.patterns[0], m.minLen, m.maxLen); ok {
 				re = encodeParsed(b)
 				lenLo, lenHi = m.minLen, m.maxLen
+			} else if b, anchored, ok := parsePattern(m.patterns[0]); ok {
+				// A subset: repeats capped so every string fits.
+				if b, ok := capPattern(b, anchored, m.minLen, maxOr(m.maxLen)); ok {
+					re = encodeRegexp(b).String()
+					lenLo, lenHi = lengths(b)
+				}
 			}
 		}
 		if re == "" {
@@ -292,4 +305,30 @@ func encodeClass(ranges []rune) *syntax.Regexp {
 
 func literal(s string) *syntax.Regexp {
 	return &syntax.Regexp{Op: syntax.OpLiteral, Rune: []rune(s)}
+}
+
+func maxOr(n int) int {
+	if n < 0 {
+		return 1 << 30
+	}
+	return n
+}
+
+// parsePattern parses an ECMAScript pattern as Go syntax; anchored means it can only match
+// the whole string (it starts with ^ and ends with $).
+func parsePattern(p string) (*syntax.Regexp, bool, bool) {
+	g, err := ecmaToGo(p)
+	if err != nil {
+		return nil, false, false
+	}
+	re, err := syntax.Parse(g, syntax.Perl)
+	if err != nil {
+		return nil, false, false
+	}
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	n := len(re.Sub)
+	anchored := re.Op == syntax.OpConcat && n >= 2 && re.Sub[0].Op == syntax.OpBeginText && re.Sub[n-1].Op == syntax.OpEndText
+	return re, anchored, true
 }
