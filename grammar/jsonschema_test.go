@@ -83,6 +83,8 @@ var schemaCases = []schemaCase{
 	{`{"oneOf":[{"properties":{"k":{"const":"a"},"x":{"type":"integer"}},"required":["k"]},{"properties":{"k":{"const":"b"}},"required":["k"]}],"type":"object"}`,
 		[]string{`{"k":"a","x":1}`, `{"k":"b","x":"s"}`}, []string{`{"k":"a","x":"s"}`, `{"k":"c"}`, `{}`}},
 	{`{"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}]}`, []string{`{"a":1}`, `{"b":1}`}, []string{`{}`, `{"a":1,"b":2}`, `1`}},
+	{`{"oneOf":[{"enum":["a","b"]},{"type":"string","pattern":"^x"},{"anyOf":[{"type":"integer"},{"type":"null"}]}]}`,
+		[]string{`"a"`, `"xa"`, `1`, `null`}, []string{`"c"`, `1.5`}},
 	{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, []string{`1.5`}, []string{`1`, `"a"`}},
 	{`{"type":"object","properties":{"a":{},"b":{},"c":{}},"dependencies":{"a":["b"],"c":{"required":["a"]}}}`,
 		[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`, `{"a":1,"b":2,"c":3}`}, []string{`{"a":1}`, `{"c":1}`, `{"b":1,"c":1}`}},
