@@ -300,6 +300,9 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			return Alt(alts...)
 		}
 	}
+	if e := c.distributeNot(k, at); e != nil {
+		return e
+	}
 	if e := c.distributeIf(k, at); e != nil {
 		return e
 	}

@@ -63,14 +63,67 @@ func (c *schemaCompiler) buildNegations(x *jv) []*jv {
 	if x.kind != jObj {
 		return nil
 	}
+	if onlyKey(x, "$ref") {
+		if t := c.tryResolve(x, x.get("$ref").s); t != nil && t != x {
+			return c.buildNegations(t)
+		}
+		return nil
+	}
+	num := func(v *jv, delta int64) *jv {
+		r := v.rat()
+		if r == nil || !r.IsInt() {
+			return nil
+		}
+		n := new(big.Int).Add(r.Num(), big.NewInt(delta))
+		if n.Sign() < 0 {
+			return nil
+		}
+		return &jv{kind: jNum, s: n.String()}
+	}
+	// ¬(count >= n) is count <= n-1 for that type; ¬(count <= n) is count >= n+1.
+	counts := map[string][3]string{"minLength": {"string", "maxLength", "-"}, "maxLength": {"string", "minLength", "+"},
+		"minItems": {"array", "maxItems", "-"}, "maxItems": {"array", "minItems", "+"},
+		"minProperties": {"object", "maxProperties", "-"}, "maxProperties": {"object", "minProperties", "+"}}
+	bounds := map[string]string{"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
+		"exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}
 	var negs []*jv
-	objOnly := false
 	for i, kw := range x.keys {
 		v := x.vals[i]
+		if cn, ok := counts[kw]; ok {
+			delta := int64(1)
+			if cn[2] == "-" {
+				delta = -1
+			}
+			lim := num(v, delta)
+			if lim == nil {
+				if cn[2] == "-" && v.rat() != nil && v.rat().Sign() == 0 {
+					continue // count >= 0 always holds: its negation is empty
+				}
+				return nil
+			}
+			negs = append(negs, c.synth(x, "type", str(cn[0]), cn[1], lim))
+			continue
+		}
+		if nb, ok := bounds[kw]; ok && v.kind == jNum {
+			if x.get("exclusiveMinimum") != nil && x.get("exclusiveMinimum").kind == jBool ||
+				x.get("exclusiveMaximum") != nil && x.get("exclusiveMaximum").kind == jBool {
+				return nil // draft-04 flags change the meaning
+			}
+			negs = append(negs, c.synth(x, "type", str("number"), nb, v))
+			continue
+		}
 		switch {
 		case annotation[kw]:
-		case kw == "type" && v.kind == jStr && v.s == "object":
-			objOnly = true
+		case kw == "type" || kw == "enum" || kw == "const":
+			negs = append(negs, c.notNode(c.synth(x, kw, v)))
+		case kw == "allOf" && v.kind == jArr:
+			for _, sub := range v.arr {
+				sn := c.buildNegations(sub)
+				if sn == nil {
+					return nil
+				}
+				negs = append(negs, sn...)
+			}
 		case kw == "required" && v.kind == jArr:
 			for _, p := range v.arr {
 				if p.kind != jStr {
@@ -95,8 +148,8 @@ func (c *schemaCompiler) buildNegations(x *jv) []*jv {
 			return nil
 		}
 	}
-	if objOnly {
-		negs = append(negs, c.notNode(c.synth(x, "type", str("object"))))
+	if negs == nil {
+		negs = []*jv{} // x is always true: its negation is empty
 	}
 	return negs
 }
@@ -133,4 +186,31 @@ func (c *schemaCompiler) synthOnce(name string, kv ...any) *jv {
 	c.path[n] = "(" + name + ")"
 	c.shared[name] = n
 	return n
+}
+
+// distributeNot splits a "not" that applyNots cannot honour directly into the union of its
+// negations (¬(A ∧ B) = ¬A ∨ ¬B, keyword by keyword).
+func (c *schemaCompiler) distributeNot(k conj, at string) *Expr {
+	for _, n := range k.nodes {
+		x := n.get("not")
+		if x == nil || containsNode(k.used, x) || c.negatable(x) || onlyKey(x, "anyOf") || onlyKey(x, "not") {
+			continue
+		}
+		negs, ok := c.negations(x)
+		if !ok {
+			continue // applyNots refuses it
+		}
+		used := append(append([]*jv{}, k.used...), x)
+		var alts []*Expr
+		for _, ng := range negs {
+			if e := c.conj(conj{nodes: append(append([]*jv{}, k.nodes...), ng), used: used}, at); !isNothing(e) {
+				alts = append(alts, e)
+			}
+		}
+		if len(alts) == 1 {
+			return alts[0]
+		}
+		return Alt(alts...)
+	}
+	return nil
 }

@@ -64,6 +64,13 @@ func (c *schemaCompiler) merge(k conj) *msch {
 	for _, n := range k.nodes {
 		c.mergeOne(m, n)
 	}
+	var nots []*jv
+	for _, x := range m.nots {
+		if !containsNode(k.used, x) { // distributed already
+			nots = append(nots, x)
+		}
+	}
+	m.nots = nots
 	return m
 }
 

@@ -123,8 +123,19 @@ func boundLen(re *syntax.Regexp, lo, hi int) (*syntax.Regexp, bool) {
 // It fails if the result is still too long or Go cannot compile it.
 func capPattern(re *syntax.Regexp, anchored bool, lo, hi int) (*syntax.Regexp, bool) {
 	if !anchored {
+		// Any characters before the match unless it starts with ^, after it unless it ends with $.
 		anyc := &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{{Op: syntax.OpAnyChar}}}
-		re = &syntax.Regexp{Op: syntax.OpConcat, Sub: []*syntax.Regexp{anyc, re, anyc}}
+		subs := []*syntax.Regexp{re}
+		if re.Op == syntax.OpConcat && len(re.Sub) > 0 {
+			subs = append([]*syntax.Regexp{}, re.Sub...)
+		}
+		if subs[0].Op != syntax.OpBeginText {
+			subs = append([]*syntax.Regexp{anyc}, subs...)
+		}
+		if subs[len(subs)-1].Op != syntax.OpEndText {
+			subs = append(subs, anyc)
+		}
+		re = &syntax.Regexp{Op: syntax.OpConcat, Sub: subs}
 	}
 	if a, _ := lengths(re); a < lo {
 		if b, ok := boundLen(re, lo, -1); ok {
@@ -132,6 +143,9 @@ func capPattern(re *syntax.Regexp, anchored bool, lo, hi int) (*syntax.Regexp, b
 		} else {
 			return nil, false
 		}
+	}
+	if _, b := lengths(re); b >= 0 && b <= hi || hi >= 1<<30 {
+		return re, true
 	}
 	// Cap only unbounded repeats if that is enough, else every repeat.
 	best, all := -1, false
