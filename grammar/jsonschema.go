@@ -6,12 +6,9 @@
 package grammar
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // SchemaOptions configures JSONSchema.
@@ -95,54 +92,6 @@ type schemaCompiler struct {
 	shared    map[string]*jv
 	depth     int
 	nodes     int
-}
-
-// walk numbers every object node and records $id/id and $anchor.
-func (c *schemaCompiler) walk(v *jv, path, base string, depth int) {
-	if v.kind == jArr {
-		for i, e := range v.arr {
-			c.walk(e, path+"/"+strconv.Itoa(i), base, depth+1)
-		}
-		return
-	}
-	if v.kind != jObj && v.kind != jBool {
-		return
-	}
-	c.index[v] = len(c.index)
-	c.path[v] = path
-	if v.kind == jBool {
-		c.base[v] = base
-		return
-	}
-	for _, key := range []string{"$id", "id"} {
-		if id := v.get(key); id != nil && id.kind == jStr && !(key == "id" && v.get("$id") != nil) {
-			abs := resolveURI(base, id.s)
-			if i := strings.IndexByte(abs, '#'); i >= 0 {
-				if frag := abs[i+1:]; frag != "" && !strings.HasPrefix(frag, "/") {
-					c.ids[abs] = v // draft-06 style plain-name id
-				}
-				abs = abs[:i]
-			}
-			if abs != "" && abs != base {
-				base = abs
-				if _, dup := c.ids[abs]; !dup {
-					c.ids[abs] = v
-				}
-			}
-			break
-		}
-	}
-	if a := v.get("$anchor"); a != nil && a.kind == jStr {
-		c.ids[base+"#"+a.s] = v
-	}
-	c.base[v] = base
-	for i, k := range v.keys {
-		c.walk(v.vals[i], path+"/"+escapePointer(k), base, depth+1)
-	}
-}
-
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // conj is a conjunction of schema nodes, all of which an instance must satisfy; used records
@@ -313,168 +262,6 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 	return c.emit(m)
 }
 
-// distributeDeps splits on the first dependency not yet used: either the object lacks the
-// property, or it has it and what depends on it (property lists or a schema).
-func (c *schemaCompiler) distributeDeps(k conj, at string) *Expr {
-	for _, n := range k.nodes {
-		for _, kw := range []string{"dependencies", "dependentRequired", "dependentSchemas"} {
-			d := n.get(kw)
-			if d == nil {
-				continue
-			}
-			if d.kind != jObj {
-				fail("keyword %q at %s must be an object", kw, c.path[n])
-			}
-			if len(d.keys) > 6 {
-				unsupported(kw, c.path[n]+" (too many entries)")
-			}
-			for i, name := range d.keys {
-				v := d.vals[i]
-				if containsNode(k.used, v) {
-					continue
-				}
-				used := append(append([]*jv{}, k.used...), v)
-				has := c.requiredNode([]string{name})
-				without := append(append([]*jv{}, k.nodes...), c.notNode(has))
-				with := append(append([]*jv{}, k.nodes...), has)
-				if v.kind == jArr {
-					var names []string
-					for _, s := range v.arr {
-						if s.kind != jStr {
-							fail("keyword %q at %s must list strings", kw, c.path[n])
-						}
-						names = append(names, s.s)
-					}
-					with = append(with, c.requiredNode(names))
-				} else {
-					with = append(with, v)
-				}
-				var alts []*Expr
-				for _, nodes := range [][]*jv{without, with} {
-					if e := c.conj(conj{nodes: nodes, used: used}, at); !isNothing(e) {
-						alts = append(alts, e)
-					}
-				}
-				if len(alts) == 1 {
-					return alts[0]
-				}
-				return Alt(alts...)
-			}
-		}
-	}
-	return nil
-}
-
-// requiredNode is a schema node {"required": names} (made once per list).
-func (c *schemaCompiler) requiredNode(names []string) *jv {
-	key := strings.Join(names, "\x00")
-	if n, ok := c.reqs[key]; ok {
-		return n
-	}
-	list := &jv{kind: jArr}
-	for _, s := range names {
-		list.arr = append(list.arr, &jv{kind: jStr, s: s})
-	}
-	n := &jv{kind: jObj, keys: []string{"required"}, vals: []*jv{list}}
-	c.reqs[key] = n
-	c.index[n] = len(c.index)
-	c.path[n] = "(required " + key + ")"
-	return n
-}
-
-func containsNode(list []*jv, v *jv) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func isNothing(e *Expr) bool { return e.Kind == KindAlt && len(e.Subs) == 0 }
-
-// markRefTargets finds every node a $ref points to (those get rules, so recursion works).
-func (c *schemaCompiler) markRefTargets() {
-	var visit func(v *jv)
-	visit = func(v *jv) {
-		switch v.kind {
-		case jArr:
-			for _, e := range v.arr {
-				visit(e)
-			}
-		case jObj:
-			if r := v.get("$ref"); r != nil && r.kind == jStr {
-				if t := c.tryResolve(v, r.s); t != nil {
-					c.refTarget[t] = true
-				}
-			}
-			for _, e := range v.vals {
-				visit(e)
-			}
-		}
-	}
-	visit(c.root)
-}
-
-func (c *schemaCompiler) resolve(from, r *jv) *jv {
-	if r.kind != jStr {
-		fail("keyword \"$ref\" at %s must be a string", c.path[from])
-	}
-	t := c.tryResolve(from, r.s)
-	if t == nil {
-		fail("keyword \"$ref\" at %s: cannot resolve %q", c.path[from], r.s)
-	}
-	return t
-}
-
-func (c *schemaCompiler) tryResolve(from *jv, ref string) *jv {
-	base := c.base[from]
-	abs := resolveURI(base, ref)
-	doc, frag := abs, ""
-	if i := strings.IndexByte(abs, '#'); i >= 0 {
-		doc, frag = abs[:i], abs[i+1:]
-	}
-	var start *jv
-	if doc == "" || doc == base && base == "" {
-		start = c.root
-	} else if n := c.ids[doc]; n != nil {
-		start = n
-	} else if doc == c.base[c.root] {
-		start = c.root
-	} else {
-		return nil
-	}
-	if frag == "" {
-		return start
-	}
-	if !strings.HasPrefix(frag, "/") {
-		return c.ids[doc+"#"+frag]
-	}
-	cur := start
-	for _, tok := range strings.Split(frag[1:], "/") {
-		tok = unescapeURI(tok)
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch cur.kind {
-		case jObj:
-			cur = cur.get(tok)
-		case jArr:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(cur.arr) {
-				return nil
-			}
-			cur = cur.arr[i]
-		default:
-			return nil
-		}
-		if cur == nil {
-			return nil
-		}
-	}
-	return cur
-}
-
-var errNoSchema = errors.New("no schema")
-
 // checkRegexes makes sure every regex terminal compiles (Go caps repeat counts and sizes).
 func checkRegexes(g *IR) error {
 	seen := map[*Expr]bool{}
@@ -559,3 +346,14 @@ func (c *schemaCompiler) negatable(x *jv) bool {
 	}
 	return false
 }
+
+func containsNode(list []*jv, v *jv) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func isNothing(e *Expr) bool { return e.Kind == KindAlt && len(e.Subs) == 0 }
