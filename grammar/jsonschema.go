@@ -6,12 +6,9 @@
 package grammar
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // SchemaOptions configures JSONSchema.
@@ -39,7 +36,7 @@ func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
 	}
 	c := &schemaCompiler{opt: opt, root: root, rules: map[string]*Expr{},
 		conjRule: map[string]string{}, index: map[*jv]int{}, path: map[*jv]string{},
-		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}}
+		base: map[*jv]string{}, ids: map[string]*jv{}, refTarget: map[*jv]bool{}, nots: map[*jv]*jv{}, reqs: map[string]*jv{}, negs: map[*jv][]*jv{}, shared: map[string]*jv{}}
 	c.walk(root, "#", "", 0)
 	defer func() {
 		if r := recover(); r != nil {
@@ -89,56 +86,12 @@ type schemaCompiler struct {
 	base      map[*jv]string    // node -> base URI of its resource
 	ids       map[string]*jv    // absolute URI (no fragment) or base+"#anchor" -> node
 	refTarget map[*jv]bool
+	nots      map[*jv]*jv // synthetic {"not": x} nodes, one per x
+	reqs      map[string]*jv
+	negs      map[*jv][]*jv
+	shared    map[string]*jv
 	depth     int
 	nodes     int
-}
-
-// walk numbers every object node and records $id/id and $anchor.
-func (c *schemaCompiler) walk(v *jv, path, base string, depth int) {
-	if v.kind == jArr {
-		for i, e := range v.arr {
-			c.walk(e, path+"/"+strconv.Itoa(i), base, depth+1)
-		}
-		return
-	}
-	if v.kind != jObj && v.kind != jBool {
-		return
-	}
-	c.index[v] = len(c.index)
-	c.path[v] = path
-	if v.kind == jBool {
-		c.base[v] = base
-		return
-	}
-	for _, key := range []string{"$id", "id"} {
-		if id := v.get(key); id != nil && id.kind == jStr && !(key == "id" && v.get("$id") != nil) {
-			abs := resolveURI(base, id.s)
-			if i := strings.IndexByte(abs, '#'); i >= 0 {
-				if frag := abs[i+1:]; frag != "" && !strings.HasPrefix(frag, "/") {
-					c.ids[abs] = v // draft-06 style plain-name id
-				}
-				abs = abs[:i]
-			}
-			if abs != "" && abs != base {
-				base = abs
-				if _, dup := c.ids[abs]; !dup {
-					c.ids[abs] = v
-				}
-			}
-			break
-		}
-	}
-	if a := v.get("$anchor"); a != nil && a.kind == jStr {
-		c.ids[base+"#"+a.s] = v
-	}
-	c.base[v] = base
-	for i, k := range v.keys {
-		c.walk(v.vals[i], path+"/"+escapePointer(k), base, depth+1)
-	}
-}
-
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // conj is a conjunction of schema nodes, all of which an instance must satisfy; used records
@@ -185,6 +138,11 @@ func (c *schemaCompiler) flatten(k conj) (conj, bool) {
 		out = append(out, v)
 		if r := v.get("$ref"); r != nil {
 			if !add(c.resolve(v, r), depth+1) {
+				return false
+			}
+		}
+		if x := v.get("not"); x != nil && onlyKey(x, "not") {
+			if !add(x.get("not"), depth+1) {
 				return false
 			}
 		}
@@ -260,13 +218,26 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			if a.kind != jArr || len(a.arr) == 0 {
 				fail("keyword %q at %s must be a non-empty array", kw, c.path[n])
 			}
+			exclusive := false // each branch also excludes the others
 			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr, k.nodes) {
-				unsupported("oneOf", c.path[n]+" (branches may overlap)")
+				for _, b := range a.arr {
+					if !c.negatable(b) {
+						unsupported("oneOf", c.path[n]+" (branches may overlap)")
+					}
+				}
+				exclusive = true
 			}
 			used := append(append([]*jv{}, k.used...), a)
 			var alts []*Expr
 			for i, b := range a.arr {
 				nodes := append(append([]*jv{}, k.nodes...), b)
+				if exclusive {
+					for j, o := range a.arr {
+						if j != i {
+							nodes = append(nodes, c.notNode(o))
+						}
+					}
+				}
 				e := c.conj(conj{nodes: nodes, used: used}, fmt.Sprintf("%s/%s/%d", c.path[n], kw, i))
 				if !isNothing(e) {
 					alts = append(alts, e)
@@ -278,102 +249,18 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			return Alt(alts...)
 		}
 	}
+	if e := c.distributeNot(k, at); e != nil {
+		return e
+	}
+	if e := c.distributeIf(k, at); e != nil {
+		return e
+	}
+	if e := c.distributeDeps(k, at); e != nil {
+		return e
+	}
 	m := c.merge(k)
 	return c.emit(m)
 }
-
-func containsNode(list []*jv, v *jv) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func isNothing(e *Expr) bool { return e.Kind == KindAlt && len(e.Subs) == 0 }
-
-// markRefTargets finds every node a $ref points to (those get rules, so recursion works).
-func (c *schemaCompiler) markRefTargets() {
-	var visit func(v *jv)
-	visit = func(v *jv) {
-		switch v.kind {
-		case jArr:
-			for _, e := range v.arr {
-				visit(e)
-			}
-		case jObj:
-			if r := v.get("$ref"); r != nil && r.kind == jStr {
-				if t := c.tryResolve(v, r.s); t != nil {
-					c.refTarget[t] = true
-				}
-			}
-			for _, e := range v.vals {
-				visit(e)
-			}
-		}
-	}
-	visit(c.root)
-}
-
-func (c *schemaCompiler) resolve(from, r *jv) *jv {
-	if r.kind != jStr {
-		fail("keyword \"$ref\" at %s must be a string", c.path[from])
-	}
-	t := c.tryResolve(from, r.s)
-	if t == nil {
-		fail("keyword \"$ref\" at %s: cannot resolve %q", c.path[from], r.s)
-	}
-	return t
-}
-
-func (c *schemaCompiler) tryResolve(from *jv, ref string) *jv {
-	base := c.base[from]
-	abs := resolveURI(base, ref)
-	doc, frag := abs, ""
-	if i := strings.IndexByte(abs, '#'); i >= 0 {
-		doc, frag = abs[:i], abs[i+1:]
-	}
-	var start *jv
-	if doc == "" || doc == base && base == "" {
-		start = c.root
-	} else if n := c.ids[doc]; n != nil {
-		start = n
-	} else if doc == c.base[c.root] {
-		start = c.root
-	} else {
-		return nil
-	}
-	if frag == "" {
-		return start
-	}
-	if !strings.HasPrefix(frag, "/") {
-		return c.ids[doc+"#"+frag]
-	}
-	cur := start
-	for _, tok := range strings.Split(frag[1:], "/") {
-		tok = unescapeURI(tok)
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch cur.kind {
-		case jObj:
-			cur = cur.get(tok)
-		case jArr:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(cur.arr) {
-				return nil
-			}
-			cur = cur.arr[i]
-		default:
-			return nil
-		}
-		if cur == nil {
-			return nil
-		}
-	}
-	return cur
-}
-
-var errNoSchema = errors.New("no schema")
 
 // checkRegexes makes sure every regex terminal compiles (Go caps repeat counts and sizes).
 func checkRegexes(g *IR) error {
@@ -403,3 +290,70 @@ func checkRegexes(g *IR) error {
 	}
 	return nil
 }
+
+// onlyKey: x is an object whose one keyword, besides annotations, is kw.
+func onlyKey(x *jv, kw string) bool {
+	if x.kind != jObj || x.get(kw) == nil {
+		return false
+	}
+	for _, k := range x.keys {
+		if k != kw && !annotation[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// notNode is a schema node {"not": x} (made once per x, so conjunction keys stay stable).
+func (c *schemaCompiler) notNode(x *jv) *jv {
+	if n, ok := c.nots[x]; ok {
+		return n
+	}
+	n := &jv{kind: jObj, keys: []string{"not"}, vals: []*jv{x}}
+	c.nots[x] = n
+	c.index[n] = len(c.index)
+	c.path[n] = c.path[x] + "(negated)"
+	c.base[n] = c.base[x]
+	return n
+}
+
+// negatable: applyNots can honour {"not": x}.
+func (c *schemaCompiler) negatable(x *jv) bool {
+	if x.kind == jObj && len(x.keys) == 1 && x.keys[0] == "$ref" {
+		if t := c.tryResolve(x, x.vals[0].s); t != nil {
+			x = t
+		}
+	}
+	if x.kind == jBool {
+		return true
+	}
+	for _, kw := range []string{"type", "enum", "const"} {
+		if onlyKey(x, kw) {
+			return true
+		}
+	}
+	if onlyKey(x, "required") {
+		r := x.get("required")
+		return r.kind == jArr && len(r.arr) == 1 && r.arr[0].kind == jStr
+	}
+	if x.kind == jObj {
+		for _, k := range x.keys {
+			if !annotation[k] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func containsNode(list []*jv, v *jv) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func isNothing(e *Expr) bool { return e.Kind == KindAlt && len(e.Subs) == 0 }

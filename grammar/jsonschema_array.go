@@ -31,12 +31,21 @@ func (c *schemaCompiler) arrayExpr(m *msch) *Expr {
 	if hi >= 0 && lo > hi {
 		fail("minItems/maxItems at %s: no count in range", m.at)
 	}
-	if m.unique && !(hi >= 0 && hi <= 1) {
-		unsupported("uniqueItems", m.at)
-	}
 	n := 0
 	for _, sp := range specs {
 		n = max(n, len(sp.prefix))
+	}
+	if m.unique && !(hi >= 0 && hi <= 1) {
+		var restNodes []*jv
+		for _, sp := range specs {
+			if sp.rest != nil {
+				restNodes = append(restNodes, sp.rest)
+			}
+		}
+		if n > 0 || len(restNodes) == 0 {
+			unsupported("uniqueItems", m.at)
+		}
+		return c.uniqueArray(restNodes, lo, hi, m.at)
 	}
 	elems := make([]*Expr, n)
 	for i := range elems {
@@ -123,4 +132,82 @@ func (c *schemaCompiler) anyValue() *Expr {
 		c.rules["value"] = Alt(Lit("null"), Lit("true"), Lit("false"), Re(numberRe), Re(stringRe), Ref("object"), Ref("array"))
 	}
 	return Ref("value")
+}
+
+// uniqueArray: arrays of distinct items drawn from a small finite set (an enum, booleans,
+// null), one rule per set of values used so far.
+func (c *schemaCompiler) uniqueArray(items []*jv, lo, hi int, at string) *Expr {
+	k, ok := c.flatten(conj{nodes: items})
+	if !ok {
+		return c.uniqueOf(nil, lo, hi, at)
+	}
+	for _, n := range k.nodes {
+		for _, kw := range []string{"anyOf", "oneOf", "if", "dependencies"} {
+			if n.get(kw) != nil {
+				unsupported("uniqueItems", at)
+			}
+		}
+	}
+	im := c.merge(k)
+	c.applyNots(im)
+	var vals [][]string // spellings of each distinct value
+	if im.hasEnum {
+		for _, v := range im.enum {
+			if v.kind == jObj || v.kind == jArr {
+				unsupported("uniqueItems", at)
+			}
+			if c.valueOK(v, im) {
+				vals = append(vals, spellings(v))
+			}
+		}
+	} else {
+		if im.types&^(tNull|tBool) != 0 {
+			unsupported("uniqueItems", at)
+		}
+		if im.types&tNull != 0 {
+			vals = append(vals, []string{"null"})
+		}
+		if im.types&tBool != 0 {
+			vals = append(vals, []string{"true"}, []string{"false"})
+		}
+	}
+	return c.uniqueOf(vals, lo, hi, at)
+}
+
+func (c *schemaCompiler) uniqueOf(vals [][]string, lo, hi int, at string) *Expr {
+	if len(vals) > 6 {
+		unsupported("uniqueItems", at+" (more than 6 possible items)")
+	}
+	names := map[int]string{}
+	var rule func(used int, count int) *Expr
+	rule = func(used, count int) *Expr {
+		if name, ok := names[used]; ok {
+			return Ref(name)
+		}
+		var alts []*Expr
+		if count >= lo {
+			alts = append(alts, Seq())
+		}
+		if hi < 0 || count < hi {
+			for i, sp := range vals {
+				if used&(1<<i) != 0 {
+					continue
+				}
+				var lits []*Expr
+				for _, s := range sp {
+					lits = append(lits, Lit(s))
+				}
+				item := Alt(lits...)
+				if count > 0 {
+					item = Seq(c.punct(","), item)
+				}
+				alts = append(alts, Seq(item, rule(used|1<<i, count+1)))
+			}
+		}
+		name := c.newRule()
+		c.rules[name] = Alt(alts...)
+		names[used] = name
+		return Ref(name)
+	}
+	return Seq(c.punct("["), rule(0, 0), c.punct("]"))
 }

@@ -74,6 +74,25 @@ var formatRes = map[string]string{
 	"duration":  `P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?)(?:` + reDurTime + `)?|` + reDurTime + `|[0-9]+W)`,
 }
 
+// Formats whose full definition is not written here but whose validators reject strings:
+// each gets a regex for a subset of its valid values.
+func init() {
+	relPart := `(?:[` + reUnres + reSubD + `@]|` + rePct + `)`
+	relRef := `(?:/?` + relPart + `+(?:/` + rePchar + `*)*|/)?(?:\?` + reQuery + `)?(?:#` + reQuery + `)?`
+	formatRes["uri-reference"] = `(?:` + reURI + `|` + relRef + `)`
+	formatRes["uri-template"] = formatRes["uri-reference"]
+	formatRes["iri"] = reURI
+	formatRes["iri-reference"] = formatRes["uri-reference"]
+	formatRes["idn-email"] = formatRes["email"]
+	formatRes["idn-hostname"] = formatRes["hostname"]
+	formatRes["host-name"] = formatRes["hostname"]
+	formatRes["ip-address"] = reIPv4
+	formatRes["json-pointer"] = `(?:/(?:[^~/"\\\x00-\x1f]|~[01])*)*`
+	formatRes["relative-json-pointer"] = `(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/"\\\x00-\x1f]|~[01])*)*)`
+	formatRes["regex"] = `[A-Za-z0-9 _\-]*`
+	formatRes["color"] = `#[0-9a-fA-F]{6}`
+}
+
 var formats = formatRes
 
 var formatCache = map[string]*regexp.Regexp{}

@@ -31,28 +31,29 @@ type bound struct {
 
 // msch is a merged schema.
 type msch struct {
-	at       string
-	types    int
-	enum     []*jv // nil = no enum; values must satisfy the rest too
-	hasEnum  bool
-	minLen   int
-	maxLen   int // -1 = none
-	patterns []string
-	formats  []string
-	lo, hi   bound
-	mult     []*big.Rat
-	objs     []*jv // conjuncts with object keywords
-	arrs     []*jv // conjuncts with array keywords
-	minProps int
-	maxProps int
-	minItems int
-	maxItems int
-	unique   bool
-	nots     []*jv
+	at        string
+	types     int
+	enum      []*jv // nil = no enum; values must satisfy the rest too
+	hasEnum   bool
+	minLen    int
+	maxLen    int // -1 = none
+	patterns  []string
+	formats   []string
+	lo, hi    bound
+	mult      []*big.Rat
+	objs      []*jv // conjuncts with object keywords
+	arrs      []*jv // conjuncts with array keywords
+	minProps  int
+	maxProps  int
+	minItems  int
+	maxItems  int
+	unique    bool
+	nots      []*jv
+	forbidden []string // properties objects must not have (from not/required)
 }
 
 // handled keywords with their kinds; anything else is an annotation or unknown (ignored).
-var refusedKeywords = []string{"contains", "minContains", "maxContains", "dependentSchemas",
+var refusedKeywords = []string{"contains", "minContains", "maxContains",
 	"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
 
 func (c *schemaCompiler) merge(k conj) *msch {
@@ -63,6 +64,13 @@ func (c *schemaCompiler) merge(k conj) *msch {
 	for _, n := range k.nodes {
 		c.mergeOne(m, n)
 	}
+	var nots []*jv
+	for _, x := range m.nots {
+		if !containsNode(k.used, x) { // distributed already
+			nots = append(nots, x)
+		}
+	}
+	m.nots = nots
 	return m
 }
 
@@ -155,9 +163,6 @@ func (c *schemaCompiler) mergeOne(m *msch, n *jv) {
 	}
 	if x := n.get("not"); x != nil {
 		m.nots = append(m.nots, x)
-	}
-	if x := n.get("if"); x != nil && (n.get("then") != nil || n.get("else") != nil) {
-		unsupported("if", at)
 	}
 }
 
@@ -281,154 +286,6 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 		return alts[0]
 	}
 	return Alt(alts...)
-}
-
-// applyNots honours the forms of "not" that only remove types or forbid a value.
-func (c *schemaCompiler) applyNots(m *msch) {
-	for _, x := range m.nots {
-		switch {
-		case x.kind == jBool:
-			if x.b {
-				m.types = 0
-			}
-		case x.kind == jObj && len(x.keys) == 1 && x.keys[0] == "type":
-			sub := &msch{types: tAll}
-			c.mergeOne(sub, x)
-			if sub.types == tInt|tNum {
-				m.types &^= tInt | tNum
-			} else if sub.types != tInt {
-				m.types &^= sub.types
-			} else {
-				unsupported("not", m.at)
-			}
-		case x.kind == jObj && len(x.keys) == 0:
-			m.types = 0
-		case x.kind == jObj && len(x.keys) == 1 && (x.keys[0] == "enum" || x.keys[0] == "const") && m.hasEnum:
-			var vals []*jv
-			if x.keys[0] == "enum" && x.vals[0].kind == jArr {
-				vals = x.vals[0].arr
-			} else {
-				vals = []*jv{x.vals[0]}
-			}
-			var keep []*jv
-			for _, v := range m.enum {
-				bad := false
-				for _, w := range vals {
-					bad = bad || equalJV(v, w)
-				}
-				if !bad {
-					keep = append(keep, v)
-				}
-			}
-			m.enum = keep
-		default:
-			unsupported("not", m.at)
-		}
-	}
-}
-
-// emitEnum is the enum values that satisfy every other constraint, as literals.
-func (c *schemaCompiler) emitEnum(m *msch) *Expr {
-	var alts []*Expr
-	seen := map[string]bool{}
-	for _, v := range m.enum {
-		if !c.valueOK(v, m) {
-			continue
-		}
-		for _, s := range spellings(v) {
-			if !seen[s] {
-				seen[s] = true
-				alts = append(alts, Lit(s))
-			}
-		}
-	}
-	if len(alts) == 1 {
-		return alts[0]
-	}
-	return Alt(alts...)
-}
-
-// spellings is the compact JSON of v, and for an integral number also its plain integer form.
-func spellings(v *jv) []string {
-	s := v.String()
-	if v.kind != jNum {
-		return []string{s}
-	}
-	out := []string{s}
-	if r := v.rat(); r != nil && r.IsInt() {
-		if t := r.Num().String(); t != s {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// valueOK checks an enum value against the merged constraints (exactly, or refuses).
-func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
-	switch v.kind {
-	case jNull:
-		return m.types&tNull != 0
-	case jBool:
-		return m.types&tBool != 0
-	case jNum:
-		r := v.rat()
-		if r == nil {
-			return false
-		}
-		if r.IsInt() && m.types&tInt == 0 || !r.IsInt() && m.types&tNum == 0 {
-			return false
-		}
-		if m.lo.v != nil && (r.Cmp(m.lo.v) < 0 || m.lo.excl && r.Cmp(m.lo.v) == 0) {
-			return false
-		}
-		if m.hi.v != nil && (r.Cmp(m.hi.v) > 0 || m.hi.excl && r.Cmp(m.hi.v) == 0) {
-			return false
-		}
-		for _, k := range m.mult {
-			if !new(big.Rat).Quo(r, k).IsInt() {
-				return false
-			}
-		}
-		return true
-	case jStr:
-		if m.types&tStr == 0 {
-			return false
-		}
-		n := len([]rune(v.s))
-		if n < m.minLen || m.maxLen >= 0 && n > m.maxLen {
-			return false
-		}
-		for _, p := range m.patterns {
-			re, err := ecmaRegexp(p)
-			if err != nil {
-				unsupported("pattern", m.at+": "+err.Error())
-			}
-			if !re.MatchString(v.s) {
-				return false
-			}
-		}
-		for _, f := range m.formats {
-			if !formatRegexp(f).MatchString(v.s) {
-				return false
-			}
-		}
-		return true
-	case jArr:
-		if m.types&tArr == 0 {
-			return false
-		}
-		if len(m.arrs) > 0 || m.unique {
-			unsupported("enum", m.at+" (array values with item constraints)")
-		}
-		return len(v.arr) >= m.minItems && (m.maxItems < 0 || len(v.arr) <= m.maxItems)
-	}
-	if m.types&tObj == 0 {
-		return false
-	}
-	if len(m.objs) > 0 {
-		unsupported("enum", m.at+" (object values with property constraints)")
-	}
-	return len(v.keys) >= m.minProps && (m.maxProps < 0 || len(v.keys) <= m.maxProps)
 }
 
 var _ = fmt.Sprint

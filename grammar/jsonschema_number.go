@@ -20,6 +20,13 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 			fail("minimum/maximum at %s: no number is in range", m.at)
 		}
 	}
+	if m.types&tInt == 0 {
+		// Numbers that are not integers: a non-zero fraction digit, no exponent (a subset).
+		if lo.v != nil || hi.v != nil || len(m.mult) > 0 {
+			unsupported("not", m.at+" (non-integer numbers with bounds)")
+		}
+		return Re(`-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*`)
+	}
 	intOnly := m.types&tNum == 0
 	var step *big.Rat // multipleOf, when there is exactly one
 	for _, k := range m.mult {
@@ -83,13 +90,12 @@ func (c *schemaCompiler) integerExpr(m *msch, step *big.Rat) *Expr {
 	}
 	if step != nil {
 		k := step.Num()
-		if lo != nil && hi != nil && new(big.Int).Sub(hi, lo).Cmp(big.NewInt(2000)) <= 0 {
-			// A small range: list the multiples.
+		if lo != nil && hi != nil && new(big.Int).Quo(new(big.Int).Sub(hi, lo), k).Cmp(big.NewInt(2000)) <= 0 {
+			// Few multiples in range: list them.
 			var alts []*Expr
-			for x := new(big.Int).Set(lo); x.Cmp(hi) <= 0; x.Add(x, big.NewInt(1)) {
-				if new(big.Int).Mod(x, k).Sign() == 0 {
-					alts = append(alts, Lit(x.String()))
-				}
+			x := new(big.Int).Mul(ceilRat(new(big.Rat).SetFrac(lo, k)), k)
+			for ; x.Cmp(hi) <= 0; x.Add(x, k) {
+				alts = append(alts, Lit(x.String()))
 			}
 			if len(alts) == 0 {
 				fail("multipleOf at %s: no multiple in range", m.at)

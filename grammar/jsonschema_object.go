@@ -43,10 +43,11 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 				required = append(required, s.s)
 			}
 		}
-		for _, kw := range []string{"dependencies", "dependentRequired"} {
-			if d := n.get(kw); d != nil && d.kind == jObj && len(d.keys) > 0 {
-				unsupported(kw, c.path[n])
-			}
+	}
+	for _, name := range m.forbidden {
+		if byName[name] == nil {
+			byName[name] = &propSpec{name: name}
+			props = append(props, byName[name])
 		}
 	}
 	for _, name := range required {
@@ -60,14 +61,13 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 	var extra []*jv // schemas for additional keys (all conjuncts)
 	extraOK := true
 	var extraPattern string // the one pattern additional keys must match ("" = any key)
+	var pnNodes []*jv       // propertyNames schemas
 	for _, n := range m.objs {
 		pp := n.get("properties")
 		pats := n.get("patternProperties")
 		addl := n.get("additionalProperties")
-		if pn := n.get("propertyNames"); pn != nil && !(pn.kind == jBool && pn.b) && !(pn.kind == jObj && len(pn.keys) == 0) {
-			if !(pn.kind == jObj && len(pn.keys) == 1 && pn.get("type") != nil && pn.get("type").s == "string") {
-				unsupported("propertyNames", c.path[n])
-			}
+		if pn := n.get("propertyNames"); pn != nil && !allTrivial([]*jv{pn}) {
+			pnNodes = append(pnNodes, pn)
 		}
 		var res []*regexp.Regexp
 		var patSchemas []*jv
@@ -85,11 +85,11 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			}
 		}
 		for _, p := range props {
+			matched := false
 			if pp != nil && pp.get(p.name) != nil {
 				p.schemas = append(p.schemas, pp.get(p.name))
-				continue
+				matched = true
 			}
-			matched := false
 			for i, re := range res {
 				if re.MatchString(p.name) {
 					p.schemas = append(p.schemas, patSchemas[i])
@@ -127,10 +127,26 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			extraOK = false
 		}
 	}
+	var keyExpr *Expr // the language of keys propertyNames allows
+	if len(pnNodes) > 0 {
+		keyExpr = c.conj(conj{nodes: append(pnNodes, c.synthOnce("string", "type", str("string")))}, m.at+"/propertyNames")
+		g := &IR{Start: "key", Rules: map[string]*Expr{"key": keyExpr}}
+		for k, e := range c.rules {
+			g.Rules[k] = e // rules still being compiled are empty: names are only dropped
+		}
+		for _, p := range props {
+			if !g.Match([]byte(jsonString(p.name))) {
+				p.schemas = append(p.schemas, &jv{kind: jBool})
+			}
+		}
+	}
 	var items []*Expr
 	var itemReq []bool
 	for _, p := range props {
 		v := c.conj(conj{nodes: p.schemas}, m.at+"/properties/"+escapePointer(p.name))
+		if containsStr(m.forbidden, p.name) {
+			v = Alt()
+		}
 		if isNothing(v) {
 			if p.required {
 				return Alt() // a required property no value satisfies
@@ -147,10 +163,39 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			names[i] = p.name
 		}
 		var key *Expr
-		if extraPattern != "" {
-			for _, name := range names {
-				if re, _ := ecmaRegexp(extraPattern); re.MatchString(name) {
-					unsupported("patternProperties", m.at+" (pattern matches a named property)")
+		if keyExpr != nil {
+			if extraPattern != "" {
+				unsupported("propertyNames", m.at+" (with patternProperties)")
+			}
+			for _, p := range props {
+				if len(p.schemas) > 0 && p.schemas[len(p.schemas)-1].kind == jBool && !p.schemas[len(p.schemas)-1].b {
+					continue // a name propertyNames rejects: no key spells it
+				}
+				if containsStr(m.forbidden, p.name) {
+					unsupported("propertyNames", m.at+" (with a forbidden property)")
+				}
+				for _, s := range p.schemas {
+					if !allTrivial([]*jv{s}) && !containsNode(extra, s) {
+						unsupported("propertyNames", m.at+" (additional keys may spell a named property)")
+					}
+				}
+			}
+			key = keyExpr
+		} else if extraPattern != "" {
+			re, _ := ecmaRegexp(extraPattern)
+			for _, p := range props {
+				if !re.MatchString(p.name) || containsStr(m.forbidden, p.name) {
+					if containsStr(m.forbidden, p.name) && re.MatchString(p.name) {
+						unsupported("patternProperties", m.at+" (pattern matches a forbidden property)")
+					}
+					continue
+				}
+				// The key may also come as an additional one: fine when that path is
+				// at least as strict (the named schemas are among the pattern's).
+				for _, s := range p.schemas {
+					if !allTrivial([]*jv{s}) && !containsNode(extra, s) {
+						unsupported("patternProperties", m.at+" (pattern matches a named property)")
+					}
 				}
 			}
 			enc, err := encodePattern(extraPattern)
@@ -178,7 +223,20 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 
 func allTrivial(list []*jv) bool {
 	for _, s := range list {
-		if !(s.kind == jBool && s.b || s.kind == jObj && len(s.keys) == 0) {
+		if s.kind == jBool && s.b || onlyAnnotations(s) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func onlyAnnotations(s *jv) bool {
+	if s.kind != jObj {
+		return false
+	}
+	for _, k := range s.keys {
+		if !annotation[k] {
 			return false
 		}
 	}

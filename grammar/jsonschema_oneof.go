@@ -13,6 +13,7 @@ func (c *schemaCompiler) disjoint(branches []*jv, context []*jv) bool {
 			continue // false: matches nothing
 		}
 		m := c.merge(k)
+		m.types &= c.unionTypes(k.nodes, 0)
 		if m.hasEnum {
 			t := 0
 			for _, v := range m.enum {
@@ -56,6 +57,9 @@ func (c *schemaCompiler) pairDisjoint(a, b *msch) bool {
 		return true
 	}
 	if a.hasEnum && b.hasEnum && !enumsMeet(a.enum, b.enum) {
+		return true
+	}
+	if a.hasEnum && c.noneValid(a.enum, b) || b.hasEnum && c.noneValid(b.enum, a) {
 		return true
 	}
 	if a.types&^tObj != 0 || b.types&^tObj != 0 {
@@ -139,4 +143,52 @@ func (c *schemaCompiler) propEnum(m *msch, p string) ([]*jv, bool) {
 	}
 	pm := c.merge(k)
 	return pm.enum, pm.hasEnum
+}
+
+// noneValid: no scalar value of vals satisfies m (false if any is not a scalar).
+func (c *schemaCompiler) noneValid(vals []*jv, m *msch) bool {
+	if len(m.arrs) > 0 || len(m.objs) > 0 || len(m.nots) > 0 || len(m.formats) > 0 {
+		return false
+	}
+	for _, v := range vals {
+		if v.kind == jArr || v.kind == jObj || c.valueOK(v, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// unionTypes bounds the types a conjunction's anyOf/oneOf branches allow.
+func (c *schemaCompiler) unionTypes(nodes []*jv, depth int) int {
+	t := tAll
+	if depth > 8 {
+		return t
+	}
+	for _, n := range nodes {
+		for _, kw := range []string{"anyOf", "oneOf"} {
+			a := n.get(kw)
+			if a == nil || a.kind != jArr {
+				continue
+			}
+			u := 0
+			for _, b := range a.arr {
+				k, ok := c.flatten(conj{nodes: []*jv{b}})
+				if !ok {
+					continue
+				}
+				bm := c.merge(k)
+				bt := bm.types & c.unionTypes(k.nodes, depth+1)
+				if bm.hasEnum {
+					et := 0
+					for _, v := range bm.enum {
+						et |= kindBits(v)
+					}
+					bt &= et
+				}
+				u |= bt
+			}
+			t &= u
+		}
+	}
+	return t
 }

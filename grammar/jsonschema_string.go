@@ -30,21 +30,42 @@ func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 	if len(m.formats) == 1 {
 		content = formatRes[m.formats[0]]
 		lenLo, lenHi = regexLengths(content)
+		if lenLo < m.minLen || m.maxLen >= 0 && (lenHi < 0 || lenHi > m.maxLen) {
+			re, _ := syntax.Parse(content, syntax.Perl)
+			if b, ok := capPattern(re, true, m.minLen, maxOr(m.maxLen)); ok {
+				content = b.String() // formats need no JSON escapes
+				lenLo, lenHi = lengths(b)
+			}
+		}
 	}
 	if len(m.patterns) == 1 {
-		re, err := encodePattern(m.patterns[0])
+		lenLo, lenHi = patternLengths(m.patterns[0])
+		var re string
+		var err error
+		if lenLo < m.minLen || m.maxLen >= 0 && (lenHi < 0 || lenHi > m.maxLen) {
+			if b, ok := boundPattern(m.patterns[0], m.minLen, m.maxLen); ok {
+				re = encodeParsed(b)
+				lenLo, lenHi = m.minLen, m.maxLen
+			} else if b, anchored, ok := parsePattern(m.patterns[0]); ok {
+				// A subset: repeats capped so every string fits.
+				if b, ok := capPattern(b, anchored, m.minLen, maxOr(m.maxLen)); ok {
+					re = encodeRegexp(b).String()
+					lenLo, lenHi = lengths(b)
+				}
+			}
+		}
+		if re == "" {
+			re, err = encodePattern(m.patterns[0])
+		}
 		if err != nil {
 			unsupported("pattern", m.at+": "+err.Error())
 		}
 		content = re
-		lenLo, lenHi = patternLengths(m.patterns[0])
 	}
 	if content != "" {
 		// Length bounds must be implied by the content regex (no intersection in regexes).
 		if lenLo < m.minLen || m.maxLen >= 0 && (lenHi < 0 || lenHi > m.maxLen) {
-			if m.minLen > 0 || m.maxLen >= 0 {
-				unsupported("maxLength", m.at+" (with a pattern or format)")
-			}
+			unsupported("maxLength", m.at+" (with a pattern or format)")
 		}
 		return Seq(Lit(`"`), Re(content), Lit(`"`))
 	}
@@ -206,8 +227,11 @@ func encodePattern(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	enc := encodeRegexp(re)
-	return jsonChar + `*?(?:` + enc.String() + `)` + jsonChar + `*`, nil
+	return encodeParsed(re), nil
+}
+
+func encodeParsed(re *syntax.Regexp) string {
+	return jsonChar + `*?(?:` + encodeRegexp(re).String() + `)` + jsonChar + `*`
 }
 
 // encodeRegexp rewrites every character a regexp reads as its JSON string encodings.
@@ -281,4 +305,30 @@ func encodeClass(ranges []rune) *syntax.Regexp {
 
 func literal(s string) *syntax.Regexp {
 	return &syntax.Regexp{Op: syntax.OpLiteral, Rune: []rune(s)}
+}
+
+func maxOr(n int) int {
+	if n < 0 {
+		return 1 << 30
+	}
+	return n
+}
+
+// parsePattern parses an ECMAScript pattern as Go syntax; anchored means it can only match
+// the whole string (it starts with ^ and ends with $).
+func parsePattern(p string) (*syntax.Regexp, bool, bool) {
+	g, err := ecmaToGo(p)
+	if err != nil {
+		return nil, false, false
+	}
+	re, err := syntax.Parse(g, syntax.Perl)
+	if err != nil {
+		return nil, false, false
+	}
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	n := len(re.Sub)
+	anchored := re.Op == syntax.OpConcat && n >= 2 && re.Sub[0].Op == syntax.OpBeginText && re.Sub[n-1].Op == syntax.OpEndText
+	return re, anchored, true
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -168,6 +169,11 @@ func (v *jv) String() string {
 
 // rat is a number's exact value.
 func (v *jv) rat() *big.Rat {
+	if i := strings.IndexAny(v.s, "eE"); i >= 0 {
+		if e, err := strconv.Atoi(strings.TrimPrefix(v.s[i+1:], "+")); err != nil || e > 400 || e < -400 {
+			return nil // too large to handle exactly
+		}
+	}
 	r, ok := new(big.Rat).SetString(v.s)
 	if !ok {
 		return nil
