@@ -196,8 +196,8 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 	e := &lexEntry{}
 	group := map[int32]int{}
 	var accIDs []int32
-	// whole non-ASCII subtrees are skipped only from the walk's own state (the loop test costs
-	// a few thousand steps: worth it for the state a walk starts from, not for every state)
+	// whole non-ASCII subtrees are skipped from the walk's own state and from states that loop
+	// on all ASCII text (the UTF-8 loop test costs a few thousand steps: not for every state)
 	utf8Root := lex.loopGroups(d0) != 0 && lex.loopsUTF8(d0)
 	loops := func(d *dstate) uint8 {
 		if v := d.loops.Load(); v >= 0 {
@@ -216,6 +216,9 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 		return &e.groups[gi]
 	}
 	walk := func(r int32) {
+		if k := &t.kids[r]; k[0]&d0.bytes[0]|k[1]&d0.bytes[1]|k[2]&d0.bytes[2]|k[3]&d0.bytes[3] == 0 {
+			return // no child byte can start d0
+		}
 		stk[nodes[r].depth] = d0
 		end := nodes[r].skip
 		for i := r + 1; i < end; {
@@ -231,7 +234,8 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 			}
 			stk[nd.depth] = x
 			if nd.desc != 0 {
-				if x.accID < 0 && skipAll(nd, loops(x), x == d0 && utf8Root) {
+				if lp := loops(x); x.accID < 0 && skipAll(nd, lp, (x == d0 && utf8Root) ||
+					(lp&textGroups == textGroups && nd.desc&nonASCII != 0 && lex.loopsUTF8(x))) {
 					// every byte below keeps x: the whole subtree is allowed
 					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
 					i = nd.skip
@@ -298,8 +302,12 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 // skipAll reports whether every node below nd keeps DFA state x (after nd) alive with no
 // terminal ending: the bytes below are in groups x loops on, and non-ASCII bytes below form
 // valid UTF-8 (a character cut at a token's end included) when x loops on all of UTF-8 (utf8).
+const (
+	nonASCII   = 1 << 7
+	textGroups = 0x0F // letters, digits, space, other printable ASCII
+)
+
 func skipAll(nd *tnode, loops uint8, utf8 bool) bool {
-	const nonASCII = 1 << 7
 	if nd.desc&^(loops|nonASCII) != 0 {
 		return false
 	}

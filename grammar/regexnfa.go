@@ -312,17 +312,31 @@ func utf8Seqs(lo, hi rune, emit func([][2]byte)) {
 // only when a match follows with no byte in between.
 func (n *nfa) finish() {
 	nn := len(n.nodes)
-	rev := make([][]int32, nn)
-	for i, x := range n.nodes {
-		switch x.kind {
-		case nByte, nAssert:
-			rev[x.out] = append(rev[x.out], int32(i))
-		case nEps:
-			for _, o := range x.outs {
-				rev[o] = append(rev[o], int32(i))
+	// reverse edges in one array: rev[off[v]:off[v+1]] are v's predecessors
+	off := make([]int32, nn+1)
+	edges := func(yield func(from, to int32)) {
+		for i := range n.nodes {
+			x := &n.nodes[i]
+			switch x.kind {
+			case nByte, nAssert:
+				yield(int32(i), x.out)
+			case nEps:
+				for _, o := range x.outs {
+					yield(int32(i), o)
+				}
 			}
 		}
 	}
+	edges(func(_, to int32) { off[to+1]++ })
+	for i := range nn {
+		off[i+1] += off[i]
+	}
+	rev := make([]int32, off[nn])
+	fill := append([]int32(nil), off[:nn]...)
+	edges(func(from, to int32) {
+		rev[fill[to]] = from
+		fill[to]++
+	})
 	n.live = make([]bool, nn)
 	var work []int32
 	for i, x := range n.nodes {
@@ -334,7 +348,7 @@ func (n *nfa) finish() {
 	for len(work) > 0 {
 		i := work[len(work)-1]
 		work = work[:len(work)-1]
-		for _, p := range rev[i] {
+		for _, p := range rev[off[i]:off[i+1]] {
 			if x := &n.nodes[p]; n.live[p] || (x.kind == nAssert && x.lo != aBeginLine) {
 				continue // \A: dead after a byte; $: decided above
 			}

@@ -97,9 +97,10 @@ type trie struct {
 	nodes    []tnode
 	dups     map[int32][]int32 // node -> further tokens with the same bytes
 	maxDepth int
-	eos      []uint64 // bitset of EOS ids
-	tokPos   []int32  // per node (and one past the end): index in tokList of its first token
-	tokList  []int32  // tokens in depth-first order of their nodes
+	eos      []uint64    // bitset of EOS ids
+	kids     [][4]uint64 // per node: the bytes of its children
+	tokPos   []int32     // per node (and one past the end): index in tokList of its first token
+	tokList  []int32     // tokens in depth-first order of their nodes
 }
 
 func (v *Vocab) getTrie() *trie {
@@ -173,6 +174,13 @@ func buildTrie(tokens [][]byte, eos []int) *trie {
 				}
 			}
 			nd.utf8 &= ok
+		}
+	}
+	t.kids = make([][4]uint64, len(t.nodes))
+	for i := range t.nodes {
+		for c := int32(i + 1); c < t.nodes[i].skip; c = t.nodes[c].skip {
+			b := t.nodes[c].b
+			t.kids[i][b>>6] |= 1 << (b & 63)
 		}
 	}
 	t.tokPos = make([]int32, len(t.nodes)+1)
