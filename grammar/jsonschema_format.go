@@ -65,13 +65,16 @@ var formatRes = map[string]string{
 	"date-time": reDate + `T` + reTime,
 	"date":      reDate,
 	"time":      reTime,
-	"email":     `[A-Za-z0-9_+\-]+(?:\.[A-Za-z0-9_+\-]+)*@` + reLabel + `(?:\.` + reLabel + `)+`,
-	"uuid":      `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
-	"uri":       reURI,
-	"ipv4":      reIPv4,
-	"ipv6":      ipv6Re(),
-	"hostname":  reLabel + `(?:\.` + reLabel + `){0,3}`,
-	"duration":  `P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?)(?:` + reDurTime + `)?|` + reDurTime + `|[0-9]+W)`,
+	// email: a subset short enough for every validator's limits (local part <= 64
+	// characters, address <= 254): up to 64 + 1 + 2*64 + 24 = 217 characters.
+	"email": `[A-Za-z0-9_+\-]{1,32}(?:\.[A-Za-z0-9_+\-]{1,31})?@(?:` + reLabel + `\.){1,2}` +
+		`[A-Za-z0-9](?:[A-Za-z0-9-]{0,22}[A-Za-z0-9])?`,
+	"uuid":     `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
+	"uri":      reURI,
+	"ipv4":     reIPv4,
+	"ipv6":     ipv6Re(),
+	"hostname": reLabel + `(?:\.` + reLabel + `){0,3}`,
+	"duration": `P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?)(?:` + reDurTime + `)?|` + reDurTime + `|[0-9]+W)`,
 }
 
 // Formats whose full definition is not written here but whose validators reject strings:
