@@ -20,6 +20,7 @@ import (
 type seqSampler struct {
 	sampler    *sample.Sampler
 	constraint Constraint // nil: unconstrained
+	forcer     Forcer     // the constraint's jump forward, if it has one
 	mask       []uint64   // the constraint's mask buffer, reused every step
 }
 
@@ -29,6 +30,7 @@ func newSeqSampler(smp *sample.Sampler, c Constraint, words int) seqSampler {
 	ss := seqSampler{sampler: smp, constraint: c}
 	if c != nil {
 		ss.mask = make([]uint64, words)
+		ss.forcer, _ = c.(Forcer)
 	}
 	return ss
 }
@@ -46,18 +48,21 @@ func (ss *seqSampler) fillMask() (err error) {
 	return nil
 }
 
-// accept advances the constraint past tok and reports whether it is now Done. A rejection or
-// a panic becomes an error.
-func (ss *seqSampler) accept(tok int) (done bool, err error) {
+// accept advances the constraint past tok, then past the tokens it forces next (returned), and
+// reports whether it is now Done. A rejection or a panic becomes an error.
+func (ss *seqSampler) accept(tok int) (forced []int, done bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("constraint: Accept(%d) panicked: %v", tok, p)
 		}
 	}()
 	if err := ss.constraint.Accept(tok); err != nil {
-		return false, fmt.Errorf("constraint rejected token %d: %w", tok, err)
+		return nil, false, fmt.Errorf("constraint rejected token %d: %w", tok, err)
 	}
-	return ss.constraint.Done(), nil
+	if ss.forcer != nil && !ss.constraint.Done() {
+		forced = ss.forcer.Forced()
+	}
+	return forced, ss.constraint.Done(), nil
 }
 
 // maskFiller fills the masks of one step's constrained sequences on goroutines that run

@@ -90,6 +90,17 @@ type Constraint interface {
 	Done() bool
 }
 
+// Forcer is an optional interface of a Constraint that knows when the grammar leaves only one
+// way forward (jump forward). After each sampled token is accepted, the engine calls Forced:
+// the tokens returned must follow, and the constraint has ALREADY advanced past them (Done and
+// FillMask answer for the state after them; Rollback counts them as accepted tokens). The
+// engine appends them to the output without sampling (streamed, counted, subject to MaxTokens,
+// the model length, stop ids and stop strings, and truncated there); the next forward step
+// computes them all at once. Their Logprobs entries carry the token with logprob 0 and no Top.
+type Forcer interface {
+	Forced() []int
+}
+
 // Finish reasons, as the OpenAI API and vLLM name them.
 const (
 	FinishStop   = "stop"   // EOS, a stop token id or a stop string

@@ -2,8 +2,8 @@
 // the KV pool and the samplers:
 //
 //	apply the inbox (adds, aborts) -> Schedule -> runner.execute (masks beside the forward,
-//	sample) -> abort rejected constraints -> Update -> stream outputs, Finish on stop strings
-//	and completed constraints -> publish Stats, OnStep
+//	sample) -> abort rejected constraints -> Update -> append forced tokens (Forcer) ->
+//	stream outputs, Finish on stop strings and completed constraints -> publish Stats, OnStep
 //
 // It sleeps when nothing is live and exits after Shutdown once idle. Aborts and stop strings
 // finish sequences between steps, so their blocks are free before the next Schedule.
@@ -139,35 +139,41 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		panic(err) // the runner samples every sequence that needs it: a bug
 	}
 	now := e.now()
+	generated := 0
 	for _, o := range outs {
 		st := bySeq[o.ID]
-		st.nOut++
 		if st.metrics.FirstToken.IsZero() {
 			st.metrics.FirstToken = now
 		}
 		st.metrics.LastToken = now
-		d := Output{TokenIDs: []int{o.Token}}
-		if st.req.Params.Logprobs || st.req.Params.TopLogprobs > 0 {
-			d.Logprobs = []sample.Result{res.results[o.ID]}
+		var d Output
+		reason := e.emit(st, &d, o.ID, o.Token, o.Status, res.results[o.ID])
+		generated++
+		done := res.done[o.ID] // after the forced tokens: void if they are cut
+		toks := res.forced[o.ID]
+		if len(toks) > 0 {
+			done = false
 		}
-		reason := ""
-		switch o.Status {
-		case StatusFinishedStopped:
-			reason = FinishStop // a stop token id: no text for it
-		case StatusFinishedLength:
-			reason = FinishLength
-		}
-		if reason != FinishStop {
-			text, stopped := st.stop.add(o.Token)
-			d.Text = text
-			if stopped {
-				if reason == "" {
-					_ = e.sched.Finish(o.ID, StatusFinishedStopped)
+		if reason == "" && len(toks) > 0 {
+			// Jump forward: the constraint has advanced past these; append them unsampled.
+			n, status, err := e.sched.AppendForced(o.ID, toks)
+			if err != nil {
+				panic(err) // the sequence is running right after Update: a bug
+			}
+			for i, tok := range toks[:n] {
+				s := StatusRunning
+				if i == n-1 {
+					s = status
 				}
-				reason = FinishStop
+				st.dec.sampler.Accept(tok)
+				generated++
+				done = i == len(toks)-1 && res.done[o.ID]
+				if reason = e.emit(st, &d, o.ID, tok, s, sample.Result{ID: tok}); reason != "" {
+					break
+				}
 			}
 		}
-		if res.done[o.ID] && reason != FinishStop {
+		if done && reason != FinishStop {
 			// The constraint is complete: nothing may follow this token (kept, text included).
 			if reason == "" {
 				_ = e.sched.Finish(o.ID, StatusFinishedStopped)
@@ -187,7 +193,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
 	e.stats.LastStepTokens = plan.NumBatchedTokens
 	e.stats.PrefillTokens += int64(m.PrefillTokens)
-	e.stats.GenerationTokens += int64(len(outs))
+	e.stats.GenerationTokens += int64(generated)
 	e.mu.Unlock()
 	if e.opts.OnStep != nil {
 		bs := e.sched.Blocks()
@@ -195,6 +201,35 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		m.Running, m.Waiting = e.sched.NumRunning(), e.sched.NumWaiting()
 		e.opts.OnStep(m)
 	}
+}
+
+// emit adds generated token tok of sequence id (status: the scheduler's after it) to delta d:
+// its id, its logprobs if asked, and the text it makes final. It returns the finish reason
+// the token brings ("" while the sequence goes on); a stop string finishes the sequence.
+func (e *Engine) emit(st *reqState, d *Output, id SeqID, tok int, status Status, lp sample.Result) string {
+	st.nOut++
+	d.TokenIDs = append(d.TokenIDs, tok)
+	if st.req.Params.Logprobs || st.req.Params.TopLogprobs > 0 {
+		d.Logprobs = append(d.Logprobs, lp)
+	}
+	reason := ""
+	switch status {
+	case StatusFinishedStopped:
+		reason = FinishStop // a stop token id: no text for it
+	case StatusFinishedLength:
+		reason = FinishLength
+	}
+	if reason != FinishStop {
+		text, stopped := st.stop.add(tok)
+		d.Text += text
+		if stopped {
+			if reason == "" {
+				_ = e.sched.Finish(id, StatusFinishedStopped)
+			}
+			reason = FinishStop
+		}
+	}
+	return reason
 }
 
 // fill completes a delta with the request's counters and timestamps.

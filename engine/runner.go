@@ -28,7 +28,8 @@ type runner struct {
 	samplers []*seqSampler
 	results  []sample.Result
 	errs     []error // sampling errors (a constrained row: its constraint's failure)
-	done     []bool  // the row's constraint is Done after its token
+	done     []bool  // the row's constraint is Done after its token (and forced ones)
+	forced   [][]int // tokens the row's constraint forces after its token
 	logits   []float32
 	sampleFn func(lo, hi int)
 	masks    *maskFiller
@@ -47,6 +48,7 @@ type stepResult struct {
 	results  map[SeqID]sample.Result
 	rejected map[SeqID]error // constrained sequences whose constraint failed: abort them
 	done     map[SeqID]bool  // constrained sequences whose constraint is Done
+	forced   map[SeqID][]int // tokens to append after the sampled one (Forcer)
 	forward  time.Duration
 	maskWait time.Duration // after the forward, waiting for masks still being filled
 	sample   time.Duration
@@ -84,6 +86,7 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 	r.results = append(r.results[:0], make([]sample.Result, n)...)
 	r.errs = append(r.errs[:0], make([]error, n)...)
 	r.done = append(r.done[:0], make([]bool, n)...)
+	r.forced = append(r.forced[:0], make([][]int, n)...)
 	t0 := time.Now()
 	r.masks.start()
 	logits, err := r.m.ForwardBatch(&r.b, r.kv, r.seqs)
@@ -128,6 +131,12 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 			}
 			res.done[id] = true
 		}
+		if len(r.forced[j]) > 0 {
+			if res.forced == nil {
+				res.forced = map[SeqID][]int{}
+			}
+			res.forced[id] = r.forced[j]
+		}
 	}
 	return res, nil
 }
@@ -147,7 +156,7 @@ func (r *runner) sample(lo, hi int) {
 		}
 		r.results[j], r.errs[j] = smp.sampler.SampleMasked(r.logits[j*V:(j+1)*V], smp.mask)
 		if r.errs[j] == nil {
-			r.done[j], r.errs[j] = smp.accept(r.results[j].ID)
+			r.forced[j], r.done[j], r.errs[j] = smp.accept(r.results[j].ID)
 		}
 	}
 }

@@ -23,6 +23,9 @@ type GrammarOptions struct {
 	Timeout        time.Duration  // longest a request waits for a compilation (default 10 s)
 	MaxSourceBytes int            // largest schema, regex, grammar or choice list (default 1 MiB)
 	CacheSize      int            // compiled grammars kept (default 256)
+	// NoJumpForward samples every token, even those the grammar forces (grammar.Forced), one
+	// forward step each; by default they are appended unsampled (tests and measurements).
+	NoJumpForward bool
 }
 
 func (o GrammarOptions) withDefaults() GrammarOptions {
@@ -45,6 +48,7 @@ type grammarCache struct {
 	size      int // mask width: the model's vocabulary (it may exceed the tokenizer's)
 	vocabOnce sync.Once
 	vocab     *grammar.Vocab
+	encode    func(string) []int // forced text to tokens (nil: no jump forward)
 
 	mu    sync.Mutex
 	lru   *list.List // of *grammarEntry, most recently used first
@@ -78,6 +82,9 @@ func (c *grammarCache) Vocab() *grammar.Vocab {
 			}
 		}
 		c.vocab = grammar.NewVocab(tokens, eos)
+		if !c.opts.NoJumpForward {
+			c.encode = grammar.PlainEncoder(func(s string) []int { return c.tok.Encode(s, false, false) }, c.tok.Piece)
+		}
 	})
 	return c.vocab
 }
@@ -136,12 +143,21 @@ func (c *grammarCache) run(e *grammarEntry, build func() (*grammar.IR, error)) {
 
 // constraintPlan is a compiled constraint: NewConstraint gives each choice its own Matcher.
 type constraintPlan struct {
-	g     *grammar.Grammar
-	vocab *grammar.Vocab
+	g      *grammar.Grammar
+	vocab  *grammar.Vocab
+	encode func(string) []int // nil: no jump forward
 }
 
-// NewConstraint starts a Matcher for one engine request.
-func (p *constraintPlan) NewConstraint() engine.Constraint { return p.g.NewMatcher(p.vocab) }
+// NewConstraint starts a Matcher for one engine request; unless jump forward is off it is a
+// grammar.ForcingMatcher, so the engine appends the tokens the grammar forces unsampled
+// (engine.Forcer).
+func (p *constraintPlan) NewConstraint() engine.Constraint {
+	m := p.g.NewMatcher(p.vocab)
+	if p.encode == nil {
+		return m
+	}
+	return grammar.NewForcing(m, p.encode)
+}
 
 // compileSpec compiles a request's constraint (nil spec: none); errors are 400 naming the
 // field.
@@ -168,5 +184,6 @@ func (st *state) CompileConstraint(param, key string, build func() (*grammar.IR,
 	if err != nil {
 		return nil, badRequest(param, "%s: %v", param, err)
 	}
-	return &constraintPlan{g: g, vocab: st.grammars.Vocab()}, nil
+	v := st.grammars.Vocab()
+	return &constraintPlan{g: g, vocab: v, encode: st.grammars.encode}, nil
 }
