@@ -101,6 +101,7 @@ type trie struct {
 	kids     [][4]uint64 // per node: the bytes of its children
 	tokPos   []int32     // per node (and one past the end): index in tokList of its first token
 	tokList  []int32     // tokens in depth-first order of their nodes
+	all      []uint64    // bitset of the tokens in tokList
 }
 
 func (v *Vocab) getTrie() *trie {
@@ -192,5 +193,9 @@ func buildTrie(tokens [][]byte, eos []int) *trie {
 		}
 	}
 	t.tokPos[len(t.nodes)] = int32(len(t.tokList))
+	t.all = make([]uint64, len(t.eos))
+	for _, k := range t.tokList {
+		t.all[k>>6] |= 1 << (k & 63)
+	}
 	return t
 }
