@@ -252,6 +252,13 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 					i = nd.skip
 					continue
 				}
+				if x.accID < 0 && (nd.desc&^textGroups == 0 && lex.textRun(x, int(nd.h), false) ||
+					nd.desc&^(textGroups|nonASCII) == 0 && nd.utf8&1 != 0 && lex.textRun(x, int(nd.h), true)) {
+					// every byte below is plain text (or UTF-8) and the run of x is long enough
+					allow(t.tokPos[i], t.tokPos[nd.skip])
+					i = nd.skip
+					continue
+				}
 				if x.accID >= 0 && nd.desc&^loops(x) == 0 {
 					// every (ASCII) byte below keeps x, which ends terminals: the subtree is
 					// allowed and every node in it is a place where they end

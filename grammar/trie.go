@@ -14,6 +14,7 @@ type tnode struct {
 	skip  int32  // index of the first node after this subtree
 	tok   int32  // token ending here (-1: none)
 	depth uint16 // 0 for the root
+	h     uint16 // length of the longest path below
 	b     byte
 	dup   bool  // trie.dups has further tokens with the same bytes
 	desc  uint8 // byte groups (byteGroup) of every node below this one
@@ -168,6 +169,7 @@ func buildTrie(tokens [][]byte, eos []int) *trie {
 		for c := int32(i + 1); c < nd.skip; c = t.nodes[c].skip {
 			cn := &t.nodes[c]
 			nd.desc |= cn.desc | byteGroup(cn.b)
+			nd.h = max(nd.h, cn.h+1)
 			var ok uint8
 			for st := range 8 {
 				if n := utf8Step(st, cn.b); n >= 0 && cn.utf8>>n&1 != 0 {
