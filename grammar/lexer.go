@@ -22,6 +22,7 @@ type dstate struct {
 	canon atomic.Pointer[string] // see canon.go
 	loops atomic.Int32           // byte groups on which every byte leads back here (-1: not computed),
 	// and bit 8: every non-ASCII UTF-8 character leads back here (its bytes staying alive)
+	succ [2]atomic.Pointer[dstate] // textSucc without and with UTF-8 (nil: not computed)
 }
 
 // utf8Patterns are the byte ranges of every multi-byte UTF-8 character.
@@ -38,7 +39,11 @@ var utf8Patterns = [][][2]byte{
 
 // utf8Loops reports whether every multi-byte UTF-8 character leads from d back to d through
 // live states.
-func (l *lexer) utf8Loops(d *dstate) bool {
+func (l *lexer) utf8Loops(d *dstate) bool { return l.utf8To(d, d) }
+
+// utf8To reports whether every multi-byte UTF-8 character leads from d to target through live
+// states.
+func (l *lexer) utf8To(d, target *dstate) bool {
 	for _, p := range utf8Patterns {
 		set := []*dstate{d}
 		for _, rg := range p {
@@ -59,7 +64,7 @@ func (l *lexer) utf8Loops(d *dstate) bool {
 			}
 			set = next
 		}
-		if len(set) != 1 || set[0] != d {
+		if len(set) != 1 || set[0] != target {
 			return false
 		}
 	}
@@ -148,6 +153,8 @@ func newLexer(n *nfa, maxBytes int) *lexer {
 		mark2: make([]uint32, len(n.nodes)), mark3: make([]uint32, len(n.nodes))}
 	l.dead = &dstate{accID: -1}
 	l.dead.loops.Store(0)
+	l.dead.succ[0].Store(l.dead)
+	l.dead.succ[1].Store(l.dead)
 	for i := range l.dead.next {
 		l.dead.next[i].Store(l.dead)
 	}

@@ -162,6 +162,9 @@ func TestLlamaMaskSampled(t *testing.T) {
 		Re(`(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*`), Lit(`"`), Lit("}"))}}
 	ambiguous := &IR{Start: "root", Rules: map[string]*Expr{"root": Seq(Lit(`"`), Re(`[a-z ]*`),
 		Alt(Lit(`"`), Seq(Re(`[a-z]+`), Lit("!"))))}}
+	// a string of at most 12 characters: counted states, not a loop (text runs, lexer_chain.go)
+	counted := &IR{Start: "root", Rules: map[string]*Expr{"root": Seq(Lit(`{"a":`),
+		Re(`"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]){0,12}"`), Lit("}"))}}
 	cases := []struct {
 		ir   *IR
 		docs []string
@@ -169,6 +172,7 @@ func TestLlamaMaskSampled(t *testing.T) {
 		{jsonIR(), jsonDocs[:2]}, {schemaIR(), jsonDocs[:2]},
 		{split, []string{`{"a":"Hello \"world\" and more"}`}},
 		{ambiguous, []string{`"hello world"`, `"hello worlds!`}},
+		{counted, []string{`{"a":"héllo wörld"}`, `{"a":"abcdefghijkl"}`, `{"a":"a\"bc"}`}},
 	}
 	for _, c := range cases {
 		g := mustCompile(t, c.ir)

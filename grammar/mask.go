@@ -90,8 +90,8 @@ type vcache struct {
 const vcacheMaxEntries = 1 << 16
 
 type walkScratch struct {
-	stk  []*dstate
-	toks []int32
+	stk []*dstate
+	rng [][2]int32 // allowed tokens: ranges of trie.tokList, in order
 }
 
 func (g *Grammar) vcache(v *Vocab) *vcache {
@@ -192,7 +192,18 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 	nodes := t.nodes
 	lex := vc.lex
 	dead := lex.dead
-	toks := ws.toks[:0]
+	rng := ws.rng[:0]
+	// allow adds tokList[a:b] (walks go in trie order: ranges come sorted)
+	allow := func(a, b int32) {
+		if a == b {
+			return
+		}
+		if n := len(rng); n > 0 && rng[n-1][1] == a {
+			rng[n-1][1] = b
+			return
+		}
+		rng = append(rng, [2]int32{a, b})
+	}
 	e := &lexEntry{}
 	group := map[int32]int{}
 	var accIDs []int32
@@ -237,14 +248,21 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 				if lp := loops(x); x.accID < 0 && skipAll(nd, lp, (x == d0 && utf8Root) ||
 					(lp&textGroups == textGroups && nd.desc&nonASCII != 0 && lex.loopsUTF8(x))) {
 					// every byte below keeps x: the whole subtree is allowed
-					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
+					allow(t.tokPos[i], t.tokPos[nd.skip])
+					i = nd.skip
+					continue
+				}
+				if x.accID < 0 && (nd.desc&^textGroups == 0 && lex.textRun(x, int(nd.h), false) ||
+					nd.desc&^(textGroups|nonASCII) == 0 && nd.utf8&1 != 0 && lex.textRun(x, int(nd.h), true)) {
+					// every byte below is plain text (or UTF-8) and the run of x is long enough
+					allow(t.tokPos[i], t.tokPos[nd.skip])
 					i = nd.skip
 					continue
 				}
 				if x.accID >= 0 && nd.desc&^loops(x) == 0 {
 					// every (ASCII) byte below keeps x, which ends terminals: the subtree is
 					// allowed and every node in it is a place where they end
-					toks = append(toks, t.tokList[t.tokPos[i]:t.tokPos[nd.skip]]...)
+					allow(t.tokPos[i], t.tokPos[nd.skip])
 					g := groupOf(x.accID)
 					g.nodes = append(g.nodes, i)
 					g.bulk = append(g.bulk, i)
@@ -252,11 +270,8 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 					continue
 				}
 			}
-			if k := nd.tok; k >= 0 {
-				toks = append(toks, k)
-				if nd.dup {
-					toks = append(toks, t.dups[i]...)
-				}
+			if nd.tok >= 0 {
+				allow(t.tokPos[i], t.tokPos[i+1])
 			}
 			if x.accID >= 0 && nd.skip > i+1 { // (a leaf has nothing below for the parser's lane)
 				g := groupOf(x.accID)
@@ -287,14 +302,35 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 	for i := range e.groups {
 		e.groups[i].accKey = lex.accKey(accIDs[i])
 	}
-	ws.toks = toks
-	if len(toks) > vc.words/2 {
-		e.dense = make([]uint64, vc.words)
-		for _, k := range toks {
-			e.dense[k>>6] |= 1 << (k & 63)
+	ws.rng = rng
+	n := 0
+	for _, r := range rng {
+		n += int(r[1] - r[0])
+	}
+	list := t.tokList
+	switch {
+	case n <= vc.words/2:
+		e.sparse = make([]int32, 0, n)
+		for _, r := range rng {
+			e.sparse = append(e.sparse, list[r[0]:r[1]]...)
 		}
-	} else {
-		e.sparse = slices.Clone(toks)
+	case len(roots) == 1 && roots[0] == 0 && len(bulk) == 0 && 2*n > len(list):
+		// a whole-trie walk allowing most tokens: all of them but the gaps between ranges
+		e.dense = slices.Clone(t.all)
+		p := int32(0)
+		for _, r := range append(rng, [2]int32{int32(len(list)), 0}) {
+			for _, k := range list[p:r[0]] {
+				e.dense[k>>6] &^= 1 << (k & 63)
+			}
+			p = r[1]
+		}
+	default:
+		e.dense = make([]uint64, vc.words)
+		for _, r := range rng {
+			for _, k := range list[r[0]:r[1]] {
+				e.dense[k>>6] |= 1 << (k & 63)
+			}
+		}
 	}
 	return e
 }

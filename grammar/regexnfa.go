@@ -7,6 +7,7 @@
 package grammar
 
 import (
+	"encoding/binary"
 	"fmt"
 	"regexp/syntax"
 	"sync"
@@ -47,6 +48,40 @@ type nfa struct {
 	keys     []string
 	first    []int32
 	nodeTerm []int32
+	// memo shares the nodes of a repeated or class sub-expression compiled twice before the
+	// same continuation within one regex (a key regex that excludes property names has a copy
+	// of "any character*" after each name prefix): one copy makes one DFA state, not many
+	memo    map[nfaMemoKey]int32
+	memoBuf []byte
+}
+
+type nfaMemoKey struct {
+	re   string
+	next int32
+}
+
+// memoMaxLen bounds the key of a sub-expression worth remembering.
+const memoMaxLen = 1 << 10
+
+// reKey appends a structural key of re to b (false: over memoMaxLen bytes).
+func reKey(re *syntax.Regexp, b []byte) ([]byte, bool) {
+	b = append(b, byte(re.Op), byte(re.Flags), byte(re.Flags>>8), byte(len(re.Sub)))
+	b = binary.AppendVarint(b, int64(re.Min))
+	b = binary.AppendVarint(b, int64(re.Max))
+	b = binary.AppendUvarint(b, uint64(len(re.Rune)))
+	for _, r := range re.Rune {
+		b = binary.AppendUvarint(b, uint64(r))
+	}
+	if len(b) > memoMaxLen {
+		return b, false
+	}
+	for _, s := range re.Sub {
+		var ok bool
+		if b, ok = reKey(s, b); !ok {
+			return b, false
+		}
+	}
+	return b, true
 }
 
 // named records the key of the terminal just added, whose nodes start at first.
@@ -95,6 +130,7 @@ func (n *nfa) addRegex(pattern string) (int32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("grammar: regex %q: %v", pattern, err)
 	}
+	clear(n.memo)
 	start, err := n.compile(re, m)
 	if err != nil {
 		return 0, fmt.Errorf("grammar: regex %q: %v", pattern, err)
@@ -103,8 +139,33 @@ func (n *nfa) addRegex(pattern string) (int32, error) {
 	return t, nil
 }
 
-// compile adds the nodes of re followed by next and returns re's entry.
+// compile adds the nodes of re followed by next and returns re's entry; a repeat or class
+// already compiled before next (in this regex) is reused.
 func (n *nfa) compile(re *syntax.Regexp, next int32) (int32, error) {
+	switch re.Op {
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat, syntax.OpCharClass:
+		b, ok := reKey(re, n.memoBuf[:0])
+		n.memoBuf = b
+		if !ok {
+			break // a big body: not worth remembering
+		}
+		k := nfaMemoKey{string(b), next}
+		if e, ok := n.memo[k]; ok {
+			return e, nil
+		}
+		e, err := n.compile1(re, next)
+		if err == nil {
+			if n.memo == nil {
+				n.memo = map[nfaMemoKey]int32{}
+			}
+			n.memo[k] = e
+		}
+		return e, err
+	}
+	return n.compile1(re, next)
+}
+
+func (n *nfa) compile1(re *syntax.Regexp, next int32) (int32, error) {
 	switch re.Op {
 	case syntax.OpNoMatch:
 		return n.add(nnode{kind: nEps})

@@ -14,6 +14,7 @@ type tnode struct {
 	skip  int32  // index of the first node after this subtree
 	tok   int32  // token ending here (-1: none)
 	depth uint16 // 0 for the root
+	h     uint16 // length of the longest path below
 	b     byte
 	dup   bool  // trie.dups has further tokens with the same bytes
 	desc  uint8 // byte groups (byteGroup) of every node below this one
@@ -101,6 +102,7 @@ type trie struct {
 	kids     [][4]uint64 // per node: the bytes of its children
 	tokPos   []int32     // per node (and one past the end): index in tokList of its first token
 	tokList  []int32     // tokens in depth-first order of their nodes
+	all      []uint64    // bitset of the tokens in tokList
 }
 
 func (v *Vocab) getTrie() *trie {
@@ -167,6 +169,7 @@ func buildTrie(tokens [][]byte, eos []int) *trie {
 		for c := int32(i + 1); c < nd.skip; c = t.nodes[c].skip {
 			cn := &t.nodes[c]
 			nd.desc |= cn.desc | byteGroup(cn.b)
+			nd.h = max(nd.h, cn.h+1)
 			var ok uint8
 			for st := range 8 {
 				if n := utf8Step(st, cn.b); n >= 0 && cn.utf8>>n&1 != 0 {
@@ -192,5 +195,9 @@ func buildTrie(tokens [][]byte, eos []int) *trie {
 		}
 	}
 	t.tokPos[len(t.nodes)] = int32(len(t.tokList))
+	t.all = make([]uint64, len(t.eos))
+	for _, k := range t.tokList {
+		t.all[k>>6] |= 1 << (k & 63)
+	}
 	return t
 }
