@@ -107,10 +107,16 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			}
 		case allTrivial(patSchemas) && (addl == nil || allTrivial([]*jv{addl})):
 			// any key, any value
+		case addl == nil || !(addl.kind == jBool && !addl.b):
+			// Any other key, its value satisfying every pattern's schema and the
+			// additional one (a subset: right whichever of them applies to the key).
+			extra = append(extra, patSchemas...)
+			if addl != nil {
+				extra = append(extra, addl)
+			}
 		default:
-			// Additional keys: only those matching a pattern (a subset when additional
-			// properties are otherwise allowed), with every pattern's schema (a subset when
-			// a key matches only some of the patterns).
+			// Additional keys: only those matching a pattern, with every pattern's schema
+			// (a subset when a key matches only some of the patterns).
 			if extraPattern != "" {
 				unsupported("patternProperties", c.path[n]+" (in several allOf branches)")
 			}
