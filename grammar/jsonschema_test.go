@@ -47,6 +47,7 @@ var schemaCases = []schemaCase{
 	{`{"type":"string","format":"date-time"}`, []string{`"2023-01-02T03:04:05Z"`, `"2023-01-02T03:04:05.123+05:30"`}, []string{`"2023-01-02 03:04:05"`, `"2023-01-02T24:00:00Z"`}},
 	{`{"format":"ipv4"}`, []string{`"1.2.3.4"`, `"255.255.255.255"`, `5`}, []string{`"256.1.1.1"`, `"1.2.3"`, `"01.2.3.4"`}},
 	{`{"format":"ipv6"}`, []string{`"::1"`, `"2001:db8::8a2e:370:7334"`, `"::ffff:1.2.3.4"`, `"1:2:3:4:5:6:7:8"`}, []string{`"1:2:3:4:5:6:7:8:9"`, `"1::2::3"`, `"g::"`}},
+	{`{"format":"regex"}`, []string{`"^[a-zA-Z0-9_]{3,16}$"`, `"^\\d+\\.x*$"`, `"abc"`}, []string{`"[a-z"`, `"a{3,1}"`, `"(a"`, `"a**"`}},
 	{`{"format":"uuid"}`, []string{`"123e4567-e89b-12d3-a456-426614174000"`}, []string{`"123e4567e89b12d3a456426614174000"`}},
 	{`{"format":"email"}`, []string{`"a.b@example.com"`}, []string{`"a@b"`, `"@example.com"`}},
 	{`{"format":"uri"}`, []string{`"https://example.com/a?b=c#d"`, `"urn:isbn:123"`}, []string{`"example.com"`, `"http://a b"`}},
