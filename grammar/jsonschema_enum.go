@@ -75,7 +75,8 @@ func (c *schemaCompiler) applyNots(m *msch) {
 }
 
 // annotation keywords never change what validates.
-var annotation = map[string]bool{"description": true, "title": true, "$comment": true, "examples": true, "default": true, "$schema": true, "$id": true, "id": true}
+var annotation = map[string]bool{"description": true, "title": true, "$comment": true, "examples": true, "default": true, "$schema": true, "$id": true, "id": true,
+	"definitions": true, "$defs": true, "$anchor": true, "readOnly": true, "writeOnly": true, "deprecated": true, "example": true}
 
 // emitEnum is the enum values that satisfy every other constraint, as literals.
 func (c *schemaCompiler) emitEnum(m *msch) *Expr {
