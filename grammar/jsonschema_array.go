@@ -29,7 +29,7 @@ func (c *schemaCompiler) arrayExpr(m *msch) *Expr {
 	}
 	lo, hi := m.minItems, m.maxItems
 	if hi >= 0 && lo > hi {
-		fail("minItems/maxItems at %s: no count in range", m.at)
+		return c.empty("minItems/maxItems at %s: no count in range", m.at)
 	}
 	n := 0
 	for _, sp := range specs {

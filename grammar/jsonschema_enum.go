@@ -97,7 +97,7 @@ func (c *schemaCompiler) emitEnum(m *msch) *Expr {
 					rest.Rules[k] = e // rules still being compiled are empty: values are only dropped
 				}
 			}
-			if !rest.Match([]byte(v.String())) {
+			if !rest.Match([]byte(c.inSchemaOrder(v, m).String())) {
 				continue
 			}
 		} else if !c.valueOK(v, m) {
@@ -197,4 +197,40 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 		unsupported("enum", m.at+" (object values with property constraints)")
 	}
 	return len(v.keys) >= m.minProps && (m.maxProps < 0 || len(v.keys) <= m.maxProps)
+}
+
+// inSchemaOrder copies an object value with its keys in the order the grammar emits them
+// (named properties first, in schema order), for checking it against the grammar.
+func (c *schemaCompiler) inSchemaOrder(v *jv, m *msch) *jv {
+	if v.kind != jObj {
+		return v
+	}
+	var order []string
+	for _, n := range m.objs {
+		if p := n.get("properties"); p != nil && p.kind == jObj {
+			order = append(order, p.keys...)
+		}
+	}
+	order = append(order, m.forbidden...)
+	for _, n := range m.objs {
+		if r := n.get("required"); r != nil && r.kind == jArr {
+			for _, x := range r.arr {
+				order = append(order, x.s)
+			}
+		}
+	}
+	out := &jv{kind: jObj}
+	done := map[string]bool{}
+	for _, k := range order {
+		if x := v.get(k); x != nil && !done[k] {
+			done[k] = true
+			out.keys, out.vals = append(out.keys, k), append(out.vals, x)
+		}
+	}
+	for i, k := range v.keys {
+		if !done[k] {
+			out.keys, out.vals = append(out.keys, k), append(out.vals, v.vals[i])
+		}
+	}
+	return out
 }

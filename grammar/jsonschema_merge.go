@@ -263,12 +263,12 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 		alts = append(alts, Lit("true"), Lit("false"))
 	}
 	if m.types&(tInt|tNum) != 0 {
-		if e := c.numberExpr(m); e != nil {
+		if e := c.numberExpr(m); e != nil && !isNothing(e) {
 			alts = append(alts, e)
 		}
 	}
 	if m.types&tStr != 0 {
-		if e := c.stringExpr(m); e != nil {
+		if e := c.stringExpr(m); e != nil && !isNothing(e) {
 			alts = append(alts, e)
 		}
 	}

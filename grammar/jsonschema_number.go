@@ -17,7 +17,7 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 	if lo.v != nil && hi.v != nil {
 		cmp := lo.v.Cmp(hi.v)
 		if cmp > 0 || cmp == 0 && (lo.excl || hi.excl) {
-			fail("minimum/maximum at %s: no number is in range", m.at)
+			return c.empty("minimum/maximum at %s: no number is in range", m.at)
 		}
 	}
 	if m.types&tInt == 0 {
@@ -54,7 +54,7 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 	}
 	re := decimalRange(lo, hi)
 	if re == "" {
-		fail("minimum/maximum at %s: no number is in range", m.at)
+		return c.empty("minimum/maximum at %s: no number is in range", m.at)
 	}
 	return Re(re)
 }
@@ -86,7 +86,7 @@ func (c *schemaCompiler) integerExpr(m *msch, step *big.Rat) *Expr {
 		}
 	}
 	if lo != nil && hi != nil && lo.Cmp(hi) > 0 {
-		fail("minimum/maximum at %s: no integer is in range", m.at)
+		return c.empty("minimum/maximum at %s: no integer is in range", m.at)
 	}
 	if step != nil {
 		k := step.Num()
@@ -98,7 +98,7 @@ func (c *schemaCompiler) integerExpr(m *msch, step *big.Rat) *Expr {
 				alts = append(alts, Lit(x.String()))
 			}
 			if len(alts) == 0 {
-				fail("multipleOf at %s: no multiple in range", m.at)
+				return c.empty("multipleOf at %s: no multiple in range", m.at)
 			}
 			return Alt(alts...)
 		}

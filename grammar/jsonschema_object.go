@@ -198,7 +198,7 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 		}
 	}
 	if m.maxProps >= 0 && m.minProps > m.maxProps {
-		fail("minProperties/maxProperties at %s: no count in range", m.at)
+		return c.empty("minProperties/maxProperties at %s: no count in range", m.at)
 	}
 	body := c.members(items, itemReq, addl, m.minProps, m.maxProps)
 	return Seq(c.punct("{"), body, c.punct("}"))

@@ -21,7 +21,7 @@ const (
 
 func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 	if m.maxLen >= 0 && m.minLen > m.maxLen {
-		fail("minLength/maxLength at %s: no string has a length in range", m.at)
+		return c.empty("minLength/maxLength at %s: no string has a length in range", m.at)
 	}
 	if len(m.formats) > 1 || len(m.patterns) > 1 || len(m.formats)+len(m.patterns) > 1 {
 		unsupported("pattern", m.at+" (several patterns/formats on one string)")
