@@ -60,7 +60,15 @@ func (c *schemaCompiler) applyNots(m *msch) {
 				continue
 			}
 			for _, v := range vals {
-				if kindBits(v)&m.types != 0 {
+				switch {
+				case kindBits(v)&m.types == 0:
+				case v.kind == jStr:
+					m.notStrings = append(m.notStrings, v.s)
+				case v.kind == jNull:
+					m.types &^= tNull
+				case v.kind == jBool:
+					m.notBools = append(m.notBools, v.String())
+				default:
 					unsupported("not", m.at)
 				}
 			}

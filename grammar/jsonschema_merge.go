@@ -31,25 +31,27 @@ type bound struct {
 
 // msch is a merged schema.
 type msch struct {
-	at        string
-	types     int
-	enum      []*jv // nil = no enum; values must satisfy the rest too
-	hasEnum   bool
-	minLen    int
-	maxLen    int // -1 = none
-	patterns  []string
-	formats   []string
-	lo, hi    bound
-	mult      []*big.Rat
-	objs      []*jv // conjuncts with object keywords
-	arrs      []*jv // conjuncts with array keywords
-	minProps  int
-	maxProps  int
-	minItems  int
-	maxItems  int
-	unique    bool
-	nots      []*jv
-	forbidden []string // properties objects must not have (from not/required)
+	at         string
+	types      int
+	enum       []*jv // nil = no enum; values must satisfy the rest too
+	hasEnum    bool
+	minLen     int
+	maxLen     int // -1 = none
+	patterns   []string
+	formats    []string
+	lo, hi     bound
+	mult       []*big.Rat
+	objs       []*jv // conjuncts with object keywords
+	arrs       []*jv // conjuncts with array keywords
+	minProps   int
+	maxProps   int
+	minItems   int
+	maxItems   int
+	unique     bool
+	nots       []*jv
+	forbidden  []string // properties objects must not have (from not/required)
+	notStrings []string // strings excluded by not/enum
+	notBools   []string // "true"/"false" excluded by not/enum
 }
 
 // handled keywords with their kinds; anything else is an annotation or unknown (ignored).
@@ -260,7 +262,11 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 		alts = append(alts, Lit("null"))
 	}
 	if m.types&tBool != 0 {
-		alts = append(alts, Lit("true"), Lit("false"))
+		for _, b := range []string{"true", "false"} {
+			if !containsStr(m.notBools, b) {
+				alts = append(alts, Lit(b))
+			}
+		}
 	}
 	if m.types&(tInt|tNum) != 0 {
 		if e := c.numberExpr(m); e != nil && !isNothing(e) {

@@ -56,6 +56,8 @@ var schemaCases = []schemaCase{
 	{`{"enum":["a",1,null,{"x":[true]}]}`, []string{`"a"`, `1`, `null`, `{"x":[true]}`}, []string{`"b"`, `2`, `{}`}},
 	{`{"enum":[{"a":1},{"a":"x"},[1],[1,2,3]],"properties":{"a":{"type":"integer"}},"maxItems":2}`, []string{`{"a":1}`, `[1]`}, []string{`{"a":"x"}`, `[1,2,3]`}},
 	{`{"minLength":3,"maxLength":2,"minimum":2,"maximum":1}`, []string{`null`, `true`, `[]`, `{}`}, []string{`"abc"`, `1`}},
+	{`{"type":["string","boolean"],"not":{"enum":["a","ab",true]}}`, []string{`"b"`, `"abc"`, `""`, `false`}, []string{`"a"`, `"ab"`, `true`}},
+	{`{"type":"object","not":{"anyOf":[{"required":["a","b"]},{"required":["c"]}]}}`, []string{`{}`, `{"a":1}`, `{"b":1}`}, []string{`{"a":1,"b":2}`, `{"c":1}`}},
 	{`{"const":1.0}`, []string{`1.0`, `1`}, []string{`2`}},
 	{`{"type":"string","enum":["a","bb",3],"maxLength":1}`, []string{`"a"`}, []string{`"bb"`, `3`}},
 	{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"],"additionalProperties":false}`,
