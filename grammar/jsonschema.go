@@ -232,7 +232,10 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			exclusive := false // each branch also excludes the others
 			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr, k.nodes) {
 				for _, b := range a.arr {
-					if !c.negatable(b) {
+					if c.negatable(b) {
+						continue
+					}
+					if _, ok := c.negations(b); !ok || len(a.arr) > 4 {
 						unsupported("oneOf", c.path[n]+" (branches may overlap)")
 					}
 				}
