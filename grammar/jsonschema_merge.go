@@ -51,11 +51,12 @@ type msch struct {
 	nots       []*jv
 	forbidden  []string // properties objects must not have (from not/required)
 	notStrings []string // strings excluded by not/enum
+	contains   []*jv    // arrays must have an item matching each
 	notBools   []string // "true"/"false" excluded by not/enum
 }
 
 // handled keywords with their kinds; anything else is an annotation or unknown (ignored).
-var refusedKeywords = []string{"contains", "minContains", "maxContains",
+var refusedKeywords = []string{"minContains", "maxContains",
 	"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
 
 func (c *schemaCompiler) merge(k conj) *msch {
@@ -156,6 +157,9 @@ func (c *schemaCompiler) mergeOne(m *msch, n *jv) {
 			m.objs = append(m.objs, n)
 			break
 		}
+	}
+	if x := n.get("contains"); x != nil {
+		m.contains = append(m.contains, x)
 	}
 	for _, kw := range []string{"items", "prefixItems", "additionalItems"} {
 		if n.get(kw) != nil {
