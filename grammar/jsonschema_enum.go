@@ -92,7 +92,7 @@ func (c *schemaCompiler) emitEnum(m *msch) *Expr {
 	seen := map[string]bool{}
 	var rest *IR // the schema without its enum, for values valueOK cannot judge
 	for _, v := range m.enum {
-		if (v.kind == jObj && len(m.objs) > 0 || v.kind == jArr && (len(m.arrs) > 0 || m.unique)) && kindBits(v)&m.types != 0 {
+		if (v.kind == jObj && len(m.objs) > 0 || v.kind == jArr && (len(m.arrs) > 0 || m.unique || len(m.contains) > 0)) && kindBits(v)&m.types != 0 {
 			if m.unique {
 				unsupported("uniqueItems", m.at)
 			}
@@ -145,7 +145,7 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 	case jNull:
 		return m.types&tNull != 0
 	case jBool:
-		return m.types&tBool != 0
+		return m.types&tBool != 0 && !containsStr(m.notBools, v.String())
 	case jNum:
 		r := v.rat()
 		if r == nil {
@@ -167,7 +167,7 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 		}
 		return true
 	case jStr:
-		if m.types&tStr == 0 {
+		if m.types&tStr == 0 || containsStr(m.notStrings, v.s) {
 			return false
 		}
 		n := len([]rune(v.s))
@@ -193,13 +193,18 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 		if m.types&tArr == 0 {
 			return false
 		}
-		if len(m.arrs) > 0 || m.unique {
+		if len(m.arrs) > 0 || m.unique || len(m.contains) > 0 {
 			unsupported("enum", m.at+" (array values with item constraints)")
 		}
 		return len(v.arr) >= m.minItems && (m.maxItems < 0 || len(v.arr) <= m.maxItems)
 	}
 	if m.types&tObj == 0 {
 		return false
+	}
+	for _, f := range m.forbidden {
+		if v.get(f) != nil {
+			return false
+		}
 	}
 	if len(m.objs) > 0 {
 		unsupported("enum", m.at+" (object values with property constraints)")
