@@ -4,10 +4,7 @@
 
 package grammar
 
-import (
-	"fmt"
-	"math/big"
-)
+import "math/big"
 
 const (
 	tNull = 1 << iota
@@ -298,4 +295,3 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 	return Alt(alts...)
 }
 
-var _ = fmt.Sprint
