@@ -294,4 +294,3 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 	}
 	return Alt(alts...)
 }
-
