@@ -30,10 +30,17 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 	intOnly := m.types&tNum == 0
 	var step *big.Rat // multipleOf, when there is exactly one
 	for _, k := range m.mult {
-		if step != nil && step.Cmp(k) != 0 {
+		switch {
+		case step == nil || step.Cmp(k) == 0:
+			step = k
+		case step.IsInt() && k.IsInt():
+			// multiples of both integers: multiples of their least common multiple
+			g := new(big.Int).GCD(nil, nil, step.Num(), k.Num())
+			l := new(big.Int).Mul(step.Num(), k.Num())
+			step = new(big.Rat).SetInt(l.Quo(l, g))
+		default:
 			unsupported("multipleOf", m.at+" (several values)")
 		}
-		step = k
 	}
 	if step != nil && step.IsInt() && step.Num().Cmp(big.NewInt(1)) == 0 {
 		intOnly, step = true, nil

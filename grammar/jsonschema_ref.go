@@ -14,6 +14,12 @@ func resolveURI(base, ref string) string {
 	if base == "" {
 		return ref
 	}
+	if strings.HasPrefix(ref, "#") {
+		if i := strings.IndexByte(base, '#'); i >= 0 {
+			base = base[:i]
+		}
+		return base + ref // a fragment: same document, whatever the base looks like
+	}
 	b, err := url.Parse(base)
 	if err != nil {
 		return ref
