@@ -50,7 +50,11 @@ func JSONSchema(schema []byte, opt SchemaOptions) (g *IR, err error) {
 	c.markRefTargets()
 	body := c.conj(conj{nodes: []*jv{root}}, "#")
 	if isNothing(body) {
-		return nil, fmt.Errorf("grammar: schema at # is unsatisfiable: no JSON value is valid")
+		why := "no JSON value is valid"
+		if c.why != "" {
+			why = c.why
+		}
+		return nil, fmt.Errorf("grammar: schema at # is unsatisfiable: %s", why)
 	}
 	c.rules["root"] = body
 	g = &IR{Start: "root", Rules: c.rules}
@@ -91,6 +95,7 @@ type schemaCompiler struct {
 	negs      map[*jv][]*jv
 	shared    map[string]*jv
 	depth     int
+	why       string // the last reason a type admitted no value
 	nodes     int
 }
 
@@ -197,6 +202,12 @@ func (c *schemaCompiler) conj(k conj, at string) *Expr {
 	return Ref(name)
 }
 
+// empty records why a type admits no value and returns the empty language.
+func (c *schemaCompiler) empty(format, at string) *Expr {
+	c.why = fmt.Sprintf(format, at)
+	return Alt()
+}
+
 // newRule reserves a fresh rule name.
 func (c *schemaCompiler) newRule() string {
 	if len(c.rules) >= c.opt.MaxRules {
@@ -221,7 +232,10 @@ func (c *schemaCompiler) distribute(k conj, at string) *Expr {
 			exclusive := false // each branch also excludes the others
 			if kw == "oneOf" && len(a.arr) > 1 && !c.disjoint(a.arr, k.nodes) {
 				for _, b := range a.arr {
-					if !c.negatable(b) {
+					if c.negatable(b) {
+						continue
+					}
+					if _, ok := c.negations(b); !ok || len(a.arr) > 4 {
 						unsupported("oneOf", c.path[n]+" (branches may overlap)")
 					}
 				}

@@ -5,11 +5,14 @@ package grammar
 
 import "regexp"
 
+// arrSpec is one conjunct's array keywords: items by position, then the rest.
+type arrSpec struct {
+	prefix []*jv
+	rest   *jv
+}
+
 func (c *schemaCompiler) arrayExpr(m *msch) *Expr {
-	type spec struct {
-		prefix []*jv
-		rest   *jv
-	}
+	type spec = arrSpec
 	var specs []spec
 	for _, n := range m.arrs {
 		items, prefix, addItems := n.get("items"), n.get("prefixItems"), n.get("additionalItems")
@@ -29,11 +32,14 @@ func (c *schemaCompiler) arrayExpr(m *msch) *Expr {
 	}
 	lo, hi := m.minItems, m.maxItems
 	if hi >= 0 && lo > hi {
-		fail("minItems/maxItems at %s: no count in range", m.at)
+		return c.empty("minItems/maxItems at %s: no count in range", m.at)
 	}
 	n := 0
 	for _, sp := range specs {
 		n = max(n, len(sp.prefix))
+	}
+	if len(m.contains) > 0 {
+		return c.containsArray(m, specs, n, lo, hi)
 	}
 	if m.unique && !(hi >= 0 && hi <= 1) {
 		var restNodes []*jv
@@ -210,4 +216,30 @@ func (c *schemaCompiler) uniqueOf(vals [][]string, lo, hi int, at string) *Expr 
 		return Ref(name)
 	}
 	return Seq(c.punct("["), rule(0, 0), c.punct("]"))
+}
+
+// containsArray: arrays with an item matching the contains schema: items before it, that
+// item, items after it (every item also satisfies items). Only without prefixItems, one
+// contains, minItems <= 1 and no maxItems.
+func (c *schemaCompiler) containsArray(m *msch, specs []arrSpec, n, lo, hi int) *Expr {
+	if n > 0 || len(m.contains) > 1 || lo > 1 || hi >= 0 || m.unique {
+		unsupported("contains", m.at)
+	}
+	var restNodes []*jv
+	for _, sp := range specs {
+		if sp.rest != nil {
+			restNodes = append(restNodes, sp.rest)
+		}
+	}
+	item := c.anyValue()
+	if len(restNodes) > 0 {
+		item = c.conj(conj{nodes: restNodes}, m.at+"/items")
+	}
+	hit := c.conj(conj{nodes: append(restNodes, m.contains[0])}, m.at+"/contains")
+	if isNothing(hit) {
+		return Alt()
+	}
+	comma := c.punct(",")
+	body := Seq(Star(Seq(item, comma)), hit, Star(Seq(comma, item)))
+	return Seq(c.punct("["), body, c.punct("]"))
 }

@@ -193,8 +193,16 @@ func (c *schemaCompiler) synthOnce(name string, kv ...any) *jv {
 func (c *schemaCompiler) distributeNot(k conj, at string) *Expr {
 	for _, n := range k.nodes {
 		x := n.get("not")
-		if x == nil || containsNode(k.used, x) || c.negatable(x) || onlyKey(x, "anyOf") || onlyKey(x, "not") {
+		if x == nil || containsNode(k.used, x) || c.negatable(x) || onlyKey(x, "not") {
 			continue
+		}
+		if onlyKey(x, "anyOf") && x.get("anyOf").kind == jArr {
+			// ¬(A ∨ B) = ¬A ∧ ¬B
+			nodes := append([]*jv{}, k.nodes...)
+			for _, a := range x.get("anyOf").arr {
+				nodes = append(nodes, c.notNode(a))
+			}
+			return c.conj(conj{nodes: nodes, used: append(append([]*jv{}, k.used...), x)}, at)
 		}
 		negs, ok := c.negations(x)
 		if !ok {

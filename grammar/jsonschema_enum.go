@@ -60,7 +60,15 @@ func (c *schemaCompiler) applyNots(m *msch) {
 				continue
 			}
 			for _, v := range vals {
-				if kindBits(v)&m.types != 0 {
+				switch {
+				case kindBits(v)&m.types == 0:
+				case v.kind == jStr:
+					m.notStrings = append(m.notStrings, v.s)
+				case v.kind == jNull:
+					m.types &^= tNull
+				case v.kind == jBool:
+					m.notBools = append(m.notBools, v.String())
+				default:
 					unsupported("not", m.at)
 				}
 			}
@@ -75,7 +83,8 @@ func (c *schemaCompiler) applyNots(m *msch) {
 }
 
 // annotation keywords never change what validates.
-var annotation = map[string]bool{"description": true, "title": true, "$comment": true, "examples": true, "default": true, "$schema": true, "$id": true, "id": true}
+var annotation = map[string]bool{"description": true, "title": true, "$comment": true, "examples": true, "default": true, "$schema": true, "$id": true, "id": true,
+	"definitions": true, "$defs": true, "$anchor": true, "readOnly": true, "writeOnly": true, "deprecated": true, "example": true}
 
 // emitEnum is the enum values that satisfy every other constraint, as literals.
 func (c *schemaCompiler) emitEnum(m *msch) *Expr {
@@ -83,7 +92,7 @@ func (c *schemaCompiler) emitEnum(m *msch) *Expr {
 	seen := map[string]bool{}
 	var rest *IR // the schema without its enum, for values valueOK cannot judge
 	for _, v := range m.enum {
-		if (v.kind == jObj && len(m.objs) > 0 || v.kind == jArr && (len(m.arrs) > 0 || m.unique)) && kindBits(v)&m.types != 0 {
+		if (v.kind == jObj && len(m.objs) > 0 || v.kind == jArr && (len(m.arrs) > 0 || m.unique || len(m.contains) > 0)) && kindBits(v)&m.types != 0 {
 			if m.unique {
 				unsupported("uniqueItems", m.at)
 			}
@@ -96,7 +105,7 @@ func (c *schemaCompiler) emitEnum(m *msch) *Expr {
 					rest.Rules[k] = e // rules still being compiled are empty: values are only dropped
 				}
 			}
-			if !rest.Match([]byte(v.String())) {
+			if !rest.Match([]byte(c.inSchemaOrder(v, m).String())) {
 				continue
 			}
 		} else if !c.valueOK(v, m) {
@@ -136,7 +145,7 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 	case jNull:
 		return m.types&tNull != 0
 	case jBool:
-		return m.types&tBool != 0
+		return m.types&tBool != 0 && !containsStr(m.notBools, v.String())
 	case jNum:
 		r := v.rat()
 		if r == nil {
@@ -158,7 +167,7 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 		}
 		return true
 	case jStr:
-		if m.types&tStr == 0 {
+		if m.types&tStr == 0 || containsStr(m.notStrings, v.s) {
 			return false
 		}
 		n := len([]rune(v.s))
@@ -184,7 +193,7 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 		if m.types&tArr == 0 {
 			return false
 		}
-		if len(m.arrs) > 0 || m.unique {
+		if len(m.arrs) > 0 || m.unique || len(m.contains) > 0 {
 			unsupported("enum", m.at+" (array values with item constraints)")
 		}
 		return len(v.arr) >= m.minItems && (m.maxItems < 0 || len(v.arr) <= m.maxItems)
@@ -192,8 +201,49 @@ func (c *schemaCompiler) valueOK(v *jv, m *msch) bool {
 	if m.types&tObj == 0 {
 		return false
 	}
+	for _, f := range m.forbidden {
+		if v.get(f) != nil {
+			return false
+		}
+	}
 	if len(m.objs) > 0 {
 		unsupported("enum", m.at+" (object values with property constraints)")
 	}
 	return len(v.keys) >= m.minProps && (m.maxProps < 0 || len(v.keys) <= m.maxProps)
+}
+
+// inSchemaOrder copies an object value with its keys in the order the grammar emits them
+// (named properties first, in schema order), for checking it against the grammar.
+func (c *schemaCompiler) inSchemaOrder(v *jv, m *msch) *jv {
+	if v.kind != jObj {
+		return v
+	}
+	var order []string
+	for _, n := range m.objs {
+		if p := n.get("properties"); p != nil && p.kind == jObj {
+			order = append(order, p.keys...)
+		}
+	}
+	order = append(order, m.forbidden...)
+	for _, n := range m.objs {
+		if r := n.get("required"); r != nil && r.kind == jArr {
+			for _, x := range r.arr {
+				order = append(order, x.s)
+			}
+		}
+	}
+	out := &jv{kind: jObj}
+	done := map[string]bool{}
+	for _, k := range order {
+		if x := v.get(k); x != nil && !done[k] {
+			done[k] = true
+			out.keys, out.vals = append(out.keys, k), append(out.vals, x)
+		}
+	}
+	for i, k := range v.keys {
+		if !done[k] {
+			out.keys, out.vals = append(out.keys, k), append(out.vals, v.vals[i])
+		}
+	}
+	return out
 }

@@ -92,7 +92,14 @@ func init() {
 	formatRes["ip-address"] = reIPv4
 	formatRes["json-pointer"] = `(?:/(?:[^~/"\\\x00-\x1f]|~[01])*)*`
 	formatRes["relative-json-pointer"] = `(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/"\\\x00-\x1f]|~[01])*)*)`
-	formatRes["regex"] = `[A-Za-z0-9 _\-]*`
+	// regex: a subset of the regexes every engine accepts (no groups or alternation).
+	reAtom := `(?:[A-Za-z0-9 _\-@#%&=:;,'<>/!~]|\.|\\\\[dDwWsS.\-/^$*+?()\[\]{}|]|\[\^?(?:a-z|A-Z|0-9|[A-Za-z0-9 _.]|\\\\[dws])+\])`
+	pairs := "" // {n,m} with n <= m: one digit each, or m longer than n
+	for n := 0; n <= 9; n++ {
+		pairs += "|" + itoa(n) + ",[" + itoa(n) + "-9]"
+	}
+	reQuant := `(?:[*+?]|\{(?:[0-9]{1,3},?|[0-9],[1-9][0-9]{1,2}|[1-9][0-9],[1-9][0-9]{2}` + pairs + `)\})`
+	formatRes["regex"] = `\^?(?:` + reAtom + reQuant + `?)*\$?`
 	formatRes["color"] = `#[0-9a-fA-F]{6}`
 }
 

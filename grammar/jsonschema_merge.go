@@ -4,10 +4,7 @@
 
 package grammar
 
-import (
-	"fmt"
-	"math/big"
-)
+import "math/big"
 
 const (
 	tNull = 1 << iota
@@ -31,29 +28,32 @@ type bound struct {
 
 // msch is a merged schema.
 type msch struct {
-	at        string
-	types     int
-	enum      []*jv // nil = no enum; values must satisfy the rest too
-	hasEnum   bool
-	minLen    int
-	maxLen    int // -1 = none
-	patterns  []string
-	formats   []string
-	lo, hi    bound
-	mult      []*big.Rat
-	objs      []*jv // conjuncts with object keywords
-	arrs      []*jv // conjuncts with array keywords
-	minProps  int
-	maxProps  int
-	minItems  int
-	maxItems  int
-	unique    bool
-	nots      []*jv
-	forbidden []string // properties objects must not have (from not/required)
+	at         string
+	types      int
+	enum       []*jv // nil = no enum; values must satisfy the rest too
+	hasEnum    bool
+	minLen     int
+	maxLen     int // -1 = none
+	patterns   []string
+	formats    []string
+	lo, hi     bound
+	mult       []*big.Rat
+	objs       []*jv // conjuncts with object keywords
+	arrs       []*jv // conjuncts with array keywords
+	minProps   int
+	maxProps   int
+	minItems   int
+	maxItems   int
+	unique     bool
+	nots       []*jv
+	forbidden  []string // properties objects must not have (from not/required)
+	notStrings []string // strings excluded by not/enum
+	contains   []*jv    // arrays must have an item matching each
+	notBools   []string // "true"/"false" excluded by not/enum
 }
 
 // handled keywords with their kinds; anything else is an annotation or unknown (ignored).
-var refusedKeywords = []string{"contains", "minContains", "maxContains",
+var refusedKeywords = []string{"minContains", "maxContains",
 	"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
 
 func (c *schemaCompiler) merge(k conj) *msch {
@@ -154,6 +154,9 @@ func (c *schemaCompiler) mergeOne(m *msch, n *jv) {
 			m.objs = append(m.objs, n)
 			break
 		}
+	}
+	if x := n.get("contains"); x != nil {
+		m.contains = append(m.contains, x)
 	}
 	for _, kw := range []string{"items", "prefixItems", "additionalItems"} {
 		if n.get(kw) != nil {
@@ -260,15 +263,19 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 		alts = append(alts, Lit("null"))
 	}
 	if m.types&tBool != 0 {
-		alts = append(alts, Lit("true"), Lit("false"))
+		for _, b := range []string{"true", "false"} {
+			if !containsStr(m.notBools, b) {
+				alts = append(alts, Lit(b))
+			}
+		}
 	}
 	if m.types&(tInt|tNum) != 0 {
-		if e := c.numberExpr(m); e != nil {
+		if e := c.numberExpr(m); e != nil && !isNothing(e) {
 			alts = append(alts, e)
 		}
 	}
 	if m.types&tStr != 0 {
-		if e := c.stringExpr(m); e != nil {
+		if e := c.stringExpr(m); e != nil && !isNothing(e) {
 			alts = append(alts, e)
 		}
 	}
@@ -287,5 +294,3 @@ func (c *schemaCompiler) emit(m *msch) *Expr {
 	}
 	return Alt(alts...)
 }
-
-var _ = fmt.Sprint

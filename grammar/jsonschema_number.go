@@ -17,7 +17,7 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 	if lo.v != nil && hi.v != nil {
 		cmp := lo.v.Cmp(hi.v)
 		if cmp > 0 || cmp == 0 && (lo.excl || hi.excl) {
-			fail("minimum/maximum at %s: no number is in range", m.at)
+			return c.empty("minimum/maximum at %s: no number is in range", m.at)
 		}
 	}
 	if m.types&tInt == 0 {
@@ -30,10 +30,17 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 	intOnly := m.types&tNum == 0
 	var step *big.Rat // multipleOf, when there is exactly one
 	for _, k := range m.mult {
-		if step != nil && step.Cmp(k) != 0 {
+		switch {
+		case step == nil || step.Cmp(k) == 0:
+			step = k
+		case step.IsInt() && k.IsInt():
+			// multiples of both integers: multiples of their least common multiple
+			g := new(big.Int).GCD(nil, nil, step.Num(), k.Num())
+			l := new(big.Int).Mul(step.Num(), k.Num())
+			step = new(big.Rat).SetInt(l.Quo(l, g))
+		default:
 			unsupported("multipleOf", m.at+" (several values)")
 		}
-		step = k
 	}
 	if step != nil && step.IsInt() && step.Num().Cmp(big.NewInt(1)) == 0 {
 		intOnly, step = true, nil
@@ -54,7 +61,7 @@ func (c *schemaCompiler) numberExpr(m *msch) *Expr {
 	}
 	re := decimalRange(lo, hi)
 	if re == "" {
-		fail("minimum/maximum at %s: no number is in range", m.at)
+		return c.empty("minimum/maximum at %s: no number is in range", m.at)
 	}
 	return Re(re)
 }
@@ -86,7 +93,7 @@ func (c *schemaCompiler) integerExpr(m *msch, step *big.Rat) *Expr {
 		}
 	}
 	if lo != nil && hi != nil && lo.Cmp(hi) > 0 {
-		fail("minimum/maximum at %s: no integer is in range", m.at)
+		return c.empty("minimum/maximum at %s: no integer is in range", m.at)
 	}
 	if step != nil {
 		k := step.Num()
@@ -98,7 +105,7 @@ func (c *schemaCompiler) integerExpr(m *msch, step *big.Rat) *Expr {
 				alts = append(alts, Lit(x.String()))
 			}
 			if len(alts) == 0 {
-				fail("multipleOf at %s: no multiple in range", m.at)
+				return c.empty("multipleOf at %s: no multiple in range", m.at)
 			}
 			return Alt(alts...)
 		}

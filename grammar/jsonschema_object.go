@@ -6,6 +6,7 @@ package grammar
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"strings"
 )
 
@@ -60,8 +61,9 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 	// Each conjunct constrains every property: by name, else by pattern, else additional.
 	var extra []*jv // schemas for additional keys (all conjuncts)
 	extraOK := true
-	var extraPattern string // the one pattern additional keys must match ("" = any key)
-	var pnNodes []*jv       // propertyNames schemas
+	var patKeys []string // patterns additional keys must match (none: any key)
+	var patSch []*jv     // their schemas
+	var pnNodes []*jv    // propertyNames schemas
 	for _, n := range m.objs {
 		pp := n.get("properties")
 		pats := n.get("patternProperties")
@@ -107,19 +109,20 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 			}
 		case allTrivial(patSchemas) && (addl == nil || allTrivial([]*jv{addl})):
 			// any key, any value
+		case addl == nil || !(addl.kind == jBool && !addl.b):
+			// Any other key, its value satisfying every pattern's schema and the
+			// additional one (a subset: right whichever of them applies to the key).
+			extra = append(extra, patSchemas...)
+			if addl != nil {
+				extra = append(extra, addl)
+			}
 		default:
-			// Additional keys: only those matching a pattern (a subset when additional
-			// properties are otherwise allowed), with every pattern's schema (a subset when
-			// a key matches only some of the patterns).
-			if extraPattern != "" {
+			// Additional keys: only those matching a pattern, with every pattern's schema
+			// (a subset when a key matches only some of the patterns).
+			if patKeys != nil {
 				unsupported("patternProperties", c.path[n]+" (in several allOf branches)")
 			}
-			alts := make([]string, len(pats.keys))
-			for i, k := range pats.keys {
-				alts[i] = "(?:" + k + ")"
-			}
-			extraPattern = strings.Join(alts, "|")
-			extra = append(extra, patSchemas...)
+			patKeys, patSch = pats.keys, patSchemas
 		}
 	}
 	for _, s := range extra {
@@ -164,7 +167,7 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 		}
 		var key *Expr
 		if keyExpr != nil {
-			if extraPattern != "" {
+			if patKeys != nil {
 				unsupported("propertyNames", m.at+" (with patternProperties)")
 			}
 			for _, p := range props {
@@ -181,28 +184,8 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 				}
 			}
 			key = keyExpr
-		} else if extraPattern != "" {
-			re, _ := ecmaRegexp(extraPattern)
-			for _, p := range props {
-				if !re.MatchString(p.name) || containsStr(m.forbidden, p.name) {
-					if containsStr(m.forbidden, p.name) && re.MatchString(p.name) {
-						unsupported("patternProperties", m.at+" (pattern matches a forbidden property)")
-					}
-					continue
-				}
-				// The key may also come as an additional one: fine when that path is
-				// at least as strict (the named schemas are among the pattern's).
-				for _, s := range p.schemas {
-					if !allTrivial([]*jv{s}) && !containsNode(extra, s) {
-						unsupported("patternProperties", m.at+" (pattern matches a named property)")
-					}
-				}
-			}
-			enc, err := encodePattern(extraPattern)
-			if err != nil {
-				unsupported("patternProperties", m.at+": "+err.Error())
-			}
-			key = Seq(Lit(`"`), Re(enc), Lit(`"`))
+		} else if patKeys != nil {
+			addl = c.patternMembers(m, props, patKeys, patSch, extra)
 		} else {
 			key = Re(`"` + notNames(names) + `"`)
 		}
@@ -210,12 +193,12 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 		if len(extra) > 0 {
 			val = c.conj(conj{nodes: extra}, m.at+"/additionalProperties")
 		}
-		if !isNothing(val) {
+		if key != nil && !isNothing(val) {
 			addl = Seq(key, c.punct(":"), val)
 		}
 	}
 	if m.maxProps >= 0 && m.minProps > m.maxProps {
-		fail("minProperties/maxProperties at %s: no count in range", m.at)
+		return c.empty("minProperties/maxProperties at %s: no count in range", m.at)
 	}
 	body := c.members(items, itemReq, addl, m.minProps, m.maxProps)
 	return Seq(c.punct("{"), body, c.punct("}"))
@@ -411,4 +394,74 @@ func escapesExcept(except []string) string {
 		}
 	}
 	return strings.Join(alts, "|")
+}
+
+// patternMembers: additional keys when only pattern keys are allowed: a key matching pattern i
+// takes a value satisfying schema i, every pattern that may also match it, and extra.
+func (c *schemaCompiler) patternMembers(m *msch, props []*propSpec, keys []string, schemas []*jv, extra []*jv) *Expr {
+	var alts []*Expr
+	for i, k := range keys {
+		re, err := ecmaRegexp(k)
+		if err != nil {
+			unsupported("patternProperties", m.at+": "+err.Error())
+		}
+		nodes := append([]*jv{}, extra...)
+		for j := range keys {
+			if j == i || !prefixDisjoint(keys[i], keys[j]) {
+				nodes = append(nodes, schemas[j])
+			}
+		}
+		for _, p := range props {
+			if !re.MatchString(p.name) {
+				continue
+			}
+			if containsStr(m.forbidden, p.name) {
+				unsupported("patternProperties", m.at+" (pattern matches a forbidden property)")
+			}
+			// The key may also come as an additional one: fine when that path is at least
+			// as strict (the named schemas are among the pattern's).
+			for _, s := range p.schemas {
+				if !allTrivial([]*jv{s}) && !containsNode(nodes, s) {
+					unsupported("patternProperties", m.at+" (pattern matches a named property)")
+				}
+			}
+		}
+		enc, err := encodePattern(k)
+		if err != nil {
+			unsupported("patternProperties", m.at+": "+err.Error())
+		}
+		val := c.conj(conj{nodes: nodes}, m.at+"/patternProperties/"+escapePointer(k))
+		if !isNothing(val) {
+			alts = append(alts, Seq(Lit(`"`), Re(enc), Lit(`"`), c.punct(":"), val))
+		}
+	}
+	if len(alts) == 0 {
+		return nil
+	}
+	return Alt(alts...)
+}
+
+// prefixDisjoint: both patterns are anchored at the start with literal prefixes neither of
+// which begins the other, so no string matches both.
+func prefixDisjoint(a, b string) bool {
+	pa, pb := literalPrefix(a), literalPrefix(b)
+	if pa == "" || pb == "" {
+		return false
+	}
+	return !strings.HasPrefix(pa, pb) && !strings.HasPrefix(pb, pa)
+}
+
+func literalPrefix(p string) string {
+	re, _, ok := parsePattern(p)
+	if !ok || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
+		return ""
+	}
+	var b strings.Builder
+	for _, s := range re.Sub[1:] {
+		if s.Op != syntax.OpLiteral || s.Flags&syntax.FoldCase != 0 {
+			break
+		}
+		b.WriteString(string(s.Rune))
+	}
+	return b.String()
 }

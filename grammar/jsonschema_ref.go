@@ -14,6 +14,12 @@ func resolveURI(base, ref string) string {
 	if base == "" {
 		return ref
 	}
+	if strings.HasPrefix(ref, "#") {
+		if i := strings.IndexByte(base, '#'); i >= 0 {
+			base = base[:i]
+		}
+		return base + ref // a fragment: same document, whatever the base looks like
+	}
 	b, err := url.Parse(base)
 	if err != nil {
 		return ref
@@ -120,12 +126,15 @@ func (c *schemaCompiler) resolve(from, r *jv) *jv {
 func (c *schemaCompiler) tryResolve(from *jv, ref string) *jv {
 	base := c.base[from]
 	abs := resolveURI(base, ref)
+	if strings.HasPrefix(ref, "#") {
+		abs = base + ref // same resource, whatever its base looks like
+	}
 	doc, frag := abs, ""
 	if i := strings.IndexByte(abs, '#'); i >= 0 {
 		doc, frag = abs[:i], abs[i+1:]
 	}
 	var start *jv
-	if doc == "" || doc == base && base == "" {
+	if doc == "" {
 		start = c.root
 	} else if n := c.ids[doc]; n != nil {
 		start = n

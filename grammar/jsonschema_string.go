@@ -21,10 +21,16 @@ const (
 
 func (c *schemaCompiler) stringExpr(m *msch) *Expr {
 	if m.maxLen >= 0 && m.minLen > m.maxLen {
-		fail("minLength/maxLength at %s: no string has a length in range", m.at)
+		return c.empty("minLength/maxLength at %s: no string has a length in range", m.at)
 	}
 	if len(m.formats) > 1 || len(m.patterns) > 1 || len(m.formats)+len(m.patterns) > 1 {
 		unsupported("pattern", m.at+" (several patterns/formats on one string)")
+	}
+	if len(m.notStrings) > 0 {
+		if len(m.formats)+len(m.patterns) > 0 || m.minLen > 0 || m.maxLen >= 0 {
+			unsupported("not", m.at+" (excluded strings with other string constraints)")
+		}
+		return Re(`"` + notNames(m.notStrings) + `"`)
 	}
 	content, lenLo, lenHi := "", 0, -1 // content regex and the lengths it implies
 	if len(m.formats) == 1 {
