@@ -326,9 +326,42 @@ func (l *lexer) step(d *dstate, b byte) *dstate {
 	l.closure()
 	t, keep := l.intern()
 	if keep {
-		d.next[b].Store(t)
+		// every byte that the same core nodes read (and that is a newline exactly when b is)
+		// leads to the same state: fill the whole class at once
+		lo, hi := d.byteClass(l.nfa, b)
+		for c := lo; c <= hi; c++ {
+			d.next[c].Store(t)
+		}
 	}
 	return t
+}
+
+// byteClass returns the widest byte range around b whose bytes every byte node of d's core
+// reads all or none of, and which holds a newline only if it is b (closures look at it).
+func (d *dstate) byteClass(n *nfa, b byte) (lo, hi int) {
+	lo, hi = 0, 255
+	if b == '\n' {
+		return int(b), int(b)
+	} else if b < '\n' {
+		hi = '\n' - 1
+	} else {
+		lo = '\n' + 1
+	}
+	for _, v := range d.core {
+		x := &n.nodes[v]
+		if x.kind != nByte {
+			continue
+		}
+		switch {
+		case x.hi < b:
+			lo = max(lo, int(x.hi)+1)
+		case x.lo > b:
+			hi = min(hi, int(x.lo)-1)
+		default:
+			lo, hi = max(lo, int(x.lo)), min(hi, int(x.hi))
+		}
+	}
+	return lo, hi
 }
 
 // start returns the state that begins any of the terminals in terms (sorted, distinct).
