@@ -262,11 +262,7 @@ func (l *lexer) intern() (*dstate, bool) {
 	if len(acc) > 0 {
 		d.accID = l.accID(acc)
 	}
-	for b := range 256 {
-		if !d.allows(byte(b)) {
-			d.next[b].Store(l.dead)
-		}
-	}
+	// (bytes that cannot follow keep a nil transition: step answers dead for them unlocked)
 	if l.nbytes+dstateBytes+8*len(d.core) > l.max {
 		return d, false
 	}

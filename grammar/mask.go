@@ -237,7 +237,11 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 			s := stk[nd.depth-1]
 			x := s.next[nd.b].Load()
 			if x == nil {
-				x = lex.step(s, nd.b)
+				if s.allows(nd.b) {
+					x = lex.step(s, nd.b)
+				} else {
+					x = dead
+				}
 			}
 			if x == dead {
 				i = nd.skip
