@@ -23,6 +23,7 @@ type dstate struct {
 	loops atomic.Int32           // byte groups on which every byte leads back here (-1: not computed),
 	// and bit 8: every non-ASCII UTF-8 character leads back here (its bytes staying alive)
 	succ [2]atomic.Pointer[dstate] // textSucc without and with UTF-8 (nil: not computed)
+	runs [2]atomic.Int32           // runLen without and with UTF-8, plus 1 (0: not computed)
 }
 
 // utf8Patterns are the byte ranges of every multi-byte UTF-8 character.
