@@ -72,19 +72,33 @@ func (l *lexer) utf8To(d, target *dstate) bool {
 	return true
 }
 
+// groupBytes holds the bytes of each byte group (bit g: byteGroup 1<<g).
+var groupBytes = func() (gs [8][4]uint64) {
+	for b := range 256 {
+		for g := range 8 {
+			if byteGroup(byte(b)) == 1<<g {
+				gs[g][b>>6] |= 1 << (b & 63)
+			}
+		}
+	}
+	return gs
+}()
+
 // loopGroups returns the byte groups (see byteGroup) on all of whose bytes d steps to itself.
 func (l *lexer) loopGroups(d *dstate) uint8 {
 	if v := d.loops.Load(); v >= 0 {
 		return uint8(v)
 	}
 	var in, out uint8
-	leads := true // every UTF-8 lead byte may follow
-	for b := range 256 {
-		if !d.allows(byte(b)) {
-			out |= byteGroup(byte(b)) // a group loops only if all its bytes may follow
-			leads = leads && (b < 0xC2 || b > 0xF4)
+	for g := range 8 { // a group loops only if all its bytes may follow
+		gb := &groupBytes[g]
+		if gb[0]&^d.bytes[0]|gb[1]&^d.bytes[1]|gb[2]&^d.bytes[2]|gb[3]&^d.bytes[3] != 0 {
+			out |= 1 << g
 		}
 	}
+	// every UTF-8 lead byte (0xC2-0xF4) may follow
+	const leadBits = (1<<(0xF5-0xC0) - 1) &^ (1<<(0xC2-0xC0) - 1)
+	leads := ^d.bytes[3]&leadBits == 0
 	for b := range 256 {
 		g := byteGroup(byte(b))
 		if out&g != 0 || g == 1<<7 {
