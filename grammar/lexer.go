@@ -23,6 +23,7 @@ type dstate struct {
 	loops atomic.Int32           // byte groups on which every byte leads back here (-1: not computed),
 	// and bit 8: every non-ASCII UTF-8 character leads back here (its bytes staying alive)
 	succ [2]atomic.Pointer[dstate] // textSucc without and with UTF-8 (nil: not computed)
+	runs [2]atomic.Int32           // runLen without and with UTF-8, plus 1 (0: not computed)
 }
 
 // utf8Patterns are the byte ranges of every multi-byte UTF-8 character.
@@ -71,19 +72,33 @@ func (l *lexer) utf8To(d, target *dstate) bool {
 	return true
 }
 
+// groupBytes holds the bytes of each byte group (bit g: byteGroup 1<<g).
+var groupBytes = func() (gs [8][4]uint64) {
+	for b := range 256 {
+		for g := range 8 {
+			if byteGroup(byte(b)) == 1<<g {
+				gs[g][b>>6] |= 1 << (b & 63)
+			}
+		}
+	}
+	return gs
+}()
+
 // loopGroups returns the byte groups (see byteGroup) on all of whose bytes d steps to itself.
 func (l *lexer) loopGroups(d *dstate) uint8 {
 	if v := d.loops.Load(); v >= 0 {
 		return uint8(v)
 	}
 	var in, out uint8
-	leads := true // every UTF-8 lead byte may follow
-	for b := range 256 {
-		if !d.allows(byte(b)) {
-			out |= byteGroup(byte(b)) // a group loops only if all its bytes may follow
-			leads = leads && (b < 0xC2 || b > 0xF4)
+	for g := range 8 { // a group loops only if all its bytes may follow
+		gb := &groupBytes[g]
+		if gb[0]&^d.bytes[0]|gb[1]&^d.bytes[1]|gb[2]&^d.bytes[2]|gb[3]&^d.bytes[3] != 0 {
+			out |= 1 << g
 		}
 	}
+	// every UTF-8 lead byte (0xC2-0xF4) may follow
+	const leadBits = (1<<(0xF5-0xC0) - 1) &^ (1<<(0xC2-0xC0) - 1)
+	leads := ^d.bytes[3]&leadBits == 0
 	for b := range 256 {
 		g := byteGroup(byte(b))
 		if out&g != 0 || g == 1<<7 {
@@ -262,11 +277,7 @@ func (l *lexer) intern() (*dstate, bool) {
 	if len(acc) > 0 {
 		d.accID = l.accID(acc)
 	}
-	for b := range 256 {
-		if !d.allows(byte(b)) {
-			d.next[b].Store(l.dead)
-		}
-	}
+	// (bytes that cannot follow keep a nil transition: step answers dead for them unlocked)
 	if l.nbytes+dstateBytes+8*len(d.core) > l.max {
 		return d, false
 	}
@@ -326,9 +337,42 @@ func (l *lexer) step(d *dstate, b byte) *dstate {
 	l.closure()
 	t, keep := l.intern()
 	if keep {
-		d.next[b].Store(t)
+		// every byte that the same core nodes read (and that is a newline exactly when b is)
+		// leads to the same state: fill the whole class at once
+		lo, hi := d.byteClass(l.nfa, b)
+		for c := lo; c <= hi; c++ {
+			d.next[c].Store(t)
+		}
 	}
 	return t
+}
+
+// byteClass returns the widest byte range around b whose bytes every byte node of d's core
+// reads all or none of, and which holds a newline only if it is b (closures look at it).
+func (d *dstate) byteClass(n *nfa, b byte) (lo, hi int) {
+	lo, hi = 0, 255
+	if b == '\n' {
+		return int(b), int(b)
+	} else if b < '\n' {
+		hi = '\n' - 1
+	} else {
+		lo = '\n' + 1
+	}
+	for _, v := range d.core {
+		x := &n.nodes[v]
+		if x.kind != nByte {
+			continue
+		}
+		switch {
+		case x.hi < b:
+			lo = max(lo, int(x.hi)+1)
+		case x.lo > b:
+			hi = min(hi, int(x.lo)-1)
+		default:
+			lo, hi = max(lo, int(x.lo)), min(hi, int(x.hi))
+		}
+	}
+	return lo, hi
 }
 
 // start returns the state that begins any of the terminals in terms (sorted, distinct).

@@ -46,15 +46,47 @@ func (l *lexer) textSucc1(d *dstate, utf8 bool) *dstate {
 // textRun reports whether d can read any n bytes of textGroups (with utf8, also UTF-8
 // characters), staying alive and ending no terminal.
 func (l *lexer) textRun(d *dstate, n int, utf8 bool) bool {
-	for range n {
-		y := l.textSucc(d, utf8)
-		if y == l.dead {
-			return false
-		}
-		if y == d {
-			return true
-		}
-		d = y
+	return int(l.runLen(d, utf8)) >= n
+}
+
+// runCap bounds the run lengths remembered: longer than any token.
+const runCap = 1 << 12
+
+// runLen returns how many textSucc steps from d stay alive (runCap for a state leading to
+// itself; an underestimate only past runCap), computed once per state: the chain of states
+// followed is remembered on the way back.
+func (l *lexer) runLen(d *dstate, utf8 bool) int32 {
+	u := 0
+	if utf8 {
+		u = 1
 	}
-	return true
+	if v := d.runs[u].Load(); v > 0 {
+		return v - 1
+	}
+	var chain []*dstate
+	next := int32(-1) // run length of the state after the chain's last
+	for x := d; ; {
+		if v := x.runs[u].Load(); v > 0 {
+			next = v - 1
+			break
+		}
+		if len(chain) == runCap {
+			break
+		}
+		chain = append(chain, x)
+		y := l.textSucc(x, utf8)
+		if y == l.dead {
+			break
+		}
+		if y == x {
+			next = runCap
+			break
+		}
+		x = y
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		next = min(runCap, next+1)
+		chain[i].runs[u].Store(next + 1)
+	}
+	return next
 }

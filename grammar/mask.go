@@ -89,9 +89,11 @@ type vcache struct {
 
 const vcacheMaxEntries = 1 << 16
 
+// rngPool holds range lists grown by earlier walks.
+var rngPool sync.Pool
+
 type walkScratch struct {
 	stk []*dstate
-	rng [][2]int32 // allowed tokens: ranges of trie.tokList, in order
 }
 
 func (g *Grammar) vcache(v *Vocab) *vcache {
@@ -192,7 +194,12 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 	nodes := t.nodes
 	lex := vc.lex
 	dead := lex.dead
-	rng := ws.rng[:0]
+	// the range list is borrowed for the walk (lists grown by earlier walks of any Matcher)
+	var rng [][2]int32
+	if p, ok := rngPool.Get().(*[][2]int32); ok {
+		rng = (*p)[:0]
+	}
+	defer func() { rngPool.Put(&rng) }()
 	// allow adds tokList[a:b] (walks go in trie order: ranges come sorted)
 	allow := func(a, b int32) {
 		if a == b {
@@ -237,7 +244,11 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 			s := stk[nd.depth-1]
 			x := s.next[nd.b].Load()
 			if x == nil {
-				x = lex.step(s, nd.b)
+				if s.allows(nd.b) {
+					x = lex.step(s, nd.b)
+				} else {
+					x = dead
+				}
 			}
 			if x == dead {
 				i = nd.skip
@@ -302,7 +313,6 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 	for i := range e.groups {
 		e.groups[i].accKey = lex.accKey(accIDs[i])
 	}
-	ws.rng = rng
 	n := 0
 	for _, r := range rng {
 		n += int(r[1] - r[0])
