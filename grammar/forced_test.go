@@ -31,16 +31,7 @@ func forceToks(t *testing.T) []forceTok {
 		if err != nil {
 			t.Fatal(err)
 		}
-		toks := make([][]byte, tk.VocabSize())
-		var eos []int
-		for i := range toks {
-			if tk.IsEOG(i) {
-				eos = append(eos, i)
-				continue
-			}
-			toks[i] = tk.Piece(i)
-		}
-		out = append(out, forceTok{filepath.Base(p[1]), tk, NewVocab(toks, eos)})
+		out = append(out, forceTok{filepath.Base(p[1]), tk, VocabFrom(tk, 0)})
 	}
 	return out
 }

@@ -66,16 +66,7 @@ func llamaVocab(t testing.TB) llama {
 			llamaErr = err
 			return
 		}
-		toks := make([][]byte, tk.VocabSize())
-		var eos []int
-		for i := range toks {
-			if tk.IsEOG(i) {
-				eos = append(eos, i)
-				continue
-			}
-			toks[i] = tk.Piece(i)
-		}
-		llamaV = llama{tk, NewVocab(toks, eos)}
+		llamaV = llama{tk, VocabFrom(tk, 0)}
 	})
 	if llamaErr != nil {
 		t.Fatal(llamaErr)

@@ -39,15 +39,7 @@ func TestWrapRealGrammar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pieces := make([][]byte, tok.VocabSize())
-	var eos []int
-	for id := range pieces {
-		pieces[id] = tok.Piece(id)
-		if tok.IsEOG(id) {
-			eos = append(eos, id)
-		}
-	}
-	voc := grammar.NewVocab(pieces, eos)
+	voc := grammar.VocabFrom(tok, 0)
 	qwen3, _ := Lookup("qwen3")
 	hermes, _ := toolcall.Lookup("hermes")
 	rng := rand.New(rand.NewPCG(1, 1))

@@ -73,15 +73,7 @@ func newGrammarCache(tok *tokenizer.Tokenizer, modelVocab int, opts GrammarOptio
 // tokens and ids past the tokenizer's), and the end-of-generation ids.
 func (c *grammarCache) Vocab() *grammar.Vocab {
 	c.vocabOnce.Do(func() {
-		tokens := make([][]byte, c.size)
-		var eos []int
-		for i := range c.tok.VocabSize() {
-			tokens[i] = c.tok.Piece(i)
-			if c.tok.IsEOG(i) {
-				eos = append(eos, i)
-			}
-		}
-		c.vocab = grammar.NewVocab(tokens, eos)
+		c.vocab = grammar.VocabFrom(c.tok, c.size)
 		if !c.opts.NoJumpForward {
 			c.encode = grammar.PlainEncoder(func(s string) []int { return c.tok.Encode(s, false, false) }, c.tok.Piece)
 		}

@@ -24,15 +24,7 @@ func qwenVocab(t *testing.T) (*tokenizer.Tokenizer, *grammar.Vocab) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pieces := make([][]byte, tok.VocabSize())
-	var eos []int
-	for id := range pieces {
-		pieces[id] = tok.Piece(id)
-		if tok.IsEOG(id) {
-			eos = append(eos, id)
-		}
-	}
-	return tok, grammar.NewVocab(pieces, eos)
+	return tok, grammar.VocabFrom(tok, 0)
 }
 
 func TestGrammarSamplesParse(t *testing.T) {

@@ -210,15 +210,7 @@ func structuredVocab(path string) (*tokenizer.Tokenizer, *grammar.Vocab, error) 
 			return nil, nil, err
 		}
 	}
-	pieces := make([][]byte, tok.VocabSize())
-	var eos []int
-	for i := range pieces {
-		pieces[i] = tok.Piece(i)
-		if tok.IsEOG(i) {
-			eos = append(eos, i)
-		}
-	}
-	return tok, grammar.NewVocab(pieces, eos), nil
+	return tok, grammar.VocabFrom(tok, 0), nil
 }
 
 // schemaRunner runs schema files one at a time.

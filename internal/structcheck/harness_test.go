@@ -58,17 +58,7 @@ func newEngine(t testing.TB, b *loader.Bundle, maxSeqs int) *engine.Engine {
 // vocabOf is the grammar's view of tok: every token's bytes (none for control tokens) and the
 // end-of-generation ids.
 func vocabOf(tok *tokenizer.Tokenizer) *grammar.Vocab {
-	n := tok.VocabSize()
-	pieces := make([][]byte, n)
-	var eos []int
-	for id := range n {
-		if tok.IsEOG(id) {
-			eos = append(eos, id)
-			continue
-		}
-		pieces[id] = tok.Piece(id)
-	}
-	return grammar.NewVocab(pieces, eos)
+	return grammar.VocabFrom(tok, 0)
 }
 
 // notYet reports whether err is the grammar package's "not implemented yet" (issue 16 is being
