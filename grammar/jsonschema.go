@@ -124,15 +124,21 @@ func (c *schemaCompiler) key(k conj) string {
 func (c *schemaCompiler) flatten(k conj) (conj, bool) {
 	var out []*jv
 	seen := map[*jv]bool{}
+	inChain := map[*jv]bool{} // the $ref/allOf chain being followed: a schema met again is a cycle
 	var add func(v *jv, depth int) bool
 	add = func(v *jv, depth int) bool {
 		if depth > 64 {
 			fail("$ref/allOf chain too deep at %s", c.path[v])
 		}
+		if inChain[v] {
+			fail("$ref/allOf cycle at %s: the schema refers to itself without describing a value", c.path[v])
+		}
 		if seen[v] {
 			return true
 		}
 		seen[v] = true
+		inChain[v] = true
+		defer delete(inChain, v)
 		switch v.kind {
 		case jBool:
 			return v.b

@@ -215,3 +215,25 @@ func FuzzJSONSchema(f *testing.F) {
 		}
 	})
 }
+
+// A $ref cycle that never reaches a schema describing a value is refused; a recursive schema
+// that nests (a tree) and a diamond of refs are not cycles.
+func TestJSONSchemaRefCycle(t *testing.T) {
+	for _, bad := range []string{
+		`{"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}`,
+		`{"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}}`,
+		`{"$ref": "#"}`,
+	} {
+		if _, err := JSONSchema([]byte(bad), SchemaOptions{}); err == nil || !strings.Contains(err.Error(), "cycle") {
+			t.Errorf("%s: err %v, want a cycle error", bad, err)
+		}
+	}
+	for _, good := range []string{
+		`{"$defs": {"n": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}}, "$ref": "#/$defs/n"}`,
+		`{"$defs": {"s": {"type": "string"}}, "allOf": [{"$ref": "#/$defs/s"}, {"$ref": "#/$defs/s"}]}`,
+	} {
+		if _, err := JSONSchema([]byte(good), SchemaOptions{}); err != nil {
+			t.Errorf("%s: %v", good, err)
+		}
+	}
+}
