@@ -23,6 +23,12 @@ type Inner interface {
 	Done() bool
 }
 
+// forcer is a constraint that reports the tokens its grammar forces (engine.Forcer,
+// grammar.ForcingMatcher), already accepted.
+type forcer interface {
+	Forced() []int
+}
+
 // byteAcceptor is a constraint that can also be advanced by raw bytes (grammar.Matcher).
 type byteAcceptor interface {
 	AcceptBytes(b []byte) error
@@ -166,6 +172,21 @@ func (c *Constraint) think(text string, st *step) {
 			st.accepts++
 		}
 	}
+}
+
+// Forced is engine.Forcer: nothing while the reply may still reason; once the answer has
+// started, the tokens the inner constraint forces (if it is a forcer), which it has accepted.
+// Each is recorded as one Accept of the wrapper, so Rollback counts them as the engine does.
+func (c *Constraint) Forced() []int {
+	f, ok := c.inner.(forcer)
+	if c.st.ph != answering || !ok {
+		return nil
+	}
+	toks := f.Forced()
+	for range toks {
+		c.hist = append(c.hist, step{before: c.st, accepts: 1})
+	}
+	return toks
 }
 
 // Rollback undoes the last n Accepts.
