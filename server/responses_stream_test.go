@@ -7,9 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/api"
+	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/toolcall"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -27,6 +31,20 @@ type streamed struct {
 // readResponseStream reads a stream and checks the order of its events.
 func readResponseStream(t *testing.T, st *ssestream.Stream[responses.ResponseStreamEventUnion]) streamed {
 	t.Helper()
+	var evs []responses.ResponseStreamEventUnion
+	for st.Next() {
+		evs = append(evs, st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return checkResponseEvents(t, evs)
+}
+
+// checkResponseEvents checks the order of a stream's events and that the final response
+// lists the items the events built.
+func checkResponseEvents(t *testing.T, evs []responses.ResponseStreamEventUnion) streamed {
+	t.Helper()
 	r := streamed{args: map[int][]string{}}
 	open := -1 // the output_index of the item being written
 	var openItem responses.ResponseOutputItemUnion
@@ -36,8 +54,7 @@ func readResponseStream(t *testing.T, st *ssestream.Stream[responses.ResponseStr
 		t.Helper()
 		t.Fatalf("event %d: %s\nevents so far: %v", len(r.types), fmt.Sprintf(format, a...), r.types)
 	}
-	for st.Next() {
-		ev := st.Current()
+	for _, ev := range evs {
 		if ev.SequenceNumber != int64(len(r.types)) {
 			fail("%s has sequence_number %d", ev.Type, ev.SequenceNumber)
 		}
@@ -96,9 +113,6 @@ func readResponseStream(t *testing.T, st *ssestream.Stream[responses.ResponseStr
 		default:
 			fail("unexpected event %s", ev.Type)
 		}
-	}
-	if err := st.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if r.final.ID == "" || r.types[len(r.types)-1] != "response.completed" && r.types[len(r.types)-1] != "response.incomplete" {
 		t.Fatalf("stream did not end with the response: %v", r.types)
@@ -161,5 +175,62 @@ func TestResponsesStreamToolsLive(t *testing.T) {
 				t.Fatalf("items %s", r.final.RawJSON())
 			}
 		})
+	}
+}
+
+// Text, then two calls, through the hermes parser in small pieces as an engine would give
+// them: a message item first, its text closed before the first call opens, each call's
+// arguments in deltas, and the final output as streamed. Whitespace between the items opens
+// no message.
+func TestResponsesLiveItems(t *testing.T) {
+	p, err := toolcall.Lookup("hermes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>\n" +
+		"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>"
+	for _, cut := range []bool{false, true} {
+		text := reply
+		if cut {
+			text = reply[:len(reply)-30]
+		}
+		rc := &responsesCall{id: "resp_b", base: "b", model: "m", req: &api.ResponsesRequest{}, g: &genRequest{},
+			reply: &replyParser{tp: p, ts: p.NewStream()}, live: true}
+		outs := make(chan choiceOutput, len(text))
+		for i := 0; i < len(text); i += 3 {
+			o := engine.Output{Text: text[i:min(i+3, len(text))]}
+			if i+3 >= len(text) {
+				o.Finished, o.FinishReason = true, engine.FinishStop
+				if cut {
+					o.FinishReason = engine.FinishLength
+				}
+			}
+			outs <- choiceOutput{out: o}
+		}
+		close(outs)
+		rec := httptest.NewRecorder()
+		rc.stream(rec, outs)
+		var evs []responses.ResponseStreamEventUnion
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				var ev responses.ResponseStreamEventUnion
+				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, ev)
+			}
+		}
+		r := checkResponseEvents(t, evs)
+		out := r.final.Output
+		want := "completed"
+		if cut {
+			want = "incomplete"
+		}
+		if len(out) != 3 || out[0].Type != "message" || out[0].ID != "msg_b" || out[0].Content[0].Text != "Let me look.\n" ||
+			out[0].Status != "completed" || out[1].Name != "get_weather" || out[1].ID != "fc_b_0" ||
+			out[1].Arguments.OfString != `{"city": "Oslo"}` || out[1].Status != "completed" || len(r.args[1]) < 3 ||
+			out[2].Name != "get_time" || out[2].ID != "fc_b_1" || out[2].Status != want || string(r.final.Status) != want {
+			t.Fatalf("cut %v: output %s\nevents %v", cut, r.final.RawJSON(), r.types)
+		}
 	}
 }
