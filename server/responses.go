@@ -26,7 +26,7 @@ type responsesCall struct {
 	req     *api.ResponsesRequest
 	g       *genRequest
 	reply   *replyParser // tool calls and reasoning out of the reply (responses_tools.go)
-	live    bool         // the text streams as it comes (no parser needs the whole reply)
+	live    bool         // the items stream as they come (no reasoning parser needs the whole reply)
 	items   *itemStore   // where the output items are kept (nil: store false)
 }
 
@@ -139,7 +139,7 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 		items = &s.items
 	}
 	return &responsesCall{st: st, id: "resp_" + base, base: base, model: model, created: time.Now().Unix(),
-		req: req, g: g, reply: s.newReplyParser(plan), live: plan.parser == nil && s.reasoningParser() == nil, items: items}, nil
+		req: req, g: g, reply: s.newReplyParser(plan), live: s.reasoningParser() == nil, items: items}, nil
 }
 
 // object is the response object with the request's settings, in the given status.
@@ -174,13 +174,24 @@ func outputText(text string) api.OutputContent {
 	return api.OutputContent{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}}
 }
 
+// status is the response's status once the engine is done.
+func (rc *responsesCall) status(last engine.Output) string {
+	if last.FinishReason == engine.FinishLength {
+		return "incomplete"
+	}
+	return "completed"
+}
+
 // final is the finished response object for the whole text and the last Output.
 func (rc *responsesCall) final(text string, last engine.Output) *api.Response {
-	status := "completed"
-	if last.FinishReason == engine.FinishLength {
-		status = "incomplete"
-	}
-	resp := rc.object(status, rc.replyItems(text, status))
+	return rc.respond(rc.replyItems(text, rc.status(last)), last)
+}
+
+// respond is the finished response object with the given output items, which are kept for
+// item_reference (store true).
+func (rc *responsesCall) respond(output []api.ResponseItem, last engine.Output) *api.Response {
+	status := rc.status(last)
+	resp := rc.object(status, output)
 	if status == "incomplete" {
 		resp.IncompleteDetails = &api.IncompleteDetails{Reason: "max_output_tokens"}
 	}

@@ -293,7 +293,7 @@ func TestResponsesJSONSchema(t *testing.T) {
 
 // Function tools on a Qwen3-shaped model with the real Qwen template: tool_choice "required"
 // and a named function are forced by the grammar and come back as function_call items, whole
-// and streamed (added, arguments delta, arguments done, item done); function_call and
+// and streamed (added, arguments deltas, arguments done, item done); function_call and
 // function_call_output items render as the chat API's tool_calls and tool messages.
 func TestResponsesTools(t *testing.T) {
 	path, _ := qwen3Model(t, t.TempDir())
@@ -329,27 +329,11 @@ func TestResponsesTools(t *testing.T) {
 		t.Fatalf("no function_call items: %s", r.RawJSON())
 	}
 
-	st := c.Responses.NewStreaming(ctx, p, tools, option.WithJSONSet("tool_choice", map[string]any{"type": "function", "name": "get_time"}))
-	var types []string
-	var args, done string
-	for st.Next() {
-		ev := st.Current()
-		types = append(types, ev.Type)
-		switch ev.Type {
-		case "response.function_call_arguments.delta":
-			args += ev.Delta
-		case "response.function_call_arguments.done":
-			done = ev.Arguments
-		}
-	}
-	if err := st.Err(); err != nil {
-		t.Fatal(err)
-	}
-	want := "response.created response.in_progress response.output_item.added response.function_call_arguments.delta " +
-		"response.function_call_arguments.done response.output_item.done response.completed"
+	sr := readResponseStream(t, c.Responses.NewStreaming(ctx, p, tools, option.WithJSONSet("tool_choice", map[string]any{"type": "function", "name": "get_time"})))
 	var tz struct{ TZ string }
-	if strings.Join(types, " ") != want || args != done || json.Unmarshal([]byte(args), &tz) != nil || (tz.TZ != "UTC" && tz.TZ != "CET") {
-		t.Fatalf("events %v, arguments %q / %q", types, args, done)
+	if len(sr.items) != 1 || sr.items[0].Name != "get_time" || json.Unmarshal([]byte(sr.items[0].Arguments.OfString), &tz) != nil ||
+		(tz.TZ != "UTC" && tz.TZ != "CET") {
+		t.Fatalf("events %v, items %s", sr.types, sr.final.RawJSON())
 	}
 
 	// A call and its output fed back: the prompt is the chat API's for the same turns.
