@@ -18,6 +18,13 @@ type SchemaOptions struct {
 	Whitespace bool
 	// MaxRules bounds the grammar's size (0 = 10,000 rules).
 	MaxRules int
+	// CloseObjects treats an object schema that lists properties but says nothing of
+	// additionalProperties (nor patternProperties) as closed: only the listed properties are
+	// generated, as vLLM's default backend (XGrammar) does. The output stays valid (a subset of
+	// what the schema accepts); without it a model may add keys of its own, and a weak or
+	// random one wanders on until max_tokens. Serving sets it; bench structured does not (it
+	// measures the schema's own language).
+	CloseObjects bool
 }
 
 // JSONSchema compiles a JSON Schema (draft 2020-12 and older drafts' forms) to an IR whose

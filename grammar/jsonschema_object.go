@@ -68,6 +68,9 @@ func (c *schemaCompiler) objectExpr(m *msch) *Expr {
 		pp := n.get("properties")
 		pats := n.get("patternProperties")
 		addl := n.get("additionalProperties")
+		if addl == nil && pats == nil && c.opt.CloseObjects && pp != nil && pp.kind == jObj && len(pp.keys) > 0 {
+			addl = closedObject
+		}
 		if pn := n.get("propertyNames"); pn != nil && !allTrivial([]*jv{pn}) {
 			pnNodes = append(pnNodes, pn)
 		}
@@ -465,3 +468,6 @@ func literalPrefix(p string) string {
 	}
 	return b.String()
 }
+
+// closedObject is the additionalProperties of an object SchemaOptions.CloseObjects closes.
+var closedObject = &jv{kind: jBool, b: false}

@@ -237,3 +237,36 @@ func TestJSONSchemaRefCycle(t *testing.T) {
 		}
 	}
 }
+
+// CloseObjects closes objects that list properties and say nothing of others; free-form
+// objects and explicit additionalProperties keep their meaning.
+func TestJSONSchemaCloseObjects(t *testing.T) {
+	cases := []struct {
+		schema     string
+		doc        string
+		open, shut bool // matched without / with CloseObjects
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`, true, true},
+		{`{"type":"object","properties":{"a":{"type":"integer"}}}`, `{}`, true, true},
+		{`{"type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1,"b":2}`, true, false},
+		{`{"type":"object"}`, `{"b":2}`, true, true},
+		{`{"type":"object","properties":{"a":{}},"additionalProperties":true}`, `{"a":1,"b":2}`, true, true},
+		{`{"type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"}}`, `{"a":1,"b":"x"}`, true, true},
+		{`{"type":"object","properties":{"a":{}},"patternProperties":{"^x":{}}}`, `{"a":1,"xy":2}`, true, true},
+	}
+	for _, c := range cases {
+		for _, closeObj := range []bool{false, true} {
+			ir, err := JSONSchema([]byte(c.schema), SchemaOptions{CloseObjects: closeObj})
+			if err != nil {
+				t.Fatalf("%s: %v", c.schema, err)
+			}
+			want := c.open
+			if closeObj {
+				want = c.shut
+			}
+			if got := ir.Match([]byte(c.doc)); got != want {
+				t.Errorf("%s (CloseObjects %v): Match(%s) = %v, want %v", c.schema, closeObj, c.doc, got, want)
+			}
+		}
+	}
+}

@@ -43,7 +43,7 @@ func (c *constraintSpec) key() string {
 func (c *constraintSpec) ir() (*grammar.IR, error) {
 	switch c.kind {
 	case kindJSON:
-		return grammar.JSONSchema([]byte(c.text), grammar.SchemaOptions{})
+		return grammar.JSONSchema([]byte(c.text), grammar.SchemaOptions{CloseObjects: true})
 	case kindRegex:
 		return grammar.Regex(c.text)
 	case kindChoice:
@@ -162,10 +162,7 @@ func structuredOutputs(so *api.StructuredOutputs) (*candidate, *apiError) {
 		return nil, badRequest("structured_outputs.whitespace_pattern",
 			"structured_outputs.whitespace_pattern is not supported: JSON output is compact (no whitespace between tokens)")
 	}
-	if so.DisableAdditionalProperties != nil && *so.DisableAdditionalProperties {
-		return nil, badRequest("structured_outputs.disable_additional_properties",
-			"structured_outputs.disable_additional_properties is not supported: set additionalProperties: false in the schema")
-	}
+	// disable_additional_properties: true is what every schema gets already (CloseObjects).
 	var cands []candidate
 	if present(so.JSON) {
 		raw := so.JSON

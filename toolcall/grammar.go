@@ -37,7 +37,7 @@ func ParamsIR(schema json.RawMessage) (*grammar.IR, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("a JSON Schema must be an object, got %s", s)
 	}
-	return grammar.JSONSchema(s, grammar.SchemaOptions{})
+	return grammar.JSONSchema(s, grammar.SchemaOptions{CloseObjects: true})
 }
 
 // Grammar returns the grammar of calls of tools in format (a parser name; "" = DefaultFormat):
