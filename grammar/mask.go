@@ -302,9 +302,9 @@ func (vc *vcache) walkInto(d0 *dstate, roots, bulk []int32, ws *walkScratch, out
 					continue
 				}
 			}
-			if x.accID < 0 && nd.skip-i >= subMinNodes && x != d0 && loops(x)&textGroups == textGroups {
-				// a state looping on text (a string's body) below a large subtree: the walk of
-				// the subtree is remembered (other walks reach the same state there)
+			if x.accID < 0 && nd.skip-i >= subMinNodes && x != d0 {
+				// a large subtree in a state other than the walk's own: its walk is remembered
+				// (other walks reach the same state there, see mask_sub.go)
 				if nd.tok >= 0 {
 					allow(t.tokPos[i], t.tokPos[i+1])
 				}

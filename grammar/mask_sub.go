@@ -1,9 +1,10 @@
-// This file remembers the walks of large trie subtrees from states that loop on text. Object
-// keys make such walks costly: each key position is a new lexer state (the literal keys still
-// to come, and the regex for any other key), so each needs a whole-trie walk of its own; but
-// once a token's bytes leave every literal key, the walk goes on in the other-key regex's body,
-// a state every key position reaches at the same trie nodes. The walk below such a node is kept
-// per (state, node) in the Grammar's vcache and added to later walks as it stands.
+// This file remembers the walks of large trie subtrees from the states walks reach there.
+// Object keys make walks costly: each key position is a new lexer state (the literal keys
+// still to come, and the regex for any other key), so each needs a whole-trie walk of its own;
+// but once a token's bytes leave every literal key, the walk goes on in the other-key regex's
+// body, a state every key position reaches at the same trie nodes (and so for a string with a
+// pattern, once the pattern is met). The walk below such a node is kept per (state, node) in
+// the Grammar's vcache and added to later walks as it stands.
 
 package grammar
 
