@@ -83,7 +83,8 @@ type vcache struct {
 	roots  map[*dstate]*lexEntry
 	kids   map[kidKey]*lexEntry
 	accs   map[*lexGroup]int32
-	bytes  int // of the entries in roots and kids
+	subs   map[subKey]*subEntry // see mask_sub.go
+	bytes  int                  // of the entries in roots and kids
 	max    int
 }
 
@@ -187,6 +188,54 @@ func (vc *vcache) acc(g *lexGroup) int32 {
 // the bulk nodes.
 func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEntry {
 	t := vc.t
+	// the range list is borrowed for the walk (lists grown by earlier walks of any Matcher)
+	out := walkOut{group: map[int32]int{}}
+	if p, ok := rngPool.Get().(*[][2]int32); ok {
+		out.rng = (*p)[:0]
+	}
+	vc.walkInto(d0, roots, bulk, ws, &out)
+	rng := out.rng
+	defer func() { rngPool.Put(&rng) }()
+	e := &lexEntry{groups: out.groups}
+	for i := range e.groups {
+		e.groups[i].accKey = vc.lex.accKey(out.accIDs[i])
+	}
+	n := 0
+	for _, r := range rng {
+		n += int(r[1] - r[0])
+	}
+	list := t.tokList
+	switch {
+	case n <= vc.words/2:
+		e.sparse = make([]int32, 0, n)
+		for _, r := range rng {
+			e.sparse = append(e.sparse, list[r[0]:r[1]]...)
+		}
+	case len(roots) == 1 && roots[0] == 0 && len(bulk) == 0 && 2*n > len(list):
+		// a whole-trie walk allowing most tokens: all of them but the gaps between ranges
+		e.dense = slices.Clone(t.all)
+		p := int32(0)
+		for _, r := range append(rng, [2]int32{int32(len(list)), 0}) {
+			for _, k := range list[p:r[0]] {
+				e.dense[k>>6] &^= 1 << (k & 63)
+			}
+			p = r[1]
+		}
+	default:
+		e.dense = make([]uint64, vc.words)
+		for _, r := range rng {
+			for _, k := range list[r[0]:r[1]] {
+				e.dense[k>>6] |= 1 << (k & 63)
+			}
+		}
+	}
+	return e
+}
+
+// walkInto walks the subtrees of roots from DFA state d0, and the subtrees of every node below
+// the bulk nodes, adding what it allows to out.
+func (vc *vcache) walkInto(d0 *dstate, roots, bulk []int32, ws *walkScratch, out *walkOut) {
+	t := vc.t
 	if len(ws.stk) < t.maxDepth+2 {
 		ws.stk = make([]*dstate, t.maxDepth+2)
 	}
@@ -194,26 +243,6 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 	nodes := t.nodes
 	lex := vc.lex
 	dead := lex.dead
-	// the range list is borrowed for the walk (lists grown by earlier walks of any Matcher)
-	var rng [][2]int32
-	if p, ok := rngPool.Get().(*[][2]int32); ok {
-		rng = (*p)[:0]
-	}
-	defer func() { rngPool.Put(&rng) }()
-	// allow adds tokList[a:b] (walks go in trie order: ranges come sorted)
-	allow := func(a, b int32) {
-		if a == b {
-			return
-		}
-		if n := len(rng); n > 0 && rng[n-1][1] == a {
-			rng[n-1][1] = b
-			return
-		}
-		rng = append(rng, [2]int32{a, b})
-	}
-	e := &lexEntry{}
-	group := map[int32]int{}
-	var accIDs []int32
 	// whole non-ASCII subtrees are skipped from the walk's own state and from states that loop
 	// on all ASCII text (the UTF-8 loop test costs a few thousand steps: not for every state)
 	utf8Root := lex.loopGroups(d0) != 0 && lex.loopsUTF8(d0)
@@ -223,16 +252,8 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 		}
 		return lex.loopGroups(d)
 	}
-	groupOf := func(acc int32) *lexGroup {
-		gi, ok := group[acc]
-		if !ok {
-			gi = len(e.groups)
-			group[acc] = gi
-			e.groups = append(e.groups, lexGroup{})
-			accIDs = append(accIDs, acc)
-		}
-		return &e.groups[gi]
-	}
+	groupOf := out.groupOf
+	allow := out.allow
 	walk := func(r int32) {
 		if k := &t.kids[r]; k[0]&d0.bytes[0]|k[1]&d0.bytes[1]|k[2]&d0.bytes[2]|k[3]&d0.bytes[3] == 0 {
 			return // no child byte can start d0
@@ -281,6 +302,16 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 					continue
 				}
 			}
+			if x.accID < 0 && nd.skip-i >= subMinNodes && x != d0 {
+				// a large subtree in a state other than the walk's own: its walk is remembered
+				// (other walks reach the same state there, see mask_sub.go)
+				if nd.tok >= 0 {
+					allow(t.tokPos[i], t.tokPos[i+1])
+				}
+				out.add(vc.sub(x, i))
+				i = nd.skip
+				continue
+			}
 			if nd.tok >= 0 {
 				allow(t.tokPos[i], t.tokPos[i+1])
 			}
@@ -310,39 +341,6 @@ func (vc *vcache) build(d0 *dstate, roots, bulk []int32, ws *walkScratch) *lexEn
 			}
 		}
 	}
-	for i := range e.groups {
-		e.groups[i].accKey = lex.accKey(accIDs[i])
-	}
-	n := 0
-	for _, r := range rng {
-		n += int(r[1] - r[0])
-	}
-	list := t.tokList
-	switch {
-	case n <= vc.words/2:
-		e.sparse = make([]int32, 0, n)
-		for _, r := range rng {
-			e.sparse = append(e.sparse, list[r[0]:r[1]]...)
-		}
-	case len(roots) == 1 && roots[0] == 0 && len(bulk) == 0 && 2*n > len(list):
-		// a whole-trie walk allowing most tokens: all of them but the gaps between ranges
-		e.dense = slices.Clone(t.all)
-		p := int32(0)
-		for _, r := range append(rng, [2]int32{int32(len(list)), 0}) {
-			for _, k := range list[p:r[0]] {
-				e.dense[k>>6] &^= 1 << (k & 63)
-			}
-			p = r[1]
-		}
-	default:
-		e.dense = make([]uint64, vc.words)
-		for _, r := range rng {
-			for _, k := range list[r[0]:r[1]] {
-				e.dense[k>>6] |= 1 << (k & 63)
-			}
-		}
-	}
-	return e
 }
 
 // skipAll reports whether every node below nd keeps DFA state x (after nd) alive with no
