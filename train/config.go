@@ -52,7 +52,10 @@ type Config struct {
 	EvalBatches int    `json:"eval-batches" yaml:"eval-batches"` // validation batches per evaluation
 	CkptEvery   int    `json:"ckpt-every" yaml:"ckpt-every"`     // 0: only at the end
 	LogEvery    int    `json:"log-every" yaml:"log-every"`       // steps per progress line
-	Threads     int    `json:"threads" yaml:"threads"`
+	// MaxBadSteps is how many consecutive steps with a NaN/Inf loss or gradient norm (each
+	// skipped) stop the run with a checkpoint; 0 means DefaultMaxBadSteps.
+	MaxBadSteps int `json:"max-bad-steps,omitempty" yaml:"max-bad-steps"`
+	Threads     int `json:"threads" yaml:"threads"`
 
 	// Parallelism across the WORLD_SIZE ranks of a distributed run (docs/distributed-training.md):
 	// a DP x PP x TP grid, tensor-parallel ranks adjacent, then data-parallel, then pipeline
@@ -108,7 +111,7 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{{"kv-heads", c.KVHeads}, {"ffn", c.FFN}, {"ctx", c.Ctx}, {"warmup", c.Warmup},
-		{"eval-every", c.EvalEvery}, {"ckpt-every", c.CkptEvery}}
+		{"eval-every", c.EvalEvery}, {"ckpt-every", c.CkptEvery}, {"max-bad-steps", c.MaxBadSteps}}
 	for _, p := range nonneg {
 		if p.v < 0 {
 			return fmt.Errorf("train: --%s = %d, must not be negative", p.name, p.v)

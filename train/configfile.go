@@ -67,6 +67,7 @@ func BindFlags(fs *flag.FlagSet, c *Config) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (same seed, same losses)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "steps between validation runs (0 = only at the end)")
 	fs.IntVar(&c.EvalBatches, "eval-batches", c.EvalBatches, "validation batches per evaluation")
+	fs.IntVar(&c.MaxBadSteps, "max-bad-steps", c.MaxBadSteps, "consecutive non-finite (NaN/Inf) steps, each skipped, that stop the run with a checkpoint (0 = 5)")
 	fs.IntVar(&c.CkptEvery, "ckpt-every", c.CkptEvery, "steps between checkpoints (0 = only at the end)")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "steps between progress lines")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "compute threads")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -30,6 +31,37 @@ type Record struct {
 	HFU        float64  `json:"hfu,omitempty"` // hardware FLOPs utilisation (= MFU without recomputation)
 	ValLoss    *float64 `json:"val_loss,omitempty"`
 	ValPPL     float64  `json:"val_ppl,omitempty"`
+	// Skipped says why a training step's update was skipped ("loss NaN", "grad_norm +Inf").
+	Skipped string `json:"skipped,omitempty"`
+	// NonFinite lists the fields whose values JSON cannot hold, as "name=NaN"; those fields
+	// are written as absent (null pointers or zero).
+	NonFinite []string `json:"non_finite,omitempty"`
+}
+
+// sanitize moves NaN and infinite values out of the numeric fields into NonFinite.
+func (r *Record) sanitize() {
+	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+	ptr := func(name string, p **float64) {
+		if *p != nil && bad(**p) {
+			r.NonFinite = append(r.NonFinite, name+"="+fmtFloat(**p))
+			*p = nil
+		}
+	}
+	val := func(name string, p *float64) {
+		if bad(*p) {
+			r.NonFinite = append(r.NonFinite, name+"="+fmtFloat(*p))
+			*p = 0
+		}
+	}
+	ptr("loss", &r.Loss)
+	ptr("val_loss", &r.ValLoss)
+	val("lr", &r.LR)
+	val("grad_norm", &r.GradNorm)
+	val("step_ms", &r.StepMs)
+	val("tokens_per_s", &r.TokensPerS)
+	val("mfu", &r.MFU)
+	val("hfu", &r.HFU)
+	val("val_ppl", &r.ValPPL)
 }
 
 const logFile = "log.jsonl"
@@ -77,6 +109,7 @@ func openRunLog(dir string, keepSteps int) (*runLog, error) {
 }
 
 func (l *runLog) add(r Record) error {
+	r.sanitize()
 	l.records = append(l.records, r)
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -107,6 +107,7 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 		return nil
 	}
 	var stopErr error
+	bad, firstBad := 0, 0 // consecutive skipped steps and the first of them
 	for t.step < c.Steps {
 		if stop, err := t.stopAgreed(ctx); stop { // all ranks stop after the same step
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -129,8 +130,21 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 			loss := float64(s.Loss)
 			tps, mfu, hfu := pr.rates(c.TokensPerStep(), s.Duration)
 			if err := rl.add(Record{Step: s.Step, Loss: &loss, LR: s.LR, GradNorm: s.GradNorm, Tokens: s.Tokens,
-				StepMs: float64(s.Duration.Microseconds()) / 1000, TokensPerS: tps, MFU: mfu, HFU: hfu}); err != nil {
+				StepMs: float64(s.Duration.Microseconds()) / 1000, TokensPerS: tps, MFU: mfu, HFU: hfu,
+				Skipped: s.Skipped}); err != nil {
 				return nil, fmt.Errorf("train: log: %w", err)
+			}
+		}
+		if s.Skipped == "" {
+			bad = 0
+		} else {
+			if bad == 0 {
+				firstBad = s.Step
+			}
+			bad++
+			pr.linef("step %d skipped: %s (%d in a row)", s.Step, s.Skipped, bad)
+			if bad >= c.maxBadSteps() {
+				return t.stopBad(sum, firstBad, s)
 			}
 		}
 		if c.EvalEvery > 0 && t.step%c.EvalEvery == 0 {

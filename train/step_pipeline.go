@@ -122,7 +122,7 @@ func (t *Trainer) stepPipeline(start time.Time) (StepStats, error) {
 		}
 		lossSum += l / float64(p.micro)
 	}
-	loss := lossSum / float64(c.GradAccum)
+	loss := t.injected(lossSum / float64(c.GradAccum))
 	if err := t.reduceTiedEmbedding(); err != nil {
 		return StepStats{}, err
 	}
@@ -141,6 +141,9 @@ func (t *Trainer) stepPipeline(start time.Time) (StepStats, error) {
 	norm, err := t.par.gradNorm(t.opt, h.GradScale) // over the stages (attach's norm parts)
 	if err != nil {
 		return StepStats{}, err
+	}
+	if why := nonFinite(loss, norm); why != "" {
+		return t.skipStep(start, loss, lr, norm, why), nil
 	}
 	if err := t.par.update(t.opt, h, norm); err != nil {
 		return StepStats{}, err

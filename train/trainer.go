@@ -44,6 +44,9 @@ type StepStats struct {
 	GradNorm float64 // global L2 norm before clipping
 	Tokens   int64   // training tokens consumed so far
 	Duration time.Duration
+	// Skipped names why the step's update was skipped ("" = taken): its loss or gradient norm
+	// was NaN or infinite. The step still counts and its data is consumed.
+	Skipped string
 }
 
 // Trainer runs one training run.
@@ -64,6 +67,8 @@ type Trainer struct {
 	log     *slog.Logger
 
 	par *parallel // this rank's part of a distributed run (a 1x1x1 grid in one process)
+
+	injectNaN func(step int) bool // test hook: make this 1-based step's loss NaN (nil: never)
 }
 
 // New builds the model and optimizer for cfg on d and initializes the weights from cfg.Seed:
@@ -100,6 +105,9 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, er
 		rng: rand.NewPCG(cfg.Seed, 0x6c6c6d636c6f7564), // stream: "llmcloud"
 		x:   make([]int32, cfg.Batch*cfg.Seq), y: make([]int32, cfg.Batch*cfg.Seq)}
 	if err := par.attach(t, rand.New(t.rng).Uint64()); err != nil {
+		return nil, err
+	}
+	if t.injectNaN, err = nanHookFromEnv(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -159,7 +167,7 @@ func (t *Trainer) Step() (st StepStats, err error) {
 		t.Net.Backward()
 		t.par.endBackward()
 	}
-	loss := lossSum / float64(c.GradAccum)
+	loss := t.injected(lossSum / float64(c.GradAccum))
 	if err := t.par.finishGrads(); err != nil {
 		return StepStats{}, err
 	}
@@ -172,6 +180,9 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	norm, err := t.par.gradNorm(t.opt, h.GradScale)
 	if err != nil {
 		return StepStats{}, err
+	}
+	if why := nonFinite(loss, norm); why != "" {
+		return t.skipStep(start, loss, lr, norm, why), nil
 	}
 	if err := t.par.update(t.opt, h, norm); err != nil {
 		return StepStats{}, err
