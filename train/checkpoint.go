@@ -173,7 +173,23 @@ func ResolveCheckpoint(arg, runDir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("train: %s is neither a checkpoint (no %s) nor a run directory with a checkpoint (%v)", arg, stateFile, err)
 	}
-	return filepath.Join(arg, strings.TrimSpace(string(raw))), nil
+	rel := strings.TrimSpace(string(raw))
+	if err := checkLatest(rel); err != nil {
+		return "", fmt.Errorf("train: %s: %w", filepath.Join(arg, latestFile), err)
+	}
+	return filepath.Join(arg, filepath.FromSlash(rel)), nil
+}
+
+// checkLatest accepts what a run directory's "latest" file may name: a checkpoint directory
+// inside the run directory, "ckpt/<name>" as written, or a bare "<name>", where name is one
+// path element (no separators, not "." or "..").
+func checkLatest(rel string) error {
+	name := strings.TrimPrefix(rel, "ckpt/")
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00") ||
+		strings.ContainsAny(name, "\n\r") || len(rel) > 255 {
+		return fmt.Errorf("names %q, not a checkpoint directory inside the run directory (want ckpt/<name>)", rel)
+	}
+	return nil
 }
 
 // ReadState reads only a checkpoint's trainer.json (a launcher checks the run before starting
