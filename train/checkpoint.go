@@ -203,11 +203,8 @@ func ReadState(dir string) (*State, error) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
 	}
-	if st.Version != CheckpointVersion {
-		return nil, fmt.Errorf("train: checkpoint %s: version %d, this build reads %d", dir, st.Version, CheckpointVersion)
-	}
-	if err := st.Model.Validate(); err != nil {
-		return nil, fmt.Errorf("train: checkpoint %s: %w", dir, err)
+	if err := st.validate(); err != nil {
+		return nil, fmt.Errorf("train: checkpoint %s: %s: %w", dir, stateFile, err)
 	}
 	return &st, nil
 }

@@ -26,3 +26,40 @@ func TestLatestOutsideRunRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestStateFieldsValidated(t *testing.T) {
+	run := t.TempDir()
+	tr := newTrainer(t, tinyConfig(prepare(t, kibText, ""), run))
+	saved, err := tr.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(saved, stateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadState(saved); err != nil {
+		t.Fatalf("good state refused: %v", err)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{`"step": 0`, `"step": -5`, "step = -5"},
+		{`"tokens": 0`, `"tokens": -1`, "tokens = -1"},
+		{`"loader_position": `, `"loader_position": -7, "x": `, "loader_position = -7"},
+		{`"adam_step": 0`, `"adam_step": 3`, "adam_step 3"},
+		{`"batch": 2`, `"batch": 0`, "--batch = 0"},
+		{`"rng": "`, `"rng": "", "y": "`, "rng is empty"},
+	} {
+		bad := strings.Replace(string(raw), c.from, c.to, 1)
+		if bad == string(raw) {
+			t.Fatalf("%q not in trainer.json:\n%s", c.from, raw)
+		}
+		os.WriteFile(filepath.Join(saved, stateFile), []byte(bad), 0o644)
+		_, err := ReadState(saved)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), stateFile) {
+			t.Errorf("%s: %v", c.to, err)
+		}
+		if _, err := LoadCheckpoint(saved); err == nil {
+			t.Errorf("%s: LoadCheckpoint accepted it", c.to)
+		}
+	}
+}
