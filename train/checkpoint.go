@@ -1,7 +1,8 @@
 // This file implements checkpoints (docs/formats/checkpoint.md): a directory holding
 // trainer.json (step, token count, loader position, RNG state, AdamW step, the run's config and
 // the model's shape), state.safetensors (every parameter and both AdamW moments as F32, under
-// "param.", "adam_m." and "adam_v." + the GGUF tensor name) and the tokenizer.json of the data.
+// "param.", "adam_m." and "adam_v." + the GGUF tensor name), the tokenizer.json of the data
+// and, written last, manifest.json with the SHA-256 of each (checkpoint_sum.go).
 // A checkpoint is written into a temporary directory and renamed into place, then the run
 // directory's "latest" file is replaced atomically to name it.
 package train
@@ -95,7 +96,10 @@ func writeCheckpoint(runDir string, st *State, ts []namedF32, tokenizerSrc strin
 	if err != nil {
 		return "", fmt.Errorf("train: checkpoint: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, stateFile), append(js, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(tmp, stateFile), func(w io.Writer) error {
+		_, err := w.Write(append(js, '\n'))
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("train: checkpoint: %w", err)
 	}
 	tens := make([]tensor.Tensor, len(ts))
@@ -110,6 +114,13 @@ func writeCheckpoint(runDir string, st *State, ts []namedF32, tokenizerSrc strin
 		if err := copyFile(tokenizerSrc, filepath.Join(tmp, tokenizerFile)); err != nil {
 			return "", fmt.Errorf("train: checkpoint: %w", err)
 		}
+	}
+	files := []string{stateFile, tensorsFile}
+	if tokenizerSrc != "" {
+		files = append(files, tokenizerFile)
+	}
+	if err := writeManifest(tmp, files); err != nil { // last: its presence means the rest is whole
+		return "", fmt.Errorf("train: checkpoint: %w", err)
 	}
 	if err := syncDir(tmp); err != nil {
 		return "", fmt.Errorf("train: checkpoint: %w", err)
@@ -195,6 +206,9 @@ func checkLatest(rel string) error {
 // ReadState reads only a checkpoint's trainer.json (a launcher checks the run before starting
 // its ranks without loading the tensors).
 func ReadState(dir string) (*State, error) {
+	if err := verifyFiles(dir, []string{stateFile}); err != nil {
+		return nil, err
+	}
 	raw, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if err != nil {
 		return nil, fmt.Errorf("train: checkpoint: %w", err)
@@ -225,6 +239,9 @@ func ResumeConfig(st *State) Config {
 func LoadCheckpoint(dir string) (*Checkpoint, error) {
 	st, err := ReadState(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := verifyFiles(dir, []string{tensorsFile}, tokenizerFile); err != nil {
 		return nil, err
 	}
 	ck := &Checkpoint{Dir: dir, State: *st, Tensors: map[string][]float32{}}

@@ -54,6 +54,7 @@ func TestStateFieldsValidated(t *testing.T) {
 			t.Fatalf("%q not in trainer.json:\n%s", c.from, raw)
 		}
 		os.WriteFile(filepath.Join(saved, stateFile), []byte(bad), 0o644)
+		rehash(t, saved) // a consistent but hand-edited checkpoint: the checksums pass
 		_, err := ReadState(saved)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), stateFile) {
 			t.Errorf("%s: %v", c.to, err)
@@ -61,5 +62,61 @@ func TestStateFieldsValidated(t *testing.T) {
 		if _, err := LoadCheckpoint(saved); err == nil {
 			t.Errorf("%s: LoadCheckpoint accepted it", c.to)
 		}
+	}
+}
+
+// rehash rewrites dir's manifest for the files it lists.
+func rehash(t *testing.T, dir string) {
+	t.Helper()
+	m, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for n := range m.Files {
+		names = append(names, n)
+	}
+	if err := writeManifest(dir, names); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One flipped bit in any file of a checkpoint refuses it, naming the file; the manifest's
+// absence refuses it too.
+func TestFlippedBitRefused(t *testing.T) {
+	run := t.TempDir()
+	tr := newTrainer(t, tinyConfig(prepare(t, kibText, ""), run))
+	saved, err := tr.Save()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := readManifest(saved)
+	if err != nil || len(m.Files) < 2 {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+	if _, err := LoadCheckpoint(saved); err != nil {
+		t.Fatal(err)
+	}
+	for name := range m.Files {
+		path := filepath.Join(saved, name)
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flipped := append([]byte(nil), orig...)
+		flipped[len(flipped)*2/3] ^= 0x10
+		os.WriteFile(path, flipped, 0o644)
+		_, err = LoadCheckpoint(saved)
+		if err == nil || !strings.Contains(err.Error(), name+" is damaged") {
+			t.Errorf("%s with a flipped bit: %v", name, err)
+		}
+		os.WriteFile(path, orig, 0o644)
+	}
+	if _, err := LoadCheckpoint(saved); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	os.Remove(filepath.Join(saved, manifestFile))
+	if _, err := LoadCheckpoint(saved); err == nil || !strings.Contains(err.Error(), manifestFile) {
+		t.Errorf("no manifest: %v", err)
 	}
 }
