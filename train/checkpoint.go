@@ -188,7 +188,28 @@ func ResolveCheckpoint(arg, runDir string) (string, error) {
 	if err := checkLatest(rel); err != nil {
 		return "", fmt.Errorf("train: %s: %w", filepath.Join(arg, latestFile), err)
 	}
-	return filepath.Join(arg, filepath.FromSlash(rel)), nil
+	dir := filepath.Join(arg, filepath.FromSlash(rel))
+	if err := insideDir(dir, arg); err != nil {
+		return "", fmt.Errorf("train: %s: %w", filepath.Join(arg, latestFile), err)
+	}
+	return dir, nil
+}
+
+// insideDir refuses a dir that symbolic links place outside root (a dir that does not exist
+// yet is left for the reader to report).
+func insideDir(dir, root string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil
+	}
+	if rel, err := filepath.Rel(realRoot, real); err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("names %s, which links to %s outside the run directory", dir, real)
+	}
+	return nil
 }
 
 // checkLatest accepts what a run directory's "latest" file may name: a checkpoint directory

@@ -120,3 +120,16 @@ func TestFlippedBitRefused(t *testing.T) {
 		t.Errorf("no manifest: %v", err)
 	}
 }
+
+// A checkpoint name that is a symbolic link out of the run directory is refused too.
+func TestLatestSymlinkOutsideRefused(t *testing.T) {
+	run, elsewhere := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(run, "ckpt"), 0o755)
+	if err := os.Symlink(elsewhere, filepath.Join(run, "ckpt", "step-00000001")); err != nil {
+		t.Skip(err)
+	}
+	os.WriteFile(filepath.Join(run, latestFile), []byte("ckpt/step-00000001\n"), 0o644)
+	if _, err := ResolveCheckpoint("latest", run); err == nil || !strings.Contains(err.Error(), "outside the run directory") {
+		t.Errorf("symlink out: %v", err)
+	}
+}
