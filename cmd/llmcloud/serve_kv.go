@@ -1,5 +1,5 @@
 // This file sizes serve's KV pool: from --kv-cache-memory when given, else a default pool grown
-// to hold one maximum-length sequence but never beyond a fraction of the machine's memory. The
+// to hold one maximum-length sequence but never beyond a fraction of the machine's available memory. The
 // model's context length (which a file may set to anything) never sizes memory by itself.
 package main
 
@@ -14,34 +14,43 @@ import (
 	"github.com/llmcloud/llmcloud/model"
 )
 
-// defaultKVFraction is the share of physical memory the KV pool may take without
-// --kv-cache-memory.
-const defaultKVFraction = 0.25
+// defaultKVFraction is the share of available memory the KV pool may take without
+// --kv-cache-memory (the pool is allocated and prefaulted up front, so it stays modest).
+const defaultKVFraction = 0.10
 
-// physicalMemory is the machine's memory in bytes from /proc/meminfo (0 if unknown).
-func physicalMemory() int64 {
+// availableMemory is the machine's available memory in bytes from /proc/meminfo
+// (MemAvailable, else MemTotal; 0 if unknown).
+func availableMemory() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
+	var total int64
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) >= 2 && fs[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fs[1], 10, 64)
-			if err == nil && kb > 0 {
-				return kb << 10
-			}
+		if len(fs) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fs[1], 10, 64)
+		if err != nil || kb <= 0 {
+			continue
+		}
+		switch fs[0] {
+		case "MemAvailable:":
+			return kb << 10
+		case "MemTotal:":
+			total = kb << 10
 		}
 	}
-	return 0
+	return total
 }
 
 // defaultKVBudget is the KV memory used when --kv-cache-memory is not given: a fraction of
-// physical memory, 4 GiB when that is unknown.
+// available memory, 4 GiB when that is unknown.
 func defaultKVBudget() int64 {
-	if m := physicalMemory(); m > 0 {
+	if m := availableMemory(); m > 0 {
 		return int64(float64(m) * defaultKVFraction)
 	}
 	return 4 << 30
