@@ -29,7 +29,8 @@ var (
 // Options configures an Engine. Start from DefaultOptions.
 type Options struct {
 	// Scheduler is the scheduler's configuration. NumBlocks is replaced by the blocks that fit
-	// in KVCacheBytes when that is set; MaxModelLenTokens 0 means the model's context length.
+	// in KVCacheBytes when that is set; MaxModelLenTokens 0 means the model's context length capped by
+	// the pool (see DefaultMaxModelLen).
 	Scheduler Config
 	// KVCacheBytes is the memory of the paged KV pool (f32 K and V rows; see KVBytesPerToken).
 	// 0 keeps Scheduler.NumBlocks.
@@ -237,19 +238,18 @@ type event struct {
 func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error) {
 	cfg := opts.Scheduler
 	mc := &m.Config
-	if cfg.MaxModelLenTokens == 0 {
-		cfg.MaxModelLenTokens = mc.CtxLen
-		if cfg.MaxModelLenTokens <= 0 {
-			cfg.MaxModelLenTokens = 4096
-		}
-	}
+	per := KVBytesPerToken(mc.Layers, mc.KVHeads, mc.HeadDim, 4)
 	if opts.KVCacheBytes > 0 {
-		per := KVBytesPerToken(mc.Layers, mc.KVHeads, mc.HeadDim, 4)
 		cfg.NumBlocks = NumBlocksForBudget(opts.KVCacheBytes, cfg.BlockSizeTokens, per)
-		if cfg.NumBlocks*cfg.BlockSizeTokens < cfg.MaxModelLenTokens {
-			return nil, fmt.Errorf("engine: KV cache of %d bytes holds %d tokens (%d B/token), less than the maximum model length %d",
-				opts.KVCacheBytes, cfg.NumBlocks*cfg.BlockSizeTokens, per, cfg.MaxModelLenTokens)
-		}
+	}
+	if cfg.MaxModelLenTokens == 0 {
+		// The model's context length, capped by what the pool holds: a file may claim any
+		// context, but it never sizes memory.
+		cfg.MaxModelLenTokens = DefaultMaxModelLen(mc.CtxLen, cfg.NumBlocks, cfg.BlockSizeTokens)
+	}
+	if cfg.NumBlocks*cfg.BlockSizeTokens < cfg.MaxModelLenTokens {
+		return nil, fmt.Errorf("engine: KV cache of %d blocks holds %d tokens (%d B/token), less than the maximum model length %d",
+			cfg.NumBlocks, cfg.NumBlocks*cfg.BlockSizeTokens, per, cfg.MaxModelLenTokens)
 	}
 	sched, err := NewScheduler(cfg)
 	if err != nil {

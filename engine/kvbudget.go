@@ -17,3 +17,29 @@ func NumBlocksForBudget(budgetBytes int64, blockSizeTokens int, kvBytesPerToken 
 	}
 	return int(budgetBytes / (int64(blockSizeTokens) * kvBytesPerToken))
 }
+
+// DefaultMaxModelLen is the maximum model length when none is asked for: the model's context
+// length (4096 when unknown), capped by the tokens a pool of numBlocks blocks holds.
+func DefaultMaxModelLen(ctxLen, numBlocks, blockSizeTokens int) int {
+	n := ctxLen
+	if n <= 0 {
+		n = 4096
+	}
+	if pool := numBlocks * blockSizeTokens; numBlocks > 0 && blockSizeTokens > 0 && pool < n {
+		n = pool
+	}
+	return n
+}
+
+// BlocksForLength is how many blocks of blockSizeTokens one sequence of n tokens needs, at
+// most maxBlocks (when maxBlocks > 0).
+func BlocksForLength(n, blockSizeTokens, maxBlocks int) int {
+	if n <= 0 || blockSizeTokens <= 0 {
+		return 0
+	}
+	b := (n + blockSizeTokens - 1) / blockSizeTokens
+	if maxBlocks > 0 && b > maxBlocks {
+		b = maxBlocks
+	}
+	return b
+}

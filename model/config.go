@@ -34,6 +34,17 @@ type Config struct {
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
 }
 
+// Limits on the sizes a configuration may give: far above any real Llama-family model, low
+// enough that the shapes and buffers derived from them cannot overflow or exhaust memory
+// before the file's tensors are checked against them.
+const (
+	MaxLayers = 4096
+	MaxDim    = 1 << 17 // residual width, head dim, and heads x head dim
+	MaxHeads  = 4096
+	MaxFFN    = 1 << 20
+	MaxVocab  = 1 << 24
+)
+
 // Validate checks the configuration for consistency.
 func (c *Config) Validate() error {
 	switch c.Arch {
@@ -49,6 +60,22 @@ func (c *Config) Validate() error {
 		if f.v <= 0 {
 			return fmt.Errorf("model: config %s = %d, must be positive", f.name, f.v)
 		}
+	}
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{{"Dim", c.Dim, MaxDim}, {"Layers", c.Layers, MaxLayers}, {"Heads", c.Heads, MaxHeads},
+		{"KVHeads", c.KVHeads, MaxHeads}, {"HeadDim", c.HeadDim, MaxDim}, {"FFN", c.FFN, MaxFFN},
+		{"Vocab", c.Vocab, MaxVocab}} {
+		if f.v > f.max {
+			return fmt.Errorf("model: config %s = %d, above the limit %d", f.name, f.v, f.max)
+		}
+	}
+	if c.CtxLen < 0 {
+		return fmt.Errorf("model: config CtxLen = %d, must not be negative", c.CtxLen)
+	}
+	if q := c.Heads * c.HeadDim; q > MaxDim {
+		return fmt.Errorf("model: %d heads x head dim %d = %d, above the limit %d", c.Heads, c.HeadDim, q, MaxDim)
 	}
 	if c.Heads%c.KVHeads != 0 {
 		return fmt.Errorf("model: %d heads is not a multiple of %d KV heads", c.Heads, c.KVHeads)

@@ -69,6 +69,10 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		}
 	}
 	if v, ok := f.Uint(arch + ".context_length"); ok {
+		// Any length up to 2^40 is accepted (it never sizes memory: see engine.DefaultMaxModelLen).
+		if v > 1<<40 {
+			return c, fmt.Errorf("%s.context_length = %d out of range", arch, v)
+		}
 		c.CtxLen = int(v)
 	}
 	c.RopeTheta = 10000
@@ -78,9 +82,6 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	c.NormEps = 1e-5
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		c.NormEps = float32(v)
-	}
-	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok && int(v) != c.HeadDim {
-		return c, fmt.Errorf("%s.rope.dimension_count = %d, partial rotary (head dim %d) is not supported", arch, v, c.HeadDim)
 	}
 	if typ, ok := f.String(arch + ".rope.scaling.type"); ok && typ != "none" && typ != "llama3" {
 		return c, fmt.Errorf("%s.rope.scaling.type %q is not supported", arch, typ)
@@ -94,7 +95,13 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	c.Tied = !hasOut
 	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
 	_, c.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok && v != uint64(c.HeadDim) {
+		return c, fmt.Errorf("%s.rope.dimension_count = %d, partial rotary (head dim %d) is not supported", arch, v, c.HeadDim)
+	}
+	return c, nil
 }
 
 // LoadGGUF builds a Model whose tensors alias f's mapping: keep f open while using it.

@@ -91,9 +91,17 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else {
+		printInspect(stdout, r)
 	}
-	printInspect(stdout, r)
+	if r.LoadError != "" {
+		// The report is printed (it helps find what is wrong), but the exit status says the
+		// file is not a usable model.
+		return fmt.Errorf("inspect: %s cannot be loaded as a model: %s", path, r.LoadError)
+	}
 	return nil
 }
 

@@ -62,9 +62,11 @@ func TestInspectCommand(t *testing.T) {
 	}
 	// A vocabulary-only GGUF: no model, but the tensors (none) and tokenizer are described.
 	vocab := fixture.Path(t, "models", "llamacpp-vocab", "ggml-vocab-gpt-2.gguf")
-	out, _, code := runCmd(t, "inspect", vocab)
-	if code != 0 || !strings.Contains(out, "cannot load as a model") || !strings.Contains(out, "tokenizer: gpt2") {
-		t.Errorf("vocab GGUF: exit %d\n%s", code, out)
+	// The report is printed, but the exit status is 1: the file is not a usable model.
+	out, errs, code := runCmd(t, "inspect", vocab)
+	if code != 1 || !strings.Contains(out, "cannot load as a model") || !strings.Contains(out, "tokenizer: gpt2") ||
+		!strings.Contains(errs, "cannot be loaded as a model") {
+		t.Errorf("vocab GGUF: exit %d\n%s\n%s", code, out, errs)
 	}
 	if _, errs, code := runCmd(t, "inspect", filepath.Join(dir, "nothing")); code != 1 || !strings.Contains(errs, "nothing") {
 		t.Errorf("missing file: exit %d %q", code, errs)

@@ -49,7 +49,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	port := fs.Int("port", 8000, "port to listen on (0 = any free port)")
 	var names stringList
 	fs.Var(&names, "served-model-name", "model name(s) clients use (repeatable or comma-separated; default: the model's name)")
-	maxLen := fs.Int("max-model-len", 0, "maximum prompt + output tokens (0 = the model's context length)")
+	maxLen := fs.Int("max-model-len", 0, "maximum prompt + output tokens (0 = the model's context length, capped by the KV cache)")
 	fs.IntVar(&sc.MaxNumSeqs, "max-num-seqs", sc.MaxNumSeqs, "sequences running at most")
 	fs.IntVar(&sc.MaxNumBatchedTokens, "max-num-batched-tokens", sc.MaxNumBatchedTokens, "token budget of one engine step")
 	fs.IntVar(&sc.BlockSizeTokens, "block-size", sc.BlockSizeTokens, "KV-cache block size in tokens")
@@ -63,7 +63,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	genCfg := fs.String("generation-config", "auto", "sampling defaults of requests that omit a field: auto (the model's generation_config.json or GGUF general.sampling.*, else temperature 0.8, top-p 0.95), vllm (vLLM's: temperature 1, top-p 1), or a directory holding generation_config.json")
 	noLog := fs.Bool("disable-log-requests", false, "no log lines for successful requests (failures are still logged, at warn or error)")
 	shutdownSec := fs.Float64("shutdown-timeout", 30, "seconds running requests get to finish after SIGTERM")
-	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence)")
+	kvMem := fs.String("kv-cache-memory", "", "KV cache bytes (suffixes KiB MiB GiB K M G; default: the scheduler's 1024 blocks or one max-model-len sequence, at most 10% of available memory)")
 	maxQueued := fs.Int("max-queued-requests", 0, "requests waiting at most before 429 (0 = unbounded)")
 	maxBody := fs.String("max-body-size", "8MiB", "largest request body (413 beyond)")
 	autoTools := fs.Bool("enable-auto-tool-choice", false, "enable tool_choice \"auto\": the model decides when to call tools, and its replies are parsed for calls by --tool-call-parser (required with it)")
@@ -174,15 +174,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 			RepetitionPenalty: g.RepetitionPenalty, MaxNewTokens: g.MaxNewTokens}
 	}
 	eo := engine.DefaultOptions()
-	sc.MaxModelLenTokens = *maxLen
-	if sc.MaxModelLenTokens == 0 {
-		sc.MaxModelLenTokens = b.Model.Config.CtxLen
+	note, err := sizeKV(&sc, &b.Model.Config, *maxLen, kvBytes, defaultKVBudget())
+	if err != nil {
+		hs.Close()
+		return err
 	}
-	if kvBytes == 0 && sc.MaxModelLenTokens > sc.NumBlocks*sc.BlockSizeTokens {
-		sc.NumBlocks = (sc.MaxModelLenTokens + sc.BlockSizeTokens - 1) / sc.BlockSizeTokens
+	if note != "" {
+		log.Warn(note)
 	}
 	eo.Scheduler = sc
-	eo.KVCacheBytes = kvBytes
 	eo.MaxQueuedRequests = *maxQueued
 	eo.BatchInvariant = *invariant
 	eo.OnStep = srv.StepHook

@@ -1,0 +1,98 @@
+// This file sizes serve's KV pool: from --kv-cache-memory when given, else a default pool grown
+// to hold one maximum-length sequence but never beyond a fraction of the machine's available memory. The
+// model's context length (which a file may set to anything) never sizes memory by itself.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/model"
+)
+
+// defaultKVFraction is the share of available memory the KV pool may take without
+// --kv-cache-memory (the pool is allocated and prefaulted up front, so it stays modest).
+const defaultKVFraction = 0.10
+
+// availableMemory is the machine's available memory in bytes from /proc/meminfo
+// (MemAvailable, else MemTotal; 0 if unknown).
+func availableMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var total int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fs[1], 10, 64)
+		if err != nil || kb <= 0 {
+			continue
+		}
+		switch fs[0] {
+		case "MemAvailable:":
+			return kb << 10
+		case "MemTotal:":
+			total = kb << 10
+		}
+	}
+	return total
+}
+
+// defaultKVBudget is the KV memory used when --kv-cache-memory is not given: a fraction of
+// available memory, 4 GiB when that is unknown.
+func defaultKVBudget() int64 {
+	if m := availableMemory(); m > 0 {
+		return int64(float64(m) * defaultKVFraction)
+	}
+	return 4 << 30
+}
+
+// sizeKV fills sc.NumBlocks and sc.MaxModelLenTokens for serving mc. maxLen is --max-model-len
+// (0 = the model's context length, capped by the pool), kvBytes is --kv-cache-memory (0 = the
+// scheduler's default blocks, grown to one maximum-length sequence within budget). It returns
+// a note for the log when the context length was capped, "" otherwise.
+func sizeKV(sc *engine.Config, mc *model.Config, maxLen int, kvBytes, budget int64) (string, error) {
+	per := engine.KVBytesPerToken(mc.Layers, mc.KVHeads, mc.HeadDim, 4)
+	if kvBytes > 0 {
+		sc.NumBlocks = engine.NumBlocksForBudget(kvBytes, sc.BlockSizeTokens, per)
+		budget = kvBytes
+	} else {
+		want := maxLen
+		if want == 0 {
+			want = mc.CtxLen
+		}
+		limit := engine.NumBlocksForBudget(budget, sc.BlockSizeTokens, per)
+		if n := engine.BlocksForLength(want, sc.BlockSizeTokens, limit); n > sc.NumBlocks {
+			sc.NumBlocks = n
+		}
+		if sc.NumBlocks > limit {
+			sc.NumBlocks = limit
+		}
+	}
+	pool := sc.NumBlocks * sc.BlockSizeTokens
+	if sc.NumBlocks <= 0 {
+		return "", fmt.Errorf("KV budget of %d bytes holds not one block of %d tokens (%d B/token)", budget, sc.BlockSizeTokens, per)
+	}
+	if maxLen > pool {
+		return "", fmt.Errorf("--max-model-len %d needs more KV cache than the budget of %d bytes holds (%d tokens at %d B/token); lower --max-model-len or raise --kv-cache-memory",
+			maxLen, budget, pool, per)
+	}
+	sc.MaxModelLenTokens = maxLen
+	if maxLen == 0 {
+		sc.MaxModelLenTokens = engine.DefaultMaxModelLen(mc.CtxLen, sc.NumBlocks, sc.BlockSizeTokens)
+		if mc.CtxLen > sc.MaxModelLenTokens {
+			return fmt.Sprintf("the model's context length %d does not fit the KV cache (%d bytes, %d tokens at %d B/token): max_model_len is %d; set --max-model-len or --kv-cache-memory to change it",
+				mc.CtxLen, budget, pool, per, sc.MaxModelLenTokens), nil
+		}
+	}
+	return "", nil
+}
