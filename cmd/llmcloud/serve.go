@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -69,6 +68,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	autoTools := fs.Bool("enable-auto-tool-choice", false, "enable tool_choice \"auto\": the model decides when to call tools, and its replies are parsed for calls by --tool-call-parser (required with it)")
 	toolParser := fs.String("tool-call-parser", "", "the tool-call format of the model, used to parse its replies into OpenAI tool_calls ("+strings.Join(toolcall.Names(), ", ")+"; hermes for Qwen2.5/Qwen3 and Hermes); tool_choice \"required\" and named functions also write calls in this format (hermes's when unset)")
 	reasoningParser := fs.String("reasoning-parser", "", "the reasoning format of the model, used to split <think> reasoning into reasoning_content ("+strings.Join(reasoning.Names(), ", ")+")")
+	var ho server.HTTPOptions
+	httpFlags(fs, &ho)
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -145,9 +146,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := server.NewHTTPServer(srv.Handler(), ho)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(server.LimitListener(ln, ho)) }()
 	addr := ln.Addr().String()
 	log.Info("listening", "addr", addr, "model", mf.model)
 	if ready != nil {
@@ -223,4 +224,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// httpFlags registers the connection bounds shared by serve and router.
+func httpFlags(fs *flag.FlagSet, o *server.HTTPOptions) {
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", 30*time.Second, "limit of reading one request, headers and body (slow bodies are cut)")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 60*time.Second, "keep-alive connections idle this long are closed")
+	fs.IntVar(&o.MaxConnections, "max-connections", 0, "open client connections at most; more wait in the kernel's backlog (0 = the open-file limit less 64, at most 4096)")
 }
