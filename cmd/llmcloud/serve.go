@@ -57,6 +57,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	chunked := fs.Bool("enable-chunked-prefill", true, "split long prompts across steps")
 	noChunked := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
 	apiKey := fs.String("api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* (default $LLMCLOUD_API_KEY)")
+	protectAll := fs.Bool("protect-all", false, "with --api-key, also require the key on /tokenize, /detokenize and /metrics (/health and /version stay open)")
 	seed := fs.Int64("seed", -1, "seed of the seeds given to requests without one (-1 = random)")
 	tmplFlag := fs.String("chat-template", "", "chat template: a Jinja file, or the template itself")
 	genCfg := fs.String("generation-config", "auto", "sampling defaults of requests that omit a field: auto (the model's generation_config.json or GGUF general.sampling.*, else temperature 0.8, top-p 0.95), vllm (vLLM's: temperature 1, top-p 1), or a directory holding generation_config.json")
@@ -132,7 +133,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err := mf.useDefault(log); err != nil {
 		return err
 	}
-	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ChatTemplate: tmpl,
+	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
 		ReasoningParser: *reasoningParser}
