@@ -5,7 +5,6 @@
 package server
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -50,41 +49,13 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	return o
 }
 
-// NewHTTPServer is an http.Server for h bounded by o. The read deadline of a request (headers
-// and body) is set per request and cleared once the body is read, since http.Server's own
-// ReadTimeout would also cancel the context of a stream that outlives it; WriteTimeout stays 0
-// so long streams are never cut.
+// NewHTTPServer is an http.Server for h bounded by o. ReadTimeout covers the headers and the
+// body from the request's start; WriteTimeout stays 0 so long streams are never cut (a stream
+// outliving ReadTimeout keeps running: TestHTTPStreamOutlivesReadTimeout).
 func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 	o = o.withDefaults()
-	return &http.Server{Handler: bodyDeadline(h, o.ReadTimeout), ReadHeaderTimeout: o.ReadHeaderTimeout,
+	return &http.Server{Handler: h, ReadTimeout: o.ReadTimeout, ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout: o.IdleTimeout}
-}
-
-// bodyDeadline gives the body of each request d to arrive from the request's start.
-func bodyDeadline(h http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		if r.Body != nil && r.Body != http.NoBody && rc.SetReadDeadline(time.Now().Add(d)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody clears the connection's read deadline when the body has been read whole.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done { // on a timeout the deadline stays, so the connection is closed
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // LimitListener wraps ln so at most o.MaxConnections accepted connections are open at once;
