@@ -26,13 +26,16 @@ type genRequest struct {
 	prompts   [][]int
 	n         int
 	maxTokens int // 0 = up to max-model-len
-	cacheSalt string
-	params    sample.Params
-	seedSet   bool
-	stop      []string
-	stopIDs   []int
-	ignoreEOS bool
-	user      string
+	// maxTokensParam names the request field maxTokens came from ("" for a model default): a
+	// prompt that fits but leaves too little room for maxTokens is blamed on it.
+	maxTokensParam string
+	cacheSalt      string
+	params         sample.Params
+	seedSet        bool
+	stop           []string
+	stopIDs        []int
+	ignoreEOS      bool
+	user           string
 	// constraint, if set, makes each choice's engine.Request.Constraint (a grammar).
 	constraint func() engine.Constraint
 }
@@ -127,6 +130,7 @@ func (s *Server) buildGen(st *state, f *api.SamplingFields, maxTokens *int, maxT
 			return nil, badRequest(maxTokensParam, "%s must be at least 1, got %d", maxTokensParam, *maxTokens)
 		}
 		g.maxTokens = *maxTokens
+		g.maxTokensParam = maxTokensParam
 	} else if useDef && d.MaxNewTokens != nil && *d.MaxNewTokens > 0 {
 		g.maxTokens = *d.MaxNewTokens
 	}
@@ -177,7 +181,11 @@ func (g *genRequest) checkPrompts(st *state, param string) *apiError {
 				len(ids), len(ids)-limit+1, limit)
 		}
 		if g.maxTokens > 0 && len(ids)+g.maxTokens > limit {
-			return badRequest(param, "the prompt (%d tokens) plus max_tokens (%d) is %d tokens, %d tokens over max-model-len %d",
+			blame := param
+			if g.maxTokensParam != "" {
+				blame = g.maxTokensParam
+			}
+			return badRequest(blame, "the prompt (%d tokens) plus max_tokens (%d) is %d tokens, %d tokens over max-model-len %d",
 				len(ids), g.maxTokens, len(ids)+g.maxTokens, len(ids)+g.maxTokens-limit, limit)
 		}
 	}

@@ -8,7 +8,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +35,8 @@ type Options struct {
 	// ServedModelNames are the names clients may use; the first is reported in responses and
 	// metrics. Empty: the model's name.
 	ServedModelNames []string
-	APIKey           string // when set, /v1/* requires "Authorization: Bearer <key>"
+	APIKey           string // when set, /v1 and /v1/* require "Authorization: Bearer <key>"
+	ProtectAll       bool   // with APIKey, /tokenize, /detokenize and /metrics require it too
 	ChatTemplate     string // Jinja source overriding the model's
 	// UseModelDefaults gives the sampling fields a request leaves out the model's defaults
 	// (generation_config.json, GGUF general.sampling.*) and, where the model has none,
@@ -69,7 +69,8 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics
 	mux     *http.ServeMux
-	handler http.Handler          // mux behind the access log
+	handler http.Handler          // mux behind the API key check and the access log
+	allow   map[string][]string   // methods of each registered path (405 answers)
 	state   atomic.Pointer[state] // nil until Attach
 	closing atomic.Bool
 	nextID  atomic.Uint64
@@ -115,19 +116,17 @@ func New(opts Options) *Server {
 	s.seeds = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	s.metrics = newMetrics(s.reg, s.stats, s.modelName())
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("POST /v1/completions", s.needModel(s.handleCompletions))
-	s.mux.HandleFunc("POST /v1/chat/completions", s.needModel(s.handleChat))
-	s.mux.HandleFunc("POST /v1/responses", s.needModel(s.handleResponses))
-	s.mux.HandleFunc("GET /v1/models", s.needModel(s.handleModels))
-	s.mux.HandleFunc("POST /tokenize", s.needModel(s.handleTokenize))
-	s.mux.HandleFunc("POST /detokenize", s.needModel(s.handleDetokenize))
-	s.mux.HandleFunc("GET /health", s.handleHealth)
-	s.mux.HandleFunc("GET /version", s.handleVersion)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "", "no endpoint "+r.Method+" "+r.URL.Path)
-	})
-	s.handler = s.accessLog(s.mux)
+	s.route("POST", "/v1/completions", s.needModel(s.handleCompletions))
+	s.route("POST", "/v1/chat/completions", s.needModel(s.handleChat))
+	s.route("POST", "/v1/responses", s.needModel(s.handleResponses))
+	s.route("GET", "/v1/models", s.needModel(s.handleModels))
+	s.route("POST", "/tokenize", s.needModel(s.handleTokenize))
+	s.route("POST", "/detokenize", s.needModel(s.handleDetokenize))
+	s.route("GET", "/health", http.HandlerFunc(s.handleHealth))
+	s.route("GET", "/version", http.HandlerFunc(s.handleVersion))
+	s.route("GET", "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	s.mux.HandleFunc("/", s.notFound)
+	s.handler = s.accessLog(s.requireKey(s.mux))
 	return s
 }
 
@@ -184,16 +183,10 @@ func (s *Server) stats() (engine.Stats, bool) {
 	return st.eng.Stats(), true
 }
 
-// needModel wraps a model endpoint: readiness, API key, body limit.
+// needModel wraps a model endpoint: readiness, body limit (the API key is checked before
+// routing, routes.go).
 func (s *Server) needModel(h func(http.ResponseWriter, *http.Request, *state)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.APIKey)) != 1 {
-				writeError(w, http.StatusUnauthorized, "invalid_api_key", "", "invalid or missing API key")
-				return
-			}
-		}
 		st := s.state.Load()
 		if st == nil {
 			writeError(w, http.StatusServiceUnavailable, "model_not_ready", "", "the model is still loading")

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/router"
+	"github.com/llmcloud/llmcloud/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -41,6 +41,7 @@ type routerFlags struct {
 	k8sNamespace, k8sSel      string
 	health, timeout, shutdown time.Duration
 	retries                   int
+	http                      server.HTTPOptions
 }
 
 // routerMain runs the router until ctx ends; ready, if set, gets the listening address.
@@ -57,6 +58,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	fs.IntVar(&f.k8sPort, "k8s-port", 8000, "kubernetes discovery: the replicas' HTTP port")
 	fs.DurationVar(&f.health, "health-interval", time.Second, "period of the active GET /health probes")
 	fs.DurationVar(&f.timeout, "request-timeout", 600*time.Second, "limit of one upstream request")
+	httpFlags(fs, &f.http)
 	fs.IntVar(&f.retries, "max-retries", 2, "retries on another replica before any response byte reached the client (0 = none)")
 	fs.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "time running requests get to finish after SIGTERM")
 	pos, err := parseInterleaved(fs, args)
@@ -122,9 +124,9 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	}
 	go func() { done <- rt.Run(rctx) }()
 
-	hs := &http.Server{Handler: rt.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := server.NewHTTPServer(rt.Handler(), f.http)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(server.LimitListener(ln, f.http)) }()
 	addr := ln.Addr().String()
 	log.Info("router listening", "addr", addr, "policy", rt.Policy(), "discovery", f.discovery, "backends", len(urls))
 	if ready != nil {

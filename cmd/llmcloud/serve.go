@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -58,6 +57,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	chunked := fs.Bool("enable-chunked-prefill", true, "split long prompts across steps")
 	noChunked := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
 	apiKey := fs.String("api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* (default $LLMCLOUD_API_KEY)")
+	protectAll := fs.Bool("protect-all", false, "with --api-key, also require the key on /tokenize, /detokenize and /metrics (/health and /version stay open)")
 	seed := fs.Int64("seed", -1, "seed of the seeds given to requests without one (-1 = random)")
 	tmplFlag := fs.String("chat-template", "", "chat template: a Jinja file, or the template itself")
 	genCfg := fs.String("generation-config", "auto", "sampling defaults of requests that omit a field: auto (the model's generation_config.json or GGUF general.sampling.*, else temperature 0.8, top-p 0.95), vllm (vLLM's: temperature 1, top-p 1), or a directory holding generation_config.json")
@@ -69,6 +69,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	autoTools := fs.Bool("enable-auto-tool-choice", false, "enable tool_choice \"auto\": the model decides when to call tools, and its replies are parsed for calls by --tool-call-parser (required with it)")
 	toolParser := fs.String("tool-call-parser", "", "the tool-call format of the model, used to parse its replies into OpenAI tool_calls ("+strings.Join(toolcall.Names(), ", ")+"; hermes for Qwen2.5/Qwen3 and Hermes); tool_choice \"required\" and named functions also write calls in this format (hermes's when unset)")
 	reasoningParser := fs.String("reasoning-parser", "", "the reasoning format of the model, used to split <think> reasoning into reasoning_content ("+strings.Join(reasoning.Names(), ", ")+")")
+	var ho server.HTTPOptions
+	httpFlags(fs, &ho)
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -131,7 +133,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err := mf.useDefault(log); err != nil {
 		return err
 	}
-	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ChatTemplate: tmpl,
+	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
 		ReasoningParser: *reasoningParser}
@@ -145,9 +147,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := server.NewHTTPServer(srv.Handler(), ho)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(server.LimitListener(ln, ho)) }()
 	addr := ln.Addr().String()
 	log.Info("listening", "addr", addr, "model", mf.model)
 	if ready != nil {
@@ -223,4 +225,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// httpFlags registers the connection bounds shared by serve and router.
+func httpFlags(fs *flag.FlagSet, o *server.HTTPOptions) {
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", 30*time.Second, "limit of reading one request, headers and body (slow bodies are cut)")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 60*time.Second, "keep-alive connections idle this long are closed")
+	fs.IntVar(&o.MaxConnections, "max-connections", 0, "open client connections at most; more wait in the kernel's backlog (0 = the open-file limit less 64, at most 4096)")
 }
