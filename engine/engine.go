@@ -35,8 +35,10 @@ type Options struct {
 	// KVCacheBytes is the memory of the paged KV pool (f32 K and V rows; see KVBytesPerToken).
 	// 0 keeps Scheduler.NumBlocks.
 	KVCacheBytes int64
-	// MaxQueuedRequests bounds the requests accepted but not yet started; Add returns
-	// ErrQueueFull beyond it. 0 = unbounded.
+	// MaxQueuedRequests bounds the requests that must wait for a run slot: an arriving
+	// request takes a free one of the Scheduler.MaxNumSeqs slots at once, so an idle engine
+	// accepts MaxNumSeqs+MaxQueuedRequests in a burst. Add returns ErrQueueFull beyond it.
+	// 0 = unbounded.
 	MaxQueuedRequests int
 	// BatchInvariant makes a request's tokens bit-identical whatever else runs with it (a
 	// lone row's matmuls run on the GEMM kernels; see model.Batch.Invariant). It costs a
@@ -308,10 +310,10 @@ func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 	case e.live[r.ID] != nil:
 		e.mu.Unlock()
 		return nil, fmt.Errorf("engine: request id %q is already live", r.ID)
-	case e.opts.MaxQueuedRequests > 0 && e.notStart >= e.opts.MaxQueuedRequests:
-		waiting := e.notStart // read under mu: the step loop updates it
+	case e.queueFull():
+		waiting := e.notStart - e.freeSlots() // read under mu: the step loop updates it
 		e.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d requests waiting (limit %d)", ErrQueueFull, waiting, e.opts.MaxQueuedRequests)
+		return nil, fmt.Errorf("%w: %d requests waiting for a run slot (limit %d)", ErrQueueFull, waiting, e.opts.MaxQueuedRequests)
 	}
 	st.seq = e.nextSeq
 	e.nextSeq++

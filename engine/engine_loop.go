@@ -113,6 +113,11 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	for _, id := range plan.Preempted {
 		bySeq[id].metrics.Preemptions++
 	}
+	// At once, not after the step: a request that finishes during the step must not leave
+	// Add's count of started requests (len(live) - notStart) short.
+	e.mu.Lock()
+	e.notStart -= started
+	e.mu.Unlock()
 	res, err := e.runner.execute(plan, samplerOf)
 	m.Forward, m.Sample, m.MaskWait = res.forward, res.sample, res.maskWait
 	m.Constrained = len(e.runner.masks.jobs)
@@ -188,7 +193,6 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	}
 	m.Total = e.now().Sub(t0)
 	e.mu.Lock()
-	e.notStart -= started
 	e.stats.Steps++
 	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
 	e.stats.LastStepTokens = plan.NumBatchedTokens
