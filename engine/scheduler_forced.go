@@ -6,10 +6,7 @@
 
 package engine
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // AppendForced appends toks to the output of running sequence id, stopping early at a stop
 // token id, MaxTokens or the maximum model length (then the sequence finishes, as in Update).
@@ -25,17 +22,7 @@ func (s *Scheduler) AppendForced(id SeqID, toks []int) (int, Status, error) {
 		return 0, 0, fmt.Errorf("engine: AppendForced: sequence %d is not running", id)
 	}
 	for i, tok := range toks {
-		seq.appendToken(tok)
-		status := StatusRunning
-		switch {
-		case slices.Contains(seq.StopTokenIDs, tok):
-			status = StatusFinishedStopped
-		case seq.MaxTokens > 0 && seq.NumOutputTokens() >= seq.MaxTokens,
-			seq.NumTokens() >= s.cfg.MaxModelLenTokens:
-			status = StatusFinishedLength
-		}
-		if status != StatusRunning {
-			s.finish(seq, status)
+		if status := s.appendOutput(seq, tok); status != StatusRunning {
 			return i + 1, status, nil
 		}
 	}

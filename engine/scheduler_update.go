@@ -45,19 +45,25 @@ func (s *Scheduler) Update(plan *StepPlan, sampled map[SeqID]int) ([]StepOutput,
 			continue
 		}
 		tok := sampled[ss.ID]
-		seq.appendToken(tok)
-		status := StatusRunning
-		switch {
-		case slices.Contains(seq.StopTokenIDs, tok):
-			status = StatusFinishedStopped
-		case seq.MaxTokens > 0 && seq.NumOutputTokens() >= seq.MaxTokens,
-			seq.NumTokens() >= s.cfg.MaxModelLenTokens:
-			status = StatusFinishedLength
-		}
-		if status != StatusRunning {
-			s.finish(seq, status)
-		}
-		out = append(out, StepOutput{ID: seq.ID, Token: tok, Status: status})
+		out = append(out, StepOutput{ID: seq.ID, Token: tok, Status: s.appendOutput(seq, tok)})
 	}
 	return out, nil
+}
+
+// appendOutput adds one output token (sampled or forced) to seq and finishes seq when the token
+// is a stop id or reaches max_tokens or the maximum model length; it returns seq's status.
+func (s *Scheduler) appendOutput(seq *Sequence, tok int) Status {
+	seq.appendToken(tok)
+	status := StatusRunning
+	switch {
+	case slices.Contains(seq.StopTokenIDs, tok):
+		status = StatusFinishedStopped
+	case seq.MaxTokens > 0 && seq.NumOutputTokens() >= seq.MaxTokens,
+		seq.NumTokens() >= s.cfg.MaxModelLenTokens:
+		status = StatusFinishedLength
+	}
+	if status != StatusRunning {
+		s.finish(seq, status)
+	}
+	return status
 }
