@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -17,24 +15,14 @@ import (
 
 func TestServeHTTPFlags(t *testing.T) {
 	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	var logs bytes.Buffer
-	go func() {
-		done <- serve(ctx, []string{model, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
-			"--max-model-len", "256", "--api-key", "k", "--protect-all", "--idle-timeout", "200ms",
-			"--read-timeout", "300ms", "--max-connections", "6"}, &logs, func(a string) { addrc <- a })
-	}()
+	url, _, stop := startServe(t, model, "--threads", "1", "--max-model-len", "256", "--api-key", "k",
+		"--protect-all", "--idle-timeout", "200ms", "--read-timeout", "300ms", "--max-connections", "6")
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	addr := <-addrc
-	url := "http://" + addr
-	waitHealthy(t, url)
+	addr := strings.TrimPrefix(url, "http://")
 
 	get := func(path, auth string) int {
 		req, _ := http.NewRequest("GET", url+path, nil)
