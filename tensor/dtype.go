@@ -50,6 +50,9 @@ var dtypes = [nDTypes]dtypeInfo{
 
 func (t DType) valid() bool { return t >= 0 && t < nDTypes }
 
+// Valid reports whether t is one of the types above.
+func (t DType) Valid() bool { return t.valid() }
+
 // String returns the upper-case name used by llama.cpp ("F32", "Q4_K", ...).
 func (t DType) String() string {
 	if !t.valid() {
