@@ -32,6 +32,8 @@ type Config struct {
 	Tied        bool         // output projection shares token_embd.weight
 	QKVBias     bool         // attn_q/k/v have biases (qwen2)
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
+	Experts     int          // mixture-of-experts expert count; 0 = dense (the only kind run yet)
+	ExpertsUsed int          // experts used per token
 }
 
 // Limits on the sizes a configuration may give: far above any real Llama-family model, low
@@ -51,6 +53,9 @@ func (c *Config) Validate() error {
 	case "llama", "mistral", "qwen2", "qwen3":
 	default:
 		return fmt.Errorf("model: unsupported architecture %q", c.Arch)
+	}
+	if err := checkExperts(c.Experts, c.ExpertsUsed, "expert_count", "expert_used_count"); err != nil {
+		return fmt.Errorf("model: %w", err)
 	}
 	for _, f := range []struct {
 		name string

@@ -26,6 +26,11 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		return c, fmt.Errorf("general.architecture missing")
 	}
 	c.Arch = arch
+	// Before the architecture: a MoE variant (qwen3moe) is refused as such.
+	var err error
+	if c.Experts, c.ExpertsUsed, err = ggufExperts(f, arch); err != nil {
+		return c, err
+	}
 	switch arch {
 	case "llama", "mistral":
 	case "qwen2", "qwen3":
@@ -43,7 +48,6 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		}
 		return int(v), nil
 	}
-	var err error
 	if c.Dim, err = need("embedding_length"); err != nil {
 		return c, err
 	}

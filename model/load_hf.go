@@ -67,6 +67,11 @@ func ConfigFromHF(c *hfdir.Config) (Config, error) {
 		NormEps: float32(c.RMSNormEps), Tied: c.TieWordEmbeddings,
 		QKVBias: c.ModelType == "qwen2" || c.AttentionBias, QKNorm: c.ModelType == "qwen3",
 	}
+	// Before model_type: a MoE variant (mixtral, qwen3_moe) is refused as such.
+	var err error
+	if cfg.Experts, cfg.ExpertsUsed, err = hfExperts(c.Raw); err != nil {
+		return cfg, err
+	}
 	switch c.ModelType {
 	case "llama", "mistral":
 	case "qwen2", "qwen3":

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -38,6 +39,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 	top := 0
 	if req.TopLogprobs != nil {
 		top = *req.TopLogprobs
+		if top < 0 || top > 20 {
+			s.fail(w, badRequest("top_logprobs", "top_logprobs must be in [0, 20], got %d", top))
+			return
+		}
 		if top > 0 && !req.Logprobs {
 			s.fail(w, badRequest("top_logprobs", "top_logprobs needs logprobs: true"))
 			return
@@ -221,11 +226,11 @@ func (st *state) renderChat(rawMsgs, rawTools, rawKwargs []byte, addGen bool) (s
 	for i, m := range list {
 		mm, ok := m.(*chattmpl.Map)
 		if !ok {
-			return "", badRequest("messages", "messages[%d] is not an object", i)
+			return "", badRequest(fmt.Sprintf("messages[%d]", i), "messages[%d] is not an object", i)
 		}
 		role, _ := mm.Get("role")
 		if rs, ok := role.(string); !ok || rs == "" {
-			return "", badRequest("messages", "messages[%d].role must be a non-empty string", i)
+			return "", badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role must be a non-empty string", i)
 		}
 		if e := normalizeMessage(mm, i); e != nil {
 			return "", e
@@ -238,16 +243,16 @@ func (st *state) renderChat(rawMsgs, rawTools, rawKwargs []byte, addGen bool) (s
 			for j, p := range c {
 				pm, ok := p.(*chattmpl.Map)
 				if !ok {
-					return "", badRequest("messages", "messages[%d].content[%d] is not an object", i, j)
+					return "", badRequest(fmt.Sprintf("messages[%d].content[%d]", i, j), "messages[%d].content[%d] is not an object", i, j)
 				}
 				typ, _ := pm.Get("type")
 				if typ != "text" {
-					return "", badRequest("messages", "messages[%d].content[%d]: only text parts are supported, got type %v", i, j, typ)
+					return "", badRequest(fmt.Sprintf("messages[%d].content[%d].type", i, j), "messages[%d].content[%d]: only text parts are supported, got type %v", i, j, typ)
 				}
 				t, _ := pm.Get("text")
 				ts, ok := t.(string)
 				if !ok {
-					return "", badRequest("messages", "messages[%d].content[%d].text must be a string", i, j)
+					return "", badRequest(fmt.Sprintf("messages[%d].content[%d].text", i, j), "messages[%d].content[%d].text must be a string", i, j)
 				}
 				if sb.Len() > 0 {
 					sb.WriteString("\n")
@@ -256,7 +261,7 @@ func (st *state) renderChat(rawMsgs, rawTools, rawKwargs []byte, addGen bool) (s
 			}
 			mm.Set("content", sb.String())
 		default:
-			return "", badRequest("messages", "messages[%d].content must be a string or a list of parts", i)
+			return "", badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content must be a string or a list of parts", i)
 		}
 	}
 	opts := chattmpl.Options{AddGenerationPrompt: addGen}

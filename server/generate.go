@@ -29,13 +29,15 @@ type genRequest struct {
 	// maxTokensParam names the request field maxTokens came from ("" for a model default): a
 	// prompt that fits but leaves too little room for maxTokens is blamed on it.
 	maxTokensParam string
-	cacheSalt      string
-	params         sample.Params
-	seedSet        bool
-	stop           []string
-	stopIDs        []int
-	ignoreEOS      bool
-	user           string
+	// promptParam names the field the prompts came from ("prompt", "messages", "input").
+	promptParam string
+	cacheSalt   string
+	params      sample.Params
+	seedSet     bool
+	stop        []string
+	stopIDs     []int
+	ignoreEOS   bool
+	user        string
 	// constraint, if set, makes each choice's engine.Request.Constraint (a grammar).
 	constraint func() engine.Constraint
 }
@@ -112,6 +114,9 @@ func (s *Server) buildGen(st *state, f *api.SamplingFields, maxTokens *int, maxT
 			p.LogitBias[id] = v
 		}
 	}
+	if f.StreamOptions != nil && !f.Stream {
+		return nil, badRequest("stream_options", "stream_options is only allowed when stream is true")
+	}
 	g := &genRequest{n: 1, ignoreEOS: f.IgnoreEOS, user: f.User, cacheSalt: f.CacheSalt}
 	if f.N != nil {
 		if *f.N < 1 || *f.N > s.opts.MaxN {
@@ -164,6 +169,7 @@ const maxChoices = 256
 func (g *genRequest) checkPrompts(st *state, param string) *apiError {
 	vocab := st.b.Model.Config.Vocab
 	limit := st.maxModelLen
+	g.promptParam = param
 	if len(g.prompts)*g.n > maxChoices {
 		return badRequest(param, "%d prompts x n=%d is more than %d choices in one request", len(g.prompts), g.n, maxChoices)
 	}
@@ -180,13 +186,15 @@ func (g *genRequest) checkPrompts(st *state, param string) *apiError {
 			return badRequest(param, "the prompt is %d tokens, %d tokens over the limit: max-model-len is %d and leaves room for at least one generated token",
 				len(ids), len(ids)-limit+1, limit)
 		}
-		if g.maxTokens > 0 && len(ids)+g.maxTokens > limit {
+		// maxTokens > limit-len(ids), not len(ids)+maxTokens > limit: a max_tokens near 2^63
+		// must not wrap around and pass.
+		if g.maxTokens > 0 && g.maxTokens > limit-len(ids) {
 			blame := param
 			if g.maxTokensParam != "" {
 				blame = g.maxTokensParam
 			}
-			return badRequest(blame, "the prompt (%d tokens) plus max_tokens (%d) is %d tokens, %d tokens over max-model-len %d",
-				len(ids), g.maxTokens, len(ids)+g.maxTokens, len(ids)+g.maxTokens-limit, limit)
+			return badRequest(blame, "the prompt (%d tokens) plus %s (%d) is %d tokens over max-model-len %d",
+				len(ids), blame, g.maxTokens, g.maxTokens-(limit-len(ids)), limit)
 		}
 	}
 	return nil
@@ -219,7 +227,7 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 					for range c {
 					}
 				}
-				return nil, addError(err, s.opts.RetryAfter)
+				return nil, addError(err, g.promptParam, s.opts.RetryAfter)
 			}
 			chans = append(chans, ch)
 		}
@@ -278,8 +286,8 @@ func (s *Server) forward(ctx context.Context, idx int, ch <-chan engine.Output, 
 	}
 }
 
-// addError maps engine.Add's errors to HTTP.
-func addError(err error, retry time.Duration) *apiError {
+// addError maps engine.Add's errors to HTTP; promptParam names the prompt's field.
+func addError(err error, promptParam string, retry time.Duration) *apiError {
 	switch {
 	case errors.Is(err, engine.ErrQueueFull):
 		return &apiError{status: http.StatusTooManyRequests, code: "rate_limit_exceeded",
@@ -287,7 +295,7 @@ func addError(err error, retry time.Duration) *apiError {
 	case errors.Is(err, engine.ErrShutdown):
 		return &apiError{status: http.StatusServiceUnavailable, code: "shutting_down", msg: "the server is shutting down"}
 	case errors.Is(err, engine.ErrPromptTooLong):
-		return badRequest("prompt", "%v", err)
+		return badRequest(promptParam, "%v", err)
 	}
 	return badRequest("", "%v", err)
 }

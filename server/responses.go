@@ -118,7 +118,7 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 	}
 	prompt, e := st.renderChat(msgs, tools, nil, true)
 	if e != nil {
-		if e.param == "messages" {
+		if strings.HasPrefix(e.param, "messages") { // input items, made messages (other indices)
 			e.param = "input"
 		}
 		return nil, e

@@ -4,6 +4,8 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/llmcloud/llmcloud/chattmpl"
 )
 
@@ -18,20 +20,20 @@ func normalizeMessage(mm *chattmpl.Map, i int) *apiError {
 	}
 	list, ok := tc.([]any)
 	if !ok {
-		return badRequest("messages", "messages[%d].tool_calls must be a list", i)
+		return badRequest(fmt.Sprintf("messages[%d].tool_calls", i), "messages[%d].tool_calls must be a list", i)
 	}
 	for j, item := range list {
 		call, ok := item.(*chattmpl.Map)
 		if !ok {
-			return badRequest("messages", "messages[%d].tool_calls[%d] is not an object", i, j)
+			return badRequest(fmt.Sprintf("messages[%d].tool_calls[%d]", i, j), "messages[%d].tool_calls[%d] is not an object", i, j)
 		}
 		fn, _ := call.Get("function")
 		fm, ok := fn.(*chattmpl.Map)
 		if !ok {
-			return badRequest("messages", "messages[%d].tool_calls[%d].function must be an object", i, j)
+			return badRequest(fmt.Sprintf("messages[%d].tool_calls[%d].function", i, j), "messages[%d].tool_calls[%d].function must be an object", i, j)
 		}
 		if name, _ := fm.Get("name"); name == nil || name == "" {
-			return badRequest("messages", "messages[%d].tool_calls[%d].function.name is required", i, j)
+			return badRequest(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), "messages[%d].tool_calls[%d].function.name is required", i, j)
 		}
 		if args, ok := fm.Get("arguments"); ok {
 			if s, ok := args.(string); ok {

@@ -70,7 +70,7 @@ func TestToolRequestErrors(t *testing.T) {
 		{`"tool_choice": "required"`, "tool_choice", "needs tools"},
 		{`"functions": [{"name": "f"}]`, "functions", "use tools"},
 		{`"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"arguments": "{}"}}]}]`,
-			"messages", "function.name"},
+			"messages[0].tool_calls[0].function.name", "function.name"},
 	} {
 		body := "{" + msgs + ", " + c.body + "}"
 		if strings.HasPrefix(c.body, `"messages"`) {

@@ -1,0 +1,76 @@
+// Tests of expert counts in model files: llmcloud runs dense models only, so a GGUF or Hugging
+// Face model declaring experts is refused with a message saying so, and absurd counts (2^32-1,
+// more experts per token than experts) with one naming the value, each within 1 s and 100 MB.
+// The files come from the generator of absurd_test.go.
+package loader_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/loader"
+)
+
+const moeRefused = "mixture-of-experts models (expert_count=%s) are not supported yet"
+
+func TestExpertCounts(t *testing.T) {
+	base, hf := absurdBase(t)
+	g := func(path, key string, v gguf.Value) string { return absurdGGUF(t, path, key, v) }
+	h := func(dir, key string, v any) string { return absurdHF(t, dir, key, v) }
+	moe := func(n string) string { return strings.ReplaceAll(moeRefused, "%s", n) }
+	cases := []struct {
+		name, path string
+		wantErr    string // "" = loads (a dense model)
+	}{
+		{"gguf experts 8 of 2", g(g(base, "llama.expert_count", gguf.U32(8)), "llama.expert_used_count", gguf.U32(2)), moe("8")},
+		{"gguf experts 8, used absent", g(base, "llama.expert_count", gguf.U32(8)), moe("8")},
+		{"gguf experts 2^32-1", g(base, "llama.expert_count", gguf.U32(1<<32-1)), "llama.expert_count = 4294967295 out of range"},
+		{"gguf experts 2^64-1", g(base, "llama.expert_count", gguf.U64(1<<64-1)), "llama.expert_count = 18446744073709551615 out of range"},
+		{"gguf experts -1", g(base, "llama.expert_count", gguf.I32(-1)), "llama.expert_count = -1 is not a count"},
+		{"gguf experts a string", g(base, "llama.expert_count", gguf.Str("8")), `llama.expert_count = "8" is not a count`},
+		{"gguf used 9 of 8", g(g(base, "llama.expert_count", gguf.U32(8)), "llama.expert_used_count", gguf.U32(9)),
+			"llama.expert_used_count = 9, more experts per token than llama.expert_count = 8"},
+		{"gguf used 2^32-1", g(g(base, "llama.expert_count", gguf.U32(8)), "llama.expert_used_count", gguf.U32(1<<32-1)),
+			"llama.expert_used_count = 4294967295 out of range"},
+		{"gguf qwen3moe", g(g(base, "general.architecture", gguf.Str("qwen3moe")), "qwen3moe.expert_count", gguf.U32(128)), moe("128")},
+		{"gguf experts 0 (dense)", g(g(base, "llama.expert_count", gguf.U32(0)), "llama.expert_used_count", gguf.U32(0)), ""},
+		{"hf mixtral", h(h(hf, "model_type", "mixtral"), "num_local_experts", 8), moe("8")},
+		{"hf llama with 8 of 2 experts", h(h(hf, "num_local_experts", 8), "num_experts_per_tok", 2), moe("8")},
+		{"hf num_experts 128", h(h(hf, "model_type", "qwen3_moe"), "num_experts", 128), moe("128")},
+		{"hf experts 2^32-1", h(hf, "num_local_experts", 1<<32-1), "num_local_experts = 4294967295 out of range"},
+		{"hf experts 1e30", h(hf, "num_experts", 1e30), "num_experts = 1e+30 out of range"},
+		{"hf experts -4", h(hf, "num_experts", -4), "num_experts = -4 out of range"},
+		{"hf experts 2.5", h(hf, "num_experts", 2.5), "num_experts = 2.5 out of range"},
+		{"hf experts a string", h(hf, "num_local_experts", "8"), `num_local_experts = "8" is not a count`},
+		{"hf used 9 of 8", h(h(hf, "num_local_experts", 8), "num_experts_per_tok", 9),
+			"num_experts_per_tok = 9, more experts per token than config.json num_local_experts = 8"},
+		{"hf experts null (dense)", h(hf, "num_local_experts", nil), ""},
+		{"hf experts 0, per token 2 (dense)", h(h(hf, "num_experts", 0), "num_experts_per_tok", 2), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			d, alloc := measure(func() {
+				var b *loader.Bundle
+				if b, err = loader.Open(tc.path, loader.Options{}); err == nil {
+					b.Close()
+				}
+			})
+			if d > time.Second || alloc > 100<<20 {
+				t.Errorf("took %v and allocated %d MB", d, alloc>>20)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("a dense model: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			t.Logf("%v (%v, %d KB)", err, d, alloc>>10)
+		})
+	}
+}
