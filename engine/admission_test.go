@@ -138,3 +138,23 @@ func TestAdmissionQueueWhenSlotsFull(t *testing.T) {
 		defer collect(ch)
 	}
 }
+
+// A request asking for the largest int of tokens runs until the maximum model length (it
+// crashed the engine once: the sequence preallocated MaxTokens slots).
+func TestHugeMaxTokens(t *testing.T) {
+	b := openBundle(t, testModels[0].path)
+	e := newEngine(t, b, nil)
+	ch, err := e.Add(context.Background(), Request{ID: "huge", Prompt: []int{1, 2, 3}, MaxTokens: int(^uint(0) >> 1), IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last Output
+	n := 0
+	for o := range ch {
+		n += len(o.TokenIDs)
+		last = o
+	}
+	if last.FinishReason != FinishLength || n == 0 {
+		t.Fatalf("finish %q after %d tokens, want length", last.FinishReason, n)
+	}
+}

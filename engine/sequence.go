@@ -67,7 +67,7 @@ type Sequence struct {
 
 func newSequence(r SeqRequest, order uint64) *Sequence {
 	s := &Sequence{SeqRequest: r, Status: StatusWaiting, order: order, numPrompt: len(r.Prompt)}
-	s.tokens = append(make([]int, 0, len(r.Prompt)+max(r.MaxTokens, 16)), r.Prompt...)
+	s.tokens = append(make([]int, 0, len(r.Prompt)+min(max(r.MaxTokens, 16), 4096)), r.Prompt...) // MaxTokens may be huge: the output grows by append past 4096
 	s.Prompt = s.tokens[:len(r.Prompt):len(r.Prompt)]
 	return s
 }

@@ -145,10 +145,7 @@ func TestErrorParams(t *testing.T) {
 		if want == "" {
 			want = "<null>"
 		}
-		wantType := "invalid_request_error"
-		if pc.status == 404 {
-			wantType = "not_found_error"
-		}
+		wantType := "invalid_request_error" // an unknown model too, as OpenAI answers it
 		if status != pc.status || got != want || e.Error.Type != wantType || e.Error.Message == "" {
 			t.Errorf("%s %.80s: %d %s param %s, want %d %s param %s (%s)", pc.path, pc.body, status,
 				e.Error.Type, got, pc.status, wantType, want, strings.TrimSpace(e.Error.Message))

@@ -275,7 +275,11 @@ func errorType(status int) string {
 
 func writeError(w http.ResponseWriter, status int, code, param, msg string) {
 	noteReason(w, msg)
-	body := api.ErrorResponse{Error: api.ErrorBody{Message: msg, Type: errorType(status), Code: code}}
+	typ := errorType(status)
+	if code == "model_not_found" {
+		typ = "invalid_request_error" // as OpenAI answers an unknown model (404)
+	}
+	body := api.ErrorResponse{Error: api.ErrorBody{Message: msg, Type: typ, Code: code}}
 	if param != "" {
 		body.Error.Param = &param
 	}
