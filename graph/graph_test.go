@@ -137,3 +137,19 @@ func TestTypeBytes(t *testing.T) {
 		t.Error("unbound symbol gave a size")
 	}
 }
+
+func TestClone(t *testing.T) {
+	g := tinyBlock(t)
+	c := g.Clone()
+	if err := Verify(c); err != nil {
+		t.Fatal(err)
+	}
+	if String(c) != String(g) {
+		t.Fatal("clone prints differently")
+	}
+	c.Nodes[1].Attrs["eps"] = Float(0.5)
+	c.Nodes[0].Outs[0].Name = "renamed"
+	if strings.Contains(String(g), "renamed") || strings.Contains(String(g), "eps=0.5") {
+		t.Fatal("editing the clone changed the original")
+	}
+}
