@@ -1,0 +1,223 @@
+// This file runs attention and what feeds it: rope (each row rotated at its position by a
+// cos/sin table filled once per run), qkv_rope (biases, per-head q/k norms and RoPE in one
+// pass over the rows) and attention itself (the rows' k, v written into the layer's paged KV
+// slots, then kernels.PagedAttention over each row's sequence).
+package exec
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/kernels"
+)
+
+// parallelMin is the element count below which a row-wise op runs on the calling goroutine
+// (a pool fan-out costs about a microsecond).
+const parallelMin = 1 << 15
+
+// ropeTable is the cos/sin of every row's position for one RoPE configuration.
+type ropeTable struct {
+	rope   *kernels.Rope
+	freqs  int // value id of the divisors, -1 if none
+	cs     []float32
+	filled uint64 // the run it was filled for
+}
+
+// ropeFor returns the table for these attributes and divisors (shared by every node using it).
+func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
+	hd, theta, neox := int(a.Int("head_dim", 0)), a.Float("theta", 0), a.Int("neox", 0) != 0
+	for _, t := range p.ropes {
+		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs {
+			return t, nil
+		}
+	}
+	var factors []float32
+	if freqs >= 0 {
+		factors = p.vals[freqs].vec
+		if factors == nil {
+			return nil, fmt.Errorf("rope divisors %s must be a weight", p.vals[freqs].v)
+		}
+	}
+	r, err := kernels.NewRope(hd, theta, neox, factors)
+	if err != nil {
+		return nil, err
+	}
+	t := &ropeTable{rope: r, freqs: freqs}
+	p.ropes = append(p.ropes, t)
+	return t, nil
+}
+
+// table returns the rows' cos/sin ([n, head_dim]), filling it on the run's first use.
+func (t *ropeTable) table(p *Program, pos []int) []float32 {
+	hd := t.rope.Dims
+	if t.filled != p.runs {
+		if cap(t.cs) < len(pos)*hd {
+			t.cs = make([]float32, len(pos)*hd)
+		}
+		t.cs = t.cs[:len(pos)*hd]
+		for i, ps := range pos {
+			t.rope.Table(t.cs[i*hd:(i+1)*hd], ps)
+		}
+		t.filled = p.runs
+	}
+	return t.cs
+}
+
+// qkvRopeOp runs both rope and qkv_rope (rope: k, v absent).
+type qkvRopeOp struct {
+	q, k, v, pos       int // value ids (k, v: -1 for rope)
+	qo, ko, vo         int
+	bq, bk, bv, qn, kn []float32
+	heads, kvh, hd     int
+	eps                float32
+	tab                *ropeTable
+	// per run
+	qd, kd, vd, cs []float32
+	fn             func(lo, hi int)
+}
+
+func (p *Program) compileRope(n *graph.Node) (instr, error) {
+	a := n.Attrs
+	freqs := -1
+	if len(n.Args) == 3 {
+		freqs = p.ids[n.Args[2]]
+	}
+	t, err := p.ropeFor(a, freqs)
+	if err != nil {
+		return nil, err
+	}
+	o := &qkvRopeOp{q: p.ids[n.Args[0]], pos: p.ids[n.Args[1]], qo: p.ids[n.Outs[0]], k: -1,
+		heads: int(a.Int("heads", 0)), hd: int(a.Int("head_dim", 0)), tab: t}
+	o.fn = o.rows
+	return o, nil
+}
+
+func (p *Program) compileQKVRope(n *graph.Node) (instr, error) {
+	a := n.Attrs
+	bias, norm, freqs := graph.QKVRopeArgs(a, len(n.Args))
+	fid := -1
+	if freqs >= 0 {
+		fid = p.ids[n.Args[freqs]]
+	}
+	t, err := p.ropeFor(a, fid)
+	if err != nil {
+		return nil, err
+	}
+	id := func(i int) int { return p.ids[n.Args[i]] }
+	vec := func(i int) []float32 { return p.vals[id(i)].vec }
+	o := &qkvRopeOp{q: id(0), k: id(1), v: id(2), pos: id(3),
+		qo: p.ids[n.Outs[0]], ko: p.ids[n.Outs[1]], vo: p.ids[n.Outs[2]],
+		heads: int(a.Int("heads", 0)), kvh: int(a.Int("kv_heads", 0)), hd: int(a.Int("head_dim", 0)),
+		eps: float32(a.Float("eps", 0)), tab: t}
+	if bias >= 0 {
+		o.bq, o.bk, o.bv = vec(bias), vec(bias+1), vec(bias+2)
+		if o.bq == nil || o.bk == nil || o.bv == nil {
+			return nil, fmt.Errorf("biases must be weights")
+		}
+	}
+	if norm >= 0 {
+		o.qn, o.kn = vec(norm), vec(norm+1)
+		if o.qn == nil || o.kn == nil {
+			return nil, fmt.Errorf("q/k norms must be weights")
+		}
+	}
+	o.fn = o.rows
+	return o, nil
+}
+
+func (o *qkvRopeOp) run(p *Program) error {
+	pos := p.vals[o.pos].ints
+	o.cs = o.tab.table(p, pos)
+	q, qo := p.f32(o.q), p.f32(o.qo)
+	if !aliased(q, qo) {
+		copy(qo, q)
+	}
+	o.qd = qo
+	if o.k >= 0 {
+		k, v, ko, vo := p.f32(o.k), p.f32(o.v), p.f32(o.ko), p.f32(o.vo)
+		if !aliased(k, ko) {
+			copy(ko, k)
+		}
+		if !aliased(v, vo) {
+			copy(vo, v)
+		}
+		o.kd, o.vd = ko, vo
+	}
+	n := len(pos)
+	if n*o.heads*o.hd < parallelMin {
+		o.rows(0, n)
+	} else {
+		p.pool.For(n, 16, o.fn)
+	}
+	o.qd, o.kd, o.vd, o.cs = nil, nil, nil, nil
+	return nil
+}
+
+// rows processes rows [lo, hi) in place, in the hand-written forward's order: biases of q, k,
+// v; norms of q's then k's heads; rotation of q then k.
+func (o *qkvRopeOp) rows(lo, hi int) {
+	qd, kvd, hd := o.heads*o.hd, o.kvh*o.hd, o.hd
+	r := o.tab.rope
+	for i := lo; i < hi; i++ {
+		qi, cs := o.qd[i*qd:(i+1)*qd], o.cs[i*hd:(i+1)*hd]
+		if o.kd == nil {
+			r.Apply(qi, o.heads, hd, cs)
+			continue
+		}
+		ki, vi := o.kd[i*kvd:(i+1)*kvd], o.vd[i*kvd:(i+1)*kvd]
+		if o.bq != nil {
+			kernels.Add(qi, o.bq)
+			kernels.Add(ki, o.bk)
+			kernels.Add(vi, o.bv)
+		}
+		if o.qn != nil {
+			for h := 0; h < o.heads; h++ {
+				kernels.RMSNorm(qi[h*hd:(h+1)*hd], qi[h*hd:(h+1)*hd], o.qn, o.eps)
+			}
+			for h := 0; h < o.kvh; h++ {
+				kernels.RMSNorm(ki[h*hd:(h+1)*hd], ki[h*hd:(h+1)*hd], o.kn, o.eps)
+			}
+		}
+		r.Apply(qi, o.heads, hd, cs)
+		r.Apply(ki, o.kvh, hd, cs)
+	}
+}
+
+type attentionOp struct {
+	q, k, v, out          int
+	layer, heads, kvh, hd int
+	attn                  kernels.PagedAttention
+}
+
+func (p *Program) compileAttention(n *graph.Node) (instr, error) {
+	a := n.Attrs
+	if a.Int("window", 0) != 0 || a.Float("softcap", 0) != 0 {
+		return nil, fmt.Errorf("sliding-window and soft-capped attention are not supported by the serving executor")
+	}
+	return &attentionOp{q: p.ids[n.Args[0]], k: p.ids[n.Args[1]], v: p.ids[n.Args[2]], out: p.ids[n.Outs[0]],
+		layer: int(a.Int("layer", 0)), heads: int(a.Int("heads", 0)), kvh: int(a.Int("kv_heads", 0)),
+		hd: int(a.Int("head_dim", 0))}, nil
+}
+
+func (o *attentionOp) run(p *Program) error {
+	st := p.step
+	if o.layer >= len(st.KV.K) {
+		return fmt.Errorf("layer %d: the paged KV has %d layers", o.layer, len(st.KV.K))
+	}
+	kc, vc := st.KV.K[o.layer], st.KV.V[o.layer]
+	kvd, bs := o.kvh*o.hd, st.KV.BlockSize
+	k, v := p.f32(o.k), p.f32(o.v)
+	for i, row := range st.Rows {
+		b := row.Pos / bs
+		if b >= len(row.Table) {
+			return fmt.Errorf("row %d at position %d: its table has %d blocks of %d", i, row.Pos, len(row.Table), bs)
+		}
+		r := int(row.Table[b])*bs + row.Pos%bs
+		if row.Table[b] < 0 || (r+1)*kvd > len(kc) || (r+1)*kvd > len(vc) {
+			return fmt.Errorf("row %d: block %d outside the pool", i, row.Table[b])
+		}
+		copy(kc[r*kvd:(r+1)*kvd], k[i*kvd:(i+1)*kvd])
+		copy(vc[r*kvd:(r+1)*kvd], v[i*kvd:(i+1)*kvd])
+	}
+	return o.attn.Run(p.pool, p.f32(o.out), p.f32(o.q), kc, vc, st.Rows, o.heads, o.kvh, o.hd, bs)
+}

@@ -1,0 +1,128 @@
+// This file is Program.Run: one step of a ragged batch (rows of many sequences, prefill chunks
+// and decode tokens mixed) through the compiled graph, with buffers grown only when a batch is
+// larger than any before (so decode steps after warm-up allocate nothing here).
+package exec
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/kernels"
+)
+
+// Step is one batch.
+type Step struct {
+	Tokens []int // the rows' token ids (input "tokens")
+	// Rows are each row's position (input "pos") and its sequence's block table (rows of one
+	// sequence share one table slice, which must cover the row's position).
+	Rows      []kernels.PagedRow
+	LogitRows []int // the rows whose output is wanted (input "logit_rows"), in output order
+	KV        KV
+	// Out, when it has the capacity, receives the output (otherwise a buffer of the Program's,
+	// valid until its next Run).
+	Out []float32
+}
+
+// KV is the paged KV pool: per layer K and V rows [numBlocks*BlockSize, kvDim].
+type KV struct {
+	K, V      [][]float32
+	BlockSize int
+}
+
+// Run executes the graph over st and returns its output ([len(LogitRows), vocab] for a model).
+func (p *Program) Run(st *Step) ([]float32, error) {
+	n := len(st.Tokens)
+	if len(st.Rows) != n {
+		return nil, fmt.Errorf("exec: %d tokens but %d rows", n, len(st.Rows))
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("exec: no tokens")
+	}
+	if st.KV.BlockSize <= 0 || len(st.KV.K) != len(st.KV.V) {
+		return nil, fmt.Errorf("exec: paged KV of block size %d with %d K and %d V layers", st.KV.BlockSize, len(st.KV.K), len(st.KV.V))
+	}
+	for _, r := range st.LogitRows {
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("exec: logit row %d outside the batch of %d", r, n)
+		}
+	}
+	if cap(p.posBuf) < n {
+		p.posBuf = make([]int, n)
+	}
+	pos := p.posBuf[:n]
+	for i, r := range st.Rows {
+		if r.Pos < 0 {
+			return nil, fmt.Errorf("exec: row %d at position %d", i, r.Pos)
+		}
+		pos[i] = r.Pos
+	}
+	clear(p.env)
+	for name, id := range p.inputs {
+		x := p.vals[id]
+		switch name {
+		case InputTokens:
+			x.ints = st.Tokens
+		case InputPositions:
+			x.ints = pos
+		case InputLogitRows:
+			x.ints = st.LogitRows
+		}
+		if old, ok := p.env[x.sym]; ok && old != len(x.ints) {
+			return nil, fmt.Errorf("exec: input %s has %d rows, %s = %d", x.v, len(x.ints), x.sym, old)
+		}
+		p.env[x.sym] = len(x.ints)
+	}
+	for i := range p.slots {
+		s := &p.slots[i]
+		need, err := p.rowsOf(s.sym, 1)
+		if err != nil {
+			return nil, err
+		}
+		if need *= s.inner; cap(s.buf) < need {
+			s.buf = make([]float32, need)
+		}
+	}
+	for _, x := range p.vals {
+		if x.slot < 0 {
+			continue
+		}
+		rows, err := p.rowsOf(x.sym, x.rows)
+		if err != nil {
+			return nil, err
+		}
+		x.data = p.slots[x.slot].buf[:rows*x.inner]
+	}
+	out := p.vals[p.out]
+	if need := len(out.data); cap(st.Out) >= need {
+		out.data = st.Out[:need]
+	}
+	p.step = st
+	p.runs++
+	defer func() {
+		p.step = nil
+		for _, id := range p.inputs {
+			p.vals[id].ints = nil
+		}
+	}()
+	for i, in := range p.code {
+		if err := in.run(p); err != nil {
+			n := p.nodes[i]
+			return nil, fmt.Errorf("exec: node %s (%s): %w", n.Name(), n.Op, err)
+		}
+	}
+	return out.data, nil
+}
+
+// rowsOf is the number of rows of a value whose first dimension is sym (fixed when sym is "").
+func (p *Program) rowsOf(sym string, fixed int) (int, error) {
+	if sym == "" {
+		return max(fixed, 1), nil
+	}
+	r, ok := p.env[sym]
+	if !ok {
+		return 0, fmt.Errorf("exec: symbol %s is not bound by any input", sym)
+	}
+	return r, nil
+}
+
+// f32 is the data of value id.
+func (p *Program) f32(id int) []float32 { return p.vals[id].data }
