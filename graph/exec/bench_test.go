@@ -1,0 +1,152 @@
+// Benchmarks: the compiled graph against model.ForwardBatch side by side at the stories110M
+// shape (random weights), decode (one row after 128 cached positions) and prefill (64 rows).
+//
+//	nice go test ./graph/exec -run X -bench Stories110M -count 5
+package exec_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/synth"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+var benchModels = map[tensor.DType]*model.Model{}
+
+func stories110M(b *testing.B, dt tensor.DType) *model.Model {
+	if m := benchModels[dt]; m != nil {
+		return m
+	}
+	o := synth.Presets["stories110m"]
+	cfg, err := o.Config()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := map[string]*tensor.Tensor{}
+	for name, shape := range cfg.Shapes() {
+		w := synth.Generate(name, shape, 1)
+		if len(shape) == 2 {
+			if w, err = tensor.Convert(w, dt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ws[name] = w
+	}
+	m, err := model.New(cfg, ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchModels[dt] = m
+	return m
+}
+
+// stepFunc prepares one sequence's step of rows tokens after start cached positions (on its
+// own KV pool) and returns a function running it through the graph or ForwardBatch.
+func stepFunc(b *testing.B, m *model.Model, useGraph bool, start, rows int) func() error {
+	const bs = 16
+	kv, err := m.NewPagedKV((start+rows+bs-1)/bs, bs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	table := make([]int32, kv.NumBlocks)
+	for i := range table {
+		table[i] = int32(i)
+	}
+	var batch model.Batch
+	if start > 0 {
+		if _, err := m.ForwardBatch(&batch, kv, []model.BatchSeq{{Tokens: make([]int, start), BlockTable: table}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	toks := make([]int, rows)
+	for i := range toks {
+		toks[i] = (i*7919 + 13) % m.Config.Vocab
+	}
+	seq := []model.BatchSeq{{Tokens: toks, StartPos: start, BlockTable: table, NeedsLogits: true}}
+	var run func() error
+	if useGraph {
+		p := compile(b, m, false, graph.ServingPasses())
+		st := &exec.Step{Tokens: toks, LogitRows: []int{rows - 1}, KV: exec.KV{K: kv.K, V: kv.V, BlockSize: bs}}
+		for i := range toks {
+			st.Rows = append(st.Rows, kernels.PagedRow{Pos: start + i, Table: table})
+		}
+		run = func() error { _, err := p.Run(st); return err }
+	} else {
+		run = func() error { _, err := m.ForwardBatch(&batch, kv, seq); return err }
+	}
+	if err := run(); err != nil {
+		b.Fatal(err)
+	}
+	return run
+}
+
+// benchCase runs one sequence's step of rows tokens after start cached positions.
+func benchCase(b *testing.B, m *model.Model, useGraph bool, start, rows int) {
+	run := stepFunc(b, m, useGraph, start, rows)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}
+
+func BenchmarkStories110M(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.F16} {
+		for _, c := range []struct {
+			name        string
+			start, rows int
+		}{{"decode", 128, 1}, {"prefill64", 0, 64}} {
+			for _, path := range []string{"forwardbatch", "graph"} {
+				b.Run(fmt.Sprintf("%s/%s/%s", dt, c.name, path), func(b *testing.B) {
+					benchCase(b, stories110M(b, dt), path == "graph", c.start, c.rows)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkStories110MRatio alternates the two paths call by call (so a noisy machine slows
+// both alike) and reports the graph's speed relative to ForwardBatch (median call times;
+// above 1 is faster).
+func BenchmarkStories110MRatio(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.F16} {
+		for _, c := range []struct {
+			name        string
+			start, rows int
+		}{{"decode", 128, 1}, {"prefill64", 0, 64}} {
+			b.Run(fmt.Sprintf("%s/%s", dt, c.name), func(b *testing.B) {
+				m := stories110M(b, dt)
+				runs := []func() error{stepFunc(b, m, false, c.start, c.rows), stepFunc(b, m, true, c.start, c.rows)}
+				var ts [2][]time.Duration
+				i := 0
+				for b.Loop() {
+					for k := range 2 {
+						k = (k + i) % 2
+						t0 := time.Now()
+						if err := runs[k](); err != nil {
+							b.Fatal(err)
+						}
+						ts[k] = append(ts[k], time.Since(t0))
+					}
+					i++
+				}
+				med := func(d []time.Duration) float64 {
+					slices.Sort(d)
+					return float64(d[len(d)/2])
+				}
+				b.ReportMetric(med(ts[0])/med(ts[1]), "graph/forwardbatch-speed")
+				b.ReportMetric(med(ts[1])/1e6, "graph-ms")
+				b.ReportMetric(med(ts[0])/1e6, "forwardbatch-ms")
+			})
+		}
+	}
+}
