@@ -150,3 +150,45 @@ func BenchmarkStories110MRatio(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSmallRatio is BenchmarkStories110MRatio on a small model, where the executor's own
+// overhead (dispatch, buffer views) would show if it mattered.
+func BenchmarkSmallRatio(b *testing.B) {
+	m := randModel(b, archConfigs()["llama"], tensor.Q8_0, 1)
+	for _, c := range []struct {
+		name        string
+		start, rows int
+	}{{"decode", 40, 1}, {"prefill16", 0, 16}} {
+		b.Run(c.name, func(b *testing.B) {
+			runs := []func() error{stepFunc(b, m, false, c.start, c.rows), stepFunc(b, m, true, c.start, c.rows)}
+			var ts [2][]time.Duration
+			i := 0
+			for b.Loop() {
+				for k := range 2 {
+					k = (k + i) % 2
+					t0 := time.Now()
+					if err := runs[k](); err != nil {
+						b.Fatal(err)
+					}
+					ts[k] = append(ts[k], time.Since(t0))
+				}
+				i++
+			}
+			med := func(d []time.Duration) float64 {
+				slices.Sort(d)
+				return float64(d[len(d)/2])
+			}
+			b.ReportMetric(med(ts[0])/med(ts[1]), "graph/forwardbatch-speed")
+			b.ReportMetric(med(ts[1])/1e3, "graph-µs")
+			b.ReportMetric(med(ts[0])/1e3, "forwardbatch-µs")
+		})
+	}
+}
+
+// BenchmarkSmallDecode is one path's decode step on the small model (for profiles).
+func BenchmarkSmallDecode(b *testing.B) {
+	m := randModel(b, archConfigs()["llama"], tensor.Q8_0, 1)
+	for _, path := range []string{"forwardbatch", "graph"} {
+		b.Run(path, func(b *testing.B) { benchCase(b, m, path == "graph", 40, 1) })
+	}
+}

@@ -60,22 +60,26 @@ type instr interface {
 
 // Program is a compiled graph. It must not be run concurrently.
 type Program struct {
-	g         *graph.Graph
-	pool      *kernels.Pool
-	invariant bool
-	vals      []*value
-	ids       map[*graph.Value]int
-	slots     []slot
-	code      []instr
-	nodes     []*graph.Node // code[i] is nodes[i]
-	ropes     []*ropeTable
-	out       int // the output value
-	outSlot   int
-	inputs    map[string]int
-	env       map[string]int
-	posBuf    []int
-	step      *Step
-	runs      uint64 // Run calls so far (rope tables are filled once per run)
+	g          *graph.Graph
+	pool       *kernels.Pool
+	invariant  bool
+	vals       []*value
+	ids        map[*graph.Value]int
+	slots      []slot
+	code       []instr
+	nodes      []*graph.Node // code[i] is nodes[i]
+	ropes      []*ropeTable
+	out        int // the output value
+	outSlot    int
+	inputs     map[string]int
+	inputOrder []int // the inputs' value ids
+	lastRows   []int // their lengths in the previous run
+	viewsOK    bool  // values point into slots sized for lastRows
+	outBuf     []float32
+	env        map[string]int
+	posBuf     []int
+	step       *Step
+	runs       uint64 // Run calls so far (rope tables are filled once per run)
 }
 
 // Compile binds g to weights (by the graph's weight names) and prepares it to run.
@@ -128,6 +132,8 @@ func Compile(g *graph.Graph, weights map[string]*tensor.Tensor, opts Options) (*
 			return nil, err
 		}
 		p.inputs[v.Name] = p.ids[v]
+		p.inputOrder = append(p.inputOrder, p.ids[v])
+		p.lastRows = append(p.lastRows, -1)
 	}
 	for _, v := range g.Weights {
 		x, err := add(v)

@@ -55,10 +55,10 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 		}
 		pos[i] = r.Pos
 	}
-	clear(p.env)
-	for name, id := range p.inputs {
+	changed := false
+	for i, id := range p.inputOrder {
 		x := p.vals[id]
-		switch name {
+		switch x.v.Name {
 		case InputTokens:
 			x.ints = st.Tokens
 		case InputPositions:
@@ -66,8 +66,46 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 		case InputLogitRows:
 			x.ints = st.LogitRows
 		}
+		changed = changed || p.lastRows[i] != len(x.ints)
+		p.lastRows[i] = len(x.ints)
+	}
+	if changed || !p.viewsOK {
+		p.viewsOK = false
+		if err := p.views(); err != nil {
+			return nil, err
+		}
+		p.viewsOK = true
+	}
+	out := p.vals[p.out]
+	out.data = p.outBuf
+	if need := len(out.data); cap(st.Out) >= need {
+		out.data = st.Out[:need]
+	}
+	p.step = st
+	p.runs++
+	defer func() {
+		p.step = nil
+		for _, id := range p.inputOrder {
+			p.vals[id].ints = nil
+		}
+	}()
+	for i, in := range p.code {
+		if err := in.run(p); err != nil {
+			n := p.nodes[i]
+			return nil, fmt.Errorf("exec: node %s (%s): %w", n.Name(), n.Op, err)
+		}
+	}
+	return out.data, nil
+}
+
+// views binds the symbols from the inputs' lengths, grows the slots to fit and points every
+// value at its slot (only when the batch's shape differs from the previous run's).
+func (p *Program) views() error {
+	clear(p.env)
+	for _, id := range p.inputOrder {
+		x := p.vals[id]
 		if old, ok := p.env[x.sym]; ok && old != len(x.ints) {
-			return nil, fmt.Errorf("exec: input %s has %d rows, %s = %d", x.v, len(x.ints), x.sym, old)
+			return fmt.Errorf("exec: input %s has %d rows, %s = %d", x.v, len(x.ints), x.sym, old)
 		}
 		p.env[x.sym] = len(x.ints)
 	}
@@ -75,7 +113,7 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 		s := &p.slots[i]
 		need, err := p.rowsOf(s.sym, 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if need *= s.inner; cap(s.buf) < need {
 			s.buf = make([]float32, need)
@@ -87,29 +125,12 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 		}
 		rows, err := p.rowsOf(x.sym, x.rows)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		x.data = p.slots[x.slot].buf[:rows*x.inner]
 	}
-	out := p.vals[p.out]
-	if need := len(out.data); cap(st.Out) >= need {
-		out.data = st.Out[:need]
-	}
-	p.step = st
-	p.runs++
-	defer func() {
-		p.step = nil
-		for _, id := range p.inputs {
-			p.vals[id].ints = nil
-		}
-	}()
-	for i, in := range p.code {
-		if err := in.run(p); err != nil {
-			n := p.nodes[i]
-			return nil, fmt.Errorf("exec: node %s (%s): %w", n.Name(), n.Op, err)
-		}
-	}
-	return out.data, nil
+	p.outBuf = p.vals[p.out].data
+	return nil
 }
 
 // rowsOf is the number of rows of a value whose first dimension is sym (fixed when sym is "").
