@@ -32,7 +32,7 @@ func TestDecodeAllocs(t *testing.T) {
 	})
 	// Allocations inside kernels' MatMul (owned by the kernels) are not counted against the
 	// model: measure one matmul call and allow that per linear layer.
-	w := m.layers[0].wq
+	w := m.Weights["blk.0.attn_q.weight"]
 	in := make([]float32, w.Shape[1])
 	out := make([]float32, w.Shape[0])
 	perMM := testing.AllocsPerRun(20, func() {

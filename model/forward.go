@@ -1,8 +1,7 @@
 // This file implements the single-sequence forward pass: Forward runs a batch of tokens at
 // consecutive positions of one sequence, with its contiguous per-layer f32 KV cache viewed as
-// a paged pool of one block of Max positions, through the batched forward of batch.go (each
-// linear layer one matmul over the batch, attention by the flash kernel, logits of the last or
-// of every row).
+// a paged pool of one block of Max positions, through the batched forward of batch.go (the
+// compiled graph; logits of the last or of every row).
 package model
 
 import (
@@ -16,8 +15,7 @@ type Cache struct {
 	Len  int // positions filled
 	Max  int // capacity in positions
 
-	ws    *workspace  // activation buffers reused across Forward calls on this cache
-	batch *Batch      // the batched forward's state, using ws
+	batch *Batch      // the batched forward's state (compiled graph and its buffers)
 	view  PagedKV     // K and V as a pool of one block of Max positions
 	seq   [1]BatchSeq // the one sequence of a Forward call
 	table [1]int32    // its block table: block 0
@@ -69,7 +67,7 @@ func (m *Model) ForwardTo(dst []float32, c *Cache, tokens []int, start int, allL
 	}
 	c.Len = start // positions >= start are rewritten below; keep Len honest on error
 	if c.batch == nil {
-		c.batch = &Batch{wsc: c}
+		c.batch = &Batch{}
 	}
 	c.view = PagedKV{K: c.K, V: c.V, NumBlocks: 1, BlockSize: c.Max, KVDim: cfg.KVDim()}
 	c.seq[0] = BatchSeq{Tokens: tokens, StartPos: start, BlockTable: c.table[:], NeedsLogits: true, allLogits: allLogits}

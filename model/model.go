@@ -1,4 +1,4 @@
-// This file implements Model: weights validated against a Config and resolved per layer.
+// This file implements Model: weights validated against a Config, and the RoPE they call for.
 package model
 
 import (
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -23,20 +24,10 @@ type Model struct {
 	// single-threaded reference path.
 	Pool *kernels.Pool
 
-	embd, out *tensor.Tensor
-	outNorm   []float32
-	layers    []layer
-	rope      *kernels.Rope
-	closer    func() error
-}
-
-// layer holds one block's weights; vectors are decoded to f32 once at load.
-type layer struct {
-	attnNorm, ffnNorm []float32 // [Dim]
-	qNorm, kNorm      []float32 // [HeadDim], qwen3 only
-	bq, bk, bv        []float32 // [QDim], [KVDim], [KVDim], qwen2 only
-	wq, wk, wv, wo    *tensor.Tensor
-	gate, up, down    *tensor.Tensor
+	rope   *kernels.Rope
+	closer func() error
+	sg     *graph.Graph              // the serving graph (serving.go)
+	sws    map[string]*tensor.Tensor // the weights it binds
 }
 
 // New validates ws against cfg (every required tensor present with the right shape, nothing
@@ -79,43 +70,8 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)",
 			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm)
 	}
-	m := &Model{Config: cfg, Weights: ws, embd: ws["token_embd.weight"]}
-	m.out = m.embd
-	if !cfg.Tied {
-		m.out = ws["output.weight"]
-	}
+	m := &Model{Config: cfg, Weights: ws}
 	var err error
-	vec := func(n string) []float32 {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		v, err = ws[n].Float32()
-		if err != nil {
-			err = fmt.Errorf("model: %s: %w", n, err)
-		}
-		return v
-	}
-	m.outNorm = vec("output_norm.weight")
-	for l := 0; l < cfg.Layers; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		ly := layer{
-			attnNorm: vec(p + "attn_norm.weight"), ffnNorm: vec(p + "ffn_norm.weight"),
-			wq: ws[p+"attn_q.weight"], wk: ws[p+"attn_k.weight"], wv: ws[p+"attn_v.weight"],
-			wo: ws[p+"attn_output.weight"], gate: ws[p+"ffn_gate.weight"],
-			up: ws[p+"ffn_up.weight"], down: ws[p+"ffn_down.weight"],
-		}
-		if cfg.QKVBias {
-			ly.bq, ly.bk, ly.bv = vec(p+"attn_q.bias"), vec(p+"attn_k.bias"), vec(p+"attn_v.bias")
-		}
-		if cfg.QKNorm {
-			ly.qNorm, ly.kNorm = vec(p+"attn_q_norm.weight"), vec(p+"attn_k_norm.weight")
-		}
-		m.layers = append(m.layers, ly)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var factors []float32
 	if t, ok := ws[RopeFreqsName]; ok {
 		if !slices.Equal(t.Shape, []int{cfg.HeadDim / 2}) {
@@ -131,6 +87,9 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 	}
 	if m.rope, err = kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, cfg.RopeNeoX, factors); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := m.prepareServing(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

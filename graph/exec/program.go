@@ -292,3 +292,14 @@ func (p *Program) Graph() *graph.Graph { return p.g }
 
 // Slots is the number of activation buffers p uses.
 func (p *Program) Slots() int { return len(p.slots) }
+
+// SetPool changes the pool the kernels run on (nil: kernels.Default).
+func (p *Program) SetPool(pool *kernels.Pool) {
+	if pool == nil {
+		pool = kernels.Default
+	}
+	p.pool = pool
+}
+
+// SetInvariant changes Options.Invariant.
+func (p *Program) SetInvariant(on bool) { p.invariant = on }

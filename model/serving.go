@@ -1,0 +1,70 @@
+// This file connects the model to the graph executor: at New the network is built as a graph
+// (graph.go), the serving passes fuse it, and the weights it names are gathered (vectors as
+// F32, the Llama 3 RoPE divisors added when the config computes them); each Batch compiles
+// its own exec.Program from that once, as the executor's run state is not shared.
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// prepareServing builds m's serving graph and the weights it binds, and compiles it once to
+// check every weight against it.
+func (m *Model) prepareServing() error {
+	g, err := m.Graph()
+	if err != nil {
+		return err
+	}
+	if g, _, err = graph.RunPasses(g, graph.ServingPasses()...); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	ws := make(map[string]*tensor.Tensor, len(m.Weights)+1)
+	for _, v := range g.Weights {
+		t := m.Weights[v.Name]
+		if t != nil && len(t.Shape) == 1 && t.Type != tensor.F32 {
+			f, err := t.Float32()
+			if err != nil {
+				return fmt.Errorf("model: %s: %w", v.Name, err)
+			}
+			t = f32Tensor(v.Name, f)
+		}
+		ws[v.Name] = t
+	}
+	if ws[RopeFreqsName] == nil && m.rope.Factors != nil {
+		ws[RopeFreqsName] = f32Tensor(RopeFreqsName, m.rope.Factors)
+	}
+	m.sg, m.sws = g, ws
+	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}
+
+func f32Tensor(name string, f []float32) *tensor.Tensor {
+	b := make([]byte, 4*len(f))
+	for i, v := range f {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return &tensor.Tensor{Name: name, Type: tensor.F32, Shape: []int{len(f)}, Data: b}
+}
+
+// program returns b's compiled graph for m, compiling it on b's first use with m, set to m's
+// pool and b's invariance.
+func (m *Model) program(b *Batch) (*exec.Program, error) {
+	if b.prog == nil || b.progOf != m {
+		p, err := exec.Compile(m.sg, m.sws, exec.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		b.prog, b.progOf = p, m
+	}
+	b.prog.SetPool(m.pool())
+	b.prog.SetInvariant(b.Invariant)
+	return b.prog, nil
+}
