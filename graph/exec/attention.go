@@ -71,8 +71,14 @@ type qkvRopeOp struct {
 	heads, kvh, hd     int
 	eps                float32
 	tab                *ropeTable
+	// kvLayer >= 0: the rows' k, v also go into this layer's paged KV slots here (the
+	// attention reading them then skips its copy), in the same parallel pass
+	kvLayer int
 	// per run
 	qd, kd, vd, cs []float32
+	kc, vc         []float32
+	prows          []kernels.PagedRow
+	bs             int
 	fn             func(lo, hi int)
 }
 
@@ -86,7 +92,7 @@ func (p *Program) compileRope(n *graph.Node) (instr, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &qkvRopeOp{q: p.ids[n.Args[0]], pos: p.ids[n.Args[1]], qo: p.ids[n.Outs[0]], k: -1,
+	o := &qkvRopeOp{q: p.ids[n.Args[0]], pos: p.ids[n.Args[1]], qo: p.ids[n.Outs[0]], k: -1, kvLayer: -1,
 		heads: int(a.Int("heads", 0)), hd: int(a.Int("head_dim", 0)), tab: t}
 	o.fn = o.rows
 	return o, nil
@@ -108,7 +114,7 @@ func (p *Program) compileQKVRope(n *graph.Node) (instr, error) {
 	o := &qkvRopeOp{q: id(0), k: id(1), v: id(2), pos: id(3),
 		qo: p.ids[n.Outs[0]], ko: p.ids[n.Outs[1]], vo: p.ids[n.Outs[2]],
 		heads: int(a.Int("heads", 0)), kvh: int(a.Int("kv_heads", 0)), hd: int(a.Int("head_dim", 0)),
-		eps: float32(a.Float("eps", 0)), tab: t}
+		eps: float32(a.Float("eps", 0)), tab: t, kvLayer: -1}
 	if bias >= 0 {
 		o.bq, o.bk, o.bv = vec(bias), vec(bias+1), vec(bias+2)
 		if o.bq == nil || o.bk == nil || o.bv == nil {
@@ -143,13 +149,20 @@ func (o *qkvRopeOp) run(p *Program) error {
 		}
 		o.kd, o.vd = ko, vo
 	}
+	if o.kvLayer >= 0 {
+		st := p.step
+		if err := checkSlots(st, o.kvLayer, o.kvh*o.hd); err != nil {
+			return err
+		}
+		o.kc, o.vc, o.prows, o.bs = st.KV.K[o.kvLayer], st.KV.V[o.kvLayer], st.Rows, st.KV.BlockSize
+	}
 	n := len(pos)
 	if n*o.heads*o.hd < parallelMin {
 		o.rows(0, n)
 	} else {
 		p.pool.For(n, 16, o.fn)
 	}
-	o.qd, o.kd, o.vd, o.cs = nil, nil, nil, nil
+	o.qd, o.kd, o.vd, o.cs, o.kc, o.vc, o.prows = nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -180,11 +193,18 @@ func (o *qkvRopeOp) rows(lo, hi int) {
 		}
 		r.Apply(qi, o.heads, hd, cs)
 		r.Apply(ki, o.kvh, hd, cs)
+		if o.kc != nil {
+			row := o.prows[i]
+			s := int(row.Table[row.Pos/o.bs])*o.bs + row.Pos%o.bs
+			copy(o.kc[s*kvd:(s+1)*kvd], ki)
+			copy(o.vc[s*kvd:(s+1)*kvd], vi)
+		}
 	}
 }
 
 type attentionOp struct {
 	q, k, v, out          int
+	written               bool // the qkv_rope before it wrote k, v into the cache
 	layer, heads, kvh, hd int
 	attn                  kernels.PagedAttention
 }
@@ -194,19 +214,26 @@ func (p *Program) compileAttention(n *graph.Node) (instr, error) {
 	if a.Int("window", 0) != 0 || a.Float("softcap", 0) != 0 {
 		return nil, fmt.Errorf("sliding-window and soft-capped attention are not supported by the serving executor")
 	}
-	return &attentionOp{q: p.ids[n.Args[0]], k: p.ids[n.Args[1]], v: p.ids[n.Args[2]], out: p.ids[n.Outs[0]],
+	o := &attentionOp{q: p.ids[n.Args[0]], k: p.ids[n.Args[1]], v: p.ids[n.Args[2]], out: p.ids[n.Outs[0]],
 		layer: int(a.Int("layer", 0)), heads: int(a.Int("heads", 0)), kvh: int(a.Int("kv_heads", 0)),
-		hd: int(a.Int("head_dim", 0))}, nil
+		hd: int(a.Int("head_dim", 0))}
+	// k and v straight from a qkv_rope of the same head layout: that op writes them into the
+	// cache in its pass over the rows.
+	k, v := n.Args[1], n.Args[2]
+	if d := k.Def; d != nil && d.Op == "qkv_rope" && v.Def == d && k.Index == 1 && v.Index == 2 {
+		if q, ok := p.byNode[d].(*qkvRopeOp); ok && q.kvLayer < 0 && q.kvh == o.kvh && q.hd == o.hd {
+			q.kvLayer, o.written = o.layer, true
+		}
+	}
+	return o, nil
 }
 
-func (o *attentionOp) run(p *Program) error {
-	st := p.step
-	if o.layer >= len(st.KV.K) {
-		return fmt.Errorf("layer %d: the paged KV has %d layers", o.layer, len(st.KV.K))
+// checkSlots checks that every row's KV slot of layer is inside the pool.
+func checkSlots(st *Step, layer, kvd int) error {
+	if layer >= len(st.KV.K) {
+		return fmt.Errorf("layer %d: the paged KV has %d layers", layer, len(st.KV.K))
 	}
-	kc, vc := st.KV.K[o.layer], st.KV.V[o.layer]
-	kvd, bs := o.kvh*o.hd, st.KV.BlockSize
-	k, v := p.f32(o.k), p.f32(o.v)
+	kc, vc, bs := st.KV.K[layer], st.KV.V[layer], st.KV.BlockSize
 	for i, row := range st.Rows {
 		b := row.Pos / bs
 		if b >= len(row.Table) {
@@ -216,8 +243,23 @@ func (o *attentionOp) run(p *Program) error {
 		if row.Table[b] < 0 || (r+1)*kvd > len(kc) || (r+1)*kvd > len(vc) {
 			return fmt.Errorf("row %d: block %d outside the pool", i, row.Table[b])
 		}
-		copy(kc[r*kvd:(r+1)*kvd], k[i*kvd:(i+1)*kvd])
-		copy(vc[r*kvd:(r+1)*kvd], v[i*kvd:(i+1)*kvd])
 	}
-	return o.attn.Run(p.pool, p.f32(o.out), p.f32(o.q), kc, vc, st.Rows, o.heads, o.kvh, o.hd, bs)
+	return nil
+}
+
+func (o *attentionOp) run(p *Program) error {
+	st := p.step
+	kvd, bs := o.kvh*o.hd, st.KV.BlockSize
+	if !o.written {
+		if err := checkSlots(st, o.layer, kvd); err != nil {
+			return err
+		}
+		kc, vc, k, v := st.KV.K[o.layer], st.KV.V[o.layer], p.f32(o.k), p.f32(o.v)
+		for i, row := range st.Rows {
+			r := int(row.Table[row.Pos/bs])*bs + row.Pos%bs
+			copy(kc[r*kvd:(r+1)*kvd], k[i*kvd:(i+1)*kvd])
+			copy(vc[r*kvd:(r+1)*kvd], v[i*kvd:(i+1)*kvd])
+		}
+	}
+	return o.attn.Run(p.pool, p.f32(o.out), p.f32(o.q), st.KV.K[o.layer], st.KV.V[o.layer], st.Rows, o.heads, o.kvh, o.hd, bs)
 }

@@ -111,7 +111,7 @@ func TestRunErrors(t *testing.T) {
 		{"token out of range", exec.Step{Tokens: []int{m.Config.Vocab}, Rows: []kernels.PagedRow{{Pos: 0, Table: table}}}, "%x.in (embedding): row 0: id 300"},
 		{"rows and tokens", exec.Step{Tokens: []int{1, 2}, Rows: []kernels.PagedRow{{Pos: 0, Table: table}}}, "2 tokens but 1 rows"},
 		{"logit row", exec.Step{Tokens: []int{1}, Rows: []kernels.PagedRow{{Pos: 0, Table: table}}, LogitRows: []int{1}}, "logit row 1"},
-		{"short table", exec.Step{Tokens: []int{1}, Rows: []kernels.PagedRow{{Pos: 9, Table: table}}}, "(attention): row 0 at position 9"},
+		{"short table", exec.Step{Tokens: []int{1}, Rows: []kernels.PagedRow{{Pos: 9, Table: table}}}, "row 0 at position 9: its table has 2 blocks"},
 		{"block outside", exec.Step{Tokens: []int{1}, Rows: []kernels.PagedRow{{Pos: 1, Table: []int32{7}}}}, "block 7 outside the pool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,6 +68,7 @@ type Program struct {
 	slots      []slot
 	code       []instr
 	nodes      []*graph.Node // code[i] is nodes[i]
+	byNode     map[*graph.Node]instr
 	ropes      []*ropeTable
 	out        int // the output value
 	outSlot    int
@@ -91,7 +92,7 @@ func Compile(g *graph.Graph, weights map[string]*tensor.Tensor, opts Options) (*
 		return nil, fmt.Errorf("exec: the serving executor runs graphs of one output, %s has %d", g.Name, len(g.Outputs))
 	}
 	p := &Program{g: g, pool: opts.Pool, invariant: opts.Invariant, ids: map[*graph.Value]int{},
-		inputs: map[string]int{}, env: map[string]int{}}
+		inputs: map[string]int{}, env: map[string]int{}, byNode: map[*graph.Node]instr{}}
 	if p.pool == nil {
 		p.pool = kernels.Default
 	}
@@ -161,6 +162,7 @@ func Compile(g *graph.Graph, weights map[string]*tensor.Tensor, opts Options) (*
 			return nil, &graph.NodeError{Node: n.Name(), Op: n.Op, Err: err}
 		}
 		p.code = append(p.code, in)
+		p.byNode[n] = in
 		p.nodes = append(p.nodes, n)
 	}
 	p.plan()
