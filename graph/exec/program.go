@@ -194,12 +194,15 @@ func bindWeight(x *value, t *tensor.Tensor) error {
 		}
 	}
 	x.weight = t
-	if len(want) == 1 {
+	switch {
+	case len(want) == 1:
 		f, err := t.Float32()
 		if err != nil {
 			return fmt.Errorf("exec: weight %s: %w", v, err)
 		}
 		x.vec = f
+	case t.Type == tensor.F32:
+		x.vec = kernels.F32View(t.Data) // an f32 matrix read as an operand: viewed, not copied
 	}
 	return nil
 }

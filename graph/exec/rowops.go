@@ -135,10 +135,12 @@ type binaryOp struct {
 }
 
 func (o *binaryOp) run(p *Program) error {
-	a, b, out := p.f32(o.a), p.vals[o.b], p.f32(o.out)
-	bd := b.data
-	if bd == nil {
-		bd = b.vec
+	a, bd, out := p.f32(o.a), p.f32(o.b), p.f32(o.out)
+	if len(out) == 0 {
+		return nil
+	}
+	if len(bd) == 0 || len(a) != len(out) {
+		return fmt.Errorf("operands of %d and %d values", len(a), len(bd))
 	}
 	if !aliased(out, a) {
 		copy(out, a)

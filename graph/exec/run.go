@@ -145,5 +145,11 @@ func (p *Program) rowsOf(sym string, fixed int) (int, error) {
 	return r, nil
 }
 
-// f32 is the data of value id.
-func (p *Program) f32(id int) []float32 { return p.vals[id].data }
+// f32 is the data of value id (a weight's decoded values).
+func (p *Program) f32(id int) []float32 {
+	x := p.vals[id]
+	if x.data == nil {
+		return x.vec
+	}
+	return x.data
+}
