@@ -1,8 +1,7 @@
 // Tests that Program.Run gives ForwardBatch's logits bit for bit: every architecture, weight
 // type, batch invariance on and off, ragged batches of prefill chunks and decodes mixed.
 // These compared the executor with the hand-written forward until model.ForwardBatch itself
-// became the compiled graph (the last commit where they do: 9486b29 and its successors up to
-// the model change); now they check the Step the model builds from its BatchSeqs, and the
+// became the compiled graph (the last commit where they do: e599fcf); now they check the Step the model builds from its BatchSeqs, and the
 // unfused graph against the fused one.
 package exec_test
 
