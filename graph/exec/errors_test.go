@@ -129,6 +129,9 @@ func TestRunErrors(t *testing.T) {
 // serial pool with F32 weights, where the kernels allocate nothing either), and never more
 // than ForwardBatch with quantized weights.
 func TestDecodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector")
+	}
 	for _, dt := range []tensor.DType{tensor.F32, tensor.Q8_0} {
 		m := randModel(t, archConfigs()["qwen3"], dt, 2)
 		m.Pool = kernels.Serial
