@@ -71,7 +71,6 @@ type Program struct {
 	byNode     map[*graph.Node]instr
 	ropes      []*ropeTable
 	out        int // the output value
-	outSlot    int
 	inputs     map[string]int
 	inputOrder []int // the inputs' value ids
 	lastRows   []int // their lengths in the previous run
@@ -248,7 +247,7 @@ func (p *Program) plan() {
 			x := p.vals[p.ids[o]]
 			if p.ids[o] == p.out {
 				p.slots = append(p.slots, slot{sym: x.sym, inner: x.inner * max(x.rows, 1)})
-				x.slot, p.outSlot = len(p.slots)-1, len(p.slots)-1
+				x.slot = len(p.slots) - 1
 				continue
 			}
 			if j < len(ip) && ip[j] >= 0 && ip[j] < len(n.Args) {
