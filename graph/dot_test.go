@@ -1,3 +1,4 @@
+// Tests of the DOT writer: the text for a fused graph, and that Graphviz accepts it when present.
 package graph
 
 import (
