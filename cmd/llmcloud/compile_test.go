@@ -65,6 +65,15 @@ func TestCompileCommand(t *testing.T) {
 	}
 }
 
+// With no MODEL, compile uses the built-in default model, saying so on stderr.
+func TestCompileDefaultModel(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, errs, code := runCmd(t, "compile", "--batch", "16")
+	if code != 0 || strings.Count(errs, "built-in default model") != 1 || !strings.Contains(out, "pass fuse_add_rms_norm: ") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errs)
+	}
+}
+
 func TestCompileDrawsSVG(t *testing.T) {
 	bin := fixture.Path(t, "models", "stories260K", "stories260K.bin")
 	dir := t.TempDir()
