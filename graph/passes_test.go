@@ -3,6 +3,7 @@
 package graph
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -155,5 +156,69 @@ func TestFuseAddNormLeavesOthers(t *testing.T) {
 		if err != nil || st["fused add+rms_norm"] != 0 || String(out) != String(g) {
 			t.Errorf("%s: %v %v:\n%s", name, st, err, String(out))
 		}
+	}
+}
+
+// On random graphs: DCE keeps exactly the nodes that reach an output and is idempotent; the
+// fusion removes one add and one rms_norm per fusion and keeps every value's name.
+func TestPassesRandomGraphs(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 2))
+	total := int64(0)
+	for i := range 300 {
+		g := randomGraph(t, r, 5+r.IntN(40))
+		d, st, err := DCE.Run(g)
+		if err != nil || Verify(d) != nil {
+			t.Fatalf("graph %d: %v", i, err)
+		}
+		reach := map[*Value]bool{}
+		for _, o := range g.Outputs {
+			reach[o] = true
+		}
+		kept := 0
+		for j := len(g.Nodes) - 1; j >= 0; j-- {
+			n := g.Nodes[j]
+			live := false
+			for _, o := range n.Outs {
+				live = live || reach[o]
+			}
+			if live {
+				kept++
+				for _, a := range n.Args {
+					reach[a] = true
+				}
+			}
+		}
+		if len(d.Nodes) != kept || st["removed nodes"] != int64(len(g.Nodes)-kept) {
+			t.Fatalf("graph %d: DCE kept %d nodes, %d reach an output (%v)", i, len(d.Nodes), kept, st)
+		}
+		if again, _, _ := DCE.Run(d); String(again) != String(d) {
+			t.Fatalf("graph %d: DCE is not idempotent", i)
+		}
+		f, st, err := FuseAddNorm.Run(d)
+		if err != nil || Verify(f) != nil {
+			t.Fatalf("graph %d: %v", i, err)
+		}
+		k := st["fused add+rms_norm"]
+		total += k
+		before, after := d.OpCounts(), f.OpCounts()
+		if int64(before["add"]-after["add"]) != k || int64(before["rms_norm"]-after["rms_norm"]) != k ||
+			int64(after["add_rms_norm"]-before["add_rms_norm"]) != k {
+			t.Fatalf("graph %d: %d fused, counts %v -> %v", i, k, before, after)
+		}
+		names := func(h *Graph) map[string]bool {
+			m := map[string]bool{}
+			for _, n := range h.Nodes {
+				for _, o := range n.Outs {
+					m[o.Name] = true
+				}
+			}
+			return m
+		}
+		if nb, na := names(d), names(f); len(nb) != len(na) {
+			t.Fatalf("graph %d: %d values -> %d", i, len(nb), len(na))
+		}
+	}
+	if total == 0 {
+		t.Fatal("no random graph had an add + norm to fuse")
 	}
 }
