@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,7 +105,7 @@ type proc struct {
 
 var listenRE = regexp.MustCompile(`listening"? addr=(\S+)`)
 
-// start runs bin with args and waits until it listens. Cleanup stops it and fails t on a crash.
+// start runs bin with args and waits until it listens and GET /health answers 200. Cleanup stops it and fails t on a crash.
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	return startCmd(t, name, exec.Command(bin, args...))
@@ -128,8 +129,10 @@ func startCmd(t *testing.T, name string, cmd *exec.Cmd) *proc {
 	t.Cleanup(func() { p.stop(t) })
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := listenRE.FindStringSubmatch(p.logs.String()); m != nil {
+		if m := listenRE.FindStringSubmatch(p.logs.String()); m != nil && p.addr == "" {
 			p.addr = m[1]
+		}
+		if p.addr != "" && healthy(p.url()) {
 			return p
 		}
 		select {
@@ -138,7 +141,7 @@ func startCmd(t *testing.T, name string, cmd *exec.Cmd) *proc {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatalf("%s did not listen within 30s\n%s", name, p.logs.String())
+	t.Fatalf("%s did not answer GET /health with 200 within 30s\n%s", name, p.logs.String())
 	return nil
 }
 
@@ -224,4 +227,15 @@ func summary(t *testing.T, format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	t.Log("SUMMARY " + line)
 	fmt.Println("chaos SUMMARY " + line)
+}
+
+// healthy reports whether GET base/health answers 200.
+func healthy(base string) bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(base + "/health")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
