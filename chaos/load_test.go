@@ -111,7 +111,12 @@ func complete(client *http.Client, base string, stream bool) (o outcome) {
 	o.stream = stream
 	t0 := time.Now()
 	defer func() { o.dur = time.Since(t0) }()
-	body := fmt.Sprintf(`{"prompt":"Once upon a time","max_tokens":24,"stream":%v}`, stream)
+	// Streams are long enough (~0.3 s) to be cut mid-way by a kill; answers are short.
+	tokens := 24
+	if stream {
+		tokens = 300
+	}
+	body := fmt.Sprintf(`{"prompt":"Once upon a time","max_tokens":%d,"stream":%v}`, tokens, stream)
 	resp, err := client.Post(base+"/v1/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		o.hung, o.why = isTimeout(err), err.Error()

@@ -23,7 +23,7 @@ import (
 
 var (
 	chaosFlag = flag.Bool("chaos", false, "run the chaos suite (or LLMCLOUD_CHAOS=1)")
-	bin       string // the llmcloud binary built by TestMain
+	bin       string // the llmcloud binary built by TestMain, or $LLMCLOUD_CHAOS_BIN
 	nofile    uint64 // RLIMIT_NOFILE of this process after TestMain raised it
 )
 
@@ -45,6 +45,12 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if bin = os.Getenv("LLMCLOUD_CHAOS_BIN"); bin != "" { // a binary built elsewhere
+		fmt.Printf("chaos: testing %s; open-file limit %d\n", bin, nofile)
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	bin = filepath.Join(dir, "llmcloud")
 	start := time.Now()
