@@ -48,6 +48,7 @@ func TestChaosConnections(t *testing.T) {
 		slowest    time.Duration
 		failures   []string
 	}
+	begin := time.Now()
 	var normalWG sync.WaitGroup
 	normalWG.Add(1)
 	go func() {
@@ -75,7 +76,8 @@ func TestChaosConnections(t *testing.T) {
 				if err != nil {
 					normal.failed++
 					if len(normal.failures) < 5 {
-						normal.failures = append(normal.failures, fmt.Sprintf("after %v: %v", d.Round(time.Millisecond), err))
+						normal.failures = append(normal.failures, fmt.Sprintf("sent at %v, failed after %v: %v",
+							t0.Sub(begin).Round(time.Millisecond), d.Round(time.Millisecond), err))
 					}
 					return
 				}
@@ -123,6 +125,7 @@ func TestChaosConnections(t *testing.T) {
 			w.closed = time.Now()
 		}()
 	}
+	t.Logf("hostile connections start %v after the normal requests", time.Since(begin).Round(time.Millisecond))
 	t0 := time.Now()
 	for range keepAliveConns {
 		watch("keep-alive", func(c net.Conn, br *bufio.Reader, w *watched) {
