@@ -36,8 +36,22 @@ func cluster(t *testing.T, n int) (replicas []*proc, router *proc) {
 }
 
 type backendStatus struct {
-	URL     string `json:"url"`
-	Healthy bool   `json:"healthy"`
+	URL      string `json:"url"`
+	Healthy  bool   `json:"healthy"`
+	Inflight int    `json:"inflight"`
+}
+
+// whenBusy waits (at most 2 s) until the router has a request in flight to url, so that a
+// signal sent next cuts one.
+func whenBusy(base, url string) {
+	for t0 := time.Now(); time.Since(t0) < 2*time.Second; time.Sleep(5 * time.Millisecond) {
+		st, _ := routerStatus(base)
+		for _, b := range st {
+			if b.URL == url && b.Inflight > 0 {
+				return
+			}
+		}
+	}
 }
 
 func routerStatus(base string) ([]backendStatus, error) {
@@ -83,12 +97,13 @@ func TestChaosKill(t *testing.T) {
 	victim := replicas[1]
 	var ejected time.Duration
 	outs := runLoad(router.url(), 20, 10*time.Second, 15*time.Second, 3*time.Second, func() {
+		whenBusy(router.url(), victim.url())
 		victim.signal(syscall.SIGKILL)
 		ejected = untilUnhealthy(router.url(), victim.url(), time.Now())
 	})
 	s := summarize(outs)
 	logLoad(t, "kill", s)
-	t.Logf("SIGKILL of %s at 3s of 10s at 20 req/s; router marked it unhealthy after %v", victim.url(), ejected)
+	t.Logf("SIGKILL of %s at 3s of 10s at 20 req/s (with a request in flight to it); router marked it unhealthy after %v", victim.url(), ejected)
 	if s.Hung > 0 || s.NonStreamedOK != s.NonStreamed || s.Sent < 150 {
 		t.Errorf("want 0 hung and every non-streamed request to succeed: %v", s)
 	}
@@ -107,12 +122,13 @@ func TestChaosFrozen(t *testing.T) {
 	t.Cleanup(func() { victim.signal(syscall.SIGCONT); victim.signal(syscall.SIGKILL) })
 	var ejected time.Duration
 	outs := runLoad(router.url(), 20, 30*time.Second, 15*time.Second, 10*time.Second, func() {
+		whenBusy(router.url(), victim.url())
 		victim.signal(syscall.SIGSTOP)
 		ejected = untilUnhealthy(router.url(), victim.url(), time.Now())
 	})
 	s := summarize(outs)
 	logLoad(t, "frozen", s)
-	t.Logf("SIGSTOP of %s at 10s of 30s at 20 req/s; router marked it unhealthy after %v", victim.url(), ejected)
+	t.Logf("SIGSTOP of %s at 10s of 30s at 20 req/s (with a request in flight to it); router marked it unhealthy after %v", victim.url(), ejected)
 	if s.Hung > 0 {
 		t.Errorf("%d requests hung (client timeout 15s)", s.Hung)
 	}
