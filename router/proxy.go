@@ -29,12 +29,23 @@ import (
 func (r *Router) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", r.serveHealth)
+	mux.HandleFunc("/health", notAllowed)
 	if r.gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(r.gatherer, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/metrics", notAllowed)
 	}
 	mux.HandleFunc("GET /router/status", r.serveStatus)
+	mux.HandleFunc("/router/status", notAllowed)
 	mux.HandleFunc("/", r.serveProxy)
 	return mux
+}
+
+// notAllowed answers a method other than GET or HEAD on the router's own endpoints.
+func notAllowed(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusMethodNotAllowed)
+	io.WriteString(w, `{"error":{"message":"router: method not allowed","type":"invalid_request_error","code":"method_not_allowed"}}`+"\n")
 }
 
 func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
@@ -100,7 +111,8 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	var tried [4]*backend
 	excl := tried[:0]
 	var saved *savedResponse
-	for attempt := 0; attempt <= r.opts.MaxRetries; attempt++ {
+	limit, bonus := r.opts.MaxRetries, false
+	for attempt := 0; attempt <= limit; attempt++ {
 		b := r.pick(in, excl)
 		if b == nil {
 			break
@@ -109,8 +121,12 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 			r.m.retries.Inc()
 		}
 		excl = append(excl, b)
-		if r.try(w, req, body, id, b, &saved) {
+		res := r.try(w, req, body, id, b, &saved)
+		if res == tryDone {
 			return
+		}
+		if res == tryEjected && attempt == limit && !bonus {
+			limit, bonus = limit+1, true // an ejection is not the client's fault: one more try
 		}
 		if req.Context().Err() != nil {
 			r.m.clientTotal.WithLabelValues("aborted").Inc()
@@ -181,11 +197,35 @@ func containsBackend(bs []*backend, b *backend) bool {
 	return false
 }
 
-// try sends the request to b. It returns true when the client has its answer (or is gone) and
-// false when another backend should be tried; a 5xx it does not pass on lands in *saved.
-func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) bool {
-	ctx, cancel := context.WithTimeout(req.Context(), r.opts.RequestTimeout)
+// tryResult says what serveProxy does after one attempt.
+type tryResult int
+
+const (
+	tryDone    tryResult = iota // the client has its answer, or is gone
+	tryNext                     // try another backend (a failure before any byte reached the client)
+	tryEjected                  // the same, because the backend was ejected meanwhile (not the request's fault)
+)
+
+// try sends the request to b; a 5xx it does not pass on lands in *saved. The upstream request
+// is registered with b (outlier.go), so ejecting b cancels it, and bounded by one timer: until
+// the first response byte it is the TTFB timeout, then it is re-armed with the stream idle
+// timeout after every read.
+func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) tryResult {
+	cctx, cancelCause := context.WithCancelCause(req.Context())
+	defer cancelCause(nil)
+	ctx, cancel := context.WithTimeout(cctx, r.opts.RequestTimeout)
 	defer cancel()
+	c := &call{cancel: cancelCause, start: r.now()}
+	b.calls.add(c)
+	defer b.calls.remove(c)
+	timer := time.AfterFunc(r.opts.TTFBTimeout, func() {
+		if c.started.Load() {
+			cancelCause(errStreamIdle)
+		} else {
+			cancelCause(errTTFB)
+		}
+	})
+	defer timer.Stop()
 	b.requests.Add(1)
 	b.inflight.Add(1)
 	b.inflightG.Inc()
@@ -197,18 +237,10 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	resp, err := r.send(ctx, req, body, id, b)
 	if err != nil {
 		r.m.requests.WithLabelValues(b.url, "error").Inc()
-		switch {
-		case req.Context().Err() != nil: // the client left: not the backend's fault
-			return true
-		case ctx.Err() != nil:
-			r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
-			return true
-		}
-		b.failures.Add(1)
-		r.setHealth(b, err, "request")
-		return false
+		return r.failedBeforeBody(w, req, ctx, b, err)
 	}
 	defer resp.Body.Close()
+	b.lastByte.Store(r.now())
 	b.latencyObs.Observe(time.Since(start).Seconds())
 	r.m.requests.WithLabelValues(b.url, strconv.Itoa(resp.StatusCode)).Inc()
 	if resp.StatusCode >= 500 {
@@ -216,7 +248,7 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		*saved = &savedResponse{status: resp.StatusCode, header: resp.Header, body: data}
 		b.failures.Add(1)
 		r.setHealth(b, errors.New("answered "+resp.Status), "request")
-		return false
+		return tryNext
 	}
 
 	bufp := bufPool.Get().(*[]byte)
@@ -224,17 +256,11 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	buf := *bufp
 	n, rerr := readSome(resp.Body, buf)
 	if n == 0 && rerr != nil && rerr != io.EOF {
-		if req.Context().Err() != nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
-			return true
-		}
-		b.failures.Add(1)
-		r.setHealth(b, rerr, "request")
-		return false
+		return r.failedBeforeBody(w, req, ctx, b, rerr)
 	}
+	c.started.Store(true)
+	timer.Reset(r.opts.StreamIdle)
+	b.lastByte.Store(r.now())
 	b.ttfbObs.Observe(time.Since(start).Seconds())
 	if !r.isHealthy(b) {
 		r.setHealth(b, nil, "request")
@@ -245,13 +271,19 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	flusher, _ := w.(http.Flusher)
 	code := strconv.Itoa(resp.StatusCode)
 	total := int64(0)
+	var tail [2]byte // the last two bytes sent (SSE: an event ends with a blank line)
 	for {
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				r.m.clientTotal.WithLabelValues("aborted").Inc()
-				return true // the client left; cancel() stops the upstream request
+				return tryDone // the client left; cancel() stops the upstream request
 			}
 			total += int64(n)
+			if n >= 2 {
+				tail = [2]byte{buf[n-2], buf[n-1]}
+			} else {
+				tail = [2]byte{tail[1], buf[0]}
+			}
 			// Flush unless this is the end: the handler's return flushes that, together with
 			// the chunked terminator (one write instead of two).
 			if flusher != nil && rerr == nil && !lastPiece(buf[:n], total, resp.ContentLength) {
@@ -260,17 +292,25 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		}
 		if rerr == io.EOF {
 			r.m.clientTotal.WithLabelValues(code).Inc()
-			return true
+			return tryDone
 		}
 		if rerr != nil {
 			r.m.clientTotal.WithLabelValues("aborted").Inc()
 			if req.Context().Err() == nil {
 				b.failures.Add(1)
-				r.log.Warn("router: upstream body cut", "backend", b.url, "request_id", id, "err", rerr)
+				r.log.Warn("router: upstream body cut", "backend", b.url, "request_id", id, "err", rerr, "cause", context.Cause(ctx))
+				if msg := stallMessage(ctx, b, r.opts.StreamIdle); msg != "" && isSSE(resp.Header) {
+					endStream(w, flusher, tail, msg)
+					return tryDone
+				}
 			}
 			panic(http.ErrAbortHandler) // cut the client's connection: the body is incomplete
 		}
 		n, rerr = readSome(resp.Body, buf)
+		if n > 0 {
+			timer.Reset(r.opts.StreamIdle)
+			b.lastByte.Store(r.now())
+		}
 	}
 }
 
