@@ -2,7 +2,7 @@
 // (200 = up) and, when up, GET /metrics for its load. A refused or reset connection or a
 // non-200 answer ejects at once; a probe that times out (HealthTimeout) ejects on the second in
 // a row, or on the first when corroborated: requests wait on the backend and it sent nothing
-// since the probe went out. One good probe brings a backend back (a latency outlier only after
+// since the probe went out, while a healthy peer did (so the router was not just descheduled). One good probe brings a backend back (a latency outlier only after
 // its ejection period). Probe round trips feed the latency outlier check (outlier.go). Probes of
 // one backend never overlap.
 
@@ -61,11 +61,11 @@ func (r *Router) check(ctx context.Context, b *backend) {
 		return
 	}
 	if err == nil || errors.Is(err, errTimeout) {
-		r.observeRTT(b, time.Since(t0))
+		r.observeRTT(b, time.Since(t0), err == nil)
 	}
 	if errors.Is(err, errTimeout) {
 		oldest, busy := b.calls.oldest()
-		corroborated := busy && oldest <= sent && b.lastByte.Load() < sent
+		corroborated := busy && oldest <= sent && b.lastByte.Load() < sent && r.peerHeard(b, sent)
 		r.mu.Lock()
 		b.timeouts++
 		first := b.timeouts < 2 && b.healthy && !corroborated

@@ -105,7 +105,7 @@ func (r *Router) checkStalls() {
 			continue
 		}
 		oldest, ok := b.calls.oldest()
-		if !ok || now-oldest < limit {
+		if !ok || now-oldest < limit || !r.peerHeard(b, now-limit) {
 			continue
 		}
 		err := &ejectedError{backend: b.url, reason: "stall"}
@@ -115,11 +115,37 @@ func (r *Router) checkStalls() {
 	}
 }
 
-// observeRTT adds a probe's round trip to b's EWMA.
-func (r *Router) observeRTT(b *backend, d time.Duration) {
+// peerHeard reports whether another healthy backend sent a byte at or after since (or there is
+// none): then the router itself was reading, and b's silence is b's. A router that was not
+// scheduled for a while (a loaded machine) hears nobody and ejects nobody for it. Every healthy
+// backend answers a probe each HealthInterval, so within a StallTimeout one is always heard.
+func (r *Router) peerHeard(b *backend, since int64) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	peers := false
+	for _, p := range r.backends {
+		if p == b || !p.healthy {
+			continue
+		}
+		if p.lastByte.Load() >= since {
+			return true
+		}
+		peers = true
+	}
+	return !peers
+}
+
+// observeRTT adds a probe's round trip to b's EWMA (ok: the probe answered; else it timed out).
+// While b is out, only answers count and each replaces the average: a backend back from a freeze
+// starts afresh, not with its timeouts.
+func (r *Router) observeRTT(b *backend, d time.Duration, ok bool) {
 	const alpha = 0.3
 	r.mu.Lock()
-	if b.rtt == 0 {
+	if !b.healthy && b.probed && !ok {
+		r.mu.Unlock()
+		return
+	}
+	if b.rtt == 0 || !b.healthy {
 		b.rtt = d.Seconds()
 	} else {
 		b.rtt += alpha * (d.Seconds() - b.rtt)

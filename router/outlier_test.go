@@ -28,11 +28,33 @@ func statusOf(t *testing.T, r *Router, url string) BackendStatus {
 	return BackendStatus{}
 }
 
-// runWatch runs only the stall and latency checker (no probes) until the test ends.
+// runWatch runs only the stall and latency checker (no probes) until the test ends: enough for
+// a single backend (with peers, the stall check wants to hear from them).
 func runWatch(t *testing.T, r *Router) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// probeOnly probes the backend at url every 50 ms until the test ends.
+func probeOnly(t *testing.T, r *Router, url string) {
+	var b *backend
+	r.mu.RLock()
+	for _, x := range r.backends {
+		if x.url == url {
+			b = x
+		}
+	}
+	r.mu.RUnlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			r.check(ctx, b)
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
@@ -68,9 +90,13 @@ func readSSE(t *testing.T, resp *http.Response) ([]string, error) {
 // for a stall; its requests are retried elsewhere, even with retries off.
 func TestStallEjectsAndRetries(t *testing.T) {
 	a, b := routertest.New("a", 3, time.Millisecond), routertest.New("b", 3, time.Millisecond)
+	// Only b is probed (a probe timeout would eject a before the stall check): the stall check
+	// wants to hear from a healthy peer.
 	r, front, srvs := start(t, Options{MaxRetries: -1, HealthInterval: 100 * time.Millisecond,
 		HealthTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond}, a, b)
 	runWatch(t, r)
+	probeOnly(t, r, srvs[1].URL)
+	waitFor(t, 5*time.Second, "b up", func() bool { return statusOf(t, r, srvs[1].URL).Healthy })
 	a.Freeze()
 	t.Cleanup(a.Thaw)
 	t0 := time.Now()
@@ -222,18 +248,20 @@ func TestLatencyEjectsAtMostHalf(t *testing.T) {
 		StallTimeout: time.Second, OutlierFloor: 100 * time.Millisecond, EjectionPeriod: 10 * time.Second},
 		bs[0], bs[1], bs[2])
 	runProbes(t, r)
-	down := func() int {
-		n := 0
+	down := func() (n, latency int) {
 		for _, s := range r.Backends() {
 			if !s.Healthy {
 				n++
 			}
+			if s.Reason == "latency" {
+				latency++
+			}
 		}
-		return n
+		return n, latency
 	}
-	waitFor(t, 5*time.Second, "one latency ejection", func() bool { return down() == 1 })
+	waitFor(t, 5*time.Second, "one latency ejection", func() bool { _, l := down(); return l == 1 })
 	for t0 := time.Now(); time.Since(t0) < time.Second; time.Sleep(20 * time.Millisecond) {
-		if n := down(); n != 1 {
+		if n, _ := down(); n != 1 {
 			t.Fatalf("%d of 3 out: %+v", n, r.Backends())
 		}
 	}

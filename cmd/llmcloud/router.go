@@ -67,7 +67,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	fs.DurationVar(&f.idle, "stream-idle-timeout", 30*time.Second, "largest gap between two pieces of a response once it started; a stream idle longer ends (SSE: with an error event)")
 	fs.DurationVar(&f.stall, "stall-timeout", 1500*time.Millisecond, "eject a backend that sent no byte at all (answers, probe answers) this long while a request waited on it; at least health-interval + health-timeout (raised to that when not given)")
 	fs.Float64Var(&f.outlierFactor, "outlier-factor", 3, "eject a backend whose probe round trips (EWMA) exceed this many times its healthy peers' median (0 = off)")
-	fs.DurationVar(&f.outlierMin, "outlier-min-latency", 250*time.Millisecond, "... and exceed this")
+	fs.DurationVar(&f.outlierMin, "outlier-min-latency", 250*time.Millisecond, "a latency outlier's probe round trips must also exceed this")
 	fs.DurationVar(&f.eject, "ejection-period", 10*time.Second, "a latency outlier stays out of rotation this long")
 	httpFlags(fs, &f.http)
 	fs.IntVar(&f.retries, "max-retries", 2, "retries on another replica before any response byte reached the client (0 = none)")
