@@ -209,23 +209,26 @@ const (
 // try sends the request to b; a 5xx it does not pass on lands in *saved. The upstream request
 // is registered with b (outlier.go), so ejecting b cancels it, and bounded by one timer: until
 // the first response byte it is the TTFB timeout, then it is re-armed with the stream idle
-// timeout after every read.
+// timeout after every read; either is cut short by the request timeout.
 func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) tryResult {
-	cctx, cancelCause := context.WithCancelCause(req.Context())
+	ctx, cancelCause := context.WithCancelCause(req.Context())
 	defer cancelCause(nil)
-	ctx, cancel := context.WithTimeout(cctx, r.opts.RequestTimeout)
-	defer cancel()
 	c := &call{cancel: cancelCause, start: r.now()}
+	deadline := c.start + int64(r.opts.RequestTimeout)
 	b.calls.add(c)
 	defer b.calls.remove(c)
-	timer := time.AfterFunc(r.opts.TTFBTimeout, func() {
-		if c.started.Load() {
+	timer := time.AfterFunc(min(r.opts.TTFBTimeout, r.opts.RequestTimeout), func() {
+		switch {
+		case r.now() >= deadline:
+			cancelCause(errRequestTimeout)
+		case c.started.Load():
 			cancelCause(errStreamIdle)
-		} else {
+		default:
 			cancelCause(errTTFB)
 		}
 	})
 	defer timer.Stop()
+	rearm := func() { timer.Reset(min(r.opts.StreamIdle, time.Duration(deadline-r.now()))) }
 	b.requests.Add(1)
 	b.inflight.Add(1)
 	b.inflightG.Inc()
@@ -259,7 +262,7 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		return r.failedBeforeBody(w, req, ctx, b, rerr)
 	}
 	c.started.Store(true)
-	timer.Reset(r.opts.StreamIdle)
+	rearm()
 	b.lastByte.Store(r.now())
 	b.ttfbObs.Observe(time.Since(start).Seconds())
 	if !r.isHealthy(b) {
@@ -308,7 +311,7 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		}
 		n, rerr = readSome(resp.Body, buf)
 		if n > 0 {
-			timer.Reset(r.opts.StreamIdle)
+			rearm()
 			b.lastByte.Store(r.now())
 		}
 	}

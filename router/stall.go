@@ -17,8 +17,9 @@ import (
 )
 
 var (
-	errTTFB       = errors.New("no response byte within the TTFB timeout")
-	errStreamIdle = errors.New("the response stream went idle")
+	errTTFB           = errors.New("no response byte within the TTFB timeout")
+	errStreamIdle     = errors.New("the response stream went idle")
+	errRequestTimeout = errors.New("request timeout")
 )
 
 // failedBeforeBody handles err from b before any byte of the answer reached the client.
@@ -35,7 +36,7 @@ func (r *Router) failedBeforeBody(w http.ResponseWriter, req *http.Request, ctx 
 		b.failures.Add(1)
 		r.setHealth(b, errors.New("no response byte within "+r.opts.TTFBTimeout.String()), "ttfb")
 		return tryNext
-	case ctx.Err() != nil:
+	case errors.Is(cause, errRequestTimeout):
 		r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
 		return tryDone
 	}
