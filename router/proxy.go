@@ -1,9 +1,11 @@
-// The HTTP side: the router's own endpoints and the proxy. A request body is read once (it may be
-// sent again); the policy picks a backend among the healthy ones not yet tried; the response is
-// held back until its first body byte, so a failure before then (no connection, reset, EOF, a
-// 5xx) is retried on another backend, up to MaxRetries times. After the first byte the body is
-// copied and flushed read by read (SSE passes through unbuffered); a failure then cuts the
-// client's connection, so a truncated stream never looks complete. 4xx answers pass through.
+// The proxy. A request body is read once (it may be sent again); the policy picks a backend
+// among the healthy ones not yet tried; the response is held back until its first body byte, so
+// a failure before then (no connection, reset, EOF, a 5xx, a TTFB timeout, an ejection) is
+// retried on another backend, up to MaxRetries times (an ejection grants one more). After the
+// first byte the body is copied and flushed read by read (SSE passes through unbuffered); a
+// failure then cuts the client's connection, so a truncated stream never looks complete, except
+// that a stream whose backend stalled ends with an error event (stall.go). 4xx answers pass
+// through.
 
 package router
 
@@ -21,55 +23,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/api"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// Handler serves the proxy (every path but the router's own), GET /health (200 if any backend
-// is healthy), GET /metrics (the router's registry) and GET /router/status (Backends as JSON).
-func (r *Router) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", r.serveHealth)
-	mux.HandleFunc("/health", notAllowed)
-	if r.gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(r.gatherer, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/metrics", notAllowed)
-	}
-	mux.HandleFunc("GET /router/status", r.serveStatus)
-	mux.HandleFunc("/router/status", notAllowed)
-	mux.HandleFunc("/", r.serveProxy)
-	return mux
-}
-
-// notAllowed answers a method other than GET or HEAD on the router's own endpoints.
-func notAllowed(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Allow", "GET, HEAD")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusMethodNotAllowed)
-	io.WriteString(w, `{"error":{"message":"router: method not allowed","type":"invalid_request_error","code":"method_not_allowed"}}`+"\n")
-}
-
-func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	n := 0
-	for _, b := range r.Backends() {
-		if b.Healthy {
-			n++
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if n == 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	io.WriteString(w, `{"healthy_backends":`+strconv.Itoa(n)+"}\n")
-}
-
-func (r *Router) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	b, _ := json.MarshalIndent(struct {
-		Policy   string          `json:"policy"`
-		Backends []BackendStatus `json:"backends"`
-	}{r.opts.Policy, r.Backends()}, "", "  ")
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
-}
 
 // RequestIDHeader is passed to the backend and returned to the client (generated if absent).
 const RequestIDHeader = "X-Request-Id"
