@@ -2,9 +2,12 @@
 // serve, vLLM, llama-server): it proxies /v1/* to one healthy backend chosen by a policy
 // (round-robin, least-load, session affinity, prefix-aware; policy.go, prefix.go), streams
 // responses through chunk by chunk, retries on another replica while nothing has reached the
-// client (proxy.go), checks backends actively (GET /health) and ejects them passively on
-// connection errors and 5xx (health.go), scrapes their vLLM load metrics (load.go) and exports
-// its own llmcloud_router_* metrics (metrics.go). It imports no compute code.
+// client (proxy.go), bounds each upstream request by a TTFB and a stream idle timeout and ends a
+// stream whose backend stalled with an error event (stall.go), checks backends actively (GET
+// /health) and ejects them passively on connection errors and 5xx (health.go), ejects backends
+// that stall with requests waiting or whose probe latency is an outlier, cancelling the requests
+// in flight to them (outlier.go), scrapes their vLLM load metrics (load.go) and exports its own
+// llmcloud_router_* metrics (metrics.go). It imports no compute code.
 //
 // This file holds the Router, its options and its backend set.
 package router
