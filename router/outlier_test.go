@@ -309,3 +309,21 @@ func TestStallTimeoutValidated(t *testing.T) {
 		t.Fatalf("%v, derived stall timeout %v", err, r.opts.StallTimeout)
 	}
 }
+
+// A backend whose probe fails without timing out (a draining replica answers 503) is ejected,
+// but the stream it is sending goes on to its end.
+func TestProbeFailureLetsStreamsFinish(t *testing.T) {
+	a := routertest.New("a", 30, 20*time.Millisecond)
+	r, front, srvs := start(t, Options{HealthInterval: 50 * time.Millisecond}, a)
+	runProbes(t, r)
+	waitFor(t, 5*time.Second, "a up", func() bool { return healthyOf(r, 0) })
+	resp := post(t, front.URL+"/v1/completions", streamBody)
+	a.SetHealthy(false)
+	events, err := readSSE(t, resp)
+	if err != nil || len(events) != 31 || events[30] != "[DONE]" {
+		t.Fatalf("%v: %d events, last %q", err, len(events), events[len(events)-1])
+	}
+	if s := statusOf(t, r, srvs[0].URL); s.Healthy || s.Reason != "probe" {
+		t.Fatalf("%+v", s)
+	}
+}

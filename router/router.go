@@ -321,8 +321,9 @@ func (r *Router) Policy() string { return r.opts.Policy }
 
 // setHealth records what a probe or a request said of b; err == nil means up (unless b is a
 // latency outlier still in its ejection period). A backend going down is an ejection: why is
-// its reason (probe, request, stall, latency, ttfb), counted in the metrics, and every request
-// in flight to it is cancelled (outlier.go). It reports whether b went down.
+// its reason (probe, request, stall, latency, ttfb), counted in the metrics; when it means the
+// backend stopped answering, every request in flight to it is cancelled (outlier.go). It
+// reports whether b went down.
 func (r *Router) setHealth(b *backend, err error, why string) bool {
 	r.mu.Lock()
 	was, wasProbed := b.healthy, b.probed
@@ -345,7 +346,9 @@ func (r *Router) setHealth(b *backend, err error, why string) bool {
 	ejected := err != nil && (was || !wasProbed)
 	if ejected {
 		r.m.ejections.WithLabelValues(b.url, why).Inc()
-		b.calls.cancelAll(&ejectedError{backend: b.url, reason: why})
+		if stopsAnswering(err, why) {
+			b.calls.cancelAll(&ejectedError{backend: b.url, reason: why})
+		}
 	}
 	if was != now || !wasProbed {
 		v := 0.0
@@ -360,6 +363,19 @@ func (r *Router) setHealth(b *backend, err error, why string) bool {
 		}
 	}
 	return ejected
+}
+
+// stopsAnswering: the ejections that cancel the requests in flight. A backend that answers
+// (a 5xx, a non-200 probe) or refuses new connections may be draining after SIGTERM and is left
+// to finish what it has; a dead one fails its requests by itself (reset connections).
+func stopsAnswering(err error, why string) bool {
+	switch why {
+	case "stall", "ttfb", "latency":
+		return true
+	case "probe":
+		return errors.Is(err, errTimeout)
+	}
+	return false
 }
 
 // errTimeout marks probe timeouts, which eject only on the second in a row.
