@@ -256,8 +256,14 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 			if req.Context().Err() == nil {
 				b.failures.Add(1)
 				r.log.Warn("router: upstream body cut", "backend", b.url, "request_id", id, "err", rerr, "cause", context.Cause(ctx))
-				if msg := stallMessage(ctx, b, r.opts.StreamIdle); msg != "" && isSSE(resp.Header) {
-					endStream(w, flusher, tail, msg)
+				if isSSE(resp.Header) {
+					// An SSE client sees why its stream ended: a final error event, then a
+					// clean end (no [DONE]); other bodies are cut below.
+					code, msg := "upstream_stalled", stallMessage(ctx, b, r.opts.StreamIdle)
+					if msg == "" {
+						code, msg = "upstream_error", "router: backend "+b.url+" ended the stream early: "+rerr.Error()
+					}
+					endStream(w, flusher, tail, code, msg)
 					return tryDone
 				}
 			}

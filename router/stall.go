@@ -65,8 +65,8 @@ func isSSE(h http.Header) bool {
 
 // endStream writes the final error event of a stream its backend abandoned; tail is the last two
 // bytes sent, so an event cut in the middle is closed first.
-func endStream(w http.ResponseWriter, f http.Flusher, tail [2]byte, msg string) {
-	data, _ := json.Marshal(api.ErrorResponse{Error: api.ErrorBody{Message: msg, Type: "server_error", Code: "upstream_stalled"}})
+func endStream(w http.ResponseWriter, f http.Flusher, tail [2]byte, code, msg string) {
+	data, _ := json.Marshal(api.ErrorResponse{Error: api.ErrorBody{Message: msg, Type: "server_error", Code: code}})
 	var out bytes.Buffer
 	switch {
 	case tail == [2]byte{'\n', '\n'}:
