@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Exports models with `llmcloud export --onnx` and checks them with ONNX Runtime
+# (check.mjs: onnxruntime-node, CPU) against llmcloud's own logits for the same token ids, two
+# sequences of 16 tokens per model, max relative error <= 1e-4 (docs/onnx.md):
+#   stories  testdata/models/stories260K (llama2.c: pairwise RoPE, 8 query heads over 4 KV
+#            heads, tied output)
+#   qwen3    a random Qwen3-shaped model (`llmcloud synth`, the real Qwen tokenizer's
+#            vocabulary): per-head q/k RMSNorm, neox RoPE, 2 query heads over 1 KV head
+#   qwen2    a random Qwen2-shaped model: q/k/v biases, neox RoPE, 4 heads over 2
+# Usage: scripts/onnx/run.sh    (MODELS="stories qwen3" to pick)
+# Needs node and npm; installs the locked packages (npm ci) when node_modules is missing.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$here"
+# onnxruntime-node's postinstall would fetch the CUDA provider from nuget.org; the CPU
+# runtime ships in the npm package itself.
+export ONNXRUNTIME_NODE_INSTALL=skip
+[ -d node_modules ] || npm ci --no-audit --no-fund --silent
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+(cd "$root" && go build -o "$tmp/llmcloud" ./cmd/llmcloud)
+
+# check NAME MODEL IDS: export with llmcloud's logits for IDS, then compare in ONNX Runtime.
+failed=0
+check() {
+  local t0=$SECONDS
+  if "$tmp/llmcloud" export --onnx "$tmp/$1.onnx" "$2" --reference-ids "$3"; then
+    node --no-warnings check.mjs "$tmp/$1.onnx" --label "$1" || failed=1
+  else
+    echo "FAIL [$1] export"; failed=1
+  fi
+  echo "== $1: $((SECONDS - t0)) s"
+}
+
+ids_small="1,403,31,5,288,17,42,99,7,321,64,2,450,12,256,38;1,77,88,99,100,101,102,103,104,105,106,107,108,109,110,111"
+ids_qwen="151,9000,33,1000,150000,7,88,12345,4242,2,77,100000,5,66,900,31;42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57"
+for m in ${MODELS:-stories qwen3 qwen2}; do
+  case "$m" in
+  stories) check stories "$root/testdata/models/stories260K/stories260K.bin" "$ids_small" ;;
+  qwen3)
+    "$tmp/llmcloud" synth --arch qwen3 --dim 32 --layers 1 --heads 2 --kv-heads 1 --head-dim 16 --ffn 64 \
+      --ctx 2048 --tokenizer "$root/testdata/models/qwen2-tokenizer" -o "$tmp/qwen3" >/dev/null
+    check qwen3 "$tmp/qwen3" "$ids_qwen"
+    ;;
+  qwen2)
+    "$tmp/llmcloud" synth --arch qwen2 --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 96 --tied \
+      --ctx 512 --seed 3 --vocab 512 -o "$tmp/qwen2" >/dev/null
+    check qwen2 "$tmp/qwen2" "$ids_small"
+    ;;
+  *) echo "unknown model $m (stories, qwen3, qwen2)"; exit 2 ;;
+  esac
+done
+exit "$failed"
