@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmcloud/llmcloud/format/onnx"
 	"github.com/llmcloud/llmcloud/graph/onnxexport"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
@@ -28,7 +29,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stderr)
 	out := fs.String("onnx", "", "output ONNX file (required)")
 	maxPos := fs.Int("max-positions", 0, "longest sequence the exported model accepts (the rotary tables' length; default: the model's context length)")
-	external := fs.Bool("external-data", false, "write the weights to OUT.onnx.data beside the model (needed above 2 GiB)")
+	external := fs.Bool("external-data", false, "write the weights to OUT.onnx.data beside the model (automatic above 2 GiB)")
 	refIDs := fs.String("reference-ids", "", "also write llmcloud's logits for these token id sequences to OUT.onnx.reference.json: ids separated by ',', sequences by ';'")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud export --onnx OUT.onnx [MODEL] [--max-positions N] [--external-data] [--reference-ids IDS]")
@@ -68,6 +69,14 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	nodes, inits := len(m.Graph.Nodes), len(m.Graph.Initializers)
+	var size int64
+	for _, t := range m.Graph.Initializers {
+		size += int64(len(t.Raw))
+	}
+	if size > onnx.MaxProtoBytes-(64<<20) && !*external {
+		fmt.Fprintf(stderr, "%.1f GiB of float32 weights exceed protobuf's 2 GiB: writing them to %s.data\n", float64(size)/(1<<30), *out)
+		*external = true
+	}
 	if err := m.WriteFile(*out, *external); err != nil {
 		return err
 	}

@@ -252,9 +252,13 @@ func (v *ValueInfo) append(b []byte) []byte {
 	})
 }
 
-// WriteFile writes m to path. With external set, every initializer's bytes go to
-// path+".data" (each at an offset aligned to 4096) and the model records their locations;
-// the tensors' Raw fields are released as they are written.
+// ExternalMinBytes is the smallest initializer WriteFile moves to external data: smaller ones
+// (shapes, indices, scalars) stay inline, where shape inference can read them.
+const ExternalMinBytes = 1024
+
+// WriteFile writes m to path. With external set, the bytes of every initializer of at least
+// ExternalMinBytes go to path+".data" (each at an offset aligned to 4096) and the model
+// records their locations; the tensors' Raw fields are released as they are written.
 func (m *Model) WriteFile(path string, external bool) error {
 	if external {
 		if err := m.externalize(path + ".data"); err != nil {
@@ -277,7 +281,7 @@ func (m *Model) externalize(dataPath string) error {
 	var off int64
 	var pad [4096]byte
 	for _, t := range m.Graph.Initializers {
-		if t.External != nil {
+		if t.External != nil || len(t.Raw) < ExternalMinBytes {
 			continue
 		}
 		if r := off % 4096; r != 0 {

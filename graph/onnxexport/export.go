@@ -77,14 +77,11 @@ func Export(g *graph.Graph, w Weights, opt Options) (*onnx.Model, error) {
 		consts: map[string]string{}, masks: map[int64]string{}, ropes: map[string][2]string{}}
 	vocab := int64(-1)
 	for _, in := range g.Inputs {
-		switch in.Name {
-		case graphTokens:
+		if in.Name == graphTokens {
 			e.names[in] = InputIDs
-		case graphPositions, graphLogitRows:
-			// computed / implied: see positions() and gather_rows
-		default:
-			return nil, fmt.Errorf("onnxexport: graph input %%%s: only %s, %s and %s are known", in.Name, graphTokens, graphPositions, graphLogitRows)
 		}
+		// pos is computed (positions), logit_rows implied (gather_rows); a node reading any
+		// other input fails, naming itself.
 	}
 	if len(g.Outputs) != 1 {
 		return nil, fmt.Errorf("onnxexport: graph has %d outputs, want 1 (the logits)", len(g.Outputs))
@@ -188,7 +185,8 @@ func (e *exporter) value(v *graph.Value) (string, error) {
 	}
 	n, ok := e.names[v]
 	if !ok {
-		return "", fmt.Errorf("argument %%%s has no ONNX value (a graph input the export does not feed?)", v.Name)
+		return "", fmt.Errorf("argument %%%s has no ONNX value (the export feeds only %%%s, and %%%s, %%%s where rope and gather_rows read them)",
+			v.Name, graphTokens, graphPositions, graphLogitRows)
 	}
 	return n, nil
 }
