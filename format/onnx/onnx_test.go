@@ -62,8 +62,8 @@ func testModel() *Model {
 			},
 			Initializers: []*Tensor{FloatTensor("w", []int64{3, 2}, []float32{1, 2, 3, 4, 5, 6}),
 				FloatTensor("hi", nil, []float32{6})},
-			Inputs:  []ValueInfo{{Name: "ids", ElemType: Int64, Shape: []Dim{{Param: "batch"}, {Value: 4}}}},
-			Outputs: []ValueInfo{{Name: "z", ElemType: Float, Shape: []Dim{{Param: "batch"}, {Value: 4}, {Value: 2}}}},
+			Inputs:    []ValueInfo{{Name: "ids", ElemType: Int64, Shape: []Dim{{Param: "batch"}, {Value: 4}}}},
+			Outputs:   []ValueInfo{{Name: "z", ElemType: Float, Shape: []Dim{{Param: "batch"}, {Value: 4}, {Value: 2}}}},
 			ValueInfo: []ValueInfo{{Name: "x", ElemType: Float}},
 		},
 	}
