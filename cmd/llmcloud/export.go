@@ -29,10 +29,11 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stderr)
 	out := fs.String("onnx", "", "output ONNX file (required)")
 	maxPos := fs.Int("max-positions", 0, "longest sequence the exported model accepts (the rotary tables' length; default: the model's context length)")
+	kvCache := fs.Bool("kv-cache", false, "add KV-cache inputs past_key_values.L.key/value and outputs present.L.key/value (docs/onnx.md)")
 	external := fs.Bool("external-data", false, "write the weights to OUT.onnx.data beside the model (automatic above 2 GiB)")
 	refIDs := fs.String("reference-ids", "", "also write llmcloud's logits for these token id sequences to OUT.onnx.reference.json: ids separated by ',', sequences by ';'")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmcloud export --onnx OUT.onnx [MODEL] [--max-positions N] [--external-data] [--reference-ids IDS]")
+		fmt.Fprintln(stderr, "usage: llmcloud export --onnx OUT.onnx [MODEL] [--max-positions N] [--kv-cache] [--external-data] [--reference-ids IDS]")
 		fmt.Fprintln(stderr, "MODEL: any model llmcloud opens (default: the built-in default model); weights are written as float32")
 		fs.PrintDefaults()
 	}
@@ -64,7 +65,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.Close()
 	m, err := onnxexport.ExportModel(b.Model, onnxexport.Options{MaxPositions: *maxPos,
-		Producer: "llmcloud", ProducerVersion: Version})
+		Producer: "llmcloud", ProducerVersion: Version, KVCache: *kvCache})
 	if err != nil {
 		return err
 	}

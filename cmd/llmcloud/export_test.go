@@ -1,4 +1,5 @@
-// Tests of the export command: stories260K exported (weights inline and as external data),
+// Tests of the export command: stories260K exported (weights inline, and as external data
+// with a KV cache),
 // decoded back, its reference logits equal to the model's; when Node and scripts/onnx's
 // packages are installed, ONNX Runtime runs the export and check.mjs compares the logits
 // (under CI=true with node present, the packages must be there: .ci/run installs them).
@@ -25,7 +26,7 @@ func TestExportCommand(t *testing.T) {
 		args := []string{"export", "--onnx", out, bin, "--reference-ids", "1,403,31,5,288,17;1,77,88,99,100,101"}
 		if external {
 			out = filepath.Join(dir, "ext.onnx")
-			args = append(args, "--external-data")
+			args = append(args, "--external-data", "--kv-cache")
 			args[2] = out
 		}
 		if o, errs, code := runCmd(t, args...); code != 0 {
@@ -39,7 +40,11 @@ func TestExportCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Graph.Inputs[0].Name != "input_ids" || m.Graph.Outputs[0].Name != "logits" || m.Opsets[0].Version < 17 {
+		wantInputs := 1
+		if external {
+			wantInputs += 2 * 5 // past key and value of stories260K's 5 layers
+		}
+		if len(m.Graph.Inputs) != wantInputs || m.Graph.Inputs[0].Name != "input_ids" || m.Graph.Outputs[0].Name != "logits" || m.Opsets[0].Version < 17 {
 			t.Errorf("inputs %v outputs %v opsets %v", m.Graph.Inputs, m.Graph.Outputs, m.Opsets)
 		}
 		_, statErr := os.Stat(out + ".data")

@@ -16,24 +16,31 @@ import (
 	"github.com/llmcloud/llmcloud/kernels"
 )
 
-// positions is 0..seq-1, int64 [seq].
+// positions is the positions of the call's tokens, int64 [seq]: 0..seq-1, or after the
+// cached ones with a KV cache (cachePositions).
 func (e *exporter) positions() string {
 	if e.pos == "" {
 		shape := e.add("Shape", []string{InputIDs}, []string{"positions/shape"})[0]
 		seq := e.add("Gather", []string{shape, e.ints(true, 1)}, []string{"positions/seq"}, onnx.IntAttr("axis", 0))[0]
-		e.pos = e.add("Range", []string{e.ints(true, 0), seq, e.ints(true, 1)}, []string{"positions"})[0]
+		if e.opt.KVCache {
+			e.cachePositions(seq)
+		} else {
+			e.pos = e.add("Range", []string{e.ints(true, 0), seq, e.ints(true, 1)}, []string{"positions"})[0]
+			e.keyPos = e.pos
+		}
 	}
 	return e.pos
 }
 
-// mask is bool [seq, seq], true where key j is hidden from query i: j > i, or j <= i-window.
+// mask is bool [seq, keys], true where the key at position j is hidden from the query at
+// position i: j > i, or j <= i-window.
 func (e *exporter) mask(window int64) string {
 	if m, ok := e.masks[window]; ok {
 		return m
 	}
 	pos := e.positions()
 	q := e.add("Unsqueeze", []string{pos, e.ints(false, 1)}, []string{fmt.Sprintf("mask%d/q", window)})[0]
-	k := e.add("Unsqueeze", []string{pos, e.ints(false, 0)}, []string{fmt.Sprintf("mask%d/k", window)})[0]
+	k := e.add("Unsqueeze", []string{e.keyPos, e.ints(false, 0)}, []string{fmt.Sprintf("mask%d/k", window)})[0]
 	m := e.add("Greater", []string{k, q}, []string{fmt.Sprintf("mask%d/future", window)})[0]
 	if window > 0 {
 		first := e.add("Sub", []string{q, e.ints(true, window)}, []string{fmt.Sprintf("mask%d/first", window)})[0]
@@ -135,8 +142,12 @@ func (e *exporter) attention(n *graph.Node) error {
 			onnx.IntsAttr("perm", perm...))
 	}
 	q := split(args[0], heads, 0, 2, 1, 3)
-	kt := split(args[1], kvh, 0, 2, 3, 1)
-	v := split(args[2], kvh, 0, 2, 1, 3)
+	var kt, v string
+	if e.opt.KVCache {
+		kt, v = e.cachedKV(n, args[1], args[2])
+	} else {
+		kt, v = split(args[1], kvh, 0, 2, 3, 1), split(args[2], kvh, 0, 2, 1, 3)
+	}
 	if group > 1 { // each KV head serves `group` consecutive query heads
 		repeat := func(x string, last2 ...int64) string {
 			u := e.op1("Unsqueeze", []string{x, e.ints(false, 2)})

@@ -1,11 +1,12 @@
 // Package onnxexport converts a model graph (package graph, as model.BuildGraph writes it) into
 // a standard ONNX model (package format/onnx): float32 weights as initializers, opset 17,
 // input `input_ids` int64 [batch, seq] and output `logits` float32 [batch, seq, vocab] for
-// every position, positions 0..seq-1 with causal attention over the sequence (no KV cache).
+// every position, positions 0..seq-1 with causal attention over the sequence; optionally a KV
+// cache in Hugging Face's layout (Options.KVCache).
 //
 // This file holds the exporter's state and helpers (names, constants, weights); ops.go maps
-// each graph op to ONNX ops; attention.go holds rope and attention; model.go exports a loaded
-// model.Model.
+// each graph op to ONNX ops; attention.go holds rope and attention; kvcache.go the cache;
+// model.go exports a loaded model.Model.
 package onnxexport
 
 import (
@@ -46,6 +47,9 @@ type Options struct {
 	Producer, ProducerVersion string
 	// DocString describes the model.
 	DocString string
+	// KVCache adds past_key_values.L.key/value inputs and present.L.key/value outputs per
+	// layer (kvcache.go), for decoding a token at a time.
+	KVCache bool
 }
 
 // exporter builds one ONNX graph.
@@ -59,7 +63,10 @@ type exporter struct {
 	names  map[*graph.Value]string // ONNX name of each graph value
 	consts map[string]string       // constant key -> initializer name
 	seq    int                     // for fresh names
-	pos    string                  // positions 0..seq-1, int64 [seq] ("" until needed)
+	pos    string                  // positions of this call's tokens, int64 [seq] ("" until needed)
+	keyPos string                  // positions of the keys attended to (= pos without a KV cache)
+	kvIn   []onnx.ValueInfo        // KV cache inputs (Options.KVCache)
+	kvOut  []onnx.ValueInfo        // KV cache outputs
 	masks  map[int64]string        // causal mask by window (0: none): bool [seq, seq], true = hidden
 	ropes  map[string][2]string    // rope tables by key: cos, sin
 	cur    string                  // the graph node being converted (for fresh names)
@@ -82,6 +89,11 @@ func Export(g *graph.Graph, w Weights, opt Options) (*onnx.Model, error) {
 		}
 		// pos is computed (positions), logit_rows implied (gather_rows); a node reading any
 		// other input fails, naming itself.
+	}
+	if opt.KVCache {
+		if err := e.declareCache(); err != nil {
+			return nil, err
+		}
 	}
 	if len(g.Outputs) != 1 {
 		return nil, fmt.Errorf("onnxexport: graph has %d outputs, want 1 (the logits)", len(g.Outputs))
@@ -106,10 +118,10 @@ func Export(g *graph.Graph, w Weights, opt Options) (*onnx.Model, error) {
 			Name:         g.Name,
 			Nodes:        e.nodes,
 			Initializers: e.inits,
-			Inputs: []onnx.ValueInfo{{Name: InputIDs, ElemType: onnx.Int64,
-				Shape: []onnx.Dim{{Param: "batch"}, {Param: "seq"}}}},
-			Outputs: []onnx.ValueInfo{{Name: OutputLogits, ElemType: onnx.Float,
-				Shape: []onnx.Dim{{Param: "batch"}, {Param: "seq"}, {Value: vocab}}}},
+			Inputs: append([]onnx.ValueInfo{{Name: InputIDs, ElemType: onnx.Int64,
+				Shape: []onnx.Dim{{Param: "batch"}, {Param: "seq"}}}}, e.kvIn...),
+			Outputs: append([]onnx.ValueInfo{{Name: OutputLogits, ElemType: onnx.Float,
+				Shape: []onnx.Dim{{Param: "batch"}, {Param: "seq"}, {Value: vocab}}}}, e.kvOut...),
 		},
 		Metadata: map[string]string{"max_positions": strconv.Itoa(opt.MaxPositions)},
 	}

@@ -45,11 +45,16 @@ func fakeWeights(cfg *model.Config) Weights {
 // export builds cfg's graph, exports it and decodes the bytes back.
 func export(t *testing.T, cfg *model.Config) *onnx.Model {
 	t.Helper()
+	return exportOpts(t, cfg, Options{MaxPositions: cfg.CtxLen, Producer: "test"})
+}
+
+func exportOpts(t *testing.T, cfg *model.Config, opt Options) *onnx.Model {
+	t.Helper()
 	g, err := model.BuildGraph(cfg, nil, cfg.RopeScaling != nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Export(g, fakeWeights(cfg), Options{MaxPositions: cfg.CtxLen, Producer: "test"})
+	m, err := Export(g, fakeWeights(cfg), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +71,7 @@ func export(t *testing.T, cfg *model.Config) *onnx.Model {
 
 var standardOps = []string{"Add", "Div", "Expand", "Gather", "Greater", "LessOrEqual", "MatMul", "Mul", "Or",
 	"Range", "ReduceMean", "Reshape", "Shape", "Sigmoid", "Softmax", "Sqrt", "Sub", "Tanh", "Transpose",
-	"Unsqueeze", "Where", "Identity"}
+	"Unsqueeze", "Where", "Identity", "Concat"}
 
 // checkStructure checks what every export must satisfy.
 func checkStructure(t *testing.T, m *onnx.Model, vocab int64) {
@@ -75,15 +80,18 @@ func checkStructure(t *testing.T, m *onnx.Model, vocab int64) {
 		t.Errorf("ir %d opsets %v", m.IRVersion, m.Opsets)
 	}
 	in, out := m.Graph.Inputs, m.Graph.Outputs
-	if len(in) != 1 || in[0].Name != "input_ids" || in[0].ElemType != onnx.Int64 ||
+	if len(in) < 1 || in[0].Name != "input_ids" || in[0].ElemType != onnx.Int64 ||
 		!slices.Equal(in[0].Shape, []onnx.Dim{{Param: "batch"}, {Param: "seq"}}) {
 		t.Errorf("inputs %+v", in)
 	}
-	if len(out) != 1 || out[0].Name != "logits" || out[0].ElemType != onnx.Float ||
+	if len(out) != len(in) || out[0].Name != "logits" || out[0].ElemType != onnx.Float ||
 		!slices.Equal(out[0].Shape, []onnx.Dim{{Param: "batch"}, {Param: "seq"}, {Value: vocab}}) {
 		t.Errorf("outputs %+v", out)
 	}
-	defined := map[string]bool{"input_ids": true}
+	defined := map[string]bool{}
+	for _, v := range in {
+		defined[v.Name] = true
+	}
 	for _, tn := range m.Graph.Initializers {
 		if defined[tn.Name] {
 			t.Errorf("initializer %s twice", tn.Name)
@@ -109,8 +117,10 @@ func checkStructure(t *testing.T, m *onnx.Model, vocab int64) {
 			defined[o] = true
 		}
 	}
-	if !defined["logits"] {
-		t.Error("no node computes logits")
+	for _, v := range out {
+		if !defined[v.Name] {
+			t.Errorf("no node computes output %s", v.Name)
+		}
 	}
 }
 
@@ -212,6 +222,40 @@ func TestExportLlama3(t *testing.T) {
 					c[row+2*i], c[row+2*i+1], s[row+2*i], s[row+2*i+1], math.Cos(angle), math.Sin(angle))
 			}
 		}
+	}
+}
+
+// TestExportKVCache: past inputs and present outputs per layer, in Hugging Face's layout; the
+// present cache is the past with this call's keys appended (Concat on the sequence axis).
+func TestExportKVCache(t *testing.T) {
+	cfg := baseCfg
+	m := exportOpts(t, &cfg, Options{MaxPositions: cfg.CtxLen, KVCache: true})
+	checkStructure(t, m, int64(cfg.Vocab))
+	in, out := m.Graph.Inputs, m.Graph.Outputs
+	if len(in) != 1+2*cfg.Layers {
+		t.Fatalf("%d inputs", len(in))
+	}
+	past := []onnx.Dim{{Param: "batch"}, {Value: 2}, {Param: "past_seq"}, {Value: 32}}
+	if in[3].Name != "past_key_values.1.key" || !slices.Equal(in[3].Shape, past) || in[3].ElemType != onnx.Float {
+		t.Errorf("input 3: %+v", in[3])
+	}
+	if out[4].Name != "present.1.value" || out[4].Shape[2] != (onnx.Dim{Param: "total_seq"}) {
+		t.Errorf("output 4: %+v", out[4])
+	}
+	concats := 0
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "Concat" {
+			concats++
+			if !strings.HasPrefix(n.Inputs[0], "past_key_values.") || n.Outputs[0] != strings.Replace(n.Inputs[0], "past_key_values.", "present.", 1) {
+				t.Errorf("concat %v -> %v", n.Inputs, n.Outputs)
+			}
+		}
+		if n.OpType == "Range" && n.Outputs[0] == "positions" && n.Inputs[0] != "positions/past_seq" {
+			t.Errorf("positions start at %s, want past_seq", n.Inputs[0])
+		}
+	}
+	if concats != 2*cfg.Layers {
+		t.Errorf("%d Concat nodes", concats)
 	}
 }
 

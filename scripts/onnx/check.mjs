@@ -2,8 +2,10 @@
 // ONNX Runtime (onnxruntime-node, CPU) and compares its logits with llmcloud's, read from
 // OUT.onnx.reference.json (per sequence: ids and float32 logits [len][vocab], base64).
 //
-// Cases: all sequences of one length as one batch, each sequence alone, and the first half of
-// the first sequence alone (causality: its logits must equal the first rows of the whole).
+// Cases: all sequences of one length as one batch, each sequence alone, the first half of the
+// first sequence alone (causality: its logits must equal the first rows of the whole), and,
+// for a model with a KV cache (export --kv-cache), the first sequence fed in chunks (half,
+// then 1, 1, the rest), each after the cache the chunks before it returned.
 // Errors: rel = max|a-b| / max|b| over a case's logits (the acceptance measure, <= --tol), and
 // the largest elementwise |a-b| / max(|b|, floor) with floor = 1e-3 * max|b| (reported).
 //
@@ -38,20 +40,45 @@ const seqs = ref.sequences.map((s) => {
 const t0 = Date.now();
 const session = await ort.InferenceSession.create(modelPath, { executionProviders: ['cpu'], intraOpNumThreads: 2 });
 const loadMs = Date.now() - t0;
-if (session.inputNames.join() !== 'input_ids' || session.outputNames.join() !== 'logits') {
-  throw new Error(`model has inputs ${session.inputNames} and outputs ${session.outputNames}, want input_ids and logits`);
+if (session.inputNames[0] !== 'input_ids' || session.outputNames[0] !== 'logits') {
+  throw new Error(`model has inputs ${session.inputNames} and outputs ${session.outputNames}, want input_ids and logits first`);
 }
+// With a KV cache (export --kv-cache): inputs past_key_values.L.key/value [batch, kv_heads,
+// past_seq, head_dim], outputs present.L.key/value.
+const pastInputs = session.inputMetadata.filter((m) => m.name.startsWith('past_key_values.'));
+const presentOf = (name) => name.replace('past_key_values.', 'present.');
 
-// run feeds a [batch, seq] batch of ids and returns the logits [batch*seq*vocab].
-async function run(batch) {
+// run feeds a [batch, seq] batch of ids (after the cache `past`, a map from input name to
+// tensor; none: empty) and returns the logits [batch*seq*vocab] and the present cache.
+async function run(batch, past) {
   const S = batch[0].length;
   const ids = new BigInt64Array(batch.length * S);
   batch.forEach((b, i) => b.forEach((id, j) => { ids[i * S + j] = BigInt(id); }));
-  const out = await session.run({ input_ids: new ort.Tensor('int64', ids, [batch.length, S]) });
+  const feeds = { input_ids: new ort.Tensor('int64', ids, [batch.length, S]) };
+  for (const m of pastInputs) {
+    feeds[m.name] = past?.[m.name] ?? new ort.Tensor('float32', new Float32Array(0), [batch.length, m.shape[1], 0, m.shape[3]]);
+  }
+  const out = await session.run(feeds);
   const l = out.logits;
   const want = [batch.length, S, V];
   if (l.dims.join() !== want.join()) throw new Error(`logits dims ${l.dims}, want ${want}`);
-  return l.data;
+  const present = {};
+  for (const m of pastInputs) present[m.name] = out[presentOf(m.name)];
+  return { logits: l.data, present };
+}
+
+// decode runs one sequence in chunks (sizes), each after the cache of the ones before, and
+// returns the logits of every position.
+async function decode(ids, sizes) {
+  const logits = new Float32Array(ids.length * V);
+  let past, at = 0;
+  for (const n of sizes) {
+    const r = await run([ids.slice(at, at + n)], past);
+    logits.set(r.logits, at * V);
+    past = r.present;
+    at += n;
+  }
+  return logits;
 }
 
 // compare returns the errors of got against want.
@@ -87,11 +114,17 @@ seqs.forEach((s, i) => cases.push({ name: `sequence ${i} (${s.ids.length} tokens
 const half = Math.max(1, Math.floor(seqs[0].ids.length / 2));
 cases.push({ name: `prefix of sequence 0 (${half} tokens)`, batch: [seqs[0].ids.slice(0, half)], want: seqs[0].logits.subarray(0, half * V) });
 
+if (pastInputs.length > 0) {
+  const ids = seqs[0].ids;
+  const sizes = [half, 1, 1, ids.length - half - 2].filter((n) => n > 0);
+  cases.push({ name: `sequence 0 through the KV cache in chunks of ${sizes.join('+')}`, decode: () => decode(ids, sizes), want: seqs[0].logits });
+}
+
 let failed = false;
 let worst = 0;
 for (const c of cases) {
   const t = Date.now();
-  const got = await run(c.batch);
+  const got = c.decode ? await c.decode() : (await run(c.batch)).logits;
   const e = compare(got, c.want);
   const ok = e.rel <= opt.tol && e.argmaxDiff === 0;
   worst = Math.max(worst, e.rel);
