@@ -162,3 +162,18 @@ func TestUnmarshalBad(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnmarshal: any bytes decode or fail, never panic.
+func FuzzUnmarshal(f *testing.F) {
+	b, err := testModel().Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if m, err := Unmarshal(data); err == nil && m == nil {
+			t.Fatal("nil model without an error")
+		}
+	})
+}
