@@ -216,3 +216,28 @@ func (gb *gradBuilder) nameGrads(ds, ws []*Value) {
 		}
 	}
 }
+
+// WithLoss returns a copy of g with an input targets (i32, one per row of logits) and the mean
+// cross-entropy of the value called logits against it as the only output, the loss; training
+// differentiates it with Grad.
+func WithLoss(g *Graph, logits, targets string) (*Graph, *Value, error) {
+	cg := g.Clone()
+	z := cg.Value(logits)
+	if z == nil || len(z.Type.Shape) != 2 {
+		return nil, nil, fmt.Errorf("graph: loss: no logits %%%s of two dimensions", logits)
+	}
+	if cg.Value(targets) != nil || cg.Value("loss") != nil {
+		return nil, nil, fmt.Errorf("graph: loss: %%%s or %%loss already defined", targets)
+	}
+	t := &Value{Name: targets, Type: T(tensor.I32, z.Type.Shape[0]), Kind: KindInput}
+	cg.Inputs = append(cg.Inputs, t)
+	n := &Node{Op: "cross_entropy", Args: []*Value{z, t}}
+	loss := &Value{Name: "loss", Type: T(tensor.F32), Kind: KindResult, Def: n}
+	n.Outs = []*Value{loss}
+	cg.Nodes = append(cg.Nodes, n)
+	cg.Outputs = []*Value{loss}
+	if err := Verify(cg); err != nil {
+		return nil, nil, err
+	}
+	return cg, loss, nil
+}
