@@ -1,5 +1,5 @@
 // Tests of every op's backward rule against central finite differences in float64 through
-// ref: each case applies one op to random operands, the loss is Σ_outputs Σ out * R (R random
+// ref: each case applies one op to random operands of random small shapes, the loss is Σ_outputs Σ out * R (R random
 // and fixed), and every element of every float operand's gradient from graph.Grad, run by
 // ref, must equal (L(w+h) - L(w-h)) / 2h within 1e-6 relative (max abs diff / max abs).
 package ref_test
@@ -27,81 +27,113 @@ type opCase struct {
 func f32(dims ...int) graph.Type { return graph.T(tensor.F32, graph.Dims(dims...)...) }
 func i32(n int) graph.Type       { return graph.T(tensor.I32, graph.D(n)) }
 
-func opCases() []opCase {
+// opCases are the cases of one round, their shapes drawn from r: rows, inner sizes, heads,
+// head sizes and the sequences of a batch all vary from round to round.
+func opCases(r *rand.Rand) []opCase {
+	in := func(lo, hi int) int { return lo + r.Intn(hi-lo+1) }
+	R, K, N := in(1, 4), in(2, 6), in(1, 5) // K >= 2: a softmax over one value has no gradient
 	un := func(op string, attrs graph.Attrs) opCase {
 		return opCase{name: op, build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op(op, attrs, b.Weight("x", f32(3, 5)))}
+			return []*graph.Value{b.Op(op, attrs, b.Weight("x", f32(R, K)))}
 		}}
 	}
 	bin := func(op string, bshape ...int) opCase {
 		return opCase{name: fmt.Sprintf("%s%v", op, bshape), build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op(op, nil, b.Weight("a", f32(2, 3, 4)), b.Weight("b", f32(bshape...)))}
+			return []*graph.Value{b.Op(op, nil, b.Weight("a", f32(2, R, K)), b.Weight("b", f32(bshape...)))}
 		}}
 	}
+	// seqs is the pos input of n rows laid out as random sequences.
+	seqs := func(n int) []int32 {
+		pos := make([]int32, n)
+		for i := 1; i < n; i++ {
+			if r.Intn(4) > 0 {
+				pos[i] = pos[i-1] + 1
+			}
+		}
+		return pos
+	}
 	ropeCase := func(neox int64, freqs bool) opCase {
-		return opCase{name: fmt.Sprintf("rope neox=%d freqs=%v", neox, freqs), ints: map[string][]int32{"pos": {0, 1, 2, 7, 0, 3}},
+		n, heads, hd := in(1, 6), in(1, 3), 2*in(1, 4)
+		pos := seqs(n)
+		pos[n-1] += 5 // a position past the batch's rows
+		return opCase{name: fmt.Sprintf("rope neox=%d freqs=%v", neox, freqs), ints: map[string][]int32{"pos": pos},
 			build: func(b *graph.Builder) []*graph.Value {
-				a := graph.Attrs{"heads": graph.Int(2), "head_dim": graph.Int(6), "theta": graph.Float(100), "neox": graph.Int(neox)}
-				args := []*graph.Value{b.Weight("x", f32(6, 12)), b.Input("pos", i32(6))}
+				a := graph.Attrs{"heads": graph.Int(int64(heads)), "head_dim": graph.Int(int64(hd)), "theta": graph.Float(100), "neox": graph.Int(neox)}
+				args := []*graph.Value{b.Weight("x", f32(n, heads*hd)), b.Input("pos", i32(n))}
 				if freqs {
-					args = append(args, b.Weight("c_freqs", f32(3)))
+					args = append(args, b.Weight("c_freqs", f32(hd/2)))
 				}
 				return []*graph.Value{b.Op("rope", a, args...)}
 			}}
 	}
 	attn := func(window int64, softcap float64) opCase {
+		n, kvh, grp, hd := in(1, 9), in(1, 2), in(1, 3), in(1, 4)
+		h := kvh * grp
 		return opCase{name: fmt.Sprintf("attention window=%d softcap=%g", window, softcap),
-			ints: map[string][]int32{"pos": {0, 1, 2, 3, 4, 0, 1, 2}},
+			ints: map[string][]int32{"pos": seqs(n)},
 			build: func(b *graph.Builder) []*graph.Value {
-				a := graph.Attrs{"layer": graph.Int(0), "heads": graph.Int(4), "kv_heads": graph.Int(2), "head_dim": graph.Int(3)}
+				a := graph.Attrs{"layer": graph.Int(0), "heads": graph.Int(int64(h)), "kv_heads": graph.Int(int64(kvh)), "head_dim": graph.Int(int64(hd))}
 				if window > 0 {
 					a["window"] = graph.Int(window)
 				}
 				if softcap > 0 {
 					a["softcap"] = graph.Float(softcap)
 				}
-				b.Input("pos", i32(8))
-				return []*graph.Value{b.Op("attention", a, b.Weight("q", f32(8, 12)), b.Weight("k", f32(8, 6)), b.Weight("v", f32(8, 6)))}
+				b.Input("pos", i32(n))
+				return []*graph.Value{b.Op("attention", a, b.Weight("q", f32(n, h*hd)), b.Weight("k", f32(n, kvh*hd)), b.Weight("v", f32(n, kvh*hd)))}
 			}}
 	}
+	ids := func(n, v int) []int32 {
+		x := make([]int32, n)
+		for i := range x {
+			x[i] = int32(r.Intn(v))
+		}
+		return x
+	}
 	eps := graph.Attrs{"eps": graph.Float(1e-5)}
+	G, V, S := in(1, 4), in(2, 7), in(1, 6)
+	D := G * in(1, 3)
+	targets := ids(S, V)
+	if S > 1 {
+		targets[r.Intn(S)] = -1 // an ignored row
+	}
 	return []opCase{
 		{name: "matmul", build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("matmul", nil, b.Weight("x", f32(2, 3, 5)), b.Weight("w", f32(4, 5)))}
+			return []*graph.Value{b.Op("matmul", nil, b.Weight("x", f32(2, R, K)), b.Weight("w", f32(N, K)))}
 		}},
 		{name: "matmul_multi", build: func(b *graph.Builder) []*graph.Value {
-			return b.OpN("matmul_multi", nil, []*graph.Value{b.Weight("x", f32(3, 5)), b.Weight("w1", f32(4, 5)), b.Weight("w2", f32(2, 5))})
+			return b.OpN("matmul_multi", nil, []*graph.Value{b.Weight("x", f32(R, K)), b.Weight("w1", f32(N, K)), b.Weight("w2", f32(2, K))})
 		}},
-		{name: "embedding", ints: map[string][]int32{"ids": {1, 3, 1, 5, 0}}, build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("embedding", nil, b.Weight("table", f32(6, 4)), b.Input("ids", i32(5)))}
+		{name: "embedding", ints: map[string][]int32{"ids": ids(S, V)}, build: func(b *graph.Builder) []*graph.Value {
+			return []*graph.Value{b.Op("embedding", nil, b.Weight("table", f32(V, K)), b.Input("ids", i32(S)))}
 		}},
-		{name: "gather_rows", ints: map[string][]int32{"idx": {4, 1, 4}}, build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("gather_rows", nil, b.Weight("x", f32(5, 4)), b.Input("idx", i32(3)))}
+		{name: "gather_rows", ints: map[string][]int32{"idx": ids(S, R)}, build: func(b *graph.Builder) []*graph.Value {
+			return []*graph.Value{b.Op("gather_rows", nil, b.Weight("x", f32(R, K)), b.Input("idx", i32(S)))}
 		}},
 		{name: "rms_norm", build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("rms_norm", eps, b.Weight("x", f32(3, 8)), b.Weight("w", f32(8)))}
+			return []*graph.Value{b.Op("rms_norm", eps, b.Weight("x", f32(R, D)), b.Weight("w", f32(D)))}
 		}},
 		{name: "rms_norm per head", build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("rms_norm", eps, b.Weight("x", f32(3, 8)), b.Weight("w", f32(4)))}
+			return []*graph.Value{b.Op("rms_norm", eps, b.Weight("x", f32(R, D)), b.Weight("w", f32(G)))}
 		}},
 		{name: "add_rms_norm", build: func(b *graph.Builder) []*graph.Value {
-			return b.OpN("add_rms_norm", eps, []*graph.Value{b.Weight("x", f32(3, 8)), b.Weight("y", f32(3, 8)), b.Weight("w", f32(8))})
+			return b.OpN("add_rms_norm", eps, []*graph.Value{b.Weight("x", f32(R, D)), b.Weight("y", f32(R, D)), b.Weight("w", f32(D))})
 		}},
-		bin("add", 2, 3, 4), bin("add", 4), bin("add", 3, 4), bin("mul", 2, 3, 4), bin("mul", 4),
+		bin("add", 2, R, K), bin("add", K), bin("add", R, K), bin("mul", 2, R, K), bin("mul", K),
 		{name: "mul x*x", build: func(b *graph.Builder) []*graph.Value {
-			x := b.Weight("x", f32(3, 4))
+			x := b.Weight("x", f32(R, K))
 			return []*graph.Value{b.Op("mul", nil, x, x), b.Op("add", nil, x, x)}
 		}},
 		un("silu", nil), un("softmax", nil), un("scale", graph.Attrs{"by": graph.Float(-1.5)}),
 		un("softcap", graph.Attrs{"cap": graph.Float(1.5)}), un("sum_rows", graph.Attrs{"keep": graph.Int(1)}),
 		un("sum_rows", graph.Attrs{"keep": graph.Int(0)}),
 		{name: "swiglu", build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("swiglu", nil, b.Weight("g", f32(3, 5)), b.Weight("u", f32(3, 5)))}
+			return []*graph.Value{b.Op("swiglu", nil, b.Weight("g", f32(R, K)), b.Weight("u", f32(R, K)))}
 		}},
-		ropeCase(0, false), ropeCase(1, false), ropeCase(0, true),
+		ropeCase(0, false), ropeCase(1, false), ropeCase(0, true), ropeCase(1, true),
 		attn(0, 0), attn(2, 0), attn(0, 2), attn(3, 1.5),
-		{name: "cross_entropy", ints: map[string][]int32{"t": {1, -1, 5, 0}}, build: func(b *graph.Builder) []*graph.Value {
-			return []*graph.Value{b.Op("cross_entropy", nil, b.Weight("z", f32(4, 6)), b.Input("t", i32(4)))}
+		{name: "cross_entropy", ints: map[string][]int32{"t": targets}, build: func(b *graph.Builder) []*graph.Value {
+			return []*graph.Value{b.Op("cross_entropy", nil, b.Weight("z", f32(S, V)), b.Input("t", i32(S)))}
 		}},
 	}
 }
@@ -219,17 +251,22 @@ func TestOpGradsMatchFiniteDifferences(t *testing.T) {
 		}
 		return idx
 	}
-	worst := 0.0
-	for i, c := range opCases() {
-		t.Run(c.name, func(t *testing.T) {
-			g, wrt := lossGraph(t, c)
-			for _, n := range g.Nodes {
-				covered[n.Op] = true
-			}
-			worst = math.Max(worst, checkFD(t, g, wrt, randValues(g, c.ints, int64(i+1)), 1e-5, all))
-		})
+	worst, cases := 0.0, 0
+	const rounds = 5
+	for round := 0; round < rounds; round++ {
+		r := rand.New(rand.NewSource(int64(round)))
+		for i, c := range opCases(r) {
+			t.Run(fmt.Sprintf("%d/%s", round, c.name), func(t *testing.T) {
+				g, wrt := lossGraph(t, c)
+				for _, n := range g.Nodes {
+					covered[n.Op] = true
+				}
+				worst = math.Max(worst, checkFD(t, g, wrt, randValues(g, c.ints, int64(100*round+i)), 1e-5, all))
+				cases++
+			})
+		}
 	}
-	t.Logf("worst relative difference from finite differences over %d cases: %.2g", len(opCases()), worst)
+	t.Logf("worst relative difference from finite differences over %d cases (%d rounds of random shapes): %.2g", cases, rounds, worst)
 	for _, op := range graph.OpNames() {
 		if graph.HasGrad(op) && !covered[op] {
 			t.Errorf("op %s has a backward rule but no finite-difference case", op)
