@@ -40,13 +40,16 @@ func Grad(g *Graph, loss *Value, wrt []*Value) (*Graph, error) {
 	lossC := cg.Value(loss.Name)
 	var wrtC []*Value
 	for _, w := range wrt {
+		if w == nil {
+			return nil, fmt.Errorf("graph: grad: nil value to differentiate by")
+		}
 		c := cg.Value(w.Name)
 		if c == nil || c.Kind == KindResult || c.Type.DType == tensor.I32 {
 			return nil, fmt.Errorf("graph: grad: %v is not a float input or weight of the graph", w)
 		}
 		wrtC = append(wrtC, c)
 	}
-	if lossC == nil || lossC.Def == nil && lossC.Kind == KindResult {
+	if lossC == nil {
 		return nil, fmt.Errorf("graph: grad: loss %v is not in the graph", loss)
 	}
 	gb := newGradBuilder(cg)
@@ -70,11 +73,11 @@ func Grad(g *Graph, loss *Value, wrt []*Value) (*Graph, error) {
 	for i := len(forward) - 1; i >= 0; i-- {
 		n := forward[i]
 		dys := make([]*Value, len(n.Outs))
-		any := false
+		hasDy := false
 		for j, o := range n.Outs {
 			if len(contrib[o]) > 0 && needs[o] {
 				dys[j] = gb.sum(contrib[o])
-				any = true
+				hasDy = true
 			}
 		}
 		need := make([]bool, len(n.Args))
@@ -83,7 +86,7 @@ func Grad(g *Graph, loss *Value, wrt []*Value) (*Graph, error) {
 			need[j] = needs[a] && a.Type.DType != tensor.I32
 			anyNeed = anyNeed || need[j]
 		}
-		if !any || !anyNeed {
+		if !hasDy || !anyNeed {
 			continue
 		}
 		rule := gradRules[n.Op]
