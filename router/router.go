@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -308,7 +309,7 @@ func (r *Router) Backends() []BackendStatus {
 		out[i] = BackendStatus{URL: b.url, Healthy: b.healthy, Inflight: int(b.inflight.Load()),
 			Running: b.load.Running, Waiting: b.load.Waiting, KVUsage: b.load.KVUsage,
 			Requests: b.requests.Load(), Failures: b.failures.Load(), LastError: b.lastError,
-			ProbeRTT: b.rtt * 1000}
+			ProbeRTT: math.Round(b.rtt*1e6) / 1e3}
 		if !b.healthy && b.probed {
 			out[i].Reason = b.reason
 		}
@@ -333,7 +334,7 @@ func (r *Router) setHealth(b *backend, err error, why string) bool {
 			r.mu.Unlock()
 			return false
 		}
-		b.healthy, b.timeouts = true, 0
+		b.healthy, b.timeouts, b.lastError = true, 0, "" // a recovered backend shows no stale error
 	} else {
 		b.healthy = false
 		b.lastError = err.Error()
