@@ -1,24 +1,48 @@
 // Tests of expert counts in model files: llmcloud runs dense models only, so a GGUF or Hugging
 // Face model declaring experts is refused with a message saying so, and absurd counts (2^32-1,
 // more experts per token than experts) with one naming the value, each within 1 s and 100 MB.
-// The files come from the generator of absurd_test.go.
+// The files come from the generator of internal/absurd.
 package loader_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/internal/absurd"
 	"github.com/llmcloud/llmcloud/loader"
 )
 
 const moeRefused = "mixture-of-experts models (expert_count=%s) are not supported yet"
 
 func TestExpertCounts(t *testing.T) {
-	base, hf := absurdBase(t)
-	g := func(path, key string, v gguf.Value) string { return absurdGGUF(t, path, key, v) }
-	h := func(dir, key string, v any) string { return absurdHF(t, dir, key, v) }
+	dir := t.TempDir()
+	base, hf, err := absurd.Base(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	out := func(ext string) string {
+		seq++
+		return filepath.Join(dir, fmt.Sprintf("experts-%02d%s", seq, ext))
+	}
+	g := func(path, key string, v gguf.Value) string {
+		o := out(".gguf")
+		if err := absurd.GGUF(path, o, key, v); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	h := func(src, key string, v any) string {
+		o := out("")
+		if err := absurd.HF(src, o, key, v); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
 	moe := func(n string) string { return strings.ReplaceAll(moeRefused, "%s", n) }
 	cases := []struct {
 		name, path string

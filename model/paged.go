@@ -14,7 +14,13 @@ type PagedKV struct {
 	KVDim     int // KVHeads*HeadDim
 }
 
-// NewPagedKV allocates a pool of numBlocks blocks of blockSize slots for m.
+// PrefaultLimit is the largest pool NewPagedKV commits up front; a larger one is reserved and
+// its pages are committed as blocks are first written (a default budget sized for an absurd
+// context length then costs nothing until it is used).
+const PrefaultLimit = 512 << 20
+
+// NewPagedKV allocates a pool of numBlocks blocks of blockSize slots for m, committed up front
+// when it is at most PrefaultLimit bytes.
 func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
 	if numBlocks <= 0 || blockSize <= 0 {
 		return nil, fmt.Errorf("model: paged KV of %d blocks of %d tokens", numBlocks, blockSize)
@@ -22,9 +28,15 @@ func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
 	kvd := m.Config.KVDim()
 	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kvd}
 	n := numBlocks * blockSize * kvd
+	commit := 2*int64(m.Config.Layers)*int64(n)*4 <= PrefaultLimit
 	for range m.Config.Layers {
-		kv.K = append(kv.K, prefaulted(n))
-		kv.V = append(kv.V, prefaulted(n))
+		if commit {
+			kv.K = append(kv.K, prefaulted(n))
+			kv.V = append(kv.V, prefaulted(n))
+		} else {
+			kv.K = append(kv.K, make([]float32, n))
+			kv.V = append(kv.V, make([]float32, n))
+		}
 	}
 	return kv, nil
 }

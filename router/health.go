@@ -1,7 +1,10 @@
 // Active health checks and load scrapes: every HealthInterval each backend gets GET /health
 // (200 = up) and, when up, GET /metrics for its load. A refused or reset connection or a
-// non-200 answer ejects at once; a probe that times out ejects on the second in a row; one good
-// probe brings a backend back. Probes of one backend never overlap.
+// non-200 answer ejects at once; a probe that times out (HealthTimeout) ejects on the second in
+// a row, or on the first when corroborated: requests wait on the backend and it sent nothing
+// since the probe went out, while a healthy peer did (so the router was not just descheduled). One good probe brings a backend back (a latency outlier only after
+// its ejection period). Probe round trips feed the latency outlier check (outlier.go). Probes of
+// one backend never overlap.
 
 package router
 
@@ -21,6 +24,7 @@ import (
 func (r *Router) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { r.watch(ctx) })
 	t := time.NewTicker(r.opts.HealthInterval)
 	defer t.Stop()
 	for {
@@ -49,17 +53,22 @@ func (r *Router) Run(ctx context.Context) error {
 
 // check probes one backend and, if it is up, scrapes its load.
 func (r *Router) check(ctx context.Context, b *backend) {
-	timeout := max(r.opts.HealthInterval, 500*time.Millisecond)
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	pctx, cancel := context.WithTimeout(ctx, r.opts.HealthTimeout)
 	defer cancel()
-	err := r.probeHealth(pctx, b.url)
+	sent, t0 := r.now(), time.Now()
+	err := r.probeHealth(pctx, b)
 	if ctx.Err() != nil {
 		return
 	}
+	if err == nil || errors.Is(err, errTimeout) {
+		r.observeRTT(b, time.Since(t0), err == nil)
+	}
 	if errors.Is(err, errTimeout) {
+		oldest, busy := b.calls.oldest()
+		corroborated := busy && oldest <= sent && b.lastByte.Load() < sent && r.peerHeard(b, sent)
 		r.mu.Lock()
 		b.timeouts++
-		first := b.timeouts < 2 && b.healthy
+		first := b.timeouts < 2 && b.healthy && !corroborated
 		r.mu.Unlock()
 		if first {
 			return
@@ -82,9 +91,9 @@ func (r *Router) check(ctx context.Context, b *backend) {
 	}
 }
 
-// probeHealth GETs base/health: nil on 200.
-func (r *Router) probeHealth(ctx context.Context, base string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
+// probeHealth GETs b's /health: nil on 200.
+func (r *Router) probeHealth(ctx context.Context, b *backend) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/health", nil)
 	if err != nil {
 		return err
 	}
@@ -96,6 +105,7 @@ func (r *Router) probeHealth(ctx context.Context, base string) error {
 		}
 		return fmt.Errorf("GET /health: %w", err)
 	}
+	b.lastByte.Store(r.now())
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

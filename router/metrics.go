@@ -18,6 +18,7 @@ type metrics struct {
 	healthy     *prometheus.GaugeVec // backend
 	inflight    *prometheus.GaugeVec // backend
 	clientTotal *prometheus.CounterVec
+	ejections   *prometheus.CounterVec // backend, reason
 }
 
 // latencyBuckets span a fast backend's answer (100 µs) to a long generation's first token.
@@ -46,9 +47,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Requests in flight to the backend."}, []string{"backend"}),
 		clientTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmcloud_router_client_requests_total",
 			Help: "Client requests by the status code the router answered (code=\"aborted\": cut mid-stream or client gone)."}, []string{"code"}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmcloud_router_ejections_total",
+			Help: "Backends taken out of rotation, by reason: probe, request (error or 5xx), stall (sent nothing with requests waiting), latency (probe RTT outlier), ttfb (no first byte in time)."}, []string{"backend", "reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.decisions, m.retries, m.latency, m.ttfb,
-		m.lookups, m.hits, m.healthy, m.inflight, m.clientTotal} {
+		m.lookups, m.hits, m.healthy, m.inflight, m.clientTotal, m.ejections} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -64,4 +67,5 @@ func (m *metrics) forget(url string) {
 	m.ttfb.DeletePartialMatch(l)
 	m.healthy.DeletePartialMatch(l)
 	m.inflight.DeletePartialMatch(l)
+	m.ejections.DeletePartialMatch(l)
 }

@@ -1,9 +1,11 @@
-// The HTTP side: the router's own endpoints and the proxy. A request body is read once (it may be
-// sent again); the policy picks a backend among the healthy ones not yet tried; the response is
-// held back until its first body byte, so a failure before then (no connection, reset, EOF, a
-// 5xx) is retried on another backend, up to MaxRetries times. After the first byte the body is
-// copied and flushed read by read (SSE passes through unbuffered); a failure then cuts the
-// client's connection, so a truncated stream never looks complete. 4xx answers pass through.
+// The proxy. A request body is read once (it may be sent again); the policy picks a backend
+// among the healthy ones not yet tried; the response is held back until its first body byte, so
+// a failure before then (no connection, reset, EOF, a 5xx, a TTFB timeout, an ejection) is
+// retried on another backend, up to MaxRetries times (an ejection grants one more). After the
+// first byte the body is copied and flushed read by read (SSE passes through unbuffered); a
+// failure then cuts the client's connection, so a truncated stream never looks complete, except
+// that a stream whose backend stalled ends with an error event (stall.go). 4xx answers pass
+// through.
 
 package router
 
@@ -21,44 +23,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/api"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// Handler serves the proxy (every path but the router's own), GET /health (200 if any backend
-// is healthy), GET /metrics (the router's registry) and GET /router/status (Backends as JSON).
-func (r *Router) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", r.serveHealth)
-	if r.gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(r.gatherer, promhttp.HandlerOpts{}))
-	}
-	mux.HandleFunc("GET /router/status", r.serveStatus)
-	mux.HandleFunc("/", r.serveProxy)
-	return mux
-}
-
-func (r *Router) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	n := 0
-	for _, b := range r.Backends() {
-		if b.Healthy {
-			n++
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if n == 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	io.WriteString(w, `{"healthy_backends":`+strconv.Itoa(n)+"}\n")
-}
-
-func (r *Router) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	b, _ := json.MarshalIndent(struct {
-		Policy   string          `json:"policy"`
-		Backends []BackendStatus `json:"backends"`
-	}{r.opts.Policy, r.Backends()}, "", "  ")
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
-}
 
 // RequestIDHeader is passed to the backend and returned to the client (generated if absent).
 const RequestIDHeader = "X-Request-Id"
@@ -100,7 +65,8 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	var tried [4]*backend
 	excl := tried[:0]
 	var saved *savedResponse
-	for attempt := 0; attempt <= r.opts.MaxRetries; attempt++ {
+	limit, bonus := r.opts.MaxRetries, false
+	for attempt := 0; attempt <= limit; attempt++ {
 		b := r.pick(in, excl)
 		if b == nil {
 			break
@@ -109,8 +75,12 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 			r.m.retries.Inc()
 		}
 		excl = append(excl, b)
-		if r.try(w, req, body, id, b, &saved) {
+		res := r.try(w, req, body, id, b, &saved)
+		if res == tryDone {
 			return
+		}
+		if res == tryEjected && attempt == limit && !bonus {
+			limit, bonus = limit+1, true // an ejection is not the client's fault: one more try
 		}
 		if req.Context().Err() != nil {
 			r.m.clientTotal.WithLabelValues("aborted").Inc()
@@ -181,11 +151,38 @@ func containsBackend(bs []*backend, b *backend) bool {
 	return false
 }
 
-// try sends the request to b. It returns true when the client has its answer (or is gone) and
-// false when another backend should be tried; a 5xx it does not pass on lands in *saved.
-func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) bool {
-	ctx, cancel := context.WithTimeout(req.Context(), r.opts.RequestTimeout)
-	defer cancel()
+// tryResult says what serveProxy does after one attempt.
+type tryResult int
+
+const (
+	tryDone    tryResult = iota // the client has its answer, or is gone
+	tryNext                     // try another backend (a failure before any byte reached the client)
+	tryEjected                  // the same, because the backend was ejected meanwhile (not the request's fault)
+)
+
+// try sends the request to b; a 5xx it does not pass on lands in *saved. The upstream request
+// is registered with b (outlier.go), so ejecting b cancels it, and bounded by one timer: until
+// the first response byte it is the TTFB timeout, then it is re-armed with the stream idle
+// timeout after every read; either is cut short by the request timeout.
+func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id string, b *backend, saved **savedResponse) tryResult {
+	ctx, cancelCause := context.WithCancelCause(req.Context())
+	defer cancelCause(nil)
+	c := &call{cancel: cancelCause, start: r.now()}
+	deadline := c.start + int64(r.opts.RequestTimeout)
+	b.calls.add(c)
+	defer b.calls.remove(c)
+	timer := time.AfterFunc(min(r.opts.TTFBTimeout, r.opts.RequestTimeout), func() {
+		switch {
+		case r.now() >= deadline:
+			cancelCause(errRequestTimeout)
+		case c.started.Load():
+			cancelCause(errStreamIdle)
+		default:
+			cancelCause(errTTFB)
+		}
+	})
+	defer timer.Stop()
+	rearm := func() { timer.Reset(min(r.opts.StreamIdle, time.Duration(deadline-r.now()))) }
 	b.requests.Add(1)
 	b.inflight.Add(1)
 	b.inflightG.Inc()
@@ -197,18 +194,10 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	resp, err := r.send(ctx, req, body, id, b)
 	if err != nil {
 		r.m.requests.WithLabelValues(b.url, "error").Inc()
-		switch {
-		case req.Context().Err() != nil: // the client left: not the backend's fault
-			return true
-		case ctx.Err() != nil:
-			r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
-			return true
-		}
-		b.failures.Add(1)
-		r.setHealth(b, err, "request")
-		return false
+		return r.failedBeforeBody(w, req, ctx, b, err)
 	}
 	defer resp.Body.Close()
+	b.lastByte.Store(r.now())
 	b.latencyObs.Observe(time.Since(start).Seconds())
 	r.m.requests.WithLabelValues(b.url, strconv.Itoa(resp.StatusCode)).Inc()
 	if resp.StatusCode >= 500 {
@@ -216,7 +205,7 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		*saved = &savedResponse{status: resp.StatusCode, header: resp.Header, body: data}
 		b.failures.Add(1)
 		r.setHealth(b, errors.New("answered "+resp.Status), "request")
-		return false
+		return tryNext
 	}
 
 	bufp := bufPool.Get().(*[]byte)
@@ -224,17 +213,11 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	buf := *bufp
 	n, rerr := readSome(resp.Body, buf)
 	if n == 0 && rerr != nil && rerr != io.EOF {
-		if req.Context().Err() != nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			r.fail(w, http.StatusGatewayTimeout, "upstream_timeout", "the backend did not answer within "+r.opts.RequestTimeout.String())
-			return true
-		}
-		b.failures.Add(1)
-		r.setHealth(b, rerr, "request")
-		return false
+		return r.failedBeforeBody(w, req, ctx, b, rerr)
 	}
+	c.started.Store(true)
+	rearm()
+	b.lastByte.Store(r.now())
 	b.ttfbObs.Observe(time.Since(start).Seconds())
 	if !r.isHealthy(b) {
 		r.setHealth(b, nil, "request")
@@ -245,13 +228,19 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 	flusher, _ := w.(http.Flusher)
 	code := strconv.Itoa(resp.StatusCode)
 	total := int64(0)
+	var tail [2]byte // the last two bytes sent (SSE: an event ends with a blank line)
 	for {
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				r.m.clientTotal.WithLabelValues("aborted").Inc()
-				return true // the client left; cancel() stops the upstream request
+				return tryDone // the client left; cancel() stops the upstream request
 			}
 			total += int64(n)
+			if n >= 2 {
+				tail = [2]byte{buf[n-2], buf[n-1]}
+			} else {
+				tail = [2]byte{tail[1], buf[0]}
+			}
 			// Flush unless this is the end: the handler's return flushes that, together with
 			// the chunked terminator (one write instead of two).
 			if flusher != nil && rerr == nil && !lastPiece(buf[:n], total, resp.ContentLength) {
@@ -260,17 +249,31 @@ func (r *Router) try(w http.ResponseWriter, req *http.Request, body []byte, id s
 		}
 		if rerr == io.EOF {
 			r.m.clientTotal.WithLabelValues(code).Inc()
-			return true
+			return tryDone
 		}
 		if rerr != nil {
 			r.m.clientTotal.WithLabelValues("aborted").Inc()
 			if req.Context().Err() == nil {
 				b.failures.Add(1)
-				r.log.Warn("router: upstream body cut", "backend", b.url, "request_id", id, "err", rerr)
+				r.log.Warn("router: upstream body cut", "backend", b.url, "request_id", id, "err", rerr, "cause", context.Cause(ctx))
+				if isSSE(resp.Header) {
+					// An SSE client sees why its stream ended: a final error event, then a
+					// clean end (no [DONE]); other bodies are cut below.
+					code, msg := "upstream_stalled", stallMessage(ctx, b, r.opts.StreamIdle)
+					if msg == "" {
+						code, msg = "upstream_error", "router: backend "+b.url+" ended the stream early: "+rerr.Error()
+					}
+					endStream(w, flusher, tail, code, msg)
+					return tryDone
+				}
 			}
 			panic(http.ErrAbortHandler) // cut the client's connection: the body is incomplete
 		}
 		n, rerr = readSome(resp.Body, buf)
+		if n > 0 {
+			rearm()
+			b.lastByte.Store(r.now())
+		}
 	}
 }
 

@@ -191,8 +191,9 @@ func TestNoRetryAfterStreamStarted(t *testing.T) {
 	resp := post(t, front.URL+"/v1/completions", streamBody)
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err == nil {
-		t.Fatalf("a cut stream read as complete: %q", b)
+	// The client sees why: a final error event, no [DONE].
+	if err != nil || !strings.Contains(string(b), `"code":"upstream_error"`) || strings.Contains(string(b), "[DONE]") {
+		t.Fatalf("a cut stream: err %v, body %q; want a final upstream_error event and no [DONE]", err, b)
 	}
 	if !strings.Contains(string(b), `"text":"x"`) {
 		t.Fatalf("first chunk lost: %q", b)
@@ -233,8 +234,8 @@ func TestRequestTimeout(t *testing.T) {
 	resp := post(t, front.URL+"/v1/completions", streamBody, "X-Test-Tokens", "5", "X-Test-ITL", "1s")
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	// The first chunk arrived in time, so the stream starts and is then cut.
-	if err == nil || resp.StatusCode != 200 {
+	// The first chunk arrived in time, so the stream starts and then ends with an error event.
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), `"code":"upstream_error"`) || strings.Contains(string(b), "[DONE]") {
 		t.Fatalf("%d %v %q", resp.StatusCode, err, b)
 	}
 }

@@ -2,9 +2,12 @@
 // serve, vLLM, llama-server): it proxies /v1/* to one healthy backend chosen by a policy
 // (round-robin, least-load, session affinity, prefix-aware; policy.go, prefix.go), streams
 // responses through chunk by chunk, retries on another replica while nothing has reached the
-// client (proxy.go), checks backends actively (GET /health) and ejects them passively on
-// connection errors and 5xx (health.go), scrapes their vLLM load metrics (load.go) and exports
-// its own llmcloud_router_* metrics (metrics.go). It imports no compute code.
+// client (proxy.go), bounds each upstream request by a TTFB and a stream idle timeout and ends a
+// stream whose backend stalled with an error event (stall.go), checks backends actively (GET
+// /health) and ejects them passively on connection errors and 5xx (health.go), ejects backends
+// that stall with requests waiting or whose probe latency is an outlier, cancelling the requests
+// in flight to them (outlier.go), scrapes their vLLM load metrics (load.go) and exports its own
+// llmcloud_router_* metrics (metrics.go). It imports no compute code.
 //
 // This file holds the Router, its options and its backend set.
 package router
@@ -16,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -32,7 +36,17 @@ import (
 type Options struct {
 	Policy         string        // "round-robin" (default) | "least-load" | "session" | "prefix"
 	HealthInterval time.Duration // active GET /health probe period (default 1s)
+	HealthTimeout  time.Duration // limit of one probe (default 500ms)
 	RequestTimeout time.Duration // per upstream request (default 10m)
+	TTFBTimeout    time.Duration // from sending a request to its first response byte (default 120s)
+	StreamIdle     time.Duration // largest gap between two response reads once the body started (default 30s)
+	// StallTimeout ejects a backend with requests in flight that sent no byte at all (responses,
+	// probe answers) for this long. Default max(1.5s, HealthInterval+HealthTimeout); smaller
+	// than HealthInterval+HealthTimeout is an error (a busy backend answering probes would stall).
+	StallTimeout   time.Duration
+	OutlierFactor  float64       // latency outlier: probe RTT EWMA above this × the peers' median (default 3; -1: off)
+	OutlierFloor   time.Duration // ... and above this (default 250ms)
+	EjectionPeriod time.Duration // a latency outlier stays out this long (default 10s)
 	MaxRetries     int           // retries on another replica before the first byte of the response body is sent to the client (default 2; -1: none)
 	MaxBodyBytes   int64         // largest request body (default 32 MiB; 413 beyond)
 	Logger         *slog.Logger  // default: discard
@@ -51,6 +65,8 @@ type BackendStatus struct {
 	Requests  int64   `json:"requests"` // upstream attempts
 	Failures  int64   `json:"failures"` // attempts that failed (no response, 5xx, cut mid-body)
 	LastError string  `json:"last_error,omitempty"`
+	Reason    string  `json:"ejected_by,omitempty"`   // probe, request, stall, latency, ttfb (when not healthy)
+	ProbeRTT  float64 `json:"probe_rtt_ms,omitempty"` // EWMA of the health probes' round trips
 }
 
 // backend is one replica. The atomics are touched on the hot path; the rest under Router.mu.
@@ -62,10 +78,15 @@ type backend struct {
 	requests atomic.Int64
 	failures atomic.Int64
 	probing  atomic.Bool
+	lastByte atomic.Int64 // Router.now() when the backend last sent any byte
+	calls    callSet      // requests in flight, cancelled on ejection (outlier.go)
 
 	healthy    bool
-	probed     bool // a probe or a response has said something about it
-	timeouts   int  // consecutive probe timeouts
+	probed     bool      // a probe or a response has said something about it
+	timeouts   int       // consecutive probe timeouts
+	reason     string    // why it was last ejected: probe, request, stall, latency, ttfb
+	rtt        float64   // EWMA of probe round trips, seconds (0: no sample yet)
+	outUntil   time.Time // latency ejection: probes do not bring it back before this
 	load       Load
 	lastError  string
 	inflightG  prometheus.Gauge
@@ -88,6 +109,7 @@ type Router struct {
 	idPrefix  string
 	idSeq     atomic.Uint64
 	kick      chan struct{} // SetBackends asks Run for an immediate probe
+	epoch     time.Time     // Router.now counts from here (monotonic)
 
 	mu       sync.RWMutex
 	backends []*backend // sorted by URL
@@ -102,6 +124,31 @@ func New(opts Options) (*Router, error) {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 10 * time.Minute
+	}
+	if opts.HealthTimeout <= 0 {
+		opts.HealthTimeout = 500 * time.Millisecond
+	}
+	if opts.TTFBTimeout <= 0 {
+		opts.TTFBTimeout = 120 * time.Second
+	}
+	if opts.StreamIdle <= 0 {
+		opts.StreamIdle = 30 * time.Second
+	}
+	minStall := opts.HealthInterval + opts.HealthTimeout
+	switch {
+	case opts.StallTimeout <= 0:
+		opts.StallTimeout = max(1500*time.Millisecond, minStall)
+	case opts.StallTimeout < minStall:
+		return nil, fmt.Errorf("router: stall timeout %v is below health interval + health timeout (%v): a busy backend answering probes would be ejected", opts.StallTimeout, minStall)
+	}
+	if opts.OutlierFactor == 0 {
+		opts.OutlierFactor = 3
+	}
+	if opts.OutlierFloor <= 0 {
+		opts.OutlierFloor = 250 * time.Millisecond
+	}
+	if opts.EjectionPeriod <= 0 {
+		opts.EjectionPeriod = 10 * time.Second
 	}
 	switch {
 	case opts.MaxRetries == 0:
@@ -140,7 +187,7 @@ func New(opts Options) (*Router, error) {
 	var id [4]byte
 	rand.Read(id[:])
 	r := &Router{opts: opts, log: opts.Logger, transport: rt, pool: pool, policy: pol, m: m, gatherer: gatherer,
-		idPrefix: "rtr-" + hex.EncodeToString(id[:]) + "-", kick: make(chan struct{}, 1),
+		idPrefix: "rtr-" + hex.EncodeToString(id[:]) + "-", kick: make(chan struct{}, 1), epoch: time.Now(),
 		probe: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	r.wantSess, r.wantText = needs(pol)
 	return r, nil
@@ -261,7 +308,11 @@ func (r *Router) Backends() []BackendStatus {
 	for i, b := range r.backends {
 		out[i] = BackendStatus{URL: b.url, Healthy: b.healthy, Inflight: int(b.inflight.Load()),
 			Running: b.load.Running, Waiting: b.load.Waiting, KVUsage: b.load.KVUsage,
-			Requests: b.requests.Load(), Failures: b.failures.Load(), LastError: b.lastError}
+			Requests: b.requests.Load(), Failures: b.failures.Load(), LastError: b.lastError,
+			ProbeRTT: math.Round(b.rtt*1e6) / 1e3}
+		if !b.healthy && b.probed {
+			out[i].Reason = b.reason
+		}
 	}
 	return out
 }
@@ -269,19 +320,37 @@ func (r *Router) Backends() []BackendStatus {
 // Policy is the name of the routing policy in use.
 func (r *Router) Policy() string { return r.opts.Policy }
 
-// setHealth records what a probe or a request said of b; err == nil means up.
-func (r *Router) setHealth(b *backend, err error, why string) {
+// setHealth records what a probe or a request said of b; err == nil means up (unless b is a
+// latency outlier still in its ejection period). A backend going down is an ejection: why is
+// its reason (probe, request, stall, latency, ttfb), counted in the metrics; when it means the
+// backend stopped answering, every request in flight to it is cancelled (outlier.go). It
+// reports whether b went down.
+func (r *Router) setHealth(b *backend, err error, why string) bool {
 	r.mu.Lock()
 	was, wasProbed := b.healthy, b.probed
 	b.probed = true
 	if err == nil {
-		b.healthy, b.timeouts = true, 0
+		if time.Now().Before(b.outUntil) {
+			r.mu.Unlock()
+			return false
+		}
+		b.healthy, b.timeouts, b.lastError = true, 0, "" // a recovered backend shows no stale error
 	} else {
 		b.healthy = false
 		b.lastError = err.Error()
+		if was || !wasProbed {
+			b.reason = why
+		}
 	}
 	now := b.healthy
 	r.mu.Unlock()
+	ejected := err != nil && (was || !wasProbed)
+	if ejected {
+		r.m.ejections.WithLabelValues(b.url, why).Inc()
+		if stopsAnswering(err, why) {
+			b.calls.cancelAll(&ejectedError{backend: b.url, reason: why})
+		}
+	}
 	if was != now || !wasProbed {
 		v := 0.0
 		if now {
@@ -294,6 +363,20 @@ func (r *Router) setHealth(b *backend, err error, why string) {
 			r.log.Warn("router: backend down", "backend", b.url, "by", why, "err", err)
 		}
 	}
+	return ejected
+}
+
+// stopsAnswering: the ejections that cancel the requests in flight. A backend that answers
+// (a 5xx, a non-200 probe) or refuses new connections may be draining after SIGTERM and is left
+// to finish what it has; a dead one fails its requests by itself (reset connections).
+func stopsAnswering(err error, why string) bool {
+	switch why {
+	case "stall", "ttfb", "latency":
+		return true
+	case "probe":
+		return errors.Is(err, errTimeout)
+	}
+	return false
 }
 
 // errTimeout marks probe timeouts, which eject only on the second in a row.

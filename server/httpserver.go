@@ -5,9 +5,7 @@
 package server
 
 import (
-	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -55,50 +53,5 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 	o = o.withDefaults()
 	return &http.Server{Handler: h, ReadTimeout: o.ReadTimeout, ReadHeaderTimeout: o.ReadHeaderTimeout,
-		IdleTimeout: o.IdleTimeout}
-}
-
-// LimitListener wraps ln so at most o.MaxConnections accepted connections are open at once;
-// Accept waits for one to close beyond that (the kernel's backlog holds the rest).
-func LimitListener(ln net.Listener, o HTTPOptions) net.Listener {
-	o = o.withDefaults()
-	return &limitListener{Listener: ln, sem: make(chan struct{}, o.MaxConnections), done: make(chan struct{})}
-}
-
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+		IdleTimeout: o.IdleTimeout, ConnState: trackConnState}
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -107,46 +109,96 @@ func TestHTTPStreamOutlivesReadTimeout(t *testing.T) {
 	}
 }
 
-func TestHTTPConnectionCap(t *testing.T) {
+// At the cap, silent connections (accepted, no byte sent) give way to new ones, oldest first:
+// a request arriving behind limit+4 of them is served at once, and the server never holds more
+// than limit connections.
+func TestHTTPConnectionCapEvictsSilent(t *testing.T) {
 	const limit = 8
-	addr := startBounded(t, echoBody(), HTTPOptions{MaxConnections: limit, IdleTimeout: 300 * time.Millisecond,
-		ReadTimeout: 5 * time.Second})
-	var idle []net.Conn
+	addr := startBounded(t, echoBody(), HTTPOptions{MaxConnections: limit, ReadTimeout: 5 * time.Second})
+	var silent []net.Conn
 	for range limit + 4 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		idle = append(idle, c)
+		silent = append(silent, c)
+		time.Sleep(5 * time.Millisecond) // distinct ages
 	}
-	// The idle connections hold every slot: a request waits in the backlog...
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() {
-		cl := &http.Client{Timeout: 10 * time.Second}
-		resp, err := cl.Post("http://"+addr+"/", "text/plain", strings.NewReader("ok"))
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if string(b) != "ok" {
-				err = io.ErrUnexpectedEOF
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Post("http://"+addr+"/", "text/plain", strings.NewReader("ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("body %q", b)
+	}
+	served := time.Since(start)
+	if served > 2*time.Second {
+		t.Fatalf("served after %v behind silent connections, want at once", served)
+	}
+	closed := 0
+	for i, c := range silent {
+		if closedWithin(c, 100*time.Millisecond) {
+			closed++
+		} else if i < 4 {
+			t.Errorf("silent connection %d (among the oldest) still open", i)
+		}
+	}
+	// 12 silent + the client's: at most 8 open, so at least 5 silent ones were closed.
+	if closed < 5 {
+		t.Fatalf("%d silent connections closed, want at least 5", closed)
+	}
+	t.Logf("served after %v; %d of %d silent connections closed", served, closed, len(silent))
+}
+
+// When every slot runs a request, a new connection waits for one to finish (busy connections
+// are never closed to make room).
+func TestHTTPConnectionCapWaitsWhenBusy(t *testing.T) {
+	const limit = 4
+	release := make(chan struct{})
+	var started atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			started.Add(1)
+			<-release
+		}
+		io.WriteString(w, "ok")
+	})
+	addr := startBounded(t, h, HTTPOptions{MaxConnections: limit, ReadTimeout: 5 * time.Second})
+	var wg sync.WaitGroup
+	for range limit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/block")
+			if err == nil {
+				resp.Body.Close()
 			}
+		}()
+	}
+	for started.Load() < limit {
+		time.Sleep(5 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
 		}
 		done <- err
 	}()
-	// ...until the server's header timeout (ReadHeaderTimeout = min(10 s, ReadTimeout) = 5 s)
-	// closes idle ones; shorten by closing them ourselves after a while.
 	select {
 	case err := <-done:
-		t.Fatalf("request served while %d connections held %d slots (err %v)", limit+4, limit, err)
+		t.Fatalf("served while %d requests held every slot (err %v)", limit, err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	for _, c := range idle {
-		c.Close()
-	}
+	close(release)
 	if err := <-done; err != nil {
-		t.Fatalf("request after the idle connections closed: %v", err)
+		t.Fatalf("after the busy requests ended: %v", err)
 	}
-	t.Logf("served after %v", time.Since(start))
+	wg.Wait()
 }

@@ -59,6 +59,9 @@ func (s *Server) requireKey(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.protected(r.URL.Path) && !validKey(r.Header.Get("Authorization"), s.opts.APIKey) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
+			// Close after answering instead of reading an unauthenticated body to its end
+			// (a slow one would hold the connection until the read timeout).
+			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusUnauthorized, "invalid_api_key", "", "invalid or missing API key")
 			return
 		}

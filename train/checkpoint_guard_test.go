@@ -115,6 +115,22 @@ func TestFlippedBitRefused(t *testing.T) {
 	if _, err := LoadCheckpoint(saved); err != nil {
 		t.Fatalf("restored: %v", err)
 	}
+	// A flipped bit in one of the manifest's own digests names the manifest.
+	mpath := filepath.Join(saved, manifestFile)
+	orig, _ := os.ReadFile(mpath)
+	var anyDigest string
+	for _, d := range m.Files {
+		anyDigest = d
+		break
+	}
+	at := strings.Index(string(orig), anyDigest) + 7
+	flipped := append([]byte(nil), orig...)
+	flipped[at] ^= 0x01
+	os.WriteFile(mpath, flipped, 0o644)
+	if _, err := LoadCheckpoint(saved); err == nil || !strings.Contains(err.Error(), manifestFile+" is damaged") {
+		t.Errorf("manifest with a flipped bit: %v", err)
+	}
+	os.WriteFile(mpath, orig, 0o644)
 	os.Remove(filepath.Join(saved, manifestFile))
 	if _, err := LoadCheckpoint(saved); err == nil || !strings.Contains(err.Error(), manifestFile) {
 		t.Errorf("no manifest: %v", err)

@@ -23,6 +23,16 @@ const manifestFile = "manifest.json"
 type manifest struct {
 	Algorithm string            `json:"algorithm"` // "sha256"
 	Files     map[string]string `json:"files"`     // file name -> hex digest
+	// Self is the SHA-256 of Files as compact JSON (keys sorted), so a flipped bit in the
+	// manifest itself names the manifest. Absent in manifests of older builds.
+	Self string `json:"manifest_sha256,omitempty"`
+}
+
+// selfSum is the digest Self holds.
+func (m *manifest) selfSum() string {
+	js, _ := json.Marshal(m.Files)
+	sum := sha256.Sum256(js)
+	return hex.EncodeToString(sum[:])
 }
 
 // hashFile returns the hex SHA-256 of path, syncing it to disk first.
@@ -52,6 +62,7 @@ func writeManifest(dir string, names []string) error {
 		}
 		m.Files[n] = sum
 	}
+	m.Self = m.selfSum()
 	js, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -74,6 +85,9 @@ func readManifest(dir string) (*manifest, error) {
 	var m manifest
 	if err := json.Unmarshal(raw, &m); err != nil || m.Algorithm != "sha256" || m.Files == nil {
 		return nil, fmt.Errorf("train: checkpoint %s: %s is damaged (%v)", dir, manifestFile, err)
+	}
+	if m.Self != "" && m.Self != m.selfSum() {
+		return nil, fmt.Errorf("train: checkpoint %s: %s is damaged: its own checksum does not match its contents", dir, manifestFile)
 	}
 	return &m, nil
 }

@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -40,6 +41,9 @@ type routerFlags struct {
 	backends                  stringList
 	k8sNamespace, k8sSel      string
 	health, timeout, shutdown time.Duration
+	healthTimeout, ttfb, idle time.Duration
+	stall, outlierMin, eject  time.Duration
+	outlierFactor             float64
 	retries                   int
 	http                      server.HTTPOptions
 }
@@ -57,7 +61,14 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	fs.StringVar(&f.k8sSel, "k8s-selector", "", "kubernetes discovery: label selector of the EndpointSlices, e.g. kubernetes.io/service-name=llmcloud")
 	fs.IntVar(&f.k8sPort, "k8s-port", 8000, "kubernetes discovery: the replicas' HTTP port")
 	fs.DurationVar(&f.health, "health-interval", time.Second, "period of the active GET /health probes")
+	fs.DurationVar(&f.healthTimeout, "health-timeout", 500*time.Millisecond, "limit of one GET /health probe (a timeout ejects on the second in a row, or the first when requests wait and the backend sends nothing)")
 	fs.DurationVar(&f.timeout, "request-timeout", 600*time.Second, "limit of one upstream request")
+	fs.DurationVar(&f.ttfb, "ttfb-timeout", 120*time.Second, "from sending a request upstream to its first response byte; else the backend is ejected and the request retried elsewhere. For non-streamed requests this bounds the whole generation (llmcloud serve answers at the end)")
+	fs.DurationVar(&f.idle, "stream-idle-timeout", 30*time.Second, "largest gap between two pieces of a response once it started; a stream idle longer ends (SSE: with an error event)")
+	fs.DurationVar(&f.stall, "stall-timeout", 1500*time.Millisecond, "eject a backend that sent no byte at all (answers, probe answers) this long while a request waited on it; at least health-interval + health-timeout (raised to that when not given)")
+	fs.Float64Var(&f.outlierFactor, "outlier-factor", 3, "eject a backend whose probe round trips (EWMA) exceed this many times its healthy peers' median (0 = off)")
+	fs.DurationVar(&f.outlierMin, "outlier-min-latency", 250*time.Millisecond, "a latency outlier's probe round trips must also exceed this")
+	fs.DurationVar(&f.eject, "ejection-period", 10*time.Second, "a latency outlier stays out of rotation this long")
 	httpFlags(fs, &f.http)
 	fs.IntVar(&f.retries, "max-retries", 2, "retries on another replica before any response byte reached the client (0 = none)")
 	fs.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "time running requests get to finish after SIGTERM")
@@ -101,12 +112,18 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	opts, err := routerTimeouts(f, set["stall-timeout"])
+	if err != nil {
+		return err
+	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, err := router.New(router.Options{Policy: f.policy, HealthInterval: f.health, RequestTimeout: f.timeout,
-		MaxRetries: retries, Logger: log, Registerer: reg})
+	opts.Policy, opts.MaxRetries, opts.Logger, opts.Registerer = f.policy, retries, log, reg
+	rt, err := router.New(opts)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -150,6 +167,38 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	}
 	cancel()
 	return runErr
+}
+
+// routerTimeouts checks the timeout and outlier flags and maps them onto router.Options. A
+// --stall-timeout not given is raised to health-interval + health-timeout when that is more.
+func routerTimeouts(f routerFlags, stallGiven bool) (router.Options, error) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"health-interval", f.health}, {"health-timeout", f.healthTimeout}, {"request-timeout", f.timeout},
+		{"ttfb-timeout", f.ttfb}, {"stream-idle-timeout", f.idle}, {"stall-timeout", f.stall},
+		{"outlier-min-latency", f.outlierMin}, {"ejection-period", f.eject}} {
+		if d.v <= 0 {
+			return router.Options{}, usagef("--%s %v must be positive", d.name, d.v)
+		}
+	}
+	stall, floor := f.stall, f.health+f.healthTimeout
+	switch {
+	case stall < floor && stallGiven:
+		return router.Options{}, usagef("--stall-timeout %v must be at least --health-interval + --health-timeout (%v): a busy backend answering probes would be ejected", stall, floor)
+	case stall < floor:
+		stall = floor
+	}
+	factor := f.outlierFactor
+	switch {
+	case factor == 0:
+		factor = -1
+	case factor < 1:
+		return router.Options{}, usagef("--outlier-factor %v: want 0 (off) or at least 1", factor)
+	}
+	return router.Options{HealthInterval: f.health, HealthTimeout: f.healthTimeout, RequestTimeout: f.timeout,
+		TTFBTimeout: f.ttfb, StreamIdle: f.idle, StallTimeout: stall, OutlierFactor: factor,
+		OutlierFloor: f.outlierMin, EjectionPeriod: f.eject}, nil
 }
 
 // routerRetries maps the --max-retries flag (0 = none) onto router.Options.MaxRetries, where 0

@@ -23,12 +23,37 @@ func TestRouterCommandFlags(t *testing.T) {
 		{"--discovery", "kubernetes", "--backend", "http://a:1"},
 		{"--discovery", "kubernetes"},
 		{"--backend", "http://a:1", "extra"},
+		{"--backend", "http://a:1", "--ttfb-timeout", "0s"},
+		{"--backend", "http://a:1", "--stream-idle-timeout", "-1s"},
+		{"--backend", "http://a:1", "--stall-timeout", "1s"},
+		{"--backend", "http://a:1", "--health-interval", "2s", "--health-timeout", "1s", "--stall-timeout", "2500ms"},
+		{"--backend", "http://a:1", "--outlier-factor", "0.5"},
 	} {
 		var stderr bytes.Buffer
 		err := routerMain(context.Background(), args, &stderr, nil)
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestRouterTimeoutFlags(t *testing.T) {
+	f := routerFlags{health: 3 * time.Second, healthTimeout: time.Second, timeout: time.Minute, ttfb: time.Second,
+		idle: time.Second, stall: 1500 * time.Millisecond, outlierMin: time.Second, eject: time.Second}
+	o, err := routerTimeouts(f, false)
+	if err != nil || o.StallTimeout != 4*time.Second || o.OutlierFactor != -1 || o.HealthTimeout != time.Second {
+		t.Fatalf("%v %+v", err, o)
+	}
+	if _, err := routerTimeouts(f, true); err == nil {
+		t.Fatal("an explicit stall timeout below interval + probe timeout accepted")
+	}
+	var stderr bytes.Buffer
+	routerMain(context.Background(), []string{"--help"}, &stderr, nil)
+	for _, name := range []string{"-health-timeout", "-ttfb-timeout", "-stream-idle-timeout", "-stall-timeout",
+		"-outlier-factor", "-outlier-min-latency", "-ejection-period"} {
+		if !strings.Contains(stderr.String(), name) {
+			t.Errorf("--help lacks %s", name)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // defaultKVFraction is the share of available memory the KV pool may take without
-// --kv-cache-memory (the pool is allocated and prefaulted up front, so it stays modest).
+// --kv-cache-memory (a pool above model.PrefaultLimit commits its pages only as they are used).
 const defaultKVFraction = 0.10
 
 // availableMemory is the machine's available memory in bytes from /proc/meminfo

@@ -5,7 +5,8 @@
 // no model work, so the router's own cost shows. Request headers steer single requests:
 // X-Test-Status answers with that status and an OpenAI error body, X-Test-Tokens, X-Test-TTFT
 // and X-Test-ITL override the token count, the first token's delay and the gap. Every answer carries X-Backend (the name) and
-// echoes X-Request-Id.
+// echoes X-Request-Id. SetHealthDelay slows GET /health; Freeze makes every request, and every
+// stream between two chunks, wait until Thaw (a SIGSTOPped process, as seen from the network).
 package routertest
 
 import (
@@ -28,6 +29,38 @@ type Backend struct {
 	running  atomic.Int64
 	requests atomic.Int64
 	canceled atomic.Int64
+	hdelay   atomic.Int64                  // GET /health waits this long (ns)
+	frozen   atomic.Pointer[chan struct{}] // non-nil while frozen; closed by Thaw
+}
+
+// SetHealthDelay makes GET /health wait d before answering.
+func (b *Backend) SetHealthDelay(d time.Duration) { b.hdelay.Store(int64(d)) }
+
+// Freeze stops every answer where it is (new requests, streams between chunks) until Thaw.
+func (b *Backend) Freeze() {
+	ch := make(chan struct{})
+	b.frozen.CompareAndSwap(nil, &ch)
+}
+
+// Thaw lets frozen answers go on.
+func (b *Backend) Thaw() {
+	if ch := b.frozen.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// wait blocks while the backend is frozen; false if the request was canceled meanwhile.
+func (b *Backend) wait(r *http.Request) bool {
+	ch := b.frozen.Load()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-*ch:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // New returns a healthy backend called name.
@@ -62,6 +95,9 @@ var (
 )
 
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !b.wait(r) {
+		return
+	}
 	h := w.Header()
 	h.Set("X-Backend", b.Name)
 	if id := r.Header.Get("X-Request-Id"); id != "" {
@@ -69,6 +105,9 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/health":
+		if d := time.Duration(b.hdelay.Load()); d > 0 && !sleep(r, d) {
+			return
+		}
 		if !b.healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -132,7 +171,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(chatRole)
 	}
 	for i := range tokens {
-		if i > 0 && itl > 0 && !sleep(r, itl) {
+		if i > 0 && itl > 0 && !sleep(r, itl) || !b.wait(r) {
 			b.canceled.Add(1)
 			return
 		}
