@@ -8,3 +8,9 @@ package graph
 func ServingPasses() []Pass {
 	return []Pass{FuseMatMulMulti, FuseSwiGLU, FuseQKVRope}
 }
+
+// ServingPipeline is every pass the serving path runs: CompilerPasses (dead code, the
+// add + rms_norm fusion), then ServingPasses.
+func ServingPipeline() []Pass {
+	return append(append([]Pass{}, CompilerPasses...), ServingPasses()...)
+}

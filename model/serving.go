@@ -21,7 +21,7 @@ func (m *Model) prepareServing() error {
 	if err != nil {
 		return err
 	}
-	if g, _, err = graph.RunPasses(g, graph.ServingPasses()...); err != nil {
+	if g, _, err = graph.RunPasses(g, graph.ServingPipeline()...); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	ws := make(map[string]*tensor.Tensor, len(m.Weights)+1)

@@ -72,7 +72,7 @@ func stepFunc(b *testing.B, m *model.Model, useGraph bool, start, rows int) func
 	seq := []model.BatchSeq{{Tokens: toks, StartPos: start, BlockTable: table, NeedsLogits: true}}
 	var run func() error
 	if useGraph {
-		p := compile(b, m, false, graph.ServingPasses())
+		p := compile(b, m, false, graph.ServingPipeline())
 		st := &exec.Step{Tokens: toks, LogitRows: []int{rows - 1}, KV: exec.KV{K: kv.K, V: kv.V, BlockSize: bs}}
 		for i := range toks {
 			st.Rows = append(st.Rows, kernels.PagedRow{Pos: start + i, Table: table})

@@ -20,7 +20,7 @@ func TestCompileErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _, err := graph.RunPasses(g0, graph.ServingPasses()...)
+	g, _, err := graph.RunPasses(g0, graph.ServingPipeline()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func c3(g *graph.Graph) string { return g.Nodes[3].Name() }
 
 func TestRunErrors(t *testing.T) {
 	m := randModel(t, archConfigs()["llama"], tensor.Q8_0, 1)
-	p := compile(t, m, false, graph.ServingPasses())
+	p := compile(t, m, false, graph.ServingPipeline())
 	kv, err := m.NewPagedKV(4, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestDecodeAllocs(t *testing.T) {
 	for _, dt := range []tensor.DType{tensor.F32, tensor.Q8_0} {
 		m := randModel(t, archConfigs()["qwen3"], dt, 2)
 		m.Pool = kernels.Serial
-		p := compile(t, m, false, graph.ServingPasses())
+		p := compile(t, m, false, graph.ServingPipeline())
 		s := newPair(t, m, p, randPrompts(m.Config.Vocab, []int{20}, 1), false, 1)
 		s.step(t, []int{20})
 		tok := []int{5}

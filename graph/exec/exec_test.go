@@ -38,7 +38,7 @@ func TestMatchesForwardBatch(t *testing.T) {
 			m := randModel(t, cfg, dt, 11)
 			for _, inv := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/invariant=%v", name, dt, inv), func(t *testing.T) {
-					p := compile(t, m, inv, graph.ServingPasses())
+					p := compile(t, m, inv, graph.ServingPipeline())
 					raggedRun(t, newPair(t, m, p, randPrompts(cfg.Vocab, []int{2, 5, 23, 40}, 3), inv, 5))
 				})
 			}

@@ -68,7 +68,7 @@ func TestStories260KReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { m.Close() })
-			p := compile(t, m, false, graph.ServingPasses())
+			p := compile(t, m, false, graph.ServingPipeline())
 			for k := 1; k <= 3; k++ {
 				t.Run(fmt.Sprintf("p%d", k), func(t *testing.T) { checkRef(t, m, p, c.ref, k, c.tol) })
 			}

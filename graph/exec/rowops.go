@@ -142,7 +142,10 @@ func (o *binaryOp) run(p *Program) error {
 	if len(bd) == 0 || len(a) != len(out) {
 		return fmt.Errorf("operands of %d and %d values", len(a), len(bd))
 	}
-	if !aliased(out, a) {
+	if aliased(out, bd) && len(bd) == len(out) {
+		// written over b (graph.InPlace allows it): b op a is the same float as a op b
+		a, bd = bd, a
+	} else if !aliased(out, a) {
 		copy(out, a)
 	}
 	for i := 0; i < len(out); i += len(bd) {
