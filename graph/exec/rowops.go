@@ -88,42 +88,47 @@ func (o *embeddingOp) run(p *Program) error {
 	return nil
 }
 
-// normOp is rms_norm, and add_rms_norm when y >= 0 (sum = x + y first).
+// normOp is rms_norm, and add_rms_norm when y >= 0 (sum = x + y first, row by row in the same
+// pass: an element-wise sum is the same float however the rows are split).
 type normOp struct {
 	x, y, sum, out int
 	w              []float32
 	eps            float32
-	xd, od         []float32
+	xd, yd, sd, od []float32
 	dim            int
 	fn             func(lo, hi int)
 }
 
 func (o *normOp) run(p *Program) error {
-	x := p.f32(o.x)
+	o.xd, o.od, o.dim = p.f32(o.x), p.f32(o.out), p.vals[o.x].last
 	if o.y >= 0 {
-		s := p.f32(o.sum)
-		if !aliased(s, x) {
-			copy(s, x)
-		}
-		kernels.Add(s, p.f32(o.y))
-		x = s
+		o.yd, o.sd = p.f32(o.y), p.f32(o.sum)
 	}
-	o.xd, o.od, o.dim = x, p.f32(o.out), p.vals[o.x].last
-	n := len(x) / o.dim
+	n := len(o.xd) / o.dim
 	if n == 1 || n*o.dim < parallelMin {
 		o.rows(0, n)
 	} else {
 		p.pool.For(n, 1, o.fn)
 	}
-	o.xd, o.od = nil, nil
+	o.xd, o.yd, o.sd, o.od = nil, nil, nil, nil
 	return nil
 }
 
 func (o *normOp) rows(lo, hi int) {
-	g := len(o.w)
+	g, d := len(o.w), o.dim
 	for i := lo; i < hi; i++ {
-		for j := i * o.dim; j < (i+1)*o.dim; j += g {
-			kernels.RMSNorm(o.od[j:j+g], o.xd[j:j+g], o.w, o.eps)
+		x := o.xd[i*d : (i+1)*d]
+		if o.sd != nil {
+			s := o.sd[i*d : (i+1)*d]
+			if !aliased(s, x) {
+				copy(s, x)
+			}
+			kernels.Add(s, o.yd[i*d:(i+1)*d])
+			x = s
+		}
+		out := o.od[i*d : (i+1)*d]
+		for j := 0; j < d; j += g {
+			kernels.RMSNorm(out[j:j+g], x[j:j+g], o.w, o.eps)
 		}
 	}
 }
