@@ -206,7 +206,7 @@ func (m *Model) forward(si int) float32 {
 func (m *Model) blockForward(a *acts, l, B, T int) {
 	c, p := &m.lc, m.pool
 	N, D, QD, KVD, F := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN
-	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
+	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, HD: c.HeadDim}
 	w, ba, x := &m.blocks[l], &a.blocks[l], a.resid[l]
 	rmsnormForward(p, ba.xn1, ba.rstd1, x, w.attnNorm.W, N, D, c.NormEps)
 	linearForward(p, ba.q, ba.xn1, w.wq.W, N, D, QD)
@@ -247,7 +247,7 @@ func (m *Model) backward(si int, dout []float32, scale float32) []float32 {
 	c, p, a, g := &m.lc, m.pool, &sl.acts, &m.grad
 	B, T := sl.B, sl.T
 	N, D, QD, KVD, F, V := B*T, c.Dim, c.QDim(), c.KVDim(), c.FFN, c.Vocab
-	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, hd: c.HeadDim}
+	s := attnShape{B: B, T: T, H: c.Heads, KVH: c.KVHeads, HD: c.HeadDim}
 	dres := g.dres[:N*D]
 	if m.last {
 		m.use(c.Layers+1, true)

@@ -172,14 +172,14 @@ func TestRopeGrad(t *testing.T) {
 
 func TestAttentionGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 5))
-	for _, s := range []attnShape{{1, 1, 1, 1, 2}, {2, 5, 4, 2, 4}, {1, 7, 3, 3, 6}, {2, 4, 4, 1, 10}, {1, 33, 2, 1, 16}} {
+	for _, s := range []attnShape{{B: 1, T: 1, H: 1, KVH: 1, HD: 2}, {B: 2, T: 5, H: 4, KVH: 2, HD: 4}, {B: 1, T: 7, H: 3, KVH: 3, HD: 6}, {B: 2, T: 4, H: 4, KVH: 1, HD: 10}, {B: 1, T: 33, H: 2, KVH: 1, HD: 16}} {
 		t.Run(fmt.Sprintf("%+v", s), func(t *testing.T) {
-			nq, nkv := s.B*s.T*s.qd(), s.B*s.T*s.kvd()
+			nq, nkv := s.B*s.T*s.QD(), s.B*s.T*s.KVD()
 			q, k, v := randF32(r, nq, 1), randF32(r, nkv, 1), randF32(r, nkv, 1)
 			out, att := make([]float32, nq), make([]float32, s.B*s.H*s.T*s.T)
 			attentionForward(testPool, out, att, q, k, v, s)
 			q64, k64, v64 := to64(q), to64(k), to64(v)
-			f64 := func() []float64 { return attention64(q64, k64, v64, s.B, s.T, s.H, s.KVH, s.hd) }
+			f64 := func() []float64 { return attention64(q64, k64, v64, s.B, s.T, s.H, s.KVH, s.HD) }
 			checkClose(t, "forward", out, f64(), 1e-5, 1e-4)
 			dout := randF32(r, nq, 1)
 			dq, addedQ := preload(r, nq)
