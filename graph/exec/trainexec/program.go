@@ -1,0 +1,245 @@
+// Package trainexec is the training executor: it differentiates a model graph (graph.WithLoss
+// then graph.Grad) and runs the forward and backward graph with F32 weights over B whole
+// sequences of T rows, adding the weight gradients into buffers the trainer owns.
+//
+// Every op runs the same float operations, in the same order, as train/nn's hand-written
+// layers (both call kernels/train_rows.go and kernels/train_attention.go), so a step through
+// the graph gives train/nn's loss and gradients bit for bit. Where train/nn accumulates (the
+// input gradient of the matmuls sharing an input, a weight gradient added into G) the
+// executor recognises the graph's sum of contributions and accumulates in the same order
+// (fuse.go).
+//
+// This file holds New, the value buffers and Forward/Backward; ops.go compiles each node.
+package trainexec
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// The graph's inputs the executor feeds, and the value differentiated.
+const (
+	InputTokens    = "tokens"     // i32[n]
+	InputPositions = "pos"        // i32[n]: row i has position i mod T
+	InputLogitRows = "logit_rows" // i32[s]: every row (s = n)
+	InputTargets   = "targets"    // i32[n]: added by graph.WithLoss
+	OutputLogits   = "logits"     // the value the loss is taken of
+)
+
+// Param is one weight of the graph: its values and, for a trained weight, the gradient buffer
+// Backward adds into (nil G: a constant, e.g. rope_freqs.weight).
+type Param struct {
+	Name string
+	W, G []float32
+}
+
+// Program is a model graph with its backward, compiled for batches of up to maxB x maxT
+// tokens. It must not be run concurrently.
+type Program struct {
+	g          *graph.Graph // the forward graph with its loss and backward
+	pool       *kernels.Pool
+	maxB, maxT int
+	nf         int // code[:nf] is the forward (up to the loss), code[nf:] the backward
+	code       []func()
+	bufs       map[*graph.Value][]float32 // every f32 value's buffer, sized for maxB*maxT rows
+	inner      map[*graph.Value]int       // elements per row (whole value for fixed shapes)
+	sym        map[*graph.Value]bool      // first dimension is the rows n (or s = n)
+	ints       map[string][]int32         // the i32 inputs
+	params     map[string]Param
+	side       map[*graph.Node][]float32 // kept by a forward node for its backward (rstd, probabilities)
+	lossNode   *graph.Node
+	logits     *graph.Value
+	loss       float32
+	B, T, N    int
+	hasTargets bool
+	pending    bool
+}
+
+// New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
+// (a graph over the inputs tokens, pos, logit_rows, as model.BuildGraph writes it) with
+// respect to every param that has a G, and compiles it. params must bind every weight of fwd
+// (F32, of its shape). pool nil means kernels.Default.
+func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (*Program, error) {
+	if maxB <= 0 || maxT <= 0 {
+		return nil, fmt.Errorf("trainexec: batch %d x %d", maxB, maxT)
+	}
+	if pool == nil {
+		pool = kernels.Default
+	}
+	lg, loss, err := graph.WithLoss(fwd, OutputLogits, InputTargets)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{pool: pool, maxB: maxB, maxT: maxT, bufs: map[*graph.Value][]float32{},
+		inner: map[*graph.Value]int{}, sym: map[*graph.Value]bool{}, ints: map[string][]int32{},
+		params: map[string]Param{}, side: map[*graph.Node][]float32{}}
+	var wrt []*graph.Value
+	for _, pr := range params {
+		p.params[pr.Name] = pr
+	}
+	for _, w := range lg.Weights {
+		pr, ok := p.params[w.Name]
+		if !ok {
+			return nil, fmt.Errorf("trainexec: weight %s not bound", w)
+		}
+		n, _ := w.Type.Shape.Elems(nil)
+		if w.Type.DType != tensor.F32 || len(pr.W) != n || (pr.G != nil && len(pr.G) != n) {
+			return nil, fmt.Errorf("trainexec: weight %s %v bound to %d values (gradient %d); want f32", w, w.Type, len(pr.W), len(pr.G))
+		}
+		if pr.G != nil {
+			wrt = append(wrt, w)
+		}
+	}
+	g, err := graph.Grad(lg, loss, wrt)
+	if err != nil {
+		return nil, err
+	}
+	p.g = g
+	p.logits = g.Value(OutputLogits)
+	maxN := maxB * maxT
+	for _, v := range g.Inputs {
+		if v.Type.DType != tensor.I32 || len(v.Type.Shape) != 1 {
+			return nil, fmt.Errorf("trainexec: input %s must be i32[rows], is %v", v, v.Type)
+		}
+		switch v.Name {
+		case InputTokens, InputPositions, InputLogitRows, InputTargets:
+			p.ints[v.Name] = make([]int32, maxN)
+		default:
+			return nil, fmt.Errorf("trainexec: input %s is not one the executor feeds", v)
+		}
+	}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outs {
+			if err := p.shape(o); err != nil {
+				return nil, &graph.NodeError{Node: n.Name(), Op: n.Op, Err: err}
+			}
+		}
+	}
+	for _, w := range g.Weights {
+		if err := p.shape(w); err != nil {
+			return nil, err
+		}
+		p.bufs[w] = p.params[w.Name].W
+	}
+	f := newFusion(p, g, wrt)
+	for i, n := range g.Nodes {
+		if n.Op == "cross_entropy" && n.Outs[0] == loss0(g) {
+			p.lossNode = n
+			p.nf = -1 - i // set below, once the loss's code exists
+		}
+		if f.skip[n] {
+			continue
+		}
+		fn, err := p.compile(n, f)
+		if err != nil {
+			return nil, &graph.NodeError{Node: n.Name(), Op: n.Op, Err: err}
+		}
+		if fn != nil {
+			p.code = append(p.code, fn)
+		}
+		if n == p.lossNode {
+			p.nf = len(p.code)
+		}
+	}
+	for i, d := range f.noSink {
+		d, G := d, f.noSinkG[i]
+		p.code = append(p.code, func() { kernels.Add(G, p.cur(d)) })
+	}
+	if p.lossNode == nil || p.nf <= 0 {
+		return nil, fmt.Errorf("trainexec: no loss node")
+	}
+	return p, nil
+}
+
+func loss0(g *graph.Graph) *graph.Value { return g.Outputs[0] }
+
+// shape records v's row layout (buffers are allocated on first use: an alias may take another
+// value's).
+func (p *Program) shape(v *graph.Value) error {
+	inner, sym := 1, false
+	for i, d := range v.Type.Shape {
+		switch {
+		case i == 0 && !d.Known():
+			sym = true
+		case !d.Known():
+			return fmt.Errorf("value %s %v: only the first dimension may be symbolic", v, v.Type)
+		default:
+			inner *= d.N
+		}
+	}
+	p.inner[v], p.sym[v] = inner, sym
+	return nil
+}
+
+// buf is v's buffer, allocated at its full size on first use.
+func (p *Program) buf(v *graph.Value) []float32 {
+	if b := p.bufs[v]; b != nil {
+		return b
+	}
+	size := p.inner[v]
+	if p.sym[v] {
+		size *= p.maxB * p.maxT
+	}
+	b := make([]float32, size)
+	p.bufs[v] = b
+	return b
+}
+
+// rows is the number of rows of v in the current batch (1 for a fixed shape: inner covers it).
+func (p *Program) rows(v *graph.Value) int {
+	if p.sym[v] {
+		return p.N
+	}
+	return 1
+}
+
+// cur is v's buffer cut to the current batch.
+func (p *Program) cur(v *graph.Value) []float32 {
+	return p.buf(v)[:p.rows(v)*p.inner[v]]
+}
+
+// Graph is the graph the program runs: the forward with its loss, then the backward.
+func (p *Program) Graph() *graph.Graph { return p.g }
+
+// Forward runs tokens (B,T) (B sequences of T rows) through the graph and returns the mean
+// cross-entropy against targets (B,T); with targets nil only the logits are computed and it
+// returns 0. Ids must be in the vocabulary (the caller validates).
+func (p *Program) Forward(tokens, targets []int32, B, T int) float32 {
+	if B < 1 || B > p.maxB || T < 1 || T > p.maxT {
+		panic(fmt.Sprintf("trainexec: batch %d x %d outside 1..%d x 1..%d", B, T, p.maxB, p.maxT))
+	}
+	p.B, p.T, p.N = B, T, B*T
+	copy(p.ints[InputTokens], tokens[:p.N])
+	for i := 0; i < p.N; i++ {
+		p.ints[InputPositions][i] = int32(i % T)
+		p.ints[InputLogitRows][i] = int32(i)
+	}
+	p.hasTargets = targets != nil
+	p.loss = 0
+	if p.hasTargets {
+		copy(p.ints[InputTargets], targets[:p.N])
+	}
+	for _, fn := range p.code[:p.nf] {
+		fn()
+	}
+	p.pending = p.hasTargets
+	return p.loss
+}
+
+// Backward adds d(mean loss)/d(param) of the last Forward into every param's G. It runs once
+// per Forward with targets; otherwise it panics.
+func (p *Program) Backward() {
+	if !p.pending {
+		panic("trainexec: Backward needs a Forward with targets (and runs once per Forward)")
+	}
+	p.pending = false
+	for _, fn := range p.code[p.nf:] {
+		fn()
+	}
+}
+
+// Logits returns the (B*T, Vocab) logits of the last Forward.
+func (p *Program) Logits() []float32 { return p.cur(p.logits) }
