@@ -145,6 +145,12 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 	if err := m.Validate(tokens, targets, B, T); err != nil {
 		panic(err.Error())
 	}
+	if m.prog != nil {
+		m.B, m.T, m.lastSlot = B, T, -1
+		m.slots[0].pending = false
+		m.graphPending = targets != nil
+		return m.prog.Forward(tokens, targets, B, T)
+	}
 	m.setInputs(0, tokens, targets, B, T)
 	return m.forward(0)
 }
@@ -232,6 +238,11 @@ func (m *Model) blockForward(a *acts, l, B, T int) {
 // per Forward: calling it without a Forward with targets, or twice, is a programming error and
 // panics.
 func (m *Model) Backward() {
+	if m.prog != nil && m.graphPending {
+		m.graphPending = false
+		m.prog.Backward()
+		return
+	}
 	if !m.first || !m.last || !m.slots[0].pending {
 		panic("nn: Backward needs a Forward with targets (and runs once per Forward)")
 	}

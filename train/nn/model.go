@@ -6,6 +6,7 @@ package nn
 import (
 	"fmt"
 
+	"github.com/llmcloud/llmcloud/graph/exec/trainexec"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -50,6 +51,9 @@ type Model struct {
 
 	B, T     int // shape of the last Forward
 	lastSlot int // its slot
+
+	graphPending bool               // a graph Forward with targets awaits its Backward
+	prog         *trainexec.Program // the graph with its backward (graph.go); nil: hand-written layers
 }
 
 // slot is one micro-batch's activations and inputs, kept from its forward for its backward.
@@ -134,6 +138,20 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 		rope.Table(m.cs[t*cfg.HeadDim:(t+1)*cfg.HeadDim], t)
 	}
 	m.slots = make([]slot, max(opt.Slots, 1))
+	if opt.usesGraph(m.first && m.last) {
+		if err := m.buildGraph(); err != nil {
+			return nil, fmt.Errorf("nn: %w", err)
+		}
+		return m, nil // the hand-written activations are allocated if StageForward needs them
+	}
+	m.allocActs()
+	return m, nil
+}
+
+// allocActs allocates the hand-written path's activations and backward scratch.
+func (m *Model) allocActs() {
+	opt := &m.opt
+	maxB, maxT := m.maxB, m.maxT
 	for i := range m.slots {
 		s := &m.slots[i]
 		var shared *blockActs // with Recompute, every slot shares slot 0's block activations
@@ -144,7 +162,6 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 		s.tokens, s.targets = make([]int32, maxB*maxT), make([]int32, maxB*maxT)
 	}
 	m.grad.alloc(&m.lc, maxB, maxT)
-	return m, nil
 }
 
 func numel(shape []int) int {
@@ -185,6 +202,9 @@ func (m *Model) NumParams() int64 { return m.numParams }
 func (m *Model) Logits() []float32 {
 	if !m.last {
 		return nil
+	}
+	if m.prog != nil && m.lastSlot < 0 {
+		return m.prog.Logits()[:m.B*m.T*m.lc.Vocab]
 	}
 	return m.slots[m.lastSlot].acts.logits[:m.B*m.T*m.lc.Vocab]
 }

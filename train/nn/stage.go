@@ -23,6 +23,10 @@ func (m *Model) StageForward(slot int, tokens, targets []int32, in []float32, B,
 	if slot < 0 || slot >= len(m.slots) {
 		return nil, 0, fmt.Errorf("nn: activation slot %d of %d", slot, len(m.slots))
 	}
+	if m.slots[0].acts.buf == nil {
+		m.allocActs()
+	}
+	m.graphPending = false
 	D := m.Cfg.Dim
 	if err := m.checkShape(B, T); err != nil {
 		return nil, 0, err

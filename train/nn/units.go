@@ -67,6 +67,8 @@ type Options struct {
 	// A hook whose communication fails panics with a *CommError: Forward and Backward let it
 	// through (defer CatchComm to recover it), StageForward and StageBackward return it.
 	GradReady func(unit int)
+
+	handWritten bool // tests and benchmarks: the hand-written layers even where the graph runs
 }
 
 // Unit is one unit's parameters: their names and shapes (W and G nil) in layout order and

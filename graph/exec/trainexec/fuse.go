@@ -19,7 +19,9 @@ type fusion struct {
 	skip    map[*graph.Node]bool
 	uses    map[*graph.Value]int
 	sink    map[*graph.Value][]float32 // a gradient contribution added straight into this G
-	noSink  []*graph.Value             // gradient outputs computed, then added into G at the end
+	sinkOf  map[*graph.Value]string    // ... of this weight
+	noSinkW []string
+	noSink  []*graph.Value // gradient outputs computed, then added into G at the end
 	noSinkG [][]float32
 	dxSum   map[*graph.Node][]*graph.Node   // add node -> its matmul_dx leaves, in the forward's order
 	swFwd   map[*graph.Node][2]*graph.Value // mul(silu(g), u) -> g, u
@@ -31,7 +33,7 @@ type fusion struct {
 type swigluGrad struct{ dy, g, u, dg, du *graph.Value }
 
 func newFusion(p *Program, g *graph.Graph, wrt []*graph.Value) *fusion {
-	f := &fusion{skip: map[*graph.Node]bool{}, uses: map[*graph.Value]int{}, sink: map[*graph.Value][]float32{},
+	f := &fusion{skip: map[*graph.Node]bool{}, uses: map[*graph.Value]int{}, sink: map[*graph.Value][]float32{}, sinkOf: map[*graph.Value]string{},
 		dxSum: map[*graph.Node][]*graph.Node{}, swFwd: map[*graph.Node][2]*graph.Value{},
 		swBwd: map[*graph.Node]swigluGrad{}, index: map[*graph.Node]int{}}
 	users := map[*graph.Value][]*graph.Node{}
@@ -73,11 +75,11 @@ func newFusion(p *Program, g *graph.Graph, wrt []*graph.Value) *fusion {
 			ok = ok && l.Def != nil && f.uses[l] == 1 && f.sink[l] == nil && sinkable(l)
 		}
 		if !ok {
-			f.noSink, f.noSinkG = append(f.noSink, d), append(f.noSinkG, G)
+			f.noSink, f.noSinkG, f.noSinkW = append(f.noSink, d), append(f.noSinkG, G), append(f.noSinkW, w.Name)
 			continue
 		}
 		for _, l := range ls {
-			f.sink[l] = G
+			f.sink[l], f.sinkOf[l] = G, w.Name
 		}
 		for _, n := range inner {
 			f.skip[n] = true

@@ -44,6 +44,9 @@ type Program struct {
 	maxB, maxT int
 	nf         int // code[:nf] is the forward (up to the loss), code[nf:] the backward
 	code       []func()
+	reads      [][]string // per instruction: the weights it reads
+	writes     [][]string // per instruction: the weights whose G it adds into
+	hook       func(i int, after bool)
 	bufs       map[*graph.Value][]float32 // every f32 value's buffer, sized for maxB*maxT rows
 	inner      map[*graph.Value]int       // elements per row (whole value for fixed shapes)
 	sym        map[*graph.Value]bool      // first dimension is the rows n (or s = n)
@@ -139,6 +142,8 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 		}
 		if fn != nil {
 			p.code = append(p.code, fn)
+			r, w := touches(n, f)
+			p.reads, p.writes = append(p.reads, r), append(p.writes, w)
 		}
 		if n == p.lossNode {
 			p.nf = len(p.code)
@@ -147,6 +152,7 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 	for i, d := range f.noSink {
 		d, G := d, f.noSinkG[i]
 		p.code = append(p.code, func() { kernels.Add(G, p.cur(d)) })
+		p.reads, p.writes = append(p.reads, nil), append(p.writes, []string{f.noSinkW[i]})
 	}
 	if p.lossNode == nil || p.nf <= 0 {
 		return nil, fmt.Errorf("trainexec: no loss node")
@@ -222,9 +228,7 @@ func (p *Program) Forward(tokens, targets []int32, B, T int) float32 {
 	if p.hasTargets {
 		copy(p.ints[InputTargets], targets[:p.N])
 	}
-	for _, fn := range p.code[:p.nf] {
-		fn()
-	}
+	p.run(0, p.nf)
 	p.pending = p.hasTargets
 	return p.loss
 }
@@ -236,10 +240,55 @@ func (p *Program) Backward() {
 		panic("trainexec: Backward needs a Forward with targets (and runs once per Forward)")
 	}
 	p.pending = false
-	for _, fn := range p.code[p.nf:] {
-		fn()
-	}
+	p.run(p.nf, len(p.code))
 }
 
 // Logits returns the (B*T, Vocab) logits of the last Forward.
 func (p *Program) Logits() []float32 { return p.cur(p.logits) }
+
+// run runs instructions [lo, hi), calling the hook around each when set.
+func (p *Program) run(lo, hi int) {
+	if p.hook == nil {
+		for _, fn := range p.code[lo:hi] {
+			fn()
+		}
+		return
+	}
+	for i := lo; i < hi; i++ {
+		p.hook(i, false)
+		p.code[i]()
+		p.hook(i, true)
+	}
+}
+
+// Instructions returns the number of instructions of the forward (they are [0, forward)) and
+// of the whole program (the backward's are [forward, total)).
+func (p *Program) Instructions() (forward, total int) { return p.nf, len(p.code) }
+
+// Touches returns the weights instruction i reads and those whose gradient buffer it adds into.
+func (p *Program) Touches(i int) (reads, writes []string) { return p.reads[i], p.writes[i] }
+
+// SetHook makes Forward and Backward call hook(i, false) before instruction i and
+// hook(i, true) after it (nil: none). Training uses it to fetch weights and hand on finished
+// gradients (ZeRO, data-parallel buckets).
+func (p *Program) SetHook(hook func(i int, after bool)) { p.hook = hook }
+
+// touches lists the weights n's instruction reads and the gradients it writes.
+func touches(n *graph.Node, f *fusion) (reads, writes []string) {
+	nodes := append([]*graph.Node{n}, f.dxSum[n]...)
+	seen := map[string]bool{}
+	for _, m := range nodes {
+		for _, a := range m.Args {
+			if a.Kind == graph.KindWeight && !seen[a.Name] {
+				seen[a.Name] = true
+				reads = append(reads, a.Name)
+			}
+		}
+	}
+	for _, o := range n.Outs {
+		if w := f.sinkOf[o]; w != "" {
+			writes = append(writes, w)
+		}
+	}
+	return reads, writes
+}

@@ -1,0 +1,114 @@
+// This file runs a whole single-process model through the graph: model.BuildGraph with its
+// loss and backward, compiled by graph/exec/trainexec over the model's own weight and gradient
+// views. Forward, Backward and Logits take this path when the model has no tensor
+// parallelism, is not a pipeline stage, keeps one activation slot and does not recompute;
+// the others still run the hand-written layers of forward.go (see docs/training.md). The
+// hooks (Options.BeforeUse, GradReady) are called in the order documented there, from the
+// weights each instruction reads and the gradients it writes.
+package nn
+
+import (
+	"slices"
+
+	"github.com/llmcloud/llmcloud/graph/exec/trainexec"
+)
+
+// usesGraph reports whether NewWith(cfg, ..., opt) runs through the graph executor.
+func (o *Options) usesGraph(whole bool) bool {
+	return !o.handWritten && (o.TP == nil || o.TP.Size() <= 1) && whole && !o.Recompute && o.Slots <= 1
+}
+
+// buildGraph compiles the model's graph over its parameters and lays out the hook calls.
+func (m *Model) buildGraph() error {
+	params := make([]trainexec.Param, len(m.params))
+	unit := map[string]int{}
+	for i, p := range m.params {
+		params[i] = trainexec.Param{Name: p.Name, W: p.W, G: p.G}
+		unit[p.Name] = p.unit
+	}
+	prog, err := trainexec.ForModel(m.Cfg, params, m.maxB, m.maxT, m.pool)
+	if err != nil {
+		return err
+	}
+	m.prog = prog
+	if m.opt.BeforeUse == nil && m.opt.GradReady == nil {
+		return nil
+	}
+	nf, total := prog.Instructions()
+	before, after := make([][]int, total), make([][]int, total)
+	unitsOf := func(names []string) []int {
+		var us []int
+		for _, n := range names {
+			if u, ok := unit[n]; ok {
+				us = append(us, u)
+			}
+		}
+		return us
+	}
+	// Forward: a unit each time the weights read move to another one.
+	last := -1
+	for i := 0; i < nf; i++ {
+		r, _ := prog.Touches(i)
+		for _, u := range unitsOf(r) {
+			if u != last {
+				before[i] = append(before[i], u)
+				last = u
+			}
+		}
+	}
+	// Backward: each unit once, before it is first touched; the head's units (touched before
+	// any block) together, the final norm's first; each ready after its last gradient write.
+	first, lastW := map[int]int{}, map[int]int{}
+	for i := nf; i < total; i++ {
+		r, w := prog.Touches(i)
+		for _, u := range append(unitsOf(r), unitsOf(w)...) {
+			if _, ok := first[u]; !ok {
+				first[u] = i
+			}
+		}
+		for _, u := range unitsOf(w) {
+			lastW[u] = i
+		}
+	}
+	blockFirst := total
+	for u, i := range first {
+		if u >= 1 && u <= m.Cfg.Layers {
+			blockFirst = min(blockFirst, i)
+		}
+	}
+	var head []int
+	headAt := total
+	for u, i := range first {
+		if i < blockFirst {
+			head = append(head, u)
+			headAt = min(headAt, i)
+		}
+	}
+	slices.SortFunc(head, func(a, b int) int { return b - a }) // L+1, then 0
+	for u, i := range first {
+		if !slices.Contains(head, u) {
+			before[i] = append(before[i], u)
+		}
+	}
+	if len(head) > 0 {
+		before[headAt] = append(head, before[headAt]...)
+	}
+	for u, i := range lastW {
+		after[i] = append(after[i], u)
+	}
+	for i := range after {
+		slices.SortFunc(after[i], func(a, b int) int { return b - a })
+	}
+	prog.SetHook(func(i int, done bool) {
+		if done {
+			for _, u := range after[i] {
+				m.ready(u)
+			}
+			return
+		}
+		for _, u := range before[i] {
+			m.use(u, i >= nf)
+		}
+	})
+	return nil
+}
