@@ -59,6 +59,8 @@ func benchStep(b *testing.B, opt Options) {
 	b.ReportMetric(peak/1e9, "peakGFLOP/s")
 	if m.prog == nil {
 		b.ReportMetric(float64(len(m.slots[0].acts.buf))*4/(1<<20), "actMiB")
+	} else {
+		b.ReportMetric(float64(m.prog.ActivationBytes())/(1<<20), "actMiB")
 	}
 }
 

@@ -292,3 +292,25 @@ func touches(n *graph.Node, f *fusion) (reads, writes []string) {
 	}
 	return reads, writes
 }
+
+// ActivationBytes is the memory of the buffers the program has allocated for values (weights
+// excluded) and for what forward nodes keep for their backward.
+func (p *Program) ActivationBytes() int64 {
+	seen := map[*float32]bool{}
+	var n int64
+	count := func(b []float32) {
+		if len(b) > 0 && !seen[&b[0]] {
+			seen[&b[0]] = true
+			n += int64(len(b)) * 4
+		}
+	}
+	for v, b := range p.bufs {
+		if v.Kind != graph.KindWeight {
+			count(b)
+		}
+	}
+	for _, b := range p.side {
+		count(b)
+	}
+	return n
+}
