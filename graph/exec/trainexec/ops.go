@@ -74,10 +74,10 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 		}, nil
 	case "gather_rows":
 		// Training asks for every row's logits: the gathered rows are the rows.
-		p.bufs[out] = p.buf(a[0])
+		p.alias[out] = a[0]
 		return nil, nil
 	case "gather_rows_grad":
-		p.bufs[out] = p.buf(a[0])
+		p.alias[out] = a[0]
 		return nil, nil
 	case "cross_entropy":
 		return p.crossEntropy(n), nil
@@ -180,7 +180,7 @@ func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
 	x, out := n.Args[0], n.Outs[0]
 	inPlace := f.uses[x] == 1 && x.Kind == graph.KindResult
 	if inPlace {
-		p.bufs[out] = p.buf(x)
+		p.alias[out] = x
 	}
 	return func() {
 		if !inPlace {

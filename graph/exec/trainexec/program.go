@@ -47,10 +47,14 @@ type Program struct {
 	reads      [][]string // per instruction: the weights it reads
 	writes     [][]string // per instruction: the weights whose G it adds into
 	hook       func(i int, after bool)
-	bufs       map[*graph.Value][]float32 // every f32 value's buffer, sized for maxB*maxT rows
-	inner      map[*graph.Value]int       // elements per row (whole value for fixed shapes)
-	sym        map[*graph.Value]bool      // first dimension is the rows n (or s = n)
-	ints       map[string][]int32         // the i32 inputs
+	bufs       map[*graph.Value][]float32    // every f32 value's buffer, sized for maxB*maxT rows
+	alias      map[*graph.Value]*graph.Value // a result written in its argument's buffer (plan.go)
+	vreads     [][]*graph.Value              // per instruction: the values it reads
+	vwrites    [][]*graph.Value              // ... and writes
+	planned    int64                         // bytes of the planned value buffers
+	inner      map[*graph.Value]int          // elements per row (whole value for fixed shapes)
+	sym        map[*graph.Value]bool         // first dimension is the rows n (or s = n)
+	ints       map[string][]int32            // the i32 inputs
 	params     map[string]Param
 	side       map[*graph.Node][]float32 // kept by a forward node for its backward (rstd, probabilities)
 	lossNode   *graph.Node
@@ -76,7 +80,7 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{pool: pool, maxB: maxB, maxT: maxT, bufs: map[*graph.Value][]float32{},
+	p := &Program{pool: pool, maxB: maxB, maxT: maxT, bufs: map[*graph.Value][]float32{}, alias: map[*graph.Value]*graph.Value{},
 		inner: map[*graph.Value]int{}, sym: map[*graph.Value]bool{}, ints: map[string][]int32{},
 		params: map[string]Param{}, side: map[*graph.Node][]float32{}}
 	var wrt []*graph.Value
@@ -144,6 +148,8 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 			p.code = append(p.code, fn)
 			r, w := touches(n, f)
 			p.reads, p.writes = append(p.reads, r), append(p.writes, w)
+			vr, vw := valueTouches(n, f)
+			p.vreads, p.vwrites = append(p.vreads, vr), append(p.vwrites, vw)
 		}
 		if n == p.lossNode {
 			p.nf = len(p.code)
@@ -153,10 +159,12 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 		d, G := d, f.noSinkG[i]
 		p.code = append(p.code, func() { kernels.Add(G, p.cur(d)) })
 		p.reads, p.writes = append(p.reads, nil), append(p.writes, []string{f.noSinkW[i]})
+		p.vreads, p.vwrites = append(p.vreads, []*graph.Value{d}), append(p.vwrites, nil)
 	}
 	if p.lossNode == nil || p.nf <= 0 {
 		return nil, fmt.Errorf("trainexec: no loss node")
 	}
+	p.plan(f)
 	return p, nil
 }
 
@@ -293,24 +301,12 @@ func touches(n *graph.Node, f *fusion) (reads, writes []string) {
 	return reads, writes
 }
 
-// ActivationBytes is the memory of the buffers the program has allocated for values (weights
-// excluded) and for what forward nodes keep for their backward.
+// ActivationBytes is the memory of the planned value buffers and of what forward nodes keep
+// for their backward (weights and gradients excluded).
 func (p *Program) ActivationBytes() int64 {
-	seen := map[*float32]bool{}
-	var n int64
-	count := func(b []float32) {
-		if len(b) > 0 && !seen[&b[0]] {
-			seen[&b[0]] = true
-			n += int64(len(b)) * 4
-		}
-	}
-	for v, b := range p.bufs {
-		if v.Kind != graph.KindWeight {
-			count(b)
-		}
-	}
+	n := p.planned
 	for _, b := range p.side {
-		count(b)
+		n += int64(len(b)) * 4
 	}
 	return n
 }
