@@ -27,6 +27,14 @@ type fusion struct {
 	swFwd   map[*graph.Node][2]*graph.Value // mul(silu(g), u) -> g, u
 	swBwd   map[*graph.Node]swigluGrad
 	index   map[*graph.Node]int
+	normAdd map[*graph.Node]normAdd // rms_norm_grad whose dx is added to another gradient
+}
+
+// normAdd is the add of a norm's input gradient dx to other, done by accumulating dx into
+// other's values as train/nn's residual gradient buffer does.
+type normAdd struct {
+	add   *graph.Node
+	other *graph.Value
 }
 
 // swigluGrad is the backward of h = silu(g)·u for dy, writing dg and du.
@@ -35,7 +43,7 @@ type swigluGrad struct{ dy, g, u, dg, du *graph.Value }
 func newFusion(p *Program, g *graph.Graph, wrt []*graph.Value) *fusion {
 	f := &fusion{skip: map[*graph.Node]bool{}, uses: map[*graph.Value]int{}, sink: map[*graph.Value][]float32{}, sinkOf: map[*graph.Value]string{},
 		dxSum: map[*graph.Node][]*graph.Node{}, swFwd: map[*graph.Node][2]*graph.Value{},
-		swBwd: map[*graph.Node]swigluGrad{}, index: map[*graph.Node]int{}}
+		swBwd: map[*graph.Node]swigluGrad{}, index: map[*graph.Node]int{}, normAdd: map[*graph.Node]normAdd{}}
 	users := map[*graph.Value][]*graph.Node{}
 	for i, n := range g.Nodes {
 		f.index[n] = i
@@ -152,7 +160,42 @@ func newFusion(p *Program, g *graph.Graph, wrt []*graph.Value) *fusion {
 			f.skip[s.Def] = true
 		}
 	}
+	f.findNormAdds(g, users)
 	return f
+}
+
+// findNormAdds finds rms_norm_grad nodes whose dx is used once, by an add with a gradient
+// written before the norm's backward runs.
+func (f *fusion) findNormAdds(g *graph.Graph, users map[*graph.Value][]*graph.Node) {
+	at := map[*graph.Value]int{} // the node index at which a value is written
+	for i, n := range g.Nodes {
+		for _, o := range n.Outs {
+			if _, ok := at[o]; !ok {
+				at[o] = i
+			}
+		}
+		if sw, ok := f.swBwd[n]; ok {
+			at[sw.dg], at[sw.du] = i, i
+		}
+		if n.Op != "rms_norm_grad" || f.skip[n] || f.uses[n.Outs[0]] != 1 {
+			continue
+		}
+		dx := n.Outs[0]
+		a := users[dx][0]
+		if a.Op != "add" || f.skip[a] || f.dxSum[a] != nil || a.Args[0] == a.Args[1] || !a.Args[0].Type.Equal(a.Args[1].Type) {
+			continue
+		}
+		other := a.Args[0]
+		if other == dx {
+			other = a.Args[1]
+		}
+		if w, ok := at[other]; !ok || w >= i || other.Kind != graph.KindResult {
+			continue
+		}
+		f.normAdd[n] = normAdd{add: a, other: other}
+		f.skip[a] = true
+		at[a.Outs[0]] = i
+	}
 }
 
 // sinkable reports whether v's node can add v straight into a gradient buffer.

@@ -146,10 +146,24 @@ func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 	dx, dw := n.Outs[0], n.Outs[1]
 	sink := f.sink[dw]
 	C := w.Type.Shape.Last().N
+	na, fused := f.normAdd[n]
+	inPlace := false
+	if fused {
+		dx = na.add.Outs[0]
+		inPlace = f.uses[na.other] == 1
+		if inPlace {
+			p.alias[dx] = na.other
+		}
+	}
 	return func() {
 		rows := p.rows(x) * p.inner[x] / C
 		d := p.cur(dx)
-		clear(d)
+		switch {
+		case !fused:
+			clear(d)
+		case !inPlace:
+			copy(d, p.cur(na.other))
+		}
 		dst := sink
 		if dst == nil {
 			dst = p.cur(dw)

@@ -31,6 +31,10 @@ func valueTouches(n *graph.Node, f *fusion) (reads, writes []*graph.Value) {
 			writes = append(writes, o)
 		}
 	}
+	if na, ok := f.normAdd[n]; ok {
+		writes[0] = na.add.Outs[0]
+		return append(append([]*graph.Value{}, n.Args...), na.other), writes
+	}
 	return n.Args, writes
 }
 
