@@ -11,6 +11,8 @@
 package engine
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 
@@ -92,7 +94,15 @@ func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
 // step runs one scheduler step end to end.
 func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampler) {
 	t0 := e.now()
+	rec := e.profiler.Load()
+	var sched0, sched1 time.Time
+	if rec != nil {
+		sched0 = time.Now()
+	}
 	plan := e.sched.Schedule()
+	if rec != nil {
+		sched1 = time.Now()
+	}
 	m := StepMetrics{Step: plan.Step, NumSeqs: len(plan.Seqs), NumTokens: plan.NumBatchedTokens,
 		Preempted: len(plan.Preempted), Start: t0}
 	started := 0
@@ -118,6 +128,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	e.mu.Lock()
 	e.notStart -= started
 	e.mu.Unlock()
+	e.runner.b.Recorder = rec
 	res, err := e.runner.execute(plan, samplerOf)
 	m.Forward, m.Sample, m.MaskWait = res.forward, res.sample, res.maskWait
 	m.Constrained = len(e.runner.masks.jobs)
@@ -192,6 +203,9 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		e.finishWith(st, bySeq, reason, nil, d)
 	}
 	m.Total = e.now().Sub(t0)
+	if rec != nil {
+		recordStep(rec, plan, sched0, sched1, res, time.Now())
+	}
 	e.mu.Lock()
 	e.stats.Steps++
 	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)

@@ -61,10 +61,11 @@ func Validate(data []byte) (int, error) {
 			}
 			last[k] = ts
 			st := open[k]
-			for len(st) > 0 && st[len(st)-1].end <= ts {
+			// Times are microseconds with nanosecond digits: compare to within 1 ns.
+			for len(st) > 0 && st[len(st)-1].end <= ts+1e-3 {
 				st = st[:len(st)-1]
 			}
-			if len(st) > 0 && ts+dur > st[len(st)-1].end {
+			if len(st) > 0 && ts+dur > st[len(st)-1].end+1e-3 {
 				return 0, fmt.Errorf("trace: event %d (%s) on thread %v [%v, %v] overlaps its enclosing slice ending at %v", i, name, k, ts, ts+dur, st[len(st)-1].end)
 			}
 			open[k] = append(st, span{ts, ts + dur})
