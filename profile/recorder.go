@@ -20,6 +20,7 @@ type Slice struct {
 	Cat   string // its category: "op", "worker", "engine", ...
 	// Bytes and FLOPs are the work the slice did (0: unknown), for the achieved rates.
 	Bytes, FLOPs int64
+	Node         string         // the graph node it ran, if any (args.node in the trace)
 	Args         map[string]any // more, shown with the slice in the trace viewer
 }
 

@@ -67,8 +67,8 @@ func (r *Recorder) Events() []Event {
 		for _, s := range Sorted(t.Slices()) {
 			d := micros(s.Dur)
 			e := Event{Name: s.Name, Cat: s.Cat, Ph: "X", Ts: micros(s.Start), Dur: &d, Pid: pid, Tid: tid}
-			if s.Bytes != 0 || s.FLOPs != 0 || len(s.Args) > 0 {
-				e.Args = make(map[string]any, len(s.Args)+2)
+			if s.Bytes != 0 || s.FLOPs != 0 || s.Node != "" || len(s.Args) > 0 {
+				e.Args = make(map[string]any, len(s.Args)+3)
 				for k, v := range s.Args {
 					e.Args[k] = v
 				}
@@ -77,6 +77,9 @@ func (r *Recorder) Events() []Event {
 				}
 				if s.FLOPs != 0 {
 					e.Args["flops"] = s.FLOPs
+				}
+				if s.Node != "" {
+					e.Args["node"] = s.Node
 				}
 			}
 			ev = append(ev, e)

@@ -13,10 +13,8 @@ import (
 	"github.com/llmcloud/llmcloud/profile"
 )
 
-// Process and track names of the executor's slices in a profile.
-const (
-	ProfileProcess = "compute"
-)
+// ProfileProcess is the process of the executor's tracks in a profile.
+const ProfileProcess = "compute"
 
 // WorkerTrack is the name of worker w's track (worker 0: the goroutine that calls Run).
 func WorkerTrack(w int) string {
@@ -32,6 +30,11 @@ type programProfile struct {
 	tracks []*profile.Track // per pool worker
 	op     string           // the node running (read by the workers inside its parallel loops)
 	ctx    []int
+	// costs of the nodes for the batch shape key (attention's, which depend on the rows'
+	// positions, are recomputed every run).
+	key   [2]int
+	costs []graph.Cost
+	names []string
 }
 
 // SetRecorder attaches rec to p (nil: profiling off).
@@ -41,7 +44,10 @@ func (p *Program) SetRecorder(rec *profile.Recorder) {
 		return
 	}
 	if p.prof == nil || p.prof.rec != rec {
-		p.prof = &programProfile{rec: rec}
+		p.prof = &programProfile{rec: rec, key: [2]int{-1, -1}}
+		for _, n := range p.nodes {
+			p.prof.names = append(p.prof.names, n.Name())
+		}
 	}
 }
 
@@ -52,21 +58,35 @@ func (pr *programProfile) PoolPart(w int, start, end time.Time) {
 	}
 }
 
+// nodeCosts returns the nodes' costs for this batch.
+func (p *Program) nodeCosts(st *Step) []graph.Cost {
+	pr := p.prof
+	pr.ctx = pr.ctx[:0]
+	for _, r := range st.Rows {
+		pr.ctx = append(pr.ctx, r.Pos+1)
+	}
+	env := graph.CostEnv{Sym: p.env, Context: pr.ctx}
+	key := [2]int{len(st.Tokens), len(st.LogitRows)}
+	fresh := key != pr.key
+	pr.key = key
+	if len(pr.costs) != len(p.nodes) {
+		pr.costs, fresh = make([]graph.Cost, len(p.nodes)), true
+	}
+	for i, n := range p.nodes {
+		if fresh || n.Op == "attention" {
+			pr.costs[i], _ = graph.NodeCost(n, env) // an op without a rule shows no rates
+		}
+	}
+	return pr.costs
+}
+
 // runProfiled is Run's node loop with every node timed.
 func (p *Program) runProfiled(st *Step) error {
 	pr := p.prof
 	for w := len(pr.tracks); w < p.pool.Workers(); w++ {
 		pr.tracks = append(pr.tracks, pr.rec.Track(ProfileProcess, WorkerTrack(w)))
 	}
-	pr.ctx = pr.ctx[:0]
-	for _, r := range st.Rows {
-		pr.ctx = append(pr.ctx, r.Pos+1)
-	}
-	env := graph.CostEnv{Sym: p.env, Context: pr.ctx}
-	costs := make([]graph.Cost, len(p.nodes))
-	for i, n := range p.nodes {
-		costs[i], _ = graph.NodeCost(n, env) // an op without a rule shows no rates
-	}
+	costs := p.nodeCosts(st)
 	p.pool.SetTracer(pr)
 	defer p.pool.SetTracer(nil)
 	t0 := pr.rec.Start()
@@ -78,7 +98,7 @@ func (p *Program) runProfiled(st *Step) error {
 		err := in.run(p)
 		end := time.Now()
 		caller.Add(profile.Slice{Start: start.Sub(t0), Dur: end.Sub(start), Name: n.Op, Cat: "op",
-			Bytes: costs[i].Bytes, FLOPs: costs[i].FLOPs, Args: map[string]any{"node": n.Name()}})
+			Bytes: costs[i].Bytes, FLOPs: costs[i].FLOPs, Node: pr.names[i]})
 		if err != nil {
 			return fmt.Errorf("exec: node %s (%s): %w", n.Name(), n.Op, err)
 		}
