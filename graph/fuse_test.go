@@ -146,12 +146,12 @@ func TestFuseQKVRope(t *testing.T) {
 	}
 }
 
-// TestServingPassesStories110M shows what the serving passes do at the stories110M shape.
+// TestServingPassesStories110M shows what the serving pipeline does at the stories110M shape.
 func TestServingPassesStories110M(t *testing.T) {
 	c := model.Config{Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHeads: 12, HeadDim: 64, FFN: 2048,
 		Vocab: 32000, RopeTheta: 10000, NormEps: 1e-5, Tied: true}
 	g := build(t, c, false)
-	out, stages, err := graph.RunPasses(g, graph.ServingPasses()...)
+	out, stages, err := graph.RunPasses(g, graph.ServingPipeline()...)
 	if err != nil {
 		t.Fatal(err)
 	}
