@@ -155,8 +155,16 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		panic(err) // the runner samples every sequence that needs it: a bug
 	}
 	now := e.now()
-	generated := 0
+	// The step's counters are updated before any output is sent, so a client that has its
+	// answer sees them (each sequence's generated tokens are added just before its send).
+	e.mu.Lock()
+	e.stats.Steps++
+	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
+	e.stats.LastStepTokens = plan.NumBatchedTokens
+	e.stats.PrefillTokens += int64(m.PrefillTokens)
+	e.mu.Unlock()
 	for _, o := range outs {
+		generated := 0
 		st := bySeq[o.ID]
 		if st.metrics.FirstToken.IsZero() {
 			st.metrics.FirstToken = now
@@ -196,6 +204,9 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 			}
 			reason = FinishStop
 		}
+		e.mu.Lock()
+		e.stats.GenerationTokens += int64(generated)
+		e.mu.Unlock()
 		if reason == "" {
 			st.send(e.fill(st, d), false)
 			continue
@@ -206,13 +217,6 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	if rec != nil {
 		recordStep(rec, plan, sched0, sched1, res, time.Now())
 	}
-	e.mu.Lock()
-	e.stats.Steps++
-	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
-	e.stats.LastStepTokens = plan.NumBatchedTokens
-	e.stats.PrefillTokens += int64(m.PrefillTokens)
-	e.stats.GenerationTokens += int64(generated)
-	e.mu.Unlock()
 	if e.opts.OnStep != nil {
 		bs := e.sched.Blocks()
 		m.KVUsage = bs.Usage()
