@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/profile"
 	"github.com/llmcloud/llmcloud/sample"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
@@ -221,6 +223,8 @@ type Engine struct {
 	nextSeq   SeqID
 	wake      chan struct{}
 	done      chan struct{}
+
+	profiler atomic.Pointer[profile.Recorder] // nil: off (profile.go)
 }
 
 type eventKind int

@@ -11,6 +11,8 @@
 package engine
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 
@@ -92,7 +94,15 @@ func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
 // step runs one scheduler step end to end.
 func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampler) {
 	t0 := e.now()
+	rec := e.profiler.Load()
+	var sched0, sched1 time.Time
+	if rec != nil {
+		sched0 = time.Now()
+	}
 	plan := e.sched.Schedule()
+	if rec != nil {
+		sched1 = time.Now()
+	}
 	m := StepMetrics{Step: plan.Step, NumSeqs: len(plan.Seqs), NumTokens: plan.NumBatchedTokens,
 		Preempted: len(plan.Preempted), Start: t0}
 	started := 0
@@ -118,6 +128,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	e.mu.Lock()
 	e.notStart -= started
 	e.mu.Unlock()
+	e.runner.b.Recorder = rec
 	res, err := e.runner.execute(plan, samplerOf)
 	m.Forward, m.Sample, m.MaskWait = res.forward, res.sample, res.maskWait
 	m.Constrained = len(e.runner.masks.jobs)
@@ -144,8 +155,16 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		panic(err) // the runner samples every sequence that needs it: a bug
 	}
 	now := e.now()
-	generated := 0
+	// The step's counters are updated before any output is sent, so a client that has its
+	// answer sees them (each sequence's generated tokens are added just before its send).
+	e.mu.Lock()
+	e.stats.Steps++
+	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
+	e.stats.LastStepTokens = plan.NumBatchedTokens
+	e.stats.PrefillTokens += int64(m.PrefillTokens)
+	e.mu.Unlock()
 	for _, o := range outs {
+		generated := 0
 		st := bySeq[o.ID]
 		if st.metrics.FirstToken.IsZero() {
 			st.metrics.FirstToken = now
@@ -185,6 +204,9 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 			}
 			reason = FinishStop
 		}
+		e.mu.Lock()
+		e.stats.GenerationTokens += int64(generated)
+		e.mu.Unlock()
 		if reason == "" {
 			st.send(e.fill(st, d), false)
 			continue
@@ -192,13 +214,9 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		e.finishWith(st, bySeq, reason, nil, d)
 	}
 	m.Total = e.now().Sub(t0)
-	e.mu.Lock()
-	e.stats.Steps++
-	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
-	e.stats.LastStepTokens = plan.NumBatchedTokens
-	e.stats.PrefillTokens += int64(m.PrefillTokens)
-	e.stats.GenerationTokens += int64(generated)
-	e.mu.Unlock()
+	if rec != nil {
+		recordStep(rec, plan, sched0, sched1, res, time.Now())
+	}
 	if e.opts.OnStep != nil {
 		bs := e.sched.Blocks()
 		m.KVUsage = bs.Usage()

@@ -52,6 +52,7 @@ type stepResult struct {
 	forward  time.Duration
 	maskWait time.Duration // after the forward, waiting for masks still being filled
 	sample   time.Duration
+	start    time.Time // of the forward (the step's profile, profile.go)
 }
 
 // execute runs plan. samplerOf returns the sampler of a scheduled sequence.
@@ -88,6 +89,7 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 	r.done = append(r.done[:0], make([]bool, n)...)
 	r.forced = append(r.forced[:0], make([][]int, n)...)
 	t0 := time.Now()
+	res.start = t0
 	r.masks.start()
 	logits, err := r.m.ForwardBatch(&r.b, r.kv, r.seqs)
 	res.forward = time.Since(t0)

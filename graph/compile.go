@@ -1,8 +1,7 @@
-// This file lists the compiler's passes in the order `llmcloud compile` and the runtime apply
-// them: dead code first, then fusions. Fusion passes written elsewhere join this list.
+// This file lists the passes every executor wants: dead code first, then the residual
+// add + rms_norm fusion. ServingPipeline (serving.go) runs them before the serving fusions.
 package graph
 
-// CompilerPasses are the passes of this file's author (DCE, the add + rms_norm fusion); the
-// matmul_multi and swiglu fusions have their own list, and the two are joined in one
-// pipeline.
+// CompilerPasses are the passes that do not depend on the executor: dead-code elimination and
+// the add + rms_norm fusion.
 var CompilerPasses = []Pass{DCE, FuseAddNorm}

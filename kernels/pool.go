@@ -31,6 +31,8 @@ type Pool struct {
 
 	callerSleeping atomic.Bool
 	callerWake     chan struct{}
+
+	tracer atomic.Pointer[tracerRef] // nil: off (pool_trace.go)
 }
 
 // poolSlot is one part of a job and the worker that prefers it. state is seq<<1 when job seq's
@@ -43,7 +45,8 @@ type poolSlot struct {
 	wake     chan struct{}
 	fn       func(lo, hi int)
 	lo, hi   int
-	_        [64]byte // keep slots on separate cache lines
+	tr       *tracerRef // the job's tracer (nil: off), set with fn
+	_        [64]byte   // keep slots on separate cache lines
 }
 
 // spinDuration is how long an idle worker (or a caller waiting for its job's last part) polls
@@ -110,22 +113,31 @@ func (p *Pool) For(n, minChunk int, fn func(lo, hi int)) {
 	}
 	p.seq++
 	s := p.seq
+	tr := p.tracer.Load()
 	p.pending.Store(int32(parts))
 	for i := 1; i < parts; i++ {
 		sl := &p.slots[i]
-		sl.fn, sl.lo, sl.hi = fn, i*n/parts, (i+1)*n/parts
+		sl.fn, sl.lo, sl.hi, sl.tr = fn, i*n/parts, (i+1)*n/parts, tr
 		sl.state.Store(s << 1)
 		if sl.sleeping.CompareAndSwap(true, false) {
 			sl.wake <- struct{}{}
 		}
 	}
-	fn(0, n/parts)
+	if tr != nil {
+		tr.run(0, fn, 0, n/parts)
+	} else {
+		fn(0, n/parts)
+	}
 	done := int32(1)
 	// Take over parts whose worker has not started them yet.
 	for i := 1; i < parts; i++ {
 		sl := &p.slots[i]
 		if sl.state.CompareAndSwap(s<<1, s<<1|1) {
-			sl.fn(sl.lo, sl.hi)
+			if tr != nil {
+				tr.run(0, sl.fn, sl.lo, sl.hi)
+			} else {
+				sl.fn(sl.lo, sl.hi)
+			}
 			done++
 		}
 	}
@@ -133,7 +145,7 @@ func (p *Pool) For(n, minChunk int, fn func(lo, hi int)) {
 		p.waitParts()
 	}
 	for i := 1; i < parts; i++ {
-		p.slots[i].fn = nil // drop the reference to the caller's closure
+		p.slots[i].fn, p.slots[i].tr = nil, nil // drop the reference to the caller's closure
 	}
 	p.mu.Unlock()
 }
@@ -171,7 +183,11 @@ func (p *Pool) worker(i int) {
 		if st&1 != 0 || !sl.state.CompareAndSwap(st, st|1) {
 			continue // the caller took this part
 		}
-		sl.fn(sl.lo, sl.hi)
+		if tr := sl.tr; tr != nil {
+			tr.run(i, sl.fn, sl.lo, sl.hi)
+		} else {
+			sl.fn(sl.lo, sl.hi)
+		}
 		if p.pending.Add(-1) == 0 && p.callerSleeping.CompareAndSwap(true, false) {
 			p.callerWake <- struct{}{}
 		}

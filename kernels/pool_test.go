@@ -111,3 +111,44 @@ func BenchmarkPoolFor(b *testing.B) {
 		})
 	}
 }
+
+// partLog is a PoolTracer that keeps every part per worker.
+type partLog struct {
+	mu    sync.Mutex
+	parts map[int]int
+	bad   bool
+}
+
+func (l *partLog) PoolPart(w int, start, end time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.parts[w]++
+	l.bad = l.bad || end.Before(start)
+}
+
+func TestPoolTracer(t *testing.T) {
+	p := NewPool(3)
+	l := &partLog{parts: map[int]int{}}
+	p.SetTracer(l)
+	var sum atomic.Int64
+	for range 50 {
+		p.For(300, 1, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+	}
+	p.SetTracer(nil)
+	p.For(300, 1, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+	if sum.Load() != 51*300 {
+		t.Fatalf("covered %d items, want %d", sum.Load(), 51*300)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total := 0
+	for w, n := range l.parts {
+		if w < 0 || w >= 3 {
+			t.Errorf("part reported for worker %d", w)
+		}
+		total += n
+	}
+	if total != 150 || l.parts[0] < 50 || l.bad {
+		t.Errorf("parts per worker %v (want 150 in all, at least 50 on the caller), bad times %v", l.parts, l.bad)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/profile"
 )
 
 // BatchSeq is one sequence's share of a batch: Tokens at positions StartPos.., K/V slots
@@ -37,6 +38,8 @@ type Batch struct {
 	// Invariant makes every row's result bit-identical whatever the batch (see the file
 	// comment). It costs single-sequence decode the GEMV fast path.
 	Invariant bool
+	// Recorder, when set, times every op of the forward pass on it (graph/exec's profiling).
+	Recorder *profile.Recorder
 
 	prog   *exec.Program
 	progOf *Model // the model prog was compiled for

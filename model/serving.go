@@ -66,5 +66,6 @@ func (m *Model) program(b *Batch) (*exec.Program, error) {
 	}
 	b.prog.SetPool(m.pool())
 	b.prog.SetInvariant(b.Invariant)
+	b.prog.SetRecorder(b.Recorder)
 	return b.prog, nil
 }

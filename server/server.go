@@ -60,6 +60,9 @@ type Options struct {
 	EnableAutoToolChoice bool
 	// ReasoningParser splits <think> reasoning off replies (reasoning.Names: qwen3, deepseek_r1).
 	ReasoningParser string
+	// ProfilerDir enables POST /start_profile and /stop_profile, which write traces here
+	// (profile.go); empty: the endpoints answer 404.
+	ProfilerDir string
 }
 
 // Server is the HTTP front of one model.
@@ -78,6 +81,7 @@ type Server struct {
 	seedMu  sync.Mutex
 	seeds   *rand.Rand
 	items   itemStore // the Responses API's output items, for item_reference
+	prof    *profiler // nil without Options.ProfilerDir
 }
 
 // state is what Attach provides.
@@ -125,6 +129,7 @@ func New(opts Options) *Server {
 	s.route("GET", "/health", http.HandlerFunc(s.handleHealth))
 	s.route("GET", "/version", http.HandlerFunc(s.handleVersion))
 	s.route("GET", "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	s.routeProfiler()
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.accessLog(s.requireKey(s.mux))
 	return s

@@ -1,6 +1,6 @@
 // The compile command: llmcloud compile [MODEL] [--dump before|after|passes] [--svg FILE]
 // [--dot FILE] [--batch 1,512] builds MODEL's graph (anything `llmcloud inspect` accepts; none:
-// the built-in default model), runs the compiler's passes (graph.CompilerPasses), and prints
+// the built-in default model), runs the passes serving runs (graph.ServingPipeline), and prints
 // node counts by op at every stage, what each pass did, and the planned activation memory
 // (one arena, buffers reused by liveness) against the unplanned sum for each batch size.
 // --dump prints the IR text; --svg draws the compiled graph with Graphviz's dot.
@@ -77,7 +77,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: building the graph: %w", path, err)
 	}
-	out, stages, err := graph.RunPasses(g, graph.CompilerPasses...)
+	out, stages, err := graph.RunPasses(g, graph.ServingPipeline()...)
 	if err != nil {
 		return err
 	}

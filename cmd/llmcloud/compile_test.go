@@ -23,13 +23,16 @@ func TestCompileCommand(t *testing.T) {
 	// stories260K: 5 layers, so 2*5-1 residual adds fuse with the next norm.
 	for _, want := range []string{
 		"llama, dim 64, 5 layers",
-		"op  built  dce  fuse_add_rms_norm",
-		"add_rms_norm      0    0                  9",
-		"nodes     84   84                 75",
+		"op  built  dce  fuse_add_rms_norm  fuse_matmul_multi  fuse_swiglu  fuse_qkv_rope",
+		"add_rms_norm      0    0                  9                  9            9              9",
+		"nodes     84   84                 75                 60           55             50",
+		"pass fuse_matmul_multi: 75 -> 60 nodes; fused matmul_multi 10, matmuls merged 25",
+		"pass fuse_swiglu: 60 -> 55 nodes; fused swiglu 5",
+		"pass fuse_qkv_rope: 55 -> 50 nodes; fused qkv_rope 5, ops absorbed 10",
 		"pass dce: 84 -> 84 nodes; removed nodes 0, removed weights 0",
 		"pass fuse_add_rms_norm: 84 -> 75 nodes; fused add+rms_norm 9",
 		"n     graph               planned              unplanned",
-		"512  compiled  944.0 KiB (966656 B)  13.4 MiB (14060032 B)  14.5x",
+		"512  compiled  944.0 KiB (966656 B)  12.0 MiB (12626432 B)  13.1x",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -50,7 +53,7 @@ func TestCompileCommand(t *testing.T) {
 		t.Errorf("--batch 7 not planned alone:\n%s", out)
 	}
 	out, _, _ = runCmd(t, "compile", bin, "--dump", "passes")
-	if strings.Count(out, "graph llama {") != 3 || !strings.Contains(out, "# after pass fuse_add_rms_norm (fused add+rms_norm 9)") {
+	if strings.Count(out, "graph llama {") != 6 || !strings.Contains(out, "# after pass fuse_add_rms_norm (fused add+rms_norm 9)") {
 		t.Errorf("dump passes:\n%.2000s", out)
 	}
 	out, _, _ = runCmd(t, "compile", bin, "--dump", "before")

@@ -71,6 +71,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	reasoningParser := fs.String("reasoning-parser", "", "the reasoning format of the model, used to split <think> reasoning into reasoning_content ("+strings.Join(reasoning.Names(), ", ")+")")
 	var ho server.HTTPOptions
 	httpFlags(fs, &ho)
+	profDir := fs.String("profiler-dir", "", "enable POST /start_profile and /stop_profile (vLLM's), which write Chrome trace-event JSON of every engine step and op into this directory (open in https://ui.perfetto.dev)")
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -136,7 +137,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
-		ReasoningParser: *reasoningParser}
+		ReasoningParser: *reasoningParser, ProfilerDir: *profDir}
 	if set["seed"] && *seed >= 0 {
 		s := uint64(*seed)
 		opts.Seed = &s

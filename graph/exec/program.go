@@ -79,7 +79,8 @@ type Program struct {
 	env        map[string]int
 	posBuf     []int
 	step       *Step
-	runs       uint64 // Run calls so far (rope tables are filled once per run)
+	runs       uint64          // Run calls so far (rope tables are filled once per run)
+	prof       *programProfile // nil: profiling off (profile.go)
 }
 
 // Compile binds g to weights (by the graph's weight names) and prepares it to run.

@@ -89,6 +89,12 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 			p.vals[id].ints = nil
 		}
 	}()
+	if p.prof != nil {
+		if err := p.runProfiled(st); err != nil {
+			return nil, err
+		}
+		return out.data, nil
+	}
 	for i, in := range p.code {
 		if err := in.run(p); err != nil {
 			n := p.nodes[i]
