@@ -256,35 +256,9 @@ func parseAttr(v string) (Attr, error) {
 	return Float(f), nil
 }
 
-// splitTop splits s at commas outside brackets, braces, parentheses and quotes.
-func splitTop(s string) []string {
-	var out []string
-	depth, start, quoted := 0, 0, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quoted:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				quoted = false
-			}
-		case c == '"':
-			quoted = true
-		case c == '[' || c == '(' || c == '{':
-			depth++
-		case c == ']' || c == ')' || c == '}':
-			depth--
-		case c == ',' && depth == 0:
-			out = append(out, strings.TrimSpace(s[start:i]))
-			start = i + 1
-		}
-	}
-	return append(out, strings.TrimSpace(s[start:]))
-}
-
-// cutTop cuts s at the first sep outside brackets and quotes.
-func cutTop(s string, sep byte) (string, string, bool) {
+// topLevel calls at(i) for each index i of s where sep stands outside brackets, braces,
+// parentheses and quotes, until at returns false.
+func topLevel(s string, sep byte, at func(i int) bool) {
 	depth, quoted := 0, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -302,10 +276,33 @@ func cutTop(s string, sep byte) (string, string, bool) {
 		case c == ']' || c == ')' || c == '}':
 			depth--
 		case c == sep && depth == 0:
-			return s[:i], s[i+1:], true
+			if !at(i) {
+				return
+			}
 		}
 	}
-	return s, "", false
+}
+
+// splitTop splits s at commas outside brackets, braces, parentheses and quotes.
+func splitTop(s string) []string {
+	var out []string
+	start := 0
+	topLevel(s, ',', func(i int) bool {
+		out = append(out, strings.TrimSpace(s[start:i]))
+		start = i + 1
+		return true
+	})
+	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// cutTop cuts s at the first sep outside brackets and quotes.
+func cutTop(s string, sep byte) (before, after string, found bool) {
+	before = s
+	topLevel(s, sep, func(i int) bool {
+		before, after, found = s[:i], s[i+1:], true
+		return false
+	})
+	return before, after, found
 }
 
 // stripComment drops a '#' comment outside quotes.
