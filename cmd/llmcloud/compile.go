@@ -42,9 +42,6 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usagef("want one MODEL or none (the built-in default model), got %d arguments", len(pos))
-	}
 	switch *dump {
 	case "", "before", "after", "passes":
 	default:
@@ -61,10 +58,8 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	if *logitRows < 1 {
 		return usagef("--logit-rows must be at least 1")
 	}
-	var path string
-	if len(pos) == 1 {
-		path = pos[0]
-	} else if path, err = defaultModel(textLog(stderr)); err != nil {
+	path, err := modelArg(pos, stderr)
+	if err != nil {
 		return err
 	}
 	b, err := loader.Open(path, loader.Options{})

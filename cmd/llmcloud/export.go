@@ -44,16 +44,9 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usagef("--onnx OUT.onnx is required")
 	}
-	var path string
-	switch len(pos) {
-	case 0:
-		if path, err = defaultModel(textLog(stderr)); err != nil {
-			return err
-		}
-	case 1:
-		path = pos[0]
-	default:
-		return usagef("want one MODEL, got %d arguments", len(pos))
+	path, err := modelArg(pos, stderr)
+	if err != nil {
+		return err
 	}
 	seqs, err := parseIDSeqs(*refIDs)
 	if err != nil {

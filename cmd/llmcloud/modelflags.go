@@ -131,3 +131,15 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// modelArg is the MODEL of a command taking one optional positional argument: pos[0], or the
+// built-in default model (said on stderr) when none is given.
+func modelArg(pos []string, stderr io.Writer) (string, error) {
+	switch len(pos) {
+	case 0:
+		return defaultModel(textLog(stderr))
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("want one MODEL (GGUF file, Hugging Face directory or llama2.c .bin) or none (the built-in default model), got %d arguments", len(pos))
+}

@@ -44,17 +44,13 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	switch {
-	case len(pos) > 1:
-		return usagef("want one MODEL or none (the built-in default model), got %d arguments", len(pos))
 	case *prompt < 1 || *gen < 0:
 		return usagef("-p must be at least 1 and -n at least 0")
 	case *threads < 1:
 		return usagef("--threads must be at least 1")
 	}
-	var path string
-	if len(pos) == 1 {
-		path = pos[0]
-	} else if path, err = defaultModel(textLog(stderr)); err != nil {
+	path, err := modelArg(pos, stderr)
+	if err != nil {
 		return err
 	}
 	b, err := loader.Open(path, loader.Options{})
