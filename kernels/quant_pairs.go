@@ -16,12 +16,18 @@ import "unsafe"
 // block pairs.
 var tilesP [3][5]tileFunc
 
+// pairsTokensOuter selects matmulP's loop order inside a work item: four tokens against all the
+// item's rows (true), or two rows against all the chunk's tokens (benchmarks compare the two).
+var pairsTokensOuter = true
+
 // usePairs reports whether the pair tiles are installed.
 func usePairs() bool { return tilesP[2][4] != nil }
 
 // matmulP runs out = x · wᵀ for Q4_0 weights ([n, k], k/32 even): work items of 16 rows x one
-// token chunk (whose pair layout stays in L2), taken dynamically by the workers, 2x4 pair tiles
-// inside, smaller pair tiles for the last tokens (m % 4) and an odd last row.
+// token chunk (whose pair layout stays in L2), taken dynamically by the workers; inside, four
+// tokens at a time (their layout, 12 KiB per 1024 values, stays in L1) against the item's rows
+// two at a time, 2x4 pair tiles, smaller pair tiles for the last tokens (m % 4) and an odd last
+// row.
 func matmulP(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	a.prepZ(p, true)
 	nb := k / 32
@@ -31,10 +37,20 @@ func matmulP(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
-		for r := r0; r < r1; r += 2 {
-			R := min(2, r1-r)
-			for t := t0; t < t1; t += 4 {
-				tilesP[R][min(4, t1-t)](&w[r*rs], rs, &a.xz[t*k], k, &a.dz[t*k/4], &a.cz[t*k/4], np, &out[t*n+r], n)
+		tile := func(r, t int) {
+			tilesP[min(2, r1-r)][min(4, t1-t)](&w[r*rs], rs, &a.xz[t*k], k, &a.dz[t*k/4], &a.cz[t*k/4], np, &out[t*n+r], n)
+		}
+		if !pairsTokensOuter {
+			for r := r0; r < r1; r += 2 {
+				for t := t0; t < t1; t += 4 {
+					tile(r, t)
+				}
+			}
+			return
+		}
+		for t := t0; t < t1; t += 4 {
+			for r := r0; r < r1; r += 2 {
+				tile(r, t)
 			}
 		}
 	})
