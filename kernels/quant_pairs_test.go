@@ -28,10 +28,10 @@ func TestQuantTileP(t *testing.T) {
 		}
 		a := getQ8Acts(4, k, true)
 		a.quantize(Serial, x, true)
-		a.prepZ(Serial, true)
+		a.prepP(Serial)
 		full := make([]float32, 4*9)
 		if usePairs() {
-			tilesP[2][4](&w.Data[0], rs, &a.xz[0], k, &a.dz[0], &a.cz[0], np, &full[0], 9)
+			tilesP[2][4](&w.Data[0], rs, &a.xz[0], k, &a.dp[0], &a.cp[0], np, &full[0], 9)
 		}
 		for R := 1; R <= 2; R++ {
 			for T := 1; T <= 4; T++ {
@@ -50,8 +50,8 @@ func checkTileP(t *testing.T, w []byte, rs int, a *q8Acts, np, R, T int, full []
 	}
 	got := make([]float32, 4*9)
 	want := make([]float32, 4*9)
-	asm(&w[0], rs, &a.xz[0], k, &a.dz[0], &a.cz[0], np, &got[0], 9)
-	refTileP(R, T)(&w[0], rs, &a.xz[0], k, &a.dz[0], &a.cz[0], np, &want[0], 9)
+	asm(&w[0], rs, &a.xz[0], k, &a.dp[0], &a.cp[0], np, &got[0], 9)
+	refTileP(R, T)(&w[0], rs, &a.xz[0], k, &a.dp[0], &a.cp[0], np, &want[0], 9)
 	for tt := 0; tt < T; tt++ {
 		for r := 0; r < R; r++ {
 			if usePairs() && got[tt*9+r] != full[tt*9+r] {

@@ -33,8 +33,16 @@ func main() {
 		a("DATA p_mask0f<>+%d(SB)/8, $0x0f0f0f0f0f0f0f0f", 8*i)
 	}
 	a("GLOBL p_mask0f<>(SB), RODATA|NOPTR, $32")
+	// Token t's values are t·xstride bytes on (BX, R9 = 3·BX), its lane scales and corrections
+	// (8 lanes per pair, half as many bytes) t·xstride/2 (R10, R11 = 3·R10).
 	toks := []string{"(%s)", "(%s)(BX*1)", "(%s)(BX*2)", "(%s)(R9*1)"}
-	tok := func(t int, reg string) string { return fmt.Sprintf(toks[t], reg) }
+	half := []string{"(%s)", "(%s)(R10*1)", "(%s)(R10*2)", "(%s)(R11*1)"}
+	tok := func(t int, reg string) string {
+		if reg == "DX" {
+			return fmt.Sprintf(toks[t], reg)
+		}
+		return fmt.Sprintf(half[t], reg)
+	}
 	regs := [2][3]int{{8, 9, 10}, {11, 12, 13}} // per row: low nibbles, high nibbles, scales
 	for R := 1; R <= 2; R++ {
 		for T := 1; T <= 4; T++ {
@@ -44,7 +52,7 @@ func main() {
 			a("TEXT ·%s(SB), NOSPLIT, $0-72", name)
 			for _, l := range []string{"MOVQ w+0(FP), AX", "MOVQ wstride+8(FP), CX", "MOVQ xs+16(FP), DX",
 				"MOVQ xstride+24(FP), BX", "MOVQ xd+32(FP), SI", "MOVQ corr+40(FP), DI", "MOVQ np+48(FP), R8",
-				"LEAQ (BX)(BX*2), R9"} {
+				"LEAQ (BX)(BX*2), R9", "MOVQ BX, R10", "SHRQ $0x01, R10", "LEAQ (R10)(R10*2), R11"} {
 				a("\t%s", l)
 			}
 			for r := 0; r < R; r++ {
@@ -92,7 +100,7 @@ func main() {
 					a("\tVFMADD231PS %s, Y14, Y%d", tok(t, "SI"), t+4*r)
 				}
 			}
-			for _, l := range []string{"ADDQ $0x24, AX", "ADDQ $0x40, DX", "ADDQ $0x40, SI", "ADDQ $0x40, DI", "DECQ R8"} {
+			for _, l := range []string{"ADDQ $0x24, AX", "ADDQ $0x40, DX", "ADDQ $0x20, SI", "ADDQ $0x20, DI", "DECQ R8"} {
 				a("\t%s", l)
 			}
 			a("\tJNZ %s_loop", lab)
