@@ -1,8 +1,8 @@
 // This file holds the Q4_0 prefill GEMM over block pairs for CPUs without AVX-512 VNNI: the
 // 2-row x 4-token tile q4_0TileP2x4 (quant_pairs_amd64.s) reads the activations in pair order
-// (q8Acts.prepP: values x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32] as for the VNNI kernels, and
-// 8 lane scales and 8 lane corrections per pair), so one ymm holds the
-// nibbles of two blocks and a block costs 4 vector ops instead of the 6 of q4_0Tile2x4. The
+// (q8Acts.prepP: values x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32] as for the VNNI kernels,
+// and 8 lane scales and 8 lane corrections per pair), so one ymm holds the nibbles of two
+// blocks and a block costs 4 vector ops instead of the 6 of q4_0Tile2x4. The
 // token and row tails run the 1..2 x 1..3 pair tiles, which sum each row and token in the same
 // order, so a row's result does not depend on m (MatMulInvariant runs the 1x1 tile for m = 1).
 // The plain-Go twin is refTileP.
@@ -25,7 +25,7 @@ func usePairs() bool { return tilesP[2][4] != nil }
 
 // matmulP runs out = x · wᵀ for Q4_0 weights ([n, k], k/32 even): work items of 16 rows x one
 // token chunk (whose pair layout stays in L2), taken dynamically by the workers; inside, four
-// tokens at a time (their layout, 12 KiB per 1024 values, stays in L1) against the item's rows
+// tokens at a time (their layout, 8 KiB per 1024 values, stays in L1) against the item's rows
 // two at a time, 2x4 pair tiles, smaller pair tiles for the last tokens (m % 4) and an odd last
 // row.
 func matmulP(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
