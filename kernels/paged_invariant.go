@@ -3,7 +3,8 @@
 // already sum each output independently of m; only m == 1 differs, because it takes the GEMV
 // kernels, which sum in another order. Here a single row runs the GEMM paths' own kernels
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
-// AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones) and
+// AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones; for Q4_0 on AVX2 the 2x1 and
+// 1x1 pair tiles, which sum like the 2x4 one) and
 // the direct float GEMM with one activation row. TestMatMulInvariant
 // checks the agreement for every dtype.
 package kernels
@@ -37,6 +38,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		a.quantize(p, x, q4)
 		if quantVNNI && nb%2 == 0 { // the GEMM path's VNNI tiles, with one token
 			matmulZ(p, out, a, w.Data, q4, 1, n, k)
+			return nil
+		}
+		if q4 && usePairs() && nb%2 == 0 { // the GEMM path's pair tiles, with one token
+			matmulP(p, out, a, w.Data, 1, n, k)
 			return nil
 		}
 		var cp *int32

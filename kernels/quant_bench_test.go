@@ -79,15 +79,19 @@ func BenchmarkQuantGEMM(b *testing.B) {
 			out := make([]float32, m*n)
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
-				for _, mode := range []string{"gemm", "avx2", "gemv", "ref"} {
-					if mode == "avx2" && !quantVNNI || mode != "gemm" && mode != "avx2" && (n != 2048 || k != 2048) {
+				for _, mode := range []string{"gemm", "avx2", "blocks", "rowsouter", "gemv", "ref"} {
+					if (mode == "blocks" || mode == "rowsouter") && (dt != tensor.Q4_0 || !usePairs()) || mode == "avx2" && !quantVNNI || mode != "gemm" && mode != "avx2" && mode != "blocks" && mode != "rowsouter" && (n != 2048 || k != 2048) {
 						continue
 					}
 					b.Run(fmt.Sprintf("%s/%dx%d/m%d/t%d/%s", dt, n, k, m, th, mode), func(b *testing.B) {
 						Reference = mode == "ref"
-						vnni := quantVNNI
-						quantVNNI = vnni && mode != "avx2"
-						defer func() { Reference, quantVNNI = false, vnni }()
+						vnni, tp := quantVNNI, tilesP
+						quantVNNI = vnni && mode != "avx2" && mode != "blocks" && mode != "rowsouter"
+						pairsTokensOuter = mode != "rowsouter"
+						if mode == "blocks" {
+							tilesP = [3][5]tileFunc{} // Q4_0 on the block tiles (the path before the pair tiles)
+						}
+						defer func() { Reference, quantVNNI, tilesP, pairsTokensOuter = false, vnni, tp, true }()
 						for b.Loop() {
 							if mode == "gemv" {
 								for i := 0; i < m; i++ {
