@@ -3176,7 +3176,7 @@ q8r_done:
 	RET
 
 // func dotQ4KAVX2(w *byte, xq *int8, xd *float32, bsum8 *int16, nb int) float32
-// Requires: AVX, AVX2, F16C, FMA3, SSE, SSE2
+// Requires: AVX, AVX2, F16C, FMA3, SSE
 TEXT ·dotQ4KAVX2(SB), NOSPLIT, $0-44
 	MOVQ   w+0(FP), AX
 	MOVQ   xq+8(FP), CX
@@ -3214,7 +3214,7 @@ k4_loop:
 	ANDL         $0x3f3f3f3f, R8
 	ORQ          R8, DI
 	VBROADCASTSS (DX), Y2
-	MOVQ         DI, X3
+	VMOVQ        DI, X3
 	VPMOVZXBW    X3, X3
 	VPMADDWD     (BX), X3, X3
 	VCVTDQ2PS    X3, X3
@@ -3222,7 +3222,7 @@ k4_loop:
 	VCVTPH2PS    X4, X4
 	VMULPS       X2, X4, X4
 	VFMADD231PS  X4, X3, X1
-	MOVQ         R11, X4
+	VMOVQ        R11, X4
 	VPBROADCASTQ X4, Y4
 	VPXOR        Y3, Y3, Y3
 	VMOVDQU      16(AX), Y5
