@@ -25,6 +25,12 @@ type profiler struct {
 
 func (s *Server) routeProfiler() {
 	if s.opts.ProfilerDir == "" {
+		// Still 404 (as vLLM answers without its profiler), saying how to turn it on.
+		off := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotFound, "profiler_disabled", "", "the profiler is off: start serve with --profiler-dir DIR to enable "+r.URL.Path)
+		})
+		s.route("POST", "/start_profile", off)
+		s.route("POST", "/stop_profile", off)
 		return
 	}
 	s.prof = &profiler{dir: s.opts.ProfilerDir}

@@ -69,7 +69,7 @@ func TestServeProfiler(t *testing.T) {
 
 	url, _, _ = startServe(t, "--model", model, "--threads", "1", "--max-model-len", "256")
 	for _, p := range []string{"/start_profile", "/stop_profile"} {
-		if c, b := post(t, url+p, ""); c != http.StatusNotFound {
+		if c, b := post(t, url+p, ""); c != http.StatusNotFound || !strings.Contains(b, "--profiler-dir") {
 			t.Errorf("%s without --profiler-dir: %d %s", p, c, b)
 		}
 	}
