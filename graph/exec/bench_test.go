@@ -125,27 +125,7 @@ func BenchmarkStories110MRatio(b *testing.B) {
 		}{{"decode", 128, 1}, {"prefill64", 0, 64}} {
 			b.Run(fmt.Sprintf("%s/%s", dt, c.name), func(b *testing.B) {
 				m := stories110M(b, dt)
-				runs := []func() error{stepFunc(b, m, false, c.start, c.rows), stepFunc(b, m, true, c.start, c.rows)}
-				var ts [2][]time.Duration
-				i := 0
-				for b.Loop() {
-					for k := range 2 {
-						k = (k + i) % 2
-						t0 := time.Now()
-						if err := runs[k](); err != nil {
-							b.Fatal(err)
-						}
-						ts[k] = append(ts[k], time.Since(t0))
-					}
-					i++
-				}
-				med := func(d []time.Duration) float64 {
-					slices.Sort(d)
-					return float64(d[len(d)/2])
-				}
-				b.ReportMetric(med(ts[0])/med(ts[1]), "graph/forwardbatch-speed")
-				b.ReportMetric(med(ts[1])/1e6, "graph-ms")
-				b.ReportMetric(med(ts[0])/1e6, "forwardbatch-ms")
+				alternate(b, stepFunc(b, m, false, c.start, c.rows), stepFunc(b, m, true, c.start, c.rows), 1e6, "ms")
 			})
 		}
 	}
@@ -160,29 +140,36 @@ func BenchmarkSmallRatio(b *testing.B) {
 		start, rows int
 	}{{"decode", 40, 1}, {"prefill16", 0, 16}} {
 		b.Run(c.name, func(b *testing.B) {
-			runs := []func() error{stepFunc(b, m, false, c.start, c.rows), stepFunc(b, m, true, c.start, c.rows)}
-			var ts [2][]time.Duration
-			i := 0
-			for b.Loop() {
-				for k := range 2 {
-					k = (k + i) % 2
-					t0 := time.Now()
-					if err := runs[k](); err != nil {
-						b.Fatal(err)
-					}
-					ts[k] = append(ts[k], time.Since(t0))
-				}
-				i++
-			}
-			med := func(d []time.Duration) float64 {
-				slices.Sort(d)
-				return float64(d[len(d)/2])
-			}
-			b.ReportMetric(med(ts[0])/med(ts[1]), "graph/forwardbatch-speed")
-			b.ReportMetric(med(ts[1])/1e3, "graph-µs")
-			b.ReportMetric(med(ts[0])/1e3, "forwardbatch-µs")
+			alternate(b, stepFunc(b, m, false, c.start, c.rows), stepFunc(b, m, true, c.start, c.rows), 1e3, "µs")
 		})
 	}
+}
+
+// alternate runs the two paths call by call, in alternating order, and reports the ratio of
+// their median times (forwardBatch's over the graph's: above 1, the graph is faster) and each
+// median in unit (scale ns per unit).
+func alternate(b *testing.B, forwardBatch, graph func() error, scale float64, unit string) {
+	runs := [2]func() error{forwardBatch, graph}
+	var ts [2][]time.Duration
+	i := 0
+	for b.Loop() {
+		for k := range 2 {
+			k = (k + i) % 2
+			t0 := time.Now()
+			if err := runs[k](); err != nil {
+				b.Fatal(err)
+			}
+			ts[k] = append(ts[k], time.Since(t0))
+		}
+		i++
+	}
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2])
+	}
+	b.ReportMetric(med(ts[0])/med(ts[1]), "graph/forwardbatch-speed")
+	b.ReportMetric(med(ts[1])/scale, "graph-"+unit)
+	b.ReportMetric(med(ts[0])/scale, "forwardbatch-"+unit)
 }
 
 // BenchmarkSmallDecode is one path's decode step on the small model (for profiles).
