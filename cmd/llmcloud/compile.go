@@ -19,7 +19,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/llmcloud/llmcloud/graph"
-	"github.com/llmcloud/llmcloud/loader"
 )
 
 func init() {
@@ -58,11 +57,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	if *logitRows < 1 {
 		return usagef("--logit-rows must be at least 1")
 	}
-	path, err := modelArg(pos, stderr)
-	if err != nil {
-		return err
-	}
-	b, err := loader.Open(path, loader.Options{})
+	b, err := openModelArg(pos, stderr)
 	if err != nil {
 		return err
 	}
@@ -70,7 +65,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 	c := b.Model.Config
 	b.Close()
 	if err != nil {
-		return fmt.Errorf("%s: building the graph: %w", path, err)
+		return fmt.Errorf("%s: building the graph: %w", b.Path, err)
 	}
 	out, stages, err := graph.RunPasses(g, graph.ServingPipeline()...)
 	if err != nil {
@@ -91,7 +86,7 @@ func runCompile(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "%s: %s, dim %d, %d layers, %d heads (%d kv), ffn %d, vocab %d; graph: %d inputs, %d weights\n",
-		path, c.Arch, c.Dim, c.Layers, c.Heads, c.KVHeads, c.FFN, c.Vocab, len(g.Inputs), len(g.Weights))
+		b.Path, c.Arch, c.Dim, c.Layers, c.Heads, c.KVHeads, c.FFN, c.Vocab, len(g.Inputs), len(g.Weights))
 	printOpCounts(stdout, g, stages)
 	for _, s := range stages {
 		fmt.Fprintf(stdout, "pass %s: %d -> %d nodes; %s\n", s.Pass, s.NodesBefore, s.NodesAfter, s.Stats)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/llmcloud/llmcloud/format/onnx"
 	"github.com/llmcloud/llmcloud/graph/onnxexport"
-	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -44,15 +43,11 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usagef("--onnx OUT.onnx is required")
 	}
-	path, err := modelArg(pos, stderr)
-	if err != nil {
-		return err
-	}
 	seqs, err := parseIDSeqs(*refIDs)
 	if err != nil {
 		return usagef("--reference-ids: %v", err)
 	}
-	b, err := loader.Open(path, loader.Options{})
+	b, err := openModelArg(pos, stderr)
 	if err != nil {
 		return err
 	}

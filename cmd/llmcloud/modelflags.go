@@ -132,14 +132,21 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-// modelArg is the MODEL of a command taking one optional positional argument: pos[0], or the
-// built-in default model (said on stderr) when none is given.
-func modelArg(pos []string, stderr io.Writer) (string, error) {
+// openModelArg opens the MODEL of a command taking one optional positional argument: pos[0],
+// or the built-in default model (said on stderr) when none is given.
+func openModelArg(pos []string, stderr io.Writer) (*loader.Bundle, error) {
+	var path string
 	switch len(pos) {
 	case 0:
-		return defaultModel(textLog(stderr))
+		p, err := defaultModel(textLog(stderr))
+		if err != nil {
+			return nil, err
+		}
+		path = p
 	case 1:
-		return pos[0], nil
+		path = pos[0]
+	default:
+		return nil, usagef("want one MODEL (GGUF file, Hugging Face directory or llama2.c .bin) or none (the built-in default model), got %d arguments", len(pos))
 	}
-	return "", usagef("want one MODEL (GGUF file, Hugging Face directory or llama2.c .bin) or none (the built-in default model), got %d arguments", len(pos))
+	return loader.Open(path, loader.Options{})
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/kernels"
-	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/profile"
 )
@@ -49,11 +48,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	case *threads < 1:
 		return usagef("--threads must be at least 1")
 	}
-	path, err := modelArg(pos, stderr)
-	if err != nil {
-		return err
-	}
-	b, err := loader.Open(path, loader.Options{})
+	b, err := openModelArg(pos, stderr)
 	if err != nil {
 		return err
 	}
@@ -65,7 +60,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		return usagef("-p %d plus -n %d exceed the model's context of %d", *prompt, *gen, c.CtxLen)
 	}
 	fmt.Fprintf(stdout, "%s: %s, dim %d, %d layers, ffn %d, vocab %d; %d threads; prefill %d tokens, %d decode steps\n",
-		path, c.Arch, c.Dim, c.Layers, c.FFN, c.Vocab, *threads, *prompt, *gen)
+		b.Path, c.Arch, c.Dim, c.Layers, c.FFN, c.Vocab, *threads, *prompt, *gen)
 
 	run, err := newProfileRun(m, *prompt+*gen)
 	if err != nil {
