@@ -1,16 +1,57 @@
 // This file binds the Llama family's graph (model.BuildGraph, F32 weights) for training:
-// ForModel, with Llama 3's RoPE divisors computed from the configuration as a constant weight.
+// ForModel and ForModelWith, with Llama 3's RoPE divisors computed from the configuration as a
+// constant weight, and the transformations of the one graph that training's parallelism and
+// memory options are made of (Options).
 package trainexec
 
 import (
+	"fmt"
+
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
+
+// Comm is a tensor-parallel process group as the executor sees it: Size ranks, this process
+// being Rank; each reduction is collective (every rank calls it in the same order with
+// buffers of the same length) and leaves in x, on every rank, the element-wise sum (maximum)
+// of all ranks' x. A non-nil error means the group is broken. train/nn's Comm has the same
+// methods.
+type Comm interface {
+	Rank() int
+	Size() int
+	AllReduceSum(x []float32) error
+	AllReduceMax(x []float32) error
+}
+
+// Options are the transformations ForModelWith applies to the model's one graph before
+// differentiating and compiling it. The zero value is the whole model on one process.
+type Options struct {
+	// TP, when not nil and of size > 1, shards the graph Megatron-style over the group:
+	// column-parallel q/k/v, gate/up and the vocab-parallel embedding and output split by
+	// rows, row-parallel attn_output and ffn_down by columns, with the collectives the
+	// splits need (params then bind this rank's shards).
+	TP Comm
+	// FirstBlock, EndBlock: a pipeline stage holding blocks [FirstBlock, EndBlock) (EndBlock 0:
+	// through the last block). A stage without block 0 reads its input rows from the previous
+	// stage; one without the last block returns its output rows and has no loss.
+	FirstBlock, EndBlock int
+	// Recompute keeps only each block's input from the forward and recomputes the block's
+	// activations in the backward, just before they are needed.
+	Recompute bool
+}
 
 // ForModel compiles cfg's graph with its loss and backward for batches of up to maxB x maxT
 // tokens over params (every tensor of cfg by its GGUF name; rope_freqs.weight is added from
 // cfg.RopeScaling when it applies).
 func ForModel(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool) (*Program, error) {
+	return ForModelWith(cfg, params, maxB, maxT, pool, Options{})
+}
+
+// ForModelWith is ForModel with the transformations of opt.
+func ForModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool, opt Options) (*Program, error) {
+	if (opt.TP != nil && opt.TP.Size() > 1) || opt.FirstBlock != 0 || (opt.EndBlock != 0 && opt.EndBlock != cfg.Layers) || opt.Recompute {
+		return nil, fmt.Errorf("trainexec: tensor parallelism, pipeline stages and recompute are not yet graph transformations")
+	}
 	g, err := model.BuildGraph(&cfg, nil, cfg.RopeScaling != nil)
 	if err != nil {
 		return nil, err
