@@ -91,7 +91,7 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		NumKeyValueHeads: c.KVHeads, VocabSize: c.Vocab, MaxPositionEmbeddings: c.CtxLen,
 		RMSNormEps: shortFloat(c.NormEps), RopeTheta: c.RopeTheta, TieWordEmbeddings: c.Tied,
 		TorchDtype: torch,
-		Raw: map[string]any{"hidden_act": "silu", "transformers_version": "4.46.0", "use_cache": true},
+		Raw:        map[string]any{"hidden_act": "silu", "transformers_version": "4.46.0", "use_cache": true},
 	}
 	if c.HeadDim*c.Heads != c.Dim {
 		hc.HeadDim = c.HeadDim
