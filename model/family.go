@@ -40,6 +40,9 @@ type Family struct {
 	// architecture shares (<arch>.embedding_length, ...: see ConfigFromGGUF), e.g. flags
 	// read from the presence of tensors.
 	FromGGUF func(f *gguf.File, c *Config) error
+	// ToGGUF gives the family's metadata keys beyond the shared ones, for writing a GGUF file
+	// (convert.WriteGGUF); FromGGUF reads them back.
+	ToGGUF func(c *Config) []gguf.KV
 	// FromHF completes c from config.json beyond the fields every family shares (see
 	// ConfigFromHF); ToHF writes those family fields back into hc (see convert.WriteHF).
 	FromHF func(hc *hfdir.Config, c *Config) error

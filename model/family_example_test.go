@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/ref"
 	"github.com/llmcloud/llmcloud/kernels"
@@ -33,6 +35,24 @@ func init() {
 	model.Register(&model.Family{
 		Arch: demoArch, HFModelType: "llmcloud_demo", HFArchitecture: "LlmcloudDemoForCausalLM",
 		RopeTheta: 10000, NormEps: 1e-5,
+		// The block's kind, written into both formats and required when read back: a file
+		// of the name without it is not this network.
+		ToGGUF: func(*model.Config) []gguf.KV {
+			return []gguf.KV{{Key: demoArch + ".parallel_residual", Value: gguf.Bool(true)}}
+		},
+		FromGGUF: func(f *gguf.File, _ *model.Config) error {
+			if v, ok := f.Bool(demoArch + ".parallel_residual"); !ok || !v {
+				return fmt.Errorf("%s.parallel_residual is not true", demoArch)
+			}
+			return nil
+		},
+		ToHF: func(_ *model.Config, hc *hfdir.Config) { hc.Raw["parallel_residual"] = true },
+		FromHF: func(hc *hfdir.Config, _ *model.Config) error {
+			if hc.Raw["parallel_residual"] != true {
+				return fmt.Errorf("config.json parallel_residual is not true")
+			}
+			return nil
+		},
 		Shapes: demoShapes, Build: demoGraph,
 		Names: model.NameMap{
 			Global: map[string]string{
@@ -179,6 +199,9 @@ func TestAddFamilyFromOneFile(t *testing.T) {
 	m.Pool = kernels.Serial
 	if m.Config.Arch != demoArch || m.Config.Tied {
 		t.Fatalf("loaded config %+v", m.Config)
+	}
+	if v, ok := (&gguf.File{KVs: b.Meta}).Bool(demoArch + ".parallel_residual"); !ok || !v {
+		t.Fatalf("the family's ToGGUF key is not in the file")
 	}
 	seqs := [][]int{{5, 17, 290, 3, 3, 44, 101}, {7, 8, 9, 250, 1}}
 	got := forwardLogits(t, m, seqs)
