@@ -52,8 +52,8 @@ type Model struct {
 	B, T     int // shape of the last Forward
 	lastSlot int // its slot
 
-	graphPending bool               // a graph Forward with targets awaits its Backward
-	prog         *trainexec.Program // the graph with its backward (graph.go); nil: hand-written layers
+	graphPending bool                 // a graph Forward with targets awaits its Backward
+	prog         *trainexec.Program   // the graph with its backward (graph.go); nil: hand-written layers
 	progs        []*trainexec.Program // one per activation slot (progs[0] == prog; graph_stage.go)
 }
 
