@@ -82,7 +82,7 @@ func runPipeline(t *testing.T, cfg model.Config, opt Options, whole *Model, spli
 
 // drivePipeline runs ops[s] on stages[s], passing activations and gradients between them, and
 // returns the last stage's losses.
-func drivePipeline(t *testing.T, stages []*Model, ops [][]stageOp, kind string, split []int, batches [][2][]int32, B, T int, lossScale float32) []float32 {
+func drivePipeline(t testing.TB, stages []*Model, ops [][]stageOp, kind string, split []int, batches [][2][]int32, B, T int, lossScale float32) []float32 {
 	t.Helper()
 	S, M := len(stages), len(batches)
 	acts := make([][][]float32, S)  // acts[s][mb]: stage s's output of mb
