@@ -1,10 +1,10 @@
-// This file runs a whole single-process model through the graph: model.BuildGraph with its
-// loss and backward, compiled by graph/exec/trainexec over the model's own weight and gradient
-// views. Forward, Backward and Logits take this path when the model has no tensor
-// parallelism, is not a pipeline stage, keeps one activation slot and does not recompute;
-// the others still run the hand-written layers of forward.go (see docs/training.md). The
-// hooks (Options.BeforeUse, GradReady) are called in the order documented there, from the
-// weights each instruction reads and the gradients it writes.
+// This file runs the model through the graph: model.BuildGraph with its loss and backward
+// (a pipeline stage's part of it, recomputed per block with Options.Recompute; graph_stage.go
+// holds the stage and slot entry points), compiled by graph/exec/trainexec over the model's own
+// weight and gradient views. Every model without tensor parallelism takes this path; the
+// tensor-parallel ranks still run the hand-written layers of forward.go (see
+// docs/training.md). The hooks (Options.BeforeUse, GradReady) are called in the order
+// documented there, from the weights each instruction reads and the gradients it writes.
 package nn
 
 import (
