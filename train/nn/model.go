@@ -52,8 +52,9 @@ type Model struct {
 	B, T     int // shape of the last Forward
 	lastSlot int // its slot
 
-	graphPending bool               // a graph Forward with targets awaits its Backward
-	prog         *trainexec.Program // the graph with its backward (graph.go); nil: hand-written layers
+	graphPending bool                 // a graph Forward with targets awaits its Backward
+	prog         *trainexec.Program   // the graph with its backward (graph.go); nil: hand-written layers
+	progs        []*trainexec.Program // one per activation slot (progs[0] == prog; graph_stage.go)
 }
 
 // slot is one micro-batch's activations and inputs, kept from its forward for its backward.
@@ -138,7 +139,7 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 		rope.Table(m.cs[t*cfg.HeadDim:(t+1)*cfg.HeadDim], t)
 	}
 	m.slots = make([]slot, max(opt.Slots, 1))
-	if opt.usesGraph(m.first && m.last) {
+	if opt.usesGraph() {
 		if err := m.buildGraph(); err != nil {
 			return nil, fmt.Errorf("nn: %w", err)
 		}
@@ -203,8 +204,8 @@ func (m *Model) Logits() []float32 {
 	if !m.last {
 		return nil
 	}
-	if m.prog != nil && m.lastSlot < 0 {
-		return m.prog.Logits()[:m.B*m.T*m.lc.Vocab]
+	if m.prog != nil {
+		return m.progs[max(m.lastSlot, 0)].Logits()[:m.B*m.T*m.lc.Vocab]
 	}
 	return m.slots[m.lastSlot].acts.logits[:m.B*m.T*m.lc.Vocab]
 }

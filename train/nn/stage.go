@@ -23,7 +23,7 @@ func (m *Model) StageForward(slot int, tokens, targets []int32, in []float32, B,
 	if slot < 0 || slot >= len(m.slots) {
 		return nil, 0, fmt.Errorf("nn: activation slot %d of %d", slot, len(m.slots))
 	}
-	if m.slots[0].acts.buf == nil {
+	if m.prog == nil && m.slots[0].acts.buf == nil {
 		m.allocActs()
 	}
 	m.graphPending = false
@@ -45,6 +45,9 @@ func (m *Model) StageForward(slot int, tokens, targets []int32, in []float32, B,
 		if err := m.checkIDs("target", targets, B*T); err != nil {
 			return nil, 0, err
 		}
+	}
+	if m.prog != nil {
+		return m.graphStageForward(slot, tokens, targets, in, B, T)
 	}
 	m.setInputs(slot, tokens, targets, B, T)
 	if !m.first {
@@ -75,6 +78,9 @@ func (m *Model) StageBackward(slot int, dout []float32, lossScale float32) (din 
 		return nil, fmt.Errorf("nn: backward of slot %d without a forward (with targets on the last stage)", slot)
 	case !m.last && len(dout) < sl.B*sl.T*m.Cfg.Dim:
 		return nil, fmt.Errorf("nn: output gradient of %d values for %d x %d tokens of dim %d", len(dout), sl.B, sl.T, m.Cfg.Dim)
+	}
+	if m.prog != nil {
+		return m.graphStageBackward(slot, dout, lossScale), nil
 	}
 	return m.backward(slot, dout, lossScale), nil
 }

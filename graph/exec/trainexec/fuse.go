@@ -75,6 +75,9 @@ func newFusion(p *Program, g *graph.Graph, wrt []*graph.Value) *fusion {
 	}
 	// Weight gradients.
 	for i, w := range wrt {
+		if w.Kind != graph.KindWeight {
+			continue // a stage's input: its gradient is an output, not added into a G
+		}
 		d, G := g.Outputs[i+1], p.params[w.Name].G
 		var inner []*graph.Node
 		ls := leaves(d, &inner)
@@ -189,8 +192,8 @@ func (f *fusion) findNormAdds(g *graph.Graph, users map[*graph.Value][]*graph.No
 		if other == dx {
 			other = a.Args[1]
 		}
-		if w, ok := at[other]; !ok || w >= i || other.Kind != graph.KindResult {
-			continue
+		if w, ok := at[other]; other.Kind == graph.KindWeight || (other.Kind == graph.KindResult && (!ok || w >= i)) {
+			continue // an input (a stage's output gradient) is there before any node
 		}
 		f.normAdd[n] = normAdd{add: a, other: other}
 		f.skip[a] = true

@@ -38,11 +38,10 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	case "rms_norm":
 		C := a[1].Type.Shape.Last().N
 		eps := float32(n.Attrs.Float("eps", 0))
-		rstd := make([]float32, p.maxB*p.maxT*p.inner[out]/C)
-		p.side[n] = rstd
+		p.keepSide(n, p.maxB*p.maxT*p.inner[out]/C)
 		return func() {
 			rows := p.rows(out) * p.inner[out] / C
-			kernels.TrainRMSNorm(p.pool, p.buf(out), rstd, p.buf(a[0]), p.buf(a[1]), rows, C, eps)
+			kernels.TrainRMSNorm(p.pool, p.buf(out), p.side[n], p.buf(a[0]), p.buf(a[1]), rows, C, eps)
 		}, nil
 	case "matmul":
 		return func() {
@@ -118,10 +117,11 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	return nil, fmt.Errorf("op %s is not supported by the training executor", n.Op)
 }
 
-// forwardOf finds the forward node of op with the given leading arguments (the one a backward
-// node differentiates).
-func (p *Program) forwardOf(op string, args ...*graph.Value) *graph.Node {
-	for _, n := range p.g.Nodes {
+// forwardOf finds the forward node of op with the given leading arguments that backward node
+// bn differentiates: the last before bn (a recomputed copy, when there is one).
+func (p *Program) forwardOf(bn *graph.Node, op string, args ...*graph.Value) *graph.Node {
+	for i := p.at[bn] - 1; i >= 0; i-- {
+		n := p.g.Nodes[i]
 		if n.Op != op || len(n.Args) < len(args) {
 			continue
 		}
@@ -138,11 +138,10 @@ func (p *Program) forwardOf(op string, args ...*graph.Value) *graph.Node {
 
 func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 	dy, x, w := n.Args[0], n.Args[1], n.Args[2]
-	fw := p.forwardOf("rms_norm", x, w)
-	if fw == nil || p.side[fw] == nil {
+	fw := p.forwardOf(n, "rms_norm", x, w)
+	if fw == nil || !p.readSide(fw) {
 		return nil, fmt.Errorf("no forward rms_norm of %s, %s", x, w)
 	}
-	rstd := p.side[fw]
 	dx, dw := n.Outs[0], n.Outs[1]
 	sink := f.sink[dw]
 	C := w.Type.Shape.Last().N
@@ -150,7 +149,7 @@ func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 	inPlace := false
 	if fused {
 		dx = na.add.Outs[0]
-		inPlace = f.uses[na.other] == 1
+		inPlace = f.uses[na.other] == 1 && na.other.Kind == graph.KindResult
 		if inPlace {
 			p.alias[dx] = na.other
 		}
@@ -169,7 +168,7 @@ func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 			dst = p.cur(dw)
 			clear(dst)
 		}
-		kernels.TrainRMSNormGrad(p.pool, d, dst, p.buf(dy), p.buf(x), p.buf(w), rstd, rows, C)
+		kernels.TrainRMSNormGrad(p.pool, d, dst, p.buf(dy), p.buf(x), p.buf(w), p.side[fw], rows, C)
 	}, nil
 }
 
@@ -220,12 +219,11 @@ func (p *Program) attention(n *graph.Node) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	att := make([]float32, p.maxB*s.H*p.maxT*p.maxT)
-	p.side[n] = att
+	p.keepSide(n, p.maxB*s.H*p.maxT*p.maxT)
 	q, k, v, out := n.Args[0], n.Args[1], n.Args[2], n.Outs[0]
 	return func() {
 		s.B, s.T = p.B, p.T
-		kernels.TrainAttention(p.pool, p.buf(out), att, p.buf(q), p.buf(k), p.buf(v), s)
+		kernels.TrainAttention(p.pool, p.buf(out), p.side[n], p.buf(q), p.buf(k), p.buf(v), s)
 	}, nil
 }
 
@@ -235,11 +233,10 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 		return nil, err
 	}
 	dy, q, k, v := n.Args[0], n.Args[1], n.Args[2], n.Args[3]
-	fw := p.forwardOf("attention", q, k, v)
-	if fw == nil {
+	fw := p.forwardOf(n, "attention", q, k, v)
+	if fw == nil || !p.readSide(fw) {
 		return nil, fmt.Errorf("no forward attention of %s, %s, %s", q, k, v)
 	}
-	att := p.side[fw]
 	scratch := make([]float32, p.maxB*s.KVH*p.maxT*p.maxT)
 	dq, dk, dv := n.Outs[0], n.Outs[1], n.Outs[2]
 	return func() {
@@ -248,7 +245,7 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 		clear(a)
 		clear(b)
 		clear(c)
-		kernels.TrainAttentionGrad(p.pool, a, b, c, p.buf(dy), att, p.buf(q), p.buf(k), p.buf(v), scratch, s)
+		kernels.TrainAttentionGrad(p.pool, a, b, c, p.buf(dy), p.side[fw], p.buf(q), p.buf(k), p.buf(v), scratch, s)
 	}, nil
 }
 
@@ -270,7 +267,7 @@ func (p *Program) crossEntropy(n *graph.Node) func() {
 // crossEntropyGrad turns the forward's probabilities into dlogits in place, as train/nn does.
 func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	dl, z, t := n.Args[0], n.Args[1], n.Args[2]
-	fw := p.forwardOf("cross_entropy", z, t)
+	fw := p.forwardOf(n, "cross_entropy", z, t)
 	if fw == nil {
 		return nil, fmt.Errorf("no forward cross_entropy of %s", z)
 	}
@@ -278,7 +275,7 @@ func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	p.bufs[n.Outs[0]] = probs
 	V := p.inner[z]
 	return func() {
-		kernels.TrainCrossEntropyGrad(p.pool, probs, p.ints[t.Name], p.N, V, p.buf(dl)[0]/float32(p.N))
+		kernels.TrainCrossEntropyGrad(p.pool, probs, p.ints[t.Name], p.N, V, p.scale*p.buf(dl)[0]/float32(p.N))
 	}, nil
 }
 
