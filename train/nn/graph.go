@@ -1,7 +1,7 @@
 // This file runs a whole single-process model through the graph: model.BuildGraph with its
 // loss and backward, compiled by graph/exec/trainexec over the model's own weight and gradient
-// views. Forward, Backward and Logits take this path when the model has no tensor
-// parallelism, is not a pipeline stage, keeps one activation slot and does not recompute;
+// views. Forward, Backward and Logits take this path when the model (with or without tensor
+// parallelism, graph_tp.go) is not a pipeline stage, keeps one activation slot and does not recompute;
 // the others still run the hand-written layers of forward.go (see docs/training.md). The
 // hooks (Options.BeforeUse, GradReady) are called in the order documented there, from the
 // weights each instruction reads and the gradients it writes.
@@ -15,7 +15,7 @@ import (
 
 // usesGraph reports whether NewWith(cfg, ..., opt) runs through the graph executor.
 func (o *Options) usesGraph(whole bool) bool {
-	return !o.handWritten && (o.TP == nil || o.TP.Size() <= 1) && whole && !o.Recompute && o.Slots <= 1
+	return !o.handWritten && whole && !o.Recompute && o.Slots <= 1
 }
 
 // buildGraph compiles the model's graph over its parameters and lays out the hook calls.
@@ -26,7 +26,7 @@ func (m *Model) buildGraph() error {
 		params[i] = trainexec.Param{Name: p.Name, W: p.W, G: p.G}
 		unit[p.Name] = p.unit
 	}
-	prog, err := trainexec.ForModel(m.Cfg, params, m.maxB, m.maxT, m.pool)
+	prog, err := trainexec.ForModelWith(m.Cfg, params, m.maxB, m.maxT, m.pool, m.execOptions())
 	if err != nil {
 		return err
 	}

@@ -49,8 +49,12 @@ func ForModel(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Po
 
 // ForModelWith is ForModel with the transformations of opt.
 func ForModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool, opt Options) (*Program, error) {
-	if (opt.TP != nil && opt.TP.Size() > 1) || opt.FirstBlock != 0 || (opt.EndBlock != 0 && opt.EndBlock != cfg.Layers) || opt.Recompute {
-		return nil, fmt.Errorf("trainexec: tensor parallelism, pipeline stages and recompute are not yet graph transformations")
+	if opt.FirstBlock != 0 || (opt.EndBlock != 0 && opt.EndBlock != cfg.Layers) || opt.Recompute {
+		return nil, fmt.Errorf("trainexec: pipeline stages and recompute are not yet graph transformations")
+	}
+	var tp Comm
+	if opt.TP != nil && opt.TP.Size() > 1 {
+		tp = opt.TP
 	}
 	g, err := model.BuildGraph(&cfg, nil, cfg.RopeScaling != nil)
 	if err != nil {
@@ -63,5 +67,5 @@ func ForModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernel
 		}
 		params = append(params[:len(params):len(params)], Param{Name: model.RopeFreqsName, W: f})
 	}
-	return New(g, params, maxB, maxT, pool)
+	return newProgram(g, params, maxB, maxT, pool, tp)
 }

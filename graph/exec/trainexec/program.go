@@ -63,6 +63,7 @@ type Program struct {
 	B, T, N    int
 	hasTargets bool
 	pending    bool
+	tp         Comm // the tensor-parallel group (comm.go); nil: none
 }
 
 // New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
@@ -70,6 +71,12 @@ type Program struct {
 // respect to every param that has a G, and compiles it. params must bind every weight of fwd
 // (F32, of its shape). pool nil means kernels.Default.
 func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (*Program, error) {
+	return newProgram(fwd, params, maxB, maxT, pool, nil)
+}
+
+// newProgram is New for one rank of the tensor-parallel group tp (nil: none), the graph with
+// its loss sharded for it (graph.ShardTP) before it is differentiated.
+func newProgram(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool, tp Comm) (*Program, error) {
 	if maxB <= 0 || maxT <= 0 {
 		return nil, fmt.Errorf("trainexec: batch %d x %d", maxB, maxT)
 	}
@@ -77,12 +84,15 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 		pool = kernels.Default
 	}
 	lg, loss, err := graph.WithLoss(fwd, OutputLogits, InputTargets)
+	if err == nil && tp != nil {
+		lg, loss, err = shardTP(lg, tp)
+	}
 	if err != nil {
 		return nil, err
 	}
 	p := &Program{pool: pool, maxB: maxB, maxT: maxT, bufs: map[*graph.Value][]float32{}, alias: map[*graph.Value]*graph.Value{},
 		inner: map[*graph.Value]int{}, sym: map[*graph.Value]bool{}, ints: map[string][]int32{},
-		params: map[string]Param{}, side: map[*graph.Node][]float32{}}
+		params: map[string]Param{}, side: map[*graph.Node][]float32{}, tp: tp}
 	var wrt []*graph.Value
 	for _, pr := range params {
 		p.params[pr.Name] = pr
@@ -133,7 +143,7 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 	}
 	f := newFusion(p, g, wrt)
 	for i, n := range g.Nodes {
-		if n.Op == "cross_entropy" && n.Outs[0] == loss0(g) {
+		if (n.Op == "cross_entropy" || n.Op == "cross_entropy_shard") && n.Outs[0] == loss0(g) {
 			p.lossNode = n
 			p.nf = -1 - i // set below, once the loss's code exists
 		}
