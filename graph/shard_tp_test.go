@@ -1,4 +1,4 @@
-// Tests of ShardTP: a Llama graph with its loss sharded for rank 1 of 2 has the rank's weight
+// Tests of ShardTP: a Llama graph (also with Qwen's biases or q/k norms) with its loss sharded for rank 1 of 2 has the rank's weight
 // shapes, one tp_copy before every group of column-parallel matmuls, an all_reduce_sum after
 // every row-parallel one and after the embedding, the vocab-parallel loss, the rank's heads;
 // it differentiates, and its text round-trips. A block without the embedding or the head (a
@@ -20,9 +20,14 @@ import (
 )
 
 func TestShardTPLlama(t *testing.T) {
-	for _, tied := range []bool{false, true} {
-		cfg := model.Config{Arch: "llama", Dim: 16, Layers: 2, Heads: 8, KVHeads: 4, HeadDim: 4, FFN: 24,
-			Vocab: 64, CtxLen: 16, RopeTheta: 10000, NormEps: 1e-5, Tied: tied}
+	llama := model.Config{Arch: "llama", Dim: 16, Layers: 2, Heads: 8, KVHeads: 4, HeadDim: 4, FFN: 24,
+		Vocab: 64, CtxLen: 16, RopeTheta: 10000, NormEps: 1e-5}
+	tied, qwen2, qwen3 := llama, llama, llama
+	tied.Tied = true
+	qwen2.Arch, qwen2.QKVBias = "qwen2", true // biases follow their matrix's rows
+	qwen3.Arch, qwen3.QKNorm, qwen3.RopeNeoX = "qwen3", true, true
+	for _, cfg := range []model.Config{llama, tied, qwen2, qwen3} {
+		tied := cfg.Tied
 		g, err := model.BuildGraph(&cfg, nil, false)
 		if err != nil {
 			t.Fatal(err)
@@ -42,15 +47,15 @@ func TestShardTPLlama(t *testing.T) {
 			full := lg.Value(w.Name).Type.Shape
 			want := append(graph.Shape{}, full...)
 			switch {
-			case w.Name == "token_embd.weight" || w.Name == "output.weight" || strings.Contains(w.Name, "attn_q") ||
-				strings.Contains(w.Name, "attn_k") || strings.Contains(w.Name, "attn_v") ||
-				strings.Contains(w.Name, "ffn_gate") || strings.Contains(w.Name, "ffn_up"):
+			case w.Name == "token_embd.weight" || w.Name == "output.weight" || strings.Contains(w.Name, ".attn_q.") ||
+				strings.Contains(w.Name, ".attn_k.") || strings.Contains(w.Name, ".attn_v.") ||
+				strings.Contains(w.Name, ".ffn_gate.") || strings.Contains(w.Name, ".ffn_up."):
 				want[0] = graph.D(full[0].N / 2)
 			case strings.Contains(w.Name, "attn_output") || strings.Contains(w.Name, "ffn_down"):
 				want[1] = graph.D(full[1].N / 2)
 			}
 			if !w.Type.Shape.Equal(want) {
-				t.Errorf("tied %v: %s %v, want %v", tied, w.Name, w.Type.Shape, want)
+				t.Errorf("%s tied %v: %s %v, want %v", cfg.Arch, tied, w.Name, w.Type.Shape, want)
 			}
 		}
 		c := sg.OpCounts()
