@@ -163,8 +163,13 @@ func (p *Program) crossEntropyShard(n *graph.Node) func() {
 // crossEntropyShardGrad turns the forward's probabilities into this rank's dlogits in place.
 func (p *Program) crossEntropyShardGrad(n *graph.Node) (func(), error) {
 	dl, z, t := n.Args[0], n.Args[1], n.Args[2]
-	fw := p.forwardOf("cross_entropy_shard", z, t)
-	if fw == nil {
+	var fw *graph.Node // the loss is computed once: the forward node of these arguments
+	for _, m := range p.g.Nodes {
+		if m.Op == "cross_entropy_shard" && m.Args[0] == z && m.Args[1] == t {
+			fw = m
+		}
+	}
+	if fw == nil || p.side[fw] == nil {
 		return nil, fmt.Errorf("no forward cross_entropy_shard of %s", z)
 	}
 	probs := p.side[fw]
