@@ -57,6 +57,9 @@ func (p *Program) compileComm(n *graph.Node, f *fusion) (fn func(), ok bool, err
 	}
 	switch n.Op {
 	case "tp_copy":
+		if a[0].Kind != graph.KindResult {
+			p.buf(a[0]) // an input (a stage's output gradient) is not planned: its buffer now, for the alias
+		}
 		p.alias[out] = a[0]
 		return nil, true, nil
 	case "all_reduce_sum":
