@@ -149,6 +149,7 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 		m.B, m.T, m.lastSlot = B, T, -1
 		m.slots[0].pending = false
 		m.graphPending = targets != nil
+		defer commPanic()
 		return m.prog.Forward(tokens, targets, B, T)
 	}
 	m.setInputs(0, tokens, targets, B, T)
@@ -240,6 +241,7 @@ func (m *Model) blockForward(a *acts, l, B, T int) {
 func (m *Model) Backward() {
 	if m.prog != nil && m.graphPending {
 		m.graphPending = false
+		defer commPanic()
 		m.prog.Backward()
 		return
 	}

@@ -1,10 +1,9 @@
 // This file runs the model through the graph: model.BuildGraph with its loss and backward
-// (a pipeline stage's part of it, recomputed per block with Options.Recompute; graph_stage.go
-// holds the stage and slot entry points), compiled by graph/exec/trainexec over the model's own
-// weight and gradient views. Every model without tensor parallelism takes this path; the
-// tensor-parallel ranks still run the hand-written layers of forward.go (see
-// docs/training.md). The hooks (Options.BeforeUse, GradReady) are called in the order
-// documented there, from the weights each instruction reads and the gradients it writes.
+// (a pipeline stage's part of it, sharded over the tensor-parallel group, recomputed per block
+// with Options.Recompute; graph_stage.go holds the stage and slot entry points), compiled by
+// graph/exec/trainexec over the model's own weight and gradient views. The hooks
+// (Options.BeforeUse, GradReady) are called in the order documented in docs/training.md, from
+// the weights each instruction reads and the gradients it writes.
 package nn
 
 import (
@@ -15,7 +14,7 @@ import (
 
 // usesGraph reports whether NewWith(cfg, ..., opt) runs through the graph executor.
 func (o *Options) usesGraph() bool {
-	return !o.handWritten && (o.TP == nil || o.TP.Size() <= 1)
+	return !o.handWritten
 }
 
 // buildGraph compiles the model's graph over its parameters and lays out the hook calls.

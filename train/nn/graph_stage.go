@@ -8,7 +8,8 @@ import "github.com/llmcloud/llmcloud/graph/exec/trainexec"
 
 // buildSlots compiles one program per activation slot and returns the first.
 func (m *Model) buildSlots(params []trainexec.Param) (*trainexec.Program, error) {
-	opt := trainexec.Options{FirstBlock: m.lo, EndBlock: m.hi, Recompute: m.opt.Recompute}
+	opt := m.execOptions()
+	opt.FirstBlock, opt.EndBlock, opt.Recompute = m.lo, m.hi, m.opt.Recompute
 	ps, err := trainexec.ForModelSlots(m.Cfg, params, m.maxB, m.maxT, m.pool, opt, len(m.slots))
 	if err != nil {
 		return nil, err
@@ -26,6 +27,7 @@ func (m *Model) setHook(h func(i int, after bool)) {
 
 // graphStageForward is StageForward through slot's program (its input checked).
 func (m *Model) graphStageForward(slot int, tokens, targets []int32, in []float32, B, T int) ([]float32, float32, error) {
+	defer commPanic()
 	sl := &m.slots[slot]
 	sl.B, sl.T = B, T
 	m.B, m.T, m.lastSlot = B, T, slot
@@ -40,6 +42,7 @@ func (m *Model) graphStageForward(slot int, tokens, targets []int32, in []float3
 
 // graphStageBackward is StageBackward through slot's program (its pending forward checked).
 func (m *Model) graphStageBackward(slot int, dout []float32, lossScale float32) []float32 {
+	defer commPanic()
 	sl := &m.slots[slot]
 	sl.pending = false
 	if !m.last {

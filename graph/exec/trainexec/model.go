@@ -5,8 +5,6 @@
 package trainexec
 
 import (
-	"fmt"
-
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -53,9 +51,6 @@ func ForModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernel
 }
 
 func forModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool, opt Options, ar *arena) (*Program, error) {
-	if opt.TP != nil && opt.TP.Size() > 1 {
-		return nil, fmt.Errorf("trainexec: tensor parallelism is not yet a graph transformation")
-	}
 	g, err := model.BuildGraph(&cfg, nil, cfg.RopeScaling != nil)
 	if err != nil {
 		return nil, err

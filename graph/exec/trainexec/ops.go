@@ -114,6 +114,9 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	case "rms_norm_grad":
 		return p.rmsNormGrad(n, f)
 	}
+	if fn, ok, err := p.compileComm(n, f); ok {
+		return fn, err
+	}
 	return nil, fmt.Errorf("op %s is not supported by the training executor", n.Op)
 }
 

@@ -71,6 +71,7 @@ type Program struct {
 	sideEnd    map[*graph.Node]int
 	arena      *arena // buffers shared with the other slots' programs (slots.go)
 	shared     int64  // bytes of the arena this program uses
+	tp         Comm   // the tensor-parallel group (comm.go); nil: none
 }
 
 // New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
@@ -93,7 +94,7 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 	p := &Program{pool: pool, maxB: maxB, maxT: maxT, bufs: map[*graph.Value][]float32{}, alias: map[*graph.Value]*graph.Value{},
 		inner: map[*graph.Value]int{}, sym: map[*graph.Value]bool{}, ints: map[string][]int32{},
 		params: map[string]Param{}, side: map[*graph.Node][]float32{}, scale: 1, arena: ar,
-		sideAt: map[*graph.Node]int{}, sideSize: map[*graph.Node]int{}, sideEnd: map[*graph.Node]int{}}
+		sideAt: map[*graph.Node]int{}, sideSize: map[*graph.Node]int{}, sideEnd: map[*graph.Node]int{}, tp: sp.tp}
 	var wrt []*graph.Value
 	for _, pr := range params {
 		p.params[pr.Name] = pr
@@ -156,7 +157,7 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 	f := newFusion(p, g, wrt)
 	p.at = f.index
 	for i, n := range g.Nodes {
-		if n.Op == "cross_entropy" && n.Outs[0] == loss0(g) {
+		if (n.Op == "cross_entropy" || n.Op == "cross_entropy_shard") && n.Outs[0] == loss0(g) {
 			p.lossNode = n
 		}
 		if i == len(lg.Nodes) {

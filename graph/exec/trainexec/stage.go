@@ -20,6 +20,7 @@ const InputGrad = "d_stage_out"
 type stageSpec struct {
 	in, out     string   // the stage's input and output values ("": the whole graph's)
 	checkpoints []string // recompute from these values (nil: keep everything)
+	tp          Comm     // shard for this rank of the tensor-parallel group (nil: none)
 }
 
 // stageState is a stage program's input and output values.
@@ -35,11 +36,17 @@ func (sp stageSpec) forward(fwd *graph.Graph) (*graph.Graph, error) {
 			return nil, err
 		}
 	}
-	if sp.out != "" {
-		return fwd, nil
+	lg := fwd
+	if sp.out == "" {
+		var err error
+		if lg, _, err = graph.WithLoss(fwd, OutputLogits, InputTargets); err != nil {
+			return nil, err
+		}
 	}
-	lg, _, err := graph.WithLoss(fwd, OutputLogits, InputTargets)
-	return lg, err
+	if sp.tp == nil {
+		return lg, nil
+	}
+	return graph.ShardTP(lg, sp.tp.Rank(), sp.tp.Size())
 }
 
 // differentiate returns lg with its backward (w.r.t. wrt and the stage's input, appended) and
@@ -147,6 +154,9 @@ func forModelStage(fwd *graph.Graph, layers int, params []Param, maxB, maxT int,
 		return nil, fmt.Errorf("trainexec: stage of blocks [%d, %d) of %d", lo, hi, layers)
 	}
 	var sp stageSpec
+	if opt.TP != nil && opt.TP.Size() > 1 {
+		sp.tp = opt.TP
+	}
 	if lo > 0 {
 		sp.in = model.BlockInput(lo)
 	}
