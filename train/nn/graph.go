@@ -12,11 +12,6 @@ import (
 	"github.com/llmcloud/llmcloud/graph/exec/trainexec"
 )
 
-// usesGraph reports whether NewWith(cfg, ..., opt) runs through the graph executor.
-func (o *Options) usesGraph() bool {
-	return !o.handWritten
-}
-
 // buildGraph compiles the model's graph over its parameters and lays out the hook calls.
 func (m *Model) buildGraph() error {
 	params := make([]trainexec.Param, len(m.params))

@@ -67,8 +67,6 @@ type Options struct {
 	// A hook whose communication fails panics with a *CommError: Forward and Backward let it
 	// through (defer CatchComm to recover it), StageForward and StageBackward return it.
 	GradReady func(unit int)
-
-	handWritten bool // tests and benchmarks: the hand-written layers even where the graph runs
 }
 
 // Unit is one unit's parameters: their names and shapes (W and G nil) in layout order and
@@ -140,7 +138,6 @@ func (o *Options) blockRange(cfg model.Config) (lo, hi int, err error) {
 // layout lays out the held units' parameters, in Params order, in opt's storage or the flat
 // weight and gradient buffers (which hold, in unit order, the units without external storage).
 func (m *Model) layout(units []Unit, opt *Options) error {
-	c := &m.Cfg
 	for _, s := range [][][]float32{opt.W, opt.G} {
 		if s != nil && len(s) != len(units) {
 			return fmt.Errorf("nn: %d storage entries for %d units", len(s), len(units))
@@ -188,23 +185,6 @@ func (m *Model) layout(units []Unit, opt *Options) error {
 			off += n
 		}
 		m.numParams += int64(un.Size)
-	}
-	next := 0
-	if m.holds(0) {
-		m.embd = &m.params[0]
-		next = 1
-	}
-	for l := m.lo; l < m.hi; l++ {
-		q := m.params[next:]
-		m.blocks = append(m.blocks, blockParams{&q[0], &q[1], &q[2], &q[3], &q[4], &q[5], &q[6], &q[7], &q[8]})
-		next += 9
-	}
-	if m.last {
-		m.outNorm = &m.params[next]
-		m.out = m.embd
-		if !c.Tied {
-			m.out = &m.params[next+1]
-		}
 	}
 	return nil
 }
