@@ -1,8 +1,8 @@
 // Tests of the whole Llama network's backward graph: model.BuildGraph's graph with the mean
 // cross-entropy over targets (logit_rows = every row), 2 sequences × 8 tokens, differentiated
 // by graph.Grad with respect to every weight and run by ref. Its gradients equal central
-// finite differences of the loss on a sample of weight entries, and train/nn's hand-written
-// backward (float32) within 1e-4 relative per tensor: one definition can drive training.
+// finite differences of the loss on a sample of weight entries, and train/nn's backward (the
+// same graph compiled by graph/exec/trainexec, float32) within 1e-4 relative per tensor.
 package ref_test
 
 import (

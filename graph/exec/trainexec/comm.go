@@ -1,9 +1,9 @@
 // This file runs tensor parallelism's ops (graph/ops_comm.go) over the group of Options.TP,
-// as train/nn's hand-written tensor-parallel layers do (the same float operations in the same
-// order, so the results are bit for bit theirs): tp_copy is its argument's buffer, an
-// all_reduce_sum reduces in place when it is its argument's only user, the vocab-parallel
-// embedding and cross-entropy are tp_layers.go's loops. A failed collective panics with a
-// *CommError; train/nn turns it into its own.
+// as train/nn's hand-written tensor-parallel layers did until main be94aba (the same float
+// operations in the same order, so the results were bit for bit theirs): tp_copy is its
+// argument's buffer, an all_reduce_sum reduces in place when it is its argument's only user,
+// the vocab-parallel embedding and cross-entropy are the loops those layers had. A failed
+// collective panics with a *CommError; train/nn turns it into its own.
 package trainexec
 
 import (

@@ -1,11 +1,12 @@
-// This file finds where the graph spells out a sum that train/nn accumulates, so that the
-// executor accumulates in the same order and gets the same floats:
+// This file finds where the graph spells out a sum that train/nn's hand-written layers
+// accumulated (until main be94aba), so that the executor accumulates in the same order and gets
+// the same floats:
 //
 //   - a weight's gradient (one contribution, or the add of several: a tied embedding's) is
 //     added by each contribution's node straight into the trainer's G, in execution order;
 //   - the input gradient of matmuls sharing an input (q, k, v; gate, up), an add of matmul_dx
 //     results, is one chain of Gemms accumulating in the forward's order;
-//   - silu(g)·u and its backward (mul, mul, silu_grad) run as train/nn's SwiGLU pair.
+//   - silu(g)·u and its backward (mul, mul, silu_grad) run as the kernels' SwiGLU pair.
 package trainexec
 
 import (
@@ -31,7 +32,7 @@ type fusion struct {
 }
 
 // normAdd is the add of a norm's input gradient dx to other, done by accumulating dx into
-// other's values as train/nn's residual gradient buffer does.
+// other's values as train/nn's residual gradient buffer did.
 type normAdd struct {
 	add   *graph.Node
 	other *graph.Value

@@ -1,5 +1,5 @@
 // This file compiles one node into a closure over the program's buffers, calling the layers of
-// kernels/train_rows.go and kernels/train_attention.go as train/nn does. Sizes are read when
+// kernels/train_rows.go and kernels/train_attention.go as train/nn's hand-written layers did. Sizes are read when
 // the closure runs (p.N, p.B, p.T of the current batch).
 package trainexec
 
@@ -267,7 +267,7 @@ func (p *Program) crossEntropy(n *graph.Node) func() {
 	}
 }
 
-// crossEntropyGrad turns the forward's probabilities into dlogits in place, as train/nn does.
+// crossEntropyGrad turns the forward's probabilities into dlogits in place, as train/nn's layers did.
 func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	dl, z, t := n.Args[0], n.Args[1], n.Args[2]
 	fw := p.forwardOf(n, "cross_entropy", z, t)

@@ -2,7 +2,7 @@
 // an argument, p.alias) lives from the first instruction writing it to the last reading it,
 // and buffers of the same size are reused by values whose lifetimes do not overlap. Forward
 // values read by the backward live until then, so the plan keeps exactly what the backward
-// needs; the backward's temporaries share a few buffers, as train/nn's scratch does. The
+// needs; the backward's temporaries share a few buffers, as train/nn's scratch did. The
 // logits and the loss stay until the next Forward.
 package trainexec
 

@@ -3,11 +3,12 @@
 // sequences of T rows, adding the weight gradients into buffers the trainer owns.
 //
 // Every op runs the same float operations, in the same order, as train/nn's hand-written
-// layers (both call kernels/train_rows.go and kernels/train_attention.go), so a step through
-// the graph gives train/nn's loss and gradients bit for bit. Where train/nn accumulates (the
-// input gradient of the matmuls sharing an input, a weight gradient added into G) the
-// executor recognises the graph's sum of contributions and accumulates in the same order
-// (fuse.go).
+// layers did until main be94aba (both called kernels/train_rows.go and
+// kernels/train_attention.go), so a step through the graph gave their loss and gradients bit
+// for bit; the tests keep those numbers (testdata/nn_step.golden). Where those layers
+// accumulated (the input gradient of the matmuls sharing an input, a weight gradient added
+// into G) the executor recognises the graph's sum of contributions and accumulates in the same
+// order (fuse.go). train/nn's model runs this executor; it has no other forward.
 //
 // This file holds New, the value buffers and Forward/Backward; ops.go compiles each node.
 package trainexec
