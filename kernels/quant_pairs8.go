@@ -23,9 +23,8 @@ var p8Rows, p8Toks = 1, 8
 func usePairs8() bool { return tilesP8[1][1] != nil }
 
 // matmulP8 runs out = x · wᵀ for Q8_0 weights ([n, k], k/32 even): work items of 16 rows x one
-// token chunk (which stays in L2), taken dynamically by the workers; inside, p8Toks tokens at a
-// time (kept in L1) against the item's rows p8Rows at a time, smaller tiles for the last
-// tokens and rows.
+// token chunk (which stays in L2), taken dynamically by the workers; inside, groups of up to
+// p8Toks tokens (kept in L1) against the item's rows p8Rows at a time.
 func matmulP8(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	a.prepP8(p)
 	nb := k / 32
@@ -36,11 +35,15 @@ func matmulP8(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
-		for t := t0; t < t1; t += T {
-			tt := min(T, t1-t)
+		// The chunk's tokens in ng groups of nearly equal size (at most T each), so no group is
+		// left with one or two tokens to carry the per-row work alone.
+		ng := (t1 - t0 + T - 1) / T
+		for g, t := 0, t0; g < ng; g++ {
+			tt := (t1 - t) / (ng - g)
 			for r := r0; r < r1; r += R {
 				tilesP8[min(R, r1-r)][tt](&w[r*rs], rs, &a.qs[t*k], k, &a.d8[t*k/8], nil, np, &out[t*n+r], n)
 			}
+			t += tt
 		}
 	})
 }
