@@ -128,62 +128,6 @@ func TestMatMulQuantPairs8Shapes(t *testing.T) {
 	}
 }
 
-// BenchmarkQ8Prefill: Q8_0 prefill on the shapes of stories110M and TinyLlama, GOP/s (2·m·n·k);
-// with 1 thread also per second of the thread's CPU time (a busy host disturbs that far less);
-// blocks = the block tiles (the path before the pair tiles), p8RxT = the pair tiles of that shape.
-func BenchmarkQ8Prefill(b *testing.B) {
-	shapes := [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}, {2048, 5632}}
-	for _, m := range []int{64, 512} {
-		for _, sh := range shapes {
-			n, k := sh[0], sh[1]
-			w := randQuantFast(b, tensor.Q8_0, n, k)
-			x := qRandVec(rand.New(rand.NewPCG(2, 3)), m*k, 1)
-			out := make([]float32, m*n)
-			for _, th := range []int{1, 2} {
-				p := NewPool(th)
-				for round, mode := range q8PrefillModes() {
-					b.Run(fmt.Sprintf("%dx%d/m%d/t%d/%s/r%d", n, k, m, th, mode, round/4), func(b *testing.B) {
-						vnni, tp, oR, oT := quantVNNI, tilesP8, p8Rows, p8Toks
-						quantVNNI = false
-						switch mode {
-						case "blocks":
-							tilesP8 = [3][9]tileFunc{}
-						case "p8_1x8":
-							p8Rows, p8Toks = 1, 8
-						case "p8_2x3":
-							p8Rows, p8Toks = 2, 3
-						case "p8_1x4":
-							p8Rows, p8Toks = 1, 4
-						}
-						defer func() { quantVNNI, tilesP8, p8Rows, p8Toks = vnni, tp, oR, oT }()
-						runtime.LockOSThread()
-						defer runtime.UnlockOSThread()
-						cpu0 := threadCPU()
-						for b.Loop() {
-							if err := p.MatMul(out, x, w, m); err != nil {
-								b.Fatal(err)
-							}
-						}
-						ops := 2 * float64(m*n*k) * float64(b.N)
-						b.ReportMetric(ops/b.Elapsed().Seconds()/1e9, "GOP/s")
-						if th == 1 { // the caller's thread runs the whole matmul
-							b.ReportMetric(ops/(threadCPU()-cpu0)/1e9, "GOP/thread-s")
-						}
-					})
-				}
-			}
-		}
-	}
-}
-
-// q8PrefillModes lists BenchmarkQ8Prefill's modes for three alternated rounds.
-func q8PrefillModes() (modes []string) {
-	for r := 0; r < 3; r++ {
-		modes = append(modes, "blocks", "p8_1x8", "p8_2x3", "p8_1x4")
-	}
-	return
-}
-
 // BenchmarkQ8TileL1: one tile call over 2048 values in L1 (the Q8_0 block tile 2x4 against the
 // pair tiles), GOP per second of the thread's CPU time.
 func BenchmarkQ8TileL1(b *testing.B) {
