@@ -13,7 +13,8 @@ import (
 )
 
 // shapes lists the generated tiles: rows and the largest token count for that many rows
-// (accumulators R·T, three registers per row, three scratch registers: at most 16 ymm).
+// (accumulators R·T, five registers for one row or three per row for two, three scratch
+// registers: at most 16 ymm).
 var shapes = [][2]int{{1, 8}, {2, 3}}
 
 func main() {
@@ -57,11 +58,17 @@ func main() {
 			name, lab := fmt.Sprintf("q8_0TileP%dx%d", R, T), fmt.Sprintf("p8_%dx%d", R, T)
 			acc := func(r, t int) int { return t + T*r }
 			next := R * T
-			type rowRegs struct{ ab, ab1, sc int }
+			// One row keeps its raw weights too (w, w1: the sign sources of VPSIGNB), so the
+			// weights are loaded once per pair instead of once per token.
+			type rowRegs struct{ ab, ab1, sc, w, w1 int }
 			rr := make([]rowRegs, R)
 			for r := range rr {
-				rr[r] = rowRegs{next, next + 1, next + 2}
+				rr[r] = rowRegs{next, next + 1, next + 2, -1, -1}
 				next += 3
+				if R == 1 {
+					rr[r].w, rr[r].w1 = next, next+1
+					next += 2
+				}
 			}
 			ones, t0, t1 := next, next+1, next+2
 			if t1 > 15 {
@@ -98,8 +105,15 @@ func main() {
 			}
 			for r := 0; r < R; r++ {
 				g := rr[r]
-				a("\tVPABSB %s, Y%d", wa(r, 2), g.ab)
-				a("\tVPABSB %s, Y%d", wa(r, 36), g.ab1)
+				if g.w >= 0 {
+					a("\tVMOVDQU %s, Y%d", wa(r, 2), g.w)
+					a("\tVMOVDQU %s, Y%d", wa(r, 36), g.w1)
+					a("\tVPABSB Y%d, Y%d", g.w, g.ab)
+					a("\tVPABSB Y%d, Y%d", g.w1, g.ab1)
+				} else {
+					a("\tVPABSB %s, Y%d", wa(r, 2), g.ab)
+					a("\tVPABSB %s, Y%d", wa(r, 36), g.ab1)
+				}
 				a("\tVPBROADCASTW %s, X%d", wa(r, 0), g.sc)
 				a("\tVPBROADCASTW %s, X%d", wa(r, 34), t0)
 				a("\tVPUNPCKLDQ X%d, X%d, X%d", t0, g.sc, g.sc)
@@ -109,11 +123,15 @@ func main() {
 				for r := 0; r < R; r++ {
 					g := rr[r]
 					a("\tVMOVDQU %s, Y%d", xtok(t, "DX", 0), t0)
-					a("\tVPSIGNB %s, Y%d, Y%d", wa(r, 2), t0, t0)
+					ws, ws1 := wa(r, 2), wa(r, 36)
+					if g.w >= 0 {
+						ws, ws1 = fmt.Sprintf("Y%d", g.w), fmt.Sprintf("Y%d", g.w1)
+					}
+					a("\tVPSIGNB %s, Y%d, Y%d", ws, t0, t0)
 					a("\tVPMADDUBSW Y%d, Y%d, Y%d", t0, g.ab, t0)
 					a("\tVPMADDWD Y%d, Y%d, Y%d", ones, t0, t0)
 					a("\tVMOVDQU %s, Y%d", xtok(t, "DX", 32), t1)
-					a("\tVPSIGNB %s, Y%d, Y%d", wa(r, 36), t1, t1)
+					a("\tVPSIGNB %s, Y%d, Y%d", ws1, t1, t1)
 					a("\tVPMADDUBSW Y%d, Y%d, Y%d", t1, g.ab1, t1)
 					a("\tVPMADDWD Y%d, Y%d, Y%d", ones, t1, t1)
 					a("\tVPHADDD Y%d, Y%d, Y%d", t1, t0, t0)
