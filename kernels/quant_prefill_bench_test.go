@@ -12,11 +12,11 @@ import (
 // BenchmarkQuantPrefill: Q8_0 and Q4_0 prefill on the shapes of stories110M and TinyLlama (AVX2
 // paths), GOP/s (2·m·n·k), with 1 thread also per second of the thread's CPU time (a busy host
 // disturbs that far less). Modes, alternated over three rounds: blocks = the block tiles,
-// pairs = the pair tiles (Q8_0: 1 row x 8 tokens, also p8_2x3 = 2 rows x 3 tokens), quads = the
-// Q4_0 quad tiles (the default for k/32 a multiple of 4).
+// pairs = the pair tiles (Q8_0: 1 row x 8 tokens, the default; p8_2x3 = 2 rows x 3 tokens,
+// p8_1x4 = 1 row x 4 tokens), quads = the Q4_0 quad tiles (the default for k/32 a multiple of 4).
 func BenchmarkQuantPrefill(b *testing.B) {
 	shapes := [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}, {2048, 5632}}
-	modes := map[tensor.DType][]string{tensor.Q8_0: {"blocks", "pairs", "p8_2x3"}, tensor.Q4_0: {"blocks", "pairs", "quads"}}
+	modes := map[tensor.DType][]string{tensor.Q8_0: {"blocks", "pairs", "p8_2x3", "p8_1x4"}, tensor.Q4_0: {"blocks", "pairs", "quads"}}
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 		for _, m := range []int{64, 512} {
 			for _, sh := range shapes {
@@ -49,6 +49,8 @@ func benchPrefill(b *testing.B, p *Pool, out, x []float32, w *tensor.Tensor, m, 
 		q4Toks = 0
 	case "p8_2x3":
 		p8Rows, p8Toks = 2, 3
+	case "p8_1x4":
+		p8Rows, p8Toks = 1, 4
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
