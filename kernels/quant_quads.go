@@ -33,7 +33,11 @@ func matmulQ4Quads(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	const rowsPer = 16
 	T := q4Toks
 	nrb := (n + rowsPer - 1) / rowsPer
-	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
+	run := forDynamic
+	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
+		run = forStealing
+	}
+	run(p, nrb*((m+tc-1)/tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
 		// The chunk's tokens in ng groups of nearly equal size (at most T each).
