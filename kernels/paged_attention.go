@@ -176,8 +176,9 @@ type PagedRow struct {
 // values of every row's own position must already be in the pool. The zero value is ready; it
 // must not be used concurrently.
 type PagedAttention struct {
-	a  pagedArgs
-	fn func(lo, hi int)
+	a   pagedArgs
+	fn  func(lo, hi int)
+	dyn dynItems // batches of several rows: items taken one at a time (pool_dynamic.go)
 }
 
 // pagedTile is rows [first, first+n) of a batch.
@@ -234,9 +235,12 @@ func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow,
 		i += n
 	}
 	items := len(r.a.tiles) * kvHeads * nsub
-	if p.Workers() == 1 || work*heads*headDim < 1<<15 {
+	switch {
+	case p.Workers() == 1 || work*heads*headDim < 1<<15:
 		r.a.run(0, items)
-	} else {
+	case len(rows) > 1:
+		r.dyn.For(p, items, r.fn)
+	default:
 		p.For(items, 1, r.fn)
 	}
 	r.a = pagedArgs{tiles: r.a.tiles}
