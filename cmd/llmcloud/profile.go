@@ -94,6 +94,7 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s: ops' self time %.3f ms of measured step time %.3f ms = %.1f%% (%s %.0f%%; the rest is the executor between ops and profiling overhead)\n",
 			ph.name, float64(tab.Self.Nanoseconds())/1e6, float64(ph.time.Nanoseconds())/1e6, 100*cov, verdict, 100*coverageTolerance)
+		measureWorkerUse(rec.Tracks(), *threads, ph.from, ph.to).write(stdout, ph.name, ph.time)
 	}
 	if *tracePath != "" {
 		if err := rec.WriteTraceFile(*tracePath); err != nil {
