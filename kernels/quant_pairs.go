@@ -29,12 +29,19 @@ func usePairs() bool { return tilesP[2][4] != nil }
 // two at a time, 2x4 pair tiles, smaller pair tiles for the last tokens (m % 4) and an odd last
 // row.
 func matmulP(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
+	items, fn := pItems(p, out, a, w, m, n, k)
+	forDynamic(p, items, fn)
+}
+
+// pItems prepares a's pair layout and returns matmulP's work items: their number and the
+// function computing item c.
+func pItems(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) (int, func(c int)) {
 	a.prepP(p)
 	nb := k / 32
 	rs, np, tc := nb*18, nb/2, tokenChunkZ(k)
 	const rowsPer = 16
 	nrb := (n + rowsPer - 1) / rowsPer
-	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
+	return nrb * ((m + tc - 1) / tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
 		tile := func(r, t int) {
@@ -53,7 +60,7 @@ func matmulP(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 				tile(r, t)
 			}
 		}
-	})
+	}
 }
 
 // unitP returns the 8 integer lanes of one Q4_0 block pair against one token in pair order, as

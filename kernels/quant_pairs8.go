@@ -26,17 +26,24 @@ func usePairs8() bool { return tilesP8[1][1] != nil }
 // token chunk (which stays in L2), taken dynamically by the workers; inside, groups of up to
 // p8Toks tokens (kept in L1) against the item's rows p8Rows at a time.
 func matmulP8(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
+	items, fn := p8Items(p, out, a, w, m, n, k)
+	run := forDynamic
+	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
+		run = forStealing
+	}
+	run(p, items, fn)
+}
+
+// p8Items prepares a's pair scales and returns matmulP8's work items: their number and the
+// function computing item c.
+func p8Items(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) (int, func(c int)) {
 	a.prepP8(p)
 	nb := k / 32
 	rs, np, tc := nb*34, nb/2, tokenChunkZ(k)
 	const rowsPer = 16
 	R, T := p8Rows, p8Toks
 	nrb := (n + rowsPer - 1) / rowsPer
-	run := forDynamic
-	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
-		run = forStealing
-	}
-	run(p, nrb*((m+tc-1)/tc), func(c int) {
+	return nrb * ((m + tc - 1) / tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
 		// The chunk's tokens in ng groups of nearly equal size (at most T each), so no group is
@@ -49,7 +56,7 @@ func matmulP8(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 			}
 			t += tt
 		}
-	})
+	}
 }
 
 // unitP8 returns the 8 integer lanes of one Q8_0 block pair (68 bytes of w) against one token

@@ -27,17 +27,24 @@ func useQuads4(nb int) bool { return q4Toks > 0 && tilesQ4[1] != nil && nb%4 == 
 // 16 rows x one token chunk (which stays in L2), taken dynamically by the workers; inside,
 // groups of up to q4Toks tokens (kept in L1) against the item's rows one by one.
 func matmulQ4Quads(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
+	items, fn := q4QuadItems(p, out, a, w, m, n, k)
+	run := forDynamic
+	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
+		run = forStealing
+	}
+	run(p, items, fn)
+}
+
+// q4QuadItems prepares a's quad layout and returns matmulQ4Quads' work items: their number and
+// the function computing item c.
+func q4QuadItems(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) (int, func(c int)) {
 	a.prepQ4(p)
 	nb := k / 32
 	rs, nq, tc := nb*18, nb/4, tokenChunkZ(k)
 	const rowsPer = 16
 	T := q4Toks
 	nrb := (n + rowsPer - 1) / rowsPer
-	run := forDynamic
-	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
-		run = forStealing
-	}
-	run(p, nrb*((m+tc-1)/tc), func(c int) {
+	return nrb * ((m + tc - 1) / tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
 		// The chunk's tokens in ng groups of nearly equal size (at most T each).
@@ -50,7 +57,7 @@ func matmulQ4Quads(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 			}
 			t += tt
 		}
-	})
+	}
 }
 
 // quadBlock is the block (0..3 within the quad) of each lane of the Q4_0 quad tiles.

@@ -57,9 +57,12 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 		a := getQ8Acts(m, k, corr)
 		defer q8ActPool.Put(a)
 		a.quantize(p, x, corr)
-		for _, i := range q8 {
-			matmulQ8Acts(p, outs[i], a, ws[i].Data, ws[i].Type == tensor.Q4_0, m, ws[i].Shape[0], k)
+		// One pool job for all the weights' items (quant_shared_items.go).
+		wd, q4s, ns, os := make([][]byte, len(q8)), make([]bool, len(q8)), make([]int, len(q8)), make([][]float32, len(q8))
+		for j, i := range q8 {
+			wd[j], q4s[j], ns[j], os[j] = ws[i].Data, ws[i].Type == tensor.Q4_0, ws[i].Shape[0], outs[i]
 		}
+		matmulQ8Multi(p, os, a, wd, q4s, ns, m, k)
 	}
 	if len(qk) > 0 {
 		a := getQ8KActs(m, k)

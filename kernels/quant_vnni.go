@@ -96,6 +96,13 @@ func tokenChunkZ(k int) int {
 // VNNI tiles: 4 rows x 4 tokens; work items of 16 rows x one token chunk (which stays in L2),
 // token chunk by token chunk, taken dynamically by the workers (forDynamic).
 func matmulZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) {
+	items, fn := zItems(p, out, a, w, q4, m, n, k)
+	forDynamic(p, items, fn)
+}
+
+// zItems prepares a's VNNI layout and returns matmulZ's work items: their number and the
+// function computing item c.
+func zItems(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) (int, func(c int)) {
 	a.prepZ(p, q4)
 	xs, rs := a.qs, k/32*34
 	if q4 {
@@ -105,7 +112,7 @@ func matmulZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) 
 	np, tc := k/64, tokenChunkZ(k)
 	const rowsPer = 16
 	nrb := (n + rowsPer - 1) / rowsPer
-	forDynamic(p, nrb*((m+tc-1)/tc), func(c int) {
+	return nrb * ((m + tc - 1) / tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
 		for r := r0; r < r1; r += 4 {
@@ -114,7 +121,7 @@ func matmulZ(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) 
 				tz[R][min(4, t1-t)](&w[r*rs], rs, &xs[t*k], k, &a.dz[t*k/4], &a.cz[t*k/4], np, &out[t*n+r], n)
 			}
 		}
-	})
+	}
 }
 
 // forDynamic calls fn(c) for every c in [0, n) on p's workers, each worker taking the next
