@@ -55,7 +55,7 @@ type slot struct {
 }
 
 // New validates cfg (any registered family whose graph's ops have training kernels: Llama 2/3,
-// Mistral without a sliding window, Qwen2/2.5, Qwen3) and allocates the parameters and gradients and compiles the graph for batches of up to maxB x maxT
+// Mistral, Qwen2/2.5, Qwen3) and allocates the parameters and gradients and compiles the graph for batches of up to maxB x maxT
 // tokens. Parameters start at zero: call Init or copy weights into Flat. pool nil means
 // kernels.Default. It is NewWith with zero Options.
 func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
