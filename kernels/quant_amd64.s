@@ -9217,6 +9217,347 @@ q4_0Rows4P_done:
 	VZEROUPPER
 	RET
 
+// func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, xd *float32, nb int, out **float32, oadv int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q8_0Rows4A(SB), NOSPLIT, $0-64
+	MOVQ    w+0(FP), AX
+	MOVQ    (AX), CX
+	MOVQ    8(AX), DX
+	MOVQ    16(AX), BX
+	MOVQ    24(AX), AX
+	MOVQ    nrows+16(FP), SI
+	XORQ    DI, DI
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   SI, SI
+	JZ      q8_0Rows4A_done
+
+q8_0Rows4A_rows:
+	XORQ   R8, R8
+	MOVQ   xq+24(FP), R9
+	MOVQ   xd+32(FP), R10
+	MOVQ   nb+40(FP), R11
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	CMPQ   R11, $0x02
+	JL     q8_0Rows4A_tail
+
+q8_0Rows4A_loop:
+	VMOVDQU      (R9), Y9
+	VBROADCASTSS (R10), Y10
+	VPABSB       2(CX)(R8*1), Y11
+	VPSIGNB      2(CX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW (CX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y1
+	VPABSB       2(DX)(R8*1), Y11
+	VPSIGNB      2(DX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW (DX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y3
+	VPABSB       2(BX)(R8*1), Y11
+	VPSIGNB      2(BX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW (BX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y5
+	VPABSB       2(AX)(R8*1), Y11
+	VPSIGNB      2(AX)(R8*1), Y9, Y9
+	VPMADDUBSW   Y9, Y11, Y9
+	VPMADDWD     Y0, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VPBROADCASTW (AX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y9, Y9
+	VFMADD231PS  Y10, Y9, Y7
+	VMOVDQU      32(R9), Y9
+	VBROADCASTSS 4(R10), Y10
+	VPABSB       36(CX)(R8*1), Y11
+	VPSIGNB      36(CX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW 34(CX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y2
+	VPABSB       36(DX)(R8*1), Y11
+	VPSIGNB      36(DX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW 34(DX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y4
+	VPABSB       36(BX)(R8*1), Y11
+	VPSIGNB      36(BX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW 34(BX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y6
+	VPABSB       36(AX)(R8*1), Y11
+	VPSIGNB      36(AX)(R8*1), Y9, Y9
+	VPMADDUBSW   Y9, Y11, Y9
+	VPMADDWD     Y0, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VPBROADCASTW 34(AX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y9, Y9
+	VFMADD231PS  Y10, Y9, Y8
+	ADDQ         $0x44, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x08, R10
+	SUBQ         $0x02, R11
+	CMPQ         R11, $0x02
+	JGE          q8_0Rows4A_loop
+
+q8_0Rows4A_tail:
+	TESTQ        R11, R11
+	JZ           q8_0Rows4A_end
+	VMOVDQU      (R9), Y9
+	VBROADCASTSS (R10), Y10
+	VPABSB       2(CX)(R8*1), Y11
+	VPSIGNB      2(CX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW (CX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y1
+	VPABSB       2(DX)(R8*1), Y11
+	VPSIGNB      2(DX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW (DX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y3
+	VPABSB       2(BX)(R8*1), Y11
+	VPSIGNB      2(BX)(R8*1), Y9, Y12
+	VPMADDUBSW   Y12, Y11, Y12
+	VPMADDWD     Y0, Y12, Y12
+	VCVTDQ2PS    Y12, Y12
+	VPBROADCASTW (BX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y12, Y12
+	VFMADD231PS  Y10, Y12, Y5
+	VPABSB       2(AX)(R8*1), Y11
+	VPSIGNB      2(AX)(R8*1), Y9, Y9
+	VPMADDUBSW   Y9, Y11, Y9
+	VPMADDWD     Y0, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VPBROADCASTW (AX)(R8*1), X11
+	VCVTPH2PS    X11, Y11
+	VMULPS       Y11, Y9, Y9
+	VFMADD231PS  Y10, Y9, Y7
+
+q8_0Rows4A_end:
+	VADDPS       Y2, Y1, Y1
+	VADDPS       Y4, Y3, Y3
+	VADDPS       Y6, Y5, Y5
+	VADDPS       Y8, Y7, Y7
+	MOVQ         out+48(FP), R8
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	MOVQ         (R8), R9
+	VMOVSS       X1, (R9)(DI*1)
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X2, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	MOVQ         8(R8), R9
+	VMOVSS       X3, (R9)(DI*1)
+	VEXTRACTF128 $0x01, Y5, X2
+	VADDPS       X2, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	MOVQ         16(R8), R9
+	VMOVSS       X5, (R9)(DI*1)
+	VEXTRACTF128 $0x01, Y7, X2
+	VADDPS       X2, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	MOVQ         24(R8), R9
+	VMOVSS       X7, (R9)(DI*1)
+	ADDQ         oadv+56(FP), DI
+	ADDQ         adv+8(FP), CX
+	ADDQ         adv+8(FP), DX
+	ADDQ         adv+8(FP), BX
+	ADDQ         adv+8(FP), AX
+	DECQ         SI
+	JNZ          q8_0Rows4A_rows
+
+q8_0Rows4A_done:
+	VZEROUPPER
+	RET
+
+// func q4_0Rows4A(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4_0Rows4A(SB), NOSPLIT, $0-72
+	MOVQ    w+0(FP), AX
+	MOVQ    (AX), CX
+	MOVQ    8(AX), DX
+	MOVQ    16(AX), BX
+	MOVQ    24(AX), AX
+	MOVQ    nrows+16(FP), SI
+	XORQ    DI, DI
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   SI, SI
+	JZ      q4_0Rows4A_done
+
+q4_0Rows4A_rows:
+	XORQ   R8, R8
+	MOVQ   x2+24(FP), R9
+	MOVQ   d2+32(FP), R10
+	MOVQ   c2+40(FP), R11
+	MOVQ   npairs+48(FP), R12
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	TESTQ  R12, R12
+	JZ     q4_0Rows4A_end
+
+q4_0Rows4A_loop:
+	VMOVDQU      (R9), Y5
+	VMOVDQU      32(R9), Y6
+	VMOVDQU      2(CX)(R8*1), X7
+	VINSERTI128  $0x01, 20(CX)(R8*1), Y7, Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y7, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y0, Y9, Y9
+	VPADDD       (R11), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VPBROADCASTW (CX)(R8*1), X8
+	VPBROADCASTW 18(CX)(R8*1), X7
+	VPBLENDD     $0x0c, X7, X8, X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       (R10), Y8, Y8
+	VFMADD231PS  Y8, Y9, Y1
+	VMOVDQU      2(DX)(R8*1), X10
+	VINSERTI128  $0x01, 20(DX)(R8*1), Y10, Y10
+	VPSRLW       $0x04, Y10, Y8
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y10, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y0, Y9, Y9
+	VPADDD       (R11), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VPBROADCASTW (DX)(R8*1), X8
+	VPBROADCASTW 18(DX)(R8*1), X7
+	VPBLENDD     $0x0c, X7, X8, X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       (R10), Y8, Y8
+	VFMADD231PS  Y8, Y9, Y2
+	VMOVDQU      2(BX)(R8*1), X11
+	VINSERTI128  $0x01, 20(BX)(R8*1), Y11, Y11
+	VPSRLW       $0x04, Y11, Y8
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y11, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y0, Y9, Y9
+	VPADDD       (R11), Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VPBROADCASTW (BX)(R8*1), X8
+	VPBROADCASTW 18(BX)(R8*1), X7
+	VPBLENDD     $0x0c, X7, X8, X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       (R10), Y8, Y8
+	VFMADD231PS  Y8, Y9, Y3
+	VMOVDQU      2(AX)(R8*1), X12
+	VINSERTI128  $0x01, 20(AX)(R8*1), Y12, Y12
+	VPSRLW       $0x04, Y12, Y8
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y12, Y5
+	VPMADDUBSW   Y6, Y8, Y8
+	VPADDW       Y8, Y5, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VPADDD       (R11), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTW (AX)(R8*1), X6
+	VPBROADCASTW 18(AX)(R8*1), X7
+	VPBLENDD     $0x0c, X7, X6, X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       (R10), Y6, Y6
+	VFMADD231PS  Y6, Y5, Y4
+	ADDQ         $0x24, R8
+	ADDQ         $0x40, R9
+	ADDQ         $0x20, R10
+	ADDQ         $0x20, R11
+	DECQ         R12
+	JNZ          q4_0Rows4A_loop
+
+q4_0Rows4A_end:
+	MOVQ         out+56(FP), R8
+	VEXTRACTF128 $0x01, Y1, X5
+	VADDPS       X5, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	MOVQ         (R8), R9
+	VMOVSS       X1, (R9)(DI*1)
+	VEXTRACTF128 $0x01, Y2, X5
+	VADDPS       X5, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	MOVQ         8(R8), R9
+	VMOVSS       X2, (R9)(DI*1)
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X5, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	MOVQ         16(R8), R9
+	VMOVSS       X3, (R9)(DI*1)
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	MOVQ         24(R8), R9
+	VMOVSS       X4, (R9)(DI*1)
+	ADDQ         oadv+64(FP), DI
+	ADDQ         adv+8(FP), CX
+	ADDQ         adv+8(FP), DX
+	ADDQ         adv+8(FP), BX
+	ADDQ         adv+8(FP), AX
+	DECQ         SI
+	JNZ          q4_0Rows4A_rows
+
+q4_0Rows4A_done:
+	VZEROUPPER
+	RET
+
 // func q4KTileZ1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
 TEXT ·q4KTileZ1x1(SB), NOSPLIT, $0-48

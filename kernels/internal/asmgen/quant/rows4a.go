@@ -1,0 +1,177 @@
+// This file generates q8_0Rows4A and q4_0Rows4A, the AVX2 (no VNNI) Q8_0 and Q4_0 decode
+// kernels that read four weight streams: row group i is rows w[j] + i·adv (j = 0..3), each
+// against one token, results stored at out[j] + i·oadv bytes. As for the VNNI four-stream
+// kernels (vnni_rows4p.go), the four w[j] are a quarter of a worker's share apart so that
+// each stream is one long sequential read the hardware prefetcher follows by itself; the
+// token's loads (block values and scale) are shared by the four rows. The per-row math is
+// q8_0Rows's (q8Block, even and odd blocks in two accumulators) or q4_0Rows's (block pairs),
+// so a row's result does not depend on which kernel computed it.
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// genRows4A emits q8_0Rows4A or, with q4, q4_0Rows4A (see the file comment).
+func genRows4A(q4 bool) {
+	const R = 4
+	name := "q8_0Rows4A"
+	sig := "func(w **byte, adv int, nrows int, xq *int8, xd *float32, nb int, out **float32, oadv int)"
+	if q4 {
+		name = "q4_0Rows4A"
+		sig = "func(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(name + " computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).")
+	Pragma("noescape")
+	wa := Load(Param("w"), GP64())
+	var bases [R]GPVirtual
+	for j := range bases {
+		bases[j] = GP64()
+		MOVQ(Mem{Base: wa, Disp: 8 * j}, bases[j])
+	}
+	nr := Load(Param("nrows"), GP64())
+	o := GP64()
+	XORQ(o, o)
+	ones := YMM()
+	VMOVDQU(ones16, ones)
+	TESTQ(nr, nr)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_rows")
+	off := GP64()
+	XORQ(off, off)
+	wm := func(r, disp int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} }
+	var accs []VecVirtual
+	if q4 {
+		accs = q4Rows4ABody(name, wm, off, ones)
+	} else {
+		accs = q8Rows4ABody(name, wm, off, ones)
+	}
+	oa := Load(Param("out"), GP64())
+	p := GP64()
+	t := YMM()
+	for r := 0; r < R; r++ {
+		a := accs[r]
+		hsum(a, t)
+		MOVQ(Mem{Base: oa, Disp: 8 * r}, p)
+		VMOVSS(a.AsX(), Mem{Base: p, Index: o, Scale: 1})
+	}
+	ADDQ(paramAddr("oadv"), o)
+	for r := 0; r < R; r++ {
+		ADDQ(paramAddr("adv"), bases[r])
+	}
+	DECQ(nr)
+	JNZ(LabelRef(name + "_rows"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// q8Rows4ABody emits one row group of q8_0Rows4A: each row's blocks as q8_0Rows does them
+// (even blocks into one accumulator, odd into another, a last odd-numbered block into the
+// even one), the token block and scale loaded once for the four rows. It returns the four
+// rows' accumulators, even and odd already added.
+func q8Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones VecVirtual) []VecVirtual {
+	const R = 4
+	xp := Load(Param("xq"), GP64())
+	dp := Load(Param("xd"), GP64())
+	n := Load(Param("nb"), GP64())
+	acc := make([]VecVirtual, 2*R) // row r, block parity e: acc[2r+e]
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	block := func(e, disp int) {
+		x, dx := YMM(), YMM()
+		VMOVDQU(Mem{Base: xp, Disp: 32 * e}, x)
+		VBROADCASTSS(Mem{Base: dp, Disp: 4 * e}, dx)
+		for r := 0; r < R; r++ {
+			m := wm(r, disp)
+			a, p, dw := YMM(), YMM(), YMM()
+			VPABSB(m.Offset(2), a)
+			VPSIGNB(m.Offset(2), x, p)
+			VPMADDUBSW(p, a, p)
+			VPMADDWD(ones, p, p)
+			VCVTDQ2PS(p, p)
+			VPBROADCASTW(m, dw.AsX())
+			VCVTPH2PS(dw.AsX(), dw)
+			VMULPS(dw, p, p)
+			VFMADD231PS(dx, p, acc[2*r+e])
+		}
+	}
+	CMPQ(n, Imm(2))
+	JL(LabelRef(name + "_tail"))
+	Label(name + "_loop")
+	block(0, 0)
+	block(1, 34)
+	ADDQ(Imm(68), off)
+	ADDQ(Imm(64), xp)
+	ADDQ(Imm(8), dp)
+	SUBQ(Imm(2), n)
+	CMPQ(n, Imm(2))
+	JGE(LabelRef(name + "_loop"))
+	Label(name + "_tail")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_end"))
+	block(0, 0)
+	Label(name + "_end")
+	out := make([]VecVirtual, R)
+	for r := 0; r < R; r++ {
+		VADDPS(acc[2*r+1], acc[2*r], acc[2*r])
+		out[r] = acc[2*r]
+	}
+	return out
+}
+
+// q4Rows4ABody emits one row group of q4_0Rows4A: each row's block pairs as q4_0Rows does
+// them, the token's pair (values, scales, corrections) loaded once for the four rows.
+func q4Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones VecVirtual) []VecVirtual {
+	const R = 4
+	xp := Load(Param("x2"), GP64())
+	dp := Load(Param("d2"), GP64())
+	cp := Load(Param("c2"), GP64())
+	n := Load(Param("npairs"), GP64())
+	acc := make([]VecVirtual, R)
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_end"))
+	Label(name + "_loop")
+	xlo, xhi := YMM(), YMM()
+	VMOVDQU(Mem{Base: xp}, xlo)
+	VMOVDQU(Mem{Base: xp, Disp: 32}, xhi)
+	for r := 0; r < R; r++ {
+		m := wm(r, 0)
+		q, hi, p := YMM(), YMM(), YMM()
+		VMOVDQU(m.Offset(2), q.AsX())
+		VINSERTI128(Imm(1), m.Offset(20), q, q)
+		VPSRLW(Imm(4), q, hi)
+		VPAND(mask0F, q, q)
+		VPAND(mask0F, hi, hi)
+		VPMADDUBSW(xlo, q, p)
+		VPMADDUBSW(xhi, hi, hi)
+		VPADDW(hi, p, p)
+		VPMADDWD(ones, p, p)
+		VPADDD(Mem{Base: cp}, p, p)
+		VCVTDQ2PS(p, p)
+		s, s2 := XMM(), XMM()
+		VPBROADCASTW(m, s)
+		VPBROADCASTW(m.Offset(18), s2)
+		VPBLENDD(Imm(0xc), s2, s, s)
+		VCVTPH2PS(s, s.AsY())
+		VMULPS(Mem{Base: dp}, s.AsY(), s.AsY())
+		VFMADD231PS(s.AsY(), p, acc[r])
+	}
+	ADDQ(Imm(36), off)
+	ADDQ(Imm(64), xp)
+	ADDQ(Imm(32), dp)
+	ADDQ(Imm(32), cp)
+	DECQ(n)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_end")
+	return acc
+}
