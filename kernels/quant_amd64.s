@@ -9436,116 +9436,104 @@ q4_0Rows4A_rows:
 	MOVQ   c2+40(FP), R11
 	MOVQ   npairs+48(FP), R12
 	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
 	TESTQ  R12, R12
 	JZ     q4_0Rows4A_end
 
 q4_0Rows4A_loop:
-	VMOVDQU      (R9), Y5
-	VMOVDQU      32(R9), Y6
-	VMOVDQU      2(CX)(R8*1), X7
-	VINSERTI128  $0x01, 20(CX)(R8*1), Y7, Y7
-	VPSRLW       $0x04, Y7, Y8
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPMADDUBSW   Y5, Y7, Y9
-	VPMADDUBSW   Y6, Y8, Y8
-	VPADDW       Y8, Y9, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VPADDD       (R11), Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VPBROADCASTW (CX)(R8*1), X8
-	VPBROADCASTW 18(CX)(R8*1), X7
-	VPBLENDD     $0x0c, X7, X8, X8
-	VCVTPH2PS    X8, Y8
-	VMULPS       (R10), Y8, Y8
-	VFMADD231PS  Y8, Y9, Y1
-	VMOVDQU      2(DX)(R8*1), X10
-	VINSERTI128  $0x01, 20(DX)(R8*1), Y10, Y10
-	VPSRLW       $0x04, Y10, Y8
-	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPMADDUBSW   Y5, Y10, Y9
-	VPMADDUBSW   Y6, Y8, Y8
-	VPADDW       Y8, Y9, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VPADDD       (R11), Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VPBROADCASTW (DX)(R8*1), X8
-	VPBROADCASTW 18(DX)(R8*1), X7
-	VPBLENDD     $0x0c, X7, X8, X8
-	VCVTPH2PS    X8, Y8
-	VMULPS       (R10), Y8, Y8
-	VFMADD231PS  Y8, Y9, Y2
-	VMOVDQU      2(BX)(R8*1), X11
-	VINSERTI128  $0x01, 20(BX)(R8*1), Y11, Y11
-	VPSRLW       $0x04, Y11, Y8
-	VPAND        q_mask0f<>+0(SB), Y11, Y11
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPMADDUBSW   Y5, Y11, Y9
-	VPMADDUBSW   Y6, Y8, Y8
-	VPADDW       Y8, Y9, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VPADDD       (R11), Y9, Y9
-	VCVTDQ2PS    Y9, Y9
-	VPBROADCASTW (BX)(R8*1), X8
-	VPBROADCASTW 18(BX)(R8*1), X7
-	VPBLENDD     $0x0c, X7, X8, X8
-	VCVTPH2PS    X8, Y8
-	VMULPS       (R10), Y8, Y8
-	VFMADD231PS  Y8, Y9, Y3
-	VMOVDQU      2(AX)(R8*1), X12
-	VINSERTI128  $0x01, 20(AX)(R8*1), Y12, Y12
-	VPSRLW       $0x04, Y12, Y8
-	VPAND        q_mask0f<>+0(SB), Y12, Y12
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPMADDUBSW   Y5, Y12, Y5
-	VPMADDUBSW   Y6, Y8, Y8
-	VPADDW       Y8, Y5, Y5
-	VPMADDWD     Y0, Y5, Y5
-	VPADDD       (R11), Y5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VPBROADCASTW (AX)(R8*1), X6
-	VPBROADCASTW 18(AX)(R8*1), X7
-	VPBLENDD     $0x0c, X7, X6, X6
-	VCVTPH2PS    X6, Y6
-	VMULPS       (R10), Y6, Y6
-	VFMADD231PS  Y6, Y5, Y4
-	ADDQ         $0x24, R8
-	ADDQ         $0x40, R9
-	ADDQ         $0x20, R10
-	ADDQ         $0x20, R11
-	DECQ         R12
-	JNZ          q4_0Rows4A_loop
+	VMOVDQU     (R9), Y2
+	VMOVDQU     32(R9), Y3
+	VMOVDQU     2(CX)(R8*1), X4
+	VINSERTI128 $0x01, 20(CX)(R8*1), Y4, Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q_mask0f<>+0(SB), Y4, Y4
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y4, Y6
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y6, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VMOVDQU     2(DX)(R8*1), X7
+	VINSERTI128 $0x01, 20(DX)(R8*1), Y7, Y7
+	VPSRLW      $0x04, Y7, Y5
+	VPAND       q_mask0f<>+0(SB), Y7, Y7
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y7, Y10
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y10, Y10
+	VPMADDWD    Y0, Y10, Y10
+	VMOVDQU     2(BX)(R8*1), X8
+	VINSERTI128 $0x01, 20(BX)(R8*1), Y8, Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       q_mask0f<>+0(SB), Y8, Y8
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y8, Y11
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y11, Y11
+	VPMADDWD    Y0, Y11, Y11
+	VMOVDQU     2(AX)(R8*1), X9
+	VINSERTI128 $0x01, 20(AX)(R8*1), Y9, Y9
+	VPSRLW      $0x04, Y9, Y5
+	VPAND       q_mask0f<>+0(SB), Y9, Y9
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y9, Y2
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y10, Y6, Y3
+	VPUNPCKHDQ  Y10, Y6, Y5
+	VPADDD      Y5, Y3, Y3
+	VPUNPCKLDQ  Y2, Y11, Y5
+	VPUNPCKHDQ  Y2, Y11, Y11
+	VPADDD      Y11, Y5, Y5
+	VPUNPCKLQDQ Y5, Y3, Y6
+	VPUNPCKHQDQ Y5, Y3, Y10
+	VPADDD      Y10, Y6, Y6
+	VPSHUFD     $0x00, (R11), Y2
+	VPADDD      Y2, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	MOVWQZX     (CX)(R8*1), R13
+	MOVWQZX     (DX)(R8*1), R14
+	SHLQ        $0x10, R14
+	ORQ         R14, R13
+	MOVWQZX     (BX)(R8*1), R14
+	SHLQ        $0x20, R14
+	ORQ         R14, R13
+	MOVWQZX     (AX)(R8*1), R14
+	SHLQ        $0x30, R14
+	ORQ         R14, R13
+	VMOVQ       R13, X2
+	MOVWQZX     18(CX)(R8*1), R13
+	MOVWQZX     18(DX)(R8*1), R14
+	SHLQ        $0x10, R14
+	ORQ         R14, R13
+	MOVWQZX     18(BX)(R8*1), R14
+	SHLQ        $0x20, R14
+	ORQ         R14, R13
+	MOVWQZX     18(AX)(R8*1), R14
+	SHLQ        $0x30, R14
+	ORQ         R14, R13
+	VPINSRQ     $0x01, R13, X2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      Y2, Y6, Y6
+	VFMADD231PS (R10), Y6, Y1
+	ADDQ        $0x24, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x20, R10
+	ADDQ        $0x20, R11
+	DECQ        R12
+	JNZ         q4_0Rows4A_loop
 
 q4_0Rows4A_end:
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
 	MOVQ         out+56(FP), R8
-	VEXTRACTF128 $0x01, Y1, X5
-	VADDPS       X5, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
 	MOVQ         (R8), R9
-	VMOVSS       X1, (R9)(DI*1)
-	VEXTRACTF128 $0x01, Y2, X5
-	VADDPS       X5, X2, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
+	VEXTRACTPS   $0x00, X1, (R9)(DI*1)
 	MOVQ         8(R8), R9
-	VMOVSS       X2, (R9)(DI*1)
-	VEXTRACTF128 $0x01, Y3, X5
-	VADDPS       X5, X3, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
+	VEXTRACTPS   $0x01, X1, (R9)(DI*1)
 	MOVQ         16(R8), R9
-	VMOVSS       X3, (R9)(DI*1)
-	VEXTRACTF128 $0x01, Y4, X5
-	VADDPS       X5, X4, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VEXTRACTPS   $0x02, X1, (R9)(DI*1)
 	MOVQ         24(R8), R9
-	VMOVSS       X4, (R9)(DI*1)
+	VEXTRACTPS   $0x03, X1, (R9)(DI*1)
 	ADDQ         oadv+64(FP), DI
 	ADDQ         adv+8(FP), CX
 	ADDQ         adv+8(FP), DX

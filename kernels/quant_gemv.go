@@ -63,7 +63,9 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 		case quantVNNI && nb%4 == 0:
 			rowsZ[1](&w[lo*rs], rs, hi-lo, &a8.x4[0], &a8.d4[0], &a8.c4[0], nb/4, &out[lo])
 		case nb%2 == 0:
-			q4Rows(&w[lo*rs], rs, hi-lo, &a8.x2[0], &a8.d2[0], &a8.c2[0], nb/2, &out[lo])
+			ps := ptrsPool.Get().(*streamPtrs)
+			q4RowsA(ps, w, rs, lo, hi, a8, nb/2, out)
+			ptrsPool.Put(ps)
 		default:
 			for r := lo; r < hi; r++ {
 				quantTiles[1][1][1](&w[r*rs], rs, &a8.qs[0], k, &a8.d[0], &a8.corr[0], nb, &out[r], 1)

@@ -120,10 +120,14 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 }
 
 // rest computes rows [lo, hi) one at a time with gemvSeg.rows, whose one-row kernels
-// (rows4ZTail, rowsZ[1]) give the same sums.
-func (q *quantStreams) rest(_, lo, hi int) {
+// (rows4ZTail, rowsZ[1], q8Rows) give the same sums, or for AVX2 Q4_0 with q4RowsA.
+func (q *quantStreams) rest(part, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		si, start := segOf(q.segs, r)
+		if s := &q.segs[si]; s.dt == tensor.Q4_0 && !quantVNNI {
+			q4RowsA(&q.ptrs[part], s.w, s.k/32*18, r-start, r-start+1, q.a8, s.k/64, s.out)
+			continue
+		}
 		q.segs[si].rows(q.a8, nil, r-start, r-start+1)
 	}
 }

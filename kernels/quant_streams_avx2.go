@@ -1,10 +1,15 @@
 // This file holds the AVX2 (no VNNI) side of the four-stream decode (gemvStreams): the kernels
-// q8_0Rows4A and q4_0Rows4A take four row pointers like the VNNI ones, but compute each row
-// with q8_0Rows's and q4_0Rows's math (token in its plain or block-pair layout), so the rows
-// outside the quarters can go through those one-row-at-a-time kernels with the same sums.
+// q8_0Rows4A and q4_0Rows4A take four row pointers like the VNNI ones. q8_0Rows4A computes
+// each row with q8_0Rows's math, so the rows outside the quarters go through that one-row
+// kernel with the same sums. q4_0Rows4A sums and transposes the four rows' integer lanes so
+// the float work of a block pair is done once for four rows (q4Row4ARef); since a row's lanes
+// never mix with another row's, a row alone is computed by the same kernel on a group padded
+// with copies of it (q4RowsA), and so are the 64-row chunks.
 package kernels
 
 import (
+	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -12,8 +17,9 @@ import (
 
 // rows4A is the four-stream AVX2 Q8_0 decode kernel (q8_0Rows4A where installed, else its twin
 // rows4AGo): nrows groups, row j of group i at w[j] + i·adv bytes, its result at out[j] + i·oadv
-// bytes, each row's result bit for bit q8Rows's. q4Rows4A is the same for Q4_0 rows in
-// block-pair layout (q4_0Rows4A, else q4Rows4AGo), each result bit for bit q4Rows's.
+// bytes, each row's result bit for bit q8Rows's. q4Rows4A is the same for Q4_0 rows against
+// a token in block-pair layout (q4_0Rows4A, else q4Rows4AGo), a row's result not depending on
+// the other rows of its group.
 var rows4A, q4Rows4A = rows4AGo, q4Rows4AGo
 
 func rows4AGo(w **byte, adv int, nrows int, xq *int8, xd *float32, nb int, out **float32, oadv int) {
@@ -24,8 +30,52 @@ func rows4AGo(w **byte, adv int, nrows int, xq *int8, xd *float32, nb int, out *
 
 func q4Rows4AGo(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, np int, out **float32, oadv int) {
 	twin4P(w, adv, nrows, out, oadv, np*36, func(row []byte, o []float32) {
-		q4RowsRef(row, 0, 1, unsafe.Slice(x2, np*64), unsafe.Slice(d2, np*8), unsafe.Slice(c2, np*8), np, o)
+		o[0] = q4Row4ARef(row, unsafe.Slice(x2, np*64), unsafe.Slice(d2, np*8), unsafe.Slice(c2, np*8), np)
 	})
+}
+
+// q4Row4ARef is the reference for one row of q4_0Rows4A: per block pair i and block h of it,
+// the exact integer sum (nibbles times token, plus the correction c2[8i+4h]) is converted,
+// multiplied by the row's scale and fused-multiply-added with the token scale d2[8i+4h] into
+// one of two accumulators (even, odd blocks), which are added at the end.
+func q4Row4ARef(row []byte, x2 []int8, d2 []float32, c2 []int32, np int) float32 {
+	var acc [2]float32
+	for i := 0; i < np; i++ {
+		x := x2[64*i : 64*i+64]
+		for h := 0; h < 2; h++ {
+			blk := row[36*i+18*h : 36*i+18*h+18]
+			sum := c2[8*i+4*h]
+			for j := 0; j < 16; j++ {
+				sum += int32(blk[2+j]&0xf)*int32(x[16*h+j]) + int32(blk[2+j]>>4)*int32(x[32+16*h+j])
+			}
+			t := float32(sum) * f16(blk)
+			acc[h] = float32(math.FMA(float64(t), float64(d2[8*i+4*h]), float64(acc[h])))
+		}
+	}
+	return acc[0] + acc[1]
+}
+
+// ptrsPool holds the pointer arrays of q4RowsA calls made outside gemvStreams.
+var ptrsPool = sync.Pool{New: func() any { return new(streamPtrs) }}
+
+// q4RowsA computes rows [lo, hi) of the Q4_0 weight w (rs bytes per row) against the token in
+// a8's block-pair layout with q4Rows4A: groups of four consecutive rows, then the last one to
+// three rows as one group padded with copies of the last row. ps holds the kernel's pointers.
+func q4RowsA(ps *streamPtrs, w []byte, rs, lo, hi int, a8 *q8Acts, np int, out []float32) {
+	if n4 := (hi - lo) / 4; n4 > 0 {
+		for j := 0; j < 4; j++ {
+			ps.ws[j], ps.outs[j] = &w[(lo+j)*rs], &out[lo+j]
+		}
+		q4Rows4A(&ps.ws[0], 4*rs, n4, &a8.x2[0], &a8.d2[0], &a8.c2[0], np, &ps.outs[0], 16)
+		lo += 4 * n4
+	}
+	if lo < hi {
+		for j := 0; j < 4; j++ {
+			r := min(lo+j, hi-1)
+			ps.ws[j], ps.outs[j] = &w[r*rs], &out[r]
+		}
+		q4Rows4A(&ps.ws[0], rs, 1, &a8.x2[0], &a8.d2[0], &a8.c2[0], np, &ps.outs[0], 4)
+	}
 }
 
 // streamsAVX2 reports whether gemvStreams runs segs on the AVX2 kernels: no VNNI, the AVX2

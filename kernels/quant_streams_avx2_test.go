@@ -11,8 +11,10 @@ import (
 // TestRows4A checks the AVX2 four-stream decode kernels (Q8_0 and Q4_0) on 1, 2, 3 and 7 row
 // groups with odd and even block counts, their streams in scattered order and their results
 // strided: the kernel must give bit for bit what the one-row kernel of the same math gives on
-// each row alone (q8Rows, q4Rows), its Go twin what the Go reference gives (and the two agree
-// to float rounding), and nothing may be written outside the result slots.
+// each row alone (q8Rows; for Q4_0 the kernel itself on the row padded to a group, q4RowsA),
+// its Go twin what the Go reference gives (the two agree to float rounding, and with the exact
+// dot product), and nothing
+// may be written outside the result slots.
 func TestRows4A(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
@@ -41,8 +43,8 @@ func TestRows4A(t *testing.T) {
 					twin = func(w **byte, adv, nrows int, out **float32, oadv int) {
 						q4Rows4AGo(w, adv, nrows, &a.x2[0], &a.d2[0], &a.c2[0], np, out, oadv)
 					}
-					one = func(row []byte, out []float32) { q4Rows(&row[0], rs, 1, &a.x2[0], &a.d2[0], &a.c2[0], np, &out[0]) }
-					ref = func(row []byte, out []float32) { q4RowsRef(row, rs, 1, a.x2, a.d2, a.c2, np, out) }
+					one = func(row []byte, out []float32) { q4RowsA(new(streamPtrs), row, rs, 0, 1, a, np, out) }
+					ref = func(row []byte, out []float32) { out[0] = q4Row4ARef(row, a.x2, a.d2, a.c2, np) }
 				} else {
 					kern = func(w **byte, adv, nrows int, out **float32, oadv int) {
 						rows4A(w, adv, nrows, &a.qs[0], &a.d[0], nb, out, oadv)
@@ -90,10 +92,14 @@ func TestRows4A(t *testing.T) {
 						}
 					}
 				}
-				for i := range results[0] {
-					g, r := float64(results[0][i]), float64(results[1][i])
-					if math.Abs(g-r) > 1e-4*(1+math.Abs(r)) {
-						t.Fatalf("%s groups=%d nb=%d slot %d: kernel %g, twin %g", dt, groups, nb, i, g, r)
+				for i := 0; i < groups; i++ {
+					for j := 0; j < 4; j++ {
+						r := start[j] + adv*i
+						ex, mag := exactQ8(q4, w.Data[r*rs:], a.qs, a.d, nb)
+						g, tw := float64(results[0][ostride*(4*i+j)]), float64(results[1][ostride*(4*i+j)])
+						if math.Abs(g-tw) > 1e-6*mag || math.Abs(tw-ex) > 1e-5*mag {
+							t.Fatalf("%s groups=%d nb=%d row %d: kernel %g, twin %g, exact %g", dt, groups, nb, r, g, tw, ex)
+						}
 					}
 				}
 			}

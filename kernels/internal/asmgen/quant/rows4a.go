@@ -43,20 +43,25 @@ func genRows4A(q4 bool) {
 	off := GP64()
 	XORQ(off, off)
 	wm := func(r, disp int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} }
-	var accs []VecVirtual
 	if q4 {
-		accs = q4Rows4ABody(name, wm, off, ones)
+		acc := q4Rows4ABody(name, wm, off, ones)
+		oa := Load(Param("out"), GP64())
+		p := GP64()
+		for r := 0; r < R; r++ {
+			MOVQ(Mem{Base: oa, Disp: 8 * r}, p)
+			VEXTRACTPS(Imm(uint64(r)), acc.AsX(), Mem{Base: p, Index: o, Scale: 1})
+		}
 	} else {
-		accs = q8Rows4ABody(name, wm, off, ones)
-	}
-	oa := Load(Param("out"), GP64())
-	p := GP64()
-	t := YMM()
-	for r := 0; r < R; r++ {
-		a := accs[r]
-		hsum(a, t)
-		MOVQ(Mem{Base: oa, Disp: 8 * r}, p)
-		VMOVSS(a.AsX(), Mem{Base: p, Index: o, Scale: 1})
+		accs := q8Rows4ABody(name, wm, off, ones)
+		oa := Load(Param("out"), GP64())
+		p := GP64()
+		t := YMM()
+		for r := 0; r < R; r++ {
+			a := accs[r]
+			hsum(a, t)
+			MOVQ(Mem{Base: oa, Disp: 8 * r}, p)
+			VMOVSS(a.AsX(), Mem{Base: p, Index: o, Scale: 1})
+		}
 	}
 	ADDQ(paramAddr("oadv"), o)
 	for r := 0; r < R; r++ {
@@ -125,25 +130,28 @@ func q8Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones Vec
 	return out
 }
 
-// q4Rows4ABody emits one row group of q4_0Rows4A: each row's block pairs as q4_0Rows does
-// them, the token's pair (values, scales, corrections) loaded once for the four rows.
-func q4Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones VecVirtual) []VecVirtual {
+// q4Rows4ABody emits one row group of q4_0Rows4A. Per block pair each row's nibbles give 8
+// int32 lanes as in q4_0Rows ([block 2i: 4 lanes | block 2i+1: 4 lanes]); the four rows' lanes
+// are then summed and transposed into one register, h = [r0 r1 r2 r3 sums of block 2i |
+// the same of block 2i+1], so the float work is done once for the four rows: h + corrections,
+// conversion, times the rows' fp16 scales (gathered through a GP register into one xmm and
+// converted at once), FMA with the token scales (d2) into one accumulator. Row r's result is
+// lane r + lane 4+r of it at the end.
+func q4Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones VecVirtual) VecVirtual {
 	const R = 4
 	xp := Load(Param("x2"), GP64())
 	dp := Load(Param("d2"), GP64())
 	cp := Load(Param("c2"), GP64())
 	n := Load(Param("npairs"), GP64())
-	acc := make([]VecVirtual, R)
-	for i := range acc {
-		acc[i] = YMM()
-		VXORPS(acc[i], acc[i], acc[i])
-	}
+	acc := YMM()
+	VXORPS(acc, acc, acc)
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_end"))
 	Label(name + "_loop")
 	xlo, xhi := YMM(), YMM()
 	VMOVDQU(Mem{Base: xp}, xlo)
 	VMOVDQU(Mem{Base: xp, Disp: 32}, xhi)
+	var ps [R]VecVirtual
 	for r := 0; r < R; r++ {
 		m := wm(r, 0)
 		q, hi, p := YMM(), YMM(), YMM()
@@ -156,16 +164,44 @@ func q4Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones Vec
 		VPMADDUBSW(xhi, hi, hi)
 		VPADDW(hi, p, p)
 		VPMADDWD(ones, p, p)
-		VPADDD(Mem{Base: cp}, p, p)
-		VCVTDQ2PS(p, p)
-		s, s2 := XMM(), XMM()
-		VPBROADCASTW(m, s)
-		VPBROADCASTW(m.Offset(18), s2)
-		VPBLENDD(Imm(0xc), s2, s, s)
-		VCVTPH2PS(s, s.AsY())
-		VMULPS(Mem{Base: dp}, s.AsY(), s.AsY())
-		VFMADD231PS(s.AsY(), p, acc[r])
+		ps[r] = p
 	}
+	// Transpose-and-sum within each 128-bit half.
+	t0, t1 := YMM(), YMM()
+	VPUNPCKLDQ(ps[1], ps[0], t0) // [p0_0 p1_0 p0_1 p1_1]
+	VPUNPCKHDQ(ps[1], ps[0], t1) // [p0_2 p1_2 p0_3 p1_3]
+	VPADDD(t1, t0, t0)           // [p0_02 p1_02 p0_13 p1_13]
+	VPUNPCKLDQ(ps[3], ps[2], t1)
+	VPUNPCKHDQ(ps[3], ps[2], ps[2])
+	VPADDD(ps[2], t1, t1) // [p2_02 p3_02 p2_13 p3_13]
+	VPUNPCKLQDQ(t1, t0, ps[0])
+	VPUNPCKHQDQ(t1, t0, ps[1])
+	h := ps[0]
+	VPADDD(ps[1], h, h) // [r0 r1 r2 r3]
+	c := YMM()
+	VPSHUFD(Imm(0), Mem{Base: cp}, c) // [c_2i x4 | c_2i+1 x4]
+	VPADDD(c, h, h)
+	VCVTDQ2PS(h, h)
+	// The rows' scales: [r0..r3 of block 2i | r0..r3 of block 2i+1] as fp16.
+	g, t := GP64(), GP64()
+	sx := XMM()
+	for e := 0; e < 2; e++ {
+		MOVWQZX(wm(0, 18*e), g)
+		for r := 1; r < R; r++ {
+			MOVWQZX(wm(r, 18*e), t)
+			SHLQ(Imm(uint64(16*r)), t)
+			ORQ(t, g)
+		}
+		if e == 0 {
+			VMOVQ(g, sx)
+		} else {
+			VPINSRQ(Imm(1), g, sx, sx)
+		}
+	}
+	sy := sx.AsY()
+	VCVTPH2PS(sx, sy)
+	VMULPS(sy, h, h)
+	VFMADD231PS(Mem{Base: dp}, h, acc)
 	ADDQ(Imm(36), off)
 	ADDQ(Imm(64), xp)
 	ADDQ(Imm(32), dp)
@@ -173,5 +209,8 @@ func q4Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones Vec
 	DECQ(n)
 	JNZ(LabelRef(name + "_loop"))
 	Label(name + "_end")
+	hi := XMM()
+	VEXTRACTF128(Imm(1), acc, hi)
+	VADDPS(hi, acc.AsX(), acc.AsX())
 	return acc
 }
