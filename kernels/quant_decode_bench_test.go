@@ -130,6 +130,8 @@ func BenchmarkQ8RowsCPU(b *testing.B) {
 			a.quantize(Serial, qRandVec(rand.New(rand.NewPCG(2, 3)), k, 1), false)
 			if quantVNNI {
 				a.prepZ(Serial, false)
+			} else {
+				a.pairScales()
 			}
 			out := make([]float32, n)
 			runtime.LockOSThread()
@@ -143,7 +145,7 @@ func BenchmarkQ8RowsCPU(b *testing.B) {
 						q := n / 4
 						ws := [4]*byte{&w[0], &w[q*rs], &w[2*q*rs], &w[3*q*rs]}
 						outs := [4]*float32{&out[0], &out[q], &out[2*q], &out[3*q]}
-						rows4A(&ws[0], rs, q, &a.qs[0], &a.d[0], k/32, &outs[0], 4)
+						rows4A(&ws[0], rs, q, &a.qs[0], &a.d2[0], k/64, &outs[0], 4)
 					case !quantVNNI:
 						q8Rows(&w[0], rs, n, &a.qs[0], &a.d[0], k/32, &out[0])
 					case r4:

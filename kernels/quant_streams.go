@@ -120,12 +120,13 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 }
 
 // rest computes rows [lo, hi) one at a time with gemvSeg.rows, whose one-row kernels
-// (rows4ZTail, rowsZ[1], q8Rows) give the same sums, or for AVX2 Q4_0 with q4RowsA.
+// (rows4ZTail, rowsZ[1]) give the same sums, or on the AVX2 kernels with rowsA.
 func (q *quantStreams) rest(part, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		si, start := segOf(q.segs, r)
-		if s := &q.segs[si]; s.dt == tensor.Q4_0 && !quantVNNI {
-			q4RowsA(&q.ptrs[part], s.w, s.k/32*18, r-start, r-start+1, q.a8, s.k/64, s.out)
+		if s := &q.segs[si]; !quantVNNI {
+			rs, _ := s.dt.RowBytes(s.k)
+			rowsA(&q.ptrs[part], s.dt, s.w, rs, r-start, r-start+1, q.a8, s.k/64, s.out)
 			continue
 		}
 		q.segs[si].rows(q.a8, nil, r-start, r-start+1)

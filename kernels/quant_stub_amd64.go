@@ -320,7 +320,7 @@ func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32
 // q8_0Rows4A computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).
 //
 //go:noescape
-func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, xd *float32, nb int, out **float32, oadv int)
+func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, d2 *float32, npairs int, out **float32, oadv int)
 
 // q4_0Rows4A computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).
 //

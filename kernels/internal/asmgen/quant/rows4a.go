@@ -2,10 +2,12 @@
 // kernels that read four weight streams: row group i is rows w[j] + i·adv (j = 0..3), each
 // against one token, results stored at out[j] + i·oadv bytes. As for the VNNI four-stream
 // kernels (vnni_rows4p.go), the four w[j] are a quarter of a worker's share apart so that
-// each stream is one long sequential read the hardware prefetcher follows by itself; the
-// token's loads (block values and scale) are shared by the four rows. The per-row math is
-// q8_0Rows's (q8Block, even and odd blocks in two accumulators) or q4_0Rows's (block pairs),
-// so a row's result does not depend on which kernel computed it.
+// each stream is one long sequential read the hardware prefetcher follows by itself. The
+// token's loads are shared by the four rows, and so is the float work of a block pair: the
+// four rows' integer lanes are summed and transposed into one register (fold4) before the
+// conversion, the scaling by the rows' fp16 scales (rowScales) and the FMA with the token's.
+// A row's lanes never mix with another row's, so its result does not depend on the other
+// rows of its group (kernels/quant_streams_avx2.go pads a lone row with copies of itself).
 package main
 
 import (
@@ -18,7 +20,7 @@ import (
 func genRows4A(q4 bool) {
 	const R = 4
 	name := "q8_0Rows4A"
-	sig := "func(w **byte, adv int, nrows int, xq *int8, xd *float32, nb int, out **float32, oadv int)"
+	sig := "func(w **byte, adv int, nrows int, xq *int8, d2 *float32, npairs int, out **float32, oadv int)"
 	if q4 {
 		name = "q4_0Rows4A"
 		sig = "func(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)"
@@ -52,15 +54,12 @@ func genRows4A(q4 bool) {
 			VEXTRACTPS(Imm(uint64(r)), acc.AsX(), Mem{Base: p, Index: o, Scale: 1})
 		}
 	} else {
-		accs := q8Rows4ABody(name, wm, off, ones)
+		acc := q8Rows4ABody(name, wm, off, ones)
 		oa := Load(Param("out"), GP64())
 		p := GP64()
-		t := YMM()
 		for r := 0; r < R; r++ {
-			a := accs[r]
-			hsum(a, t)
 			MOVQ(Mem{Base: oa, Disp: 8 * r}, p)
-			VMOVSS(a.AsX(), Mem{Base: p, Index: o, Scale: 1})
+			VEXTRACTPS(Imm(uint64(r)), acc.AsX(), Mem{Base: p, Index: o, Scale: 1})
 		}
 	}
 	ADDQ(paramAddr("oadv"), o)
@@ -74,60 +73,95 @@ func genRows4A(q4 bool) {
 	RET()
 }
 
-// q8Rows4ABody emits one row group of q8_0Rows4A: each row's blocks as q8_0Rows does them
-// (even blocks into one accumulator, odd into another, a last odd-numbered block into the
-// even one), the token block and scale loaded once for the four rows. It returns the four
-// rows' accumulators, even and odd already added.
-func q8Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones VecVirtual) []VecVirtual {
+// q8Rows4ABody emits one row group of q8_0Rows4A, two blocks (2i, 2i+1) per step: each row's
+// block gives 8 int32 lanes (VPABSB/VPSIGNB/VPMADDUBSW/VPMADDWD, the token block loaded once
+// for the four rows), the four rows' lanes are summed and transposed (fold4) into [r0..r3 |
+// r0..r3] partial sums, the two blocks' halves combined into h = [r0..r3 sums of block 2i |
+// the same of 2i+1], and the float work is done once for the four rows as in q4Rows4ABody
+// (the token scales from d2, the pair layout's). Row r's result is lane r + lane 4+r.
+func q8Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones VecVirtual) VecVirtual {
 	const R = 4
 	xp := Load(Param("xq"), GP64())
-	dp := Load(Param("xd"), GP64())
-	n := Load(Param("nb"), GP64())
-	acc := make([]VecVirtual, 2*R) // row r, block parity e: acc[2r+e]
-	for i := range acc {
-		acc[i] = YMM()
-		VXORPS(acc[i], acc[i], acc[i])
-	}
-	block := func(e, disp int) {
-		x, dx := YMM(), YMM()
+	dp := Load(Param("d2"), GP64())
+	n := Load(Param("npairs"), GP64())
+	acc := YMM()
+	VXORPS(acc, acc, acc)
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_end"))
+	Label(name + "_loop")
+	var hs [2]VecVirtual
+	for e := 0; e < 2; e++ {
+		x := YMM()
 		VMOVDQU(Mem{Base: xp, Disp: 32 * e}, x)
-		VBROADCASTSS(Mem{Base: dp, Disp: 4 * e}, dx)
+		var ps [R]VecVirtual
 		for r := 0; r < R; r++ {
-			m := wm(r, disp)
-			a, p, dw := YMM(), YMM(), YMM()
+			m := wm(r, 34*e)
+			a, p := YMM(), YMM()
 			VPABSB(m.Offset(2), a)
 			VPSIGNB(m.Offset(2), x, p)
 			VPMADDUBSW(p, a, p)
 			VPMADDWD(ones, p, p)
-			VCVTDQ2PS(p, p)
-			VPBROADCASTW(m, dw.AsX())
-			VCVTPH2PS(dw.AsX(), dw)
-			VMULPS(dw, p, p)
-			VFMADD231PS(dx, p, acc[2*r+e])
+			ps[r] = p
 		}
+		hs[e] = fold4(ps)
 	}
-	CMPQ(n, Imm(2))
-	JL(LabelRef(name + "_tail"))
-	Label(name + "_loop")
-	block(0, 0)
-	block(1, 34)
+	h, t := YMM(), YMM()
+	VPERM2I128(Imm(0x20), hs[1], hs[0], h) // [h0 low | h1 low]
+	VPERM2I128(Imm(0x31), hs[1], hs[0], t) // [h0 high | h1 high]
+	VPADDD(t, h, h)
+	VCVTDQ2PS(h, h)
+	sy := rowScales(wm, 34)
+	VMULPS(sy, h, h)
+	VFMADD231PS(Mem{Base: dp}, h, acc)
 	ADDQ(Imm(68), off)
 	ADDQ(Imm(64), xp)
-	ADDQ(Imm(8), dp)
-	SUBQ(Imm(2), n)
-	CMPQ(n, Imm(2))
-	JGE(LabelRef(name + "_loop"))
-	Label(name + "_tail")
-	TESTQ(n, n)
-	JZ(LabelRef(name + "_end"))
-	block(0, 0)
+	ADDQ(Imm(32), dp)
+	DECQ(n)
+	JNZ(LabelRef(name + "_loop"))
 	Label(name + "_end")
-	out := make([]VecVirtual, R)
-	for r := 0; r < R; r++ {
-		VADDPS(acc[2*r+1], acc[2*r], acc[2*r])
-		out[r] = acc[2*r]
+	hi := XMM()
+	VEXTRACTF128(Imm(1), acc, hi)
+	VADDPS(hi, acc.AsX(), acc.AsX())
+	return acc
+}
+
+// fold4 sums and transposes four rows' int32 lanes within each 128-bit half: the result's
+// lane r (and 4+r) is the sum of lanes 0..3 (4..7) of ps[r]. It clobbers ps.
+func fold4(ps [4]VecVirtual) VecVirtual {
+	t0, t1 := YMM(), YMM()
+	VPUNPCKLDQ(ps[1], ps[0], t0) // [p0_0 p1_0 p0_1 p1_1]
+	VPUNPCKHDQ(ps[1], ps[0], t1) // [p0_2 p1_2 p0_3 p1_3]
+	VPADDD(t1, t0, t0)           // [p0_02 p1_02 p0_13 p1_13]
+	VPUNPCKLDQ(ps[3], ps[2], t1)
+	VPUNPCKHDQ(ps[3], ps[2], ps[2])
+	VPADDD(ps[2], t1, t1) // [p2_02 p3_02 p2_13 p3_13]
+	VPUNPCKLQDQ(t1, t0, ps[0])
+	VPUNPCKHQDQ(t1, t0, ps[1])
+	VPADDD(ps[1], ps[0], ps[0]) // [r0 r1 r2 r3]
+	return ps[0]
+}
+
+// rowScales emits the four rows' fp16 scales of a block pair (at row offsets 0 and bd), read
+// through a GP register, as 8 floats [r0..r3 of the first block | r0..r3 of the second].
+func rowScales(wm func(r, disp int) Mem, bd int) VecVirtual {
+	g, t := GP64(), GP64()
+	sx := XMM()
+	for e := 0; e < 2; e++ {
+		MOVWQZX(wm(0, bd*e), g)
+		for r := 1; r < 4; r++ {
+			MOVWQZX(wm(r, bd*e), t)
+			SHLQ(Imm(uint64(16*r)), t)
+			ORQ(t, g)
+		}
+		if e == 0 {
+			VMOVQ(g, sx)
+		} else {
+			VPINSRQ(Imm(1), g, sx, sx)
+		}
 	}
-	return out
+	sy := YMM()
+	VCVTPH2PS(sx, sy)
+	return sy
 }
 
 // q4Rows4ABody emits one row group of q4_0Rows4A. Per block pair each row's nibbles give 8
@@ -166,40 +200,12 @@ func q4Rows4ABody(name string, wm func(r, disp int) Mem, off GPVirtual, ones Vec
 		VPMADDWD(ones, p, p)
 		ps[r] = p
 	}
-	// Transpose-and-sum within each 128-bit half.
-	t0, t1 := YMM(), YMM()
-	VPUNPCKLDQ(ps[1], ps[0], t0) // [p0_0 p1_0 p0_1 p1_1]
-	VPUNPCKHDQ(ps[1], ps[0], t1) // [p0_2 p1_2 p0_3 p1_3]
-	VPADDD(t1, t0, t0)           // [p0_02 p1_02 p0_13 p1_13]
-	VPUNPCKLDQ(ps[3], ps[2], t1)
-	VPUNPCKHDQ(ps[3], ps[2], ps[2])
-	VPADDD(ps[2], t1, t1) // [p2_02 p3_02 p2_13 p3_13]
-	VPUNPCKLQDQ(t1, t0, ps[0])
-	VPUNPCKHQDQ(t1, t0, ps[1])
-	h := ps[0]
-	VPADDD(ps[1], h, h) // [r0 r1 r2 r3]
+	h := fold4(ps)
 	c := YMM()
 	VPSHUFD(Imm(0), Mem{Base: cp}, c) // [c_2i x4 | c_2i+1 x4]
 	VPADDD(c, h, h)
 	VCVTDQ2PS(h, h)
-	// The rows' scales: [r0..r3 of block 2i | r0..r3 of block 2i+1] as fp16.
-	g, t := GP64(), GP64()
-	sx := XMM()
-	for e := 0; e < 2; e++ {
-		MOVWQZX(wm(0, 18*e), g)
-		for r := 1; r < R; r++ {
-			MOVWQZX(wm(r, 18*e), t)
-			SHLQ(Imm(uint64(16*r)), t)
-			ORQ(t, g)
-		}
-		if e == 0 {
-			VMOVQ(g, sx)
-		} else {
-			VPINSRQ(Imm(1), g, sx, sx)
-		}
-	}
-	sy := sx.AsY()
-	VCVTPH2PS(sx, sy)
+	sy := rowScales(wm, 18)
 	VMULPS(sy, h, h)
 	VFMADD231PS(Mem{Base: dp}, h, acc)
 	ADDQ(Imm(36), off)
