@@ -52,7 +52,24 @@ const (
 	readyP  // xz, dp, cp for the AVX2 Q4_0 pair tiles
 	readyP8 // d8 for the AVX2 Q8_0 pair tiles
 	readyQ4 // sq for the AVX2 Q4_0 quad tiles
+	readyD2 // d2 alone (pairScales)
 )
+
+// pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.
+func (a *q8Acts) pairScales() {
+	if a.ready&(readyPair|readyD2) != 0 {
+		return
+	}
+	a.ready |= readyD2
+	np := a.nb / 2
+	a.d2 = grow(a.d2, np*8)
+	for i := 0; i < np; i++ {
+		d := a.d2[8*i : 8*i+8]
+		for j := 0; j < 4; j++ {
+			d[j], d[4+j] = a.d[2*i], a.d[2*i+1]
+		}
+	}
+}
 
 // pairLayout fills x2, d2 and c2 from token 0 (nb even, corrections computed).
 func (a *q8Acts) pairLayout() {
