@@ -1,0 +1,113 @@
+// This file implements gemmStream, the AVX2 GEMM for F16 weights and m > 1: per worker and
+// k block, the activations are packed tile by tile (3 rows interleaved per 8 columns, so a
+// tile is one contiguous L1-resident stream); blocks of the worker's stored F16 weight rows
+// (L2-resident) then stream through the packed-tile micro-kernel, converted in registers.
+// Every output is summed in gemmDirect's order, so results are bit-identical to it and do not
+// depend on m. See docs/kernels-float.md.
+package kernels
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// useGemmStream selects gemmStream for F16 weights on the AVX2 family (benchmarks and tests
+// compare it with gemmDirect/gemmPacked).
+var useGemmStream = true
+
+// streamNB is the number of weight rows in one L2 block of gemmStream (x gemmKC F16 columns:
+// 192 KiB, next to a packed activation block of up to 64 x gemmKC f32 = 128 KiB).
+const streamNB = 192
+
+// gemmStream computes out = x · wᵀ (x [m, k], w [n, k] F16 in data, out [m, n]) on the AVX2
+// tiles (3 activation rows x 4 weight rows). Weight rows are split across workers.
+func gemmStream(p *Pool, out, x []float32, data []byte, m, n, k int) {
+	ts := &avx2Tiles
+	kv := k &^ 7
+	m3 := m / 3 * 3 // rows in full tiles; the rest run gemmF16_<m%3>x<nr> unpacked
+	groups := (n + 3) / 4
+	minGroups := max(1, (1<<20)/(2*4*m*k))
+	w := unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), n*k)
+	p.For(groups, minGroups, func(lo, hi int) {
+		n0, n1 := 4*lo, min(4*hi, n)
+		bb := getF32(m3 * min(gemmKC, kv))
+		defer putF32(bb)
+		buf := *bb
+		wb := wBufs.Get().(*[streamNB * gemmKC]uint16)
+		defer wBufs.Put(wb)
+		for k0 := 0; k0 < kv; k0 += gemmKC {
+			kb := min(gemmKC, kv-k0)
+			acc := min(k0, 1)
+			packTiles3(buf, x, m3, k, k0, kb)
+			for nb0 := n0; nb0 < n1; nb0 += streamNB {
+				nb1 := min(nb0+streamNB, n1)
+				nf := nb0 + (nb1-nb0)&^3 // end of the full groups of 4 rows
+				if streamPackW {
+					packGroups4(wb[:], w, nb0, nf, k, k0, kb)
+				}
+				for i0 := 0; i0 < m3; i0 += 3 {
+					a := &buf[i0*kb]
+					if streamPackW {
+						for r := nb0; r < nf; r += 4 {
+							gemmF16PP3x4(a, &wb[(r-nb0)*kb], kb, &out[i0*n+r], 4*n, acc)
+						}
+					} else {
+						for r := nb0; r < nf; r += 4 {
+							gemmF16PA3x4(a, &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
+						}
+					}
+					if nf < nb1 {
+						ts.tile(tensor.F16, 3, nb1-nf, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[nf*k+k0]), 2*k, kb, &out[i0*n+nf], 4*n, acc)
+					}
+				}
+				for r := nb0; m3 < m && r < nb1; r += 4 {
+					ts.tile(tensor.F16, m-m3, min(4, nb1-r), &x[m3*k+k0], 4*k, unsafe.Pointer(&w[r*k+k0]), 2*k, kb, &out[m3*n+r], 4*n, acc)
+				}
+			}
+		}
+		addKTail(out, x, tensor.F16, data, m, n, k, kv, n0, n1)
+	})
+}
+
+// streamPackW makes gemmStream copy each block of weight rows to a contiguous buffer (groups
+// of 4 rows interleaved per 8 columns) before the activation tiles run over it: rows of
+// 2^j bytes (k = 2048) otherwise map to a few L1/L2 sets.
+var streamPackW = true
+
+var wBufs = sync.Pool{New: func() any { return new([streamNB * gemmKC]uint16) }}
+
+// packGroups4 writes columns [k0, k0+kb) of weight rows [r0, r1) (r1-r0 a multiple of 4, row
+// stride k) to dst group by group: group g (rows r0+4g..r0+4g+3) at dst[4g*kb:], for each 8
+// columns the 8 values of its rows in order.
+func packGroups4(dst, w []uint16, r0, r1, k, k0, kb int) {
+	for r := r0; r < r1; r += 4 {
+		d := dst[(r-r0)*kb : (r-r0+4)*kb]
+		w0, w1 := w[r*k+k0:r*k+k0+kb], w[(r+1)*k+k0:(r+1)*k+k0+kb]
+		w2, w3 := w[(r+2)*k+k0:(r+2)*k+k0+kb], w[(r+3)*k+k0:(r+3)*k+k0+kb]
+		for s := 0; s+8 <= kb; s += 8 {
+			o := 4 * s
+			*(*[8]uint16)(d[o:]) = *(*[8]uint16)(w0[s:])
+			*(*[8]uint16)(d[o+8:]) = *(*[8]uint16)(w1[s:])
+			*(*[8]uint16)(d[o+16:]) = *(*[8]uint16)(w2[s:])
+			*(*[8]uint16)(d[o+24:]) = *(*[8]uint16)(w3[s:])
+		}
+	}
+}
+
+// packTiles3 writes columns [k0, k0+kb) of rows [0, m3) of x (row stride k) to dst tile by
+// tile: tile t (rows 3t..3t+2) at dst[3t*kb:], for each 8 columns the 8 values of its first,
+// second and third row.
+func packTiles3(dst, x []float32, m3, k, k0, kb int) {
+	for i0 := 0; i0 < m3; i0 += 3 {
+		d := dst[i0*kb : (i0+3)*kb]
+		r0, r1, r2 := x[i0*k+k0:i0*k+k0+kb], x[(i0+1)*k+k0:(i0+1)*k+k0+kb], x[(i0+2)*k+k0:(i0+2)*k+k0+kb]
+		for s := 0; s+8 <= kb; s += 8 {
+			o := 3 * s
+			*(*[8]float32)(d[o:]) = *(*[8]float32)(r0[s:])
+			*(*[8]float32)(d[o+8:]) = *(*[8]float32)(r1[s:])
+			*(*[8]float32)(d[o+16:]) = *(*[8]float32)(r2[s:])
+		}
+	}
+}

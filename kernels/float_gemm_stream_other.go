@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package kernels
+
+func gemmF16PA3x4(a *float32, b *uint16, ldb int, k int, c *float32, ldc int, acc int) {
+	panic("no asm")
+}
+
+func gemmF16PP3x4(a *float32, b *uint16, k int, c *float32, ldc int, acc int) { panic("no asm") }
