@@ -26,49 +26,67 @@ const streamNB = 192
 func gemmStream(p *Pool, out, x []float32, data []byte, m, n, k int) {
 	ts := &avx2Tiles
 	kv := k &^ 7
-	m3 := m / 3 * 3 // rows in full tiles; the rest run gemmF16_<m%3>x<nr> unpacked
+	mt := (m + 2) / 3 * 3 // rows in tiles of 3; the last tile is padded with zero rows
 	groups := (n + 3) / 4
 	minGroups := max(1, (1<<20)/(2*4*m*k))
 	w := unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), n*k)
 	p.For(groups, minGroups, func(lo, hi int) {
 		n0, n1 := 4*lo, min(4*hi, n)
-		bb := getF32(m3 * min(gemmKC, kv))
+		bb := getF32(mt * min(gemmKC, kv))
 		defer putF32(bb)
 		buf := *bb
 		wb := wBufs.Get().(*[streamNB * gemmKC]uint16)
 		defer wBufs.Put(wb)
+		var tmp [12]float32 // the last tile's outputs when it has fewer than 3 rows
 		for k0 := 0; k0 < kv; k0 += gemmKC {
 			kb := min(gemmKC, kv-k0)
 			acc := min(k0, 1)
-			packTiles3(buf, x, m3, k, k0, kb)
+			packTiles3(buf, x, m, k, k0, kb)
 			for nb0 := n0; nb0 < n1; nb0 += streamNB {
 				nb1 := min(nb0+streamNB, n1)
 				nf := nb0 + (nb1-nb0)&^3 // end of the full groups of 4 rows
 				if streamPackW {
 					packGroups4(wb[:], w, nb0, nf, k, k0, kb)
 				}
-				for i0 := 0; i0 < m3; i0 += 3 {
+				for i0 := 0; i0 < mt; i0 += 3 {
 					a := &buf[i0*kb]
-					if streamPackW {
-						for r := nb0; r < nf; r += 4 {
-							gemmF16PP3x4(a, &wb[(r-nb0)*kb], kb, &out[i0*n+r], 4*n, acc)
+					mr := min(3, m-i0)
+					for r := nb0; r < nf; r += 4 {
+						c, ldc, cacc := &out[i0*n+r], 4*n, acc
+						if mr < 3 {
+							c, ldc, cacc = &tmp[0], 16, 0
 						}
-					} else {
-						for r := nb0; r < nf; r += 4 {
-							gemmF16PA3x4(a, &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
+						if streamPackW {
+							gemmF16PP3x4(a, &wb[(r-nb0)*kb], kb, c, ldc, cacc)
+						} else {
+							gemmF16PA3x4(a, &w[r*k+k0], 2*k, kb, c, ldc, cacc)
+						}
+						if mr < 3 {
+							addTile(out[i0*n+r:], n, tmp[:], mr, 4, acc)
 						}
 					}
 					if nf < nb1 {
-						ts.tile(tensor.F16, 3, nb1-nf, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[nf*k+k0]), 2*k, kb, &out[i0*n+nf], 4*n, acc)
+						ts.tile(tensor.F16, mr, nb1-nf, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[nf*k+k0]), 2*k, kb, &out[i0*n+nf], 4*n, acc)
 					}
-				}
-				for r := nb0; m3 < m && r < nb1; r += 4 {
-					ts.tile(tensor.F16, m-m3, min(4, nb1-r), &x[m3*k+k0], 4*k, unsafe.Pointer(&w[r*k+k0]), 2*k, kb, &out[m3*n+r], 4*n, acc)
 				}
 			}
 		}
 		addKTail(out, x, tensor.F16, data, m, n, k, kv, n0, n1)
 	})
+}
+
+// addTile sets (acc == 0) or adds to (acc != 0) out[i*n+j] the 3x4 tile outputs t[4i+j] for
+// i < mr, j < nr: the same single rounding as the kernel's own store.
+func addTile(out []float32, n int, t []float32, mr, nr, acc int) {
+	for i := 0; i < mr; i++ {
+		for j := 0; j < nr; j++ {
+			if acc != 0 {
+				out[i*n+j] += t[4*i+j]
+			} else {
+				out[i*n+j] = t[4*i+j]
+			}
+		}
+	}
 }
 
 // streamPackW makes gemmStream copy each block of weight rows to a contiguous buffer (groups
@@ -96,13 +114,20 @@ func packGroups4(dst, w []uint16, r0, r1, k, k0, kb int) {
 	}
 }
 
-// packTiles3 writes columns [k0, k0+kb) of rows [0, m3) of x (row stride k) to dst tile by
-// tile: tile t (rows 3t..3t+2) at dst[3t*kb:], for each 8 columns the 8 values of its first,
-// second and third row.
-func packTiles3(dst, x []float32, m3, k, k0, kb int) {
-	for i0 := 0; i0 < m3; i0 += 3 {
+// packTiles3 writes columns [k0, k0+kb) of the m rows of x (row stride k) to dst tile by
+// tile: tile t (rows 3t..3t+2, rows past m as zeros) at dst[3t*kb:], for each 8 columns the 8
+// values of its first, second and third row.
+func packTiles3(dst, x []float32, m, k, k0, kb int) {
+	var zero [gemmKC]float32
+	row := func(i int) []float32 {
+		if i >= m {
+			return zero[:kb]
+		}
+		return x[i*k+k0 : i*k+k0+kb]
+	}
+	for i0 := 0; i0 < m; i0 += 3 {
 		d := dst[i0*kb : (i0+3)*kb]
-		r0, r1, r2 := x[i0*k+k0:i0*k+k0+kb], x[(i0+1)*k+k0:(i0+1)*k+k0+kb], x[(i0+2)*k+k0:(i0+2)*k+k0+kb]
+		r0, r1, r2 := row(i0), row(i0+1), row(i0+2)
 		for s := 0; s+8 <= kb; s += 8 {
 			o := 3 * s
 			*(*[8]float32)(d[o:]) = *(*[8]float32)(r0[s:])
