@@ -14,3 +14,8 @@ func gemmF16PA3x4(a *float32, b *uint16, ldb int, k int, c *float32, ldc int, ac
 //
 //go:noescape
 func gemmF16PP3x4(a *float32, b *uint16, k int, c *float32, ldc int, acc int)
+
+// prefetchRows prefetches (PREFETCHT0) the n bytes from p of each of rows rows, ld bytes apart.
+//
+//go:noescape
+func prefetchRows(p *byte, ld int, rows int, n int)

@@ -333,3 +333,28 @@ gemmF16PP3x4_store:
 	VMOVUPS X9, (DX)
 	VZEROUPPER
 	RET
+
+// func prefetchRows(p *byte, ld int, rows int, n int)
+TEXT ·prefetchRows(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), AX
+	MOVQ ld+8(FP), BX
+	MOVQ rows+16(FP), CX
+	MOVQ n+24(FP), DX
+
+prefetchRows_row:
+	TESTQ CX, CX
+	JZ    prefetchRows_done
+	MOVQ  AX, SI
+	MOVQ  DX, DI
+
+prefetchRows_line:
+	PREFETCHT0 (SI)
+	ADDQ       $64, SI
+	SUBQ       $64, DI
+	JG         prefetchRows_line
+	ADDQ       BX, AX
+	DECQ       CX
+	JMP        prefetchRows_row
+
+prefetchRows_done:
+	RET

@@ -7,3 +7,5 @@ func gemmF16PA3x4(a *float32, b *uint16, ldb int, k int, c *float32, ldc int, ac
 }
 
 func gemmF16PP3x4(a *float32, b *uint16, k int, c *float32, ldc int, acc int) { panic("no asm") }
+
+func prefetchRows(p *byte, ld int, rows int, n int) {}
