@@ -40,17 +40,14 @@ func BenchmarkGemmF16(b *testing.B) {
 				b.Run(fmt.Sprintf("%dx%d/m=%d/t=%d", n, k, m, th), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					defer func(v, pw, pf bool, dm int) {
-						useGemmStream, streamPackW, directPrefetch, gemmDirectMaxM = v, pw, pf, dm
-					}(useGemmStream, streamPackW, directPrefetch, gemmDirectMaxM)
+					defer func(v, pw, pf, pa bool) {
+						useGemmStream, streamPackW, directPrefetch, directPackA = v, pw, pf, pa
+					}(useGemmStream, streamPackW, directPrefetch, directPackA)
 					best := [3]time.Duration{1 << 62, 1 << 62, 1 << 62}
 					i := 0
 					for b.Loop() {
 						for v := range best {
-							useGemmStream, streamPackW, directPrefetch, gemmDirectMaxM = v > 0, v > 0, v > 0, 64
-							if v == 1 {
-								gemmDirectMaxM = 1 // gemmStream for every m
-							}
+							useGemmStream, streamPackW, directPrefetch, directPackA = v > 0, v > 0, v > 0, v == 2
 							i++
 							t0, c0 := time.Now(), threadCPU()
 							p.MatMul(out, x, ws[i%len(ws)], m)
@@ -63,7 +60,7 @@ func BenchmarkGemmF16(b *testing.B) {
 					}
 					fl := 2 * float64(m*n*k) / 1e9
 					b.ReportMetric(fl/best[0].Seconds(), "old-GFLOP/s")
-					b.ReportMetric(fl/best[1].Seconds(), "stream-GFLOP/s")
+					b.ReportMetric(fl/best[1].Seconds(), "unpackedA-GFLOP/s")
 					b.ReportMetric(fl/best[2].Seconds(), "new-GFLOP/s")
 					b.ReportMetric(best[0].Seconds()/best[2].Seconds(), "new/old")
 				})
