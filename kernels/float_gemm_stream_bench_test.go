@@ -68,4 +68,3 @@ func BenchmarkGemmF16(b *testing.B) {
 		}
 	}
 }
-
