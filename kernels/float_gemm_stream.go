@@ -132,7 +132,7 @@ func gemmDirectF16(p *Pool, out, x []float32, data []byte, m, n, k int) {
 					if directPackA {
 						gemmF16PA3x4(&buf[i0*kb], &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
 					} else {
-						gemmF16_3x4(&x[i0*k+k0], 4*k, &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
+						ts.f16[3][4](&x[i0*k+k0], 4*k, &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
 					}
 				}
 				if i0 < m {
@@ -165,16 +165,7 @@ var wBufs = sync.Pool{New: func() any { return new([streamNB * gemmKC]uint16) }}
 // columns the 8 values of its rows in order.
 func packGroups4(dst, w []uint16, r0, r1, k, k0, kb int) {
 	for r := r0; r < r1; r += 4 {
-		d := dst[(r-r0)*kb : (r-r0+4)*kb]
-		w0, w1 := w[r*k+k0:r*k+k0+kb], w[(r+1)*k+k0:(r+1)*k+k0+kb]
-		w2, w3 := w[(r+2)*k+k0:(r+2)*k+k0+kb], w[(r+3)*k+k0:(r+3)*k+k0+kb]
-		for s := 0; s+8 <= kb; s += 8 {
-			o := 4 * s
-			*(*[8]uint16)(d[o:]) = *(*[8]uint16)(w0[s:])
-			*(*[8]uint16)(d[o+8:]) = *(*[8]uint16)(w1[s:])
-			*(*[8]uint16)(d[o+16:]) = *(*[8]uint16)(w2[s:])
-			*(*[8]uint16)(d[o+24:]) = *(*[8]uint16)(w3[s:])
-		}
+		packW4(&dst[(r-r0)*kb], &w[r*k+k0], 2*k, kb)
 	}
 }
 
@@ -189,7 +180,11 @@ func packTiles3(dst, x []float32, m, k, k0, kb int) {
 		}
 		return x[i*k+k0 : i*k+k0+kb]
 	}
-	for i0 := 0; i0 < m; i0 += 3 {
+	i0 := 0
+	for ; i0+3 <= m; i0 += 3 {
+		packA3(&dst[i0*kb], &x[i0*k+k0], 4*k, kb)
+	}
+	for ; i0 < m; i0 += 3 {
 		d := dst[i0*kb : (i0+3)*kb]
 		r0, r1, r2 := row(i0), row(i0+1), row(i0+2)
 		for s := 0; s+8 <= kb; s += 8 {

@@ -19,3 +19,15 @@ func gemmF16PP3x4(a *float32, b *uint16, k int, c *float32, ldc int, acc int)
 //
 //go:noescape
 func prefetchRows(p *byte, ld int, rows int, n int)
+
+// packW4 writes k (a multiple of 8) columns of the 4 F16 rows at src (ld bytes apart) to dst
+// interleaved: for each 8 columns, the 8 values of row 0, 1, 2 and 3.
+//
+//go:noescape
+func packW4(dst *uint16, src *uint16, ld int, k int)
+
+// packA3 writes k (a multiple of 8) columns of the 3 f32 rows at src (ld bytes apart) to dst
+// interleaved: for each 8 columns, the 8 values of row 0, 1 and 2.
+//
+//go:noescape
+func packA3(dst *float32, src *float32, ld int, k int)

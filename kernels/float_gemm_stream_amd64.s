@@ -358,3 +358,60 @@ prefetchRows_line:
 
 prefetchRows_done:
 	RET
+
+// func packW4(dst *uint16, src *uint16, ld int, k int)
+TEXT ·packW4(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), BX
+	MOVQ k+24(FP), CX
+	LEAQ (SI)(BX*2), R8
+	LEAQ (R8)(BX*1), R9
+
+packW4_loop:
+	CMPQ    CX, $8
+	JL      packW4_done
+	VMOVDQU (SI), X0
+	VMOVDQU (SI)(BX*1), X1
+	VMOVDQU (R8), X2
+	VMOVDQU (R9), X3
+	VMOVDQU X0, (DI)
+	VMOVDQU X1, 16(DI)
+	VMOVDQU X2, 32(DI)
+	VMOVDQU X3, 48(DI)
+	ADDQ    $16, SI
+	ADDQ    $16, R8
+	ADDQ    $16, R9
+	ADDQ    $64, DI
+	SUBQ    $8, CX
+	JMP     packW4_loop
+
+packW4_done:
+	RET
+
+// func packA3(dst *float32, src *float32, ld int, k int)
+TEXT ·packA3(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), BX
+	MOVQ k+24(FP), CX
+	LEAQ (SI)(BX*2), R8
+
+packA3_loop:
+	CMPQ    CX, $8
+	JL      packA3_done
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(BX*1), Y1
+	VMOVUPS (R8), Y2
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	ADDQ    $32, SI
+	ADDQ    $32, R8
+	ADDQ    $96, DI
+	SUBQ    $8, CX
+	JMP     packA3_loop
+
+packA3_done:
+	VZEROUPPER
+	RET
