@@ -328,263 +328,135 @@ DATA kr_ctrlk4<>+254(SB)/1, $0x07
 DATA kr_ctrlk4<>+255(SB)/1, $0x80
 GLOBL kr_ctrlk4<>(SB), RODATA|NOPTR, $256
 
-DATA kr_ctrlk6<>+0(SB)/1, $0x00
-DATA kr_ctrlk6<>+1(SB)/1, $0x00
-DATA kr_ctrlk6<>+2(SB)/1, $0x00
-DATA kr_ctrlk6<>+3(SB)/1, $0x00
-DATA kr_ctrlk6<>+4(SB)/1, $0x00
-DATA kr_ctrlk6<>+5(SB)/1, $0x00
-DATA kr_ctrlk6<>+6(SB)/1, $0x00
-DATA kr_ctrlk6<>+7(SB)/1, $0x00
-DATA kr_ctrlk6<>+8(SB)/1, $0x00
-DATA kr_ctrlk6<>+9(SB)/1, $0x00
-DATA kr_ctrlk6<>+10(SB)/1, $0x00
-DATA kr_ctrlk6<>+11(SB)/1, $0x00
-DATA kr_ctrlk6<>+12(SB)/1, $0x00
-DATA kr_ctrlk6<>+13(SB)/1, $0x00
-DATA kr_ctrlk6<>+14(SB)/1, $0x00
-DATA kr_ctrlk6<>+15(SB)/1, $0x00
-DATA kr_ctrlk6<>+16(SB)/1, $0x01
-DATA kr_ctrlk6<>+17(SB)/1, $0x01
-DATA kr_ctrlk6<>+18(SB)/1, $0x01
-DATA kr_ctrlk6<>+19(SB)/1, $0x01
-DATA kr_ctrlk6<>+20(SB)/1, $0x01
-DATA kr_ctrlk6<>+21(SB)/1, $0x01
-DATA kr_ctrlk6<>+22(SB)/1, $0x01
-DATA kr_ctrlk6<>+23(SB)/1, $0x01
-DATA kr_ctrlk6<>+24(SB)/1, $0x01
-DATA kr_ctrlk6<>+25(SB)/1, $0x01
-DATA kr_ctrlk6<>+26(SB)/1, $0x01
-DATA kr_ctrlk6<>+27(SB)/1, $0x01
-DATA kr_ctrlk6<>+28(SB)/1, $0x01
-DATA kr_ctrlk6<>+29(SB)/1, $0x01
-DATA kr_ctrlk6<>+30(SB)/1, $0x01
-DATA kr_ctrlk6<>+31(SB)/1, $0x01
-DATA kr_ctrlk6<>+32(SB)/1, $0x02
-DATA kr_ctrlk6<>+33(SB)/1, $0x02
-DATA kr_ctrlk6<>+34(SB)/1, $0x02
-DATA kr_ctrlk6<>+35(SB)/1, $0x02
-DATA kr_ctrlk6<>+36(SB)/1, $0x02
-DATA kr_ctrlk6<>+37(SB)/1, $0x02
-DATA kr_ctrlk6<>+38(SB)/1, $0x02
-DATA kr_ctrlk6<>+39(SB)/1, $0x02
-DATA kr_ctrlk6<>+40(SB)/1, $0x02
-DATA kr_ctrlk6<>+41(SB)/1, $0x02
-DATA kr_ctrlk6<>+42(SB)/1, $0x02
-DATA kr_ctrlk6<>+43(SB)/1, $0x02
-DATA kr_ctrlk6<>+44(SB)/1, $0x02
-DATA kr_ctrlk6<>+45(SB)/1, $0x02
-DATA kr_ctrlk6<>+46(SB)/1, $0x02
-DATA kr_ctrlk6<>+47(SB)/1, $0x02
-DATA kr_ctrlk6<>+48(SB)/1, $0x03
-DATA kr_ctrlk6<>+49(SB)/1, $0x03
-DATA kr_ctrlk6<>+50(SB)/1, $0x03
-DATA kr_ctrlk6<>+51(SB)/1, $0x03
-DATA kr_ctrlk6<>+52(SB)/1, $0x03
-DATA kr_ctrlk6<>+53(SB)/1, $0x03
-DATA kr_ctrlk6<>+54(SB)/1, $0x03
-DATA kr_ctrlk6<>+55(SB)/1, $0x03
-DATA kr_ctrlk6<>+56(SB)/1, $0x03
-DATA kr_ctrlk6<>+57(SB)/1, $0x03
-DATA kr_ctrlk6<>+58(SB)/1, $0x03
-DATA kr_ctrlk6<>+59(SB)/1, $0x03
-DATA kr_ctrlk6<>+60(SB)/1, $0x03
-DATA kr_ctrlk6<>+61(SB)/1, $0x03
-DATA kr_ctrlk6<>+62(SB)/1, $0x03
-DATA kr_ctrlk6<>+63(SB)/1, $0x03
-DATA kr_ctrlk6<>+64(SB)/1, $0x04
-DATA kr_ctrlk6<>+65(SB)/1, $0x04
-DATA kr_ctrlk6<>+66(SB)/1, $0x04
-DATA kr_ctrlk6<>+67(SB)/1, $0x04
-DATA kr_ctrlk6<>+68(SB)/1, $0x04
-DATA kr_ctrlk6<>+69(SB)/1, $0x04
-DATA kr_ctrlk6<>+70(SB)/1, $0x04
-DATA kr_ctrlk6<>+71(SB)/1, $0x04
-DATA kr_ctrlk6<>+72(SB)/1, $0x04
-DATA kr_ctrlk6<>+73(SB)/1, $0x04
-DATA kr_ctrlk6<>+74(SB)/1, $0x04
-DATA kr_ctrlk6<>+75(SB)/1, $0x04
-DATA kr_ctrlk6<>+76(SB)/1, $0x04
-DATA kr_ctrlk6<>+77(SB)/1, $0x04
-DATA kr_ctrlk6<>+78(SB)/1, $0x04
-DATA kr_ctrlk6<>+79(SB)/1, $0x04
-DATA kr_ctrlk6<>+80(SB)/1, $0x05
-DATA kr_ctrlk6<>+81(SB)/1, $0x05
-DATA kr_ctrlk6<>+82(SB)/1, $0x05
-DATA kr_ctrlk6<>+83(SB)/1, $0x05
-DATA kr_ctrlk6<>+84(SB)/1, $0x05
-DATA kr_ctrlk6<>+85(SB)/1, $0x05
-DATA kr_ctrlk6<>+86(SB)/1, $0x05
-DATA kr_ctrlk6<>+87(SB)/1, $0x05
-DATA kr_ctrlk6<>+88(SB)/1, $0x05
-DATA kr_ctrlk6<>+89(SB)/1, $0x05
-DATA kr_ctrlk6<>+90(SB)/1, $0x05
-DATA kr_ctrlk6<>+91(SB)/1, $0x05
-DATA kr_ctrlk6<>+92(SB)/1, $0x05
-DATA kr_ctrlk6<>+93(SB)/1, $0x05
-DATA kr_ctrlk6<>+94(SB)/1, $0x05
-DATA kr_ctrlk6<>+95(SB)/1, $0x05
-DATA kr_ctrlk6<>+96(SB)/1, $0x06
-DATA kr_ctrlk6<>+97(SB)/1, $0x06
-DATA kr_ctrlk6<>+98(SB)/1, $0x06
-DATA kr_ctrlk6<>+99(SB)/1, $0x06
-DATA kr_ctrlk6<>+100(SB)/1, $0x06
-DATA kr_ctrlk6<>+101(SB)/1, $0x06
-DATA kr_ctrlk6<>+102(SB)/1, $0x06
-DATA kr_ctrlk6<>+103(SB)/1, $0x06
-DATA kr_ctrlk6<>+104(SB)/1, $0x06
-DATA kr_ctrlk6<>+105(SB)/1, $0x06
-DATA kr_ctrlk6<>+106(SB)/1, $0x06
-DATA kr_ctrlk6<>+107(SB)/1, $0x06
-DATA kr_ctrlk6<>+108(SB)/1, $0x06
-DATA kr_ctrlk6<>+109(SB)/1, $0x06
-DATA kr_ctrlk6<>+110(SB)/1, $0x06
-DATA kr_ctrlk6<>+111(SB)/1, $0x06
-DATA kr_ctrlk6<>+112(SB)/1, $0x07
-DATA kr_ctrlk6<>+113(SB)/1, $0x07
-DATA kr_ctrlk6<>+114(SB)/1, $0x07
-DATA kr_ctrlk6<>+115(SB)/1, $0x07
-DATA kr_ctrlk6<>+116(SB)/1, $0x07
-DATA kr_ctrlk6<>+117(SB)/1, $0x07
-DATA kr_ctrlk6<>+118(SB)/1, $0x07
-DATA kr_ctrlk6<>+119(SB)/1, $0x07
-DATA kr_ctrlk6<>+120(SB)/1, $0x07
-DATA kr_ctrlk6<>+121(SB)/1, $0x07
-DATA kr_ctrlk6<>+122(SB)/1, $0x07
-DATA kr_ctrlk6<>+123(SB)/1, $0x07
-DATA kr_ctrlk6<>+124(SB)/1, $0x07
-DATA kr_ctrlk6<>+125(SB)/1, $0x07
-DATA kr_ctrlk6<>+126(SB)/1, $0x07
-DATA kr_ctrlk6<>+127(SB)/1, $0x07
-DATA kr_ctrlk6<>+128(SB)/1, $0x08
-DATA kr_ctrlk6<>+129(SB)/1, $0x08
-DATA kr_ctrlk6<>+130(SB)/1, $0x08
-DATA kr_ctrlk6<>+131(SB)/1, $0x08
-DATA kr_ctrlk6<>+132(SB)/1, $0x08
-DATA kr_ctrlk6<>+133(SB)/1, $0x08
-DATA kr_ctrlk6<>+134(SB)/1, $0x08
-DATA kr_ctrlk6<>+135(SB)/1, $0x08
-DATA kr_ctrlk6<>+136(SB)/1, $0x08
-DATA kr_ctrlk6<>+137(SB)/1, $0x08
-DATA kr_ctrlk6<>+138(SB)/1, $0x08
-DATA kr_ctrlk6<>+139(SB)/1, $0x08
-DATA kr_ctrlk6<>+140(SB)/1, $0x08
-DATA kr_ctrlk6<>+141(SB)/1, $0x08
-DATA kr_ctrlk6<>+142(SB)/1, $0x08
-DATA kr_ctrlk6<>+143(SB)/1, $0x08
-DATA kr_ctrlk6<>+144(SB)/1, $0x09
-DATA kr_ctrlk6<>+145(SB)/1, $0x09
-DATA kr_ctrlk6<>+146(SB)/1, $0x09
-DATA kr_ctrlk6<>+147(SB)/1, $0x09
-DATA kr_ctrlk6<>+148(SB)/1, $0x09
-DATA kr_ctrlk6<>+149(SB)/1, $0x09
-DATA kr_ctrlk6<>+150(SB)/1, $0x09
-DATA kr_ctrlk6<>+151(SB)/1, $0x09
-DATA kr_ctrlk6<>+152(SB)/1, $0x09
-DATA kr_ctrlk6<>+153(SB)/1, $0x09
-DATA kr_ctrlk6<>+154(SB)/1, $0x09
-DATA kr_ctrlk6<>+155(SB)/1, $0x09
-DATA kr_ctrlk6<>+156(SB)/1, $0x09
-DATA kr_ctrlk6<>+157(SB)/1, $0x09
-DATA kr_ctrlk6<>+158(SB)/1, $0x09
-DATA kr_ctrlk6<>+159(SB)/1, $0x09
-DATA kr_ctrlk6<>+160(SB)/1, $0x0a
-DATA kr_ctrlk6<>+161(SB)/1, $0x0a
-DATA kr_ctrlk6<>+162(SB)/1, $0x0a
-DATA kr_ctrlk6<>+163(SB)/1, $0x0a
-DATA kr_ctrlk6<>+164(SB)/1, $0x0a
-DATA kr_ctrlk6<>+165(SB)/1, $0x0a
-DATA kr_ctrlk6<>+166(SB)/1, $0x0a
-DATA kr_ctrlk6<>+167(SB)/1, $0x0a
-DATA kr_ctrlk6<>+168(SB)/1, $0x0a
-DATA kr_ctrlk6<>+169(SB)/1, $0x0a
-DATA kr_ctrlk6<>+170(SB)/1, $0x0a
-DATA kr_ctrlk6<>+171(SB)/1, $0x0a
-DATA kr_ctrlk6<>+172(SB)/1, $0x0a
-DATA kr_ctrlk6<>+173(SB)/1, $0x0a
-DATA kr_ctrlk6<>+174(SB)/1, $0x0a
-DATA kr_ctrlk6<>+175(SB)/1, $0x0a
-DATA kr_ctrlk6<>+176(SB)/1, $0x0b
-DATA kr_ctrlk6<>+177(SB)/1, $0x0b
-DATA kr_ctrlk6<>+178(SB)/1, $0x0b
-DATA kr_ctrlk6<>+179(SB)/1, $0x0b
-DATA kr_ctrlk6<>+180(SB)/1, $0x0b
-DATA kr_ctrlk6<>+181(SB)/1, $0x0b
-DATA kr_ctrlk6<>+182(SB)/1, $0x0b
-DATA kr_ctrlk6<>+183(SB)/1, $0x0b
-DATA kr_ctrlk6<>+184(SB)/1, $0x0b
-DATA kr_ctrlk6<>+185(SB)/1, $0x0b
-DATA kr_ctrlk6<>+186(SB)/1, $0x0b
-DATA kr_ctrlk6<>+187(SB)/1, $0x0b
-DATA kr_ctrlk6<>+188(SB)/1, $0x0b
-DATA kr_ctrlk6<>+189(SB)/1, $0x0b
-DATA kr_ctrlk6<>+190(SB)/1, $0x0b
-DATA kr_ctrlk6<>+191(SB)/1, $0x0b
-DATA kr_ctrlk6<>+192(SB)/1, $0x0c
-DATA kr_ctrlk6<>+193(SB)/1, $0x0c
-DATA kr_ctrlk6<>+194(SB)/1, $0x0c
-DATA kr_ctrlk6<>+195(SB)/1, $0x0c
-DATA kr_ctrlk6<>+196(SB)/1, $0x0c
-DATA kr_ctrlk6<>+197(SB)/1, $0x0c
-DATA kr_ctrlk6<>+198(SB)/1, $0x0c
-DATA kr_ctrlk6<>+199(SB)/1, $0x0c
-DATA kr_ctrlk6<>+200(SB)/1, $0x0c
-DATA kr_ctrlk6<>+201(SB)/1, $0x0c
-DATA kr_ctrlk6<>+202(SB)/1, $0x0c
-DATA kr_ctrlk6<>+203(SB)/1, $0x0c
-DATA kr_ctrlk6<>+204(SB)/1, $0x0c
-DATA kr_ctrlk6<>+205(SB)/1, $0x0c
-DATA kr_ctrlk6<>+206(SB)/1, $0x0c
-DATA kr_ctrlk6<>+207(SB)/1, $0x0c
-DATA kr_ctrlk6<>+208(SB)/1, $0x0d
-DATA kr_ctrlk6<>+209(SB)/1, $0x0d
-DATA kr_ctrlk6<>+210(SB)/1, $0x0d
-DATA kr_ctrlk6<>+211(SB)/1, $0x0d
-DATA kr_ctrlk6<>+212(SB)/1, $0x0d
-DATA kr_ctrlk6<>+213(SB)/1, $0x0d
-DATA kr_ctrlk6<>+214(SB)/1, $0x0d
-DATA kr_ctrlk6<>+215(SB)/1, $0x0d
-DATA kr_ctrlk6<>+216(SB)/1, $0x0d
-DATA kr_ctrlk6<>+217(SB)/1, $0x0d
-DATA kr_ctrlk6<>+218(SB)/1, $0x0d
-DATA kr_ctrlk6<>+219(SB)/1, $0x0d
-DATA kr_ctrlk6<>+220(SB)/1, $0x0d
-DATA kr_ctrlk6<>+221(SB)/1, $0x0d
-DATA kr_ctrlk6<>+222(SB)/1, $0x0d
-DATA kr_ctrlk6<>+223(SB)/1, $0x0d
-DATA kr_ctrlk6<>+224(SB)/1, $0x0e
-DATA kr_ctrlk6<>+225(SB)/1, $0x0e
-DATA kr_ctrlk6<>+226(SB)/1, $0x0e
-DATA kr_ctrlk6<>+227(SB)/1, $0x0e
-DATA kr_ctrlk6<>+228(SB)/1, $0x0e
-DATA kr_ctrlk6<>+229(SB)/1, $0x0e
-DATA kr_ctrlk6<>+230(SB)/1, $0x0e
-DATA kr_ctrlk6<>+231(SB)/1, $0x0e
-DATA kr_ctrlk6<>+232(SB)/1, $0x0e
-DATA kr_ctrlk6<>+233(SB)/1, $0x0e
-DATA kr_ctrlk6<>+234(SB)/1, $0x0e
-DATA kr_ctrlk6<>+235(SB)/1, $0x0e
-DATA kr_ctrlk6<>+236(SB)/1, $0x0e
-DATA kr_ctrlk6<>+237(SB)/1, $0x0e
-DATA kr_ctrlk6<>+238(SB)/1, $0x0e
-DATA kr_ctrlk6<>+239(SB)/1, $0x0e
-DATA kr_ctrlk6<>+240(SB)/1, $0x0f
-DATA kr_ctrlk6<>+241(SB)/1, $0x0f
-DATA kr_ctrlk6<>+242(SB)/1, $0x0f
-DATA kr_ctrlk6<>+243(SB)/1, $0x0f
-DATA kr_ctrlk6<>+244(SB)/1, $0x0f
-DATA kr_ctrlk6<>+245(SB)/1, $0x0f
-DATA kr_ctrlk6<>+246(SB)/1, $0x0f
-DATA kr_ctrlk6<>+247(SB)/1, $0x0f
-DATA kr_ctrlk6<>+248(SB)/1, $0x0f
-DATA kr_ctrlk6<>+249(SB)/1, $0x0f
-DATA kr_ctrlk6<>+250(SB)/1, $0x0f
-DATA kr_ctrlk6<>+251(SB)/1, $0x0f
-DATA kr_ctrlk6<>+252(SB)/1, $0x0f
-DATA kr_ctrlk6<>+253(SB)/1, $0x0f
-DATA kr_ctrlk6<>+254(SB)/1, $0x0f
-DATA kr_ctrlk6<>+255(SB)/1, $0x0f
-GLOBL kr_ctrlk6<>(SB), RODATA|NOPTR, $256
+DATA kr_ctrlk6w<>+0(SB)/1, $0x00
+DATA kr_ctrlk6w<>+1(SB)/1, $0x01
+DATA kr_ctrlk6w<>+2(SB)/1, $0x00
+DATA kr_ctrlk6w<>+3(SB)/1, $0x01
+DATA kr_ctrlk6w<>+4(SB)/1, $0x00
+DATA kr_ctrlk6w<>+5(SB)/1, $0x01
+DATA kr_ctrlk6w<>+6(SB)/1, $0x00
+DATA kr_ctrlk6w<>+7(SB)/1, $0x01
+DATA kr_ctrlk6w<>+8(SB)/1, $0x00
+DATA kr_ctrlk6w<>+9(SB)/1, $0x01
+DATA kr_ctrlk6w<>+10(SB)/1, $0x00
+DATA kr_ctrlk6w<>+11(SB)/1, $0x01
+DATA kr_ctrlk6w<>+12(SB)/1, $0x00
+DATA kr_ctrlk6w<>+13(SB)/1, $0x01
+DATA kr_ctrlk6w<>+14(SB)/1, $0x00
+DATA kr_ctrlk6w<>+15(SB)/1, $0x01
+DATA kr_ctrlk6w<>+16(SB)/1, $0x02
+DATA kr_ctrlk6w<>+17(SB)/1, $0x03
+DATA kr_ctrlk6w<>+18(SB)/1, $0x02
+DATA kr_ctrlk6w<>+19(SB)/1, $0x03
+DATA kr_ctrlk6w<>+20(SB)/1, $0x02
+DATA kr_ctrlk6w<>+21(SB)/1, $0x03
+DATA kr_ctrlk6w<>+22(SB)/1, $0x02
+DATA kr_ctrlk6w<>+23(SB)/1, $0x03
+DATA kr_ctrlk6w<>+24(SB)/1, $0x02
+DATA kr_ctrlk6w<>+25(SB)/1, $0x03
+DATA kr_ctrlk6w<>+26(SB)/1, $0x02
+DATA kr_ctrlk6w<>+27(SB)/1, $0x03
+DATA kr_ctrlk6w<>+28(SB)/1, $0x02
+DATA kr_ctrlk6w<>+29(SB)/1, $0x03
+DATA kr_ctrlk6w<>+30(SB)/1, $0x02
+DATA kr_ctrlk6w<>+31(SB)/1, $0x03
+DATA kr_ctrlk6w<>+32(SB)/1, $0x04
+DATA kr_ctrlk6w<>+33(SB)/1, $0x05
+DATA kr_ctrlk6w<>+34(SB)/1, $0x04
+DATA kr_ctrlk6w<>+35(SB)/1, $0x05
+DATA kr_ctrlk6w<>+36(SB)/1, $0x04
+DATA kr_ctrlk6w<>+37(SB)/1, $0x05
+DATA kr_ctrlk6w<>+38(SB)/1, $0x04
+DATA kr_ctrlk6w<>+39(SB)/1, $0x05
+DATA kr_ctrlk6w<>+40(SB)/1, $0x04
+DATA kr_ctrlk6w<>+41(SB)/1, $0x05
+DATA kr_ctrlk6w<>+42(SB)/1, $0x04
+DATA kr_ctrlk6w<>+43(SB)/1, $0x05
+DATA kr_ctrlk6w<>+44(SB)/1, $0x04
+DATA kr_ctrlk6w<>+45(SB)/1, $0x05
+DATA kr_ctrlk6w<>+46(SB)/1, $0x04
+DATA kr_ctrlk6w<>+47(SB)/1, $0x05
+DATA kr_ctrlk6w<>+48(SB)/1, $0x06
+DATA kr_ctrlk6w<>+49(SB)/1, $0x07
+DATA kr_ctrlk6w<>+50(SB)/1, $0x06
+DATA kr_ctrlk6w<>+51(SB)/1, $0x07
+DATA kr_ctrlk6w<>+52(SB)/1, $0x06
+DATA kr_ctrlk6w<>+53(SB)/1, $0x07
+DATA kr_ctrlk6w<>+54(SB)/1, $0x06
+DATA kr_ctrlk6w<>+55(SB)/1, $0x07
+DATA kr_ctrlk6w<>+56(SB)/1, $0x06
+DATA kr_ctrlk6w<>+57(SB)/1, $0x07
+DATA kr_ctrlk6w<>+58(SB)/1, $0x06
+DATA kr_ctrlk6w<>+59(SB)/1, $0x07
+DATA kr_ctrlk6w<>+60(SB)/1, $0x06
+DATA kr_ctrlk6w<>+61(SB)/1, $0x07
+DATA kr_ctrlk6w<>+62(SB)/1, $0x06
+DATA kr_ctrlk6w<>+63(SB)/1, $0x07
+DATA kr_ctrlk6w<>+64(SB)/1, $0x08
+DATA kr_ctrlk6w<>+65(SB)/1, $0x09
+DATA kr_ctrlk6w<>+66(SB)/1, $0x08
+DATA kr_ctrlk6w<>+67(SB)/1, $0x09
+DATA kr_ctrlk6w<>+68(SB)/1, $0x08
+DATA kr_ctrlk6w<>+69(SB)/1, $0x09
+DATA kr_ctrlk6w<>+70(SB)/1, $0x08
+DATA kr_ctrlk6w<>+71(SB)/1, $0x09
+DATA kr_ctrlk6w<>+72(SB)/1, $0x08
+DATA kr_ctrlk6w<>+73(SB)/1, $0x09
+DATA kr_ctrlk6w<>+74(SB)/1, $0x08
+DATA kr_ctrlk6w<>+75(SB)/1, $0x09
+DATA kr_ctrlk6w<>+76(SB)/1, $0x08
+DATA kr_ctrlk6w<>+77(SB)/1, $0x09
+DATA kr_ctrlk6w<>+78(SB)/1, $0x08
+DATA kr_ctrlk6w<>+79(SB)/1, $0x09
+DATA kr_ctrlk6w<>+80(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+81(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+82(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+83(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+84(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+85(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+86(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+87(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+88(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+89(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+90(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+91(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+92(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+93(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+94(SB)/1, $0x0a
+DATA kr_ctrlk6w<>+95(SB)/1, $0x0b
+DATA kr_ctrlk6w<>+96(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+97(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+98(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+99(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+100(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+101(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+102(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+103(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+104(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+105(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+106(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+107(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+108(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+109(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+110(SB)/1, $0x0c
+DATA kr_ctrlk6w<>+111(SB)/1, $0x0d
+DATA kr_ctrlk6w<>+112(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+113(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+114(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+115(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+116(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+117(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+118(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+119(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+120(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+121(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+122(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+123(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+124(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+125(SB)/1, $0x0f
+DATA kr_ctrlk6w<>+126(SB)/1, $0x0e
+DATA kr_ctrlk6w<>+127(SB)/1, $0x0f
+GLOBL kr_ctrlk6w<>(SB), RODATA|NOPTR, $128
 
 DATA kr_ctrldm<>+0(SB)/1, $0x00
 DATA kr_ctrldm<>+1(SB)/1, $0x01
@@ -628,88 +500,10 @@ q4KRows4A_rows:
 	JZ     q4KRows4A_end
 
 q4KRows4A_loop:
+	VMOVDQU      kr_mask0f<>+0(SB), Y1
 	MOVL         4(CX)(SI*1), R10
 	MOVL         8(CX)(SI*1), R11
 	MOVL         12(CX)(SI*1), R12
-	MOVL         R10, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R14
-	ANDL         $0x0f0f0f0f, R14
-	ORL          R13, R14
-	SHLQ         $0x20, R14
-	ANDL         $0x3f3f3f3f, R10
-	ORQ          R10, R14
-	MOVL         R11, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R10
-	SHRL         $0x04, R10
-	ANDL         $0x0f0f0f0f, R10
-	ORL          R13, R10
-	SHLQ         $0x20, R10
-	ANDL         $0x3f3f3f3f, R11
-	ORQ          R11, R10
-	VMOVQ        R10, X1
-	VPMOVZXBW    X1, X1
-	VPMADDWD     (R9), X1, X1
-	VMOVQ        R14, X2
-	VPBROADCASTQ X2, Y2
-	VMOVDQU      16(CX)(SI*1), Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y3
-	VPSRLW       $0x04, Y4, Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y4
-	VPMADDUBSW   (DI), Y3, Y5
-	VPSHUFB      kr_ctrlk4<>+0(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y3
-	VPMADDUBSW   32(DI), Y4, Y5
-	VPSHUFB      kr_ctrlk4<>+32(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VMOVDQU      48(CX)(SI*1), Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y5
-	VPSRLW       $0x04, Y4, Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y4
-	VPMADDUBSW   64(DI), Y5, Y5
-	VPSHUFB      kr_ctrlk4<>+64(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VPMADDUBSW   96(DI), Y4, Y5
-	VPSHUFB      kr_ctrlk4<>+96(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VMOVDQU      80(CX)(SI*1), Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y5
-	VPSRLW       $0x04, Y4, Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y4
-	VPMADDUBSW   128(DI), Y5, Y5
-	VPSHUFB      kr_ctrlk4<>+128(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VPMADDUBSW   160(DI), Y4, Y5
-	VPSHUFB      kr_ctrlk4<>+160(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VMOVDQU      112(CX)(SI*1), Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y5
-	VPSRLW       $0x04, Y4, Y4
-	VPAND        kr_mask0f<>+0(SB), Y4, Y4
-	VPMADDUBSW   192(DI), Y5, Y5
-	VPSHUFB      kr_ctrlk4<>+192(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VPMADDUBSW   224(DI), Y4, Y5
-	VPSHUFB      kr_ctrlk4<>+224(SB), Y2, Y6
-	VPMADDWD     Y6, Y5, Y5
-	VPADDD       Y5, Y3, Y3
-	VINSERTI128  $0x01, X1, Y3, Y1
-	VPERM2I128   $0x81, Y3, Y3, Y2
-	VPADDD       Y2, Y1, Y1
-	MOVL         4(DX)(SI*1), R10
-	MOVL         8(DX)(SI*1), R11
-	MOVL         12(DX)(SI*1), R12
 	MOVL         R10, R13
 	SHRL         $0x06, R13
 	ANDL         $0x03030303, R13
@@ -736,10 +530,10 @@ q4KRows4A_loop:
 	VPMADDWD     (R9), X2, X2
 	VMOVQ        R14, X3
 	VPBROADCASTQ X3, Y3
-	VMOVDQU      16(DX)(SI*1), Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y4
+	VMOVDQU      16(CX)(SI*1), Y5
+	VPAND        Y1, Y5, Y4
 	VPSRLW       $0x04, Y5, Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y5
+	VPAND        Y1, Y5, Y5
 	VPMADDUBSW   (DI), Y4, Y6
 	VPSHUFB      kr_ctrlk4<>+0(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y4
@@ -747,10 +541,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+32(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y6
 	VPADDD       Y6, Y4, Y4
-	VMOVDQU      48(DX)(SI*1), Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y6
+	VMOVDQU      48(CX)(SI*1), Y5
+	VPAND        Y1, Y5, Y6
 	VPSRLW       $0x04, Y5, Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y5
+	VPAND        Y1, Y5, Y5
 	VPMADDUBSW   64(DI), Y6, Y6
 	VPSHUFB      kr_ctrlk4<>+64(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y6
@@ -759,10 +553,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+96(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y6
 	VPADDD       Y6, Y4, Y4
-	VMOVDQU      80(DX)(SI*1), Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y6
+	VMOVDQU      80(CX)(SI*1), Y5
+	VPAND        Y1, Y5, Y6
 	VPSRLW       $0x04, Y5, Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y5
+	VPAND        Y1, Y5, Y5
 	VPMADDUBSW   128(DI), Y6, Y6
 	VPSHUFB      kr_ctrlk4<>+128(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y6
@@ -771,10 +565,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+160(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y6
 	VPADDD       Y6, Y4, Y4
-	VMOVDQU      112(DX)(SI*1), Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y6
+	VMOVDQU      112(CX)(SI*1), Y5
+	VPAND        Y1, Y5, Y6
 	VPSRLW       $0x04, Y5, Y5
-	VPAND        kr_mask0f<>+0(SB), Y5, Y5
+	VPAND        Y1, Y5, Y5
 	VPMADDUBSW   192(DI), Y6, Y6
 	VPSHUFB      kr_ctrlk4<>+192(SB), Y3, Y7
 	VPMADDWD     Y7, Y6, Y6
@@ -786,9 +580,9 @@ q4KRows4A_loop:
 	VINSERTI128  $0x01, X2, Y4, Y2
 	VPERM2I128   $0x81, Y4, Y4, Y3
 	VPADDD       Y3, Y2, Y2
-	MOVL         4(BX)(SI*1), R10
-	MOVL         8(BX)(SI*1), R11
-	MOVL         12(BX)(SI*1), R12
+	MOVL         4(DX)(SI*1), R10
+	MOVL         8(DX)(SI*1), R11
+	MOVL         12(DX)(SI*1), R12
 	MOVL         R10, R13
 	SHRL         $0x06, R13
 	ANDL         $0x03030303, R13
@@ -815,10 +609,10 @@ q4KRows4A_loop:
 	VPMADDWD     (R9), X3, X3
 	VMOVQ        R14, X4
 	VPBROADCASTQ X4, Y4
-	VMOVDQU      16(BX)(SI*1), Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y5
+	VMOVDQU      16(DX)(SI*1), Y6
+	VPAND        Y1, Y6, Y5
 	VPSRLW       $0x04, Y6, Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y6
+	VPAND        Y1, Y6, Y6
 	VPMADDUBSW   (DI), Y5, Y7
 	VPSHUFB      kr_ctrlk4<>+0(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y5
@@ -826,10 +620,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+32(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      48(BX)(SI*1), Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y7
+	VMOVDQU      48(DX)(SI*1), Y6
+	VPAND        Y1, Y6, Y7
 	VPSRLW       $0x04, Y6, Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y6
+	VPAND        Y1, Y6, Y6
 	VPMADDUBSW   64(DI), Y7, Y7
 	VPSHUFB      kr_ctrlk4<>+64(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y7
@@ -838,10 +632,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+96(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      80(BX)(SI*1), Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y7
+	VMOVDQU      80(DX)(SI*1), Y6
+	VPAND        Y1, Y6, Y7
 	VPSRLW       $0x04, Y6, Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y6
+	VPAND        Y1, Y6, Y6
 	VPMADDUBSW   128(DI), Y7, Y7
 	VPSHUFB      kr_ctrlk4<>+128(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y7
@@ -850,10 +644,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+160(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y7
 	VPADDD       Y7, Y5, Y5
-	VMOVDQU      112(BX)(SI*1), Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y7
+	VMOVDQU      112(DX)(SI*1), Y6
+	VPAND        Y1, Y6, Y7
 	VPSRLW       $0x04, Y6, Y6
-	VPAND        kr_mask0f<>+0(SB), Y6, Y6
+	VPAND        Y1, Y6, Y6
 	VPMADDUBSW   192(DI), Y7, Y7
 	VPSHUFB      kr_ctrlk4<>+192(SB), Y4, Y8
 	VPMADDWD     Y8, Y7, Y7
@@ -865,9 +659,9 @@ q4KRows4A_loop:
 	VINSERTI128  $0x01, X3, Y5, Y3
 	VPERM2I128   $0x81, Y5, Y5, Y4
 	VPADDD       Y4, Y3, Y3
-	MOVL         4(AX)(SI*1), R10
-	MOVL         8(AX)(SI*1), R11
-	MOVL         12(AX)(SI*1), R12
+	MOVL         4(BX)(SI*1), R10
+	MOVL         8(BX)(SI*1), R11
+	MOVL         12(BX)(SI*1), R12
 	MOVL         R10, R13
 	SHRL         $0x06, R13
 	ANDL         $0x03030303, R13
@@ -894,10 +688,10 @@ q4KRows4A_loop:
 	VPMADDWD     (R9), X4, X4
 	VMOVQ        R14, X5
 	VPBROADCASTQ X5, Y5
-	VMOVDQU      16(AX)(SI*1), Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y6
+	VMOVDQU      16(BX)(SI*1), Y7
+	VPAND        Y1, Y7, Y6
 	VPSRLW       $0x04, Y7, Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y7
+	VPAND        Y1, Y7, Y7
 	VPMADDUBSW   (DI), Y6, Y8
 	VPSHUFB      kr_ctrlk4<>+0(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y6
@@ -905,10 +699,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+32(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VMOVDQU      48(AX)(SI*1), Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y8
+	VMOVDQU      48(BX)(SI*1), Y7
+	VPAND        Y1, Y7, Y8
 	VPSRLW       $0x04, Y7, Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y7
+	VPAND        Y1, Y7, Y7
 	VPMADDUBSW   64(DI), Y8, Y8
 	VPSHUFB      kr_ctrlk4<>+64(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
@@ -917,10 +711,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+96(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VMOVDQU      80(AX)(SI*1), Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y8
+	VMOVDQU      80(BX)(SI*1), Y7
+	VPAND        Y1, Y7, Y8
 	VPSRLW       $0x04, Y7, Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y7
+	VPAND        Y1, Y7, Y7
 	VPMADDUBSW   128(DI), Y8, Y8
 	VPSHUFB      kr_ctrlk4<>+128(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
@@ -929,10 +723,10 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+160(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VMOVDQU      112(AX)(SI*1), Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y8
+	VMOVDQU      112(BX)(SI*1), Y7
+	VPAND        Y1, Y7, Y8
 	VPSRLW       $0x04, Y7, Y7
-	VPAND        kr_mask0f<>+0(SB), Y7, Y7
+	VPAND        Y1, Y7, Y7
 	VPMADDUBSW   192(DI), Y8, Y8
 	VPSHUFB      kr_ctrlk4<>+192(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
@@ -944,25 +738,104 @@ q4KRows4A_loop:
 	VINSERTI128  $0x01, X4, Y6, Y4
 	VPERM2I128   $0x81, Y6, Y6, Y5
 	VPADDD       Y5, Y4, Y4
-	VPUNPCKLDQ   Y2, Y1, Y5
-	VPUNPCKHDQ   Y2, Y1, Y2
-	VPADDD       Y2, Y5, Y5
-	VPUNPCKLDQ   Y4, Y3, Y2
-	VPUNPCKHDQ   Y4, Y3, Y3
+	MOVL         4(AX)(SI*1), R10
+	MOVL         8(AX)(SI*1), R11
+	MOVL         12(AX)(SI*1), R12
+	MOVL         R10, R13
+	SHRL         $0x06, R13
+	ANDL         $0x03030303, R13
+	SHLL         $0x04, R13
+	MOVL         R12, R14
+	ANDL         $0x0f0f0f0f, R14
+	ORL          R13, R14
+	SHLQ         $0x20, R14
+	ANDL         $0x3f3f3f3f, R10
+	ORQ          R10, R14
+	MOVL         R11, R13
+	SHRL         $0x06, R13
+	ANDL         $0x03030303, R13
+	SHLL         $0x04, R13
+	MOVL         R12, R10
+	SHRL         $0x04, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R13, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, R11
+	ORQ          R11, R10
+	VMOVQ        R10, X5
+	VPMOVZXBW    X5, X5
+	VPMADDWD     (R9), X5, X5
+	VMOVQ        R14, X6
+	VPBROADCASTQ X6, Y6
+	VMOVDQU      16(AX)(SI*1), Y8
+	VPAND        Y1, Y8, Y7
+	VPSRLW       $0x04, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPMADDUBSW   (DI), Y7, Y9
+	VPSHUFB      kr_ctrlk4<>+0(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y7
+	VPMADDUBSW   32(DI), Y8, Y9
+	VPSHUFB      kr_ctrlk4<>+32(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VMOVDQU      48(AX)(SI*1), Y8
+	VPAND        Y1, Y8, Y9
+	VPSRLW       $0x04, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPMADDUBSW   64(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk4<>+64(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMADDUBSW   96(DI), Y8, Y9
+	VPSHUFB      kr_ctrlk4<>+96(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VMOVDQU      80(AX)(SI*1), Y8
+	VPAND        Y1, Y8, Y9
+	VPSRLW       $0x04, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPMADDUBSW   128(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk4<>+128(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMADDUBSW   160(DI), Y8, Y9
+	VPSHUFB      kr_ctrlk4<>+160(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VMOVDQU      112(AX)(SI*1), Y8
+	VPAND        Y1, Y8, Y9
+	VPSRLW       $0x04, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VPMADDUBSW   192(DI), Y9, Y1
+	VPSHUFB      kr_ctrlk4<>+192(SB), Y6, Y9
+	VPMADDWD     Y9, Y1, Y1
+	VPADDD       Y1, Y7, Y7
+	VPMADDUBSW   224(DI), Y8, Y1
+	VPSHUFB      kr_ctrlk4<>+224(SB), Y6, Y9
+	VPMADDWD     Y9, Y1, Y1
+	VPADDD       Y1, Y7, Y7
+	VINSERTI128  $0x01, X5, Y7, Y1
+	VPERM2I128   $0x81, Y7, Y7, Y5
+	VPADDD       Y5, Y1, Y1
+	VPUNPCKLDQ   Y3, Y2, Y5
+	VPUNPCKHDQ   Y3, Y2, Y3
+	VPADDD       Y3, Y5, Y5
+	VPUNPCKLDQ   Y1, Y4, Y3
+	VPUNPCKHDQ   Y1, Y4, Y4
+	VPADDD       Y4, Y3, Y3
+	VPUNPCKLQDQ  Y3, Y5, Y2
+	VPUNPCKHQDQ  Y3, Y5, Y3
 	VPADDD       Y3, Y2, Y2
-	VPUNPCKLQDQ  Y2, Y5, Y1
-	VPUNPCKHQDQ  Y2, Y5, Y2
-	VPADDD       Y2, Y1, Y1
-	VCVTDQ2PS    Y1, Y1
-	VMOVD        (CX)(SI*1), X2
-	VPINSRD      $0x01, (DX)(SI*1), X2, X2
-	VPINSRD      $0x02, (BX)(SI*1), X2, X2
-	VPINSRD      $0x03, (AX)(SI*1), X2, X2
-	VPSHUFB      kr_ctrldm<>+0(SB), X2, X2
-	VCVTPH2PS    X2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMOVD        (CX)(SI*1), X1
+	VPINSRD      $0x01, (DX)(SI*1), X1, X1
+	VPINSRD      $0x02, (BX)(SI*1), X1, X1
+	VPINSRD      $0x03, (AX)(SI*1), X1, X1
+	VPSHUFB      kr_ctrldm<>+0(SB), X1, X1
+	VCVTPH2PS    X1, Y1
 	VBROADCASTSS (R8), Y3
-	VMULPS       Y3, Y2, Y2
-	VFMADD231PS  Y2, Y1, Y0
+	VMULPS       Y3, Y1, Y1
+	VFMADD231PS  Y1, Y2, Y0
 	ADDQ         $0x00000090, SI
 	ADDQ         $0x00000100, DI
 	ADDQ         $0x04, R8
@@ -1020,382 +893,356 @@ q6KRows4A_rows:
 	JZ     q6KRows4A_end
 
 q6KRows4A_loop:
-	VBROADCASTI128 192(CX)(SI*1), Y1
-	VPMOVSXBW      192(CX)(SI*1), Y2
-	VPMADDWD       (R9), Y2, Y2
-	VPSLLD         $0x05, Y2, Y2
-	VMOVDQU        (CX)(SI*1), Y4
-	VMOVDQU        32(CX)(SI*1), Y5
-	VMOVDQU        128(CX)(SI*1), Y6
-	VPAND          kr_mask0f<>+0(SB), Y4, Y3
-	VPSLLW         $0x04, Y6, Y7
-	VPAND          kr_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y3, Y3
-	VPMADDUBSW     (DI), Y3, Y3
-	VPSHUFB        kr_ctrlk6<>+0(SB), Y1, Y7
-	VPSRAW         $0x08, Y7, Y7
-	VPMADDWD       Y7, Y3, Y3
-	VPAND          kr_mask0f<>+0(SB), Y5, Y7
-	VPSLLW         $0x02, Y6, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPMADDUBSW     32(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+32(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y7, Y7
-	VPADDD         Y7, Y3, Y3
-	VPSRLW         $0x04, Y4, Y4
-	VPAND          kr_mask0f<>+0(SB), Y4, Y4
-	VMOVDQU        Y6, Y7
-	VPAND          kr_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y4, Y4
-	VPMADDUBSW     64(DI), Y4, Y4
-	VPSHUFB        kr_ctrlk6<>+64(SB), Y1, Y7
-	VPSRAW         $0x08, Y7, Y7
-	VPMADDWD       Y7, Y4, Y4
-	VPADDD         Y4, Y3, Y3
-	VPSRLW         $0x04, Y5, Y4
-	VPAND          kr_mask0f<>+0(SB), Y4, Y4
-	VPSRLW         $0x02, Y6, Y5
-	VPAND          kr_mask30<>+0(SB), Y5, Y5
-	VPOR           Y5, Y4, Y4
-	VPMADDUBSW     96(DI), Y4, Y4
-	VPSHUFB        kr_ctrlk6<>+96(SB), Y1, Y5
-	VPSRAW         $0x08, Y5, Y5
-	VPMADDWD       Y5, Y4, Y4
-	VPADDD         Y4, Y3, Y3
-	VMOVDQU        64(CX)(SI*1), Y4
-	VMOVDQU        96(CX)(SI*1), Y5
-	VMOVDQU        160(CX)(SI*1), Y6
-	VPAND          kr_mask0f<>+0(SB), Y4, Y7
-	VPSLLW         $0x04, Y6, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPMADDUBSW     128(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+128(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y7, Y7
-	VPADDD         Y7, Y3, Y3
-	VPAND          kr_mask0f<>+0(SB), Y5, Y7
-	VPSLLW         $0x02, Y6, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPMADDUBSW     160(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+160(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y7, Y7
-	VPADDD         Y7, Y3, Y3
-	VPSRLW         $0x04, Y4, Y4
-	VPAND          kr_mask0f<>+0(SB), Y4, Y4
-	VMOVDQU        Y6, Y7
-	VPAND          kr_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y4, Y4
-	VPMADDUBSW     192(DI), Y4, Y4
-	VPSHUFB        kr_ctrlk6<>+192(SB), Y1, Y7
-	VPSRAW         $0x08, Y7, Y7
-	VPMADDWD       Y7, Y4, Y4
-	VPADDD         Y4, Y3, Y3
-	VPSRLW         $0x04, Y5, Y4
-	VPAND          kr_mask0f<>+0(SB), Y4, Y4
-	VPSRLW         $0x02, Y6, Y5
-	VPAND          kr_mask30<>+0(SB), Y5, Y5
-	VPOR           Y5, Y4, Y4
-	VPMADDUBSW     224(DI), Y4, Y4
-	VPSHUFB        kr_ctrlk6<>+224(SB), Y1, Y1
-	VPSRAW         $0x08, Y1, Y1
-	VPMADDWD       Y1, Y4, Y4
-	VPADDD         Y4, Y3, Y3
-	VPSUBD         Y2, Y3, Y3
-	VBROADCASTI128 192(DX)(SI*1), Y1
-	VPMOVSXBW      192(DX)(SI*1), Y2
-	VPMADDWD       (R9), Y2, Y2
-	VPSLLD         $0x05, Y2, Y2
-	VMOVDQU        (DX)(SI*1), Y5
-	VMOVDQU        32(DX)(SI*1), Y6
-	VMOVDQU        128(DX)(SI*1), Y7
-	VPAND          kr_mask0f<>+0(SB), Y5, Y4
-	VPSLLW         $0x04, Y7, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y4, Y4
-	VPMADDUBSW     (DI), Y4, Y4
-	VPSHUFB        kr_ctrlk6<>+0(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y4, Y4
-	VPAND          kr_mask0f<>+0(SB), Y6, Y8
-	VPSLLW         $0x02, Y7, Y9
-	VPAND          kr_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
-	VPMADDUBSW     32(DI), Y8, Y8
-	VPSHUFB        kr_ctrlk6<>+32(SB), Y1, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDWD       Y9, Y8, Y8
-	VPADDD         Y8, Y4, Y4
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          kr_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        Y7, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y5, Y5
-	VPMADDUBSW     64(DI), Y5, Y5
-	VPSHUFB        kr_ctrlk6<>+64(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y5, Y5
-	VPADDD         Y5, Y4, Y4
-	VPSRLW         $0x04, Y6, Y5
-	VPAND          kr_mask0f<>+0(SB), Y5, Y5
-	VPSRLW         $0x02, Y7, Y6
-	VPAND          kr_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VPMADDUBSW     96(DI), Y5, Y5
-	VPSHUFB        kr_ctrlk6<>+96(SB), Y1, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDWD       Y6, Y5, Y5
-	VPADDD         Y5, Y4, Y4
-	VMOVDQU        64(DX)(SI*1), Y5
-	VMOVDQU        96(DX)(SI*1), Y6
-	VMOVDQU        160(DX)(SI*1), Y7
-	VPAND          kr_mask0f<>+0(SB), Y5, Y8
-	VPSLLW         $0x04, Y7, Y9
-	VPAND          kr_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
-	VPMADDUBSW     128(DI), Y8, Y8
-	VPSHUFB        kr_ctrlk6<>+128(SB), Y1, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDWD       Y9, Y8, Y8
-	VPADDD         Y8, Y4, Y4
-	VPAND          kr_mask0f<>+0(SB), Y6, Y8
-	VPSLLW         $0x02, Y7, Y9
-	VPAND          kr_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
-	VPMADDUBSW     160(DI), Y8, Y8
-	VPSHUFB        kr_ctrlk6<>+160(SB), Y1, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDWD       Y9, Y8, Y8
-	VPADDD         Y8, Y4, Y4
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          kr_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        Y7, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y5, Y5
-	VPMADDUBSW     192(DI), Y5, Y5
-	VPSHUFB        kr_ctrlk6<>+192(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y5, Y5
-	VPADDD         Y5, Y4, Y4
-	VPSRLW         $0x04, Y6, Y5
-	VPAND          kr_mask0f<>+0(SB), Y5, Y5
-	VPSRLW         $0x02, Y7, Y6
-	VPAND          kr_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VPMADDUBSW     224(DI), Y5, Y5
-	VPSHUFB        kr_ctrlk6<>+224(SB), Y1, Y1
-	VPSRAW         $0x08, Y1, Y1
-	VPMADDWD       Y1, Y5, Y5
-	VPADDD         Y5, Y4, Y4
-	VPSUBD         Y2, Y4, Y4
-	VBROADCASTI128 192(BX)(SI*1), Y1
-	VPMOVSXBW      192(BX)(SI*1), Y2
-	VPMADDWD       (R9), Y2, Y2
-	VPSLLD         $0x05, Y2, Y2
-	VMOVDQU        (BX)(SI*1), Y6
-	VMOVDQU        32(BX)(SI*1), Y7
-	VMOVDQU        128(BX)(SI*1), Y8
-	VPAND          kr_mask0f<>+0(SB), Y6, Y5
-	VPSLLW         $0x04, Y8, Y9
-	VPAND          kr_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y5, Y5
-	VPMADDUBSW     (DI), Y5, Y5
-	VPSHUFB        kr_ctrlk6<>+0(SB), Y1, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDWD       Y9, Y5, Y5
-	VPAND          kr_mask0f<>+0(SB), Y7, Y9
-	VPSLLW         $0x02, Y8, Y10
-	VPAND          kr_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPMADDUBSW     32(DI), Y9, Y9
-	VPSHUFB        kr_ctrlk6<>+32(SB), Y1, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDWD       Y10, Y9, Y9
-	VPADDD         Y9, Y5, Y5
-	VPSRLW         $0x04, Y6, Y6
-	VPAND          kr_mask0f<>+0(SB), Y6, Y6
-	VMOVDQU        Y8, Y9
-	VPAND          kr_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y6, Y6
-	VPMADDUBSW     64(DI), Y6, Y6
-	VPSHUFB        kr_ctrlk6<>+64(SB), Y1, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDWD       Y9, Y6, Y6
-	VPADDD         Y6, Y5, Y5
-	VPSRLW         $0x04, Y7, Y6
-	VPAND          kr_mask0f<>+0(SB), Y6, Y6
-	VPSRLW         $0x02, Y8, Y7
-	VPAND          kr_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y6, Y6
-	VPMADDUBSW     96(DI), Y6, Y6
-	VPSHUFB        kr_ctrlk6<>+96(SB), Y1, Y7
-	VPSRAW         $0x08, Y7, Y7
-	VPMADDWD       Y7, Y6, Y6
-	VPADDD         Y6, Y5, Y5
-	VMOVDQU        64(BX)(SI*1), Y6
-	VMOVDQU        96(BX)(SI*1), Y7
-	VMOVDQU        160(BX)(SI*1), Y8
-	VPAND          kr_mask0f<>+0(SB), Y6, Y9
-	VPSLLW         $0x04, Y8, Y10
-	VPAND          kr_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPMADDUBSW     128(DI), Y9, Y9
-	VPSHUFB        kr_ctrlk6<>+128(SB), Y1, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDWD       Y10, Y9, Y9
-	VPADDD         Y9, Y5, Y5
-	VPAND          kr_mask0f<>+0(SB), Y7, Y9
-	VPSLLW         $0x02, Y8, Y10
-	VPAND          kr_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPMADDUBSW     160(DI), Y9, Y9
-	VPSHUFB        kr_ctrlk6<>+160(SB), Y1, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDWD       Y10, Y9, Y9
-	VPADDD         Y9, Y5, Y5
-	VPSRLW         $0x04, Y6, Y6
-	VPAND          kr_mask0f<>+0(SB), Y6, Y6
-	VMOVDQU        Y8, Y9
-	VPAND          kr_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y6, Y6
-	VPMADDUBSW     192(DI), Y6, Y6
-	VPSHUFB        kr_ctrlk6<>+192(SB), Y1, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDWD       Y9, Y6, Y6
-	VPADDD         Y6, Y5, Y5
-	VPSRLW         $0x04, Y7, Y6
-	VPAND          kr_mask0f<>+0(SB), Y6, Y6
-	VPSRLW         $0x02, Y8, Y7
-	VPAND          kr_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y6, Y6
-	VPMADDUBSW     224(DI), Y6, Y6
-	VPSHUFB        kr_ctrlk6<>+224(SB), Y1, Y1
-	VPSRAW         $0x08, Y1, Y1
-	VPMADDWD       Y1, Y6, Y6
-	VPADDD         Y6, Y5, Y5
-	VPSUBD         Y2, Y5, Y5
-	VBROADCASTI128 192(AX)(SI*1), Y1
-	VPMOVSXBW      192(AX)(SI*1), Y2
-	VPMADDWD       (R9), Y2, Y2
-	VPSLLD         $0x05, Y2, Y2
-	VMOVDQU        (AX)(SI*1), Y7
-	VMOVDQU        32(AX)(SI*1), Y8
-	VMOVDQU        128(AX)(SI*1), Y9
-	VPAND          kr_mask0f<>+0(SB), Y7, Y6
-	VPSLLW         $0x04, Y9, Y10
-	VPAND          kr_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y6, Y6
-	VPMADDUBSW     (DI), Y6, Y6
-	VPSHUFB        kr_ctrlk6<>+0(SB), Y1, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDWD       Y10, Y6, Y6
-	VPAND          kr_mask0f<>+0(SB), Y8, Y10
-	VPSLLW         $0x02, Y9, Y11
-	VPAND          kr_mask30<>+0(SB), Y11, Y11
-	VPOR           Y11, Y10, Y10
-	VPMADDUBSW     32(DI), Y10, Y10
-	VPSHUFB        kr_ctrlk6<>+32(SB), Y1, Y11
-	VPSRAW         $0x08, Y11, Y11
-	VPMADDWD       Y11, Y10, Y10
-	VPADDD         Y10, Y6, Y6
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          kr_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        Y9, Y10
-	VPAND          kr_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y7, Y7
-	VPMADDUBSW     64(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+64(SB), Y1, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDWD       Y10, Y7, Y7
-	VPADDD         Y7, Y6, Y6
-	VPSRLW         $0x04, Y8, Y7
-	VPAND          kr_mask0f<>+0(SB), Y7, Y7
-	VPSRLW         $0x02, Y9, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPMADDUBSW     96(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+96(SB), Y1, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDWD       Y8, Y7, Y7
-	VPADDD         Y7, Y6, Y6
-	VMOVDQU        64(AX)(SI*1), Y7
-	VMOVDQU        96(AX)(SI*1), Y8
-	VMOVDQU        160(AX)(SI*1), Y9
-	VPAND          kr_mask0f<>+0(SB), Y7, Y10
-	VPSLLW         $0x04, Y9, Y11
-	VPAND          kr_mask30<>+0(SB), Y11, Y11
-	VPOR           Y11, Y10, Y10
-	VPMADDUBSW     128(DI), Y10, Y10
-	VPSHUFB        kr_ctrlk6<>+128(SB), Y1, Y11
-	VPSRAW         $0x08, Y11, Y11
-	VPMADDWD       Y11, Y10, Y10
-	VPADDD         Y10, Y6, Y6
-	VPAND          kr_mask0f<>+0(SB), Y8, Y10
-	VPSLLW         $0x02, Y9, Y11
-	VPAND          kr_mask30<>+0(SB), Y11, Y11
-	VPOR           Y11, Y10, Y10
-	VPMADDUBSW     160(DI), Y10, Y10
-	VPSHUFB        kr_ctrlk6<>+160(SB), Y1, Y11
-	VPSRAW         $0x08, Y11, Y11
-	VPMADDWD       Y11, Y10, Y10
-	VPADDD         Y10, Y6, Y6
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          kr_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        Y9, Y10
-	VPAND          kr_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y7, Y7
-	VPMADDUBSW     192(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+192(SB), Y1, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDWD       Y10, Y7, Y7
-	VPADDD         Y7, Y6, Y6
-	VPSRLW         $0x04, Y8, Y7
-	VPAND          kr_mask0f<>+0(SB), Y7, Y7
-	VPSRLW         $0x02, Y9, Y8
-	VPAND          kr_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPMADDUBSW     224(DI), Y7, Y7
-	VPSHUFB        kr_ctrlk6<>+224(SB), Y1, Y1
-	VPSRAW         $0x08, Y1, Y1
-	VPMADDWD       Y1, Y7, Y7
-	VPADDD         Y7, Y6, Y6
-	VPSUBD         Y2, Y6, Y6
-	VPUNPCKLDQ     Y4, Y3, Y1
-	VPUNPCKHDQ     Y4, Y3, Y2
-	VPADDD         Y2, Y1, Y1
-	VPUNPCKLDQ     Y6, Y5, Y2
-	VPUNPCKHDQ     Y6, Y5, Y5
-	VPADDD         Y5, Y2, Y2
-	VPUNPCKLQDQ    Y2, Y1, Y3
-	VPUNPCKHQDQ    Y2, Y1, Y4
-	VPADDD         Y4, Y3, Y3
-	VCVTDQ2PS      Y3, Y3
-	MOVWQZX        208(CX)(SI*1), R10
-	MOVWQZX        208(DX)(SI*1), R11
-	SHLQ           $0x10, R11
-	ORQ            R11, R10
-	MOVWQZX        208(BX)(SI*1), R11
-	SHLQ           $0x20, R11
-	ORQ            R11, R10
-	MOVWQZX        208(AX)(SI*1), R11
-	SHLQ           $0x30, R11
-	ORQ            R11, R10
-	VMOVQ          R10, X1
-	VPUNPCKLQDQ    X1, X1, X1
-	VCVTPH2PS      X1, Y1
-	VBROADCASTSS   (R8), Y2
-	VMULPS         Y2, Y1, Y1
-	VFMADD231PS    Y1, Y3, Y0
-	ADDQ           $0x000000d2, SI
-	ADDQ           $0x00000100, DI
-	ADDQ           $0x04, R8
-	ADDQ           $0x20, R9
-	DECQ           (SP)
-	JNZ            q6KRows4A_loop
+	VMOVDQU      kr_mask0f<>+0(SB), Y1
+	VMOVDQU      kr_mask30<>+0(SB), Y2
+	VPMOVSXBW    192(CX)(SI*1), Y3
+	VPMADDWD     (R9), Y3, Y4
+	VPSLLD       $0x05, Y4, Y4
+	VPERMQ       $0x44, Y3, Y6
+	VMOVDQU      (CX)(SI*1), Y7
+	VMOVDQU      32(CX)(SI*1), Y8
+	VMOVDQU      128(CX)(SI*1), Y9
+	VPAND        Y1, Y7, Y5
+	VPSLLW       $0x04, Y9, Y10
+	VPAND        Y2, Y10, Y10
+	VPOR         Y10, Y5, Y5
+	VPMADDUBSW   (DI), Y5, Y5
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y6, Y10
+	VPMADDWD     Y10, Y5, Y5
+	VPAND        Y1, Y8, Y10
+	VPSLLW       $0x02, Y9, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPMADDUBSW   32(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y6, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y1, Y7, Y7
+	VMOVDQU      Y9, Y10
+	VPAND        Y2, Y10, Y10
+	VPOR         Y10, Y7, Y7
+	VPMADDUBSW   64(DI), Y7, Y7
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y6, Y10
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPSRLW       $0x04, Y8, Y7
+	VPAND        Y1, Y7, Y7
+	VPSRLW       $0x02, Y9, Y8
+	VPAND        Y2, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   96(DI), Y7, Y7
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y6, Y6
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VPERMQ       $0xee, Y3, Y3
+	VMOVDQU      64(CX)(SI*1), Y6
+	VMOVDQU      96(CX)(SI*1), Y7
+	VMOVDQU      160(CX)(SI*1), Y8
+	VPAND        Y1, Y6, Y9
+	VPSLLW       $0x04, Y8, Y10
+	VPAND        Y2, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   128(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y3, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPAND        Y1, Y7, Y9
+	VPSLLW       $0x02, Y8, Y10
+	VPAND        Y2, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   160(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y3, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPSRLW       $0x04, Y6, Y6
+	VPAND        Y1, Y6, Y6
+	VMOVDQU      Y8, Y9
+	VPAND        Y2, Y9, Y9
+	VPOR         Y9, Y6, Y6
+	VPMADDUBSW   192(DI), Y6, Y6
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y3, Y9
+	VPMADDWD     Y9, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPSRLW       $0x04, Y7, Y6
+	VPAND        Y1, Y6, Y6
+	VPSRLW       $0x02, Y8, Y7
+	VPAND        Y2, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   224(DI), Y6, Y6
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y3, Y3
+	VPMADDWD     Y3, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VPSUBD       Y4, Y5, Y5
+	VPMOVSXBW    192(DX)(SI*1), Y3
+	VPMADDWD     (R9), Y3, Y4
+	VPSLLD       $0x05, Y4, Y4
+	VPERMQ       $0x44, Y3, Y7
+	VMOVDQU      (DX)(SI*1), Y8
+	VMOVDQU      32(DX)(SI*1), Y9
+	VMOVDQU      128(DX)(SI*1), Y10
+	VPAND        Y1, Y8, Y6
+	VPSLLW       $0x04, Y10, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y6, Y6
+	VPMADDUBSW   (DI), Y6, Y6
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y7, Y11
+	VPMADDWD     Y11, Y6, Y6
+	VPAND        Y1, Y9, Y11
+	VPSLLW       $0x02, Y10, Y12
+	VPAND        Y2, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPMADDUBSW   32(DI), Y11, Y11
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y7, Y12
+	VPMADDWD     Y12, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPSRLW       $0x04, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VMOVDQU      Y10, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y8, Y8
+	VPMADDUBSW   64(DI), Y8, Y8
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y7, Y11
+	VPMADDWD     Y11, Y8, Y8
+	VPADDD       Y8, Y6, Y6
+	VPSRLW       $0x04, Y9, Y8
+	VPAND        Y1, Y8, Y8
+	VPSRLW       $0x02, Y10, Y9
+	VPAND        Y2, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   96(DI), Y8, Y8
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y7, Y7
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y6, Y6
+	VPERMQ       $0xee, Y3, Y3
+	VMOVDQU      64(DX)(SI*1), Y7
+	VMOVDQU      96(DX)(SI*1), Y8
+	VMOVDQU      160(DX)(SI*1), Y9
+	VPAND        Y1, Y7, Y10
+	VPSLLW       $0x04, Y9, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPMADDUBSW   128(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y3, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPAND        Y1, Y8, Y10
+	VPSLLW       $0x02, Y9, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPMADDUBSW   160(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y3, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y1, Y7, Y7
+	VMOVDQU      Y9, Y10
+	VPAND        Y2, Y10, Y10
+	VPOR         Y10, Y7, Y7
+	VPMADDUBSW   192(DI), Y7, Y7
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y3, Y10
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPSRLW       $0x04, Y8, Y7
+	VPAND        Y1, Y7, Y7
+	VPSRLW       $0x02, Y9, Y8
+	VPAND        Y2, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   224(DI), Y7, Y7
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y3, Y3
+	VPMADDWD     Y3, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPSUBD       Y4, Y6, Y6
+	VPMOVSXBW    192(BX)(SI*1), Y3
+	VPMADDWD     (R9), Y3, Y4
+	VPSLLD       $0x05, Y4, Y4
+	VPERMQ       $0x44, Y3, Y8
+	VMOVDQU      (BX)(SI*1), Y9
+	VMOVDQU      32(BX)(SI*1), Y10
+	VMOVDQU      128(BX)(SI*1), Y11
+	VPAND        Y1, Y9, Y7
+	VPSLLW       $0x04, Y11, Y12
+	VPAND        Y2, Y12, Y12
+	VPOR         Y12, Y7, Y7
+	VPMADDUBSW   (DI), Y7, Y7
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y8, Y12
+	VPMADDWD     Y12, Y7, Y7
+	VPAND        Y1, Y10, Y12
+	VPSLLW       $0x02, Y11, Y13
+	VPAND        Y2, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   32(DI), Y12, Y12
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y7, Y7
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VMOVDQU      Y11, Y12
+	VPAND        Y2, Y12, Y12
+	VPOR         Y12, Y9, Y9
+	VPMADDUBSW   64(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y8, Y12
+	VPMADDWD     Y12, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VPSRLW       $0x04, Y10, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x02, Y11, Y10
+	VPAND        Y2, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   96(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y8, Y8
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VPERMQ       $0xee, Y3, Y3
+	VMOVDQU      64(BX)(SI*1), Y8
+	VMOVDQU      96(BX)(SI*1), Y9
+	VMOVDQU      160(BX)(SI*1), Y10
+	VPAND        Y1, Y8, Y11
+	VPSLLW       $0x04, Y10, Y12
+	VPAND        Y2, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPMADDUBSW   128(DI), Y11, Y11
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y3, Y12
+	VPMADDWD     Y12, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	VPAND        Y1, Y9, Y11
+	VPSLLW       $0x02, Y10, Y12
+	VPAND        Y2, Y12, Y12
+	VPOR         Y12, Y11, Y11
+	VPMADDUBSW   160(DI), Y11, Y11
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y3, Y12
+	VPMADDWD     Y12, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	VPSRLW       $0x04, Y8, Y8
+	VPAND        Y1, Y8, Y8
+	VMOVDQU      Y10, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y8, Y8
+	VPMADDUBSW   192(DI), Y8, Y8
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y3, Y11
+	VPMADDWD     Y11, Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	VPSRLW       $0x04, Y9, Y8
+	VPAND        Y1, Y8, Y8
+	VPSRLW       $0x02, Y10, Y9
+	VPAND        Y2, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   224(DI), Y8, Y8
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y3, Y3
+	VPMADDWD     Y3, Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	VPSUBD       Y4, Y7, Y7
+	VPMOVSXBW    192(AX)(SI*1), Y3
+	VPMADDWD     (R9), Y3, Y4
+	VPSLLD       $0x05, Y4, Y4
+	VPERMQ       $0x44, Y3, Y9
+	VMOVDQU      (AX)(SI*1), Y10
+	VMOVDQU      32(AX)(SI*1), Y11
+	VMOVDQU      128(AX)(SI*1), Y12
+	VPAND        Y1, Y10, Y8
+	VPSLLW       $0x04, Y12, Y13
+	VPAND        Y2, Y13, Y13
+	VPOR         Y13, Y8, Y8
+	VPMADDUBSW   (DI), Y8, Y8
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y8, Y8
+	VPAND        Y1, Y11, Y13
+	VPSLLW       $0x02, Y12, Y14
+	VPAND        Y2, Y14, Y14
+	VPOR         Y14, Y13, Y13
+	VPMADDUBSW   32(DI), Y13, Y13
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y9, Y14
+	VPMADDWD     Y14, Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPSRLW       $0x04, Y10, Y10
+	VPAND        Y1, Y10, Y10
+	VMOVDQU      Y12, Y13
+	VPAND        Y2, Y13, Y13
+	VPOR         Y13, Y10, Y10
+	VPMADDUBSW   64(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y9, Y13
+	VPMADDWD     Y13, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPSRLW       $0x04, Y11, Y10
+	VPAND        Y1, Y10, Y10
+	VPSRLW       $0x02, Y12, Y11
+	VPAND        Y2, Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPMADDUBSW   96(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y9, Y9
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPERMQ       $0xee, Y3, Y3
+	VMOVDQU      64(AX)(SI*1), Y9
+	VMOVDQU      96(AX)(SI*1), Y10
+	VMOVDQU      160(AX)(SI*1), Y11
+	VPAND        Y1, Y9, Y12
+	VPSLLW       $0x04, Y11, Y13
+	VPAND        Y2, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   128(DI), Y12, Y12
+	VPSHUFB      kr_ctrlk6w<>+0(SB), Y3, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y8, Y8
+	VPAND        Y1, Y10, Y12
+	VPSLLW       $0x02, Y11, Y13
+	VPAND        Y2, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   160(DI), Y12, Y12
+	VPSHUFB      kr_ctrlk6w<>+32(SB), Y3, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y8, Y8
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VMOVDQU      Y11, Y12
+	VPAND        Y2, Y12, Y12
+	VPOR         Y12, Y9, Y9
+	VPMADDUBSW   192(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk6w<>+64(SB), Y3, Y12
+	VPMADDWD     Y12, Y9, Y9
+	VPADDD       Y9, Y8, Y8
+	VPSRLW       $0x04, Y10, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x02, Y11, Y1
+	VPAND        Y2, Y1, Y1
+	VPOR         Y1, Y9, Y9
+	VPMADDUBSW   224(DI), Y9, Y1
+	VPSHUFB      kr_ctrlk6w<>+96(SB), Y3, Y2
+	VPMADDWD     Y2, Y1, Y1
+	VPADDD       Y1, Y8, Y8
+	VPSUBD       Y4, Y8, Y8
+	VPUNPCKLDQ   Y6, Y5, Y1
+	VPUNPCKHDQ   Y6, Y5, Y2
+	VPADDD       Y2, Y1, Y1
+	VPUNPCKLDQ   Y8, Y7, Y2
+	VPUNPCKHDQ   Y8, Y7, Y7
+	VPADDD       Y7, Y2, Y2
+	VPUNPCKLQDQ  Y2, Y1, Y5
+	VPUNPCKHQDQ  Y2, Y1, Y6
+	VPADDD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	MOVWQZX      208(CX)(SI*1), R10
+	MOVWQZX      208(DX)(SI*1), R11
+	SHLQ         $0x10, R11
+	ORQ          R11, R10
+	MOVWQZX      208(BX)(SI*1), R11
+	SHLQ         $0x20, R11
+	ORQ          R11, R10
+	MOVWQZX      208(AX)(SI*1), R11
+	SHLQ         $0x30, R11
+	ORQ          R11, R10
+	VMOVQ        R10, X1
+	VPUNPCKLQDQ  X1, X1, X1
+	VCVTPH2PS    X1, Y1
+	VBROADCASTSS (R8), Y2
+	VMULPS       Y2, Y1, Y1
+	VFMADD231PS  Y1, Y5, Y0
+	ADDQ         $0x000000d2, SI
+	ADDQ         $0x00000100, DI
+	ADDQ         $0x04, R8
+	ADDQ         $0x20, R9
+	DECQ         (SP)
+	JNZ          q6KRows4A_loop
 
 q6KRows4A_end:
 	VEXTRACTF128 $0x01, Y0, X1

@@ -20,11 +20,11 @@ import (
 )
 
 var (
-	mask0F Mem // 32 x 0x0f
-	mask30 Mem // 32 x 0x30
-	ctrlK4 Mem // 8 x 32 bytes: VPSHUFB controls broadcasting byte j of a qword as a word
-	ctrlK6 Mem // 8 x 32 bytes: low half all byte 2g, high half all byte 2g+1
-	ctrlDM Mem // VPSHUFB: fp16 words [d0 m0 d1 m1 d2 m2 d3 m3] -> [d0 d1 d2 d3 m0 m1 m2 m3]
+	mask0F  Mem // 32 x 0x0f
+	mask30  Mem // 32 x 0x30
+	ctrlK4  Mem // 8 x 32 bytes: VPSHUFB controls broadcasting byte j of a qword as a word
+	ctrlK6W Mem // 4 x 32 bytes: word 2i of each half to the low half's words, 2i+1 to the high half's
+	ctrlDM  Mem // VPSHUFB: fp16 words [d0 m0 d1 m1 d2 m2 d3 m3] -> [d0 d1 d2 d3 m0 m1 m2 m3]
 )
 
 func consts() {
@@ -43,10 +43,11 @@ func consts() {
 			DATA(32*j+2*i+1, U8(0x80))
 		}
 	}
-	ctrlK6 = GLOBL("kr_ctrlk6", RODATA|NOPTR)
-	for g := 0; g < 8; g++ {
-		for i := 0; i < 32; i++ {
-			DATA(32*g+i, U8(2*g+i/16))
+	ctrlK6W = GLOBL("kr_ctrlk6w", RODATA|NOPTR)
+	for i := 0; i < 4; i++ {
+		for b := 0; b < 32; b++ {
+			w := 2*i + b/16
+			DATA(32*i+b, U8(2*w+b%2))
 		}
 	}
 	ctrlDM = GLOBL("kr_ctrldm", RODATA|NOPTR)
@@ -107,12 +108,17 @@ func genRows4K(q6 bool) {
 	JZ(LabelRef(name + "_end"))
 	Label(name + "_loop")
 	wm := func(r, disp int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} }
+	m0f, m30 := YMM(), YMM()
+	VMOVDQU(mask0F, m0f)
+	if q6 {
+		VMOVDQU(mask30, m30)
+	}
 	var ps [4]VecVirtual
 	for r := 0; r < 4; r++ {
 		if q6 {
-			ps[r] = q6KRow(wm, r, xp, bp)
+			ps[r] = q6KRow(wm, r, xp, bp, m0f, m30)
 		} else {
-			ps[r] = q4KRow(wm, r, xp, bp)
+			ps[r] = q4KRow(wm, r, xp, bp, m0f)
 		}
 	}
 	h := fold4(ps)
@@ -164,7 +170,7 @@ func genRows4K(q6 bool) {
 // q4KRow emits row r's integer work on one Q4_K super-block: the eight sub-block sums
 // sc_j·Σq4·q8 in 8 int32 lanes (as dotQ4KAVX2), then the lanes' two halves added and the four
 // min sums m_j·bsum8_j pairs placed in the high half: [sums 4 lanes | mins 4 lanes].
-func q4KRow(wm func(r, disp int) Mem, r int, xp, bp GPVirtual) VecVirtual {
+func q4KRow(wm func(r, disp int) Mem, r int, xp, bp GPVirtual, m0f VecVirtual) VecVirtual {
 	sc, mn := unpackK4Scales(wm, r)
 	m := XMM()
 	VMOVQ(mn, m)
@@ -177,9 +183,9 @@ func q4KRow(wm func(r, disp int) Mem, r int, xp, bp GPVirtual) VecVirtual {
 	for c := 0; c < 4; c++ {
 		q, lo, hi, p, sv := YMM(), YMM(), YMM(), YMM(), YMM()
 		VMOVDQU(wm(r, 16+32*c), q)
-		VPAND(mask0F, q, lo)
+		VPAND(m0f, q, lo)
 		VPSRLW(Imm(4), q, hi)
-		VPAND(mask0F, hi, hi)
+		VPAND(m0f, hi, hi)
 		VPMADDUBSW(Mem{Base: xp, Disp: 64 * c}, lo, p)
 		VPSHUFB(ctrlK4.Offset(32*(2*c)), s, sv)
 		if c == 0 {
@@ -215,17 +221,19 @@ func q4KScales(wm func(r, disp int) Mem) VecVirtual {
 }
 
 // q6KRow emits row r's integer work on one Q6_K super-block, as dotQ6KAVX2: 8 int32 lanes of
-// Σ sc_g·q6·q8 minus 32·Σ sc_g·bsum_g.
-func q6KRow(wm func(r, disp int) Mem, r int, xp, bp GPVirtual) VecVirtual {
-	sc := YMM()
-	VBROADCASTI128(wm(r, 192), sc)
+// Σ sc_g·q6·q8 minus 32·Σ sc_g·bsum_g. The 16 scales are sign-extended to words once (sx),
+// and each group's pair of scale words is picked from a half of them by one VPSHUFB.
+func q6KRow(wm func(r, disp int) Mem, r int, xp, bp GPVirtual, m0f, m30 VecVirtual) VecVirtual {
+	sx := YMM()
+	VPMOVSXBW(wm(r, 192), sx)
 	corr := YMM()
-	VPMOVSXBW(wm(r, 192), corr)
-	VPMADDWD(Mem{Base: bp}, corr, corr)
+	VPMADDWD(Mem{Base: bp}, sx, corr)
 	VPSLLD(Imm(5), corr, corr)
 	sumi := YMM()
 	first := true
 	for h := 0; h < 2; h++ {
+		sw := YMM()
+		VPERMQ(Imm(uint64(0x44+0xaa*h)), sx, sw) // scales 8h..8h+7 in both halves
 		ql0, ql1, qh := YMM(), YMM(), YMM()
 		VMOVDQU(wm(r, 64*h), ql0)
 		VMOVDQU(wm(r, 64*h+32), ql1)
@@ -234,27 +242,26 @@ func q6KRow(wm func(r, disp int) Mem, r int, xp, bp GPVirtual) VecVirtual {
 			a, b := YMM(), YMM()
 			switch i {
 			case 0:
-				VPAND(mask0F, ql0, a)
+				VPAND(m0f, ql0, a)
 				VPSLLW(Imm(4), qh, b)
 			case 1:
-				VPAND(mask0F, ql1, a)
+				VPAND(m0f, ql1, a)
 				VPSLLW(Imm(2), qh, b)
 			case 2:
 				VPSRLW(Imm(4), ql0, a)
-				VPAND(mask0F, a, a)
+				VPAND(m0f, a, a)
 				VMOVDQU(qh, b)
 			case 3:
 				VPSRLW(Imm(4), ql1, a)
-				VPAND(mask0F, a, a)
+				VPAND(m0f, a, a)
 				VPSRLW(Imm(2), qh, b)
 			}
-			VPAND(mask30, b, b)
+			VPAND(m30, b, b)
 			VPOR(b, a, a)
 			p := YMM()
 			VPMADDUBSW(Mem{Base: xp, Disp: 128*h + 32*i}, a, p)
 			sv := YMM()
-			VPSHUFB(ctrlK6.Offset(32*(4*h+i)), sc, sv)
-			VPSRAW(Imm(8), sv, sv)
+			VPSHUFB(ctrlK6W.Offset(32*i), sw, sv)
 			if first {
 				VPMADDWD(sv, p, sumi)
 				first = false
