@@ -458,6 +458,60 @@ DATA kr_ctrlk6w<>+126(SB)/1, $0x0e
 DATA kr_ctrlk6w<>+127(SB)/1, $0x0f
 GLOBL kr_ctrlk6w<>(SB), RODATA|NOPTR, $128
 
+DATA kr_ctrlsa<>+0(SB)/1, $0x04
+DATA kr_ctrlsa<>+1(SB)/1, $0x05
+DATA kr_ctrlsa<>+2(SB)/1, $0x06
+DATA kr_ctrlsa<>+3(SB)/1, $0x07
+DATA kr_ctrlsa<>+4(SB)/1, $0x08
+DATA kr_ctrlsa<>+5(SB)/1, $0x09
+DATA kr_ctrlsa<>+6(SB)/1, $0x0a
+DATA kr_ctrlsa<>+7(SB)/1, $0x0b
+DATA kr_ctrlsa<>+8(SB)/1, $0x00
+DATA kr_ctrlsa<>+9(SB)/1, $0x01
+DATA kr_ctrlsa<>+10(SB)/1, $0x02
+DATA kr_ctrlsa<>+11(SB)/1, $0x03
+DATA kr_ctrlsa<>+12(SB)/1, $0x08
+DATA kr_ctrlsa<>+13(SB)/1, $0x09
+DATA kr_ctrlsa<>+14(SB)/1, $0x0a
+DATA kr_ctrlsa<>+15(SB)/1, $0x0b
+GLOBL kr_ctrlsa<>(SB), RODATA|NOPTR, $16
+
+DATA kr_ctrlsb<>+0(SB)/1, $0x80
+DATA kr_ctrlsb<>+1(SB)/1, $0x80
+DATA kr_ctrlsb<>+2(SB)/1, $0x80
+DATA kr_ctrlsb<>+3(SB)/1, $0x80
+DATA kr_ctrlsb<>+4(SB)/1, $0x04
+DATA kr_ctrlsb<>+5(SB)/1, $0x05
+DATA kr_ctrlsb<>+6(SB)/1, $0x06
+DATA kr_ctrlsb<>+7(SB)/1, $0x07
+DATA kr_ctrlsb<>+8(SB)/1, $0x80
+DATA kr_ctrlsb<>+9(SB)/1, $0x80
+DATA kr_ctrlsb<>+10(SB)/1, $0x80
+DATA kr_ctrlsb<>+11(SB)/1, $0x80
+DATA kr_ctrlsb<>+12(SB)/1, $0x00
+DATA kr_ctrlsb<>+13(SB)/1, $0x01
+DATA kr_ctrlsb<>+14(SB)/1, $0x02
+DATA kr_ctrlsb<>+15(SB)/1, $0x03
+GLOBL kr_ctrlsb<>(SB), RODATA|NOPTR, $16
+
+DATA kr_masksa<>+0(SB)/1, $0x3f
+DATA kr_masksa<>+1(SB)/1, $0x3f
+DATA kr_masksa<>+2(SB)/1, $0x3f
+DATA kr_masksa<>+3(SB)/1, $0x3f
+DATA kr_masksa<>+4(SB)/1, $0x0f
+DATA kr_masksa<>+5(SB)/1, $0x0f
+DATA kr_masksa<>+6(SB)/1, $0x0f
+DATA kr_masksa<>+7(SB)/1, $0x0f
+DATA kr_masksa<>+8(SB)/1, $0x3f
+DATA kr_masksa<>+9(SB)/1, $0x3f
+DATA kr_masksa<>+10(SB)/1, $0x3f
+DATA kr_masksa<>+11(SB)/1, $0x3f
+DATA kr_masksa<>+12(SB)/1, $0x0f
+DATA kr_masksa<>+13(SB)/1, $0x0f
+DATA kr_masksa<>+14(SB)/1, $0x0f
+DATA kr_masksa<>+15(SB)/1, $0x0f
+GLOBL kr_masksa<>(SB), RODATA|NOPTR, $16
+
 DATA kr_ctrldm<>+0(SB)/1, $0x00
 DATA kr_ctrldm<>+1(SB)/1, $0x01
 DATA kr_ctrldm<>+2(SB)/1, $0x04
@@ -501,194 +555,20 @@ q4KRows4A_rows:
 
 q4KRows4A_loop:
 	VMOVDQU      kr_mask0f<>+0(SB), Y1
-	MOVL         4(CX)(SI*1), R10
-	MOVL         8(CX)(SI*1), R11
-	MOVL         12(CX)(SI*1), R12
-	MOVL         R10, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R14
-	ANDL         $0x0f0f0f0f, R14
-	ORL          R13, R14
-	SHLQ         $0x20, R14
-	ANDL         $0x3f3f3f3f, R10
-	ORQ          R10, R14
-	MOVL         R11, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R10
-	SHRL         $0x04, R10
-	ANDL         $0x0f0f0f0f, R10
-	ORL          R13, R10
-	SHLQ         $0x20, R10
-	ANDL         $0x3f3f3f3f, R11
-	ORQ          R11, R10
-	VMOVQ        R10, X2
-	VPMOVZXBW    X2, X2
-	VPMADDWD     (R9), X2, X2
-	VMOVQ        R14, X3
-	VPBROADCASTQ X3, Y3
-	VMOVDQU      16(CX)(SI*1), Y5
-	VPAND        Y1, Y5, Y4
-	VPSRLW       $0x04, Y5, Y5
-	VPAND        Y1, Y5, Y5
-	VPMADDUBSW   (DI), Y4, Y6
-	VPSHUFB      kr_ctrlk4<>+0(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y4
-	VPMADDUBSW   32(DI), Y5, Y6
-	VPSHUFB      kr_ctrlk4<>+32(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VMOVDQU      48(CX)(SI*1), Y5
-	VPAND        Y1, Y5, Y6
-	VPSRLW       $0x04, Y5, Y5
-	VPAND        Y1, Y5, Y5
-	VPMADDUBSW   64(DI), Y6, Y6
-	VPSHUFB      kr_ctrlk4<>+64(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VPMADDUBSW   96(DI), Y5, Y6
-	VPSHUFB      kr_ctrlk4<>+96(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VMOVDQU      80(CX)(SI*1), Y5
-	VPAND        Y1, Y5, Y6
-	VPSRLW       $0x04, Y5, Y5
-	VPAND        Y1, Y5, Y5
-	VPMADDUBSW   128(DI), Y6, Y6
-	VPSHUFB      kr_ctrlk4<>+128(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VPMADDUBSW   160(DI), Y5, Y6
-	VPSHUFB      kr_ctrlk4<>+160(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VMOVDQU      112(CX)(SI*1), Y5
-	VPAND        Y1, Y5, Y6
-	VPSRLW       $0x04, Y5, Y5
-	VPAND        Y1, Y5, Y5
-	VPMADDUBSW   192(DI), Y6, Y6
-	VPSHUFB      kr_ctrlk4<>+192(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VPMADDUBSW   224(DI), Y5, Y6
-	VPSHUFB      kr_ctrlk4<>+224(SB), Y3, Y7
-	VPMADDWD     Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VINSERTI128  $0x01, X2, Y4, Y2
-	VPERM2I128   $0x81, Y4, Y4, Y3
-	VPADDD       Y3, Y2, Y2
-	MOVL         4(DX)(SI*1), R10
-	MOVL         8(DX)(SI*1), R11
-	MOVL         12(DX)(SI*1), R12
-	MOVL         R10, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R14
-	ANDL         $0x0f0f0f0f, R14
-	ORL          R13, R14
-	SHLQ         $0x20, R14
-	ANDL         $0x3f3f3f3f, R10
-	ORQ          R10, R14
-	MOVL         R11, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R10
-	SHRL         $0x04, R10
-	ANDL         $0x0f0f0f0f, R10
-	ORL          R13, R10
-	SHLQ         $0x20, R10
-	ANDL         $0x3f3f3f3f, R11
-	ORQ          R11, R10
-	VMOVQ        R10, X3
-	VPMOVZXBW    X3, X3
+	VMOVDQU      kr_mask30<>+0(SB), Y2
+	VMOVDQU      4(CX)(SI*1), X3
+	VPSHUFB      kr_ctrlsa<>+0(SB), X3, X4
+	VPSRLW       $0x04, X4, X5
+	VPBLENDD     $0x02, X5, X4, X4
+	VPAND        kr_masksa<>+0(SB), X4, X4
+	VPSHUFB      kr_ctrlsb<>+0(SB), X3, X3
+	VPSRLW       $0x02, X3, X3
+	VPAND        X2, X3, X3
+	VPOR         X3, X4, X4
+	VPMOVZXBW    X4, X3
+	VPERMQ       $0x55, Y4, Y5
 	VPMADDWD     (R9), X3, X3
-	VMOVQ        R14, X4
-	VPBROADCASTQ X4, Y4
-	VMOVDQU      16(DX)(SI*1), Y6
-	VPAND        Y1, Y6, Y5
-	VPSRLW       $0x04, Y6, Y6
-	VPAND        Y1, Y6, Y6
-	VPMADDUBSW   (DI), Y5, Y7
-	VPSHUFB      kr_ctrlk4<>+0(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y5
-	VPMADDUBSW   32(DI), Y6, Y7
-	VPSHUFB      kr_ctrlk4<>+32(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VMOVDQU      48(DX)(SI*1), Y6
-	VPAND        Y1, Y6, Y7
-	VPSRLW       $0x04, Y6, Y6
-	VPAND        Y1, Y6, Y6
-	VPMADDUBSW   64(DI), Y7, Y7
-	VPSHUFB      kr_ctrlk4<>+64(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VPMADDUBSW   96(DI), Y6, Y7
-	VPSHUFB      kr_ctrlk4<>+96(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VMOVDQU      80(DX)(SI*1), Y6
-	VPAND        Y1, Y6, Y7
-	VPSRLW       $0x04, Y6, Y6
-	VPAND        Y1, Y6, Y6
-	VPMADDUBSW   128(DI), Y7, Y7
-	VPSHUFB      kr_ctrlk4<>+128(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VPMADDUBSW   160(DI), Y6, Y7
-	VPSHUFB      kr_ctrlk4<>+160(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VMOVDQU      112(DX)(SI*1), Y6
-	VPAND        Y1, Y6, Y7
-	VPSRLW       $0x04, Y6, Y6
-	VPAND        Y1, Y6, Y6
-	VPMADDUBSW   192(DI), Y7, Y7
-	VPSHUFB      kr_ctrlk4<>+192(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VPMADDUBSW   224(DI), Y6, Y7
-	VPSHUFB      kr_ctrlk4<>+224(SB), Y4, Y8
-	VPMADDWD     Y8, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VINSERTI128  $0x01, X3, Y5, Y3
-	VPERM2I128   $0x81, Y5, Y5, Y4
-	VPADDD       Y4, Y3, Y3
-	MOVL         4(BX)(SI*1), R10
-	MOVL         8(BX)(SI*1), R11
-	MOVL         12(BX)(SI*1), R12
-	MOVL         R10, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R14
-	ANDL         $0x0f0f0f0f, R14
-	ORL          R13, R14
-	SHLQ         $0x20, R14
-	ANDL         $0x3f3f3f3f, R10
-	ORQ          R10, R14
-	MOVL         R11, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R10
-	SHRL         $0x04, R10
-	ANDL         $0x0f0f0f0f, R10
-	ORL          R13, R10
-	SHLQ         $0x20, R10
-	ANDL         $0x3f3f3f3f, R11
-	ORQ          R11, R10
-	VMOVQ        R10, X4
-	VPMOVZXBW    X4, X4
-	VPMADDWD     (R9), X4, X4
-	VMOVQ        R14, X5
-	VPBROADCASTQ X5, Y5
-	VMOVDQU      16(BX)(SI*1), Y7
+	VMOVDQU      16(CX)(SI*1), Y7
 	VPAND        Y1, Y7, Y6
 	VPSRLW       $0x04, Y7, Y7
 	VPAND        Y1, Y7, Y7
@@ -699,7 +579,7 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+32(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VMOVDQU      48(BX)(SI*1), Y7
+	VMOVDQU      48(CX)(SI*1), Y7
 	VPAND        Y1, Y7, Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPAND        Y1, Y7, Y7
@@ -711,7 +591,7 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+96(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VMOVDQU      80(BX)(SI*1), Y7
+	VMOVDQU      80(CX)(SI*1), Y7
 	VPAND        Y1, Y7, Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPAND        Y1, Y7, Y7
@@ -723,7 +603,7 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+160(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VMOVDQU      112(BX)(SI*1), Y7
+	VMOVDQU      112(CX)(SI*1), Y7
 	VPAND        Y1, Y7, Y8
 	VPSRLW       $0x04, Y7, Y7
 	VPAND        Y1, Y7, Y7
@@ -735,39 +615,22 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+224(SB), Y5, Y9
 	VPMADDWD     Y9, Y8, Y8
 	VPADDD       Y8, Y6, Y6
-	VINSERTI128  $0x01, X4, Y6, Y4
-	VPERM2I128   $0x81, Y6, Y6, Y5
-	VPADDD       Y5, Y4, Y4
-	MOVL         4(AX)(SI*1), R10
-	MOVL         8(AX)(SI*1), R11
-	MOVL         12(AX)(SI*1), R12
-	MOVL         R10, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R14
-	ANDL         $0x0f0f0f0f, R14
-	ORL          R13, R14
-	SHLQ         $0x20, R14
-	ANDL         $0x3f3f3f3f, R10
-	ORQ          R10, R14
-	MOVL         R11, R13
-	SHRL         $0x06, R13
-	ANDL         $0x03030303, R13
-	SHLL         $0x04, R13
-	MOVL         R12, R10
-	SHRL         $0x04, R10
-	ANDL         $0x0f0f0f0f, R10
-	ORL          R13, R10
-	SHLQ         $0x20, R10
-	ANDL         $0x3f3f3f3f, R11
-	ORQ          R11, R10
-	VMOVQ        R10, X5
-	VPMOVZXBW    X5, X5
-	VPMADDWD     (R9), X5, X5
-	VMOVQ        R14, X6
-	VPBROADCASTQ X6, Y6
-	VMOVDQU      16(AX)(SI*1), Y8
+	VINSERTI128  $0x01, X3, Y6, Y5
+	VPERM2I128   $0x81, Y6, Y6, Y6
+	VPADDD       Y6, Y5, Y5
+	VMOVDQU      4(DX)(SI*1), X4
+	VPSHUFB      kr_ctrlsa<>+0(SB), X4, X3
+	VPSRLW       $0x04, X3, X6
+	VPBLENDD     $0x02, X6, X3, X3
+	VPAND        kr_masksa<>+0(SB), X3, X3
+	VPSHUFB      kr_ctrlsb<>+0(SB), X4, X4
+	VPSRLW       $0x02, X4, X4
+	VPAND        X2, X4, X4
+	VPOR         X4, X3, X3
+	VPMOVZXBW    X3, X4
+	VPERMQ       $0x55, Y3, Y6
+	VPMADDWD     (R9), X4, X4
+	VMOVDQU      16(DX)(SI*1), Y8
 	VPAND        Y1, Y8, Y7
 	VPSRLW       $0x04, Y8, Y8
 	VPAND        Y1, Y8, Y8
@@ -778,7 +641,7 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+32(SB), Y6, Y10
 	VPMADDWD     Y10, Y9, Y9
 	VPADDD       Y9, Y7, Y7
-	VMOVDQU      48(AX)(SI*1), Y8
+	VMOVDQU      48(DX)(SI*1), Y8
 	VPAND        Y1, Y8, Y9
 	VPSRLW       $0x04, Y8, Y8
 	VPAND        Y1, Y8, Y8
@@ -790,7 +653,7 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+96(SB), Y6, Y10
 	VPMADDWD     Y10, Y9, Y9
 	VPADDD       Y9, Y7, Y7
-	VMOVDQU      80(AX)(SI*1), Y8
+	VMOVDQU      80(DX)(SI*1), Y8
 	VPAND        Y1, Y8, Y9
 	VPSRLW       $0x04, Y8, Y8
 	VPAND        Y1, Y8, Y8
@@ -802,40 +665,164 @@ q4KRows4A_loop:
 	VPSHUFB      kr_ctrlk4<>+160(SB), Y6, Y10
 	VPMADDWD     Y10, Y9, Y9
 	VPADDD       Y9, Y7, Y7
-	VMOVDQU      112(AX)(SI*1), Y8
+	VMOVDQU      112(DX)(SI*1), Y8
 	VPAND        Y1, Y8, Y9
 	VPSRLW       $0x04, Y8, Y8
 	VPAND        Y1, Y8, Y8
-	VPMADDUBSW   192(DI), Y9, Y1
-	VPSHUFB      kr_ctrlk4<>+192(SB), Y6, Y9
-	VPMADDWD     Y9, Y1, Y1
-	VPADDD       Y1, Y7, Y7
-	VPMADDUBSW   224(DI), Y8, Y1
-	VPSHUFB      kr_ctrlk4<>+224(SB), Y6, Y9
-	VPMADDWD     Y9, Y1, Y1
-	VPADDD       Y1, Y7, Y7
-	VINSERTI128  $0x01, X5, Y7, Y1
-	VPERM2I128   $0x81, Y7, Y7, Y5
-	VPADDD       Y5, Y1, Y1
-	VPUNPCKLDQ   Y3, Y2, Y5
-	VPUNPCKHDQ   Y3, Y2, Y3
-	VPADDD       Y3, Y5, Y5
-	VPUNPCKLDQ   Y1, Y4, Y3
-	VPUNPCKHDQ   Y1, Y4, Y4
-	VPADDD       Y4, Y3, Y3
-	VPUNPCKLQDQ  Y3, Y5, Y2
-	VPUNPCKHQDQ  Y3, Y5, Y3
-	VPADDD       Y3, Y2, Y2
-	VCVTDQ2PS    Y2, Y2
+	VPMADDUBSW   192(DI), Y9, Y9
+	VPSHUFB      kr_ctrlk4<>+192(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMADDUBSW   224(DI), Y8, Y9
+	VPSHUFB      kr_ctrlk4<>+224(SB), Y6, Y10
+	VPMADDWD     Y10, Y9, Y9
+	VPADDD       Y9, Y7, Y7
+	VINSERTI128  $0x01, X4, Y7, Y6
+	VPERM2I128   $0x81, Y7, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VMOVDQU      4(BX)(SI*1), X4
+	VPSHUFB      kr_ctrlsa<>+0(SB), X4, X3
+	VPSRLW       $0x04, X3, X7
+	VPBLENDD     $0x02, X7, X3, X3
+	VPAND        kr_masksa<>+0(SB), X3, X3
+	VPSHUFB      kr_ctrlsb<>+0(SB), X4, X4
+	VPSRLW       $0x02, X4, X4
+	VPAND        X2, X4, X4
+	VPOR         X4, X3, X3
+	VPMOVZXBW    X3, X4
+	VPERMQ       $0x55, Y3, Y7
+	VPMADDWD     (R9), X4, X4
+	VMOVDQU      16(BX)(SI*1), Y9
+	VPAND        Y1, Y9, Y8
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   (DI), Y8, Y10
+	VPSHUFB      kr_ctrlk4<>+0(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y8
+	VPMADDUBSW   32(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+32(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VMOVDQU      48(BX)(SI*1), Y9
+	VPAND        Y1, Y9, Y10
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   64(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk4<>+64(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPMADDUBSW   96(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+96(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VMOVDQU      80(BX)(SI*1), Y9
+	VPAND        Y1, Y9, Y10
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   128(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk4<>+128(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPMADDUBSW   160(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+160(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VMOVDQU      112(BX)(SI*1), Y9
+	VPAND        Y1, Y9, Y10
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   192(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk4<>+192(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPMADDUBSW   224(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+224(SB), Y7, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VINSERTI128  $0x01, X4, Y8, Y7
+	VPERM2I128   $0x81, Y8, Y8, Y8
+	VPADDD       Y8, Y7, Y7
+	VMOVDQU      4(AX)(SI*1), X4
+	VPSHUFB      kr_ctrlsa<>+0(SB), X4, X3
+	VPSRLW       $0x04, X3, X8
+	VPBLENDD     $0x02, X8, X3, X3
+	VPAND        kr_masksa<>+0(SB), X3, X3
+	VPSHUFB      kr_ctrlsb<>+0(SB), X4, X4
+	VPSRLW       $0x02, X4, X4
+	VPAND        X2, X4, X4
+	VPOR         X4, X3, X3
+	VPMOVZXBW    X3, X4
+	VPERMQ       $0x55, Y3, Y2
+	VPMADDWD     (R9), X4, X4
+	VMOVDQU      16(AX)(SI*1), Y9
+	VPAND        Y1, Y9, Y8
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   (DI), Y8, Y10
+	VPSHUFB      kr_ctrlk4<>+0(SB), Y2, Y11
+	VPMADDWD     Y11, Y10, Y8
+	VPMADDUBSW   32(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+32(SB), Y2, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VMOVDQU      48(AX)(SI*1), Y9
+	VPAND        Y1, Y9, Y10
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   64(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk4<>+64(SB), Y2, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPMADDUBSW   96(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+96(SB), Y2, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VMOVDQU      80(AX)(SI*1), Y9
+	VPAND        Y1, Y9, Y10
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   128(DI), Y10, Y10
+	VPSHUFB      kr_ctrlk4<>+128(SB), Y2, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VPMADDUBSW   160(DI), Y9, Y10
+	VPSHUFB      kr_ctrlk4<>+160(SB), Y2, Y11
+	VPMADDWD     Y11, Y10, Y10
+	VPADDD       Y10, Y8, Y8
+	VMOVDQU      112(AX)(SI*1), Y9
+	VPAND        Y1, Y9, Y10
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        Y1, Y9, Y9
+	VPMADDUBSW   192(DI), Y10, Y1
+	VPSHUFB      kr_ctrlk4<>+192(SB), Y2, Y10
+	VPMADDWD     Y10, Y1, Y1
+	VPADDD       Y1, Y8, Y8
+	VPMADDUBSW   224(DI), Y9, Y1
+	VPSHUFB      kr_ctrlk4<>+224(SB), Y2, Y10
+	VPMADDWD     Y10, Y1, Y1
+	VPADDD       Y1, Y8, Y8
+	VINSERTI128  $0x01, X4, Y8, Y1
+	VPERM2I128   $0x81, Y8, Y8, Y2
+	VPADDD       Y2, Y1, Y1
+	VPUNPCKLDQ   Y6, Y5, Y2
+	VPUNPCKHDQ   Y6, Y5, Y6
+	VPADDD       Y6, Y2, Y2
+	VPUNPCKLDQ   Y1, Y7, Y6
+	VPUNPCKHDQ   Y1, Y7, Y7
+	VPADDD       Y7, Y6, Y6
+	VPUNPCKLQDQ  Y6, Y2, Y5
+	VPUNPCKHQDQ  Y6, Y2, Y6
+	VPADDD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
 	VMOVD        (CX)(SI*1), X1
 	VPINSRD      $0x01, (DX)(SI*1), X1, X1
 	VPINSRD      $0x02, (BX)(SI*1), X1, X1
 	VPINSRD      $0x03, (AX)(SI*1), X1, X1
 	VPSHUFB      kr_ctrldm<>+0(SB), X1, X1
 	VCVTPH2PS    X1, Y1
-	VBROADCASTSS (R8), Y3
-	VMULPS       Y3, Y1, Y1
-	VFMADD231PS  Y1, Y2, Y0
+	VBROADCASTSS (R8), Y2
+	VMULPS       Y2, Y1, Y1
+	VFMADD231PS  Y1, Y5, Y0
 	ADDQ         $0x00000090, SI
 	ADDQ         $0x00000100, DI
 	ADDQ         $0x04, R8
