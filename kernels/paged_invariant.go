@@ -80,6 +80,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		gemmDirect(p, out[:n], x[:k], w.Type, w.Data, 1, n, k)
 		return nil
 	}
+	if isK(w.Type) && useRowsK() && k%256 == 0 { // AVX2 K-quants: the GEMM path's one-row dots
+		p.matmulKDots(out, x, w)
+		return nil
+	}
 	// K-quants without VNNI (one dot product per row and token on every path) and the reference paths
 	// are already invariant; so is anything MatMul does without a GEMV special case.
 	return p.MatMul(out, x, w, m)

@@ -41,6 +41,13 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	}
 	w, k, out := s.w, s.k, s.out
 	nb := k / 32
+	if isK(s.dt) && useRowsK() { // AVX2: four rows folded (quant_krows.go)
+		rs, _ := s.dt.RowBytes(k)
+		ps := ptrsPool.Get().(*streamPtrs)
+		rowsK(ps, s.dt == tensor.Q6_K, w, rs, lo, hi, ak, k/256, out)
+		ptrsPool.Put(ps)
+		return
+	}
 	switch s.dt {
 	case tensor.Q8_0:
 		rs := nb * 34
@@ -112,7 +119,7 @@ func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 		total += segs[i].n
 	}
 	if streamsEligible(segs) {
-		gemvStreams(p, segs, a8, total)
+		gemvStreams(p, segs, a8, ak, total)
 		return
 	}
 	const rowsPer = 64

@@ -113,6 +113,7 @@ func streamsAVX2(segs []gemvSeg) bool {
 		case segs[i].dt != segs[0].dt:
 			return false
 		case (segs[i].dt == tensor.Q8_0 || segs[i].dt == tensor.Q4_0) && segs[i].k/32%2 == 0:
+		case isK(segs[i].dt) && useRowsK():
 		default:
 			return false
 		}
@@ -121,9 +122,11 @@ func streamsAVX2(segs []gemvSeg) bool {
 }
 
 // groupsAVX2 runs the AVX2 four-stream kernel of segs on the pointers in ps (see groups).
-func groupsAVX2(segs []gemvSeg, a8 *q8Acts, ps *streamPtrs, rs, n int) {
+func groupsAVX2(segs []gemvSeg, a8 *q8Acts, ak *q8KActs, ps *streamPtrs, rs, n int) {
 	k := segs[0].k
-	if segs[0].dt == tensor.Q4_0 {
+	if isK(segs[0].dt) {
+		callRowsK(ps, segs[0].dt == tensor.Q6_K, ak, rs, n, k/256, 4)
+	} else if segs[0].dt == tensor.Q4_0 {
 		q4Rows4A(&ps.ws[0], rs, n, &a8.x2[0], &a8.d2[0], &a8.c2[0], k/64, &ps.outs[0], 4)
 	} else {
 		rows4A(&ps.ws[0], rs, n, &a8.qs[0], &a8.d2[0], k/64, &ps.outs[0], 4)
