@@ -78,6 +78,11 @@ func useQuantAsm() {
 	q8Rows = q8_0Rows
 	dotQ4K = dotQ4KAVX2
 	dotQ6K = dotQ6KAVX2
+	tilesKA = [2][5]tileKFunc{
+		{nil, q4KTileA1x1, q4KTileA1x2, q4KTileA1x3, q4KTileA1x4},
+		{nil, q6KTileA1x1, q6KTileA1x2, q6KTileA1x3, q6KTileA1x4},
+	}
+	useTilesKA = true
 	if hasQuantVNNI {
 		tilesZ = asmTilesZ
 		rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32){q8_0RowsZ, q4_0RowsZ}

@@ -12326,3 +12326,1435 @@ q6KTileZ1x8_end:
 	VMOVSS        X15, (AX)
 	VZEROUPPER
 	RET
+
+// func q4KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x1(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), DX
+	VXORPS Y1, Y1, Y1
+	TESTQ  DX, DX
+	JZ     q4KTileA1x1_end
+
+q4KTileA1x1_loop:
+	MOVL         4(AX), BX
+	MOVL         8(AX), SI
+	MOVL         12(AX), DI
+	MOVL         BX, R8
+	SHRL         $0x06, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	MOVL         DI, R9
+	ANDL         $0x0f0f0f0f, R9
+	ORL          R8, R9
+	SHLQ         $0x20, R9
+	ANDL         $0x3f3f3f3f, BX
+	ORQ          BX, R9
+	MOVL         SI, R8
+	SHRL         $0x06, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	MOVL         DI, BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R8, BX
+	SHLQ         $0x20, BX
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, BX
+	VMOVQ        R9, X2
+	VPBROADCASTQ X2, Y2
+	VPXOR        Y0, Y0, Y0
+	VMOVDQU      16(AX), Y3
+	VPSRLW       $0x04, Y3, Y4
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VPSHUFB      q_ctrlk4<>+0(SB), Y2, Y5
+	VPSHUFB      q_ctrlk4<>+32(SB), Y2, Y6
+	VPMADDUBSW   (CX), Y3, Y3
+	VPMADDWD     Y5, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPMADDUBSW   32(CX), Y4, Y3
+	VPMADDWD     Y6, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VMOVDQU      48(AX), Y3
+	VPSRLW       $0x04, Y3, Y4
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VPSHUFB      q_ctrlk4<>+64(SB), Y2, Y5
+	VPSHUFB      q_ctrlk4<>+96(SB), Y2, Y6
+	VPMADDUBSW   64(CX), Y3, Y3
+	VPMADDWD     Y5, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPMADDUBSW   96(CX), Y4, Y3
+	VPMADDWD     Y6, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VMOVDQU      80(AX), Y3
+	VPSRLW       $0x04, Y3, Y4
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VPSHUFB      q_ctrlk4<>+128(SB), Y2, Y5
+	VPSHUFB      q_ctrlk4<>+160(SB), Y2, Y6
+	VPMADDUBSW   128(CX), Y3, Y3
+	VPMADDWD     Y5, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPMADDUBSW   160(CX), Y4, Y3
+	VPMADDWD     Y6, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VMOVDQU      112(AX), Y3
+	VPSRLW       $0x04, Y3, Y4
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VPSHUFB      q_ctrlk4<>+192(SB), Y2, Y5
+	VPSHUFB      q_ctrlk4<>+224(SB), Y2, Y6
+	VPMADDUBSW   192(CX), Y3, Y3
+	VPMADDWD     Y5, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPMADDUBSW   224(CX), Y4, Y3
+	VPMADDWD     Y6, Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VMOVQ        BX, X2
+	VPMOVZXBD    X2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VPBROADCASTW 2(AX), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPBROADCASTW (AX), X3
+	VCVTPH2PS    X3, Y3
+	VBROADCASTSS 336(CX), Y4
+	VMULPS       Y3, Y4, Y4
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y4, Y0, Y1
+	VFNMADD231PS 344(CX), Y2, Y1
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         DX
+	JNZ          q4KTileA1x1_loop
+
+q4KTileA1x1_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x1(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), DX
+	VXORPS Y1, Y1, Y1
+	TESTQ  DX, DX
+	JZ     q6KTileA1x1_end
+
+q6KTileA1x1_loop:
+	VPMOVSXBW      192(AX), Y0
+	VPSLLW         $0x05, Y0, Y0
+	VPXOR          Y2, Y2, Y2
+	VPSUBW         Y0, Y2, Y0
+	VPMADDWD       256(CX), Y0, Y0
+	VBROADCASTI128 192(AX), Y2
+	VMOVDQU        (AX), Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        128(AX), Y4
+	VPSLLW         $0x04, Y4, Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+0(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     (CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        32(AX), Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        128(AX), Y4
+	VPSLLW         $0x02, Y4, Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+32(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     32(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        (AX), Y3
+	VPSRLW         $0x04, Y3, Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        128(AX), Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+64(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     64(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        32(AX), Y3
+	VPSRLW         $0x04, Y3, Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        128(AX), Y4
+	VPSRLW         $0x02, Y4, Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+96(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     96(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        64(AX), Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        160(AX), Y4
+	VPSLLW         $0x04, Y4, Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+128(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     128(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        96(AX), Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        160(AX), Y4
+	VPSLLW         $0x02, Y4, Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+160(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     160(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        64(AX), Y3
+	VPSRLW         $0x04, Y3, Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        160(AX), Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+192(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     192(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VMOVDQU        96(AX), Y3
+	VPSRLW         $0x04, Y3, Y3
+	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        160(AX), Y4
+	VPSRLW         $0x02, Y4, Y4
+	VPAND          q_mask30<>+0(SB), Y4, Y4
+	VPOR           Y4, Y3, Y3
+	VPSHUFB        q_ctrlk6<>+224(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     224(CX), Y3, Y3
+	VPMADDWD       Y4, Y3, Y3
+	VPADDD         Y3, Y0, Y0
+	VPBROADCASTW   208(AX), X2
+	VCVTPH2PS      X2, Y2
+	VBROADCASTSS   336(CX), Y3
+	VMULPS         Y2, Y3, Y3
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y3, Y0, Y1
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           DX
+	JNZ            q6KTileA1x1_loop
+
+q6KTileA1x1_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x2(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	TESTQ  BX, BX
+	JZ     q4KTileA1x2_end
+
+q4KTileA1x2_loop:
+	MOVL         4(AX), SI
+	MOVL         8(AX), DI
+	MOVL         12(AX), R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R9, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, R10
+	MOVL         DI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, SI
+	SHRL         $0x04, SI
+	ANDL         $0x0f0f0f0f, SI
+	ORL          R9, SI
+	SHLQ         $0x20, SI
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, SI
+	VMOVQ        R10, X4
+	VPBROADCASTQ X4, Y4
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	VMOVDQU      16(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPSHUFB      q_ctrlk4<>+0(SB), Y4, Y7
+	VPSHUFB      q_ctrlk4<>+32(SB), Y4, Y8
+	VPMADDUBSW   (CX), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   32(CX), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   32(CX)(DX*1), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVDQU      48(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPSHUFB      q_ctrlk4<>+64(SB), Y4, Y7
+	VPSHUFB      q_ctrlk4<>+96(SB), Y4, Y8
+	VPMADDUBSW   64(CX), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   96(CX), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   96(CX)(DX*1), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVDQU      80(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPSHUFB      q_ctrlk4<>+128(SB), Y4, Y7
+	VPSHUFB      q_ctrlk4<>+160(SB), Y4, Y8
+	VPMADDUBSW   128(CX), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   160(CX), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   160(CX)(DX*1), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVDQU      112(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPSHUFB      q_ctrlk4<>+192(SB), Y4, Y7
+	VPSHUFB      q_ctrlk4<>+224(SB), Y4, Y8
+	VPMADDUBSW   192(CX), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   224(CX), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y5, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   224(CX)(DX*1), Y6, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVQ        SI, X4
+	VPMOVZXBD    X4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW 2(AX), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y5, Y4, Y4
+	VPBROADCASTW (AX), X5
+	VCVTPH2PS    X5, Y5
+	VBROADCASTSS 336(CX), Y6
+	VMULPS       Y5, Y6, Y6
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y6, Y0, Y1
+	VFNMADD231PS 344(CX), Y4, Y1
+	VBROADCASTSS 336(CX)(DX*1), Y6
+	VMULPS       Y5, Y6, Y6
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y6, Y2, Y3
+	VFNMADD231PS 344(CX)(DX*1), Y4, Y3
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x2_loop
+
+q4KTileA1x2_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x2(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	TESTQ  BX, BX
+	JZ     q6KTileA1x2_end
+
+q6KTileA1x2_loop:
+	VPMOVSXBW      192(AX), Y2
+	VPSLLW         $0x05, Y2, Y2
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y2, Y0, Y2
+	VPMADDWD       256(CX), Y2, Y0
+	VPMADDWD       256(CX)(DX*1), Y2, Y2
+	VBROADCASTI128 192(AX), Y4
+	VMOVDQU        (AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        128(AX), Y6
+	VPSLLW         $0x04, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+0(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     (CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        32(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        128(AX), Y6
+	VPSLLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+32(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     32(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     32(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        (AX), Y5
+	VPSRLW         $0x04, Y5, Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        128(AX), Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+64(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     64(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        32(AX), Y5
+	VPSRLW         $0x04, Y5, Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        128(AX), Y6
+	VPSRLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+96(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     96(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     96(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        64(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        160(AX), Y6
+	VPSLLW         $0x04, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+128(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     128(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        96(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        160(AX), Y6
+	VPSLLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+160(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     160(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     160(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        64(AX), Y5
+	VPSRLW         $0x04, Y5, Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        160(AX), Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+192(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     192(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VMOVDQU        96(AX), Y5
+	VPSRLW         $0x04, Y5, Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        160(AX), Y6
+	VPSRLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y5, Y5
+	VPSHUFB        q_ctrlk6<>+224(SB), Y4, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     224(CX), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     224(CX)(DX*1), Y5, Y7
+	VPMADDWD       Y6, Y7, Y7
+	VPADDD         Y7, Y2, Y2
+	VPBROADCASTW   208(AX), X4
+	VCVTPH2PS      X4, Y4
+	VBROADCASTSS   336(CX), Y5
+	VMULPS         Y4, Y5, Y5
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y5, Y0, Y1
+	VBROADCASTSS   336(CX)(DX*1), Y5
+	VMULPS         Y4, Y5, Y5
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y5, Y2, Y3
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x2_loop
+
+q6KTileA1x2_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x3(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	TESTQ  BX, BX
+	JZ     q4KTileA1x3_end
+
+q4KTileA1x3_loop:
+	MOVL         4(AX), SI
+	MOVL         8(AX), DI
+	MOVL         12(AX), R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R9, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, R10
+	MOVL         DI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, SI
+	SHRL         $0x04, SI
+	ANDL         $0x0f0f0f0f, SI
+	ORL          R9, SI
+	SHLQ         $0x20, SI
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, SI
+	VMOVQ        R10, X6
+	VPBROADCASTQ X6, Y6
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      16(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPSHUFB      q_ctrlk4<>+0(SB), Y6, Y9
+	VPSHUFB      q_ctrlk4<>+32(SB), Y6, Y10
+	VPMADDUBSW   (CX), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   32(CX), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   32(CX)(DX*1), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   (CX)(DX*2), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   32(CX)(DX*2), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VMOVDQU      48(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPSHUFB      q_ctrlk4<>+64(SB), Y6, Y9
+	VPSHUFB      q_ctrlk4<>+96(SB), Y6, Y10
+	VPMADDUBSW   64(CX), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   96(CX), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   96(CX)(DX*1), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   64(CX)(DX*2), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   96(CX)(DX*2), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VMOVDQU      80(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPSHUFB      q_ctrlk4<>+128(SB), Y6, Y9
+	VPSHUFB      q_ctrlk4<>+160(SB), Y6, Y10
+	VPMADDUBSW   128(CX), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   160(CX), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   160(CX)(DX*1), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   128(CX)(DX*2), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   160(CX)(DX*2), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VMOVDQU      112(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPSHUFB      q_ctrlk4<>+192(SB), Y6, Y9
+	VPSHUFB      q_ctrlk4<>+224(SB), Y6, Y10
+	VPMADDUBSW   192(CX), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   224(CX), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   224(CX)(DX*1), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   192(CX)(DX*2), Y7, Y11
+	VPMADDWD     Y9, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   224(CX)(DX*2), Y8, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VMOVQ        SI, X6
+	VPMOVZXBD    X6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW 2(AX), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y7, Y6, Y6
+	VPBROADCASTW (AX), X7
+	VCVTPH2PS    X7, Y7
+	VBROADCASTSS 336(CX), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y8, Y0, Y1
+	VFNMADD231PS 344(CX), Y6, Y1
+	VBROADCASTSS 336(CX)(DX*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y8, Y2, Y3
+	VFNMADD231PS 344(CX)(DX*1), Y6, Y3
+	VBROADCASTSS 336(CX)(DX*2), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y8, Y4, Y5
+	VFNMADD231PS 344(CX)(DX*2), Y6, Y5
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x3_loop
+
+q4KTileA1x3_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x3(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	TESTQ  BX, BX
+	JZ     q6KTileA1x3_end
+
+q6KTileA1x3_loop:
+	VPMOVSXBW      192(AX), Y4
+	VPSLLW         $0x05, Y4, Y4
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y4, Y0, Y4
+	VPMADDWD       256(CX), Y4, Y0
+	VPMADDWD       256(CX)(DX*1), Y4, Y2
+	VPMADDWD       256(CX)(DX*2), Y4, Y4
+	VBROADCASTI128 192(AX), Y6
+	VMOVDQU        (AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+0(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     (CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     (CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        32(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+32(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     32(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     32(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     32(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        (AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+64(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     64(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        32(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+96(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     96(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     96(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     96(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        64(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+128(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     128(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        96(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+160(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     160(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     160(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     160(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        64(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+192(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     192(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VMOVDQU        96(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VPSHUFB        q_ctrlk6<>+224(SB), Y6, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     224(CX), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     224(CX)(DX*1), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
+	VPMADDUBSW     224(CX)(DX*2), Y7, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y4, Y4
+	VPBROADCASTW   208(AX), X6
+	VCVTPH2PS      X6, Y6
+	VBROADCASTSS   336(CX), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y7, Y0, Y1
+	VBROADCASTSS   336(CX)(DX*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y7, Y2, Y3
+	VBROADCASTSS   336(CX)(DX*2), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y4, Y4
+	VFMADD231PS    Y7, Y4, Y5
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x3_loop
+
+q6KTileA1x3_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x4(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y7, Y7, Y7
+	TESTQ  BX, BX
+	JZ     q4KTileA1x4_end
+
+q4KTileA1x4_loop:
+	MOVL         4(AX), DI
+	MOVL         8(AX), R8
+	MOVL         12(AX), R9
+	MOVL         DI, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R10, R11
+	SHLQ         $0x20, R11
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, R11
+	MOVL         R8, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, DI
+	SHRL         $0x04, DI
+	ANDL         $0x0f0f0f0f, DI
+	ORL          R10, DI
+	SHLQ         $0x20, DI
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, DI
+	VMOVQ        R11, X8
+	VPBROADCASTQ X8, Y8
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y6, Y6, Y6
+	VMOVDQU      16(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPSHUFB      q_ctrlk4<>+0(SB), Y8, Y11
+	VPSHUFB      q_ctrlk4<>+32(SB), Y8, Y12
+	VPMADDUBSW   (CX), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   32(CX), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   32(CX)(DX*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   (CX)(DX*2), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   32(CX)(DX*2), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   (CX)(SI*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDUBSW   32(CX)(SI*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VMOVDQU      48(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPSHUFB      q_ctrlk4<>+64(SB), Y8, Y11
+	VPSHUFB      q_ctrlk4<>+96(SB), Y8, Y12
+	VPMADDUBSW   64(CX), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   96(CX), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   96(CX)(DX*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   64(CX)(DX*2), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   96(CX)(DX*2), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   64(CX)(SI*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDUBSW   96(CX)(SI*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VMOVDQU      80(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPSHUFB      q_ctrlk4<>+128(SB), Y8, Y11
+	VPSHUFB      q_ctrlk4<>+160(SB), Y8, Y12
+	VPMADDUBSW   128(CX), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   160(CX), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   160(CX)(DX*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   128(CX)(DX*2), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   160(CX)(DX*2), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   128(CX)(SI*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDUBSW   160(CX)(SI*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VMOVDQU      112(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPSHUFB      q_ctrlk4<>+192(SB), Y8, Y11
+	VPSHUFB      q_ctrlk4<>+224(SB), Y8, Y12
+	VPMADDUBSW   192(CX), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   224(CX), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   224(CX)(DX*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMADDUBSW   192(CX)(DX*2), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   224(CX)(DX*2), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMADDUBSW   192(CX)(SI*1), Y9, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMADDUBSW   224(CX)(SI*1), Y10, Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VMOVQ        DI, X8
+	VPMOVZXBD    X8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW 2(AX), X9
+	VCVTPH2PS    X9, Y9
+	VMULPS       Y9, Y8, Y8
+	VPBROADCASTW (AX), X9
+	VCVTPH2PS    X9, Y9
+	VBROADCASTSS 336(CX), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y10, Y0, Y1
+	VFNMADD231PS 344(CX), Y8, Y1
+	VBROADCASTSS 336(CX)(DX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y10, Y2, Y3
+	VFNMADD231PS 344(CX)(DX*1), Y8, Y3
+	VBROADCASTSS 336(CX)(DX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  Y10, Y4, Y5
+	VFNMADD231PS 344(CX)(DX*2), Y8, Y5
+	VBROADCASTSS 336(CX)(SI*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  Y10, Y6, Y7
+	VFNMADD231PS 344(CX)(SI*1), Y8, Y7
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x4_loop
+
+q4KTileA1x4_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	VMOVSS       X7, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x4(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VXORPS Y1, Y1, Y1
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y7, Y7, Y7
+	TESTQ  BX, BX
+	JZ     q6KTileA1x4_end
+
+q6KTileA1x4_loop:
+	VPMOVSXBW      192(AX), Y6
+	VPSLLW         $0x05, Y6, Y6
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y6, Y0, Y6
+	VPMADDWD       256(CX), Y6, Y0
+	VPMADDWD       256(CX)(DX*1), Y6, Y2
+	VPMADDWD       256(CX)(DX*2), Y6, Y4
+	VPMADDWD       256(CX)(SI*1), Y6, Y6
+	VBROADCASTI128 192(AX), Y8
+	VMOVDQU        (AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y10
+	VPSLLW         $0x04, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+0(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     (CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     (CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     (CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        32(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y10
+	VPSLLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+32(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     32(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     32(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     32(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     32(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        (AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+64(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     64(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     64(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        32(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y10
+	VPSRLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+96(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     96(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     96(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     96(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     96(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        64(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y10
+	VPSLLW         $0x04, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+128(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     128(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        96(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y10
+	VPSLLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+160(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     160(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     160(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     160(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     160(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        64(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+192(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     192(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     192(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VMOVDQU        96(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y10
+	VPSRLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VPSHUFB        q_ctrlk6<>+224(SB), Y8, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     224(CX), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     224(CX)(DX*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     224(CX)(DX*2), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     224(CX)(SI*1), Y9, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y6, Y6
+	VPBROADCASTW   208(AX), X8
+	VCVTPH2PS      X8, Y8
+	VBROADCASTSS   336(CX), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y9, Y0, Y1
+	VBROADCASTSS   336(CX)(DX*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y9, Y2, Y3
+	VBROADCASTSS   336(CX)(DX*2), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y4, Y4
+	VFMADD231PS    Y9, Y4, Y5
+	VBROADCASTSS   336(CX)(SI*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y6, Y6
+	VFMADD231PS    Y9, Y6, Y7
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x4_loop
+
+q6KTileA1x4_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	VMOVSS       X7, (AX)
+	VZEROUPPER
+	RET

@@ -396,3 +396,43 @@ func q6KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride i
 //
 //go:noescape
 func q6KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x1 computes one Q4_K row x 1 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x1 computes one Q6_K row x 1 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x2 computes one Q4_K row x 2 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x2 computes one Q6_K row x 2 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x3 computes one Q4_K row x 3 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x3 computes one Q6_K row x 3 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x4 computes one Q4_K row x 4 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x4 computes one Q6_K row x 4 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)

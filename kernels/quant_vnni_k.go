@@ -7,7 +7,8 @@ import "unsafe"
 
 // kRec is the size of one token's record per Q8_K super-block: 256 int8 values at 0, the 16
 // int16 sums of each 16 at kRecSum16 followed by 32 zero bytes (the Q6_K kernel reads 64),
-// the 8 int16 sums of each 32 at kRecSum32, the float32 scale at kRecD, padding.
+// the 8 int16 sums of each 32 at kRecSum32, the float32 scale at kRecD, the 8 float32
+// dx·bsum8 at kRecFB (read by the AVX2 tiles, quant_ktile.go), padding.
 const (
 	kRec      = 384
 	kRecSum16 = 256
@@ -37,7 +38,12 @@ func (a *q8KActs) recs(p *Pool) {
 				*(*[16]int16)(unsafe.Pointer(&r[kRecSum16])) = [16]int16(a.bsums[(t*nb+b)*16:])
 				clear(r[kRecSum16+32 : kRecSum32])
 				*(*[8]int16)(unsafe.Pointer(&r[kRecSum32])) = [8]int16(a.bsum8[(t*nb+b)*8:])
-				*(*float32)(unsafe.Pointer(&r[kRecD])) = a.d[t*nb+b]
+				dx := a.d[t*nb+b]
+				*(*float32)(unsafe.Pointer(&r[kRecD])) = dx
+				fb := (*[8]float32)(unsafe.Pointer(&r[kRecFB]))
+				for j, s := range a.bsum8[(t*nb+b)*8 : (t*nb+b)*8+8] {
+					fb[j] = dx * float32(s)
+				}
 			}
 		}
 	})

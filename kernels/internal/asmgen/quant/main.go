@@ -141,6 +141,10 @@ func main() {
 	for t := 1; t <= 8; t++ {
 		genTileK6Z(t)
 	}
+	for t := 1; t <= 4; t++ {
+		genTileK4A(t)
+		genTileK6A(t)
+	}
 	Generate()
 }
 
