@@ -1089,6 +1089,266 @@ DATA q_permk6z<>+252(SB)/2, $0x000f
 DATA q_permk6z<>+254(SB)/2, $0x000f
 GLOBL q_permk6z<>(SB), RODATA|NOPTR, $256
 
+DATA q_ctrlk4a<>+0(SB)/1, $0x00
+DATA q_ctrlk4a<>+1(SB)/1, $0x80
+DATA q_ctrlk4a<>+2(SB)/1, $0x01
+DATA q_ctrlk4a<>+3(SB)/1, $0x80
+DATA q_ctrlk4a<>+4(SB)/1, $0x00
+DATA q_ctrlk4a<>+5(SB)/1, $0x80
+DATA q_ctrlk4a<>+6(SB)/1, $0x01
+DATA q_ctrlk4a<>+7(SB)/1, $0x80
+DATA q_ctrlk4a<>+8(SB)/1, $0x00
+DATA q_ctrlk4a<>+9(SB)/1, $0x80
+DATA q_ctrlk4a<>+10(SB)/1, $0x01
+DATA q_ctrlk4a<>+11(SB)/1, $0x80
+DATA q_ctrlk4a<>+12(SB)/1, $0x00
+DATA q_ctrlk4a<>+13(SB)/1, $0x80
+DATA q_ctrlk4a<>+14(SB)/1, $0x01
+DATA q_ctrlk4a<>+15(SB)/1, $0x80
+DATA q_ctrlk4a<>+16(SB)/1, $0x00
+DATA q_ctrlk4a<>+17(SB)/1, $0x80
+DATA q_ctrlk4a<>+18(SB)/1, $0x01
+DATA q_ctrlk4a<>+19(SB)/1, $0x80
+DATA q_ctrlk4a<>+20(SB)/1, $0x00
+DATA q_ctrlk4a<>+21(SB)/1, $0x80
+DATA q_ctrlk4a<>+22(SB)/1, $0x01
+DATA q_ctrlk4a<>+23(SB)/1, $0x80
+DATA q_ctrlk4a<>+24(SB)/1, $0x00
+DATA q_ctrlk4a<>+25(SB)/1, $0x80
+DATA q_ctrlk4a<>+26(SB)/1, $0x01
+DATA q_ctrlk4a<>+27(SB)/1, $0x80
+DATA q_ctrlk4a<>+28(SB)/1, $0x00
+DATA q_ctrlk4a<>+29(SB)/1, $0x80
+DATA q_ctrlk4a<>+30(SB)/1, $0x01
+DATA q_ctrlk4a<>+31(SB)/1, $0x80
+DATA q_ctrlk4a<>+32(SB)/1, $0x02
+DATA q_ctrlk4a<>+33(SB)/1, $0x80
+DATA q_ctrlk4a<>+34(SB)/1, $0x03
+DATA q_ctrlk4a<>+35(SB)/1, $0x80
+DATA q_ctrlk4a<>+36(SB)/1, $0x02
+DATA q_ctrlk4a<>+37(SB)/1, $0x80
+DATA q_ctrlk4a<>+38(SB)/1, $0x03
+DATA q_ctrlk4a<>+39(SB)/1, $0x80
+DATA q_ctrlk4a<>+40(SB)/1, $0x02
+DATA q_ctrlk4a<>+41(SB)/1, $0x80
+DATA q_ctrlk4a<>+42(SB)/1, $0x03
+DATA q_ctrlk4a<>+43(SB)/1, $0x80
+DATA q_ctrlk4a<>+44(SB)/1, $0x02
+DATA q_ctrlk4a<>+45(SB)/1, $0x80
+DATA q_ctrlk4a<>+46(SB)/1, $0x03
+DATA q_ctrlk4a<>+47(SB)/1, $0x80
+DATA q_ctrlk4a<>+48(SB)/1, $0x02
+DATA q_ctrlk4a<>+49(SB)/1, $0x80
+DATA q_ctrlk4a<>+50(SB)/1, $0x03
+DATA q_ctrlk4a<>+51(SB)/1, $0x80
+DATA q_ctrlk4a<>+52(SB)/1, $0x02
+DATA q_ctrlk4a<>+53(SB)/1, $0x80
+DATA q_ctrlk4a<>+54(SB)/1, $0x03
+DATA q_ctrlk4a<>+55(SB)/1, $0x80
+DATA q_ctrlk4a<>+56(SB)/1, $0x02
+DATA q_ctrlk4a<>+57(SB)/1, $0x80
+DATA q_ctrlk4a<>+58(SB)/1, $0x03
+DATA q_ctrlk4a<>+59(SB)/1, $0x80
+DATA q_ctrlk4a<>+60(SB)/1, $0x02
+DATA q_ctrlk4a<>+61(SB)/1, $0x80
+DATA q_ctrlk4a<>+62(SB)/1, $0x03
+DATA q_ctrlk4a<>+63(SB)/1, $0x80
+DATA q_ctrlk4a<>+64(SB)/1, $0x04
+DATA q_ctrlk4a<>+65(SB)/1, $0x80
+DATA q_ctrlk4a<>+66(SB)/1, $0x05
+DATA q_ctrlk4a<>+67(SB)/1, $0x80
+DATA q_ctrlk4a<>+68(SB)/1, $0x04
+DATA q_ctrlk4a<>+69(SB)/1, $0x80
+DATA q_ctrlk4a<>+70(SB)/1, $0x05
+DATA q_ctrlk4a<>+71(SB)/1, $0x80
+DATA q_ctrlk4a<>+72(SB)/1, $0x04
+DATA q_ctrlk4a<>+73(SB)/1, $0x80
+DATA q_ctrlk4a<>+74(SB)/1, $0x05
+DATA q_ctrlk4a<>+75(SB)/1, $0x80
+DATA q_ctrlk4a<>+76(SB)/1, $0x04
+DATA q_ctrlk4a<>+77(SB)/1, $0x80
+DATA q_ctrlk4a<>+78(SB)/1, $0x05
+DATA q_ctrlk4a<>+79(SB)/1, $0x80
+DATA q_ctrlk4a<>+80(SB)/1, $0x04
+DATA q_ctrlk4a<>+81(SB)/1, $0x80
+DATA q_ctrlk4a<>+82(SB)/1, $0x05
+DATA q_ctrlk4a<>+83(SB)/1, $0x80
+DATA q_ctrlk4a<>+84(SB)/1, $0x04
+DATA q_ctrlk4a<>+85(SB)/1, $0x80
+DATA q_ctrlk4a<>+86(SB)/1, $0x05
+DATA q_ctrlk4a<>+87(SB)/1, $0x80
+DATA q_ctrlk4a<>+88(SB)/1, $0x04
+DATA q_ctrlk4a<>+89(SB)/1, $0x80
+DATA q_ctrlk4a<>+90(SB)/1, $0x05
+DATA q_ctrlk4a<>+91(SB)/1, $0x80
+DATA q_ctrlk4a<>+92(SB)/1, $0x04
+DATA q_ctrlk4a<>+93(SB)/1, $0x80
+DATA q_ctrlk4a<>+94(SB)/1, $0x05
+DATA q_ctrlk4a<>+95(SB)/1, $0x80
+DATA q_ctrlk4a<>+96(SB)/1, $0x06
+DATA q_ctrlk4a<>+97(SB)/1, $0x80
+DATA q_ctrlk4a<>+98(SB)/1, $0x07
+DATA q_ctrlk4a<>+99(SB)/1, $0x80
+DATA q_ctrlk4a<>+100(SB)/1, $0x06
+DATA q_ctrlk4a<>+101(SB)/1, $0x80
+DATA q_ctrlk4a<>+102(SB)/1, $0x07
+DATA q_ctrlk4a<>+103(SB)/1, $0x80
+DATA q_ctrlk4a<>+104(SB)/1, $0x06
+DATA q_ctrlk4a<>+105(SB)/1, $0x80
+DATA q_ctrlk4a<>+106(SB)/1, $0x07
+DATA q_ctrlk4a<>+107(SB)/1, $0x80
+DATA q_ctrlk4a<>+108(SB)/1, $0x06
+DATA q_ctrlk4a<>+109(SB)/1, $0x80
+DATA q_ctrlk4a<>+110(SB)/1, $0x07
+DATA q_ctrlk4a<>+111(SB)/1, $0x80
+DATA q_ctrlk4a<>+112(SB)/1, $0x06
+DATA q_ctrlk4a<>+113(SB)/1, $0x80
+DATA q_ctrlk4a<>+114(SB)/1, $0x07
+DATA q_ctrlk4a<>+115(SB)/1, $0x80
+DATA q_ctrlk4a<>+116(SB)/1, $0x06
+DATA q_ctrlk4a<>+117(SB)/1, $0x80
+DATA q_ctrlk4a<>+118(SB)/1, $0x07
+DATA q_ctrlk4a<>+119(SB)/1, $0x80
+DATA q_ctrlk4a<>+120(SB)/1, $0x06
+DATA q_ctrlk4a<>+121(SB)/1, $0x80
+DATA q_ctrlk4a<>+122(SB)/1, $0x07
+DATA q_ctrlk4a<>+123(SB)/1, $0x80
+DATA q_ctrlk4a<>+124(SB)/1, $0x06
+DATA q_ctrlk4a<>+125(SB)/1, $0x80
+DATA q_ctrlk4a<>+126(SB)/1, $0x07
+DATA q_ctrlk4a<>+127(SB)/1, $0x80
+GLOBL q_ctrlk4a<>(SB), RODATA|NOPTR, $128
+
+DATA q_ctrlk6a<>+0(SB)/1, $0x00
+DATA q_ctrlk6a<>+1(SB)/1, $0x00
+DATA q_ctrlk6a<>+2(SB)/1, $0x02
+DATA q_ctrlk6a<>+3(SB)/1, $0x02
+DATA q_ctrlk6a<>+4(SB)/1, $0x00
+DATA q_ctrlk6a<>+5(SB)/1, $0x00
+DATA q_ctrlk6a<>+6(SB)/1, $0x02
+DATA q_ctrlk6a<>+7(SB)/1, $0x02
+DATA q_ctrlk6a<>+8(SB)/1, $0x00
+DATA q_ctrlk6a<>+9(SB)/1, $0x00
+DATA q_ctrlk6a<>+10(SB)/1, $0x02
+DATA q_ctrlk6a<>+11(SB)/1, $0x02
+DATA q_ctrlk6a<>+12(SB)/1, $0x00
+DATA q_ctrlk6a<>+13(SB)/1, $0x00
+DATA q_ctrlk6a<>+14(SB)/1, $0x02
+DATA q_ctrlk6a<>+15(SB)/1, $0x02
+DATA q_ctrlk6a<>+16(SB)/1, $0x01
+DATA q_ctrlk6a<>+17(SB)/1, $0x01
+DATA q_ctrlk6a<>+18(SB)/1, $0x03
+DATA q_ctrlk6a<>+19(SB)/1, $0x03
+DATA q_ctrlk6a<>+20(SB)/1, $0x01
+DATA q_ctrlk6a<>+21(SB)/1, $0x01
+DATA q_ctrlk6a<>+22(SB)/1, $0x03
+DATA q_ctrlk6a<>+23(SB)/1, $0x03
+DATA q_ctrlk6a<>+24(SB)/1, $0x01
+DATA q_ctrlk6a<>+25(SB)/1, $0x01
+DATA q_ctrlk6a<>+26(SB)/1, $0x03
+DATA q_ctrlk6a<>+27(SB)/1, $0x03
+DATA q_ctrlk6a<>+28(SB)/1, $0x01
+DATA q_ctrlk6a<>+29(SB)/1, $0x01
+DATA q_ctrlk6a<>+30(SB)/1, $0x03
+DATA q_ctrlk6a<>+31(SB)/1, $0x03
+DATA q_ctrlk6a<>+32(SB)/1, $0x04
+DATA q_ctrlk6a<>+33(SB)/1, $0x04
+DATA q_ctrlk6a<>+34(SB)/1, $0x06
+DATA q_ctrlk6a<>+35(SB)/1, $0x06
+DATA q_ctrlk6a<>+36(SB)/1, $0x04
+DATA q_ctrlk6a<>+37(SB)/1, $0x04
+DATA q_ctrlk6a<>+38(SB)/1, $0x06
+DATA q_ctrlk6a<>+39(SB)/1, $0x06
+DATA q_ctrlk6a<>+40(SB)/1, $0x04
+DATA q_ctrlk6a<>+41(SB)/1, $0x04
+DATA q_ctrlk6a<>+42(SB)/1, $0x06
+DATA q_ctrlk6a<>+43(SB)/1, $0x06
+DATA q_ctrlk6a<>+44(SB)/1, $0x04
+DATA q_ctrlk6a<>+45(SB)/1, $0x04
+DATA q_ctrlk6a<>+46(SB)/1, $0x06
+DATA q_ctrlk6a<>+47(SB)/1, $0x06
+DATA q_ctrlk6a<>+48(SB)/1, $0x05
+DATA q_ctrlk6a<>+49(SB)/1, $0x05
+DATA q_ctrlk6a<>+50(SB)/1, $0x07
+DATA q_ctrlk6a<>+51(SB)/1, $0x07
+DATA q_ctrlk6a<>+52(SB)/1, $0x05
+DATA q_ctrlk6a<>+53(SB)/1, $0x05
+DATA q_ctrlk6a<>+54(SB)/1, $0x07
+DATA q_ctrlk6a<>+55(SB)/1, $0x07
+DATA q_ctrlk6a<>+56(SB)/1, $0x05
+DATA q_ctrlk6a<>+57(SB)/1, $0x05
+DATA q_ctrlk6a<>+58(SB)/1, $0x07
+DATA q_ctrlk6a<>+59(SB)/1, $0x07
+DATA q_ctrlk6a<>+60(SB)/1, $0x05
+DATA q_ctrlk6a<>+61(SB)/1, $0x05
+DATA q_ctrlk6a<>+62(SB)/1, $0x07
+DATA q_ctrlk6a<>+63(SB)/1, $0x07
+DATA q_ctrlk6a<>+64(SB)/1, $0x08
+DATA q_ctrlk6a<>+65(SB)/1, $0x08
+DATA q_ctrlk6a<>+66(SB)/1, $0x0a
+DATA q_ctrlk6a<>+67(SB)/1, $0x0a
+DATA q_ctrlk6a<>+68(SB)/1, $0x08
+DATA q_ctrlk6a<>+69(SB)/1, $0x08
+DATA q_ctrlk6a<>+70(SB)/1, $0x0a
+DATA q_ctrlk6a<>+71(SB)/1, $0x0a
+DATA q_ctrlk6a<>+72(SB)/1, $0x08
+DATA q_ctrlk6a<>+73(SB)/1, $0x08
+DATA q_ctrlk6a<>+74(SB)/1, $0x0a
+DATA q_ctrlk6a<>+75(SB)/1, $0x0a
+DATA q_ctrlk6a<>+76(SB)/1, $0x08
+DATA q_ctrlk6a<>+77(SB)/1, $0x08
+DATA q_ctrlk6a<>+78(SB)/1, $0x0a
+DATA q_ctrlk6a<>+79(SB)/1, $0x0a
+DATA q_ctrlk6a<>+80(SB)/1, $0x09
+DATA q_ctrlk6a<>+81(SB)/1, $0x09
+DATA q_ctrlk6a<>+82(SB)/1, $0x0b
+DATA q_ctrlk6a<>+83(SB)/1, $0x0b
+DATA q_ctrlk6a<>+84(SB)/1, $0x09
+DATA q_ctrlk6a<>+85(SB)/1, $0x09
+DATA q_ctrlk6a<>+86(SB)/1, $0x0b
+DATA q_ctrlk6a<>+87(SB)/1, $0x0b
+DATA q_ctrlk6a<>+88(SB)/1, $0x09
+DATA q_ctrlk6a<>+89(SB)/1, $0x09
+DATA q_ctrlk6a<>+90(SB)/1, $0x0b
+DATA q_ctrlk6a<>+91(SB)/1, $0x0b
+DATA q_ctrlk6a<>+92(SB)/1, $0x09
+DATA q_ctrlk6a<>+93(SB)/1, $0x09
+DATA q_ctrlk6a<>+94(SB)/1, $0x0b
+DATA q_ctrlk6a<>+95(SB)/1, $0x0b
+DATA q_ctrlk6a<>+96(SB)/1, $0x0c
+DATA q_ctrlk6a<>+97(SB)/1, $0x0c
+DATA q_ctrlk6a<>+98(SB)/1, $0x0e
+DATA q_ctrlk6a<>+99(SB)/1, $0x0e
+DATA q_ctrlk6a<>+100(SB)/1, $0x0c
+DATA q_ctrlk6a<>+101(SB)/1, $0x0c
+DATA q_ctrlk6a<>+102(SB)/1, $0x0e
+DATA q_ctrlk6a<>+103(SB)/1, $0x0e
+DATA q_ctrlk6a<>+104(SB)/1, $0x0c
+DATA q_ctrlk6a<>+105(SB)/1, $0x0c
+DATA q_ctrlk6a<>+106(SB)/1, $0x0e
+DATA q_ctrlk6a<>+107(SB)/1, $0x0e
+DATA q_ctrlk6a<>+108(SB)/1, $0x0c
+DATA q_ctrlk6a<>+109(SB)/1, $0x0c
+DATA q_ctrlk6a<>+110(SB)/1, $0x0e
+DATA q_ctrlk6a<>+111(SB)/1, $0x0e
+DATA q_ctrlk6a<>+112(SB)/1, $0x0d
+DATA q_ctrlk6a<>+113(SB)/1, $0x0d
+DATA q_ctrlk6a<>+114(SB)/1, $0x0f
+DATA q_ctrlk6a<>+115(SB)/1, $0x0f
+DATA q_ctrlk6a<>+116(SB)/1, $0x0d
+DATA q_ctrlk6a<>+117(SB)/1, $0x0d
+DATA q_ctrlk6a<>+118(SB)/1, $0x0f
+DATA q_ctrlk6a<>+119(SB)/1, $0x0f
+DATA q_ctrlk6a<>+120(SB)/1, $0x0d
+DATA q_ctrlk6a<>+121(SB)/1, $0x0d
+DATA q_ctrlk6a<>+122(SB)/1, $0x0f
+DATA q_ctrlk6a<>+123(SB)/1, $0x0f
+DATA q_ctrlk6a<>+124(SB)/1, $0x0d
+DATA q_ctrlk6a<>+125(SB)/1, $0x0d
+DATA q_ctrlk6a<>+126(SB)/1, $0x0f
+DATA q_ctrlk6a<>+127(SB)/1, $0x0f
+GLOBL q_ctrlk6a<>(SB), RODATA|NOPTR, $128
+
 // func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 // Requires: AVX, AVX2, F16C
 TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
@@ -12370,49 +12630,49 @@ q4KTileA1x1_loop:
 	VPSRLW       $0x04, Y3, Y4
 	VPAND        q_mask0f<>+0(SB), Y3, Y3
 	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPSHUFB      q_ctrlk4<>+0(SB), Y2, Y5
-	VPSHUFB      q_ctrlk4<>+32(SB), Y2, Y6
+	VPUNPCKHWD   Y4, Y3, Y6
+	VPUNPCKLWD   Y4, Y3, Y3
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y2, Y5
 	VPMADDUBSW   (CX), Y3, Y3
+	VPMADDUBSW   32(CX), Y6, Y4
+	VPADDW       Y4, Y3, Y3
 	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
-	VPMADDUBSW   32(CX), Y4, Y3
-	VPMADDWD     Y6, Y3, Y3
 	VPADDD       Y3, Y0, Y0
 	VMOVDQU      48(AX), Y3
 	VPSRLW       $0x04, Y3, Y4
 	VPAND        q_mask0f<>+0(SB), Y3, Y3
 	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPSHUFB      q_ctrlk4<>+64(SB), Y2, Y5
-	VPSHUFB      q_ctrlk4<>+96(SB), Y2, Y6
+	VPUNPCKHWD   Y4, Y3, Y6
+	VPUNPCKLWD   Y4, Y3, Y3
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y2, Y5
 	VPMADDUBSW   64(CX), Y3, Y3
+	VPMADDUBSW   96(CX), Y6, Y4
+	VPADDW       Y4, Y3, Y3
 	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
-	VPMADDUBSW   96(CX), Y4, Y3
-	VPMADDWD     Y6, Y3, Y3
 	VPADDD       Y3, Y0, Y0
 	VMOVDQU      80(AX), Y3
 	VPSRLW       $0x04, Y3, Y4
 	VPAND        q_mask0f<>+0(SB), Y3, Y3
 	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPSHUFB      q_ctrlk4<>+128(SB), Y2, Y5
-	VPSHUFB      q_ctrlk4<>+160(SB), Y2, Y6
+	VPUNPCKHWD   Y4, Y3, Y6
+	VPUNPCKLWD   Y4, Y3, Y3
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y2, Y5
 	VPMADDUBSW   128(CX), Y3, Y3
+	VPMADDUBSW   160(CX), Y6, Y4
+	VPADDW       Y4, Y3, Y3
 	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
-	VPMADDUBSW   160(CX), Y4, Y3
-	VPMADDWD     Y6, Y3, Y3
 	VPADDD       Y3, Y0, Y0
 	VMOVDQU      112(AX), Y3
 	VPSRLW       $0x04, Y3, Y4
 	VPAND        q_mask0f<>+0(SB), Y3, Y3
 	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPSHUFB      q_ctrlk4<>+192(SB), Y2, Y5
-	VPSHUFB      q_ctrlk4<>+224(SB), Y2, Y6
+	VPUNPCKHWD   Y4, Y3, Y6
+	VPUNPCKLWD   Y4, Y3, Y3
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y2, Y5
 	VPMADDUBSW   192(CX), Y3, Y3
+	VPMADDUBSW   224(CX), Y6, Y4
+	VPADDW       Y4, Y3, Y3
 	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
-	VPMADDUBSW   224(CX), Y4, Y3
-	VPMADDWD     Y6, Y3, Y3
 	VPADDD       Y3, Y0, Y0
 	VMOVQ        BX, X2
 	VPMOVZXBD    X2, Y2
@@ -12468,21 +12728,20 @@ q6KTileA1x1_loop:
 	VPSLLW         $0x04, Y4, Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
 	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+0(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     (CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        32(AX), Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        32(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        128(AX), Y4
 	VPSLLW         $0x02, Y4, Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+32(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     32(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
+	VPOR           Y4, Y5, Y5
+	VPUNPCKHWD     Y5, Y3, Y4
+	VPUNPCKLWD     Y5, Y3, Y3
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y2, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     (CX), Y3, Y3
+	VPMADDUBSW     32(CX), Y4, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       Y6, Y3, Y3
 	VPADDD         Y3, Y0, Y0
 	VMOVDQU        (AX), Y3
 	VPSRLW         $0x04, Y3, Y3
@@ -12490,22 +12749,21 @@ q6KTileA1x1_loop:
 	VMOVDQU        128(AX), Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
 	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+64(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     64(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        32(AX), Y3
-	VPSRLW         $0x04, Y3, Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        32(AX), Y5
+	VPSRLW         $0x04, Y5, Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        128(AX), Y4
 	VPSRLW         $0x02, Y4, Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+96(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     96(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
+	VPOR           Y4, Y5, Y5
+	VPUNPCKHWD     Y5, Y3, Y4
+	VPUNPCKLWD     Y5, Y3, Y3
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y2, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     64(CX), Y3, Y3
+	VPMADDUBSW     96(CX), Y4, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       Y6, Y3, Y3
 	VPADDD         Y3, Y0, Y0
 	VMOVDQU        64(AX), Y3
 	VPAND          q_mask0f<>+0(SB), Y3, Y3
@@ -12513,21 +12771,20 @@ q6KTileA1x1_loop:
 	VPSLLW         $0x04, Y4, Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
 	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+128(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     128(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        96(AX), Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        96(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        160(AX), Y4
 	VPSLLW         $0x02, Y4, Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+160(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     160(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
+	VPOR           Y4, Y5, Y5
+	VPUNPCKHWD     Y5, Y3, Y4
+	VPUNPCKLWD     Y5, Y3, Y3
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y2, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     128(CX), Y3, Y3
+	VPMADDUBSW     160(CX), Y4, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       Y6, Y3, Y3
 	VPADDD         Y3, Y0, Y0
 	VMOVDQU        64(AX), Y3
 	VPSRLW         $0x04, Y3, Y3
@@ -12535,22 +12792,21 @@ q6KTileA1x1_loop:
 	VMOVDQU        160(AX), Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
 	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+192(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     192(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        96(AX), Y3
-	VPSRLW         $0x04, Y3, Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
+	VMOVDQU        96(AX), Y5
+	VPSRLW         $0x04, Y5, Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        160(AX), Y4
 	VPSRLW         $0x02, Y4, Y4
 	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
-	VPSHUFB        q_ctrlk6<>+224(SB), Y2, Y4
-	VPSRAW         $0x08, Y4, Y4
-	VPMADDUBSW     224(CX), Y3, Y3
-	VPMADDWD       Y4, Y3, Y3
+	VPOR           Y4, Y5, Y5
+	VPUNPCKHWD     Y5, Y3, Y4
+	VPUNPCKLWD     Y5, Y3, Y3
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y2, Y6
+	VPSRAW         $0x08, Y6, Y6
+	VPMADDUBSW     192(CX), Y3, Y3
+	VPMADDUBSW     224(CX), Y4, Y5
+	VPADDW         Y5, Y3, Y3
+	VPMADDWD       Y6, Y3, Y3
 	VPADDD         Y3, Y0, Y0
 	VPBROADCASTW   208(AX), X2
 	VCVTPH2PS      X2, Y2
@@ -12620,74 +12876,70 @@ q4KTileA1x2_loop:
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPSHUFB      q_ctrlk4<>+0(SB), Y4, Y7
-	VPSHUFB      q_ctrlk4<>+32(SB), Y4, Y8
-	VPMADDUBSW   (CX), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   32(CX), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   32(CX)(DX*1), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
+	VPUNPCKHWD   Y6, Y5, Y9
+	VPUNPCKLWD   Y6, Y5, Y5
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y4, Y7
+	VPMADDUBSW   (CX), Y5, Y8
+	VPMADDUBSW   32(CX), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y5, Y8
+	VPMADDUBSW   32(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y2, Y2
 	VMOVDQU      48(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPSHUFB      q_ctrlk4<>+64(SB), Y4, Y7
-	VPSHUFB      q_ctrlk4<>+96(SB), Y4, Y8
-	VPMADDUBSW   64(CX), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   96(CX), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   96(CX)(DX*1), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
+	VPUNPCKHWD   Y6, Y5, Y9
+	VPUNPCKLWD   Y6, Y5, Y5
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y4, Y7
+	VPMADDUBSW   64(CX), Y5, Y8
+	VPMADDUBSW   96(CX), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y5, Y8
+	VPMADDUBSW   96(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y2, Y2
 	VMOVDQU      80(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPSHUFB      q_ctrlk4<>+128(SB), Y4, Y7
-	VPSHUFB      q_ctrlk4<>+160(SB), Y4, Y8
-	VPMADDUBSW   128(CX), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   160(CX), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   160(CX)(DX*1), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
+	VPUNPCKHWD   Y6, Y5, Y9
+	VPUNPCKLWD   Y6, Y5, Y5
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y4, Y7
+	VPMADDUBSW   128(CX), Y5, Y8
+	VPMADDUBSW   160(CX), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y5, Y8
+	VPMADDUBSW   160(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y2, Y2
 	VMOVDQU      112(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPSHUFB      q_ctrlk4<>+192(SB), Y4, Y7
-	VPSHUFB      q_ctrlk4<>+224(SB), Y4, Y8
-	VPMADDUBSW   192(CX), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   224(CX), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y5, Y9
-	VPMADDWD     Y7, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   224(CX)(DX*1), Y6, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
+	VPUNPCKHWD   Y6, Y5, Y9
+	VPUNPCKLWD   Y6, Y5, Y5
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y4, Y7
+	VPMADDUBSW   192(CX), Y5, Y8
+	VPMADDUBSW   224(CX), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y5, Y8
+	VPMADDUBSW   224(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y8, Y8
+	VPMADDWD     Y7, Y8, Y8
+	VPADDD       Y8, Y2, Y2
 	VMOVQ        SI, X4
 	VPMOVZXBD    X4, Y4
 	VCVTDQ2PS    Y4, Y4
@@ -12755,114 +13007,106 @@ q6KTileA1x2_loop:
 	VPSLLW         $0x04, Y6, Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
 	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+0(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     (CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
-	VMOVDQU        32(AX), Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        32(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        128(AX), Y6
 	VPSLLW         $0x02, Y6, Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+32(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     32(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     32(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
+	VPOR           Y6, Y7, Y7
+	VPUNPCKHWD     Y7, Y5, Y6
+	VPUNPCKLWD     Y7, Y5, Y5
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y4, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     (CX), Y5, Y9
+	VPMADDUBSW     32(CX), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y5, Y9
+	VPMADDUBSW     32(CX)(DX*1), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
 	VMOVDQU        (AX), Y5
 	VPSRLW         $0x04, Y5, Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        128(AX), Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
 	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+64(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     64(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
-	VMOVDQU        32(AX), Y5
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        32(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        128(AX), Y6
 	VPSRLW         $0x02, Y6, Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+96(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     96(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     96(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
+	VPOR           Y6, Y7, Y7
+	VPUNPCKHWD     Y7, Y5, Y6
+	VPUNPCKLWD     Y7, Y5, Y5
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y4, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     64(CX), Y5, Y9
+	VPMADDUBSW     96(CX), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y5, Y9
+	VPMADDUBSW     96(CX)(DX*1), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
 	VMOVDQU        64(AX), Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        160(AX), Y6
 	VPSLLW         $0x04, Y6, Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
 	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+128(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     128(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
-	VMOVDQU        96(AX), Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        96(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        160(AX), Y6
 	VPSLLW         $0x02, Y6, Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+160(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     160(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     160(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
+	VPOR           Y6, Y7, Y7
+	VPUNPCKHWD     Y7, Y5, Y6
+	VPUNPCKLWD     Y7, Y5, Y5
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y4, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     128(CX), Y5, Y9
+	VPMADDUBSW     160(CX), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y5, Y9
+	VPMADDUBSW     160(CX)(DX*1), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
 	VMOVDQU        64(AX), Y5
 	VPSRLW         $0x04, Y5, Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        160(AX), Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
 	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+192(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     192(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
-	VMOVDQU        96(AX), Y5
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        96(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        160(AX), Y6
 	VPSRLW         $0x02, Y6, Y6
 	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VPSHUFB        q_ctrlk6<>+224(SB), Y4, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     224(CX), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y0, Y0
-	VPMADDUBSW     224(CX)(DX*1), Y5, Y7
-	VPMADDWD       Y6, Y7, Y7
-	VPADDD         Y7, Y2, Y2
+	VPOR           Y6, Y7, Y7
+	VPUNPCKHWD     Y7, Y5, Y6
+	VPUNPCKLWD     Y7, Y5, Y5
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y4, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     192(CX), Y5, Y9
+	VPMADDUBSW     224(CX), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y5, Y9
+	VPMADDUBSW     224(CX)(DX*1), Y6, Y7
+	VPADDW         Y7, Y9, Y9
+	VPMADDWD       Y8, Y9, Y9
+	VPADDD         Y9, Y2, Y2
 	VPBROADCASTW   208(AX), X4
 	VCVTPH2PS      X4, Y4
 	VBROADCASTSS   336(CX), Y5
@@ -12943,98 +13187,90 @@ q4KTileA1x3_loop:
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPSHUFB      q_ctrlk4<>+0(SB), Y6, Y9
-	VPSHUFB      q_ctrlk4<>+32(SB), Y6, Y10
-	VPMADDUBSW   (CX), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   32(CX), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   32(CX)(DX*1), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   (CX)(DX*2), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   32(CX)(DX*2), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y9
+	VPMADDUBSW   (CX), Y7, Y10
+	VPMADDUBSW   32(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y7, Y10
+	VPMADDUBSW   32(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   (CX)(DX*2), Y7, Y10
+	VPMADDUBSW   32(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
 	VMOVDQU      48(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPSHUFB      q_ctrlk4<>+64(SB), Y6, Y9
-	VPSHUFB      q_ctrlk4<>+96(SB), Y6, Y10
-	VPMADDUBSW   64(CX), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   96(CX), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   96(CX)(DX*1), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   64(CX)(DX*2), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   96(CX)(DX*2), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y9
+	VPMADDUBSW   64(CX), Y7, Y10
+	VPMADDUBSW   96(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y7, Y10
+	VPMADDUBSW   96(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   64(CX)(DX*2), Y7, Y10
+	VPMADDUBSW   96(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
 	VMOVDQU      80(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPSHUFB      q_ctrlk4<>+128(SB), Y6, Y9
-	VPSHUFB      q_ctrlk4<>+160(SB), Y6, Y10
-	VPMADDUBSW   128(CX), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   160(CX), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   160(CX)(DX*1), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   128(CX)(DX*2), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   160(CX)(DX*2), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y6, Y9
+	VPMADDUBSW   128(CX), Y7, Y10
+	VPMADDUBSW   160(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y7, Y10
+	VPMADDUBSW   160(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   128(CX)(DX*2), Y7, Y10
+	VPMADDUBSW   160(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
 	VMOVDQU      112(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPSHUFB      q_ctrlk4<>+192(SB), Y6, Y9
-	VPSHUFB      q_ctrlk4<>+224(SB), Y6, Y10
-	VPMADDUBSW   192(CX), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   224(CX), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   224(CX)(DX*1), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   192(CX)(DX*2), Y7, Y11
-	VPMADDWD     Y9, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   224(CX)(DX*2), Y8, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y6, Y9
+	VPMADDUBSW   192(CX), Y7, Y10
+	VPMADDUBSW   224(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y7, Y10
+	VPMADDUBSW   224(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   192(CX)(DX*2), Y7, Y10
+	VPMADDUBSW   224(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
 	VMOVQ        SI, X6
 	VPMOVZXBD    X6, Y6
 	VCVTDQ2PS    Y6, Y6
@@ -13115,138 +13351,126 @@ q6KTileA1x3_loop:
 	VPSLLW         $0x04, Y8, Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
 	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+0(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     (CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     (CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
-	VMOVDQU        32(AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        32(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        128(AX), Y8
 	VPSLLW         $0x02, Y8, Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+32(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     32(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     32(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     32(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     (CX), Y7, Y11
+	VPMADDUBSW     32(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y7, Y11
+	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     (CX)(DX*2), Y7, Y11
+	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
 	VMOVDQU        (AX), Y7
 	VPSRLW         $0x04, Y7, Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        128(AX), Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
 	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+64(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     64(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     64(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
-	VMOVDQU        32(AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        32(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        128(AX), Y8
 	VPSRLW         $0x02, Y8, Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+96(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     96(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     96(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     96(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     64(CX), Y7, Y11
+	VPMADDUBSW     96(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y7, Y11
+	VPMADDUBSW     96(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y7, Y11
+	VPMADDUBSW     96(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
 	VMOVDQU        64(AX), Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        160(AX), Y8
 	VPSLLW         $0x04, Y8, Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
 	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+128(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     128(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     128(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
-	VMOVDQU        96(AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        96(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        160(AX), Y8
 	VPSLLW         $0x02, Y8, Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+160(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     160(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     160(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     160(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     128(CX), Y7, Y11
+	VPMADDUBSW     160(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y11
+	VPMADDUBSW     160(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y11
+	VPMADDUBSW     160(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
 	VMOVDQU        64(AX), Y7
 	VPSRLW         $0x04, Y7, Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        160(AX), Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
 	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+192(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     192(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     192(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
-	VMOVDQU        96(AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        96(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        160(AX), Y8
 	VPSRLW         $0x02, Y8, Y8
 	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VPSHUFB        q_ctrlk6<>+224(SB), Y6, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     224(CX), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     224(CX)(DX*1), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
-	VPMADDUBSW     224(CX)(DX*2), Y7, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y4, Y4
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     192(CX), Y7, Y11
+	VPMADDUBSW     224(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y7, Y11
+	VPMADDUBSW     224(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y7, Y11
+	VPMADDUBSW     224(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
 	VPBROADCASTW   208(AX), X6
 	VCVTPH2PS      X6, Y6
 	VBROADCASTSS   336(CX), Y7
@@ -13340,122 +13564,110 @@ q4KTileA1x4_loop:
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPSHUFB      q_ctrlk4<>+0(SB), Y8, Y11
-	VPSHUFB      q_ctrlk4<>+32(SB), Y8, Y12
-	VPMADDUBSW   (CX), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   32(CX), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   32(CX)(DX*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   (CX)(DX*2), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   32(CX)(DX*2), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   (CX)(SI*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y6, Y6
-	VPMADDUBSW   32(CX)(SI*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y6, Y6
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y11
+	VPMADDUBSW   (CX), Y9, Y12
+	VPMADDUBSW   32(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y9, Y12
+	VPMADDUBSW   32(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   (CX)(DX*2), Y9, Y12
+	VPMADDUBSW   32(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   (CX)(SI*1), Y9, Y12
+	VPMADDUBSW   32(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
 	VMOVDQU      48(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPSHUFB      q_ctrlk4<>+64(SB), Y8, Y11
-	VPSHUFB      q_ctrlk4<>+96(SB), Y8, Y12
-	VPMADDUBSW   64(CX), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   96(CX), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   96(CX)(DX*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   64(CX)(DX*2), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   96(CX)(DX*2), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   64(CX)(SI*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y6, Y6
-	VPMADDUBSW   96(CX)(SI*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y6, Y6
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y11
+	VPMADDUBSW   64(CX), Y9, Y12
+	VPMADDUBSW   96(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y9, Y12
+	VPMADDUBSW   96(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   64(CX)(DX*2), Y9, Y12
+	VPMADDUBSW   96(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   64(CX)(SI*1), Y9, Y12
+	VPMADDUBSW   96(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
 	VMOVDQU      80(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPSHUFB      q_ctrlk4<>+128(SB), Y8, Y11
-	VPSHUFB      q_ctrlk4<>+160(SB), Y8, Y12
-	VPMADDUBSW   128(CX), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   160(CX), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   160(CX)(DX*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   128(CX)(DX*2), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   160(CX)(DX*2), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   128(CX)(SI*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y6, Y6
-	VPMADDUBSW   160(CX)(SI*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y6, Y6
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y8, Y11
+	VPMADDUBSW   128(CX), Y9, Y12
+	VPMADDUBSW   160(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y9, Y12
+	VPMADDUBSW   160(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   128(CX)(DX*2), Y9, Y12
+	VPMADDUBSW   160(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   128(CX)(SI*1), Y9, Y12
+	VPMADDUBSW   160(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
 	VMOVDQU      112(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPSHUFB      q_ctrlk4<>+192(SB), Y8, Y11
-	VPSHUFB      q_ctrlk4<>+224(SB), Y8, Y12
-	VPMADDUBSW   192(CX), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   224(CX), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   224(CX)(DX*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y2, Y2
-	VPMADDUBSW   192(CX)(DX*2), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   224(CX)(DX*2), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y4, Y4
-	VPMADDUBSW   192(CX)(SI*1), Y9, Y13
-	VPMADDWD     Y11, Y13, Y13
-	VPADDD       Y13, Y6, Y6
-	VPMADDUBSW   224(CX)(SI*1), Y10, Y13
-	VPMADDWD     Y12, Y13, Y13
-	VPADDD       Y13, Y6, Y6
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y8, Y11
+	VPMADDUBSW   192(CX), Y9, Y12
+	VPMADDUBSW   224(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y9, Y12
+	VPMADDUBSW   224(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   192(CX)(DX*2), Y9, Y12
+	VPMADDUBSW   224(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   192(CX)(SI*1), Y9, Y12
+	VPMADDUBSW   224(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
 	VMOVQ        DI, X8
 	VPMOVZXBD    X8, Y8
 	VCVTDQ2PS    Y8, Y8
@@ -13550,162 +13762,146 @@ q6KTileA1x4_loop:
 	VPSLLW         $0x04, Y10, Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
 	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+0(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     (CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     (CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     (CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
-	VMOVDQU        32(AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        32(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
 	VMOVDQU        128(AX), Y10
 	VPSLLW         $0x02, Y10, Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+32(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     32(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     32(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     32(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     32(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     (CX), Y9, Y13
+	VPMADDUBSW     32(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y9, Y13
+	VPMADDUBSW     32(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     (CX)(DX*2), Y9, Y13
+	VPMADDUBSW     32(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     (CX)(SI*1), Y9, Y13
+	VPMADDUBSW     32(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
 	VMOVDQU        (AX), Y9
 	VPSRLW         $0x04, Y9, Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        128(AX), Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
 	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+64(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     64(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     64(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     64(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
-	VMOVDQU        32(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        32(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
 	VMOVDQU        128(AX), Y10
 	VPSRLW         $0x02, Y10, Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+96(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     96(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     96(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     96(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     96(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     64(CX), Y9, Y13
+	VPMADDUBSW     96(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y13
+	VPMADDUBSW     96(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y13
+	VPMADDUBSW     96(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     64(CX)(SI*1), Y9, Y13
+	VPMADDUBSW     96(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
 	VMOVDQU        64(AX), Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        160(AX), Y10
 	VPSLLW         $0x04, Y10, Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
 	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+128(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     128(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     128(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     128(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
-	VMOVDQU        96(AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        96(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
 	VMOVDQU        160(AX), Y10
 	VPSLLW         $0x02, Y10, Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+160(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     160(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     160(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     160(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     160(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     128(CX), Y9, Y13
+	VPMADDUBSW     160(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y13
+	VPMADDUBSW     160(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y13
+	VPMADDUBSW     160(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y13
+	VPMADDUBSW     160(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
 	VMOVDQU        64(AX), Y9
 	VPSRLW         $0x04, Y9, Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        160(AX), Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
 	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+192(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     192(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     192(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     192(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
-	VMOVDQU        96(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        96(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
 	VMOVDQU        160(AX), Y10
 	VPSRLW         $0x02, Y10, Y10
 	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VPSHUFB        q_ctrlk6<>+224(SB), Y8, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     224(CX), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     224(CX)(DX*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     224(CX)(DX*2), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     224(CX)(SI*1), Y9, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y6, Y6
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     192(CX), Y9, Y13
+	VPMADDUBSW     224(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y9, Y13
+	VPMADDUBSW     224(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y9, Y13
+	VPMADDUBSW     224(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     192(CX)(SI*1), Y9, Y13
+	VPMADDUBSW     224(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
 	VPBROADCASTW   208(AX), X8
 	VCVTPH2PS      X8, Y8
 	VBROADCASTSS   336(CX), Y9

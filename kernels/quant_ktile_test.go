@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -31,7 +32,7 @@ func TestTilesKA(t *testing.T) {
 		clear(x[2*k : 2*k+256]) // token 2 starts with a zero block
 		a := getQ8KActs(4, k)
 		a.quantize(Serial, x)
-		a.recs(Serial)
+		a.buildRecs(Serial, recPairs)
 		rs := len(w.Data) / 4
 		for r := 0; r < 4; r++ {
 			one := make([]float32, 4)
@@ -110,6 +111,32 @@ func BenchmarkKTileGEMM(b *testing.B) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkKTileL1 runs one tile (1 row x T tokens, 8 super-blocks) on data in L1; GMAC per
+// second of the thread's CPU time (less disturbed by other processes than wall time).
+func BenchmarkKTileL1(b *testing.B) {
+	const nb = 8
+	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
+		q6 := dt == tensor.Q6_K
+		w := randQuantFast(b, dt, 1, nb*256)
+		a := getQ8KActs(4, nb*256)
+		a.quantize(Serial, qRandVec(rand.New(rand.NewPCG(2, 3)), 4*nb*256, 1))
+		a.buildRecs(Serial, recPairs)
+		out := make([]float32, 4)
+		for T := 1; T <= 4; T++ {
+			f := tilesKA[btoi(q6)][T]
+			b.Run(fmt.Sprintf("%s/T%d", dt, T), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := threadCPU()
+				for b.Loop() {
+					f(&w.Data[0], &a.rec[0], nb*kRec, nb, &out[0], 1)
+				}
+				b.ReportMetric(float64(T*nb*256)*float64(b.N)/(threadCPU()-c0)/1e9, "GMAC/cpu-s")
+			})
 		}
 	}
 }

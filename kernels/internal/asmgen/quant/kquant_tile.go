@@ -6,8 +6,17 @@
 // vnni_k4.go), which also carry at kRecFB the 8 floats dx·bsum8[j] (the Q4_K mins term per
 // sub-block of 32, premultiplied by the token's scale).
 //
-// Per token t the 8 int32 lanes of sumi take, per 32 values, VPMADDWD(sub-block scales,
-// VPMADDUBSW(weights, x)) (lane L = the 4 elements 4L..4L+3 of that 32), and per super-block
+// Pair order: per 64 values (chunk c: units A = values 64c..64c+31, B = 64c+32..64c+63, each
+// of one Q4_K sub-block or two Q6_K ones), the weights' A and B bytes are interleaved word by
+// word with VPUNPCKLWD / VPUNPCKHWD (w1, w2) and the token's values come in the same order
+// (records built by pairOrderK in kernels/quant_ktile.go). Then per token
+//
+//	sumi += VPMADDWD(VPMADDUBSW(w1, x1) + VPMADDUBSW(w2, x2), scales)
+//
+// because each int16 lane of the VPADDW holds four products of one sub-block (at most
+// 4·63·127 < 2^15), and the scale vector gives each lane its sub-block's scale: 5 vector ops
+// and 3 multiplies per token and 64 values instead of 6 and 4. Int32 lane 4k+j (k = 128-bit
+// half, j < 4) sums the words 8k+j and 8k+j+4 of A and of B. Per super-block
 //
 //	Q4_K: acc += float(sumi)·(d·dx);  acc -= (float(m)·dmin)·(dx·bsum8)   (lane j = sub-block j)
 //	Q6_K: sumi starts at -32·(sc[2L]·bsum[2L] + sc[2L+1]·bsum[2L+1]);  acc += float(sumi)·(d·dx)
@@ -23,6 +32,29 @@ import (
 
 // kRecFB is the offset of the 8 float32 dx·bsum8 in a token's record.
 const kRecFB = 344
+
+// VPSHUFB controls of the pair-order scale vectors, 32 bytes per chunk c: Q4_K words 2j of each
+// half = byte 2c of the scale qword, words 2j+1 = byte 2c+1 (zero-extended); Q6_K words 2j of
+// half k = scale 4c+k, words 2j+1 = scale 4c+2+k (in the high byte: VPSRAW 8 sign-extends).
+var ctrlK4A, ctrlK6A Mem
+
+func constsKA() {
+	ctrlK4A = GLOBL("q_ctrlk4a", RODATA|NOPTR)
+	for c := 0; c < 4; c++ {
+		for w := 0; w < 16; w++ {
+			DATA(32*c+2*w, U8(2*c+w%2))
+			DATA(32*c+2*w+1, U8(0x80))
+		}
+	}
+	ctrlK6A = GLOBL("q_ctrlk6a", RODATA|NOPTR)
+	for c := 0; c < 4; c++ {
+		for w := 0; w < 16; w++ {
+			v := U8(4*c + 2*(w%2) + w/8)
+			DATA(32*c+2*w, v)
+			DATA(32*c+2*w+1, v)
+		}
+	}
+}
 
 // genTileK4A emits q4KTileA1x<T>: one Q4_K row (nb super-blocks at w) x T tokens (records at
 // xr, tokens xstride bytes apart), out[t*ostride].
@@ -48,20 +80,20 @@ func genTileK4A(T int) {
 	for t := 0; t < T; t++ {
 		VPXOR(sumi[t], sumi[t], sumi[t])
 	}
-	lo, hi, svlo, svhi, p := YMM(), YMM(), YMM(), YMM(), YMM()
+	lo, hi, sv, p, q := YMM(), YMM(), YMM(), YMM(), YMM()
 	for c := 0; c < 4; c++ {
 		VMOVDQU(Mem{Base: wp, Disp: 16 + 32*c}, lo)
 		VPSRLW(Imm(4), lo, hi)
 		VPAND(mask0F, lo, lo)
 		VPAND(mask0F, hi, hi)
-		VPSHUFB(ctrlK4.Offset(32*(2*c)), s, svlo)
-		VPSHUFB(ctrlK4.Offset(32*(2*c+1)), s, svhi)
+		VPUNPCKHWD(hi, lo, q)
+		VPUNPCKLWD(hi, lo, lo)
+		VPSHUFB(ctrlK4A.Offset(32*c), s, sv)
 		for t := 0; t < T; t++ {
 			VPMADDUBSW(tok(t).Offset(64*c), lo, p)
-			VPMADDWD(svlo, p, p)
-			VPADDD(p, sumi[t], sumi[t])
-			VPMADDUBSW(tok(t).Offset(64*c+32), hi, p)
-			VPMADDWD(svhi, p, p)
+			VPMADDUBSW(tok(t).Offset(64*c+32), q, hi)
+			VPADDW(hi, p, p)
+			VPMADDWD(sv, p, p)
 			VPADDD(p, sumi[t], sumi[t])
 		}
 	}
@@ -135,32 +167,40 @@ func genTileK6A(T int) {
 	}
 	scB := YMM()
 	VBROADCASTI128(Mem{Base: wp, Disp: 192}, scB)
-	a, b, sv, p := YMM(), YMM(), YMM(), YMM()
-	for h := 0; h < 2; h++ {
-		for i := 0; i < 4; i++ {
-			VMOVDQU(Mem{Base: wp, Disp: 64*h + 32*(i%2)}, a)
-			if i >= 2 {
-				VPSRLW(Imm(4), a, a)
-			}
-			VPAND(mask0F, a, a)
-			VMOVDQU(Mem{Base: wp, Disp: 128 + 32*h}, b)
-			switch i {
-			case 0:
-				VPSLLW(Imm(4), b, b)
-			case 1:
-				VPSLLW(Imm(2), b, b)
-			case 3:
-				VPSRLW(Imm(2), b, b)
-			}
-			VPAND(mask30, b, b)
-			VPOR(b, a, a)
-			VPSHUFB(ctrlK6.Offset(32*(4*h+i)), scB, sv)
-			VPSRAW(Imm(8), sv, sv)
-			for t := 0; t < T; t++ {
-				VPMADDUBSW(tok(t).Offset(128*h+32*i), a, p)
-				VPMADDWD(sv, p, p)
-				VPADDD(p, sumi[t], sumi[t])
-			}
+	a, b, c2, sv, p := YMM(), YMM(), YMM(), YMM(), YMM()
+	// six6 puts the 6-bit values of part i (elements 32i..32i+31 of half h) in r.
+	six6 := func(h, i int, r, t VecVirtual) {
+		VMOVDQU(Mem{Base: wp, Disp: 64*h + 32*(i%2)}, r)
+		if i >= 2 {
+			VPSRLW(Imm(4), r, r)
+		}
+		VPAND(mask0F, r, r)
+		VMOVDQU(Mem{Base: wp, Disp: 128 + 32*h}, t)
+		switch i {
+		case 0:
+			VPSLLW(Imm(4), t, t)
+		case 1:
+			VPSLLW(Imm(2), t, t)
+		case 3:
+			VPSRLW(Imm(2), t, t)
+		}
+		VPAND(mask30, t, t)
+		VPOR(t, r, r)
+	}
+	for c := 0; c < 4; c++ {
+		h, i := c/2, 2*(c%2)
+		six6(h, i, a, b)
+		six6(h, i+1, c2, b)
+		VPUNPCKHWD(c2, a, b)
+		VPUNPCKLWD(c2, a, a)
+		VPSHUFB(ctrlK6A.Offset(32*c), scB, sv)
+		VPSRAW(Imm(8), sv, sv)
+		for t := 0; t < T; t++ {
+			VPMADDUBSW(tok(t).Offset(64*c), a, p)
+			VPMADDUBSW(tok(t).Offset(64*c+32), b, c2)
+			VPADDW(c2, p, p)
+			VPMADDWD(sv, p, p)
+			VPADDD(p, sumi[t], sumi[t])
 		}
 	}
 	d, dx := YMM(), YMM()

@@ -109,6 +109,7 @@ func main() {
 	constsZ()
 	constsK4Z()
 	constsK6Z()
+	constsKA()
 	genQuantQ8_0()
 	for _, rt := range [][2]int{{8, 1}, {4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
 		genTile(false, rt[0], rt[1])
