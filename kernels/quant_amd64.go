@@ -78,9 +78,9 @@ func useQuantAsm() {
 	q8Rows = q8_0Rows
 	dotQ4K = dotQ4KAVX2
 	dotQ6K = dotQ6KAVX2
-	tilesKA = [2][5]tileKFunc{
-		{nil, q4KTileA1x1, q4KTileA1x2, q4KTileA1x3, q4KTileA1x4},
-		{nil, q6KTileA1x1, q6KTileA1x2, q6KTileA1x3, q6KTileA1x4},
+	tilesKA = [2][9]tileKFunc{
+		{nil, q4KTileA1x1, q4KTileA1x2, q4KTileA1x3, q4KTileA1x4, q4KTileA1x5, q4KTileA1x6, q4KTileA1x7, q4KTileA1x8},
+		{nil, q6KTileA1x1, q6KTileA1x2, q6KTileA1x3, q6KTileA1x4, q6KTileA1x5, q6KTileA1x6, q6KTileA1x7, q6KTileA1x8},
 	}
 	useTilesKA = true
 	if hasQuantVNNI {

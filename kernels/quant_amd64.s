@@ -12838,7 +12838,7 @@ TEXT ·q4KTileA1x2(SB), NOSPLIT, $0-48
 	MOVQ   xr+8(FP), CX
 	MOVQ   xstride+16(FP), DX
 	MOVQ   nb+24(FP), BX
-	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	TESTQ  BX, BX
 	JZ     q4KTileA1x2_end
@@ -12871,7 +12871,7 @@ q4KTileA1x2_loop:
 	VMOVQ        R10, X4
 	VPBROADCASTQ X4, Y4
 	VPXOR        Y0, Y0, Y0
-	VPXOR        Y2, Y2, Y2
+	VPXOR        Y1, Y1, Y1
 	VMOVDQU      16(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
@@ -12888,7 +12888,7 @@ q4KTileA1x2_loop:
 	VPMADDUBSW   32(CX)(DX*1), Y9, Y6
 	VPADDW       Y6, Y8, Y8
 	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y2, Y2
+	VPADDD       Y8, Y1, Y1
 	VMOVDQU      48(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
@@ -12905,7 +12905,7 @@ q4KTileA1x2_loop:
 	VPMADDUBSW   96(CX)(DX*1), Y9, Y6
 	VPADDW       Y6, Y8, Y8
 	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y2, Y2
+	VPADDD       Y8, Y1, Y1
 	VMOVDQU      80(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
@@ -12922,7 +12922,7 @@ q4KTileA1x2_loop:
 	VPMADDUBSW   160(CX)(DX*1), Y9, Y6
 	VPADDW       Y6, Y8, Y8
 	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y2, Y2
+	VPADDD       Y8, Y1, Y1
 	VMOVDQU      112(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
@@ -12939,7 +12939,7 @@ q4KTileA1x2_loop:
 	VPMADDUBSW   224(CX)(DX*1), Y9, Y6
 	VPADDW       Y6, Y8, Y8
 	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y2, Y2
+	VPADDD       Y8, Y1, Y1
 	VMOVQ        SI, X4
 	VPMOVZXBD    X4, Y4
 	VCVTDQ2PS    Y4, Y4
@@ -12951,12 +12951,12 @@ q4KTileA1x2_loop:
 	VBROADCASTSS 336(CX), Y6
 	VMULPS       Y5, Y6, Y6
 	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y6, Y0, Y1
-	VFNMADD231PS 344(CX), Y4, Y1
+	VFMADD231PS  Y6, Y0, Y2
+	VFNMADD231PS 344(CX), Y4, Y2
 	VBROADCASTSS 336(CX)(DX*1), Y6
 	VMULPS       Y5, Y6, Y6
-	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  Y6, Y2, Y3
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y6, Y1, Y3
 	VFNMADD231PS 344(CX)(DX*1), Y4, Y3
 	ADDQ         $0x00000090, AX
 	ADDQ         $0x00000180, CX
@@ -12967,11 +12967,11 @@ q4KTileA1x2_end:
 	MOVQ         out+32(FP), AX
 	MOVQ         ostride+40(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X3
@@ -12988,18 +12988,18 @@ TEXT ·q6KTileA1x2(SB), NOSPLIT, $0-48
 	MOVQ   xr+8(FP), CX
 	MOVQ   xstride+16(FP), DX
 	MOVQ   nb+24(FP), BX
-	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	TESTQ  BX, BX
 	JZ     q6KTileA1x2_end
 
 q6KTileA1x2_loop:
-	VPMOVSXBW      192(AX), Y2
-	VPSLLW         $0x05, Y2, Y2
+	VPMOVSXBW      192(AX), Y1
+	VPSLLW         $0x05, Y1, Y1
 	VPXOR          Y0, Y0, Y0
-	VPSUBW         Y2, Y0, Y2
-	VPMADDWD       256(CX), Y2, Y0
-	VPMADDWD       256(CX)(DX*1), Y2, Y2
+	VPSUBW         Y1, Y0, Y1
+	VPMADDWD       256(CX), Y1, Y0
+	VPMADDWD       256(CX)(DX*1), Y1, Y1
 	VBROADCASTI128 192(AX), Y4
 	VMOVDQU        (AX), Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
@@ -13026,7 +13026,7 @@ q6KTileA1x2_loop:
 	VPMADDUBSW     32(CX)(DX*1), Y6, Y7
 	VPADDW         Y7, Y9, Y9
 	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
+	VPADDD         Y9, Y1, Y1
 	VMOVDQU        (AX), Y5
 	VPSRLW         $0x04, Y5, Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
@@ -13053,7 +13053,7 @@ q6KTileA1x2_loop:
 	VPMADDUBSW     96(CX)(DX*1), Y6, Y7
 	VPADDW         Y7, Y9, Y9
 	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
+	VPADDD         Y9, Y1, Y1
 	VMOVDQU        64(AX), Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
 	VMOVDQU        160(AX), Y6
@@ -13079,7 +13079,7 @@ q6KTileA1x2_loop:
 	VPMADDUBSW     160(CX)(DX*1), Y6, Y7
 	VPADDW         Y7, Y9, Y9
 	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
+	VPADDD         Y9, Y1, Y1
 	VMOVDQU        64(AX), Y5
 	VPSRLW         $0x04, Y5, Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
@@ -13106,17 +13106,17 @@ q6KTileA1x2_loop:
 	VPMADDUBSW     224(CX)(DX*1), Y6, Y7
 	VPADDW         Y7, Y9, Y9
 	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y2, Y2
+	VPADDD         Y9, Y1, Y1
 	VPBROADCASTW   208(AX), X4
 	VCVTPH2PS      X4, Y4
 	VBROADCASTSS   336(CX), Y5
 	VMULPS         Y4, Y5, Y5
 	VCVTDQ2PS      Y0, Y0
-	VFMADD231PS    Y5, Y0, Y1
+	VFMADD231PS    Y5, Y0, Y2
 	VBROADCASTSS   336(CX)(DX*1), Y5
 	VMULPS         Y4, Y5, Y5
-	VCVTDQ2PS      Y2, Y2
-	VFMADD231PS    Y5, Y2, Y3
+	VCVTDQ2PS      Y1, Y1
+	VFMADD231PS    Y5, Y1, Y3
 	ADDQ           $0x000000d2, AX
 	ADDQ           $0x00000180, CX
 	DECQ           BX
@@ -13126,11 +13126,11 @@ q6KTileA1x2_end:
 	MOVQ         out+32(FP), AX
 	MOVQ         ostride+40(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X3
@@ -13147,8 +13147,8 @@ TEXT ·q4KTileA1x3(SB), NOSPLIT, $0-48
 	MOVQ   xr+8(FP), CX
 	MOVQ   xstride+16(FP), DX
 	MOVQ   nb+24(FP), BX
-	VXORPS Y1, Y1, Y1
 	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	TESTQ  BX, BX
 	JZ     q4KTileA1x3_end
@@ -13181,8 +13181,8 @@ q4KTileA1x3_loop:
 	VMOVQ        R10, X6
 	VPBROADCASTQ X6, Y6
 	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
-	VPXOR        Y4, Y4, Y4
 	VMOVDQU      16(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
@@ -13199,12 +13199,12 @@ q4KTileA1x3_loop:
 	VPMADDUBSW   32(CX)(DX*1), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
+	VPADDD       Y10, Y1, Y1
 	VPMADDUBSW   (CX)(DX*2), Y7, Y10
 	VPMADDUBSW   32(CX)(DX*2), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
+	VPADDD       Y10, Y2, Y2
 	VMOVDQU      48(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
@@ -13221,12 +13221,12 @@ q4KTileA1x3_loop:
 	VPMADDUBSW   96(CX)(DX*1), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
+	VPADDD       Y10, Y1, Y1
 	VPMADDUBSW   64(CX)(DX*2), Y7, Y10
 	VPMADDUBSW   96(CX)(DX*2), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
+	VPADDD       Y10, Y2, Y2
 	VMOVDQU      80(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
@@ -13243,12 +13243,12 @@ q4KTileA1x3_loop:
 	VPMADDUBSW   160(CX)(DX*1), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
+	VPADDD       Y10, Y1, Y1
 	VPMADDUBSW   128(CX)(DX*2), Y7, Y10
 	VPMADDUBSW   160(CX)(DX*2), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
+	VPADDD       Y10, Y2, Y2
 	VMOVDQU      112(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
@@ -13265,12 +13265,12 @@ q4KTileA1x3_loop:
 	VPMADDUBSW   224(CX)(DX*1), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
+	VPADDD       Y10, Y1, Y1
 	VPMADDUBSW   192(CX)(DX*2), Y7, Y10
 	VPMADDUBSW   224(CX)(DX*2), Y11, Y8
 	VPADDW       Y8, Y10, Y10
 	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
+	VPADDD       Y10, Y2, Y2
 	VMOVQ        SI, X6
 	VPMOVZXBD    X6, Y6
 	VCVTDQ2PS    Y6, Y6
@@ -13282,17 +13282,17 @@ q4KTileA1x3_loop:
 	VBROADCASTSS 336(CX), Y8
 	VMULPS       Y7, Y8, Y8
 	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y8, Y0, Y1
-	VFNMADD231PS 344(CX), Y6, Y1
+	VFMADD231PS  Y8, Y0, Y3
+	VFNMADD231PS 344(CX), Y6, Y3
 	VBROADCASTSS 336(CX)(DX*1), Y8
 	VMULPS       Y7, Y8, Y8
-	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  Y8, Y2, Y3
-	VFNMADD231PS 344(CX)(DX*1), Y6, Y3
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y8, Y1, Y4
+	VFNMADD231PS 344(CX)(DX*1), Y6, Y4
 	VBROADCASTSS 336(CX)(DX*2), Y8
 	VMULPS       Y7, Y8, Y8
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y8, Y4, Y5
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y8, Y2, Y5
 	VFNMADD231PS 344(CX)(DX*2), Y6, Y5
 	ADDQ         $0x00000090, AX
 	ADDQ         $0x00000180, CX
@@ -13303,17 +13303,17 @@ q4KTileA1x3_end:
 	MOVQ         out+32(FP), AX
 	MOVQ         ostride+40(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X3
 	VHADDPS      X3, X3, X3
 	VHADDPS      X3, X3, X3
 	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y5, X0
 	VADDPS       X0, X5, X5
@@ -13330,20 +13330,20 @@ TEXT ·q6KTileA1x3(SB), NOSPLIT, $0-48
 	MOVQ   xr+8(FP), CX
 	MOVQ   xstride+16(FP), DX
 	MOVQ   nb+24(FP), BX
-	VXORPS Y1, Y1, Y1
 	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	TESTQ  BX, BX
 	JZ     q6KTileA1x3_end
 
 q6KTileA1x3_loop:
-	VPMOVSXBW      192(AX), Y4
-	VPSLLW         $0x05, Y4, Y4
+	VPMOVSXBW      192(AX), Y2
+	VPSLLW         $0x05, Y2, Y2
 	VPXOR          Y0, Y0, Y0
-	VPSUBW         Y4, Y0, Y4
-	VPMADDWD       256(CX), Y4, Y0
-	VPMADDWD       256(CX)(DX*1), Y4, Y2
-	VPMADDWD       256(CX)(DX*2), Y4, Y4
+	VPSUBW         Y2, Y0, Y2
+	VPMADDWD       256(CX), Y2, Y0
+	VPMADDWD       256(CX)(DX*1), Y2, Y1
+	VPMADDWD       256(CX)(DX*2), Y2, Y2
 	VBROADCASTI128 192(AX), Y6
 	VMOVDQU        (AX), Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
@@ -13370,12 +13370,12 @@ q6KTileA1x3_loop:
 	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
+	VPADDD         Y11, Y1, Y1
 	VPMADDUBSW     (CX)(DX*2), Y7, Y11
 	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
+	VPADDD         Y11, Y2, Y2
 	VMOVDQU        (AX), Y7
 	VPSRLW         $0x04, Y7, Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
@@ -13402,12 +13402,12 @@ q6KTileA1x3_loop:
 	VPMADDUBSW     96(CX)(DX*1), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
+	VPADDD         Y11, Y1, Y1
 	VPMADDUBSW     64(CX)(DX*2), Y7, Y11
 	VPMADDUBSW     96(CX)(DX*2), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
+	VPADDD         Y11, Y2, Y2
 	VMOVDQU        64(AX), Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
 	VMOVDQU        160(AX), Y8
@@ -13433,12 +13433,12 @@ q6KTileA1x3_loop:
 	VPMADDUBSW     160(CX)(DX*1), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
+	VPADDD         Y11, Y1, Y1
 	VPMADDUBSW     128(CX)(DX*2), Y7, Y11
 	VPMADDUBSW     160(CX)(DX*2), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
+	VPADDD         Y11, Y2, Y2
 	VMOVDQU        64(AX), Y7
 	VPSRLW         $0x04, Y7, Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
@@ -13465,26 +13465,26 @@ q6KTileA1x3_loop:
 	VPMADDUBSW     224(CX)(DX*1), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
+	VPADDD         Y11, Y1, Y1
 	VPMADDUBSW     192(CX)(DX*2), Y7, Y11
 	VPMADDUBSW     224(CX)(DX*2), Y8, Y9
 	VPADDW         Y9, Y11, Y11
 	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
+	VPADDD         Y11, Y2, Y2
 	VPBROADCASTW   208(AX), X6
 	VCVTPH2PS      X6, Y6
 	VBROADCASTSS   336(CX), Y7
 	VMULPS         Y6, Y7, Y7
 	VCVTDQ2PS      Y0, Y0
-	VFMADD231PS    Y7, Y0, Y1
+	VFMADD231PS    Y7, Y0, Y3
 	VBROADCASTSS   336(CX)(DX*1), Y7
 	VMULPS         Y6, Y7, Y7
-	VCVTDQ2PS      Y2, Y2
-	VFMADD231PS    Y7, Y2, Y3
+	VCVTDQ2PS      Y1, Y1
+	VFMADD231PS    Y7, Y1, Y4
 	VBROADCASTSS   336(CX)(DX*2), Y7
 	VMULPS         Y6, Y7, Y7
-	VCVTDQ2PS      Y4, Y4
-	VFMADD231PS    Y7, Y4, Y5
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y7, Y2, Y5
 	ADDQ           $0x000000d2, AX
 	ADDQ           $0x00000180, CX
 	DECQ           BX
@@ -13494,17 +13494,17 @@ q6KTileA1x3_end:
 	MOVQ         out+32(FP), AX
 	MOVQ         ostride+40(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X3
 	VHADDPS      X3, X3, X3
 	VHADDPS      X3, X3, X3
 	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y5, X0
 	VADDPS       X0, X5, X5
@@ -13522,9 +13522,9 @@ TEXT ·q4KTileA1x4(SB), NOSPLIT, $0-48
 	MOVQ   xstride+16(FP), DX
 	MOVQ   nb+24(FP), BX
 	LEAQ   (DX)(DX*2), SI
-	VXORPS Y1, Y1, Y1
-	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	TESTQ  BX, BX
 	JZ     q4KTileA1x4_end
@@ -13557,9 +13557,9 @@ q4KTileA1x4_loop:
 	VMOVQ        R11, X8
 	VPBROADCASTQ X8, Y8
 	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y6, Y6, Y6
+	VPXOR        Y3, Y3, Y3
 	VMOVDQU      16(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
@@ -13576,17 +13576,17 @@ q4KTileA1x4_loop:
 	VPMADDUBSW   32(CX)(DX*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
+	VPADDD       Y12, Y1, Y1
 	VPMADDUBSW   (CX)(DX*2), Y9, Y12
 	VPMADDUBSW   32(CX)(DX*2), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
+	VPADDD       Y12, Y2, Y2
 	VPMADDUBSW   (CX)(SI*1), Y9, Y12
 	VPMADDUBSW   32(CX)(SI*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
+	VPADDD       Y12, Y3, Y3
 	VMOVDQU      48(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
@@ -13603,17 +13603,17 @@ q4KTileA1x4_loop:
 	VPMADDUBSW   96(CX)(DX*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
+	VPADDD       Y12, Y1, Y1
 	VPMADDUBSW   64(CX)(DX*2), Y9, Y12
 	VPMADDUBSW   96(CX)(DX*2), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
+	VPADDD       Y12, Y2, Y2
 	VPMADDUBSW   64(CX)(SI*1), Y9, Y12
 	VPMADDUBSW   96(CX)(SI*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
+	VPADDD       Y12, Y3, Y3
 	VMOVDQU      80(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
@@ -13630,17 +13630,17 @@ q4KTileA1x4_loop:
 	VPMADDUBSW   160(CX)(DX*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
+	VPADDD       Y12, Y1, Y1
 	VPMADDUBSW   128(CX)(DX*2), Y9, Y12
 	VPMADDUBSW   160(CX)(DX*2), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
+	VPADDD       Y12, Y2, Y2
 	VPMADDUBSW   128(CX)(SI*1), Y9, Y12
 	VPMADDUBSW   160(CX)(SI*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
+	VPADDD       Y12, Y3, Y3
 	VMOVDQU      112(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
@@ -13657,17 +13657,17 @@ q4KTileA1x4_loop:
 	VPMADDUBSW   224(CX)(DX*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
+	VPADDD       Y12, Y1, Y1
 	VPMADDUBSW   192(CX)(DX*2), Y9, Y12
 	VPMADDUBSW   224(CX)(DX*2), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
+	VPADDD       Y12, Y2, Y2
 	VPMADDUBSW   192(CX)(SI*1), Y9, Y12
 	VPMADDUBSW   224(CX)(SI*1), Y13, Y10
 	VPADDW       Y10, Y12, Y12
 	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
+	VPADDD       Y12, Y3, Y3
 	VMOVQ        DI, X8
 	VPMOVZXBD    X8, Y8
 	VCVTDQ2PS    Y8, Y8
@@ -13679,22 +13679,22 @@ q4KTileA1x4_loop:
 	VBROADCASTSS 336(CX), Y10
 	VMULPS       Y9, Y10, Y10
 	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y10, Y0, Y1
-	VFNMADD231PS 344(CX), Y8, Y1
+	VFMADD231PS  Y10, Y0, Y4
+	VFNMADD231PS 344(CX), Y8, Y4
 	VBROADCASTSS 336(CX)(DX*1), Y10
 	VMULPS       Y9, Y10, Y10
-	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  Y10, Y2, Y3
-	VFNMADD231PS 344(CX)(DX*1), Y8, Y3
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y10, Y1, Y5
+	VFNMADD231PS 344(CX)(DX*1), Y8, Y5
 	VBROADCASTSS 336(CX)(DX*2), Y10
 	VMULPS       Y9, Y10, Y10
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  Y10, Y4, Y5
-	VFNMADD231PS 344(CX)(DX*2), Y8, Y5
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y10, Y2, Y6
+	VFNMADD231PS 344(CX)(DX*2), Y8, Y6
 	VBROADCASTSS 336(CX)(SI*1), Y10
 	VMULPS       Y9, Y10, Y10
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  Y10, Y6, Y7
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  Y10, Y3, Y7
 	VFNMADD231PS 344(CX)(SI*1), Y8, Y7
 	ADDQ         $0x00000090, AX
 	ADDQ         $0x00000180, CX
@@ -13705,23 +13705,23 @@ q4KTileA1x4_end:
 	MOVQ         out+32(FP), AX
 	MOVQ         ostride+40(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X0
-	VADDPS       X0, X3, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
-	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y5, X0
 	VADDPS       X0, X5, X5
 	VHADDPS      X5, X5, X5
 	VHADDPS      X5, X5, X5
 	VMOVSS       X5, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VMOVSS       X6, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y7, X0
 	VADDPS       X0, X7, X7
@@ -13739,22 +13739,22 @@ TEXT ·q6KTileA1x4(SB), NOSPLIT, $0-48
 	MOVQ   xstride+16(FP), DX
 	MOVQ   nb+24(FP), BX
 	LEAQ   (DX)(DX*2), SI
-	VXORPS Y1, Y1, Y1
-	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	TESTQ  BX, BX
 	JZ     q6KTileA1x4_end
 
 q6KTileA1x4_loop:
-	VPMOVSXBW      192(AX), Y6
-	VPSLLW         $0x05, Y6, Y6
+	VPMOVSXBW      192(AX), Y3
+	VPSLLW         $0x05, Y3, Y3
 	VPXOR          Y0, Y0, Y0
-	VPSUBW         Y6, Y0, Y6
-	VPMADDWD       256(CX), Y6, Y0
-	VPMADDWD       256(CX)(DX*1), Y6, Y2
-	VPMADDWD       256(CX)(DX*2), Y6, Y4
-	VPMADDWD       256(CX)(SI*1), Y6, Y6
+	VPSUBW         Y3, Y0, Y3
+	VPMADDWD       256(CX), Y3, Y0
+	VPMADDWD       256(CX)(DX*1), Y3, Y1
+	VPMADDWD       256(CX)(DX*2), Y3, Y2
+	VPMADDWD       256(CX)(SI*1), Y3, Y3
 	VBROADCASTI128 192(AX), Y8
 	VMOVDQU        (AX), Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
@@ -13781,17 +13781,17 @@ q6KTileA1x4_loop:
 	VPMADDUBSW     32(CX)(DX*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
+	VPADDD         Y13, Y1, Y1
 	VPMADDUBSW     (CX)(DX*2), Y9, Y13
 	VPMADDUBSW     32(CX)(DX*2), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
+	VPADDD         Y13, Y2, Y2
 	VPMADDUBSW     (CX)(SI*1), Y9, Y13
 	VPMADDUBSW     32(CX)(SI*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
+	VPADDD         Y13, Y3, Y3
 	VMOVDQU        (AX), Y9
 	VPSRLW         $0x04, Y9, Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
@@ -13818,17 +13818,17 @@ q6KTileA1x4_loop:
 	VPMADDUBSW     96(CX)(DX*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
+	VPADDD         Y13, Y1, Y1
 	VPMADDUBSW     64(CX)(DX*2), Y9, Y13
 	VPMADDUBSW     96(CX)(DX*2), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
+	VPADDD         Y13, Y2, Y2
 	VPMADDUBSW     64(CX)(SI*1), Y9, Y13
 	VPMADDUBSW     96(CX)(SI*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
+	VPADDD         Y13, Y3, Y3
 	VMOVDQU        64(AX), Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
 	VMOVDQU        160(AX), Y10
@@ -13854,17 +13854,17 @@ q6KTileA1x4_loop:
 	VPMADDUBSW     160(CX)(DX*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
+	VPADDD         Y13, Y1, Y1
 	VPMADDUBSW     128(CX)(DX*2), Y9, Y13
 	VPMADDUBSW     160(CX)(DX*2), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
+	VPADDD         Y13, Y2, Y2
 	VPMADDUBSW     128(CX)(SI*1), Y9, Y13
 	VPMADDUBSW     160(CX)(SI*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
+	VPADDD         Y13, Y3, Y3
 	VMOVDQU        64(AX), Y9
 	VPSRLW         $0x04, Y9, Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
@@ -13891,35 +13891,35 @@ q6KTileA1x4_loop:
 	VPMADDUBSW     224(CX)(DX*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
+	VPADDD         Y13, Y1, Y1
 	VPMADDUBSW     192(CX)(DX*2), Y9, Y13
 	VPMADDUBSW     224(CX)(DX*2), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
+	VPADDD         Y13, Y2, Y2
 	VPMADDUBSW     192(CX)(SI*1), Y9, Y13
 	VPMADDUBSW     224(CX)(SI*1), Y10, Y11
 	VPADDW         Y11, Y13, Y13
 	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
+	VPADDD         Y13, Y3, Y3
 	VPBROADCASTW   208(AX), X8
 	VCVTPH2PS      X8, Y8
 	VBROADCASTSS   336(CX), Y9
 	VMULPS         Y8, Y9, Y9
 	VCVTDQ2PS      Y0, Y0
-	VFMADD231PS    Y9, Y0, Y1
+	VFMADD231PS    Y9, Y0, Y4
 	VBROADCASTSS   336(CX)(DX*1), Y9
 	VMULPS         Y8, Y9, Y9
-	VCVTDQ2PS      Y2, Y2
-	VFMADD231PS    Y9, Y2, Y3
+	VCVTDQ2PS      Y1, Y1
+	VFMADD231PS    Y9, Y1, Y5
 	VBROADCASTSS   336(CX)(DX*2), Y9
 	VMULPS         Y8, Y9, Y9
-	VCVTDQ2PS      Y4, Y4
-	VFMADD231PS    Y9, Y4, Y5
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y9, Y2, Y6
 	VBROADCASTSS   336(CX)(SI*1), Y9
 	VMULPS         Y8, Y9, Y9
-	VCVTDQ2PS      Y6, Y6
-	VFMADD231PS    Y9, Y6, Y7
+	VCVTDQ2PS      Y3, Y3
+	VFMADD231PS    Y9, Y3, Y7
 	ADDQ           $0x000000d2, AX
 	ADDQ           $0x00000180, CX
 	DECQ           BX
@@ -13929,17 +13929,11 @@ q6KTileA1x4_end:
 	MOVQ         out+32(FP), AX
 	MOVQ         ostride+40(FP), CX
 	SHLQ         $0x02, CX
-	VEXTRACTF128 $0x01, Y1, X0
-	VADDPS       X0, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (AX)
-	ADDQ         CX, AX
-	VEXTRACTF128 $0x01, Y3, X0
-	VADDPS       X0, X3, X3
-	VHADDPS      X3, X3, X3
-	VHADDPS      X3, X3, X3
-	VMOVSS       X3, (AX)
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
 	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y5, X0
 	VADDPS       X0, X5, X5
@@ -13947,10 +13941,2602 @@ q6KTileA1x4_end:
 	VHADDPS      X5, X5, X5
 	VMOVSS       X5, (AX)
 	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VMOVSS       X6, (AX)
+	ADDQ         CX, AX
 	VEXTRACTF128 $0x01, Y7, X0
 	VADDPS       X0, X7, X7
 	VHADDPS      X7, X7, X7
 	VHADDPS      X7, X7, X7
 	VMOVSS       X7, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x5(SB), NOSPLIT, $160-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x5_end
+
+q4KTileA1x5_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VMOVQ        R12, X5
+	VPBROADCASTQ X5, Y5
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      16(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPUNPCKHWD   Y7, Y6, Y10
+	VPUNPCKLWD   Y7, Y6, Y6
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y5, Y8
+	VPMADDUBSW   (CX), Y6, Y9
+	VPMADDUBSW   32(CX), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y6, Y9
+	VPMADDUBSW   32(CX)(DX*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y6, Y9
+	VPMADDUBSW   32(CX)(DX*2), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y6, Y9
+	VPMADDUBSW   32(CX)(SI*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   (DI), Y6, Y9
+	VPMADDUBSW   32(DI), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VMOVDQU      48(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPUNPCKHWD   Y7, Y6, Y10
+	VPUNPCKLWD   Y7, Y6, Y6
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y5, Y8
+	VPMADDUBSW   64(CX), Y6, Y9
+	VPMADDUBSW   96(CX), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y6, Y9
+	VPMADDUBSW   96(CX)(DX*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   64(CX)(DX*2), Y6, Y9
+	VPMADDUBSW   96(CX)(DX*2), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   64(CX)(SI*1), Y6, Y9
+	VPMADDUBSW   96(CX)(SI*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   64(DI), Y6, Y9
+	VPMADDUBSW   96(DI), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VMOVDQU      80(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPUNPCKHWD   Y7, Y6, Y10
+	VPUNPCKLWD   Y7, Y6, Y6
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y5, Y8
+	VPMADDUBSW   128(CX), Y6, Y9
+	VPMADDUBSW   160(CX), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y6, Y9
+	VPMADDUBSW   160(CX)(DX*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y6, Y9
+	VPMADDUBSW   160(CX)(DX*2), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y6, Y9
+	VPMADDUBSW   160(CX)(SI*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   128(DI), Y6, Y9
+	VPMADDUBSW   160(DI), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VMOVDQU      112(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPUNPCKHWD   Y7, Y6, Y10
+	VPUNPCKLWD   Y7, Y6, Y6
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y5, Y8
+	VPMADDUBSW   192(CX), Y6, Y9
+	VPMADDUBSW   224(CX), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y6, Y9
+	VPMADDUBSW   224(CX)(DX*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   192(CX)(DX*2), Y6, Y9
+	VPMADDUBSW   224(CX)(DX*2), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   192(CX)(SI*1), Y6, Y9
+	VPMADDUBSW   224(CX)(SI*1), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   192(DI), Y6, Y9
+	VPMADDUBSW   224(DI), Y10, Y7
+	VPADDW       Y7, Y9, Y9
+	VPMADDWD     Y8, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VMOVQ        R8, X5
+	VPMOVZXBD    X5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTW 2(AX), X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       Y6, Y5, Y5
+	VPBROADCASTW (AX), X6
+	VCVTPH2PS    X6, Y6
+	VBROADCASTSS 336(CX), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y8
+	VFMADD231PS  Y7, Y0, Y8
+	VFNMADD231PS 344(CX), Y5, Y8
+	VMOVUPS      Y8, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y7, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y5, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y7, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y5, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y7, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y5, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y7, Y4, Y0
+	VFNMADD231PS 344(DI), Y5, Y0
+	VMOVUPS      Y0, 128(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x5_loop
+
+q4KTileA1x5_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x5(SB), NOSPLIT, $160-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x5_end
+
+q6KTileA1x5_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y4
+	VPSLLW         $0x05, Y4, Y4
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y4, Y0, Y4
+	VPMADDWD       256(CX), Y4, Y0
+	VPMADDWD       256(CX)(DX*1), Y4, Y1
+	VPMADDWD       256(CX)(DX*2), Y4, Y2
+	VPMADDWD       256(CX)(SI*1), Y4, Y3
+	VPMADDWD       256(DI), Y4, Y4
+	VBROADCASTI128 192(AX), Y5
+	VMOVDQU        (AX), Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y6, Y6
+	VMOVDQU        32(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VPUNPCKHWD     Y8, Y6, Y7
+	VPUNPCKLWD     Y8, Y6, Y6
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y5, Y9
+	VPSRAW         $0x08, Y9, Y9
+	VPMADDUBSW     (CX), Y6, Y10
+	VPMADDUBSW     32(CX), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y6, Y10
+	VPMADDUBSW     32(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y6, Y10
+	VPMADDUBSW     32(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y6, Y10
+	VPMADDUBSW     32(CX)(SI*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y3, Y3
+	VPMADDUBSW     (DI), Y6, Y10
+	VPMADDUBSW     32(DI), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y4, Y4
+	VMOVDQU        (AX), Y6
+	VPSRLW         $0x04, Y6, Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        128(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y6, Y6
+	VMOVDQU        32(AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VPUNPCKHWD     Y8, Y6, Y7
+	VPUNPCKLWD     Y8, Y6, Y6
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y5, Y9
+	VPSRAW         $0x08, Y9, Y9
+	VPMADDUBSW     64(CX), Y6, Y10
+	VPMADDUBSW     96(CX), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y6, Y10
+	VPMADDUBSW     96(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*2), Y6, Y10
+	VPMADDUBSW     96(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y2, Y2
+	VPMADDUBSW     64(CX)(SI*1), Y6, Y10
+	VPMADDUBSW     96(CX)(SI*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y3, Y3
+	VPMADDUBSW     64(DI), Y6, Y10
+	VPMADDUBSW     96(DI), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y4, Y4
+	VMOVDQU        64(AX), Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y6, Y6
+	VMOVDQU        96(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VPUNPCKHWD     Y8, Y6, Y7
+	VPUNPCKLWD     Y8, Y6, Y6
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y5, Y9
+	VPSRAW         $0x08, Y9, Y9
+	VPMADDUBSW     128(CX), Y6, Y10
+	VPMADDUBSW     160(CX), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y6, Y10
+	VPMADDUBSW     160(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y6, Y10
+	VPMADDUBSW     160(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y6, Y10
+	VPMADDUBSW     160(CX)(SI*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y3, Y3
+	VPMADDUBSW     128(DI), Y6, Y10
+	VPMADDUBSW     160(DI), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y4, Y4
+	VMOVDQU        64(AX), Y6
+	VPSRLW         $0x04, Y6, Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        160(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y6, Y6
+	VMOVDQU        96(AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VPUNPCKHWD     Y8, Y6, Y7
+	VPUNPCKLWD     Y8, Y6, Y6
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y5, Y9
+	VPSRAW         $0x08, Y9, Y9
+	VPMADDUBSW     192(CX), Y6, Y10
+	VPMADDUBSW     224(CX), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y6, Y10
+	VPMADDUBSW     224(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*2), Y6, Y10
+	VPMADDUBSW     224(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y2, Y2
+	VPMADDUBSW     192(CX)(SI*1), Y6, Y10
+	VPMADDUBSW     224(CX)(SI*1), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y3, Y3
+	VPMADDUBSW     192(DI), Y6, Y10
+	VPMADDUBSW     224(DI), Y7, Y8
+	VPADDW         Y8, Y10, Y10
+	VPMADDWD       Y9, Y10, Y10
+	VPADDD         Y10, Y4, Y4
+	VPBROADCASTW   208(AX), X5
+	VCVTPH2PS      X5, Y5
+	VBROADCASTSS   336(CX), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y7
+	VFMADD231PS    Y6, Y0, Y7
+	VMOVUPS        Y7, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y6, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y6, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y6, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y6, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x5_loop
+
+q6KTileA1x5_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x6(SB), NOSPLIT, $192-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x6_end
+
+q4KTileA1x6_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VMOVQ        R12, X6
+	VPBROADCASTQ X6, Y6
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VMOVDQU      16(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y9
+	VPMADDUBSW   (CX), Y7, Y10
+	VPMADDUBSW   32(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y7, Y10
+	VPMADDUBSW   32(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y7, Y10
+	VPMADDUBSW   32(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y7, Y10
+	VPMADDUBSW   32(CX)(SI*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   (DI), Y7, Y10
+	VPMADDUBSW   32(DI), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y7, Y10
+	VPMADDUBSW   32(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VMOVDQU      48(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y9
+	VPMADDUBSW   64(CX), Y7, Y10
+	VPMADDUBSW   96(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y7, Y10
+	VPMADDUBSW   96(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   64(CX)(DX*2), Y7, Y10
+	VPMADDUBSW   96(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   64(CX)(SI*1), Y7, Y10
+	VPMADDUBSW   96(CX)(SI*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   64(DI), Y7, Y10
+	VPMADDUBSW   96(DI), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   64(DI)(DX*1), Y7, Y10
+	VPMADDUBSW   96(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VMOVDQU      80(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y6, Y9
+	VPMADDUBSW   128(CX), Y7, Y10
+	VPMADDUBSW   160(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y7, Y10
+	VPMADDUBSW   160(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y7, Y10
+	VPMADDUBSW   160(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y7, Y10
+	VPMADDUBSW   160(CX)(SI*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   128(DI), Y7, Y10
+	VPMADDUBSW   160(DI), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y7, Y10
+	VPMADDUBSW   160(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VMOVDQU      112(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKHWD   Y8, Y7, Y11
+	VPUNPCKLWD   Y8, Y7, Y7
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y6, Y9
+	VPMADDUBSW   192(CX), Y7, Y10
+	VPMADDUBSW   224(CX), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y7, Y10
+	VPMADDUBSW   224(CX)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   192(CX)(DX*2), Y7, Y10
+	VPMADDUBSW   224(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   192(CX)(SI*1), Y7, Y10
+	VPMADDUBSW   224(CX)(SI*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   192(DI), Y7, Y10
+	VPMADDUBSW   224(DI), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   192(DI)(DX*1), Y7, Y10
+	VPMADDUBSW   224(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y10, Y10
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VMOVQ        R8, X6
+	VPMOVZXBD    X6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW 2(AX), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y7, Y6, Y6
+	VPBROADCASTW (AX), X7
+	VCVTPH2PS    X7, Y7
+	VBROADCASTSS 336(CX), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y9
+	VFMADD231PS  Y8, Y0, Y9
+	VFNMADD231PS 344(CX), Y6, Y9
+	VMOVUPS      Y9, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y8, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y6, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y8, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y6, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y8, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y6, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y8, Y4, Y0
+	VFNMADD231PS 344(DI), Y6, Y0
+	VMOVUPS      Y0, 128(SP)
+	VBROADCASTSS 336(DI)(DX*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y0
+	VFMADD231PS  Y8, Y5, Y0
+	VFNMADD231PS 344(DI)(DX*1), Y6, Y0
+	VMOVUPS      Y0, 160(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x6_loop
+
+q4KTileA1x6_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x6(SB), NOSPLIT, $192-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x6_end
+
+q6KTileA1x6_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y5
+	VPSLLW         $0x05, Y5, Y5
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y5, Y0, Y5
+	VPMADDWD       256(CX), Y5, Y0
+	VPMADDWD       256(CX)(DX*1), Y5, Y1
+	VPMADDWD       256(CX)(DX*2), Y5, Y2
+	VPMADDWD       256(CX)(SI*1), Y5, Y3
+	VPMADDWD       256(DI), Y5, Y4
+	VPMADDWD       256(DI)(DX*1), Y5, Y5
+	VBROADCASTI128 192(AX), Y6
+	VMOVDQU        (AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VMOVDQU        32(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     (CX), Y7, Y11
+	VPMADDUBSW     32(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y7, Y11
+	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y7, Y11
+	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y7, Y11
+	VPMADDUBSW     32(CX)(SI*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     (DI), Y7, Y11
+	VPMADDUBSW     32(DI), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y7, Y11
+	VPMADDUBSW     32(DI)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y5, Y5
+	VMOVDQU        (AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VMOVDQU        32(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     64(CX), Y7, Y11
+	VPMADDUBSW     96(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y7, Y11
+	VPMADDUBSW     96(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*2), Y7, Y11
+	VPMADDUBSW     96(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     64(CX)(SI*1), Y7, Y11
+	VPMADDUBSW     96(CX)(SI*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     64(DI), Y7, Y11
+	VPMADDUBSW     96(DI), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     64(DI)(DX*1), Y7, Y11
+	VPMADDUBSW     96(DI)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y5, Y5
+	VMOVDQU        64(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VMOVDQU        96(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     128(CX), Y7, Y11
+	VPMADDUBSW     160(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y11
+	VPMADDUBSW     160(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y11
+	VPMADDUBSW     160(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y7, Y11
+	VPMADDUBSW     160(CX)(SI*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     128(DI), Y7, Y11
+	VPMADDUBSW     160(DI), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y7, Y11
+	VPMADDUBSW     160(DI)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y5, Y5
+	VMOVDQU        64(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y7, Y7
+	VMOVDQU        96(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VPUNPCKHWD     Y9, Y7, Y8
+	VPUNPCKLWD     Y9, Y7, Y7
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     192(CX), Y7, Y11
+	VPMADDUBSW     224(CX), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y7, Y11
+	VPMADDUBSW     224(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*2), Y7, Y11
+	VPMADDUBSW     224(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     192(CX)(SI*1), Y7, Y11
+	VPMADDUBSW     224(CX)(SI*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     192(DI), Y7, Y11
+	VPMADDUBSW     224(DI), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     192(DI)(DX*1), Y7, Y11
+	VPMADDUBSW     224(DI)(DX*1), Y8, Y9
+	VPADDW         Y9, Y11, Y11
+	VPMADDWD       Y10, Y11, Y11
+	VPADDD         Y11, Y5, Y5
+	VPBROADCASTW   208(AX), X6
+	VCVTPH2PS      X6, Y6
+	VBROADCASTSS   336(CX), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y8
+	VFMADD231PS    Y7, Y0, Y8
+	VMOVUPS        Y8, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y7, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y7, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y7, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y7, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	VBROADCASTSS   336(DI)(DX*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y5, Y5
+	VMOVUPS        160(SP), Y0
+	VFMADD231PS    Y7, Y5, Y0
+	VMOVUPS        Y0, 160(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x6_loop
+
+q6KTileA1x6_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x7(SB), NOSPLIT, $224-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x7_end
+
+q4KTileA1x7_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VMOVQ        R12, X7
+	VPBROADCASTQ X7, Y7
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VMOVDQU      16(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKHWD   Y9, Y8, Y12
+	VPUNPCKLWD   Y9, Y8, Y8
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y7, Y10
+	VPMADDUBSW   (CX), Y8, Y11
+	VPMADDUBSW   32(CX), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y8, Y11
+	VPMADDUBSW   32(CX)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y8, Y11
+	VPMADDUBSW   32(CX)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y8, Y11
+	VPMADDUBSW   32(CX)(SI*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   (DI), Y8, Y11
+	VPMADDUBSW   32(DI), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y8, Y11
+	VPMADDUBSW   32(DI)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   (DI)(DX*2), Y8, Y11
+	VPMADDUBSW   32(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VMOVDQU      48(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKHWD   Y9, Y8, Y12
+	VPUNPCKLWD   Y9, Y8, Y8
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y7, Y10
+	VPMADDUBSW   64(CX), Y8, Y11
+	VPMADDUBSW   96(CX), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y8, Y11
+	VPMADDUBSW   96(CX)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   64(CX)(DX*2), Y8, Y11
+	VPMADDUBSW   96(CX)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   64(CX)(SI*1), Y8, Y11
+	VPMADDUBSW   96(CX)(SI*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   64(DI), Y8, Y11
+	VPMADDUBSW   96(DI), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   64(DI)(DX*1), Y8, Y11
+	VPMADDUBSW   96(DI)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   64(DI)(DX*2), Y8, Y11
+	VPMADDUBSW   96(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VMOVDQU      80(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKHWD   Y9, Y8, Y12
+	VPUNPCKLWD   Y9, Y8, Y8
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y7, Y10
+	VPMADDUBSW   128(CX), Y8, Y11
+	VPMADDUBSW   160(CX), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y8, Y11
+	VPMADDUBSW   160(CX)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y8, Y11
+	VPMADDUBSW   160(CX)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y8, Y11
+	VPMADDUBSW   160(CX)(SI*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   128(DI), Y8, Y11
+	VPMADDUBSW   160(DI), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y8, Y11
+	VPMADDUBSW   160(DI)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   128(DI)(DX*2), Y8, Y11
+	VPMADDUBSW   160(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VMOVDQU      112(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKHWD   Y9, Y8, Y12
+	VPUNPCKLWD   Y9, Y8, Y8
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y7, Y10
+	VPMADDUBSW   192(CX), Y8, Y11
+	VPMADDUBSW   224(CX), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y8, Y11
+	VPMADDUBSW   224(CX)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   192(CX)(DX*2), Y8, Y11
+	VPMADDUBSW   224(CX)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   192(CX)(SI*1), Y8, Y11
+	VPMADDUBSW   224(CX)(SI*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   192(DI), Y8, Y11
+	VPMADDUBSW   224(DI), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   192(DI)(DX*1), Y8, Y11
+	VPMADDUBSW   224(DI)(DX*1), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   192(DI)(DX*2), Y8, Y11
+	VPMADDUBSW   224(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y11, Y11
+	VPMADDWD     Y10, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VMOVQ        R8, X7
+	VPMOVZXBD    X7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW 2(AX), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y8, Y7, Y7
+	VPBROADCASTW (AX), X8
+	VCVTPH2PS    X8, Y8
+	VBROADCASTSS 336(CX), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y10
+	VFMADD231PS  Y9, Y0, Y10
+	VFNMADD231PS 344(CX), Y7, Y10
+	VMOVUPS      Y10, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y9, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y7, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y9, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y7, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y9, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y7, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y9, Y4, Y0
+	VFNMADD231PS 344(DI), Y7, Y0
+	VMOVUPS      Y0, 128(SP)
+	VBROADCASTSS 336(DI)(DX*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y0
+	VFMADD231PS  Y9, Y5, Y0
+	VFNMADD231PS 344(DI)(DX*1), Y7, Y0
+	VMOVUPS      Y0, 160(SP)
+	VBROADCASTSS 336(DI)(DX*2), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y6, Y6
+	VMOVUPS      192(SP), Y0
+	VFMADD231PS  Y9, Y6, Y0
+	VFNMADD231PS 344(DI)(DX*2), Y7, Y0
+	VMOVUPS      Y0, 192(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x7_loop
+
+q4KTileA1x7_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x7(SB), NOSPLIT, $224-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x7_end
+
+q6KTileA1x7_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y6
+	VPSLLW         $0x05, Y6, Y6
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y6, Y0, Y6
+	VPMADDWD       256(CX), Y6, Y0
+	VPMADDWD       256(CX)(DX*1), Y6, Y1
+	VPMADDWD       256(CX)(DX*2), Y6, Y2
+	VPMADDWD       256(CX)(SI*1), Y6, Y3
+	VPMADDWD       256(DI), Y6, Y4
+	VPMADDWD       256(DI)(DX*1), Y6, Y5
+	VPMADDWD       256(DI)(DX*2), Y6, Y6
+	VBROADCASTI128 192(AX), Y7
+	VMOVDQU        (AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        32(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VPUNPCKHWD     Y10, Y8, Y9
+	VPUNPCKLWD     Y10, Y8, Y8
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y7, Y11
+	VPSRAW         $0x08, Y11, Y11
+	VPMADDUBSW     (CX), Y8, Y12
+	VPMADDUBSW     32(CX), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y8, Y12
+	VPMADDUBSW     32(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y8, Y12
+	VPMADDUBSW     32(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y8, Y12
+	VPMADDUBSW     32(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     (DI), Y8, Y12
+	VPMADDUBSW     32(DI), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y8, Y12
+	VPMADDUBSW     32(DI)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     (DI)(DX*2), Y8, Y12
+	VPMADDUBSW     32(DI)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VMOVDQU        (AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        32(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VPUNPCKHWD     Y10, Y8, Y9
+	VPUNPCKLWD     Y10, Y8, Y8
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y7, Y11
+	VPSRAW         $0x08, Y11, Y11
+	VPMADDUBSW     64(CX), Y8, Y12
+	VPMADDUBSW     96(CX), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y8, Y12
+	VPMADDUBSW     96(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*2), Y8, Y12
+	VPMADDUBSW     96(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     64(CX)(SI*1), Y8, Y12
+	VPMADDUBSW     96(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     64(DI), Y8, Y12
+	VPMADDUBSW     96(DI), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     64(DI)(DX*1), Y8, Y12
+	VPMADDUBSW     96(DI)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*2), Y8, Y12
+	VPMADDUBSW     96(DI)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VMOVDQU        64(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        96(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VPUNPCKHWD     Y10, Y8, Y9
+	VPUNPCKLWD     Y10, Y8, Y8
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y7, Y11
+	VPSRAW         $0x08, Y11, Y11
+	VPMADDUBSW     128(CX), Y8, Y12
+	VPMADDUBSW     160(CX), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y8, Y12
+	VPMADDUBSW     160(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y8, Y12
+	VPMADDUBSW     160(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y8, Y12
+	VPMADDUBSW     160(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     128(DI), Y8, Y12
+	VPMADDUBSW     160(DI), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y8, Y12
+	VPMADDUBSW     160(DI)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     128(DI)(DX*2), Y8, Y12
+	VPMADDUBSW     160(DI)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VMOVDQU        64(AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        96(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VPUNPCKHWD     Y10, Y8, Y9
+	VPUNPCKLWD     Y10, Y8, Y8
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y7, Y11
+	VPSRAW         $0x08, Y11, Y11
+	VPMADDUBSW     192(CX), Y8, Y12
+	VPMADDUBSW     224(CX), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y8, Y12
+	VPMADDUBSW     224(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*2), Y8, Y12
+	VPMADDUBSW     224(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     192(CX)(SI*1), Y8, Y12
+	VPMADDUBSW     224(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     192(DI), Y8, Y12
+	VPMADDUBSW     224(DI), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     192(DI)(DX*1), Y8, Y12
+	VPMADDUBSW     224(DI)(DX*1), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*2), Y8, Y12
+	VPMADDUBSW     224(DI)(DX*2), Y9, Y10
+	VPADDW         Y10, Y12, Y12
+	VPMADDWD       Y11, Y12, Y12
+	VPADDD         Y12, Y6, Y6
+	VPBROADCASTW   208(AX), X7
+	VCVTPH2PS      X7, Y7
+	VBROADCASTSS   336(CX), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y9
+	VFMADD231PS    Y8, Y0, Y9
+	VMOVUPS        Y9, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y8, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y8, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y8, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y8, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	VBROADCASTSS   336(DI)(DX*1), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y5, Y5
+	VMOVUPS        160(SP), Y0
+	VFMADD231PS    Y8, Y5, Y0
+	VMOVUPS        Y0, 160(SP)
+	VBROADCASTSS   336(DI)(DX*2), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y6, Y6
+	VMOVUPS        192(SP), Y0
+	VFMADD231PS    Y8, Y6, Y0
+	VMOVUPS        Y0, 192(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x7_loop
+
+q6KTileA1x7_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x8(SB), NOSPLIT, $256-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x8_end
+
+q4KTileA1x8_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VMOVQ        R12, X8
+	VPBROADCASTQ X8, Y8
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VMOVDQU      16(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y11
+	VPMADDUBSW   (CX), Y9, Y12
+	VPMADDUBSW   32(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y9, Y12
+	VPMADDUBSW   32(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y9, Y12
+	VPMADDUBSW   32(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y9, Y12
+	VPMADDUBSW   32(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDUBSW   (DI), Y9, Y12
+	VPMADDUBSW   32(DI), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y9, Y12
+	VPMADDUBSW   32(DI)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDUBSW   (DI)(DX*2), Y9, Y12
+	VPMADDUBSW   32(DI)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDUBSW   (DI)(SI*1), Y9, Y12
+	VPMADDUBSW   32(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y7, Y7
+	VMOVDQU      48(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y11
+	VPMADDUBSW   64(CX), Y9, Y12
+	VPMADDUBSW   96(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   64(CX)(DX*1), Y9, Y12
+	VPMADDUBSW   96(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VPMADDUBSW   64(CX)(DX*2), Y9, Y12
+	VPMADDUBSW   96(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   64(CX)(SI*1), Y9, Y12
+	VPMADDUBSW   96(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDUBSW   64(DI), Y9, Y12
+	VPMADDUBSW   96(DI), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   64(DI)(DX*1), Y9, Y12
+	VPMADDUBSW   96(DI)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDUBSW   64(DI)(DX*2), Y9, Y12
+	VPMADDUBSW   96(DI)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDUBSW   64(DI)(SI*1), Y9, Y12
+	VPMADDUBSW   96(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y7, Y7
+	VMOVDQU      80(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+64(SB), Y8, Y11
+	VPMADDUBSW   128(CX), Y9, Y12
+	VPMADDUBSW   160(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y9, Y12
+	VPMADDUBSW   160(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y9, Y12
+	VPMADDUBSW   160(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y9, Y12
+	VPMADDUBSW   160(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDUBSW   128(DI), Y9, Y12
+	VPMADDUBSW   160(DI), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y9, Y12
+	VPMADDUBSW   160(DI)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDUBSW   128(DI)(DX*2), Y9, Y12
+	VPMADDUBSW   160(DI)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDUBSW   128(DI)(SI*1), Y9, Y12
+	VPMADDUBSW   160(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y7, Y7
+	VMOVDQU      112(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKHWD   Y10, Y9, Y13
+	VPUNPCKLWD   Y10, Y9, Y9
+	VPSHUFB      q_ctrlk4a<>+96(SB), Y8, Y11
+	VPMADDUBSW   192(CX), Y9, Y12
+	VPMADDUBSW   224(CX), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y0, Y0
+	VPMADDUBSW   192(CX)(DX*1), Y9, Y12
+	VPMADDUBSW   224(CX)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VPMADDUBSW   192(CX)(DX*2), Y9, Y12
+	VPMADDUBSW   224(CX)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPMADDUBSW   192(CX)(SI*1), Y9, Y12
+	VPMADDUBSW   224(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPMADDUBSW   192(DI), Y9, Y12
+	VPMADDUBSW   224(DI), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPMADDUBSW   192(DI)(DX*1), Y9, Y12
+	VPMADDUBSW   224(DI)(DX*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y5, Y5
+	VPMADDUBSW   192(DI)(DX*2), Y9, Y12
+	VPMADDUBSW   224(DI)(DX*2), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y6, Y6
+	VPMADDUBSW   192(DI)(SI*1), Y9, Y12
+	VPMADDUBSW   224(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y7, Y7
+	VMOVQ        R8, X8
+	VPMOVZXBD    X8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW 2(AX), X9
+	VCVTPH2PS    X9, Y9
+	VMULPS       Y9, Y8, Y8
+	VPBROADCASTW (AX), X9
+	VCVTPH2PS    X9, Y9
+	VBROADCASTSS 336(CX), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y11
+	VFMADD231PS  Y10, Y0, Y11
+	VFNMADD231PS 344(CX), Y8, Y11
+	VMOVUPS      Y11, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y10, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y8, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y10, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y8, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y10, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y8, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y10, Y4, Y0
+	VFNMADD231PS 344(DI), Y8, Y0
+	VMOVUPS      Y0, 128(SP)
+	VBROADCASTSS 336(DI)(DX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y0
+	VFMADD231PS  Y10, Y5, Y0
+	VFNMADD231PS 344(DI)(DX*1), Y8, Y0
+	VMOVUPS      Y0, 160(SP)
+	VBROADCASTSS 336(DI)(DX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y6, Y6
+	VMOVUPS      192(SP), Y0
+	VFMADD231PS  Y10, Y6, Y0
+	VFNMADD231PS 344(DI)(DX*2), Y8, Y0
+	VMOVUPS      Y0, 192(SP)
+	VBROADCASTSS 336(DI)(SI*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y7, Y7
+	VMOVUPS      224(SP), Y0
+	VFMADD231PS  Y10, Y7, Y0
+	VFNMADD231PS 344(DI)(SI*1), Y8, Y0
+	VMOVUPS      Y0, 224(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x8_loop
+
+q4KTileA1x8_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      224(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x8(SB), NOSPLIT, $256-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x8_end
+
+q6KTileA1x8_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y7
+	VPSLLW         $0x05, Y7, Y7
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y7, Y0, Y7
+	VPMADDWD       256(CX), Y7, Y0
+	VPMADDWD       256(CX)(DX*1), Y7, Y1
+	VPMADDWD       256(CX)(DX*2), Y7, Y2
+	VPMADDWD       256(CX)(SI*1), Y7, Y3
+	VPMADDWD       256(DI), Y7, Y4
+	VPMADDWD       256(DI)(DX*1), Y7, Y5
+	VPMADDWD       256(DI)(DX*2), Y7, Y6
+	VPMADDWD       256(DI)(SI*1), Y7, Y7
+	VBROADCASTI128 192(AX), Y8
+	VMOVDQU        (AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y10
+	VPSLLW         $0x04, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VMOVDQU        32(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y10
+	VPSLLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     (CX), Y9, Y13
+	VPMADDUBSW     32(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y9, Y13
+	VPMADDUBSW     32(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y9, Y13
+	VPMADDUBSW     32(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y9, Y13
+	VPMADDUBSW     32(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     (DI), Y9, Y13
+	VPMADDUBSW     32(DI), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y9, Y13
+	VPMADDUBSW     32(DI)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     (DI)(DX*2), Y9, Y13
+	VPMADDUBSW     32(DI)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     (DI)(SI*1), Y9, Y13
+	VPMADDUBSW     32(DI)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y7, Y7
+	VMOVDQU        (AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VMOVDQU        32(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y10
+	VPSRLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     64(CX), Y9, Y13
+	VPMADDUBSW     96(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y13
+	VPMADDUBSW     96(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y13
+	VPMADDUBSW     96(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     64(CX)(SI*1), Y9, Y13
+	VPMADDUBSW     96(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     64(DI), Y9, Y13
+	VPMADDUBSW     96(DI), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     64(DI)(DX*1), Y9, Y13
+	VPMADDUBSW     96(DI)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*2), Y9, Y13
+	VPMADDUBSW     96(DI)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     64(DI)(SI*1), Y9, Y13
+	VPMADDUBSW     96(DI)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y7, Y7
+	VMOVDQU        64(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y10
+	VPSLLW         $0x04, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VMOVDQU        96(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y10
+	VPSLLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+64(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     128(CX), Y9, Y13
+	VPMADDUBSW     160(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y13
+	VPMADDUBSW     160(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y13
+	VPMADDUBSW     160(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y13
+	VPMADDUBSW     160(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     128(DI), Y9, Y13
+	VPMADDUBSW     160(DI), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y9, Y13
+	VPMADDUBSW     160(DI)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     128(DI)(DX*2), Y9, Y13
+	VPMADDUBSW     160(DI)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     128(DI)(SI*1), Y9, Y13
+	VPMADDUBSW     160(DI)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y7, Y7
+	VMOVDQU        64(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y9, Y9
+	VMOVDQU        96(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y10
+	VPSRLW         $0x02, Y10, Y10
+	VPAND          q_mask30<>+0(SB), Y10, Y10
+	VPOR           Y10, Y11, Y11
+	VPUNPCKHWD     Y11, Y9, Y10
+	VPUNPCKLWD     Y11, Y9, Y9
+	VPSHUFB        q_ctrlk6a<>+96(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     192(CX), Y9, Y13
+	VPMADDUBSW     224(CX), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     192(CX)(DX*1), Y9, Y13
+	VPMADDUBSW     224(CX)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*2), Y9, Y13
+	VPMADDUBSW     224(CX)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     192(CX)(SI*1), Y9, Y13
+	VPMADDUBSW     224(CX)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     192(DI), Y9, Y13
+	VPMADDUBSW     224(DI), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     192(DI)(DX*1), Y9, Y13
+	VPMADDUBSW     224(DI)(DX*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*2), Y9, Y13
+	VPMADDUBSW     224(DI)(DX*2), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     192(DI)(SI*1), Y9, Y13
+	VPMADDUBSW     224(DI)(SI*1), Y10, Y11
+	VPADDW         Y11, Y13, Y13
+	VPMADDWD       Y12, Y13, Y13
+	VPADDD         Y13, Y7, Y7
+	VPBROADCASTW   208(AX), X8
+	VCVTPH2PS      X8, Y8
+	VBROADCASTSS   336(CX), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y10
+	VFMADD231PS    Y9, Y0, Y10
+	VMOVUPS        Y10, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y9, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y9, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y9, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y9, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	VBROADCASTSS   336(DI)(DX*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y5, Y5
+	VMOVUPS        160(SP), Y0
+	VFMADD231PS    Y9, Y5, Y0
+	VMOVUPS        Y0, 160(SP)
+	VBROADCASTSS   336(DI)(DX*2), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y6, Y6
+	VMOVUPS        192(SP), Y0
+	VFMADD231PS    Y9, Y6, Y0
+	VMOVUPS        Y0, 192(SP)
+	VBROADCASTSS   336(DI)(SI*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y7, Y7
+	VMOVUPS        224(SP), Y0
+	VFMADD231PS    Y9, Y7, Y0
+	VMOVUPS        Y0, 224(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x8_loop
+
+q6KTileA1x8_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      224(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET

@@ -13,7 +13,7 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// TestTilesKA checks q4KTileA1xT / q6KTileA1xT (T = 1..4; the Go twins where the assembly is
+// TestTilesKA checks q4KTileA1xT / q6KTileA1xT (T = 1..8; the Go twins where the assembly is
 // not installed) for 1, 2, 3 and 8 super-blocks: against the twin within 1e-6·Σ|terms|, the
 // twin against float64 of the quantized math within 1e-5·Σ|terms|, every T equal to T = 1 bit
 // for bit, and no writes outside the tile.
@@ -28,20 +28,20 @@ func TestTilesKA(t *testing.T) {
 		k := nb * 256
 		w := randQuant(t, rng, dt, 4, k) // row 3 has a zero block and an outlier
 		wf, _ := w.Float32()
-		x := qRandVec(rng, 4*k, 1)
+		x := qRandVec(rng, 8*k, 1)
 		clear(x[2*k : 2*k+256]) // token 2 starts with a zero block
-		a := getQ8KActs(4, k)
+		a := getQ8KActs(8, k)
 		a.quantize(Serial, x)
 		a.buildRecs(Serial, recPairs)
 		rs := len(w.Data) / 4
 		for r := 0; r < 4; r++ {
-			one := make([]float32, 4)
-			for tt := 0; tt < 4; tt++ {
+			one := make([]float32, 8)
+			for tt := 0; tt < 8; tt++ {
 				tilesKA[btoi(q6)][1](&w.Data[r*rs], &a.rec[tt*nb*kRec], nb*kRec, nb, &one[tt], 1)
 			}
-			for T := 1; T <= 4; T++ {
-				got := make([]float32, 4*3)
-				want := make([]float32, 4*3)
+			for T := 1; T <= 8; T++ {
+				got := make([]float32, 8*3)
+				want := make([]float32, 8*3)
 				tilesKA[btoi(q6)][T](&w.Data[r*rs], &a.rec[0], nb*kRec, nb, &got[0], 3)
 				refTileKA(q6, T)(&w.Data[r*rs], &a.rec[0], nb*kRec, nb, &want[0], 3)
 				for tt := 0; tt < T; tt++ {
@@ -82,8 +82,8 @@ func TestMatMulQuantKTilesGo(t *testing.T) {
 	checkMatMulQuant(t)
 }
 
-// BenchmarkKTileGEMM compares the AVX2 K-quant tiles ("tiles") with one dot product per row
-// and token ("dots", the path before them) on model shapes, m tokens, 1 and 2 threads:
+// BenchmarkKTileGEMM compares the AVX2 K-quant tiles ("tiles", 8 tokens per call; "tiles4", 4)
+// with one dot product per row and token ("dots", the path before them) on model shapes, m tokens, 1 and 2 threads:
 //
 //	go test ./kernels -run X -bench KTileGEMM -count 3
 func BenchmarkKTileGEMM(b *testing.B) {
@@ -96,11 +96,14 @@ func BenchmarkKTileGEMM(b *testing.B) {
 				out := make([]float32, m*n)
 				for _, th := range []int{1, 2} {
 					p := NewPool(th)
-					for _, mode := range []string{"tiles", "dots"} {
+					for _, mode := range []string{"tiles", "tiles4", "dots"} {
 						b.Run(fmt.Sprintf("%s/%dx%d/m%d/t%d/%s", dt, n, k, m, th, mode), func(b *testing.B) {
-							use := useTilesKA
-							useTilesKA = use && mode == "tiles"
-							defer func() { useTilesKA = use }()
+							use, kt := useTilesKA, kaTokens
+							useTilesKA = use && mode != "dots"
+							if mode == "tiles4" {
+								kaTokens = 4
+							}
+							defer func() { useTilesKA, kaTokens = use, kt }()
 							for b.Loop() {
 								if err := p.MatMul(out, x, w, m); err != nil {
 									b.Fatal(err)
@@ -122,11 +125,11 @@ func BenchmarkKTileL1(b *testing.B) {
 	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
 		q6 := dt == tensor.Q6_K
 		w := randQuantFast(b, dt, 1, nb*256)
-		a := getQ8KActs(4, nb*256)
-		a.quantize(Serial, qRandVec(rand.New(rand.NewPCG(2, 3)), 4*nb*256, 1))
+		a := getQ8KActs(8, nb*256)
+		a.quantize(Serial, qRandVec(rand.New(rand.NewPCG(2, 3)), 8*nb*256, 1))
 		a.buildRecs(Serial, recPairs)
-		out := make([]float32, 4)
-		for T := 1; T <= 4; T++ {
+		out := make([]float32, 8)
+		for T := 1; T <= 8; T++ {
 			f := tilesKA[btoi(q6)][T]
 			b.Run(fmt.Sprintf("%s/T%d", dt, T), func(b *testing.B) {
 				runtime.LockOSThread()

@@ -436,3 +436,43 @@ func q4KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride i
 //
 //go:noescape
 func q6KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x5 computes one Q4_K row x 5 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x5 computes one Q6_K row x 5 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x6 computes one Q4_K row x 6 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x6 computes one Q6_K row x 6 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x7 computes one Q4_K row x 7 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x7 computes one Q6_K row x 7 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x8 computes one Q4_K row x 8 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x8 computes one Q6_K row x 8 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)

@@ -1,6 +1,6 @@
 // This file generates the AVX2 Q4_K and Q6_K GEMM tiles (prefill on CPUs without AVX-512
-// VNNI): one weight row x T tokens (T <= 4), so each super-block's unpacked values and scales
-// are reused for T tokens, with all accumulators in registers.
+// VNNI): one weight row x T tokens (T <= 8), so each super-block's unpacked values and scales
+// are reused for T tokens (for T > 4 the float accumulators live on the stack).
 //
 // Tokens come as the records of the VNNI K-quant kernels (kRecBytes per super-block, see
 // vnni_k4.go), which also carry at kRecFB the 8 floats dx·bsum8[j] (the Q4_K mins term per
@@ -65,14 +65,15 @@ func genTileK4A(T int) {
 	Pragma("noescape")
 	kt := loadKTile(T)
 	wp, xp, n, tok := kt.wp, kt.xp, kt.n, kt.tok
-	sumi, acc := make([]VecVirtual, T), make([]VecVirtual, T)
-	for t := 0; t < T; t++ {
-		sumi[t], acc[t] = YMM(), YMM()
-		VXORPS(acc[t], acc[t], acc[t])
+	sumi := make([]VecVirtual, T)
+	for t := range sumi {
+		sumi[t] = YMM()
 	}
+	acc := newKAccs(T)
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_end"))
 	Label(name + "_loop")
+	kt.nextTokens()
 	sc, mn := unpackK4Scales(wp)
 	s := YMM()
 	VMOVQ(sc, s.AsX())
@@ -112,8 +113,10 @@ func genTileK4A(T int) {
 		VBROADCASTSS(m.Offset(kRecD), dx)
 		VMULPS(d, dx, dx)
 		VCVTDQ2PS(sumi[t], sumi[t])
-		VFMADD231PS(dx, sumi[t], acc[t])
-		VFNMADD231PS(m.Offset(kRecFB), mf, acc[t])
+		acc.update(t, func(a VecVirtual) {
+			VFMADD231PS(dx, sumi[t], a)
+			VFNMADD231PS(m.Offset(kRecFB), mf, a)
+		})
 	}
 	ADDQ(U32(144), wp)
 	ADDQ(U32(kRecBytes), xp)
@@ -123,16 +126,66 @@ func genTileK4A(T int) {
 	storeKTileA(acc)
 }
 
+// kAccs are the float accumulators of a tile: registers for T <= 4, else 32-byte stack slots
+// (updated once per super-block and token, so the 8 int sums fit in registers).
+type kAccs struct {
+	regs []VecVirtual
+	mem  Mem
+	T    int
+}
+
+func newKAccs(T int) *kAccs {
+	a := &kAccs{T: T}
+	if T <= 4 {
+		for t := 0; t < T; t++ {
+			r := YMM()
+			VXORPS(r, r, r)
+			a.regs = append(a.regs, r)
+		}
+		return a
+	}
+	a.mem = AllocLocal(32 * T)
+	z := YMM()
+	VXORPS(z, z, z)
+	for t := 0; t < T; t++ {
+		VMOVUPS(z, a.mem.Offset(32*t))
+	}
+	return a
+}
+
+// update runs f on token t's accumulator.
+func (a *kAccs) update(t int, f func(acc VecVirtual)) {
+	if a.regs != nil {
+		f(a.regs[t])
+		return
+	}
+	r := YMM()
+	VMOVUPS(a.mem.Offset(32*t), r)
+	f(r)
+	VMOVUPS(r, a.mem.Offset(32*t))
+}
+
+// final returns token t's accumulator in a register.
+func (a *kAccs) final(t int) VecVirtual {
+	if a.regs != nil {
+		return a.regs[t]
+	}
+	r := YMM()
+	VMOVUPS(a.mem.Offset(32*t), r)
+	return r
+}
+
 // storeKTileA writes the horizontal sums of acc[t] to out[t*ostride] and returns.
-func storeKTileA(acc []VecVirtual) {
+func storeKTileA(acc *kAccs) {
 	op := Load(Param("out"), GP64())
 	os := Load(Param("ostride"), GP64())
 	SHLQ(Imm(2), os)
 	tmp := YMM()
-	for t := range acc {
-		hsum(acc[t], tmp)
-		VMOVSS(acc[t].AsX(), Mem{Base: op})
-		if t+1 < len(acc) {
+	for t := 0; t < acc.T; t++ {
+		a := acc.final(t)
+		hsum(a, tmp)
+		VMOVSS(a.AsX(), Mem{Base: op})
+		if t+1 < acc.T {
 			ADDQ(os, op)
 		}
 	}
@@ -148,14 +201,15 @@ func genTileK6A(T int) {
 	Pragma("noescape")
 	kt := loadKTile(T)
 	wp, xp, n, tok := kt.wp, kt.xp, kt.n, kt.tok
-	sumi, acc := make([]VecVirtual, T), make([]VecVirtual, T)
-	for t := 0; t < T; t++ {
-		sumi[t], acc[t] = YMM(), YMM()
-		VXORPS(acc[t], acc[t], acc[t])
+	sumi := make([]VecVirtual, T)
+	for t := range sumi {
+		sumi[t] = YMM()
 	}
+	acc := newKAccs(T)
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_end"))
 	Label(name + "_loop")
+	kt.nextTokens()
 	// sumi = -32·(sc · bsums) pairs: neg = 0 - (sc << 5) as int16
 	neg, z := YMM(), YMM()
 	VPMOVSXBW(Mem{Base: wp, Disp: 192}, neg)
@@ -210,7 +264,7 @@ func genTileK6A(T int) {
 		VBROADCASTSS(tok(t).Offset(kRecD), dx)
 		VMULPS(d, dx, dx)
 		VCVTDQ2PS(sumi[t], sumi[t])
-		VFMADD231PS(dx, sumi[t], acc[t])
+		acc.update(t, func(a VecVirtual) { VFMADD231PS(dx, sumi[t], a) })
 	}
 	ADDQ(U32(210), wp)
 	ADDQ(U32(kRecBytes), xp)

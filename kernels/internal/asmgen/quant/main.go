@@ -142,7 +142,7 @@ func main() {
 	for t := 1; t <= 8; t++ {
 		genTileK6Z(t)
 	}
-	for t := 1; t <= 4; t++ {
+	for t := 1; t <= 8; t++ {
 		genTileK4A(t)
 		genTileK6A(t)
 	}
