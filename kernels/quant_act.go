@@ -156,7 +156,7 @@ func (a *q8KActs) quantize(p *Pool, x []float32) {
 	k, nb := a.k, a.nb
 	a.recKind = 0
 	row := func(i int) {
-		quantRowQ8KRef(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
+		quantRowQ8K(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
 			a.bsums[i*nb*16:(i+1)*nb*16], a.bsum8[i*nb*8:(i+1)*nb*8])
 	}
 	if a.m == 1 {

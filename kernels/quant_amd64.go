@@ -74,6 +74,7 @@ func useQuantAsm() {
 		}
 	}
 	quantRowQ8 = quantRowQ8AVX2
+	quantRowQ8K = quantRowQ8KFast(quantQ8KAVX2)
 	q4Rows = q4_0Rows
 	q8Rows = q8_0Rows
 	dotQ4K = dotQ4KAVX2

@@ -1412,6 +1412,247 @@ q8done:
 	VZEROUPPER
 	RET
 
+// func quantQ8KAVX2(x *float32, qs *int8, d *float32, nb int)
+// Requires: AVX, AVX2
+TEXT ·quantQ8KAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         qs+8(FP), CX
+	MOVQ         d+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	TESTQ        BX, BX
+	JZ           q8k_done
+	VBROADCASTSS q_absmask<>+0(SB), Y0
+
+q8k_loop:
+	VANDPS       (AX), Y0, Y1
+	VANDPS       32(AX), Y0, Y2
+	VANDPS       64(AX), Y0, Y3
+	VANDPS       96(AX), Y0, Y4
+	VANDPS       128(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       160(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       192(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       224(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       256(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       288(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       320(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       352(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       384(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       416(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       448(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       480(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       512(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       544(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       576(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       608(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       640(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       672(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       704(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       736(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       768(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       800(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       832(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       864(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       896(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       928(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       960(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       992(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y2, Y1, Y1
+	VMAXPS       Y4, Y3, Y3
+	VMAXPS       Y3, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X5
+	VMAXPS       X5, X1, X1
+	VMOVHLPS     X1, X1, X5
+	VMAXPS       X5, X1, X1
+	VMOVSHDUP    X1, X5
+	VMAXSS       X5, X1, X1
+	VMOVD        X1, SI
+	TESTL        SI, SI
+	JZ           q8k_zero
+	VBROADCASTSS X1, Y1
+	MOVQ         AX, SI
+
+q8k_find:
+	VANDPS    (SI), Y0, Y5
+	VCMPPS    $0x00, Y1, Y5, Y5
+	VMOVMSKPS Y5, DI
+	TESTL     DI, DI
+	JNZ       q8k_found
+	ADDQ      $0x20, SI
+	JMP       q8k_find
+
+q8k_found:
+	BSFL         DI, DI
+	VMOVSS       (SI)(DI*4), X1
+	VMOVSS       q_fm127<>+0(SB), X2
+	VDIVSS       X1, X2, X1
+	VMOVSS       q_fone<>+0(SB), X2
+	VDIVSS       X1, X2, X2
+	VMOVSS       X2, (DX)
+	VBROADCASTSS X1, Y1
+	VMOVDQU      q_permq8<>+0(SB), Y2
+	VMULPS       (AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       32(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       64(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       96(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, (CX)
+	VMULPS       128(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       160(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       192(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       224(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 32(CX)
+	VMULPS       256(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       288(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       320(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       352(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 64(CX)
+	VMULPS       384(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       416(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       448(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       480(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 96(CX)
+	VMULPS       512(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       544(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       576(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       608(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 128(CX)
+	VMULPS       640(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       672(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       704(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       736(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 160(CX)
+	VMULPS       768(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       800(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       832(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       864(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 192(CX)
+	VMULPS       896(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       928(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       960(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       992(AX), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y1, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 224(CX)
+	JMP          q8k_next
+
+q8k_zero:
+	VXORPS  Y5, Y5, Y5
+	VMOVDQU Y5, (CX)
+	VMOVDQU Y5, 32(CX)
+	VMOVDQU Y5, 64(CX)
+	VMOVDQU Y5, 96(CX)
+	VMOVDQU Y5, 128(CX)
+	VMOVDQU Y5, 160(CX)
+	VMOVDQU Y5, 192(CX)
+	VMOVDQU Y5, 224(CX)
+	VMOVSS  X5, (DX)
+
+q8k_next:
+	ADDQ $0x00000400, AX
+	ADDQ $0x00000100, CX
+	ADDQ $0x04, DX
+	DECQ BX
+	JNZ  q8k_loop
+
+q8k_done:
+	VZEROUPPER
+	RET
+
+DATA q_fm127<>+0(SB)/4, $0xc2fe0000
+GLOBL q_fm127<>(SB), RODATA|NOPTR, $4
+
+DATA q_fone<>+0(SB)/4, $0x3f800000
+GLOBL q_fone<>(SB), RODATA|NOPTR, $4
+
 // func q8_0Tile8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q8_0Tile8x1(SB), NOSPLIT, $0-72

@@ -143,3 +143,39 @@ func BenchmarkKTileL1(b *testing.B) {
 		}
 	}
 }
+
+// TestQuantRowQ8KAVX2 checks the fast Q8_K quantizer (assembly values and scales, word-at-a-time
+// sums) bit for bit against quantRowQ8KRef: random rows of 1..5 blocks with a zero block, a
+// block whose largest magnitude appears with both signs (the first one decides), tiny values,
+// and values rounding to ±127.
+func TestQuantRowQ8KAVX2(t *testing.T) {
+	if !quantAsm {
+		t.Log("no AVX2 kernels installed: quantRowQ8K is quantRowQ8KRef")
+		return
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for nb := 1; nb <= 5; nb++ {
+		for trial := 0; trial < 20; trial++ {
+			x := qRandVec(rng, nb*256, float32(math.Pow(10, float64(trial%7-3))))
+			if nb > 1 && trial%4 == 1 {
+				clear(x[256:512])
+			}
+			if trial%4 == 2 {
+				x[17], x[3] = -9, 9 // tie: x[3] comes first, so max = +9
+			}
+			if trial%4 == 3 {
+				x[200], x[5] = -2, 2
+				x[100] = -2 // first of |x| = 2 is x[5]
+			}
+			var q1, q2 [5 * 256]int8
+			var d1, d2 [5]float32
+			var s1, s2 [5 * 16]int16
+			var e1, e2 [5 * 8]int16
+			quantRowQ8KRef(x, q1[:nb*256], d1[:nb], s1[:nb*16], e1[:nb*8])
+			quantRowQ8K(x, q2[:nb*256], d2[:nb], s2[:nb*16], e2[:nb*8])
+			if q1 != q2 || d1 != d2 || s1 != s2 || e1 != e2 {
+				t.Fatalf("nb=%d trial %d: fast quantizer differs from the reference (d %v vs %v)", nb, trial, d2, d1)
+			}
+		}
+	}
+}

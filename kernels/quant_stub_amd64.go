@@ -7,6 +7,11 @@ package kernels
 //go:noescape
 func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 
+// quantQ8KAVX2 quantizes nb blocks of 256 floats at x to Q8_K values qs and scales d (see genQuantQ8K).
+//
+//go:noescape
+func quantQ8KAVX2(x *float32, qs *int8, d *float32, nb int)
+
 // q8_0Tile8x1 computes a 8-row x 1-token tile of a q8_0 matmul (see genTile).
 //
 //go:noescape

@@ -111,6 +111,7 @@ func main() {
 	constsK6Z()
 	constsKA()
 	genQuantQ8_0()
+	genQuantQ8K()
 	for _, rt := range [][2]int{{8, 1}, {4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
 		genTile(false, rt[0], rt[1])
 		if rt[0] < 4 { // Q4_0 decode uses genQ4Pairs
