@@ -1093,261 +1093,133 @@ DATA q_ctrlk4a<>+0(SB)/1, $0x00
 DATA q_ctrlk4a<>+1(SB)/1, $0x80
 DATA q_ctrlk4a<>+2(SB)/1, $0x01
 DATA q_ctrlk4a<>+3(SB)/1, $0x80
-DATA q_ctrlk4a<>+4(SB)/1, $0x00
+DATA q_ctrlk4a<>+4(SB)/1, $0x02
 DATA q_ctrlk4a<>+5(SB)/1, $0x80
-DATA q_ctrlk4a<>+6(SB)/1, $0x01
+DATA q_ctrlk4a<>+6(SB)/1, $0x03
 DATA q_ctrlk4a<>+7(SB)/1, $0x80
 DATA q_ctrlk4a<>+8(SB)/1, $0x00
 DATA q_ctrlk4a<>+9(SB)/1, $0x80
 DATA q_ctrlk4a<>+10(SB)/1, $0x01
 DATA q_ctrlk4a<>+11(SB)/1, $0x80
-DATA q_ctrlk4a<>+12(SB)/1, $0x00
+DATA q_ctrlk4a<>+12(SB)/1, $0x02
 DATA q_ctrlk4a<>+13(SB)/1, $0x80
-DATA q_ctrlk4a<>+14(SB)/1, $0x01
+DATA q_ctrlk4a<>+14(SB)/1, $0x03
 DATA q_ctrlk4a<>+15(SB)/1, $0x80
 DATA q_ctrlk4a<>+16(SB)/1, $0x00
 DATA q_ctrlk4a<>+17(SB)/1, $0x80
 DATA q_ctrlk4a<>+18(SB)/1, $0x01
 DATA q_ctrlk4a<>+19(SB)/1, $0x80
-DATA q_ctrlk4a<>+20(SB)/1, $0x00
+DATA q_ctrlk4a<>+20(SB)/1, $0x02
 DATA q_ctrlk4a<>+21(SB)/1, $0x80
-DATA q_ctrlk4a<>+22(SB)/1, $0x01
+DATA q_ctrlk4a<>+22(SB)/1, $0x03
 DATA q_ctrlk4a<>+23(SB)/1, $0x80
 DATA q_ctrlk4a<>+24(SB)/1, $0x00
 DATA q_ctrlk4a<>+25(SB)/1, $0x80
 DATA q_ctrlk4a<>+26(SB)/1, $0x01
 DATA q_ctrlk4a<>+27(SB)/1, $0x80
-DATA q_ctrlk4a<>+28(SB)/1, $0x00
+DATA q_ctrlk4a<>+28(SB)/1, $0x02
 DATA q_ctrlk4a<>+29(SB)/1, $0x80
-DATA q_ctrlk4a<>+30(SB)/1, $0x01
+DATA q_ctrlk4a<>+30(SB)/1, $0x03
 DATA q_ctrlk4a<>+31(SB)/1, $0x80
-DATA q_ctrlk4a<>+32(SB)/1, $0x02
+DATA q_ctrlk4a<>+32(SB)/1, $0x04
 DATA q_ctrlk4a<>+33(SB)/1, $0x80
-DATA q_ctrlk4a<>+34(SB)/1, $0x03
+DATA q_ctrlk4a<>+34(SB)/1, $0x05
 DATA q_ctrlk4a<>+35(SB)/1, $0x80
-DATA q_ctrlk4a<>+36(SB)/1, $0x02
+DATA q_ctrlk4a<>+36(SB)/1, $0x06
 DATA q_ctrlk4a<>+37(SB)/1, $0x80
-DATA q_ctrlk4a<>+38(SB)/1, $0x03
+DATA q_ctrlk4a<>+38(SB)/1, $0x07
 DATA q_ctrlk4a<>+39(SB)/1, $0x80
-DATA q_ctrlk4a<>+40(SB)/1, $0x02
+DATA q_ctrlk4a<>+40(SB)/1, $0x04
 DATA q_ctrlk4a<>+41(SB)/1, $0x80
-DATA q_ctrlk4a<>+42(SB)/1, $0x03
+DATA q_ctrlk4a<>+42(SB)/1, $0x05
 DATA q_ctrlk4a<>+43(SB)/1, $0x80
-DATA q_ctrlk4a<>+44(SB)/1, $0x02
+DATA q_ctrlk4a<>+44(SB)/1, $0x06
 DATA q_ctrlk4a<>+45(SB)/1, $0x80
-DATA q_ctrlk4a<>+46(SB)/1, $0x03
+DATA q_ctrlk4a<>+46(SB)/1, $0x07
 DATA q_ctrlk4a<>+47(SB)/1, $0x80
-DATA q_ctrlk4a<>+48(SB)/1, $0x02
+DATA q_ctrlk4a<>+48(SB)/1, $0x04
 DATA q_ctrlk4a<>+49(SB)/1, $0x80
-DATA q_ctrlk4a<>+50(SB)/1, $0x03
+DATA q_ctrlk4a<>+50(SB)/1, $0x05
 DATA q_ctrlk4a<>+51(SB)/1, $0x80
-DATA q_ctrlk4a<>+52(SB)/1, $0x02
+DATA q_ctrlk4a<>+52(SB)/1, $0x06
 DATA q_ctrlk4a<>+53(SB)/1, $0x80
-DATA q_ctrlk4a<>+54(SB)/1, $0x03
+DATA q_ctrlk4a<>+54(SB)/1, $0x07
 DATA q_ctrlk4a<>+55(SB)/1, $0x80
-DATA q_ctrlk4a<>+56(SB)/1, $0x02
+DATA q_ctrlk4a<>+56(SB)/1, $0x04
 DATA q_ctrlk4a<>+57(SB)/1, $0x80
-DATA q_ctrlk4a<>+58(SB)/1, $0x03
+DATA q_ctrlk4a<>+58(SB)/1, $0x05
 DATA q_ctrlk4a<>+59(SB)/1, $0x80
-DATA q_ctrlk4a<>+60(SB)/1, $0x02
+DATA q_ctrlk4a<>+60(SB)/1, $0x06
 DATA q_ctrlk4a<>+61(SB)/1, $0x80
-DATA q_ctrlk4a<>+62(SB)/1, $0x03
+DATA q_ctrlk4a<>+62(SB)/1, $0x07
 DATA q_ctrlk4a<>+63(SB)/1, $0x80
-DATA q_ctrlk4a<>+64(SB)/1, $0x04
-DATA q_ctrlk4a<>+65(SB)/1, $0x80
-DATA q_ctrlk4a<>+66(SB)/1, $0x05
-DATA q_ctrlk4a<>+67(SB)/1, $0x80
-DATA q_ctrlk4a<>+68(SB)/1, $0x04
-DATA q_ctrlk4a<>+69(SB)/1, $0x80
-DATA q_ctrlk4a<>+70(SB)/1, $0x05
-DATA q_ctrlk4a<>+71(SB)/1, $0x80
-DATA q_ctrlk4a<>+72(SB)/1, $0x04
-DATA q_ctrlk4a<>+73(SB)/1, $0x80
-DATA q_ctrlk4a<>+74(SB)/1, $0x05
-DATA q_ctrlk4a<>+75(SB)/1, $0x80
-DATA q_ctrlk4a<>+76(SB)/1, $0x04
-DATA q_ctrlk4a<>+77(SB)/1, $0x80
-DATA q_ctrlk4a<>+78(SB)/1, $0x05
-DATA q_ctrlk4a<>+79(SB)/1, $0x80
-DATA q_ctrlk4a<>+80(SB)/1, $0x04
-DATA q_ctrlk4a<>+81(SB)/1, $0x80
-DATA q_ctrlk4a<>+82(SB)/1, $0x05
-DATA q_ctrlk4a<>+83(SB)/1, $0x80
-DATA q_ctrlk4a<>+84(SB)/1, $0x04
-DATA q_ctrlk4a<>+85(SB)/1, $0x80
-DATA q_ctrlk4a<>+86(SB)/1, $0x05
-DATA q_ctrlk4a<>+87(SB)/1, $0x80
-DATA q_ctrlk4a<>+88(SB)/1, $0x04
-DATA q_ctrlk4a<>+89(SB)/1, $0x80
-DATA q_ctrlk4a<>+90(SB)/1, $0x05
-DATA q_ctrlk4a<>+91(SB)/1, $0x80
-DATA q_ctrlk4a<>+92(SB)/1, $0x04
-DATA q_ctrlk4a<>+93(SB)/1, $0x80
-DATA q_ctrlk4a<>+94(SB)/1, $0x05
-DATA q_ctrlk4a<>+95(SB)/1, $0x80
-DATA q_ctrlk4a<>+96(SB)/1, $0x06
-DATA q_ctrlk4a<>+97(SB)/1, $0x80
-DATA q_ctrlk4a<>+98(SB)/1, $0x07
-DATA q_ctrlk4a<>+99(SB)/1, $0x80
-DATA q_ctrlk4a<>+100(SB)/1, $0x06
-DATA q_ctrlk4a<>+101(SB)/1, $0x80
-DATA q_ctrlk4a<>+102(SB)/1, $0x07
-DATA q_ctrlk4a<>+103(SB)/1, $0x80
-DATA q_ctrlk4a<>+104(SB)/1, $0x06
-DATA q_ctrlk4a<>+105(SB)/1, $0x80
-DATA q_ctrlk4a<>+106(SB)/1, $0x07
-DATA q_ctrlk4a<>+107(SB)/1, $0x80
-DATA q_ctrlk4a<>+108(SB)/1, $0x06
-DATA q_ctrlk4a<>+109(SB)/1, $0x80
-DATA q_ctrlk4a<>+110(SB)/1, $0x07
-DATA q_ctrlk4a<>+111(SB)/1, $0x80
-DATA q_ctrlk4a<>+112(SB)/1, $0x06
-DATA q_ctrlk4a<>+113(SB)/1, $0x80
-DATA q_ctrlk4a<>+114(SB)/1, $0x07
-DATA q_ctrlk4a<>+115(SB)/1, $0x80
-DATA q_ctrlk4a<>+116(SB)/1, $0x06
-DATA q_ctrlk4a<>+117(SB)/1, $0x80
-DATA q_ctrlk4a<>+118(SB)/1, $0x07
-DATA q_ctrlk4a<>+119(SB)/1, $0x80
-DATA q_ctrlk4a<>+120(SB)/1, $0x06
-DATA q_ctrlk4a<>+121(SB)/1, $0x80
-DATA q_ctrlk4a<>+122(SB)/1, $0x07
-DATA q_ctrlk4a<>+123(SB)/1, $0x80
-DATA q_ctrlk4a<>+124(SB)/1, $0x06
-DATA q_ctrlk4a<>+125(SB)/1, $0x80
-DATA q_ctrlk4a<>+126(SB)/1, $0x07
-DATA q_ctrlk4a<>+127(SB)/1, $0x80
-GLOBL q_ctrlk4a<>(SB), RODATA|NOPTR, $128
+GLOBL q_ctrlk4a<>(SB), RODATA|NOPTR, $64
 
 DATA q_ctrlk6a<>+0(SB)/1, $0x00
 DATA q_ctrlk6a<>+1(SB)/1, $0x00
 DATA q_ctrlk6a<>+2(SB)/1, $0x02
 DATA q_ctrlk6a<>+3(SB)/1, $0x02
-DATA q_ctrlk6a<>+4(SB)/1, $0x00
-DATA q_ctrlk6a<>+5(SB)/1, $0x00
-DATA q_ctrlk6a<>+6(SB)/1, $0x02
-DATA q_ctrlk6a<>+7(SB)/1, $0x02
+DATA q_ctrlk6a<>+4(SB)/1, $0x04
+DATA q_ctrlk6a<>+5(SB)/1, $0x04
+DATA q_ctrlk6a<>+6(SB)/1, $0x06
+DATA q_ctrlk6a<>+7(SB)/1, $0x06
 DATA q_ctrlk6a<>+8(SB)/1, $0x00
 DATA q_ctrlk6a<>+9(SB)/1, $0x00
 DATA q_ctrlk6a<>+10(SB)/1, $0x02
 DATA q_ctrlk6a<>+11(SB)/1, $0x02
-DATA q_ctrlk6a<>+12(SB)/1, $0x00
-DATA q_ctrlk6a<>+13(SB)/1, $0x00
-DATA q_ctrlk6a<>+14(SB)/1, $0x02
-DATA q_ctrlk6a<>+15(SB)/1, $0x02
+DATA q_ctrlk6a<>+12(SB)/1, $0x04
+DATA q_ctrlk6a<>+13(SB)/1, $0x04
+DATA q_ctrlk6a<>+14(SB)/1, $0x06
+DATA q_ctrlk6a<>+15(SB)/1, $0x06
 DATA q_ctrlk6a<>+16(SB)/1, $0x01
 DATA q_ctrlk6a<>+17(SB)/1, $0x01
 DATA q_ctrlk6a<>+18(SB)/1, $0x03
 DATA q_ctrlk6a<>+19(SB)/1, $0x03
-DATA q_ctrlk6a<>+20(SB)/1, $0x01
-DATA q_ctrlk6a<>+21(SB)/1, $0x01
-DATA q_ctrlk6a<>+22(SB)/1, $0x03
-DATA q_ctrlk6a<>+23(SB)/1, $0x03
+DATA q_ctrlk6a<>+20(SB)/1, $0x05
+DATA q_ctrlk6a<>+21(SB)/1, $0x05
+DATA q_ctrlk6a<>+22(SB)/1, $0x07
+DATA q_ctrlk6a<>+23(SB)/1, $0x07
 DATA q_ctrlk6a<>+24(SB)/1, $0x01
 DATA q_ctrlk6a<>+25(SB)/1, $0x01
 DATA q_ctrlk6a<>+26(SB)/1, $0x03
 DATA q_ctrlk6a<>+27(SB)/1, $0x03
-DATA q_ctrlk6a<>+28(SB)/1, $0x01
-DATA q_ctrlk6a<>+29(SB)/1, $0x01
-DATA q_ctrlk6a<>+30(SB)/1, $0x03
-DATA q_ctrlk6a<>+31(SB)/1, $0x03
-DATA q_ctrlk6a<>+32(SB)/1, $0x04
-DATA q_ctrlk6a<>+33(SB)/1, $0x04
-DATA q_ctrlk6a<>+34(SB)/1, $0x06
-DATA q_ctrlk6a<>+35(SB)/1, $0x06
-DATA q_ctrlk6a<>+36(SB)/1, $0x04
-DATA q_ctrlk6a<>+37(SB)/1, $0x04
-DATA q_ctrlk6a<>+38(SB)/1, $0x06
-DATA q_ctrlk6a<>+39(SB)/1, $0x06
-DATA q_ctrlk6a<>+40(SB)/1, $0x04
-DATA q_ctrlk6a<>+41(SB)/1, $0x04
-DATA q_ctrlk6a<>+42(SB)/1, $0x06
-DATA q_ctrlk6a<>+43(SB)/1, $0x06
-DATA q_ctrlk6a<>+44(SB)/1, $0x04
-DATA q_ctrlk6a<>+45(SB)/1, $0x04
-DATA q_ctrlk6a<>+46(SB)/1, $0x06
-DATA q_ctrlk6a<>+47(SB)/1, $0x06
-DATA q_ctrlk6a<>+48(SB)/1, $0x05
-DATA q_ctrlk6a<>+49(SB)/1, $0x05
-DATA q_ctrlk6a<>+50(SB)/1, $0x07
-DATA q_ctrlk6a<>+51(SB)/1, $0x07
-DATA q_ctrlk6a<>+52(SB)/1, $0x05
-DATA q_ctrlk6a<>+53(SB)/1, $0x05
-DATA q_ctrlk6a<>+54(SB)/1, $0x07
-DATA q_ctrlk6a<>+55(SB)/1, $0x07
-DATA q_ctrlk6a<>+56(SB)/1, $0x05
-DATA q_ctrlk6a<>+57(SB)/1, $0x05
-DATA q_ctrlk6a<>+58(SB)/1, $0x07
-DATA q_ctrlk6a<>+59(SB)/1, $0x07
-DATA q_ctrlk6a<>+60(SB)/1, $0x05
-DATA q_ctrlk6a<>+61(SB)/1, $0x05
-DATA q_ctrlk6a<>+62(SB)/1, $0x07
-DATA q_ctrlk6a<>+63(SB)/1, $0x07
-DATA q_ctrlk6a<>+64(SB)/1, $0x08
-DATA q_ctrlk6a<>+65(SB)/1, $0x08
-DATA q_ctrlk6a<>+66(SB)/1, $0x0a
-DATA q_ctrlk6a<>+67(SB)/1, $0x0a
-DATA q_ctrlk6a<>+68(SB)/1, $0x08
-DATA q_ctrlk6a<>+69(SB)/1, $0x08
-DATA q_ctrlk6a<>+70(SB)/1, $0x0a
-DATA q_ctrlk6a<>+71(SB)/1, $0x0a
-DATA q_ctrlk6a<>+72(SB)/1, $0x08
-DATA q_ctrlk6a<>+73(SB)/1, $0x08
-DATA q_ctrlk6a<>+74(SB)/1, $0x0a
-DATA q_ctrlk6a<>+75(SB)/1, $0x0a
-DATA q_ctrlk6a<>+76(SB)/1, $0x08
-DATA q_ctrlk6a<>+77(SB)/1, $0x08
-DATA q_ctrlk6a<>+78(SB)/1, $0x0a
-DATA q_ctrlk6a<>+79(SB)/1, $0x0a
-DATA q_ctrlk6a<>+80(SB)/1, $0x09
-DATA q_ctrlk6a<>+81(SB)/1, $0x09
-DATA q_ctrlk6a<>+82(SB)/1, $0x0b
-DATA q_ctrlk6a<>+83(SB)/1, $0x0b
-DATA q_ctrlk6a<>+84(SB)/1, $0x09
-DATA q_ctrlk6a<>+85(SB)/1, $0x09
-DATA q_ctrlk6a<>+86(SB)/1, $0x0b
-DATA q_ctrlk6a<>+87(SB)/1, $0x0b
-DATA q_ctrlk6a<>+88(SB)/1, $0x09
-DATA q_ctrlk6a<>+89(SB)/1, $0x09
-DATA q_ctrlk6a<>+90(SB)/1, $0x0b
-DATA q_ctrlk6a<>+91(SB)/1, $0x0b
-DATA q_ctrlk6a<>+92(SB)/1, $0x09
-DATA q_ctrlk6a<>+93(SB)/1, $0x09
-DATA q_ctrlk6a<>+94(SB)/1, $0x0b
-DATA q_ctrlk6a<>+95(SB)/1, $0x0b
-DATA q_ctrlk6a<>+96(SB)/1, $0x0c
-DATA q_ctrlk6a<>+97(SB)/1, $0x0c
-DATA q_ctrlk6a<>+98(SB)/1, $0x0e
-DATA q_ctrlk6a<>+99(SB)/1, $0x0e
-DATA q_ctrlk6a<>+100(SB)/1, $0x0c
-DATA q_ctrlk6a<>+101(SB)/1, $0x0c
-DATA q_ctrlk6a<>+102(SB)/1, $0x0e
-DATA q_ctrlk6a<>+103(SB)/1, $0x0e
-DATA q_ctrlk6a<>+104(SB)/1, $0x0c
-DATA q_ctrlk6a<>+105(SB)/1, $0x0c
-DATA q_ctrlk6a<>+106(SB)/1, $0x0e
-DATA q_ctrlk6a<>+107(SB)/1, $0x0e
-DATA q_ctrlk6a<>+108(SB)/1, $0x0c
-DATA q_ctrlk6a<>+109(SB)/1, $0x0c
-DATA q_ctrlk6a<>+110(SB)/1, $0x0e
-DATA q_ctrlk6a<>+111(SB)/1, $0x0e
-DATA q_ctrlk6a<>+112(SB)/1, $0x0d
-DATA q_ctrlk6a<>+113(SB)/1, $0x0d
-DATA q_ctrlk6a<>+114(SB)/1, $0x0f
-DATA q_ctrlk6a<>+115(SB)/1, $0x0f
-DATA q_ctrlk6a<>+116(SB)/1, $0x0d
-DATA q_ctrlk6a<>+117(SB)/1, $0x0d
-DATA q_ctrlk6a<>+118(SB)/1, $0x0f
-DATA q_ctrlk6a<>+119(SB)/1, $0x0f
-DATA q_ctrlk6a<>+120(SB)/1, $0x0d
-DATA q_ctrlk6a<>+121(SB)/1, $0x0d
-DATA q_ctrlk6a<>+122(SB)/1, $0x0f
-DATA q_ctrlk6a<>+123(SB)/1, $0x0f
-DATA q_ctrlk6a<>+124(SB)/1, $0x0d
-DATA q_ctrlk6a<>+125(SB)/1, $0x0d
-DATA q_ctrlk6a<>+126(SB)/1, $0x0f
-DATA q_ctrlk6a<>+127(SB)/1, $0x0f
-GLOBL q_ctrlk6a<>(SB), RODATA|NOPTR, $128
+DATA q_ctrlk6a<>+28(SB)/1, $0x05
+DATA q_ctrlk6a<>+29(SB)/1, $0x05
+DATA q_ctrlk6a<>+30(SB)/1, $0x07
+DATA q_ctrlk6a<>+31(SB)/1, $0x07
+DATA q_ctrlk6a<>+32(SB)/1, $0x08
+DATA q_ctrlk6a<>+33(SB)/1, $0x08
+DATA q_ctrlk6a<>+34(SB)/1, $0x0a
+DATA q_ctrlk6a<>+35(SB)/1, $0x0a
+DATA q_ctrlk6a<>+36(SB)/1, $0x0c
+DATA q_ctrlk6a<>+37(SB)/1, $0x0c
+DATA q_ctrlk6a<>+38(SB)/1, $0x0e
+DATA q_ctrlk6a<>+39(SB)/1, $0x0e
+DATA q_ctrlk6a<>+40(SB)/1, $0x08
+DATA q_ctrlk6a<>+41(SB)/1, $0x08
+DATA q_ctrlk6a<>+42(SB)/1, $0x0a
+DATA q_ctrlk6a<>+43(SB)/1, $0x0a
+DATA q_ctrlk6a<>+44(SB)/1, $0x0c
+DATA q_ctrlk6a<>+45(SB)/1, $0x0c
+DATA q_ctrlk6a<>+46(SB)/1, $0x0e
+DATA q_ctrlk6a<>+47(SB)/1, $0x0e
+DATA q_ctrlk6a<>+48(SB)/1, $0x09
+DATA q_ctrlk6a<>+49(SB)/1, $0x09
+DATA q_ctrlk6a<>+50(SB)/1, $0x0b
+DATA q_ctrlk6a<>+51(SB)/1, $0x0b
+DATA q_ctrlk6a<>+52(SB)/1, $0x0d
+DATA q_ctrlk6a<>+53(SB)/1, $0x0d
+DATA q_ctrlk6a<>+54(SB)/1, $0x0f
+DATA q_ctrlk6a<>+55(SB)/1, $0x0f
+DATA q_ctrlk6a<>+56(SB)/1, $0x09
+DATA q_ctrlk6a<>+57(SB)/1, $0x09
+DATA q_ctrlk6a<>+58(SB)/1, $0x0b
+DATA q_ctrlk6a<>+59(SB)/1, $0x0b
+DATA q_ctrlk6a<>+60(SB)/1, $0x0d
+DATA q_ctrlk6a<>+61(SB)/1, $0x0d
+DATA q_ctrlk6a<>+62(SB)/1, $0x0f
+DATA q_ctrlk6a<>+63(SB)/1, $0x0f
+GLOBL q_ctrlk6a<>(SB), RODATA|NOPTR, $64
 
 // func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 // Requires: AVX, AVX2, F16C
@@ -12864,57 +12736,63 @@ q4KTileA1x1_loop:
 	SHLQ         $0x20, BX
 	ANDL         $0x3f3f3f3f, SI
 	ORQ          SI, BX
+	VPXOR        Y0, Y0, Y0
 	VMOVQ        R9, X2
 	VPBROADCASTQ X2, Y2
-	VPXOR        Y0, Y0, Y0
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y2, Y2
 	VMOVDQU      16(AX), Y3
 	VPSRLW       $0x04, Y3, Y4
 	VPAND        q_mask0f<>+0(SB), Y3, Y3
 	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPUNPCKHWD   Y4, Y3, Y6
-	VPUNPCKLWD   Y4, Y3, Y3
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y2, Y5
-	VPMADDUBSW   (CX), Y3, Y3
-	VPMADDUBSW   32(CX), Y6, Y4
-	VPADDW       Y4, Y3, Y3
-	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
-	VMOVDQU      48(AX), Y3
-	VPSRLW       $0x04, Y3, Y4
-	VPAND        q_mask0f<>+0(SB), Y3, Y3
-	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPUNPCKHWD   Y4, Y3, Y6
-	VPUNPCKLWD   Y4, Y3, Y3
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y2, Y5
-	VPMADDUBSW   64(CX), Y3, Y3
-	VPMADDUBSW   96(CX), Y6, Y4
-	VPADDW       Y4, Y3, Y3
-	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
+	VMOVDQU      48(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPUNPCKLWD   Y4, Y3, Y7
+	VPUNPCKHWD   Y4, Y3, Y3
+	VPUNPCKLWD   Y6, Y5, Y4
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLDQ   Y4, Y7, Y6
+	VPUNPCKHDQ   Y4, Y7, Y4
+	VPUNPCKLDQ   Y5, Y3, Y7
+	VPUNPCKHDQ   Y5, Y3, Y3
+	VPMADDUBSW   (CX), Y6, Y5
+	VPMADDUBSW   32(CX), Y4, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   64(CX), Y7, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   96(CX), Y3, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDWD     Y2, Y5, Y5
+	VPADDD       Y5, Y0, Y0
+	VMOVQ        R9, X2
+	VPBROADCASTQ X2, Y2
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y2, Y2
 	VMOVDQU      80(AX), Y3
 	VPSRLW       $0x04, Y3, Y4
 	VPAND        q_mask0f<>+0(SB), Y3, Y3
 	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPUNPCKHWD   Y4, Y3, Y6
-	VPUNPCKLWD   Y4, Y3, Y3
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y2, Y5
-	VPMADDUBSW   128(CX), Y3, Y3
-	VPMADDUBSW   160(CX), Y6, Y4
-	VPADDW       Y4, Y3, Y3
-	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
-	VMOVDQU      112(AX), Y3
-	VPSRLW       $0x04, Y3, Y4
-	VPAND        q_mask0f<>+0(SB), Y3, Y3
-	VPAND        q_mask0f<>+0(SB), Y4, Y4
-	VPUNPCKHWD   Y4, Y3, Y6
-	VPUNPCKLWD   Y4, Y3, Y3
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y2, Y5
-	VPMADDUBSW   192(CX), Y3, Y3
-	VPMADDUBSW   224(CX), Y6, Y4
-	VPADDW       Y4, Y3, Y3
-	VPMADDWD     Y5, Y3, Y3
-	VPADDD       Y3, Y0, Y0
+	VMOVDQU      112(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPUNPCKLWD   Y4, Y3, Y7
+	VPUNPCKHWD   Y4, Y3, Y3
+	VPUNPCKLWD   Y6, Y5, Y4
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLDQ   Y4, Y7, Y6
+	VPUNPCKHDQ   Y4, Y7, Y4
+	VPUNPCKLDQ   Y5, Y3, Y7
+	VPUNPCKHDQ   Y5, Y3, Y3
+	VPMADDUBSW   128(CX), Y6, Y5
+	VPMADDUBSW   160(CX), Y4, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   192(CX), Y7, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   224(CX), Y3, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDWD     Y2, Y5, Y5
+	VPADDD       Y5, Y0, Y0
 	VMOVQ        BX, X2
 	VPMOVZXBD    X2, Y2
 	VCVTDQ2PS    Y2, Y2
@@ -12963,92 +12841,96 @@ q6KTileA1x1_loop:
 	VPSUBW         Y0, Y2, Y0
 	VPMADDWD       256(CX), Y0, Y0
 	VBROADCASTI128 192(AX), Y2
-	VMOVDQU        (AX), Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
-	VMOVDQU        128(AX), Y4
-	VPSLLW         $0x04, Y4, Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
+	VMOVDQU        (AX), Y4
+	VPAND          q_mask0f<>+0(SB), Y4, Y4
+	VMOVDQU        128(AX), Y3
+	VPSLLW         $0x04, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y4, Y4
 	VMOVDQU        32(AX), Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        128(AX), Y4
-	VPSLLW         $0x02, Y4, Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y5, Y5
-	VPUNPCKHWD     Y5, Y3, Y4
-	VPUNPCKLWD     Y5, Y3, Y3
-	VPSHUFB        q_ctrlk6a<>+0(SB), Y2, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     (CX), Y3, Y3
-	VPMADDUBSW     32(CX), Y4, Y5
-	VPADDW         Y5, Y3, Y3
-	VPMADDWD       Y6, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        (AX), Y3
-	VPSRLW         $0x04, Y3, Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
-	VMOVDQU        128(AX), Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
-	VMOVDQU        32(AX), Y5
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        128(AX), Y4
-	VPSRLW         $0x02, Y4, Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y5, Y5
-	VPUNPCKHWD     Y5, Y3, Y4
-	VPUNPCKLWD     Y5, Y3, Y3
-	VPSHUFB        q_ctrlk6a<>+32(SB), Y2, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     64(CX), Y3, Y3
-	VPMADDUBSW     96(CX), Y4, Y5
-	VPADDW         Y5, Y3, Y3
-	VPMADDWD       Y6, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        64(AX), Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
-	VMOVDQU        160(AX), Y4
-	VPSLLW         $0x04, Y4, Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
+	VMOVDQU        128(AX), Y3
+	VPSLLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y5, Y5
+	VMOVDQU        (AX), Y6
+	VPSRLW         $0x04, Y6, Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        128(AX), Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y6, Y6
+	VMOVDQU        32(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y3
+	VPSRLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y7, Y7
+	VPUNPCKLWD     Y5, Y4, Y3
+	VPUNPCKHWD     Y5, Y4, Y4
+	VPUNPCKLWD     Y7, Y6, Y5
+	VPUNPCKHWD     Y7, Y6, Y6
+	VPUNPCKLDQ     Y5, Y3, Y7
+	VPUNPCKHDQ     Y5, Y3, Y3
+	VPUNPCKLDQ     Y6, Y4, Y5
+	VPUNPCKHDQ     Y6, Y4, Y6
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     (CX), Y7, Y7
+	VPMADDUBSW     32(CX), Y3, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     64(CX), Y5, Y7
+	VPMADDUBSW     96(CX), Y6, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VMOVDQU        64(AX), Y4
+	VPAND          q_mask0f<>+0(SB), Y4, Y4
+	VMOVDQU        160(AX), Y3
+	VPSLLW         $0x04, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y4, Y4
 	VMOVDQU        96(AX), Y5
 	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        160(AX), Y4
-	VPSLLW         $0x02, Y4, Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y5, Y5
-	VPUNPCKHWD     Y5, Y3, Y4
-	VPUNPCKLWD     Y5, Y3, Y3
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y2, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     128(CX), Y3, Y3
-	VPMADDUBSW     160(CX), Y4, Y5
-	VPADDW         Y5, Y3, Y3
-	VPMADDWD       Y6, Y3, Y3
-	VPADDD         Y3, Y0, Y0
-	VMOVDQU        64(AX), Y3
-	VPSRLW         $0x04, Y3, Y3
-	VPAND          q_mask0f<>+0(SB), Y3, Y3
-	VMOVDQU        160(AX), Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y3, Y3
-	VMOVDQU        96(AX), Y5
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        160(AX), Y4
-	VPSRLW         $0x02, Y4, Y4
-	VPAND          q_mask30<>+0(SB), Y4, Y4
-	VPOR           Y4, Y5, Y5
-	VPUNPCKHWD     Y5, Y3, Y4
-	VPUNPCKLWD     Y5, Y3, Y3
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y2, Y6
-	VPSRAW         $0x08, Y6, Y6
-	VPMADDUBSW     192(CX), Y3, Y3
-	VPMADDUBSW     224(CX), Y4, Y5
-	VPADDW         Y5, Y3, Y3
-	VPMADDWD       Y6, Y3, Y3
-	VPADDD         Y3, Y0, Y0
+	VMOVDQU        160(AX), Y3
+	VPSLLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y5, Y5
+	VMOVDQU        64(AX), Y6
+	VPSRLW         $0x04, Y6, Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        160(AX), Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y6, Y6
+	VMOVDQU        96(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y3
+	VPSRLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y7, Y7
+	VPUNPCKLWD     Y5, Y4, Y3
+	VPUNPCKHWD     Y5, Y4, Y4
+	VPUNPCKLWD     Y7, Y6, Y5
+	VPUNPCKHWD     Y7, Y6, Y6
+	VPUNPCKLDQ     Y5, Y3, Y7
+	VPUNPCKHDQ     Y5, Y3, Y3
+	VPUNPCKLDQ     Y6, Y4, Y5
+	VPUNPCKHDQ     Y6, Y4, Y6
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     128(CX), Y7, Y7
+	VPMADDUBSW     160(CX), Y3, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     192(CX), Y5, Y7
+	VPMADDUBSW     224(CX), Y6, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
 	VPBROADCASTW   208(AX), X2
 	VCVTPH2PS      X2, Y2
 	VBROADCASTSS   336(CX), Y3
@@ -13109,78 +12991,82 @@ q4KTileA1x2_loop:
 	SHLQ         $0x20, SI
 	ANDL         $0x3f3f3f3f, DI
 	ORQ          DI, SI
-	VMOVQ        R10, X4
-	VPBROADCASTQ X4, Y4
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
+	VMOVQ        R10, X4
+	VPBROADCASTQ X4, Y4
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y4, Y4
 	VMOVDQU      16(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPUNPCKHWD   Y6, Y5, Y9
-	VPUNPCKLWD   Y6, Y5, Y5
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y4, Y7
-	VPMADDUBSW   (CX), Y5, Y8
-	VPMADDUBSW   32(CX), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y5, Y8
-	VPMADDUBSW   32(CX)(DX*1), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y1, Y1
-	VMOVDQU      48(AX), Y5
-	VPSRLW       $0x04, Y5, Y6
-	VPAND        q_mask0f<>+0(SB), Y5, Y5
-	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPUNPCKHWD   Y6, Y5, Y9
-	VPUNPCKLWD   Y6, Y5, Y5
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y4, Y7
-	VPMADDUBSW   64(CX), Y5, Y8
-	VPMADDUBSW   96(CX), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y5, Y8
-	VPMADDUBSW   96(CX)(DX*1), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y1, Y1
+	VMOVDQU      48(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKLWD   Y6, Y5, Y9
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLWD   Y8, Y7, Y6
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLDQ   Y6, Y9, Y8
+	VPUNPCKHDQ   Y6, Y9, Y6
+	VPUNPCKLDQ   Y7, Y5, Y9
+	VPUNPCKHDQ   Y7, Y5, Y5
+	VPMADDUBSW   (CX), Y8, Y7
+	VPMADDUBSW   32(CX), Y6, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   64(CX), Y9, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   96(CX), Y5, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y8, Y7
+	VPMADDUBSW   32(CX)(DX*1), Y6, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   64(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   96(CX)(DX*1), Y5, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VMOVQ        R10, X4
+	VPBROADCASTQ X4, Y4
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y4, Y4
 	VMOVDQU      80(AX), Y5
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        q_mask0f<>+0(SB), Y5, Y5
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPUNPCKHWD   Y6, Y5, Y9
-	VPUNPCKLWD   Y6, Y5, Y5
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y4, Y7
-	VPMADDUBSW   128(CX), Y5, Y8
-	VPMADDUBSW   160(CX), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y5, Y8
-	VPMADDUBSW   160(CX)(DX*1), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y1, Y1
-	VMOVDQU      112(AX), Y5
-	VPSRLW       $0x04, Y5, Y6
-	VPAND        q_mask0f<>+0(SB), Y5, Y5
-	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPUNPCKHWD   Y6, Y5, Y9
-	VPUNPCKLWD   Y6, Y5, Y5
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y4, Y7
-	VPMADDUBSW   192(CX), Y5, Y8
-	VPMADDUBSW   224(CX), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y5, Y8
-	VPMADDUBSW   224(CX)(DX*1), Y9, Y6
-	VPADDW       Y6, Y8, Y8
-	VPMADDWD     Y7, Y8, Y8
-	VPADDD       Y8, Y1, Y1
+	VMOVDQU      112(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKLWD   Y6, Y5, Y9
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLWD   Y8, Y7, Y6
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLDQ   Y6, Y9, Y8
+	VPUNPCKHDQ   Y6, Y9, Y6
+	VPUNPCKLDQ   Y7, Y5, Y9
+	VPUNPCKHDQ   Y7, Y5, Y5
+	VPMADDUBSW   128(CX), Y8, Y7
+	VPMADDUBSW   160(CX), Y6, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   192(CX), Y9, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   224(CX), Y5, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y8, Y7
+	VPMADDUBSW   160(CX)(DX*1), Y6, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   192(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   224(CX)(DX*1), Y5, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y1, Y1
 	VMOVQ        SI, X4
 	VPMOVZXBD    X4, Y4
 	VCVTDQ2PS    Y4, Y4
@@ -13242,112 +13128,116 @@ q6KTileA1x2_loop:
 	VPMADDWD       256(CX), Y1, Y0
 	VPMADDWD       256(CX)(DX*1), Y1, Y1
 	VBROADCASTI128 192(AX), Y4
-	VMOVDQU        (AX), Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        128(AX), Y6
-	VPSLLW         $0x04, Y6, Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
+	VMOVDQU        (AX), Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        128(AX), Y5
+	VPSLLW         $0x04, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y6, Y6
 	VMOVDQU        32(AX), Y7
 	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        128(AX), Y6
-	VPSLLW         $0x02, Y6, Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y7, Y7
-	VPUNPCKHWD     Y7, Y5, Y6
-	VPUNPCKLWD     Y7, Y5, Y5
+	VMOVDQU        128(AX), Y5
+	VPSLLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y7, Y7
+	VMOVDQU        (AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y8, Y8
+	VMOVDQU        32(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y5
+	VPSRLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y9, Y9
+	VPUNPCKLWD     Y7, Y6, Y5
+	VPUNPCKHWD     Y7, Y6, Y6
+	VPUNPCKLWD     Y9, Y8, Y7
+	VPUNPCKHWD     Y9, Y8, Y8
+	VPUNPCKLDQ     Y7, Y5, Y9
+	VPUNPCKHDQ     Y7, Y5, Y5
+	VPUNPCKLDQ     Y8, Y6, Y7
+	VPUNPCKHDQ     Y8, Y6, Y11
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y4, Y8
 	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     (CX), Y5, Y9
-	VPMADDUBSW     32(CX), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y5, Y9
-	VPMADDUBSW     32(CX)(DX*1), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y1, Y1
-	VMOVDQU        (AX), Y5
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        128(AX), Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VMOVDQU        32(AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        128(AX), Y6
-	VPSRLW         $0x02, Y6, Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y7, Y7
-	VPUNPCKHWD     Y7, Y5, Y6
-	VPUNPCKLWD     Y7, Y5, Y5
+	VPMADDUBSW     (CX), Y9, Y10
+	VPMADDUBSW     32(CX), Y5, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     64(CX), Y7, Y10
+	VPMADDUBSW     96(CX), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y9, Y10
+	VPMADDUBSW     32(CX)(DX*1), Y5, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y7, Y10
+	VPMADDUBSW     96(CX)(DX*1), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VMOVDQU        64(AX), Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        160(AX), Y5
+	VPSLLW         $0x04, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y6, Y6
+	VMOVDQU        96(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y5
+	VPSLLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y9, Y9
+	VMOVDQU        64(AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y8, Y8
+	VMOVDQU        96(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y5
+	VPSRLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y10, Y10
+	VPUNPCKLWD     Y9, Y6, Y7
+	VPUNPCKHWD     Y9, Y6, Y6
+	VPUNPCKLWD     Y10, Y8, Y9
+	VPUNPCKHWD     Y10, Y8, Y8
+	VPUNPCKLDQ     Y9, Y7, Y5
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPUNPCKLDQ     Y8, Y6, Y9
+	VPUNPCKHDQ     Y8, Y6, Y11
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y4, Y8
 	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     64(CX), Y5, Y9
-	VPMADDUBSW     96(CX), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y5, Y9
-	VPMADDUBSW     96(CX)(DX*1), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y1, Y1
-	VMOVDQU        64(AX), Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        160(AX), Y6
-	VPSLLW         $0x04, Y6, Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VMOVDQU        96(AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        160(AX), Y6
-	VPSLLW         $0x02, Y6, Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y7, Y7
-	VPUNPCKHWD     Y7, Y5, Y6
-	VPUNPCKLWD     Y7, Y5, Y5
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y4, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     128(CX), Y5, Y9
-	VPMADDUBSW     160(CX), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y5, Y9
-	VPMADDUBSW     160(CX)(DX*1), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y1, Y1
-	VMOVDQU        64(AX), Y5
-	VPSRLW         $0x04, Y5, Y5
-	VPAND          q_mask0f<>+0(SB), Y5, Y5
-	VMOVDQU        160(AX), Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y5, Y5
-	VMOVDQU        96(AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        160(AX), Y6
-	VPSRLW         $0x02, Y6, Y6
-	VPAND          q_mask30<>+0(SB), Y6, Y6
-	VPOR           Y6, Y7, Y7
-	VPUNPCKHWD     Y7, Y5, Y6
-	VPUNPCKLWD     Y7, Y5, Y5
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y4, Y8
-	VPSRAW         $0x08, Y8, Y8
-	VPMADDUBSW     192(CX), Y5, Y9
-	VPMADDUBSW     224(CX), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y5, Y9
-	VPMADDUBSW     224(CX)(DX*1), Y6, Y7
-	VPADDW         Y7, Y9, Y9
-	VPMADDWD       Y8, Y9, Y9
-	VPADDD         Y9, Y1, Y1
+	VPMADDUBSW     128(CX), Y5, Y10
+	VPMADDUBSW     160(CX), Y7, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     192(CX), Y9, Y10
+	VPMADDUBSW     224(CX), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y5, Y10
+	VPMADDUBSW     160(CX)(DX*1), Y7, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y9, Y10
+	VPMADDUBSW     224(CX)(DX*1), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
 	VPBROADCASTW   208(AX), X4
 	VCVTPH2PS      X4, Y4
 	VBROADCASTSS   336(CX), Y5
@@ -13419,99 +13309,101 @@ q4KTileA1x3_loop:
 	SHLQ         $0x20, SI
 	ANDL         $0x3f3f3f3f, DI
 	ORQ          DI, SI
-	VMOVQ        R10, X6
-	VPBROADCASTQ X6, Y6
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
+	VMOVQ        R10, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y6
 	VMOVDQU      16(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y9
-	VPMADDUBSW   (CX), Y7, Y10
-	VPMADDUBSW   32(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y7, Y10
-	VPMADDUBSW   32(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   (CX)(DX*2), Y7, Y10
-	VPMADDUBSW   32(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
-	VMOVDQU      48(AX), Y7
-	VPSRLW       $0x04, Y7, Y8
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y9
-	VPMADDUBSW   64(CX), Y7, Y10
-	VPMADDUBSW   96(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y7, Y10
-	VPMADDUBSW   96(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   64(CX)(DX*2), Y7, Y10
-	VPMADDUBSW   96(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
+	VMOVDQU      48(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   (CX), Y10, Y9
+	VPMADDUBSW   32(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*2), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*2), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVQ        R10, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y6
 	VMOVDQU      80(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y6, Y9
-	VPMADDUBSW   128(CX), Y7, Y10
-	VPMADDUBSW   160(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y7, Y10
-	VPMADDUBSW   160(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   128(CX)(DX*2), Y7, Y10
-	VPMADDUBSW   160(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
-	VMOVDQU      112(AX), Y7
-	VPSRLW       $0x04, Y7, Y8
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y6, Y9
-	VPMADDUBSW   192(CX), Y7, Y10
-	VPMADDUBSW   224(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y7, Y10
-	VPMADDUBSW   224(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   192(CX)(DX*2), Y7, Y10
-	VPMADDUBSW   224(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
+	VMOVDQU      112(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   128(CX), Y10, Y9
+	VPMADDUBSW   160(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*2), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*2), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
 	VMOVQ        SI, X6
 	VPMOVZXBD    X6, Y6
 	VCVTDQ2PS    Y6, Y6
@@ -13586,132 +13478,136 @@ q6KTileA1x3_loop:
 	VPMADDWD       256(CX)(DX*1), Y2, Y1
 	VPMADDWD       256(CX)(DX*2), Y2, Y2
 	VBROADCASTI128 192(AX), Y6
-	VMOVDQU        (AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        128(AX), Y8
-	VPSLLW         $0x04, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
+	VMOVDQU        (AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
 	VMOVDQU        32(AX), Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y8
-	VPSLLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y9, Y9
+	VMOVDQU        (AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        32(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VPUNPCKLWD     Y9, Y8, Y7
+	VPUNPCKHWD     Y9, Y8, Y8
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLDQ     Y9, Y7, Y11
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPUNPCKLDQ     Y10, Y8, Y9
+	VPUNPCKHDQ     Y10, Y8, Y13
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y6, Y10
 	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     (CX), Y7, Y11
-	VPMADDUBSW     32(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y7, Y11
-	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     (CX)(DX*2), Y7, Y11
-	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VMOVDQU        (AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        128(AX), Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VMOVDQU        32(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y8
-	VPSRLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
+	VPMADDUBSW     (CX), Y11, Y12
+	VPMADDUBSW     32(CX), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     64(CX), Y9, Y12
+	VPMADDUBSW     96(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VMOVDQU        64(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VMOVDQU        96(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VMOVDQU        64(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        96(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y12, Y12
+	VPUNPCKLWD     Y11, Y8, Y9
+	VPUNPCKHWD     Y11, Y8, Y8
+	VPUNPCKLWD     Y12, Y10, Y11
+	VPUNPCKHWD     Y12, Y10, Y10
+	VPUNPCKLDQ     Y11, Y9, Y7
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y10, Y8, Y11
+	VPUNPCKHDQ     Y10, Y8, Y13
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y6, Y10
 	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     64(CX), Y7, Y11
-	VPMADDUBSW     96(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y7, Y11
-	VPMADDUBSW     96(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     64(CX)(DX*2), Y7, Y11
-	VPMADDUBSW     96(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VMOVDQU        64(AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        160(AX), Y8
-	VPSLLW         $0x04, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VMOVDQU        96(AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y8
-	VPSLLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y6, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     128(CX), Y7, Y11
-	VPMADDUBSW     160(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y7, Y11
-	VPMADDUBSW     160(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     128(CX)(DX*2), Y7, Y11
-	VPMADDUBSW     160(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VMOVDQU        64(AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        160(AX), Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VMOVDQU        96(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y8
-	VPSRLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y6, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     192(CX), Y7, Y11
-	VPMADDUBSW     224(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y7, Y11
-	VPMADDUBSW     224(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     192(CX)(DX*2), Y7, Y11
-	VPMADDUBSW     224(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     128(CX), Y7, Y12
+	VPMADDUBSW     160(CX), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     192(CX), Y11, Y12
+	VPMADDUBSW     224(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*2), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
 	VPBROADCASTW   208(AX), X6
 	VCVTPH2PS      X6, Y6
 	VBROADCASTSS   336(CX), Y7
@@ -13795,120 +13691,120 @@ q4KTileA1x4_loop:
 	SHLQ         $0x20, DI
 	ANDL         $0x3f3f3f3f, R8
 	ORQ          R8, DI
-	VMOVQ        R11, X8
-	VPBROADCASTQ X8, Y8
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
+	VMOVQ        R11, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y8
 	VMOVDQU      16(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y11
-	VPMADDUBSW   (CX), Y9, Y12
-	VPMADDUBSW   32(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y9, Y12
-	VPMADDUBSW   32(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   (CX)(DX*2), Y9, Y12
-	VPMADDUBSW   32(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   (CX)(SI*1), Y9, Y12
-	VPMADDUBSW   32(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
-	VMOVDQU      48(AX), Y9
-	VPSRLW       $0x04, Y9, Y10
-	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y11
-	VPMADDUBSW   64(CX), Y9, Y12
-	VPMADDUBSW   96(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y9, Y12
-	VPMADDUBSW   96(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   64(CX)(DX*2), Y9, Y12
-	VPMADDUBSW   96(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   64(CX)(SI*1), Y9, Y12
-	VPMADDUBSW   96(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
+	VMOVDQU      48(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   (CX), Y12, Y11
+	VPMADDUBSW   32(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y12, Y11
+	VPMADDUBSW   32(CX)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   64(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   96(CX)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VMOVQ        R11, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y8
 	VMOVDQU      80(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y8, Y11
-	VPMADDUBSW   128(CX), Y9, Y12
-	VPMADDUBSW   160(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y9, Y12
-	VPMADDUBSW   160(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   128(CX)(DX*2), Y9, Y12
-	VPMADDUBSW   160(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   128(CX)(SI*1), Y9, Y12
-	VPMADDUBSW   160(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
-	VMOVDQU      112(AX), Y9
-	VPSRLW       $0x04, Y9, Y10
-	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y8, Y11
-	VPMADDUBSW   192(CX), Y9, Y12
-	VPMADDUBSW   224(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y9, Y12
-	VPMADDUBSW   224(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   192(CX)(DX*2), Y9, Y12
-	VPMADDUBSW   224(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   192(CX)(SI*1), Y9, Y12
-	VPMADDUBSW   224(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
+	VMOVDQU      112(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   128(CX), Y12, Y11
+	VPMADDUBSW   160(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y12, Y11
+	VPMADDUBSW   160(CX)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   192(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   224(CX)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
 	VMOVQ        DI, X8
 	VPMOVZXBD    X8, Y8
 	VCVTDQ2PS    Y8, Y8
@@ -13997,152 +13893,156 @@ q6KTileA1x4_loop:
 	VPMADDWD       256(CX)(DX*2), Y3, Y2
 	VPMADDWD       256(CX)(SI*1), Y3, Y3
 	VBROADCASTI128 192(AX), Y8
-	VMOVDQU        (AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y10
-	VPSLLW         $0x04, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
+	VMOVDQU        (AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
 	VMOVDQU        32(AX), Y11
 	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        128(AX), Y10
-	VPSLLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y11, Y11
+	VMOVDQU        (AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        128(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        32(AX), Y13
+	VPSRLW         $0x04, Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        128(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLWD     Y13, Y12, Y11
+	VPUNPCKHWD     Y13, Y12, Y12
+	VPUNPCKLDQ     Y11, Y9, Y13
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y12, Y10, Y11
+	VPUNPCKHDQ     Y12, Y10, Y15
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y8, Y12
 	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     (CX), Y9, Y13
-	VPMADDUBSW     32(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y9, Y13
-	VPMADDUBSW     32(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     (CX)(DX*2), Y9, Y13
-	VPMADDUBSW     32(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     (CX)(SI*1), Y9, Y13
-	VPMADDUBSW     32(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VMOVDQU        (AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VMOVDQU        32(AX), Y11
-	VPSRLW         $0x04, Y11, Y11
-	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        128(AX), Y10
-	VPSRLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
+	VPMADDUBSW     (CX), Y13, Y14
+	VPMADDUBSW     32(CX), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     64(CX), Y11, Y14
+	VPMADDUBSW     96(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y13, Y14
+	VPMADDUBSW     32(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y11, Y14
+	VPMADDUBSW     96(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VMOVDQU        64(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VMOVDQU        96(AX), Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VMOVDQU        64(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        96(AX), Y14
+	VPSRLW         $0x04, Y14, Y14
+	VPAND          q_mask0f<>+0(SB), Y14, Y14
+	VMOVDQU        160(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y14, Y14
+	VPUNPCKLWD     Y13, Y10, Y11
+	VPUNPCKHWD     Y13, Y10, Y10
+	VPUNPCKLWD     Y14, Y12, Y13
+	VPUNPCKHWD     Y14, Y12, Y12
+	VPUNPCKLDQ     Y13, Y11, Y9
+	VPUNPCKHDQ     Y13, Y11, Y11
+	VPUNPCKLDQ     Y12, Y10, Y13
+	VPUNPCKHDQ     Y12, Y10, Y15
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y8, Y12
 	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     64(CX), Y9, Y13
-	VPMADDUBSW     96(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y9, Y13
-	VPMADDUBSW     96(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     64(CX)(DX*2), Y9, Y13
-	VPMADDUBSW     96(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     64(CX)(SI*1), Y9, Y13
-	VPMADDUBSW     96(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VMOVDQU        64(AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y10
-	VPSLLW         $0x04, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VMOVDQU        96(AX), Y11
-	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        160(AX), Y10
-	VPSLLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y8, Y12
-	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     128(CX), Y9, Y13
-	VPMADDUBSW     160(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y9, Y13
-	VPMADDUBSW     160(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     128(CX)(DX*2), Y9, Y13
-	VPMADDUBSW     160(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     128(CX)(SI*1), Y9, Y13
-	VPMADDUBSW     160(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VMOVDQU        64(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VMOVDQU        96(AX), Y11
-	VPSRLW         $0x04, Y11, Y11
-	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        160(AX), Y10
-	VPSRLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y8, Y12
-	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     192(CX), Y9, Y13
-	VPMADDUBSW     224(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y9, Y13
-	VPMADDUBSW     224(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     192(CX)(DX*2), Y9, Y13
-	VPMADDUBSW     224(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     192(CX)(SI*1), Y9, Y13
-	VPMADDUBSW     224(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     128(CX), Y9, Y14
+	VPMADDUBSW     160(CX), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     192(CX), Y13, Y14
+	VPMADDUBSW     224(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*2), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y14
+	VPMADDUBSW     160(CX)(SI*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y13, Y14
+	VPMADDUBSW     224(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
 	VPBROADCASTW   208(AX), X8
 	VCVTPH2PS      X8, Y8
 	VBROADCASTSS   336(CX), Y9
@@ -14239,141 +14139,139 @@ q4KTileA1x5_loop:
 	SHLQ         $0x20, R8
 	ANDL         $0x3f3f3f3f, R9
 	ORQ          R9, R8
-	VMOVQ        R12, X5
-	VPBROADCASTQ X5, Y5
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
+	VMOVQ        R12, X5
+	VPBROADCASTQ X5, Y5
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y5, Y5
 	VMOVDQU      16(AX), Y6
 	VPSRLW       $0x04, Y6, Y7
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPUNPCKHWD   Y7, Y6, Y10
-	VPUNPCKLWD   Y7, Y6, Y6
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y5, Y8
-	VPMADDUBSW   (CX), Y6, Y9
-	VPMADDUBSW   32(CX), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y6, Y9
-	VPMADDUBSW   32(CX)(DX*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y1, Y1
-	VPMADDUBSW   (CX)(DX*2), Y6, Y9
-	VPMADDUBSW   32(CX)(DX*2), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   (CX)(SI*1), Y6, Y9
-	VPMADDUBSW   32(CX)(SI*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y3, Y3
-	VPMADDUBSW   (DI), Y6, Y9
-	VPMADDUBSW   32(DI), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y4, Y4
-	VMOVDQU      48(AX), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPUNPCKHWD   Y7, Y6, Y10
-	VPUNPCKLWD   Y7, Y6, Y6
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y5, Y8
-	VPMADDUBSW   64(CX), Y6, Y9
-	VPMADDUBSW   96(CX), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y6, Y9
-	VPMADDUBSW   96(CX)(DX*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y1, Y1
-	VPMADDUBSW   64(CX)(DX*2), Y6, Y9
-	VPMADDUBSW   96(CX)(DX*2), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   64(CX)(SI*1), Y6, Y9
-	VPMADDUBSW   96(CX)(SI*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y3, Y3
-	VPMADDUBSW   64(DI), Y6, Y9
-	VPMADDUBSW   96(DI), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y4, Y4
+	VMOVDQU      48(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKLWD   Y7, Y6, Y10
+	VPUNPCKHWD   Y7, Y6, Y6
+	VPUNPCKLWD   Y9, Y8, Y7
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLDQ   Y7, Y10, Y9
+	VPUNPCKHDQ   Y7, Y10, Y7
+	VPUNPCKLDQ   Y8, Y6, Y10
+	VPUNPCKHDQ   Y8, Y6, Y6
+	VPMADDUBSW   (CX), Y9, Y8
+	VPMADDUBSW   32(CX), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y9, Y8
+	VPMADDUBSW   32(CX)(DX*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX)(DX*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(DX*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y9, Y8
+	VPMADDUBSW   32(CX)(DX*2), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX)(DX*2), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(DX*2), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y9, Y8
+	VPMADDUBSW   32(CX)(SI*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX)(SI*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(SI*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VPMADDUBSW   (DI), Y9, Y8
+	VPMADDUBSW   32(DI), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   64(DI), Y10, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   96(DI), Y6, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVQ        R12, X5
+	VPBROADCASTQ X5, Y5
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y5, Y5
 	VMOVDQU      80(AX), Y6
 	VPSRLW       $0x04, Y6, Y7
 	VPAND        q_mask0f<>+0(SB), Y6, Y6
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPUNPCKHWD   Y7, Y6, Y10
-	VPUNPCKLWD   Y7, Y6, Y6
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y5, Y8
-	VPMADDUBSW   128(CX), Y6, Y9
-	VPMADDUBSW   160(CX), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y6, Y9
-	VPMADDUBSW   160(CX)(DX*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y1, Y1
-	VPMADDUBSW   128(CX)(DX*2), Y6, Y9
-	VPMADDUBSW   160(CX)(DX*2), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   128(CX)(SI*1), Y6, Y9
-	VPMADDUBSW   160(CX)(SI*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y3, Y3
-	VPMADDUBSW   128(DI), Y6, Y9
-	VPMADDUBSW   160(DI), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y4, Y4
-	VMOVDQU      112(AX), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        q_mask0f<>+0(SB), Y6, Y6
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPUNPCKHWD   Y7, Y6, Y10
-	VPUNPCKLWD   Y7, Y6, Y6
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y5, Y8
-	VPMADDUBSW   192(CX), Y6, Y9
-	VPMADDUBSW   224(CX), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y6, Y9
-	VPMADDUBSW   224(CX)(DX*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y1, Y1
-	VPMADDUBSW   192(CX)(DX*2), Y6, Y9
-	VPMADDUBSW   224(CX)(DX*2), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y2, Y2
-	VPMADDUBSW   192(CX)(SI*1), Y6, Y9
-	VPMADDUBSW   224(CX)(SI*1), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y3, Y3
-	VPMADDUBSW   192(DI), Y6, Y9
-	VPMADDUBSW   224(DI), Y10, Y7
-	VPADDW       Y7, Y9, Y9
-	VPMADDWD     Y8, Y9, Y9
-	VPADDD       Y9, Y4, Y4
+	VMOVDQU      112(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKLWD   Y7, Y6, Y10
+	VPUNPCKHWD   Y7, Y6, Y6
+	VPUNPCKLWD   Y9, Y8, Y7
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLDQ   Y7, Y10, Y9
+	VPUNPCKHDQ   Y7, Y10, Y7
+	VPUNPCKLDQ   Y8, Y6, Y10
+	VPUNPCKHDQ   Y8, Y6, Y6
+	VPMADDUBSW   128(CX), Y9, Y8
+	VPMADDUBSW   160(CX), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y9, Y8
+	VPMADDUBSW   160(CX)(DX*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX)(DX*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX)(DX*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y9, Y8
+	VPMADDUBSW   160(CX)(DX*2), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX)(DX*2), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX)(DX*2), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y9, Y8
+	VPMADDUBSW   160(CX)(SI*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX)(SI*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX)(SI*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VPMADDUBSW   128(DI), Y9, Y8
+	VPMADDUBSW   160(DI), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   192(DI), Y10, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   224(DI), Y6, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y4, Y4
 	VMOVQ        R8, X5
 	VPMOVZXBD    X5, Y5
 	VCVTDQ2PS    Y5, Y5
@@ -14492,172 +14390,176 @@ q6KTileA1x5_loop:
 	VPMADDWD       256(CX)(SI*1), Y4, Y3
 	VPMADDWD       256(DI), Y4, Y4
 	VBROADCASTI128 192(AX), Y5
-	VMOVDQU        (AX), Y6
-	VPAND          q_mask0f<>+0(SB), Y6, Y6
-	VMOVDQU        128(AX), Y7
-	VPSLLW         $0x04, Y7, Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y6, Y6
+	VMOVDQU        (AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y6
+	VPSLLW         $0x04, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y7, Y7
 	VMOVDQU        32(AX), Y8
 	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        128(AX), Y7
-	VPSLLW         $0x02, Y7, Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y8, Y8
-	VPUNPCKHWD     Y8, Y6, Y7
-	VPUNPCKLWD     Y8, Y6, Y6
+	VMOVDQU        128(AX), Y6
+	VPSLLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y8, Y8
+	VMOVDQU        (AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y9, Y9
+	VMOVDQU        32(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y6
+	VPSRLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y10, Y10
+	VPUNPCKLWD     Y8, Y7, Y6
+	VPUNPCKHWD     Y8, Y7, Y7
+	VPUNPCKLWD     Y10, Y9, Y8
+	VPUNPCKHWD     Y10, Y9, Y9
+	VPUNPCKLDQ     Y8, Y6, Y10
+	VPUNPCKHDQ     Y8, Y6, Y6
+	VPUNPCKLDQ     Y9, Y7, Y8
+	VPUNPCKHDQ     Y9, Y7, Y12
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y5, Y9
 	VPSRAW         $0x08, Y9, Y9
-	VPMADDUBSW     (CX), Y6, Y10
-	VPMADDUBSW     32(CX), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y6, Y10
-	VPMADDUBSW     32(CX)(DX*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y1, Y1
-	VPMADDUBSW     (CX)(DX*2), Y6, Y10
-	VPMADDUBSW     32(CX)(DX*2), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y2, Y2
-	VPMADDUBSW     (CX)(SI*1), Y6, Y10
-	VPMADDUBSW     32(CX)(SI*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y3, Y3
-	VPMADDUBSW     (DI), Y6, Y10
-	VPMADDUBSW     32(DI), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y4, Y4
-	VMOVDQU        (AX), Y6
-	VPSRLW         $0x04, Y6, Y6
-	VPAND          q_mask0f<>+0(SB), Y6, Y6
-	VMOVDQU        128(AX), Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y6, Y6
-	VMOVDQU        32(AX), Y8
-	VPSRLW         $0x04, Y8, Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        128(AX), Y7
-	VPSRLW         $0x02, Y7, Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y8, Y8
-	VPUNPCKHWD     Y8, Y6, Y7
-	VPUNPCKLWD     Y8, Y6, Y6
+	VPMADDUBSW     (CX), Y10, Y11
+	VPMADDUBSW     32(CX), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     64(CX), Y8, Y11
+	VPMADDUBSW     96(CX), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y10, Y11
+	VPMADDUBSW     32(CX)(DX*1), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y8, Y11
+	VPMADDUBSW     96(CX)(DX*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y10, Y11
+	VPMADDUBSW     32(CX)(DX*2), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y8, Y11
+	VPMADDUBSW     96(CX)(DX*2), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y10, Y11
+	VPMADDUBSW     32(CX)(SI*1), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y8, Y11
+	VPMADDUBSW     96(CX)(SI*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     (DI), Y10, Y11
+	VPMADDUBSW     32(DI), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     64(DI), Y8, Y11
+	VPMADDUBSW     96(DI), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VMOVDQU        64(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y6
+	VPSLLW         $0x04, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y7, Y7
+	VMOVDQU        96(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y6
+	VPSLLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y10, Y10
+	VMOVDQU        64(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y9, Y9
+	VMOVDQU        96(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y6
+	VPSRLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y11, Y11
+	VPUNPCKLWD     Y10, Y7, Y8
+	VPUNPCKHWD     Y10, Y7, Y7
+	VPUNPCKLWD     Y11, Y9, Y10
+	VPUNPCKHWD     Y11, Y9, Y9
+	VPUNPCKLDQ     Y10, Y8, Y6
+	VPUNPCKHDQ     Y10, Y8, Y8
+	VPUNPCKLDQ     Y9, Y7, Y10
+	VPUNPCKHDQ     Y9, Y7, Y12
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y5, Y9
 	VPSRAW         $0x08, Y9, Y9
-	VPMADDUBSW     64(CX), Y6, Y10
-	VPMADDUBSW     96(CX), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y6, Y10
-	VPMADDUBSW     96(CX)(DX*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y1, Y1
-	VPMADDUBSW     64(CX)(DX*2), Y6, Y10
-	VPMADDUBSW     96(CX)(DX*2), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y2, Y2
-	VPMADDUBSW     64(CX)(SI*1), Y6, Y10
-	VPMADDUBSW     96(CX)(SI*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y3, Y3
-	VPMADDUBSW     64(DI), Y6, Y10
-	VPMADDUBSW     96(DI), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y4, Y4
-	VMOVDQU        64(AX), Y6
-	VPAND          q_mask0f<>+0(SB), Y6, Y6
-	VMOVDQU        160(AX), Y7
-	VPSLLW         $0x04, Y7, Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y6, Y6
-	VMOVDQU        96(AX), Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        160(AX), Y7
-	VPSLLW         $0x02, Y7, Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y8, Y8
-	VPUNPCKHWD     Y8, Y6, Y7
-	VPUNPCKLWD     Y8, Y6, Y6
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y5, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDUBSW     128(CX), Y6, Y10
-	VPMADDUBSW     160(CX), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y6, Y10
-	VPMADDUBSW     160(CX)(DX*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y1, Y1
-	VPMADDUBSW     128(CX)(DX*2), Y6, Y10
-	VPMADDUBSW     160(CX)(DX*2), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y2, Y2
-	VPMADDUBSW     128(CX)(SI*1), Y6, Y10
-	VPMADDUBSW     160(CX)(SI*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y3, Y3
-	VPMADDUBSW     128(DI), Y6, Y10
-	VPMADDUBSW     160(DI), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y4, Y4
-	VMOVDQU        64(AX), Y6
-	VPSRLW         $0x04, Y6, Y6
-	VPAND          q_mask0f<>+0(SB), Y6, Y6
-	VMOVDQU        160(AX), Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y6, Y6
-	VMOVDQU        96(AX), Y8
-	VPSRLW         $0x04, Y8, Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        160(AX), Y7
-	VPSRLW         $0x02, Y7, Y7
-	VPAND          q_mask30<>+0(SB), Y7, Y7
-	VPOR           Y7, Y8, Y8
-	VPUNPCKHWD     Y8, Y6, Y7
-	VPUNPCKLWD     Y8, Y6, Y6
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y5, Y9
-	VPSRAW         $0x08, Y9, Y9
-	VPMADDUBSW     192(CX), Y6, Y10
-	VPMADDUBSW     224(CX), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y6, Y10
-	VPMADDUBSW     224(CX)(DX*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y1, Y1
-	VPMADDUBSW     192(CX)(DX*2), Y6, Y10
-	VPMADDUBSW     224(CX)(DX*2), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y2, Y2
-	VPMADDUBSW     192(CX)(SI*1), Y6, Y10
-	VPMADDUBSW     224(CX)(SI*1), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y3, Y3
-	VPMADDUBSW     192(DI), Y6, Y10
-	VPMADDUBSW     224(DI), Y7, Y8
-	VPADDW         Y8, Y10, Y10
-	VPMADDWD       Y9, Y10, Y10
-	VPADDD         Y10, Y4, Y4
+	VPMADDUBSW     128(CX), Y6, Y11
+	VPMADDUBSW     160(CX), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     192(CX), Y10, Y11
+	VPMADDUBSW     224(CX), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y6, Y11
+	VPMADDUBSW     160(CX)(DX*1), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y10, Y11
+	VPMADDUBSW     224(CX)(DX*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y6, Y11
+	VPMADDUBSW     160(CX)(DX*2), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y10, Y11
+	VPMADDUBSW     224(CX)(DX*2), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y6, Y11
+	VPMADDUBSW     160(CX)(SI*1), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y10, Y11
+	VPMADDUBSW     224(CX)(SI*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     128(DI), Y6, Y11
+	VPMADDUBSW     160(DI), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     192(DI), Y10, Y11
+	VPMADDUBSW     224(DI), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
 	VPBROADCASTW   208(AX), X5
 	VCVTPH2PS      X5, Y5
 	VBROADCASTSS   336(CX), Y6
@@ -14780,162 +14682,158 @@ q4KTileA1x6_loop:
 	SHLQ         $0x20, R8
 	ANDL         $0x3f3f3f3f, R9
 	ORQ          R9, R8
-	VMOVQ        R12, X6
-	VPBROADCASTQ X6, Y6
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
 	VPXOR        Y3, Y3, Y3
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
+	VMOVQ        R12, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y6
 	VMOVDQU      16(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y9
-	VPMADDUBSW   (CX), Y7, Y10
-	VPMADDUBSW   32(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y7, Y10
-	VPMADDUBSW   32(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   (CX)(DX*2), Y7, Y10
-	VPMADDUBSW   32(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
-	VPMADDUBSW   (CX)(SI*1), Y7, Y10
-	VPMADDUBSW   32(CX)(SI*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y3, Y3
-	VPMADDUBSW   (DI), Y7, Y10
-	VPMADDUBSW   32(DI), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
-	VPMADDUBSW   (DI)(DX*1), Y7, Y10
-	VPMADDUBSW   32(DI)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y5, Y5
-	VMOVDQU      48(AX), Y7
-	VPSRLW       $0x04, Y7, Y8
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y9
-	VPMADDUBSW   64(CX), Y7, Y10
-	VPMADDUBSW   96(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y7, Y10
-	VPMADDUBSW   96(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   64(CX)(DX*2), Y7, Y10
-	VPMADDUBSW   96(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
-	VPMADDUBSW   64(CX)(SI*1), Y7, Y10
-	VPMADDUBSW   96(CX)(SI*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y3, Y3
-	VPMADDUBSW   64(DI), Y7, Y10
-	VPMADDUBSW   96(DI), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
-	VPMADDUBSW   64(DI)(DX*1), Y7, Y10
-	VPMADDUBSW   96(DI)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y5, Y5
+	VMOVDQU      48(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   (CX), Y10, Y9
+	VPMADDUBSW   32(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*2), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*2), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y10, Y9
+	VPMADDUBSW   32(CX)(SI*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(SI*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(SI*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   (DI), Y10, Y9
+	VPMADDUBSW   32(DI), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(DI), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(DI), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y10, Y9
+	VPMADDUBSW   32(DI)(DX*1), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   64(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   96(DI)(DX*1), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VMOVQ        R12, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y6
 	VMOVDQU      80(AX), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        q_mask0f<>+0(SB), Y7, Y7
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y6, Y9
-	VPMADDUBSW   128(CX), Y7, Y10
-	VPMADDUBSW   160(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y7, Y10
-	VPMADDUBSW   160(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   128(CX)(DX*2), Y7, Y10
-	VPMADDUBSW   160(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
-	VPMADDUBSW   128(CX)(SI*1), Y7, Y10
-	VPMADDUBSW   160(CX)(SI*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y3, Y3
-	VPMADDUBSW   128(DI), Y7, Y10
-	VPMADDUBSW   160(DI), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
-	VPMADDUBSW   128(DI)(DX*1), Y7, Y10
-	VPMADDUBSW   160(DI)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y5, Y5
-	VMOVDQU      112(AX), Y7
-	VPSRLW       $0x04, Y7, Y8
-	VPAND        q_mask0f<>+0(SB), Y7, Y7
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPUNPCKHWD   Y8, Y7, Y11
-	VPUNPCKLWD   Y8, Y7, Y7
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y6, Y9
-	VPMADDUBSW   192(CX), Y7, Y10
-	VPMADDUBSW   224(CX), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y7, Y10
-	VPMADDUBSW   224(CX)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y1, Y1
-	VPMADDUBSW   192(CX)(DX*2), Y7, Y10
-	VPMADDUBSW   224(CX)(DX*2), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y2, Y2
-	VPMADDUBSW   192(CX)(SI*1), Y7, Y10
-	VPMADDUBSW   224(CX)(SI*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y3, Y3
-	VPMADDUBSW   192(DI), Y7, Y10
-	VPMADDUBSW   224(DI), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y4, Y4
-	VPMADDUBSW   192(DI)(DX*1), Y7, Y10
-	VPMADDUBSW   224(DI)(DX*1), Y11, Y8
-	VPADDW       Y8, Y10, Y10
-	VPMADDWD     Y9, Y10, Y10
-	VPADDD       Y10, Y5, Y5
+	VMOVDQU      112(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   128(CX), Y10, Y9
+	VPMADDUBSW   160(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*2), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*2), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y10, Y9
+	VPMADDUBSW   160(CX)(SI*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(SI*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(SI*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   128(DI), Y10, Y9
+	VPMADDUBSW   160(DI), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(DI), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(DI), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y10, Y9
+	VPMADDUBSW   160(DI)(DX*1), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   192(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   224(DI)(DX*1), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y5, Y5
 	VMOVQ        R8, X6
 	VPMOVZXBD    X6, Y6
 	VCVTDQ2PS    Y6, Y6
@@ -15070,192 +14968,196 @@ q6KTileA1x6_loop:
 	VPMADDWD       256(DI), Y5, Y4
 	VPMADDWD       256(DI)(DX*1), Y5, Y5
 	VBROADCASTI128 192(AX), Y6
-	VMOVDQU        (AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        128(AX), Y8
-	VPSLLW         $0x04, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
+	VMOVDQU        (AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
 	VMOVDQU        32(AX), Y9
 	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y8
-	VPSLLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y9, Y9
+	VMOVDQU        (AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        32(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VPUNPCKLWD     Y9, Y8, Y7
+	VPUNPCKHWD     Y9, Y8, Y8
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLDQ     Y9, Y7, Y11
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPUNPCKLDQ     Y10, Y8, Y9
+	VPUNPCKHDQ     Y10, Y8, Y13
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y6, Y10
 	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     (CX), Y7, Y11
-	VPMADDUBSW     32(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y7, Y11
-	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     (CX)(DX*2), Y7, Y11
-	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     (CX)(SI*1), Y7, Y11
-	VPMADDUBSW     32(CX)(SI*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y3, Y3
-	VPMADDUBSW     (DI), Y7, Y11
-	VPMADDUBSW     32(DI), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     (DI)(DX*1), Y7, Y11
-	VPMADDUBSW     32(DI)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y5, Y5
-	VMOVDQU        (AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        128(AX), Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VMOVDQU        32(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y8
-	VPSRLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
+	VPMADDUBSW     (CX), Y11, Y12
+	VPMADDUBSW     32(CX), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     64(CX), Y9, Y12
+	VPMADDUBSW     96(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y11, Y12
+	VPMADDUBSW     32(CX)(SI*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y9, Y12
+	VPMADDUBSW     96(CX)(SI*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     (DI), Y11, Y12
+	VPMADDUBSW     32(DI), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     64(DI), Y9, Y12
+	VPMADDUBSW     96(DI), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y11, Y12
+	VPMADDUBSW     32(DI)(DX*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*1), Y9, Y12
+	VPMADDUBSW     96(DI)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VMOVDQU        64(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VMOVDQU        96(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VMOVDQU        64(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        96(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y12, Y12
+	VPUNPCKLWD     Y11, Y8, Y9
+	VPUNPCKHWD     Y11, Y8, Y8
+	VPUNPCKLWD     Y12, Y10, Y11
+	VPUNPCKHWD     Y12, Y10, Y10
+	VPUNPCKLDQ     Y11, Y9, Y7
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y10, Y8, Y11
+	VPUNPCKHDQ     Y10, Y8, Y13
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y6, Y10
 	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     64(CX), Y7, Y11
-	VPMADDUBSW     96(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y7, Y11
-	VPMADDUBSW     96(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     64(CX)(DX*2), Y7, Y11
-	VPMADDUBSW     96(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     64(CX)(SI*1), Y7, Y11
-	VPMADDUBSW     96(CX)(SI*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y3, Y3
-	VPMADDUBSW     64(DI), Y7, Y11
-	VPMADDUBSW     96(DI), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     64(DI)(DX*1), Y7, Y11
-	VPMADDUBSW     96(DI)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y5, Y5
-	VMOVDQU        64(AX), Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        160(AX), Y8
-	VPSLLW         $0x04, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VMOVDQU        96(AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y8
-	VPSLLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y6, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     128(CX), Y7, Y11
-	VPMADDUBSW     160(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y7, Y11
-	VPMADDUBSW     160(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     128(CX)(DX*2), Y7, Y11
-	VPMADDUBSW     160(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     128(CX)(SI*1), Y7, Y11
-	VPMADDUBSW     160(CX)(SI*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y3, Y3
-	VPMADDUBSW     128(DI), Y7, Y11
-	VPMADDUBSW     160(DI), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     128(DI)(DX*1), Y7, Y11
-	VPMADDUBSW     160(DI)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y5, Y5
-	VMOVDQU        64(AX), Y7
-	VPSRLW         $0x04, Y7, Y7
-	VPAND          q_mask0f<>+0(SB), Y7, Y7
-	VMOVDQU        160(AX), Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y7, Y7
-	VMOVDQU        96(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y8
-	VPSRLW         $0x02, Y8, Y8
-	VPAND          q_mask30<>+0(SB), Y8, Y8
-	VPOR           Y8, Y9, Y9
-	VPUNPCKHWD     Y9, Y7, Y8
-	VPUNPCKLWD     Y9, Y7, Y7
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y6, Y10
-	VPSRAW         $0x08, Y10, Y10
-	VPMADDUBSW     192(CX), Y7, Y11
-	VPMADDUBSW     224(CX), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y7, Y11
-	VPMADDUBSW     224(CX)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y1, Y1
-	VPMADDUBSW     192(CX)(DX*2), Y7, Y11
-	VPMADDUBSW     224(CX)(DX*2), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y2, Y2
-	VPMADDUBSW     192(CX)(SI*1), Y7, Y11
-	VPMADDUBSW     224(CX)(SI*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y3, Y3
-	VPMADDUBSW     192(DI), Y7, Y11
-	VPMADDUBSW     224(DI), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y4, Y4
-	VPMADDUBSW     192(DI)(DX*1), Y7, Y11
-	VPMADDUBSW     224(DI)(DX*1), Y8, Y9
-	VPADDW         Y9, Y11, Y11
-	VPMADDWD       Y10, Y11, Y11
-	VPADDD         Y11, Y5, Y5
+	VPMADDUBSW     128(CX), Y7, Y12
+	VPMADDUBSW     160(CX), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     192(CX), Y11, Y12
+	VPMADDUBSW     224(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*2), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y7, Y12
+	VPMADDUBSW     160(CX)(SI*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y11, Y12
+	VPMADDUBSW     224(CX)(SI*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     128(DI), Y7, Y12
+	VPMADDUBSW     160(DI), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     192(DI), Y11, Y12
+	VPMADDUBSW     224(DI), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y7, Y12
+	VPMADDUBSW     160(DI)(DX*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*1), Y11, Y12
+	VPMADDUBSW     224(DI)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
 	VPBROADCASTW   208(AX), X6
 	VCVTPH2PS      X6, Y6
 	VBROADCASTSS   336(CX), Y7
@@ -15392,8 +15294,6 @@ q4KTileA1x7_loop:
 	SHLQ         $0x20, R8
 	ANDL         $0x3f3f3f3f, R9
 	ORQ          R9, R8
-	VMOVQ        R12, X7
-	VPBROADCASTQ X7, Y7
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
@@ -15401,174 +15301,170 @@ q4KTileA1x7_loop:
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
 	VPXOR        Y6, Y6, Y6
+	VMOVQ        R12, X7
+	VPBROADCASTQ X7, Y7
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y7, Y7
 	VMOVDQU      16(AX), Y8
 	VPSRLW       $0x04, Y8, Y9
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPUNPCKHWD   Y9, Y8, Y12
-	VPUNPCKLWD   Y9, Y8, Y8
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y7, Y10
-	VPMADDUBSW   (CX), Y8, Y11
-	VPMADDUBSW   32(CX), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y8, Y11
-	VPMADDUBSW   32(CX)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y1, Y1
-	VPMADDUBSW   (CX)(DX*2), Y8, Y11
-	VPMADDUBSW   32(CX)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   (CX)(SI*1), Y8, Y11
-	VPMADDUBSW   32(CX)(SI*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y3, Y3
-	VPMADDUBSW   (DI), Y8, Y11
-	VPMADDUBSW   32(DI), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   (DI)(DX*1), Y8, Y11
-	VPMADDUBSW   32(DI)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y5, Y5
-	VPMADDUBSW   (DI)(DX*2), Y8, Y11
-	VPMADDUBSW   32(DI)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y6, Y6
-	VMOVDQU      48(AX), Y8
-	VPSRLW       $0x04, Y8, Y9
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPUNPCKHWD   Y9, Y8, Y12
-	VPUNPCKLWD   Y9, Y8, Y8
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y7, Y10
-	VPMADDUBSW   64(CX), Y8, Y11
-	VPMADDUBSW   96(CX), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y8, Y11
-	VPMADDUBSW   96(CX)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y1, Y1
-	VPMADDUBSW   64(CX)(DX*2), Y8, Y11
-	VPMADDUBSW   96(CX)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   64(CX)(SI*1), Y8, Y11
-	VPMADDUBSW   96(CX)(SI*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y3, Y3
-	VPMADDUBSW   64(DI), Y8, Y11
-	VPMADDUBSW   96(DI), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   64(DI)(DX*1), Y8, Y11
-	VPMADDUBSW   96(DI)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y5, Y5
-	VPMADDUBSW   64(DI)(DX*2), Y8, Y11
-	VPMADDUBSW   96(DI)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y6, Y6
+	VMOVDQU      48(AX), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPUNPCKLWD   Y9, Y8, Y12
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLWD   Y11, Y10, Y9
+	VPUNPCKHWD   Y11, Y10, Y10
+	VPUNPCKLDQ   Y9, Y12, Y11
+	VPUNPCKHDQ   Y9, Y12, Y9
+	VPUNPCKLDQ   Y10, Y8, Y12
+	VPUNPCKHDQ   Y10, Y8, Y8
+	VPMADDUBSW   (CX), Y11, Y10
+	VPMADDUBSW   32(CX), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y11, Y10
+	VPMADDUBSW   32(CX)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y11, Y10
+	VPMADDUBSW   32(CX)(DX*2), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX)(DX*2), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y11, Y10
+	VPMADDUBSW   32(CX)(SI*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX)(SI*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX)(SI*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   (DI), Y11, Y10
+	VPMADDUBSW   32(DI), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(DI), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(DI), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y11, Y10
+	VPMADDUBSW   32(DI)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(DI)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(DI)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMADDUBSW   (DI)(DX*2), Y11, Y10
+	VPMADDUBSW   32(DI)(DX*2), Y9, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   64(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   96(DI)(DX*2), Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VMOVQ        R12, X7
+	VPBROADCASTQ X7, Y7
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y7, Y7
 	VMOVDQU      80(AX), Y8
 	VPSRLW       $0x04, Y8, Y9
 	VPAND        q_mask0f<>+0(SB), Y8, Y8
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPUNPCKHWD   Y9, Y8, Y12
-	VPUNPCKLWD   Y9, Y8, Y8
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y7, Y10
-	VPMADDUBSW   128(CX), Y8, Y11
-	VPMADDUBSW   160(CX), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y8, Y11
-	VPMADDUBSW   160(CX)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y1, Y1
-	VPMADDUBSW   128(CX)(DX*2), Y8, Y11
-	VPMADDUBSW   160(CX)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   128(CX)(SI*1), Y8, Y11
-	VPMADDUBSW   160(CX)(SI*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y3, Y3
-	VPMADDUBSW   128(DI), Y8, Y11
-	VPMADDUBSW   160(DI), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   128(DI)(DX*1), Y8, Y11
-	VPMADDUBSW   160(DI)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y5, Y5
-	VPMADDUBSW   128(DI)(DX*2), Y8, Y11
-	VPMADDUBSW   160(DI)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y6, Y6
-	VMOVDQU      112(AX), Y8
-	VPSRLW       $0x04, Y8, Y9
-	VPAND        q_mask0f<>+0(SB), Y8, Y8
-	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPUNPCKHWD   Y9, Y8, Y12
-	VPUNPCKLWD   Y9, Y8, Y8
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y7, Y10
-	VPMADDUBSW   192(CX), Y8, Y11
-	VPMADDUBSW   224(CX), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y8, Y11
-	VPMADDUBSW   224(CX)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y1, Y1
-	VPMADDUBSW   192(CX)(DX*2), Y8, Y11
-	VPMADDUBSW   224(CX)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y2, Y2
-	VPMADDUBSW   192(CX)(SI*1), Y8, Y11
-	VPMADDUBSW   224(CX)(SI*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y3, Y3
-	VPMADDUBSW   192(DI), Y8, Y11
-	VPMADDUBSW   224(DI), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDUBSW   192(DI)(DX*1), Y8, Y11
-	VPMADDUBSW   224(DI)(DX*1), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y5, Y5
-	VPMADDUBSW   192(DI)(DX*2), Y8, Y11
-	VPMADDUBSW   224(DI)(DX*2), Y12, Y9
-	VPADDW       Y9, Y11, Y11
-	VPMADDWD     Y10, Y11, Y11
-	VPADDD       Y11, Y6, Y6
+	VMOVDQU      112(AX), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPUNPCKLWD   Y9, Y8, Y12
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLWD   Y11, Y10, Y9
+	VPUNPCKHWD   Y11, Y10, Y10
+	VPUNPCKLDQ   Y9, Y12, Y11
+	VPUNPCKHDQ   Y9, Y12, Y9
+	VPUNPCKLDQ   Y10, Y8, Y12
+	VPUNPCKHDQ   Y10, Y8, Y8
+	VPMADDUBSW   128(CX), Y11, Y10
+	VPMADDUBSW   160(CX), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y11, Y10
+	VPMADDUBSW   160(CX)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y11, Y10
+	VPMADDUBSW   160(CX)(DX*2), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX)(DX*2), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y11, Y10
+	VPMADDUBSW   160(CX)(SI*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX)(SI*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX)(SI*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   128(DI), Y11, Y10
+	VPMADDUBSW   160(DI), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(DI), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(DI), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y11, Y10
+	VPMADDUBSW   160(DI)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(DI)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(DI)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMADDUBSW   128(DI)(DX*2), Y11, Y10
+	VPMADDUBSW   160(DI)(DX*2), Y9, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   192(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   224(DI)(DX*2), Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y6, Y6
 	VMOVQ        R8, X7
 	VPMOVZXBD    X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -15719,212 +15615,216 @@ q6KTileA1x7_loop:
 	VPMADDWD       256(DI)(DX*1), Y6, Y5
 	VPMADDWD       256(DI)(DX*2), Y6, Y6
 	VBROADCASTI128 192(AX), Y7
-	VMOVDQU        (AX), Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        128(AX), Y9
-	VPSLLW         $0x04, Y9, Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
+	VMOVDQU        (AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
 	VMOVDQU        32(AX), Y10
 	VPAND          q_mask0f<>+0(SB), Y10, Y10
-	VMOVDQU        128(AX), Y9
-	VPSLLW         $0x02, Y9, Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y10, Y10
-	VPUNPCKHWD     Y10, Y8, Y9
-	VPUNPCKLWD     Y10, Y8, Y8
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y10, Y10
+	VMOVDQU        (AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y11, Y11
+	VMOVDQU        32(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        128(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y12, Y12
+	VPUNPCKLWD     Y10, Y9, Y8
+	VPUNPCKHWD     Y10, Y9, Y9
+	VPUNPCKLWD     Y12, Y11, Y10
+	VPUNPCKHWD     Y12, Y11, Y11
+	VPUNPCKLDQ     Y10, Y8, Y12
+	VPUNPCKHDQ     Y10, Y8, Y8
+	VPUNPCKLDQ     Y11, Y9, Y10
+	VPUNPCKHDQ     Y11, Y9, Y14
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y7, Y11
 	VPSRAW         $0x08, Y11, Y11
-	VPMADDUBSW     (CX), Y8, Y12
-	VPMADDUBSW     32(CX), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y8, Y12
-	VPMADDUBSW     32(CX)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y1, Y1
-	VPMADDUBSW     (CX)(DX*2), Y8, Y12
-	VPMADDUBSW     32(CX)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y2, Y2
-	VPMADDUBSW     (CX)(SI*1), Y8, Y12
-	VPMADDUBSW     32(CX)(SI*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y3, Y3
-	VPMADDUBSW     (DI), Y8, Y12
-	VPMADDUBSW     32(DI), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y4, Y4
-	VPMADDUBSW     (DI)(DX*1), Y8, Y12
-	VPMADDUBSW     32(DI)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y5, Y5
-	VPMADDUBSW     (DI)(DX*2), Y8, Y12
-	VPMADDUBSW     32(DI)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y6, Y6
-	VMOVDQU        (AX), Y8
-	VPSRLW         $0x04, Y8, Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        128(AX), Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
-	VMOVDQU        32(AX), Y10
-	VPSRLW         $0x04, Y10, Y10
-	VPAND          q_mask0f<>+0(SB), Y10, Y10
-	VMOVDQU        128(AX), Y9
-	VPSRLW         $0x02, Y9, Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y10, Y10
-	VPUNPCKHWD     Y10, Y8, Y9
-	VPUNPCKLWD     Y10, Y8, Y8
+	VPMADDUBSW     (CX), Y12, Y13
+	VPMADDUBSW     32(CX), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     64(CX), Y10, Y13
+	VPMADDUBSW     96(CX), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y12, Y13
+	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y10, Y13
+	VPMADDUBSW     96(CX)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y12, Y13
+	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y10, Y13
+	VPMADDUBSW     96(CX)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y12, Y13
+	VPMADDUBSW     32(CX)(SI*1), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y10, Y13
+	VPMADDUBSW     96(CX)(SI*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     (DI), Y12, Y13
+	VPMADDUBSW     32(DI), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     64(DI), Y10, Y13
+	VPMADDUBSW     96(DI), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y12, Y13
+	VPMADDUBSW     32(DI)(DX*1), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*1), Y10, Y13
+	VPMADDUBSW     96(DI)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     (DI)(DX*2), Y12, Y13
+	VPMADDUBSW     32(DI)(DX*2), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     64(DI)(DX*2), Y10, Y13
+	VPMADDUBSW     96(DI)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VMOVDQU        64(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VMOVDQU        96(AX), Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y12, Y12
+	VMOVDQU        64(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y11, Y11
+	VMOVDQU        96(AX), Y13
+	VPSRLW         $0x04, Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        160(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y13, Y13
+	VPUNPCKLWD     Y12, Y9, Y10
+	VPUNPCKHWD     Y12, Y9, Y9
+	VPUNPCKLWD     Y13, Y11, Y12
+	VPUNPCKHWD     Y13, Y11, Y11
+	VPUNPCKLDQ     Y12, Y10, Y8
+	VPUNPCKHDQ     Y12, Y10, Y10
+	VPUNPCKLDQ     Y11, Y9, Y12
+	VPUNPCKHDQ     Y11, Y9, Y14
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y7, Y11
 	VPSRAW         $0x08, Y11, Y11
-	VPMADDUBSW     64(CX), Y8, Y12
-	VPMADDUBSW     96(CX), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y8, Y12
-	VPMADDUBSW     96(CX)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y1, Y1
-	VPMADDUBSW     64(CX)(DX*2), Y8, Y12
-	VPMADDUBSW     96(CX)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y2, Y2
-	VPMADDUBSW     64(CX)(SI*1), Y8, Y12
-	VPMADDUBSW     96(CX)(SI*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y3, Y3
-	VPMADDUBSW     64(DI), Y8, Y12
-	VPMADDUBSW     96(DI), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y4, Y4
-	VPMADDUBSW     64(DI)(DX*1), Y8, Y12
-	VPMADDUBSW     96(DI)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y5, Y5
-	VPMADDUBSW     64(DI)(DX*2), Y8, Y12
-	VPMADDUBSW     96(DI)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y6, Y6
-	VMOVDQU        64(AX), Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        160(AX), Y9
-	VPSLLW         $0x04, Y9, Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
-	VMOVDQU        96(AX), Y10
-	VPAND          q_mask0f<>+0(SB), Y10, Y10
-	VMOVDQU        160(AX), Y9
-	VPSLLW         $0x02, Y9, Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y10, Y10
-	VPUNPCKHWD     Y10, Y8, Y9
-	VPUNPCKLWD     Y10, Y8, Y8
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y7, Y11
-	VPSRAW         $0x08, Y11, Y11
-	VPMADDUBSW     128(CX), Y8, Y12
-	VPMADDUBSW     160(CX), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y8, Y12
-	VPMADDUBSW     160(CX)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y1, Y1
-	VPMADDUBSW     128(CX)(DX*2), Y8, Y12
-	VPMADDUBSW     160(CX)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y2, Y2
-	VPMADDUBSW     128(CX)(SI*1), Y8, Y12
-	VPMADDUBSW     160(CX)(SI*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y3, Y3
-	VPMADDUBSW     128(DI), Y8, Y12
-	VPMADDUBSW     160(DI), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y4, Y4
-	VPMADDUBSW     128(DI)(DX*1), Y8, Y12
-	VPMADDUBSW     160(DI)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y5, Y5
-	VPMADDUBSW     128(DI)(DX*2), Y8, Y12
-	VPMADDUBSW     160(DI)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y6, Y6
-	VMOVDQU        64(AX), Y8
-	VPSRLW         $0x04, Y8, Y8
-	VPAND          q_mask0f<>+0(SB), Y8, Y8
-	VMOVDQU        160(AX), Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y8, Y8
-	VMOVDQU        96(AX), Y10
-	VPSRLW         $0x04, Y10, Y10
-	VPAND          q_mask0f<>+0(SB), Y10, Y10
-	VMOVDQU        160(AX), Y9
-	VPSRLW         $0x02, Y9, Y9
-	VPAND          q_mask30<>+0(SB), Y9, Y9
-	VPOR           Y9, Y10, Y10
-	VPUNPCKHWD     Y10, Y8, Y9
-	VPUNPCKLWD     Y10, Y8, Y8
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y7, Y11
-	VPSRAW         $0x08, Y11, Y11
-	VPMADDUBSW     192(CX), Y8, Y12
-	VPMADDUBSW     224(CX), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y8, Y12
-	VPMADDUBSW     224(CX)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y1, Y1
-	VPMADDUBSW     192(CX)(DX*2), Y8, Y12
-	VPMADDUBSW     224(CX)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y2, Y2
-	VPMADDUBSW     192(CX)(SI*1), Y8, Y12
-	VPMADDUBSW     224(CX)(SI*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y3, Y3
-	VPMADDUBSW     192(DI), Y8, Y12
-	VPMADDUBSW     224(DI), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y4, Y4
-	VPMADDUBSW     192(DI)(DX*1), Y8, Y12
-	VPMADDUBSW     224(DI)(DX*1), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y5, Y5
-	VPMADDUBSW     192(DI)(DX*2), Y8, Y12
-	VPMADDUBSW     224(DI)(DX*2), Y9, Y10
-	VPADDW         Y10, Y12, Y12
-	VPMADDWD       Y11, Y12, Y12
-	VPADDD         Y12, Y6, Y6
+	VPMADDUBSW     128(CX), Y8, Y13
+	VPMADDUBSW     160(CX), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     192(CX), Y12, Y13
+	VPMADDUBSW     224(CX), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y8, Y13
+	VPMADDUBSW     160(CX)(DX*1), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y12, Y13
+	VPMADDUBSW     224(CX)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y8, Y13
+	VPMADDUBSW     160(CX)(DX*2), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y12, Y13
+	VPMADDUBSW     224(CX)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y8, Y13
+	VPMADDUBSW     160(CX)(SI*1), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y12, Y13
+	VPMADDUBSW     224(CX)(SI*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     128(DI), Y8, Y13
+	VPMADDUBSW     160(DI), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     192(DI), Y12, Y13
+	VPMADDUBSW     224(DI), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y8, Y13
+	VPMADDUBSW     160(DI)(DX*1), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*1), Y12, Y13
+	VPMADDUBSW     224(DI)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     128(DI)(DX*2), Y8, Y13
+	VPMADDUBSW     160(DI)(DX*2), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     192(DI)(DX*2), Y12, Y13
+	VPMADDUBSW     224(DI)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
 	VPBROADCASTW   208(AX), X7
 	VCVTPH2PS      X7, Y7
 	VBROADCASTSS   336(CX), Y8
@@ -16075,8 +15975,6 @@ q4KTileA1x8_loop:
 	SHLQ         $0x20, R8
 	ANDL         $0x3f3f3f3f, R9
 	ORQ          R9, R8
-	VMOVQ        R12, X8
-	VPBROADCASTQ X8, Y8
 	VPXOR        Y0, Y0, Y0
 	VPXOR        Y1, Y1, Y1
 	VPXOR        Y2, Y2, Y2
@@ -16085,194 +15983,188 @@ q4KTileA1x8_loop:
 	VPXOR        Y5, Y5, Y5
 	VPXOR        Y6, Y6, Y6
 	VPXOR        Y7, Y7, Y7
+	VMOVQ        R12, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y8
 	VMOVDQU      16(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y11
-	VPMADDUBSW   (CX), Y9, Y12
-	VPMADDUBSW   32(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   (CX)(DX*1), Y9, Y12
-	VPMADDUBSW   32(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   (CX)(DX*2), Y9, Y12
-	VPMADDUBSW   32(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   (CX)(SI*1), Y9, Y12
-	VPMADDUBSW   32(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
-	VPMADDUBSW   (DI), Y9, Y12
-	VPMADDUBSW   32(DI), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
-	VPMADDUBSW   (DI)(DX*1), Y9, Y12
-	VPMADDUBSW   32(DI)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y5, Y5
-	VPMADDUBSW   (DI)(DX*2), Y9, Y12
-	VPMADDUBSW   32(DI)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
-	VPMADDUBSW   (DI)(SI*1), Y9, Y12
-	VPMADDUBSW   32(DI)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y7, Y7
-	VMOVDQU      48(AX), Y9
-	VPSRLW       $0x04, Y9, Y10
-	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y11
-	VPMADDUBSW   64(CX), Y9, Y12
-	VPMADDUBSW   96(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   64(CX)(DX*1), Y9, Y12
-	VPMADDUBSW   96(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   64(CX)(DX*2), Y9, Y12
-	VPMADDUBSW   96(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   64(CX)(SI*1), Y9, Y12
-	VPMADDUBSW   96(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
-	VPMADDUBSW   64(DI), Y9, Y12
-	VPMADDUBSW   96(DI), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
-	VPMADDUBSW   64(DI)(DX*1), Y9, Y12
-	VPMADDUBSW   96(DI)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y5, Y5
-	VPMADDUBSW   64(DI)(DX*2), Y9, Y12
-	VPMADDUBSW   96(DI)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
-	VPMADDUBSW   64(DI)(SI*1), Y9, Y12
-	VPMADDUBSW   96(DI)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y7, Y7
+	VMOVDQU      48(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   (CX), Y12, Y11
+	VPMADDUBSW   32(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y12, Y11
+	VPMADDUBSW   32(CX)(SI*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(SI*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(SI*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   (DI), Y12, Y11
+	VPMADDUBSW   32(DI), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(DI), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(DI), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y12, Y11
+	VPMADDUBSW   32(DI)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(DI)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(DI)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   (DI)(DX*2), Y12, Y11
+	VPMADDUBSW   32(DI)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(DI)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(DI)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPMADDUBSW   (DI)(SI*1), Y12, Y11
+	VPMADDUBSW   32(DI)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   64(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   96(DI)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	VMOVQ        R12, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y8
 	VMOVDQU      80(AX), Y9
 	VPSRLW       $0x04, Y9, Y10
 	VPAND        q_mask0f<>+0(SB), Y9, Y9
 	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+64(SB), Y8, Y11
-	VPMADDUBSW   128(CX), Y9, Y12
-	VPMADDUBSW   160(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   128(CX)(DX*1), Y9, Y12
-	VPMADDUBSW   160(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   128(CX)(DX*2), Y9, Y12
-	VPMADDUBSW   160(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   128(CX)(SI*1), Y9, Y12
-	VPMADDUBSW   160(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
-	VPMADDUBSW   128(DI), Y9, Y12
-	VPMADDUBSW   160(DI), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
-	VPMADDUBSW   128(DI)(DX*1), Y9, Y12
-	VPMADDUBSW   160(DI)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y5, Y5
-	VPMADDUBSW   128(DI)(DX*2), Y9, Y12
-	VPMADDUBSW   160(DI)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
-	VPMADDUBSW   128(DI)(SI*1), Y9, Y12
-	VPMADDUBSW   160(DI)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y7, Y7
-	VMOVDQU      112(AX), Y9
-	VPSRLW       $0x04, Y9, Y10
-	VPAND        q_mask0f<>+0(SB), Y9, Y9
-	VPAND        q_mask0f<>+0(SB), Y10, Y10
-	VPUNPCKHWD   Y10, Y9, Y13
-	VPUNPCKLWD   Y10, Y9, Y9
-	VPSHUFB      q_ctrlk4a<>+96(SB), Y8, Y11
-	VPMADDUBSW   192(CX), Y9, Y12
-	VPMADDUBSW   224(CX), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y0, Y0
-	VPMADDUBSW   192(CX)(DX*1), Y9, Y12
-	VPMADDUBSW   224(CX)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y1, Y1
-	VPMADDUBSW   192(CX)(DX*2), Y9, Y12
-	VPMADDUBSW   224(CX)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y2, Y2
-	VPMADDUBSW   192(CX)(SI*1), Y9, Y12
-	VPMADDUBSW   224(CX)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y3, Y3
-	VPMADDUBSW   192(DI), Y9, Y12
-	VPMADDUBSW   224(DI), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y4, Y4
-	VPMADDUBSW   192(DI)(DX*1), Y9, Y12
-	VPMADDUBSW   224(DI)(DX*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y5, Y5
-	VPMADDUBSW   192(DI)(DX*2), Y9, Y12
-	VPMADDUBSW   224(DI)(DX*2), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y6, Y6
-	VPMADDUBSW   192(DI)(SI*1), Y9, Y12
-	VPMADDUBSW   224(DI)(SI*1), Y13, Y10
-	VPADDW       Y10, Y12, Y12
-	VPMADDWD     Y11, Y12, Y12
-	VPADDD       Y12, Y7, Y7
+	VMOVDQU      112(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   128(CX), Y12, Y11
+	VPMADDUBSW   160(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y12, Y11
+	VPMADDUBSW   160(CX)(SI*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(SI*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(SI*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   128(DI), Y12, Y11
+	VPMADDUBSW   160(DI), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(DI), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(DI), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y12, Y11
+	VPMADDUBSW   160(DI)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(DI)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(DI)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   128(DI)(DX*2), Y12, Y11
+	VPMADDUBSW   160(DI)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(DI)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(DI)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPMADDUBSW   128(DI)(SI*1), Y12, Y11
+	VPMADDUBSW   160(DI)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   192(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   224(DI)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y7, Y7
 	VMOVQ        R8, X8
 	VPMOVZXBD    X8, Y8
 	VCVTDQ2PS    Y8, Y8
@@ -16439,232 +16331,236 @@ q6KTileA1x8_loop:
 	VPMADDWD       256(DI)(DX*2), Y7, Y6
 	VPMADDWD       256(DI)(SI*1), Y7, Y7
 	VBROADCASTI128 192(AX), Y8
-	VMOVDQU        (AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y10
-	VPSLLW         $0x04, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
+	VMOVDQU        (AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
 	VMOVDQU        32(AX), Y11
 	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        128(AX), Y10
-	VPSLLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y11, Y11
+	VMOVDQU        (AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        128(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        32(AX), Y13
+	VPSRLW         $0x04, Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        128(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLWD     Y13, Y12, Y11
+	VPUNPCKHWD     Y13, Y12, Y12
+	VPUNPCKLDQ     Y11, Y9, Y13
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y12, Y10, Y11
+	VPUNPCKHDQ     Y12, Y10, Y15
 	VPSHUFB        q_ctrlk6a<>+0(SB), Y8, Y12
 	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     (CX), Y9, Y13
-	VPMADDUBSW     32(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     (CX)(DX*1), Y9, Y13
-	VPMADDUBSW     32(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     (CX)(DX*2), Y9, Y13
-	VPMADDUBSW     32(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     (CX)(SI*1), Y9, Y13
-	VPMADDUBSW     32(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VPMADDUBSW     (DI), Y9, Y13
-	VPMADDUBSW     32(DI), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
-	VPMADDUBSW     (DI)(DX*1), Y9, Y13
-	VPMADDUBSW     32(DI)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y5, Y5
-	VPMADDUBSW     (DI)(DX*2), Y9, Y13
-	VPMADDUBSW     32(DI)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
-	VPMADDUBSW     (DI)(SI*1), Y9, Y13
-	VPMADDUBSW     32(DI)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y7, Y7
-	VMOVDQU        (AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        128(AX), Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VMOVDQU        32(AX), Y11
-	VPSRLW         $0x04, Y11, Y11
-	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        128(AX), Y10
-	VPSRLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
+	VPMADDUBSW     (CX), Y13, Y14
+	VPMADDUBSW     32(CX), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     64(CX), Y11, Y14
+	VPMADDUBSW     96(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y13, Y14
+	VPMADDUBSW     32(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y11, Y14
+	VPMADDUBSW     96(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     (DI), Y13, Y14
+	VPMADDUBSW     32(DI), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     64(DI), Y11, Y14
+	VPMADDUBSW     96(DI), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y13, Y14
+	VPMADDUBSW     32(DI)(DX*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*1), Y11, Y14
+	VPMADDUBSW     96(DI)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     (DI)(DX*2), Y13, Y14
+	VPMADDUBSW     32(DI)(DX*2), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     64(DI)(DX*2), Y11, Y14
+	VPMADDUBSW     96(DI)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     (DI)(SI*1), Y13, Y14
+	VPMADDUBSW     32(DI)(SI*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VPMADDUBSW     64(DI)(SI*1), Y11, Y14
+	VPMADDUBSW     96(DI)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VMOVDQU        64(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VMOVDQU        96(AX), Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VMOVDQU        64(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        96(AX), Y14
+	VPSRLW         $0x04, Y14, Y14
+	VPAND          q_mask0f<>+0(SB), Y14, Y14
+	VMOVDQU        160(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y14, Y14
+	VPUNPCKLWD     Y13, Y10, Y11
+	VPUNPCKHWD     Y13, Y10, Y10
+	VPUNPCKLWD     Y14, Y12, Y13
+	VPUNPCKHWD     Y14, Y12, Y12
+	VPUNPCKLDQ     Y13, Y11, Y9
+	VPUNPCKHDQ     Y13, Y11, Y11
+	VPUNPCKLDQ     Y12, Y10, Y13
+	VPUNPCKHDQ     Y12, Y10, Y15
 	VPSHUFB        q_ctrlk6a<>+32(SB), Y8, Y12
 	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     64(CX), Y9, Y13
-	VPMADDUBSW     96(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     64(CX)(DX*1), Y9, Y13
-	VPMADDUBSW     96(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     64(CX)(DX*2), Y9, Y13
-	VPMADDUBSW     96(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     64(CX)(SI*1), Y9, Y13
-	VPMADDUBSW     96(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VPMADDUBSW     64(DI), Y9, Y13
-	VPMADDUBSW     96(DI), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
-	VPMADDUBSW     64(DI)(DX*1), Y9, Y13
-	VPMADDUBSW     96(DI)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y5, Y5
-	VPMADDUBSW     64(DI)(DX*2), Y9, Y13
-	VPMADDUBSW     96(DI)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
-	VPMADDUBSW     64(DI)(SI*1), Y9, Y13
-	VPMADDUBSW     96(DI)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y7, Y7
-	VMOVDQU        64(AX), Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y10
-	VPSLLW         $0x04, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VMOVDQU        96(AX), Y11
-	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        160(AX), Y10
-	VPSLLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
-	VPSHUFB        q_ctrlk6a<>+64(SB), Y8, Y12
-	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     128(CX), Y9, Y13
-	VPMADDUBSW     160(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     128(CX)(DX*1), Y9, Y13
-	VPMADDUBSW     160(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     128(CX)(DX*2), Y9, Y13
-	VPMADDUBSW     160(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     128(CX)(SI*1), Y9, Y13
-	VPMADDUBSW     160(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VPMADDUBSW     128(DI), Y9, Y13
-	VPMADDUBSW     160(DI), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
-	VPMADDUBSW     128(DI)(DX*1), Y9, Y13
-	VPMADDUBSW     160(DI)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y5, Y5
-	VPMADDUBSW     128(DI)(DX*2), Y9, Y13
-	VPMADDUBSW     160(DI)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
-	VPMADDUBSW     128(DI)(SI*1), Y9, Y13
-	VPMADDUBSW     160(DI)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y7, Y7
-	VMOVDQU        64(AX), Y9
-	VPSRLW         $0x04, Y9, Y9
-	VPAND          q_mask0f<>+0(SB), Y9, Y9
-	VMOVDQU        160(AX), Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y9, Y9
-	VMOVDQU        96(AX), Y11
-	VPSRLW         $0x04, Y11, Y11
-	VPAND          q_mask0f<>+0(SB), Y11, Y11
-	VMOVDQU        160(AX), Y10
-	VPSRLW         $0x02, Y10, Y10
-	VPAND          q_mask30<>+0(SB), Y10, Y10
-	VPOR           Y10, Y11, Y11
-	VPUNPCKHWD     Y11, Y9, Y10
-	VPUNPCKLWD     Y11, Y9, Y9
-	VPSHUFB        q_ctrlk6a<>+96(SB), Y8, Y12
-	VPSRAW         $0x08, Y12, Y12
-	VPMADDUBSW     192(CX), Y9, Y13
-	VPMADDUBSW     224(CX), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y0, Y0
-	VPMADDUBSW     192(CX)(DX*1), Y9, Y13
-	VPMADDUBSW     224(CX)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y1, Y1
-	VPMADDUBSW     192(CX)(DX*2), Y9, Y13
-	VPMADDUBSW     224(CX)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y2, Y2
-	VPMADDUBSW     192(CX)(SI*1), Y9, Y13
-	VPMADDUBSW     224(CX)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y3, Y3
-	VPMADDUBSW     192(DI), Y9, Y13
-	VPMADDUBSW     224(DI), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y4, Y4
-	VPMADDUBSW     192(DI)(DX*1), Y9, Y13
-	VPMADDUBSW     224(DI)(DX*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y5, Y5
-	VPMADDUBSW     192(DI)(DX*2), Y9, Y13
-	VPMADDUBSW     224(DI)(DX*2), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y6, Y6
-	VPMADDUBSW     192(DI)(SI*1), Y9, Y13
-	VPMADDUBSW     224(DI)(SI*1), Y10, Y11
-	VPADDW         Y11, Y13, Y13
-	VPMADDWD       Y12, Y13, Y13
-	VPADDD         Y13, Y7, Y7
+	VPMADDUBSW     128(CX), Y9, Y14
+	VPMADDUBSW     160(CX), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     192(CX), Y13, Y14
+	VPMADDUBSW     224(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*2), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y14
+	VPMADDUBSW     160(CX)(SI*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y13, Y14
+	VPMADDUBSW     224(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     128(DI), Y9, Y14
+	VPMADDUBSW     160(DI), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     192(DI), Y13, Y14
+	VPMADDUBSW     224(DI), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y9, Y14
+	VPMADDUBSW     160(DI)(DX*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*1), Y13, Y14
+	VPMADDUBSW     224(DI)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     128(DI)(DX*2), Y9, Y14
+	VPMADDUBSW     160(DI)(DX*2), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     192(DI)(DX*2), Y13, Y14
+	VPMADDUBSW     224(DI)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     128(DI)(SI*1), Y9, Y14
+	VPMADDUBSW     160(DI)(SI*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VPMADDUBSW     192(DI)(SI*1), Y13, Y14
+	VPMADDUBSW     224(DI)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
 	VPBROADCASTW   208(AX), X8
 	VCVTPH2PS      X8, Y8
 	VBROADCASTSS   336(CX), Y9

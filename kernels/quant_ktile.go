@@ -3,8 +3,8 @@
 // prefill matmul that runs them on CPUs with AVX2 but without AVX-512 VNNI. One weight row x up
 // to 8 tokens per call, so a super-block's unpacked nibbles and scales serve 8 tokens; the
 // tokens are the Q8_K records of the VNNI kernels (quant_vnni_k.go) with the 256 values of each
-// block in pair order (pairPos), so that two VPMADDUBSW results of one sub-block can be added
-// in int16 before the one VPMADDWD with the scales (see internal/asmgen/quant/kquant_tile.go).
+// block in quad order (pairPos), so that several VPMADDUBSW results of one sub-block can be
+// added in int16 before one VPMADDWD with the scales (see internal/asmgen/quant/kquant_tile.go).
 package kernels
 
 import "unsafe"
@@ -32,18 +32,19 @@ func refTilesKA() (f [2][9]tileKFunc) {
 // kTileA reports whether a Q4_K / Q6_K matmul runs the AVX2 tiles.
 func kTileA() bool { return useTilesKA && !quantVNNI }
 
-// pairPos[i] is the natural index (0..255) of the value at position i of a pair-order record:
-// per chunk c of 64 values (units A = 64c.., B = 64c+32..), word slot s of the first 32 bytes
-// holds word 8k+j of A (s = 8k+2j) or of B (s = 8k+2j+1), the second 32 bytes words 8k+j+4
-// (k < 2, j < 4): the order of VPUNPCKLWD / VPUNPCKHWD of A's and B's bytes.
+// pairPos[i] is the natural index (0..255) of the value at position i of a quad-order record:
+// per group g of 128 values (units u = 0..3 of 32 values), the 32 bytes i hold in each 16-byte
+// half k the words [A B C D A B C D] (A..D = units 0..3): words 8k+2i of the units, then words
+// 8k+2i+1; the order of quadOrder (VPUNPCKLWD/HWD, then VPUNPCKLDQ/HDQ) in the tiles.
 var pairPos = func() (p [256]int) {
-	for c := 0; c < 4; c++ {
-		for half := 0; half < 2; half++ {
-			for s := 0; s < 16; s++ {
-				k, j, unit := s/8, (s%8)/2, s%2
-				w := 8*k + j + 4*half
-				for b := 0; b < 2; b++ {
-					p[64*c+32*half+2*s+b] = 64*c + 32*unit + 2*w + b
+	for g := 0; g < 2; g++ {
+		for i := 0; i < 4; i++ {
+			for k := 0; k < 2; k++ {
+				for s := 0; s < 8; s++ {
+					w := 8*k + 2*i + s/4
+					for b := 0; b < 2; b++ {
+						p[128*g+32*i+16*k+2*s+b] = 128*g + 32*(s%4) + 2*w + b
+					}
 				}
 			}
 		}
@@ -51,7 +52,7 @@ var pairPos = func() (p [256]int) {
 	return p
 }()
 
-// pairOrderK writes the 256 values of one Q8_K block (src, natural order) to dst in pair order.
+// pairOrderK writes the 256 values of one Q8_K block (src, natural order) to dst in quad order.
 func pairOrderK(dst, src []int8) {
 	_, _ = dst[255], src[255]
 	for i, n := range &pairPos {
@@ -59,11 +60,14 @@ func pairOrderK(dst, src []int8) {
 	}
 }
 
-// pairLane is the int32 lane of the AVX2 tiles that element e (0..31) of a 32-value unit goes to:
-// word w = e/2 of the unit lands in lane 4·(w/8) + w%4.
-func pairLane(e int) int { w := e / 2; return 4*(w/8) + w%4 }
+// pairLane is the int32 lane of the AVX2 tiles that natural element e (0..255) goes to: word w of
+// unit u (within its group of four) lands in lane 4·(w/8) + 2·(w%2) + u/2.
+func pairLane(e int) int {
+	u, w := (e/32)%4, (e%32)/2
+	return 4*(w/8) + 2*(w%2) + u/2
+}
 
-// natural returns the 256 values of a pair-order record in natural order.
+// natural returns the 256 values of a quad-order record in natural order.
 func natural(rec []int8) (x [256]int32) {
 	for i, n := range &pairPos {
 		x[n] = int32(rec[i])
@@ -72,7 +76,7 @@ func natural(rec []int8) (x [256]int32) {
 }
 
 // dotK4ARef is the twin of one row x one token of q4KTileA1xT: w is the Q4_K row, rec the
-// token's pair-order records, over nb super-blocks; same integer lanes, same float32 order.
+// token's quad-order records, over nb super-blocks; same integer lanes, same float32 order.
 func dotK4ARef(w []byte, rec []int8, nb int) float32 {
 	var acc [8]float32
 	for b := 0; b < nb; b++ {
@@ -84,7 +88,8 @@ func dotK4ARef(w []byte, rec []int8, nb int) float32 {
 		for c := 0; c < 4; c++ {
 			for e := 0; e < 32; e++ {
 				q := blk[16+32*c+e]
-				sumi[pairLane(e)] += sc[2*c]*int32(q&15)*x[64*c+e] + sc[2*c+1]*int32(q>>4)*x[64*c+32+e]
+				sumi[pairLane(64*c+e)] += sc[2*c] * int32(q&15) * x[64*c+e]
+				sumi[pairLane(64*c+32+e)] += sc[2*c+1] * int32(q>>4) * x[64*c+32+e]
 			}
 		}
 		dx := *(*float32)(unsafe.Pointer(&r[kRecD]))
@@ -100,7 +105,7 @@ func dotK4ARef(w []byte, rec []int8, nb int) float32 {
 }
 
 // dotK6ARef is the twin of one row x one token of q6KTileA1xT (w a Q6_K row, rec the token's
-// pair-order records, nb super-blocks).
+// quad-order records, nb super-blocks).
 func dotK6ARef(w []byte, rec []int8, nb int) float32 {
 	var acc [8]float32
 	for b := 0; b < nb; b++ {
@@ -119,7 +124,7 @@ func dotK6ARef(w []byte, rec []int8, nb int) float32 {
 				ql >>= 4
 			}
 			q := int32(ql&0xf) | int32((blk[128+32*h+j]>>(2*g))&3)<<4
-			sumi[pairLane(e%32)] += int32(int8(blk[192+e/16])) * q * x[e]
+			sumi[pairLane(e)] += int32(int8(blk[192+e/16])) * q * x[e]
 		}
 		ddx := f16(blk[208:]) * *(*float32)(unsafe.Pointer(&r[kRecD]))
 		for l := range acc {

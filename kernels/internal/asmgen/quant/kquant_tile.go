@@ -33,25 +33,46 @@ import (
 // kRecFB is the offset of the 8 float32 dx·bsum8 in a token's record.
 const kRecFB = 344
 
-// VPSHUFB controls of the pair-order scale vectors, 32 bytes per chunk c: Q4_K words 2j of each
-// half = byte 2c of the scale qword, words 2j+1 = byte 2c+1 (zero-extended); Q6_K words 2j of
-// half k = scale 4c+k, words 2j+1 = scale 4c+2+k (in the high byte: VPSRAW 8 sign-extends).
+// VPSHUFB controls of the quad-order scale vectors, 32 bytes per group g of 128 values (units
+// u = 0..3 in words s with s%4 = u): Q4_K word s = byte 4g+s%4 of the scale qword
+// (zero-extended); Q6_K word s of half k = scale 2(4g+s%4)+k (in the high byte too: VPSRAW 8
+// sign-extends).
 var ctrlK4A, ctrlK6A Mem
+
+// quadOrder interleaves four 32-byte units (A, B, C, D) word by word into the registers of the
+// quad order: register i holds, in each 128-bit half k, the words 8k+2i and 8k+2i+1 of A, B, C,
+// D as [A B C D A B C D].
+func quadOrder(u [4]VecVirtual) [4]VecVirtual {
+	abl, abh, cdl, cdh := YMM(), YMM(), YMM(), YMM()
+	VPUNPCKLWD(u[1], u[0], abl)
+	VPUNPCKHWD(u[1], u[0], abh)
+	VPUNPCKLWD(u[3], u[2], cdl)
+	VPUNPCKHWD(u[3], u[2], cdh)
+	var r [4]VecVirtual
+	for i := range r {
+		r[i] = YMM()
+	}
+	VPUNPCKLDQ(cdl, abl, r[0])
+	VPUNPCKHDQ(cdl, abl, r[1])
+	VPUNPCKLDQ(cdh, abh, r[2])
+	VPUNPCKHDQ(cdh, abh, r[3])
+	return r
+}
 
 func constsKA() {
 	ctrlK4A = GLOBL("q_ctrlk4a", RODATA|NOPTR)
-	for c := 0; c < 4; c++ {
+	for g := 0; g < 2; g++ {
 		for w := 0; w < 16; w++ {
-			DATA(32*c+2*w, U8(2*c+w%2))
-			DATA(32*c+2*w+1, U8(0x80))
+			DATA(32*g+2*w, U8(4*g+w%4))
+			DATA(32*g+2*w+1, U8(0x80))
 		}
 	}
 	ctrlK6A = GLOBL("q_ctrlk6a", RODATA|NOPTR)
-	for c := 0; c < 4; c++ {
+	for g := 0; g < 2; g++ {
 		for w := 0; w < 16; w++ {
-			v := U8(4*c + 2*(w%2) + w/8)
-			DATA(32*c+2*w, v)
-			DATA(32*c+2*w+1, v)
+			v := U8(2*(4*g+w%4) + w/8)
+			DATA(32*g+2*w, v)
+			DATA(32*g+2*w+1, v)
 		}
 	}
 }
@@ -75,25 +96,31 @@ func genTileK4A(T int) {
 	Label(name + "_loop")
 	kt.nextTokens()
 	sc, mn := unpackK4Scales(wp)
-	s := YMM()
-	VMOVQ(sc, s.AsX())
-	VPBROADCASTQ(s.AsX(), s)
 	for t := 0; t < T; t++ {
 		VPXOR(sumi[t], sumi[t], sumi[t])
 	}
-	lo, hi, sv, p, q := YMM(), YMM(), YMM(), YMM(), YMM()
-	for c := 0; c < 4; c++ {
-		VMOVDQU(Mem{Base: wp, Disp: 16 + 32*c}, lo)
-		VPSRLW(Imm(4), lo, hi)
-		VPAND(mask0F, lo, lo)
-		VPAND(mask0F, hi, hi)
-		VPUNPCKHWD(hi, lo, q)
-		VPUNPCKLWD(hi, lo, lo)
-		VPSHUFB(ctrlK4A.Offset(32*c), s, sv)
+	for g := 0; g < 2; g++ {
+		s, sv := YMM(), YMM()
+		VMOVQ(sc, s.AsX())
+		VPBROADCASTQ(s.AsX(), s)
+		VPSHUFB(ctrlK4A.Offset(32*g), s, sv)
+		var u [4]VecVirtual
+		for c := 0; c < 2; c++ {
+			lo, hi := YMM(), YMM()
+			VMOVDQU(Mem{Base: wp, Disp: 16 + 64*g + 32*c}, lo)
+			VPSRLW(Imm(4), lo, hi)
+			VPAND(mask0F, lo, lo)
+			VPAND(mask0F, hi, hi)
+			u[2*c], u[2*c+1] = lo, hi
+		}
+		r := quadOrder(u)
 		for t := 0; t < T; t++ {
-			VPMADDUBSW(tok(t).Offset(64*c), lo, p)
-			VPMADDUBSW(tok(t).Offset(64*c+32), q, hi)
-			VPADDW(hi, p, p)
+			p, q := YMM(), YMM()
+			VPMADDUBSW(tok(t).Offset(128*g), r[0], p)
+			for i := 1; i < 4; i++ {
+				VPMADDUBSW(tok(t).Offset(128*g+32*i), r[i], q)
+				VPADDW(q, p, p)
+			}
 			VPMADDWD(sv, p, p)
 			VPADDD(p, sumi[t], sumi[t])
 		}
@@ -221,7 +248,7 @@ func genTileK6A(T int) {
 	}
 	scB := YMM()
 	VBROADCASTI128(Mem{Base: wp, Disp: 192}, scB)
-	a, b, c2, sv, p := YMM(), YMM(), YMM(), YMM(), YMM()
+	b, c2, sv, p := YMM(), YMM(), YMM(), YMM()
 	// six6 puts the 6-bit values of part i (elements 32i..32i+31 of half h) in r.
 	six6 := func(h, i int, r, t VecVirtual) {
 		VMOVDQU(Mem{Base: wp, Disp: 64*h + 32*(i%2)}, r)
@@ -241,20 +268,23 @@ func genTileK6A(T int) {
 		VPAND(mask30, t, t)
 		VPOR(t, r, r)
 	}
-	for c := 0; c < 4; c++ {
-		h, i := c/2, 2*(c%2)
-		six6(h, i, a, b)
-		six6(h, i+1, c2, b)
-		VPUNPCKHWD(c2, a, b)
-		VPUNPCKLWD(c2, a, a)
-		VPSHUFB(ctrlK6A.Offset(32*c), scB, sv)
+	for g := 0; g < 2; g++ {
+		var u [4]VecVirtual
+		for i := range u {
+			u[i] = YMM()
+			six6(g, i, u[i], b)
+		}
+		r := quadOrder(u)
+		VPSHUFB(ctrlK6A.Offset(32*g), scB, sv)
 		VPSRAW(Imm(8), sv, sv)
 		for t := 0; t < T; t++ {
-			VPMADDUBSW(tok(t).Offset(64*c), a, p)
-			VPMADDUBSW(tok(t).Offset(64*c+32), b, c2)
-			VPADDW(c2, p, p)
-			VPMADDWD(sv, p, p)
-			VPADDD(p, sumi[t], sumi[t])
+			for i := 0; i < 4; i += 2 {
+				VPMADDUBSW(tok(t).Offset(128*g+32*i), r[i], p)
+				VPMADDUBSW(tok(t).Offset(128*g+32*i+32), r[i+1], c2)
+				VPADDW(c2, p, p)
+				VPMADDWD(sv, p, p)
+				VPADDD(p, sumi[t], sumi[t])
+			}
 		}
 	}
 	d, dx := YMM(), YMM()
