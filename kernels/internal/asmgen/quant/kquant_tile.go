@@ -6,17 +6,18 @@
 // vnni_k4.go), which also carry at kRecFB the 8 floats dx·bsum8[j] (the Q4_K mins term per
 // sub-block of 32, premultiplied by the token's scale).
 //
-// Pair order: per 64 values (chunk c: units A = values 64c..64c+31, B = 64c+32..64c+63, each
-// of one Q4_K sub-block or two Q6_K ones), the weights' A and B bytes are interleaved word by
-// word with VPUNPCKLWD / VPUNPCKHWD (w1, w2) and the token's values come in the same order
-// (records built by pairOrderK in kernels/quant_ktile.go). Then per token
+// Quad order: per 128 values (group g: units A..D of 32 values, each one Q4_K sub-block or two
+// Q6_K ones), the weights' units are interleaved by quadOrder (VPUNPCKLWD/HWD, VPUNPCKLDQ/HDQ)
+// into registers r0..r3 whose 128-bit half k holds words 8k+2i, 8k+2i+1 of the four units as
+// [A B C D A B C D]; the token's values come in the same order (records built by pairOrderK in
+// kernels/quant_ktile.go). Each int16 lane of VPMADDUBSW(r_i, x_i) then belongs to one
+// sub-block, the same for all i, so per token
 //
-//	sumi += VPMADDWD(VPMADDUBSW(w1, x1) + VPMADDUBSW(w2, x2), scales)
+//	Q4_K: sumi += VPMADDWD(Σ_i VPMADDUBSW(r_i, x_i), scales)      (≤ 4·2·15·127 per lane)
+//	Q6_K: sumi += VPMADDWD(VPMADDUBSW(r0, x0) + VPMADDUBSW(r1, x1), scales) + the same for 2, 3
 //
-// because each int16 lane of the VPADDW holds four products of one sub-block (at most
-// 4·63·127 < 2^15), and the scale vector gives each lane its sub-block's scale: 5 vector ops
-// and 3 multiplies per token and 64 values instead of 6 and 4. Int32 lane 4k+j (k = 128-bit
-// half, j < 4) sums the words 8k+j and 8k+j+4 of A and of B. Per super-block
+// (Q6_K values reach 63: ≤ 4·63·127 per lane). Int32 lane 4k + 2h + u/2 sums the words w of
+// unit u with w/8 = k and w%2 = h. Per super-block
 //
 //	Q4_K: acc += float(sumi)·(d·dx);  acc -= (float(m)·dmin)·(dx·bsum8)   (lane j = sub-block j)
 //	Q6_K: sumi starts at -32·(sc[2L]·bsum[2L] + sc[2L+1]·bsum[2L+1]);  acc += float(sumi)·(d·dx)
