@@ -128,6 +128,9 @@ func ggufMeta(p *Plan, name string, ftype uint32) ([]gguf.KV, error) {
 		add(ropeKeyHigh, gguf.F64(r.HighFreqFactor))
 		add(ropeKeyOrig, gguf.U32(uint32(r.OriginalMaxPositions)))
 	}
+	if f := c.Family(); f != nil && f.ToGGUF != nil {
+		kv = append(kv, f.ToGGUF(&c)...)
+	}
 	if float64(float32(c.RopeTheta)) != c.RopeTheta {
 		return nil, fmt.Errorf("rope theta %v is not exactly representable as GGUF's float32", c.RopeTheta)
 	}

@@ -1,8 +1,9 @@
 // This file implements WriteHF: a Plan as a Hugging Face model directory — config.json,
 // generation_config.json, model.safetensors (sharded above Options.ShardBytes),
-// tokenizer.json and tokenizer_config.json. For llama/mistral the q/k projection rows are put
-// back from GGUF's adjacent-pair order into Hugging Face's rotate-half order (the inverse of
-// model.PermuteRope), so that transformers and model.LoadHF read the same network.
+// tokenizer.json and tokenizer_config.json. Names, config.json fields and tensor transforms
+// come from the model's family (model.FamilyOf): for llama/mistral the q/k projection rows are
+// put back from GGUF's adjacent-pair order into Hugging Face's rotate-half order (the inverse
+// of model.PermuteRope), so that transformers and model.LoadHF read the same network.
 package convert
 
 import (
@@ -10,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/model"
@@ -21,9 +21,6 @@ import (
 // DefaultShardBytes is the default largest safetensors shard (transformers' 5 GB).
 const DefaultShardBytes = 5_000_000_000
 
-var hfArch = map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-	"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
-
 // WriteHF writes p into the directory dir (created if needed).
 func WriteHF(dir string, p *Plan, opts Options) error {
 	c := p.Config
@@ -32,6 +29,10 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 	}
 	if _, _, err := opts.weightType(); err != nil {
 		return err
+	}
+	fam := c.Family()
+	if fam.HFModelType == "" {
+		return fmt.Errorf("convert: %s: architecture %s has no Hugging Face form", dir, c.Arch)
 	}
 	if hasTensor(p.Tensors, model.RopeFreqsName) && c.RopeScaling == nil {
 		return fmt.Errorf("convert: %s: the model's %s (Llama 3 rope scaling baked into GGUF) has no config.json equivalent; not supported", dir, model.RopeFreqsName)
@@ -50,7 +51,7 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		if t.Name == model.RopeFreqsName {
 			continue // recomputed from rope_scaling
 		}
-		name, ok := hfName(t.Name)
+		name, ok := fam.Names.HF(t.Name)
 		if !ok {
 			return fmt.Errorf("convert: %s: tensor %s has no Hugging Face name", dir, t.Name)
 		}
@@ -62,17 +63,8 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 			dtypes[dt]++
 		}
 		var transform func(*tensor.Tensor) (*tensor.Tensor, error)
-		if heads := qkHeads(t.Name, &c); heads > 0 {
-			h := heads
-			transform = func(src *tensor.Tensor) (*tensor.Tensor, error) {
-				if len(src.Shape) == 1 && src.Type.Quantized() {
-					var err error
-					if src, err = tensor.Convert(src, tensor.F32); err != nil {
-						return nil, err
-					}
-				}
-				return model.UnpermuteRope(src, h)
-			}
+		if fam.ToHFTensor != nil {
+			transform = fam.ToHFTensor(&c, t.Name)
 		}
 		outs = append(outs, outTensor{Name: name, Type: dt, Shape: t.Shape, Gen: converted(t, dt, transform)})
 	}
@@ -94,15 +86,18 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		}
 	}
 	hc := &hfdir.Config{
-		Architectures: []string{hfArch[c.Arch]}, ModelType: c.Arch, HiddenSize: c.Dim,
+		Architectures: []string{fam.HFArchitecture}, ModelType: fam.HFModelType, HiddenSize: c.Dim,
 		IntermediateSize: c.FFN, NumHiddenLayers: c.Layers, NumAttentionHeads: c.Heads,
 		NumKeyValueHeads: c.KVHeads, VocabSize: c.Vocab, MaxPositionEmbeddings: c.CtxLen,
 		RMSNormEps: shortFloat(c.NormEps), RopeTheta: c.RopeTheta, TieWordEmbeddings: c.Tied,
-		AttentionBias: c.QKVBias && c.Arch != "qwen2", TorchDtype: torch,
-		Raw: map[string]any{"hidden_act": "silu", "transformers_version": "4.46.0", "use_cache": true},
+		TorchDtype: torch,
+		Raw:        map[string]any{"hidden_act": "silu", "transformers_version": "4.46.0", "use_cache": true},
 	}
-	if c.HeadDim*c.Heads != c.Dim || c.Arch == "qwen3" {
+	if c.HeadDim*c.Heads != c.Dim {
 		hc.HeadDim = c.HeadDim
+	}
+	if fam.ToHF != nil {
+		fam.ToHF(&c, hc)
 	}
 	if r := c.RopeScaling; r != nil {
 		hc.RopeScaling = &hfdir.RopeScaling{Type: "llama3", Factor: r.Factor, LowFreqFactor: r.LowFreqFactor,
@@ -135,53 +130,6 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		}
 	}
 	return nil
-}
-
-// hfName is model.HFName's inverse for the names WriteHF writes.
-func hfName(gguf string) (string, bool) {
-	switch gguf {
-	case "token_embd.weight":
-		return "model.embed_tokens.weight", true
-	case "output_norm.weight":
-		return "model.norm.weight", true
-	case "output.weight":
-		return "lm_head.weight", true
-	}
-	rest, ok := strings.CutPrefix(gguf, "blk.")
-	if !ok {
-		return "", false
-	}
-	i := strings.IndexByte(rest, '.')
-	if i <= 0 {
-		return "", false
-	}
-	if _, err := strconv.Atoi(rest[:i]); err != nil {
-		return "", false
-	}
-	for _, s := range []string{"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
-		"self_attn.v_proj.weight", "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias",
-		"self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
-		"post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"} {
-		hf := "model.layers." + rest[:i] + "." + s
-		if g, err := model.HFName(hf); err == nil && g == gguf {
-			return hf, true
-		}
-	}
-	return "", false
-}
-
-// qkHeads is the head count to un-permute t by, or 0 when t keeps its layout.
-func qkHeads(name string, c *model.Config) int {
-	if c.RopeNeoX {
-		return 0
-	}
-	switch {
-	case strings.HasSuffix(name, ".attn_q.weight"), strings.HasSuffix(name, ".attn_q.bias"):
-		return c.Heads
-	case strings.HasSuffix(name, ".attn_k.weight"), strings.HasSuffix(name, ".attn_k.bias"):
-		return c.KVHeads
-	}
-	return 0
 }
 
 // shortFloat widens a float32 to the float64 with the shortest decimal spelling that rounds

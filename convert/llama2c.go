@@ -32,7 +32,7 @@ func WriteLlama2C(path string, p *Plan, opts Options) error {
 	}
 	var why string
 	switch {
-	case c.Arch != "llama" && c.Arch != "mistral":
+	case c.Family() == nil || !c.Family().Llama2C:
 		why = fmt.Sprintf("architecture %s", c.Arch)
 	case c.HeadDim*c.Heads != c.Dim:
 		why = fmt.Sprintf("head dim %d != dim %d / heads %d", c.HeadDim, c.Dim, c.Heads)

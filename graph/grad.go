@@ -30,11 +30,17 @@ func HasGrad(op string) bool { return gradRules[op] != nil }
 // each w of wrt (inputs or weights of g, F32 gradients of their shapes). g is not modified:
 // the result starts with a copy of g's nodes.
 func Grad(g *Graph, loss *Value, wrt []*Value) (*Graph, error) {
-	if err := Verify(g); err != nil {
-		return nil, err
-	}
 	if loss == nil || !loss.Type.Equal(T(tensor.F32)) {
 		return nil, fmt.Errorf("graph: grad: the loss must be a scalar f32[], is %v", loss)
+	}
+	return grad(g, loss, "", wrt)
+}
+
+// grad is Grad, starting from the gradient 1 of loss (seed ""), or from a new input called
+// seed holding the gradient of loss (GradFrom).
+func grad(g *Graph, loss *Value, seed string, wrt []*Value) (*Graph, error) {
+	if err := Verify(g); err != nil {
+		return nil, err
 	}
 	cg := g.Clone()
 	lossC := cg.Value(loss.Name)
@@ -52,6 +58,15 @@ func Grad(g *Graph, loss *Value, wrt []*Value) (*Graph, error) {
 	if lossC == nil {
 		return nil, fmt.Errorf("graph: grad: loss %v is not in the graph", loss)
 	}
+	var seedIn *Value
+	if seed != "" {
+		if cg.Value(seed) != nil {
+			return nil, fmt.Errorf("graph: grad: seed %%%s already defined", seed)
+		}
+		seedIn = &Value{Name: seed, Type: lossC.Type, Kind: KindInput}
+		seedIn.Type.Shape = append(Shape(nil), lossC.Type.Shape...)
+		cg.Inputs = append(cg.Inputs, seedIn)
+	}
 	gb := newGradBuilder(cg)
 	// needs: values that depend on some w.
 	needs := map[*Value]bool{}
@@ -68,7 +83,11 @@ func Grad(g *Graph, loss *Value, wrt []*Value) (*Graph, error) {
 		}
 	}
 	contrib := map[*Value][]*Value{}
-	contrib[lossC] = []*Value{gb.op1("constant", Attrs{"value": Float(1)})}
+	if seedIn != nil {
+		contrib[lossC] = []*Value{seedIn}
+	} else {
+		contrib[lossC] = []*Value{gb.op1("constant", Attrs{"value": Float(1)})}
+	}
 	forward := cg.Nodes
 	for i := len(forward) - 1; i >= 0; i-- {
 		n := forward[i]

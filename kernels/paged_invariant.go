@@ -4,7 +4,8 @@
 // kernels, which sum in another order. Here a single row runs the GEMM paths' own kernels
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
 // AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones; for Q4_0 on AVX2 the 2x1 and
-// 1x1 pair tiles, which sum like the 2x4 one) and
+// 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
+// 4; for Q8_0 on AVX2 the 1x1 Q8_0 pair tile) and
 // the direct float GEMM with one activation row. TestMatMulInvariant
 // checks the agreement for every dtype.
 package kernels
@@ -40,8 +41,16 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 			matmulZ(p, out, a, w.Data, q4, 1, n, k)
 			return nil
 		}
+		if q4 && useQuads4(nb) { // the GEMM path's Q4_0 quad tiles, with one token
+			matmulQ4Quads(p, out, a, w.Data, 1, n, k)
+			return nil
+		}
 		if q4 && usePairs() && nb%2 == 0 { // the GEMM path's pair tiles, with one token
 			matmulP(p, out, a, w.Data, 1, n, k)
+			return nil
+		}
+		if !q4 && usePairs8() && nb%2 == 0 { // the Q8_0 pair tiles, with one token
+			matmulP8(p, out, a, w.Data, 1, n, k)
 			return nil
 		}
 		var cp *int32

@@ -33,6 +33,10 @@ type q8Acts struct {
 	// The lane scales and corrections of the AVX2 Q4_0 pair tiles (quant_pairs.go; values in xz):
 	dp []float32 // [m][nb/2][8]: dx_b x4, dx_b1 x4
 	cp []int32   // [m][nb/2][8]: -8·Σx of block b in lane 0, of b+1 in lane 4
+	// The lane scales of the AVX2 Q8_0 pair tiles (quant_pairs8.go; values in qs):
+	d8 []float32 // [m][nb/2][8]: dx_b, dx_b, dx_b1, dx_b1, twice
+	// The records of the AVX2 Q4_0 quad tiles (quant_quads.go; values in xz), per token and quad:
+	sq []int32 // [m][nb/4][16]: 8 lane scales (float32 bits), then 8 lane corrections
 	// Token 0 in block quads for the VNNI Q4_0 decode kernel (q4_0RowsZ):
 	x4 []int8    // [nb/4][128]: x_b[0:16] .. x_b3[0:16], x_b[16:32] .. x_b3[16:32]
 	d4 []float32 // [nb/4][16] lane scales (dx of block b+l/4)
@@ -45,8 +49,27 @@ const (
 	readyZ4             // xz, dz, cz for Q4_0 weights
 	readyQuad
 	readyPair
-	readyP // xz, dp, cp for the AVX2 Q4_0 pair tiles
+	readyP  // xz, dp, cp for the AVX2 Q4_0 pair tiles
+	readyP8 // d8 for the AVX2 Q8_0 pair tiles
+	readyQ4 // sq for the AVX2 Q4_0 quad tiles
+	readyD2 // d2 alone (pairScales)
 )
+
+// pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.
+func (a *q8Acts) pairScales() {
+	if a.ready&(readyPair|readyD2) != 0 {
+		return
+	}
+	a.ready |= readyD2
+	np := a.nb / 2
+	a.d2 = grow(a.d2, np*8)
+	for i := 0; i < np; i++ {
+		d := a.d2[8*i : 8*i+8]
+		for j := 0; j < 4; j++ {
+			d[j], d[4+j] = a.d[2*i], a.d[2*i+1]
+		}
+	}
+}
 
 // pairLayout fills x2, d2 and c2 from token 0 (nb even, corrections computed).
 func (a *q8Acts) pairLayout() {

@@ -9590,6 +9590,272 @@ q4_0Rows4P_done:
 	VZEROUPPER
 	RET
 
+// func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, d2 *float32, npairs int, out **float32, oadv int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q8_0Rows4A(SB), NOSPLIT, $0-64
+	MOVQ    w+0(FP), AX
+	MOVQ    (AX), CX
+	MOVQ    8(AX), DX
+	MOVQ    16(AX), BX
+	MOVQ    24(AX), AX
+	MOVQ    nrows+16(FP), SI
+	XORQ    DI, DI
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   SI, SI
+	JZ      q8_0Rows4A_done
+
+q8_0Rows4A_rows:
+	XORQ   R8, R8
+	MOVQ   xq+24(FP), R9
+	MOVQ   d2+32(FP), R10
+	MOVQ   npairs+40(FP), R11
+	VXORPS Y1, Y1, Y1
+	TESTQ  R11, R11
+	JZ     q8_0Rows4A_end
+
+q8_0Rows4A_loop:
+	VMOVDQU     (R9), Y2
+	VPABSB      2(CX)(R8*1), Y3
+	VPSIGNB     2(CX)(R8*1), Y2, Y4
+	VPMADDUBSW  Y4, Y3, Y4
+	VPMADDWD    Y0, Y4, Y4
+	VPABSB      2(DX)(R8*1), Y3
+	VPSIGNB     2(DX)(R8*1), Y2, Y5
+	VPMADDUBSW  Y5, Y3, Y5
+	VPMADDWD    Y0, Y5, Y5
+	VPABSB      2(BX)(R8*1), Y3
+	VPSIGNB     2(BX)(R8*1), Y2, Y6
+	VPMADDUBSW  Y6, Y3, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VPABSB      2(AX)(R8*1), Y3
+	VPSIGNB     2(AX)(R8*1), Y2, Y2
+	VPMADDUBSW  Y2, Y3, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y5, Y4, Y3
+	VPUNPCKHDQ  Y5, Y4, Y5
+	VPADDD      Y5, Y3, Y3
+	VPUNPCKLDQ  Y2, Y6, Y5
+	VPUNPCKHDQ  Y2, Y6, Y6
+	VPADDD      Y6, Y5, Y5
+	VPUNPCKLQDQ Y5, Y3, Y4
+	VPUNPCKHQDQ Y5, Y3, Y5
+	VPADDD      Y5, Y4, Y4
+	VMOVDQU     32(R9), Y2
+	VPABSB      36(CX)(R8*1), Y3
+	VPSIGNB     36(CX)(R8*1), Y2, Y5
+	VPMADDUBSW  Y5, Y3, Y5
+	VPMADDWD    Y0, Y5, Y5
+	VPABSB      36(DX)(R8*1), Y3
+	VPSIGNB     36(DX)(R8*1), Y2, Y6
+	VPMADDUBSW  Y6, Y3, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VPABSB      36(BX)(R8*1), Y3
+	VPSIGNB     36(BX)(R8*1), Y2, Y7
+	VPMADDUBSW  Y7, Y3, Y7
+	VPMADDWD    Y0, Y7, Y7
+	VPABSB      36(AX)(R8*1), Y3
+	VPSIGNB     36(AX)(R8*1), Y2, Y2
+	VPMADDUBSW  Y2, Y3, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y6, Y5, Y3
+	VPUNPCKHDQ  Y6, Y5, Y6
+	VPADDD      Y6, Y3, Y3
+	VPUNPCKLDQ  Y2, Y7, Y6
+	VPUNPCKHDQ  Y2, Y7, Y7
+	VPADDD      Y7, Y6, Y6
+	VPUNPCKLQDQ Y6, Y3, Y5
+	VPUNPCKHQDQ Y6, Y3, Y6
+	VPADDD      Y6, Y5, Y5
+	VPERM2I128  $0x20, Y5, Y4, Y2
+	VPERM2I128  $0x31, Y5, Y4, Y3
+	VPADDD      Y3, Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	MOVWQZX     (CX)(R8*1), R12
+	MOVWQZX     (DX)(R8*1), R13
+	SHLQ        $0x10, R13
+	ORQ         R13, R12
+	MOVWQZX     (BX)(R8*1), R13
+	SHLQ        $0x20, R13
+	ORQ         R13, R12
+	MOVWQZX     (AX)(R8*1), R13
+	SHLQ        $0x30, R13
+	ORQ         R13, R12
+	VMOVQ       R12, X3
+	MOVWQZX     34(CX)(R8*1), R12
+	MOVWQZX     34(DX)(R8*1), R13
+	SHLQ        $0x10, R13
+	ORQ         R13, R12
+	MOVWQZX     34(BX)(R8*1), R13
+	SHLQ        $0x20, R13
+	ORQ         R13, R12
+	MOVWQZX     34(AX)(R8*1), R13
+	SHLQ        $0x30, R13
+	ORQ         R13, R12
+	VPINSRQ     $0x01, R12, X3, X3
+	VCVTPH2PS   X3, Y3
+	VMULPS      Y3, Y2, Y2
+	VFMADD231PS (R10), Y2, Y1
+	ADDQ        $0x44, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x20, R10
+	DECQ        R11
+	JNZ         q8_0Rows4A_loop
+
+q8_0Rows4A_end:
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	MOVQ         out+48(FP), R8
+	MOVQ         (R8), R9
+	VEXTRACTPS   $0x00, X1, (R9)(DI*1)
+	MOVQ         8(R8), R9
+	VEXTRACTPS   $0x01, X1, (R9)(DI*1)
+	MOVQ         16(R8), R9
+	VEXTRACTPS   $0x02, X1, (R9)(DI*1)
+	MOVQ         24(R8), R9
+	VEXTRACTPS   $0x03, X1, (R9)(DI*1)
+	ADDQ         oadv+56(FP), DI
+	ADDQ         adv+8(FP), CX
+	ADDQ         adv+8(FP), DX
+	ADDQ         adv+8(FP), BX
+	ADDQ         adv+8(FP), AX
+	DECQ         SI
+	JNZ          q8_0Rows4A_rows
+
+q8_0Rows4A_done:
+	VZEROUPPER
+	RET
+
+// func q4_0Rows4A(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4_0Rows4A(SB), NOSPLIT, $0-72
+	MOVQ    w+0(FP), AX
+	MOVQ    (AX), CX
+	MOVQ    8(AX), DX
+	MOVQ    16(AX), BX
+	MOVQ    24(AX), AX
+	MOVQ    nrows+16(FP), SI
+	XORQ    DI, DI
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   SI, SI
+	JZ      q4_0Rows4A_done
+
+q4_0Rows4A_rows:
+	XORQ   R8, R8
+	MOVQ   x2+24(FP), R9
+	MOVQ   d2+32(FP), R10
+	MOVQ   c2+40(FP), R11
+	MOVQ   npairs+48(FP), R12
+	VXORPS Y1, Y1, Y1
+	TESTQ  R12, R12
+	JZ     q4_0Rows4A_end
+
+q4_0Rows4A_loop:
+	VMOVDQU     (R9), Y2
+	VMOVDQU     32(R9), Y3
+	VMOVDQU     2(CX)(R8*1), X4
+	VINSERTI128 $0x01, 20(CX)(R8*1), Y4, Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q_mask0f<>+0(SB), Y4, Y4
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y4, Y6
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y6, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VMOVDQU     2(DX)(R8*1), X7
+	VINSERTI128 $0x01, 20(DX)(R8*1), Y7, Y7
+	VPSRLW      $0x04, Y7, Y5
+	VPAND       q_mask0f<>+0(SB), Y7, Y7
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y7, Y10
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y10, Y10
+	VPMADDWD    Y0, Y10, Y10
+	VMOVDQU     2(BX)(R8*1), X8
+	VINSERTI128 $0x01, 20(BX)(R8*1), Y8, Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       q_mask0f<>+0(SB), Y8, Y8
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y8, Y11
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y11, Y11
+	VPMADDWD    Y0, Y11, Y11
+	VMOVDQU     2(AX)(R8*1), X9
+	VINSERTI128 $0x01, 20(AX)(R8*1), Y9, Y9
+	VPSRLW      $0x04, Y9, Y5
+	VPAND       q_mask0f<>+0(SB), Y9, Y9
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y9, Y2
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y10, Y6, Y3
+	VPUNPCKHDQ  Y10, Y6, Y5
+	VPADDD      Y5, Y3, Y3
+	VPUNPCKLDQ  Y2, Y11, Y5
+	VPUNPCKHDQ  Y2, Y11, Y11
+	VPADDD      Y11, Y5, Y5
+	VPUNPCKLQDQ Y5, Y3, Y6
+	VPUNPCKHQDQ Y5, Y3, Y10
+	VPADDD      Y10, Y6, Y6
+	VPSHUFD     $0x00, (R11), Y2
+	VPADDD      Y2, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	MOVWQZX     (CX)(R8*1), R13
+	MOVWQZX     (DX)(R8*1), R14
+	SHLQ        $0x10, R14
+	ORQ         R14, R13
+	MOVWQZX     (BX)(R8*1), R14
+	SHLQ        $0x20, R14
+	ORQ         R14, R13
+	MOVWQZX     (AX)(R8*1), R14
+	SHLQ        $0x30, R14
+	ORQ         R14, R13
+	VMOVQ       R13, X2
+	MOVWQZX     18(CX)(R8*1), R13
+	MOVWQZX     18(DX)(R8*1), R14
+	SHLQ        $0x10, R14
+	ORQ         R14, R13
+	MOVWQZX     18(BX)(R8*1), R14
+	SHLQ        $0x20, R14
+	ORQ         R14, R13
+	MOVWQZX     18(AX)(R8*1), R14
+	SHLQ        $0x30, R14
+	ORQ         R14, R13
+	VPINSRQ     $0x01, R13, X2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      Y2, Y6, Y6
+	VFMADD231PS (R10), Y6, Y1
+	ADDQ        $0x24, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x20, R10
+	ADDQ        $0x20, R11
+	DECQ        R12
+	JNZ         q4_0Rows4A_loop
+
+q4_0Rows4A_end:
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	MOVQ         out+56(FP), R8
+	MOVQ         (R8), R9
+	VEXTRACTPS   $0x00, X1, (R9)(DI*1)
+	MOVQ         8(R8), R9
+	VEXTRACTPS   $0x01, X1, (R9)(DI*1)
+	MOVQ         16(R8), R9
+	VEXTRACTPS   $0x02, X1, (R9)(DI*1)
+	MOVQ         24(R8), R9
+	VEXTRACTPS   $0x03, X1, (R9)(DI*1)
+	ADDQ         oadv+64(FP), DI
+	ADDQ         adv+8(FP), CX
+	ADDQ         adv+8(FP), DX
+	ADDQ         adv+8(FP), BX
+	ADDQ         adv+8(FP), AX
+	DECQ         SI
+	JNZ          q4_0Rows4A_rows
+
+q4_0Rows4A_done:
+	VZEROUPPER
+	RET
+
 // func q4KTileZ1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
 TEXT ·q4KTileZ1x1(SB), NOSPLIT, $0-48

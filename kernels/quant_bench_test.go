@@ -68,7 +68,8 @@ func BenchmarkQuantGEMV(b *testing.B) {
 }
 
 // BenchmarkQuantGEMM: prefill (m tokens), GOP/s (2*m*n*k); gemv = m separate GEMV calls, avx2 =
-// the AVX2 tiles on a CPU that has the VNNI ones.
+// the AVX2 tiles on a CPU that has the VNNI ones, pairs = the Q4_0 pair tiles (the quad tiles
+// off), blocks = the Q4_0 block tiles, rowsouter = the pair tiles rows outer.
 func BenchmarkQuantGEMM(b *testing.B) {
 	const m = 64
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
@@ -79,19 +80,22 @@ func BenchmarkQuantGEMM(b *testing.B) {
 			out := make([]float32, m*n)
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
-				for _, mode := range []string{"gemm", "avx2", "blocks", "rowsouter", "gemv", "ref"} {
-					if (mode == "blocks" || mode == "rowsouter") && (dt != tensor.Q4_0 || !usePairs()) || mode == "avx2" && !quantVNNI || mode != "gemm" && mode != "avx2" && mode != "blocks" && mode != "rowsouter" && (n != 2048 || k != 2048) {
+				for _, mode := range []string{"gemm", "avx2", "pairs", "blocks", "rowsouter", "gemv", "ref"} {
+					if (mode == "blocks" || mode == "rowsouter" || mode == "pairs") && (dt != tensor.Q4_0 || !usePairs()) || mode == "avx2" && !quantVNNI || mode != "gemm" && mode != "avx2" && mode != "blocks" && mode != "rowsouter" && mode != "pairs" && (n != 2048 || k != 2048) {
 						continue
 					}
 					b.Run(fmt.Sprintf("%s/%dx%d/m%d/t%d/%s", dt, n, k, m, th, mode), func(b *testing.B) {
 						Reference = mode == "ref"
-						vnni, tp := quantVNNI, tilesP
-						quantVNNI = vnni && mode != "avx2" && mode != "blocks" && mode != "rowsouter"
+						vnni, tp, oq := quantVNNI, tilesP, q4Toks
+						quantVNNI = vnni && mode != "avx2" && mode != "blocks" && mode != "rowsouter" && mode != "pairs"
 						pairsTokensOuter = mode != "rowsouter"
+						if mode == "blocks" || mode == "rowsouter" || mode == "pairs" {
+							q4Toks = 0 // Q4_0 on the pair tiles (the path before the quad tiles)
+						}
 						if mode == "blocks" {
 							tilesP = [3][5]tileFunc{} // Q4_0 on the block tiles (the path before the pair tiles)
 						}
-						defer func() { Reference, quantVNNI, tilesP, pairsTokensOuter = false, vnni, tp, true }()
+						defer func() { Reference, quantVNNI, tilesP, pairsTokensOuter, q4Toks = false, vnni, tp, true, oq }()
 						for b.Loop() {
 							if mode == "gemv" {
 								for i := 0; i < m; i++ {

@@ -27,6 +27,8 @@ func (s *gemvSeg) prep(p *Pool, a8 *q8Acts, ak *q8KActs) {
 		a8.prepQuad()
 	case s.dt == tensor.Q4_0 && nb%2 == 0:
 		a8.pairLayout()
+	case s.dt == tensor.Q8_0 && nb%2 == 0:
+		a8.pairScales()
 	case (s.dt == tensor.Q4_K || s.dt == tensor.Q6_K) && quantVNNI:
 		ak.recs(p)
 	}
@@ -54,6 +56,10 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 			}
 		case quantVNNI && nb%2 == 0:
 			rowsZ[0](&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+		case nb%2 == 0:
+			ps := ptrsPool.Get().(*streamPtrs)
+			rowsA(ps, tensor.Q8_0, w, rs, lo, hi, a8, nb/2, out)
+			ptrsPool.Put(ps)
 		default:
 			q8Rows(&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.d[0], nb, &out[lo])
 		}
@@ -63,7 +69,9 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 		case quantVNNI && nb%4 == 0:
 			rowsZ[1](&w[lo*rs], rs, hi-lo, &a8.x4[0], &a8.d4[0], &a8.c4[0], nb/4, &out[lo])
 		case nb%2 == 0:
-			q4Rows(&w[lo*rs], rs, hi-lo, &a8.x2[0], &a8.d2[0], &a8.c2[0], nb/2, &out[lo])
+			ps := ptrsPool.Get().(*streamPtrs)
+			rowsA(ps, tensor.Q4_0, w, rs, lo, hi, a8, nb/2, out)
+			ptrsPool.Put(ps)
 		default:
 			for r := lo; r < hi; r++ {
 				quantTiles[1][1][1](&w[r*rs], rs, &a8.qs[0], k, &a8.d[0], &a8.corr[0], nb, &out[r], 1)

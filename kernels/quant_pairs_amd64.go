@@ -32,6 +32,34 @@ func q4_0TileP2x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr
 //go:noescape
 func q4_0TileP2x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, np int, out *float32, ostride int)
 
+// q4_0TileQ1xT computes one row x T tokens of a Q4_0 matmul over nq block quads, the
+// activations in pair layout with the quad records (see matmulQ4Quads; twin refTileQ4(T)).
+//
+//go:noescape
+func q4_0TileQ1x1(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+//go:noescape
+func q4_0TileQ1x2(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+//go:noescape
+func q4_0TileQ1x3(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+//go:noescape
+func q4_0TileQ1x4(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+//go:noescape
+func q4_0TileQ1x5(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+//go:noescape
+func q4_0TileQ1x6(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+//go:noescape
+func q4_0TileQ1x7(w *byte, wstride int, xs *int8, xstride int, xd *float32, corr *int32, nq int, out *float32, ostride int)
+
+// asmTilesQ4 are the assembly Q4_0 quad tiles, installed into tilesQ4 when the CPU has AVX2.
+var asmTilesQ4 = [8]tileFunc{1: q4_0TileQ1x1, 2: q4_0TileQ1x2, 3: q4_0TileQ1x3, 4: q4_0TileQ1x4,
+	5: q4_0TileQ1x5, 6: q4_0TileQ1x6, 7: q4_0TileQ1x7}
+
 // asmTilesP are the assembly pair tiles, installed into tilesP when the CPU has AVX2.
 var asmTilesP = [3][5]tileFunc{
 	1: {1: q4_0TileP1x1, 2: q4_0TileP1x2, 3: q4_0TileP1x3, 4: q4_0TileP1x4},
@@ -41,5 +69,6 @@ var asmTilesP = [3][5]tileFunc{
 func init() {
 	if hasQuantAVX2 {
 		tilesP = asmTilesP
+		tilesQ4 = asmTilesQ4
 	}
 }

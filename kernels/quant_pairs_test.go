@@ -75,15 +75,16 @@ func checkTileP(t *testing.T, w []byte, rs int, a *q8Acts, np, R, T int, full []
 }
 
 // TestMatMulQuantPairsGo runs the MatMul checks with the pair tile's Go twin installed (so the
-// pair path, its token tails and odd rows are tested on every CPU without VNNI), and
-// TestMatMulQuantNoPairs with the pair path off (the block tiles alone).
+// pair path, its token tails and odd rows are tested on every CPU without VNNI; the quad tiles
+// off), and TestMatMulQuantNoPairs with the pair and quad paths off (the block tiles alone).
 func TestMatMulQuantPairsGo(t *testing.T) {
 	if quantVNNI {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old := tilesP
-	defer func() { tilesP = old }()
+	old, oq := tilesP, q4Toks
+	defer func() { tilesP, q4Toks = old, oq }()
+	q4Toks = 0 // the pair path (the quad path has its own tests)
 	for R := 1; R <= 2; R++ {
 		for T := 1; T <= 4; T++ {
 			tilesP[R][T] = refTileP(R, T)
@@ -98,9 +99,9 @@ func TestMatMulQuantNoPairs(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old := tilesP
-	defer func() { tilesP = old }()
-	tilesP = [3][5]tileFunc{}
+	old, oq := tilesP, q4Toks
+	defer func() { tilesP, q4Toks = old, oq }()
+	tilesP, q4Toks = [3][5]tileFunc{}, 0
 	checkMatMulQuant(t)
 	testMatMulInvariant(t)
 }

@@ -322,6 +322,16 @@ func q8_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32
 //go:noescape
 func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
 
+// q8_0Rows4A computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).
+//
+//go:noescape
+func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, d2 *float32, npairs int, out **float32, oadv int)
+
+// q4_0Rows4A computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).
+//
+//go:noescape
+func q4_0Rows4A(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)
+
 // q4KTileZ1x1 computes one Q4_K row x 1 tokens with AVX-512 VNNI (see genTileK4Z).
 //
 //go:noescape

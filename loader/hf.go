@@ -71,7 +71,7 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 	for _, f := range set.Files {
 		for i := range f.Tensors {
 			t := &f.Tensors[i]
-			g, err := model.HFName(t.Name)
+			g, err := model.HFName(&cfg, t.Name)
 			if err != nil {
 				return fmt.Errorf("%s: tensor %s has no place in a %s model", f.Path, t.Name, cfg.Arch)
 			}

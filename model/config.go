@@ -1,6 +1,7 @@
-// Package model implements the Llama-family transformer (llama, mistral, qwen2, qwen3) on CPU:
-// its configuration, its weights under GGUF tensor names, loaders for GGUF, llama2.c and
-// Hugging Face checkpoints, and the forward pass with a KV cache.
+// Package model implements decoder-only transformers on CPU, one registered Family per
+// architecture (family.go: llama, mistral, qwen2, qwen3 today): their configuration, their
+// weights under GGUF tensor names, loaders for GGUF, llama2.c and Hugging Face checkpoints,
+// and the forward pass with a KV cache through the graph each family's builder writes.
 //
 // This file implements Config and the tensor shapes a configuration calls for.
 package model
@@ -16,7 +17,7 @@ type RopeScaling = kernels.RopeScaling
 
 // Config describes a network's shape and numerics.
 type Config struct {
-	Arch        string       // "llama", "mistral", "qwen2" or "qwen3"
+	Arch        string       // the registered family's GGUF architecture: "llama", "mistral", "qwen2", "qwen3"
 	Dim         int          // residual width (embedding length)
 	Layers      int          // transformer blocks
 	Heads       int          // query heads
@@ -49,9 +50,7 @@ const (
 
 // Validate checks the configuration for consistency.
 func (c *Config) Validate() error {
-	switch c.Arch {
-	case "llama", "mistral", "qwen2", "qwen3":
-	default:
+	if c.Family() == nil {
 		return fmt.Errorf("model: unsupported architecture %q", c.Arch)
 	}
 	if err := checkExperts(c.Experts, c.ExpertsUsed, "expert_count", "expert_used_count"); err != nil {
@@ -104,35 +103,12 @@ func (c *Config) QDim() int { return c.Heads * c.HeadDim }
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
 // Shapes returns every tensor the configuration requires, by GGUF name, with its row-major
-// shape. The optional rope_freqs.weight is not included.
+// shape (its family's Family.Shapes; nil for an unknown architecture). The optional
+// rope_freqs.weight is not included.
 func (c *Config) Shapes() map[string][]int {
-	s := map[string][]int{
-		"token_embd.weight":  {c.Vocab, c.Dim},
-		"output_norm.weight": {c.Dim},
+	f := c.Family()
+	if f == nil {
+		return nil
 	}
-	if !c.Tied {
-		s["output.weight"] = []int{c.Vocab, c.Dim}
-	}
-	for l := 0; l < c.Layers; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		s[p+"attn_norm.weight"] = []int{c.Dim}
-		s[p+"attn_q.weight"] = []int{c.QDim(), c.Dim}
-		s[p+"attn_k.weight"] = []int{c.KVDim(), c.Dim}
-		s[p+"attn_v.weight"] = []int{c.KVDim(), c.Dim}
-		s[p+"attn_output.weight"] = []int{c.Dim, c.QDim()}
-		if c.QKVBias {
-			s[p+"attn_q.bias"] = []int{c.QDim()}
-			s[p+"attn_k.bias"] = []int{c.KVDim()}
-			s[p+"attn_v.bias"] = []int{c.KVDim()}
-		}
-		if c.QKNorm {
-			s[p+"attn_q_norm.weight"] = []int{c.HeadDim}
-			s[p+"attn_k_norm.weight"] = []int{c.HeadDim}
-		}
-		s[p+"ffn_norm.weight"] = []int{c.Dim}
-		s[p+"ffn_gate.weight"] = []int{c.FFN, c.Dim}
-		s[p+"ffn_up.weight"] = []int{c.FFN, c.Dim}
-		s[p+"ffn_down.weight"] = []int{c.Dim, c.FFN}
-	}
-	return s
+	return f.Shapes(c)
 }

@@ -1,20 +1,16 @@
-// This file is the Llama family's graph builder (Llama 2/3, Mistral, Qwen2/2.5, Qwen3): the
-// network written once, as a graph.Graph, over a ragged batch of n rows (token ids and their
-// positions) whose logits are wanted for the rows listed in logit_rows. Serving runs it over
-// the paged KV cache; training over whole sequences (the attention op is the same).
-//
-// The builder writes plain ops (matmul per weight, silu then mul, add then rms_norm); the
-// compiler's passes fuse them.
+// This file is the entry point to a model's graph: BuildGraph writes a configuration's
+// network with its family's builder (Family.Build: the Llama family's is llama_graph.go) over a
+// ragged batch of n rows (token ids and their positions) whose logits are wanted for the rows
+// listed in logit_rows. Serving runs it over the paged KV cache; training over whole sequences
+// (the attention op is the same).
 package model
 
 import (
-	"fmt"
-
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// Graph inputs of BuildGraph's graphs.
+// Graph inputs and output of every family's graph.
 const (
 	InputTokens    = "tokens"     // i32[n]: token ids, the batch's rows
 	InputPositions = "pos"        // i32[n]: each row's position in its sequence
@@ -22,10 +18,12 @@ const (
 	OutputLogits   = "logits"     // f32[s,vocab]
 )
 
-// BuildGraph writes cfg's network as a graph. dtype gives a matrix weight's element type (nil:
-// F32 for all); vectors (norms, biases, rope_freqs.weight) are F32, decoded at load.
-// withFreqs declares rope_freqs.weight, the per-frequency RoPE divisors of Llama 3 (from the
-// file or computed from cfg.RopeScaling).
+// BuildGraph writes cfg's network as a graph, with the builder of cfg's family. dtype gives a
+// matrix weight's element type (nil: F32 for all); vectors (norms, biases, rope_freqs.weight)
+// are F32, decoded at load. withFreqs declares rope_freqs.weight, the per-frequency RoPE
+// divisors of Llama 3 (from the file or computed from cfg.RopeScaling). A builder's graph has
+// the inputs and output above; its attention ops carry their layer number (the KV cache's)
+// and its weights the names of cfg.Shapes().
 func BuildGraph(cfg *Config, dtype func(name string) tensor.DType, withFreqs bool) (*graph.Graph, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -33,71 +31,7 @@ func BuildGraph(cfg *Config, dtype func(name string) tensor.DType, withFreqs boo
 	if dtype == nil {
 		dtype = func(string) tensor.DType { return tensor.F32 }
 	}
-	n, s := graph.Sym("n"), graph.Sym("s")
-	b := graph.NewBuilder(cfg.Arch)
-	mat := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
-	}
-	vec := func(name string, size int) *graph.Value {
-		return b.Weight(name, graph.T(tensor.F32, graph.D(size)))
-	}
-	tokens := b.Input(InputTokens, graph.T(tensor.I32, n))
-	pos := b.Input(InputPositions, graph.T(tensor.I32, n))
-	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
-	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
-	var freqs *graph.Value
-	if withFreqs {
-		freqs = vec(RopeFreqsName, cfg.HeadDim/2)
-	}
-	eps := graph.Attrs{"eps": graph.Float(float64(cfg.NormEps))}
-	rope := func(x *graph.Value, heads int) *graph.Value {
-		a := graph.Attrs{"heads": graph.Int(int64(heads)), "head_dim": graph.Int(int64(cfg.HeadDim)),
-			"theta": graph.Float(cfg.RopeTheta)}
-		if cfg.RopeNeoX {
-			a["neox"] = graph.Int(1)
-		}
-		if freqs != nil {
-			return b.Op("rope", a, x, pos, freqs)
-		}
-		return b.Op("rope", a, x, pos)
-	}
-
-	x := b.NamedOp("x.in", "embedding", nil, embd, tokens)
-	for l := 0; l < cfg.Layers; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		h := b.Op("rms_norm", eps, x, vec(p+"attn_norm.weight", cfg.Dim))
-		q := b.Op("matmul", nil, h, mat(p+"attn_q.weight", cfg.QDim(), cfg.Dim))
-		k := b.Op("matmul", nil, h, mat(p+"attn_k.weight", cfg.KVDim(), cfg.Dim))
-		v := b.Op("matmul", nil, h, mat(p+"attn_v.weight", cfg.KVDim(), cfg.Dim))
-		if cfg.QKVBias {
-			q = b.Op("add", nil, q, vec(p+"attn_q.bias", cfg.QDim()))
-			k = b.Op("add", nil, k, vec(p+"attn_k.bias", cfg.KVDim()))
-			v = b.Op("add", nil, v, vec(p+"attn_v.bias", cfg.KVDim()))
-		}
-		if cfg.QKNorm {
-			q = b.Op("rms_norm", eps, q, vec(p+"attn_q_norm.weight", cfg.HeadDim))
-			k = b.Op("rms_norm", eps, k, vec(p+"attn_k_norm.weight", cfg.HeadDim))
-		}
-		q, k = rope(q, cfg.Heads), rope(k, cfg.KVHeads)
-		att := b.Op("attention", graph.Attrs{"layer": graph.Int(int64(l)), "heads": graph.Int(int64(cfg.Heads)),
-			"kv_heads": graph.Int(int64(cfg.KVHeads)), "head_dim": graph.Int(int64(cfg.HeadDim))}, q, k, v)
-		o := b.Op("matmul", nil, att, mat(p+"attn_output.weight", cfg.Dim, cfg.QDim()))
-		x = b.NamedOp(fmt.Sprintf("x.%d.attn", l), "add", nil, x, o)
-		h = b.Op("rms_norm", eps, x, vec(p+"ffn_norm.weight", cfg.Dim))
-		g := b.Op("matmul", nil, h, mat(p+"ffn_gate.weight", cfg.FFN, cfg.Dim))
-		u := b.Op("matmul", nil, h, mat(p+"ffn_up.weight", cfg.FFN, cfg.Dim))
-		a := b.Op("mul", nil, b.Op("silu", nil, g), u)
-		d := b.Op("matmul", nil, a, mat(p+"ffn_down.weight", cfg.Dim, cfg.FFN))
-		x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, d)
-	}
-	last := b.Op("gather_rows", nil, x, rows)
-	h := b.Op("rms_norm", eps, last, vec("output_norm.weight", cfg.Dim))
-	out := embd
-	if !cfg.Tied {
-		out = mat("output.weight", cfg.Vocab, cfg.Dim)
-	}
-	b.Output(b.NamedOp(OutputLogits, "matmul", nil, h, out))
-	return b.Finish()
+	return cfg.Family().Build(cfg, dtype, withFreqs)
 }
 
 // Graph is m's network as a graph, with m's weight types.

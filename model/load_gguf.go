@@ -1,4 +1,5 @@
-// This file implements the GGUF loader: metadata keys to Config, tensors by their GGUF names.
+// This file implements the GGUF loader: metadata keys to Config (the hyper-parameter keys every
+// llama.cpp architecture shares, then the family's hooks), tensors by their GGUF names.
 package model
 
 import (
@@ -8,9 +9,12 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// ConfigFromGGUF reads the hyper-parameters of a llama/mistral/qwen2/qwen3 GGUF file.
-// Vocab comes from token_embd.weight, Tied from the absence of output.weight, QKVBias and
-// QKNorm from the presence of blk.0.attn_q.bias and blk.0.attn_q_norm.weight.
+// ConfigFromGGUF reads the hyper-parameters of a GGUF file of a registered family: the keys
+// <arch>.embedding_length, block_count, feed_forward_length, attention.head_count(_kv),
+// attention.key_length, context_length, rope.freq_base, attention.layer_norm_rms_epsilon,
+// Vocab from token_embd.weight and Tied from the absence of output.weight; then the
+// family's Fix and FromGGUF (the Llama family: QKVBias and QKNorm from the presence of
+// blk.0.attn_q.bias and blk.0.attn_q_norm.weight).
 func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	c, err := configFromGGUF(f)
 	if err != nil {
@@ -31,11 +35,8 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	if c.Experts, c.ExpertsUsed, err = ggufExperts(f, arch); err != nil {
 		return c, err
 	}
-	switch arch {
-	case "llama", "mistral":
-	case "qwen2", "qwen3":
-		c.RopeNeoX = true
-	default:
+	fam := FamilyOf(arch)
+	if fam == nil {
 		return c, fmt.Errorf("unsupported architecture %q", arch)
 	}
 	need := func(key string) (int, error) {
@@ -97,8 +98,14 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	c.Vocab = embd.Shape[0]
 	_, hasOut := f.Tensor("output.weight")
 	c.Tied = !hasOut
-	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	_, c.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
+	if fam.Fix != nil {
+		fam.Fix(&c)
+	}
+	if fam.FromGGUF != nil {
+		if err := fam.FromGGUF(f, &c); err != nil {
+			return c, err
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return c, err
 	}

@@ -1,83 +1,48 @@
 // This file implements LoadHF: a Hugging Face model directory (config.json + safetensors)
-// mapped onto GGUF tensor names. For llama/mistral the q_proj and k_proj rows are permuted
-// as llama.cpp's HF-to-GGUF converter does, turning HF's rotate-half RoPE layout into the
-// adjacent-pair ("normal") layout, so the result equals the GGUF converted from the same
-// checkpoint. Qwen2/Qwen3 keep HF's layout and run in NeoX (rotate-half) mode.
+// mapped onto GGUF tensor names by its family's NameMap, each tensor transformed as the
+// family says (Family.FromHFTensor). For llama/mistral the q_proj and k_proj rows are
+// permuted as llama.cpp's HF-to-GGUF converter does, turning HF's rotate-half RoPE layout
+// into the adjacent-pair ("normal") layout, so the result equals the GGUF converted from the
+// same checkpoint. Qwen2/Qwen3 keep HF's layout and run in NeoX (rotate-half) mode.
 package model
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
+	"sort"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/format/safetensors"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// hfLayerNames maps the per-layer HF suffixes to GGUF suffixes.
-var hfLayerNames = map[string]string{
-	"input_layernorm.weight":          "attn_norm.weight",
-	"self_attn.q_proj.weight":         "attn_q.weight",
-	"self_attn.k_proj.weight":         "attn_k.weight",
-	"self_attn.v_proj.weight":         "attn_v.weight",
-	"self_attn.q_proj.bias":           "attn_q.bias",
-	"self_attn.k_proj.bias":           "attn_k.bias",
-	"self_attn.v_proj.bias":           "attn_v.bias",
-	"self_attn.o_proj.weight":         "attn_output.weight",
-	"self_attn.q_norm.weight":         "attn_q_norm.weight",
-	"self_attn.k_norm.weight":         "attn_k_norm.weight",
-	"post_attention_layernorm.weight": "ffn_norm.weight",
-	"mlp.gate_proj.weight":            "ffn_gate.weight",
-	"mlp.up_proj.weight":              "ffn_up.weight",
-	"mlp.down_proj.weight":            "ffn_down.weight",
-}
-
-var hfLayerRe = regexp.MustCompile(`^model\.layers\.(\d+)\.(.+)$`)
-
-// HFName returns the GGUF name for an HF tensor name, or "" for tensors llmcloud does not
-// use (rotary_emb.inv_freq buffers, a tied lm_head).
-func HFName(name string) (string, error) {
-	switch name {
-	case "model.embed_tokens.weight":
-		return "token_embd.weight", nil
-	case "model.norm.weight":
-		return "output_norm.weight", nil
-	case "lm_head.weight":
-		return "output.weight", nil
-	}
-	if m := hfLayerRe.FindStringSubmatch(name); m != nil {
-		if m[2] == "self_attn.rotary_emb.inv_freq" {
-			return "", nil
-		}
-		if g, ok := hfLayerNames[m[2]]; ok {
-			l, _ := strconv.Atoi(m[1])
-			return fmt.Sprintf("blk.%d.%s", l, g), nil
-		}
-	}
-	return "", fmt.Errorf("unknown tensor %s", name)
-}
-
-// ConfigFromHF maps config.json onto a Config. QKVBias is set later from the tensors.
+// ConfigFromHF maps config.json onto a Config: the fields every family shares (hidden_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+// intermediate_size, vocab_size, max_position_embeddings, rope_theta, rms_norm_eps,
+// tie_word_embeddings, rope_scaling), then the family of model_type's Fix and FromHF.
 func ConfigFromHF(c *hfdir.Config) (Config, error) {
 	cfg := Config{
-		Arch: c.ModelType, Dim: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads,
+		Dim: c.HiddenSize, Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads,
 		KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDimension(), FFN: c.IntermediateSize,
 		Vocab: c.VocabSize, CtxLen: c.MaxPositionEmbeddings, RopeTheta: c.RopeTheta,
 		NormEps: float32(c.RMSNormEps), Tied: c.TieWordEmbeddings,
-		QKVBias: c.ModelType == "qwen2" || c.AttentionBias, QKNorm: c.ModelType == "qwen3",
 	}
 	// Before model_type: a MoE variant (mixtral, qwen3_moe) is refused as such.
 	var err error
 	if cfg.Experts, cfg.ExpertsUsed, err = hfExperts(c.Raw); err != nil {
 		return cfg, err
 	}
-	switch c.ModelType {
-	case "llama", "mistral":
-	case "qwen2", "qwen3":
-		cfg.RopeNeoX = true
-	default:
+	fam := FamilyOfHF(c.ModelType)
+	if fam == nil {
 		return cfg, fmt.Errorf("model_type %q is not supported", c.ModelType)
+	}
+	cfg.Arch = fam.Arch
+	if fam.Fix != nil {
+		fam.Fix(&cfg)
+	}
+	if fam.FromHF != nil {
+		if err := fam.FromHF(c, &cfg); err != nil {
+			return cfg, err
+		}
 	}
 	if rs := c.RopeScaling; rs != nil && rs.Type != "default" {
 		if rs.Type != "llama3" {
@@ -112,11 +77,26 @@ func LoadHF(dir string) (*Model, error) {
 	return m, nil
 }
 
-// fromHFTensors renames (and for llama/mistral permutes) HF tensors and builds the model.
+// HFName returns the GGUF name for an HF tensor name of a cfg.Arch checkpoint (its family's
+// NameMap), or "" for tensors llmcloud does not use (rotary_emb.inv_freq buffers).
+func HFName(cfg *Config, name string) (string, error) {
+	f := cfg.Family()
+	if f == nil {
+		return "", fmt.Errorf("model: unsupported architecture %q", cfg.Arch)
+	}
+	return f.Names.GGUF(name)
+}
+
+// fromHFTensors renames HF tensors (and transforms them as the family says: for
+// llama/mistral, permutes q/k) and builds the model.
 func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
+	fam := cfg.Family()
+	if fam == nil {
+		return nil, fmt.Errorf("model: unsupported architecture %q", cfg.Arch)
+	}
 	ws := make(map[string]*tensor.Tensor, len(hf))
 	for name, t := range hf {
-		g, err := HFName(name)
+		g, err := fam.Names.GGUF(name)
 		if err != nil {
 			return nil, err
 		}
@@ -128,22 +108,19 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 	if _, ok := ws["output.weight"]; !ok {
 		cfg.Tied = true
 	}
-	if !cfg.RopeNeoX {
-		for l := 0; l < cfg.Layers; l++ {
-			for _, p := range []struct {
-				name  string
-				heads int
-			}{{"attn_q.weight", cfg.Heads}, {"attn_k.weight", cfg.KVHeads}, {"attn_q.bias", cfg.Heads}, {"attn_k.bias", cfg.KVHeads}} {
-				n := fmt.Sprintf("blk.%d.%s", l, p.name)
-				t, ok := ws[n]
-				if !ok {
-					continue
-				}
-				pt, err := PermuteRope(t, p.heads)
+	if fam.FromHFTensor != nil {
+		names := make([]string, 0, len(ws))
+		for name := range ws {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if tf := fam.FromHFTensor(&cfg, name); tf != nil {
+				pt, err := tf(ws[name])
 				if err != nil {
 					return nil, err
 				}
-				ws[n] = pt
+				ws[name] = pt
 			}
 		}
 	}

@@ -36,7 +36,7 @@ func TestLoadHFMatchesGGUF(t *testing.T) {
 	g := openRef(t, []string{"models", "stories260K", "stories260K-f32.gguf"})
 	cfg := g.Config
 	inv := map[string]string{"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
-	for hfSuffix, gg := range hfLayerNames {
+	for hfSuffix, gg := range llamaNames.Block {
 		for l := 0; l < cfg.Layers; l++ {
 			inv[fmt.Sprintf("blk.%d.%s", l, gg)] = fmt.Sprintf("model.layers.%d.%s", l, hfSuffix)
 		}
@@ -108,7 +108,7 @@ func TestLoadHFMatchesGGUF(t *testing.T) {
 	if maxd > 1e-4 {
 		t.Fatalf("HF layout in NeoX mode differs from GGUF by %g", maxd)
 	}
-	if _, err := HFName("model.layers.0.mlp.weird.weight"); err == nil {
+	if _, err := HFName(&cfg, "model.layers.0.mlp.weird.weight"); err == nil {
 		t.Fatal("unknown HF tensor accepted")
 	}
 }

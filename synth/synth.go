@@ -24,7 +24,7 @@ import (
 
 // Options describe the model. Zero fields take defaults (see Plan).
 type Options struct {
-	Arch                                      string // llama, mistral, qwen2, qwen3
+	Arch                                      string // a registered family's (model.FamilyOf): llama, mistral, qwen2, qwen3
 	Dim, Layers, Heads, KVHeads, HeadDim, FFN int
 	Vocab, CtxLen                             int
 	RopeTheta                                 float64
@@ -50,12 +50,12 @@ var Presets = map[string]Options{
 
 // Config resolves o's defaults: arch llama, dim 64, 2 layers, 4 heads, KV heads = heads, head
 // dim = dim/heads, FFN = 4*dim (rounded up to a multiple of 32), vocab = the tokenizer's size,
-// context 512, rope theta 10000 (1e6 for qwen), eps 1e-5 (1e-6 for qwen).
+// context 512, rope theta and eps the family's usual ones (llama 10000 and 1e-5, qwen 1e6 and
+// 1e-6), and the fields the family implies (model.Family.Fix).
 func (o Options) Config() (model.Config, error) {
 	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
 		NormEps: o.NormEps, Tied: o.Tied}
-	qwen := strings.HasPrefix(c.Arch, "qwen")
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v
@@ -76,23 +76,16 @@ func (o Options) Config() (model.Config, error) {
 	if c.Vocab == 0 {
 		c.Vocab = len(o.vocab().Tokens)
 	}
-	if c.RopeTheta == 0 {
-		c.RopeTheta = 10000
-		if qwen {
-			c.RopeTheta = 1e6
+	if fam := c.Family(); fam != nil { // otherwise Validate reports the architecture
+		if c.RopeTheta == 0 {
+			c.RopeTheta = fam.RopeTheta
 		}
-	}
-	if c.NormEps == 0 {
-		c.NormEps = 1e-5
-		if qwen {
-			c.NormEps = 1e-6
+		if c.NormEps == 0 {
+			c.NormEps = fam.NormEps
 		}
-	}
-	switch c.Arch {
-	case "qwen2":
-		c.RopeNeoX, c.QKVBias = true, true
-	case "qwen3":
-		c.RopeNeoX, c.QKNorm = true, true
+		if fam.Fix != nil {
+			fam.Fix(&c)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("synth: %w", err)

@@ -163,7 +163,7 @@ func inspect(path string) (*inspectReport, error) {
 			add(&l.Tensors[i])
 		}
 		h := l.Header
-		r.Arch = "llama"
+		r.Arch = model.ConfigFromLlama2C(h).Arch
 		for _, kv := range []struct {
 			k string
 			v any

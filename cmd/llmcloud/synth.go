@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
 )
 
@@ -21,7 +22,7 @@ func init() {
 func runSynth(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("synth", stderr)
 	preset := fs.String("preset", "", "shape of a known model: "+presetNames())
-	arch := fs.String("arch", "", "architecture: llama, mistral, qwen2, qwen3 (default llama)")
+	arch := fs.String("arch", "", "architecture: "+archNames()+" (default llama)")
 	dim := fs.Int("dim", 0, "embedding width (default 64)")
 	layers := fs.Int("layers", 0, "transformer blocks (default 2)")
 	heads := fs.Int("heads", 0, "query heads (default 4)")
@@ -30,7 +31,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	ffn := fs.Int("ffn", 0, "feed-forward width (default 4*dim)")
 	vocab := fs.Int("vocab", 0, "vocabulary size (default: the tokenizer's)")
 	ctx := fs.Int("ctx", 0, "context length (default 512)")
-	theta := fs.Float64("rope-theta", 0, "RoPE base (default 10000, qwen 1e6)")
+	theta := fs.Float64("rope-theta", 0, "RoPE base (default: the architecture's usual one, llama 10000, qwen 1e6)")
 	tied := fs.Bool("tied", false, "tie the output projection to the token embedding")
 	seed := fs.Uint64("seed", 0, "random seed")
 	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (GGUF only for the last four)")
@@ -115,5 +116,14 @@ func presetNames() string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// archNames lists the registered architectures (model.Families).
+func archNames() string {
+	var names []string
+	for _, f := range model.Families() {
+		names = append(names, f.Arch)
+	}
 	return strings.Join(names, ", ")
 }

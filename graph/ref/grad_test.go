@@ -97,7 +97,7 @@ func opCases(r *rand.Rand) []opCase {
 	if S > 1 {
 		targets[r.Intn(S)] = -1 // an ignored row
 	}
-	return []opCase{
+	return append([]opCase{
 		{name: "matmul", build: func(b *graph.Builder) []*graph.Value {
 			return []*graph.Value{b.Op("matmul", nil, b.Weight("x", f32(2, R, K)), b.Weight("w", f32(N, K)))}
 		}},
@@ -135,7 +135,7 @@ func opCases(r *rand.Rand) []opCase {
 		{name: "cross_entropy", ints: map[string][]int32{"t": targets}, build: func(b *graph.Builder) []*graph.Value {
 			return []*graph.Value{b.Op("cross_entropy", nil, b.Weight("z", f32(S, V)), b.Input("t", i32(S)))}
 		}},
-	}
+	}, commCases(r)...)
 }
 
 // lossGraph appends loss = Σ_i sum(out_i * R_i) to the case's graph.

@@ -1,10 +1,9 @@
-// This file runs a whole single-process model through the graph: model.BuildGraph with its
-// loss and backward, compiled by graph/exec/trainexec over the model's own weight and gradient
-// views. Forward, Backward and Logits take this path when the model has no tensor
-// parallelism, is not a pipeline stage, keeps one activation slot and does not recompute;
-// the others still run the hand-written layers of forward.go (see docs/training.md). The
-// hooks (Options.BeforeUse, GradReady) are called in the order documented there, from the
-// weights each instruction reads and the gradients it writes.
+// This file runs the model through the graph: model.BuildGraph with its loss and backward
+// (a pipeline stage's part of it, sharded over the tensor-parallel group, recomputed per block
+// with Options.Recompute; graph_stage.go holds the stage and slot entry points), compiled by
+// graph/exec/trainexec over the model's own weight and gradient views. The hooks
+// (Options.BeforeUse, GradReady) are called in the order documented in docs/training.md, from
+// the weights each instruction reads and the gradients it writes.
 package nn
 
 import (
@@ -12,11 +11,6 @@ import (
 
 	"github.com/llmcloud/llmcloud/graph/exec/trainexec"
 )
-
-// usesGraph reports whether NewWith(cfg, ..., opt) runs through the graph executor.
-func (o *Options) usesGraph(whole bool) bool {
-	return !o.handWritten && (o.TP == nil || o.TP.Size() <= 1) && whole && !o.Recompute && o.Slots <= 1
-}
 
 // buildGraph compiles the model's graph over its parameters and lays out the hook calls.
 func (m *Model) buildGraph() error {
@@ -26,11 +20,10 @@ func (m *Model) buildGraph() error {
 		params[i] = trainexec.Param{Name: p.Name, W: p.W, G: p.G}
 		unit[p.Name] = p.unit
 	}
-	prog, err := trainexec.ForModel(m.Cfg, params, m.maxB, m.maxT, m.pool)
+	prog, err := m.buildSlots(params)
 	if err != nil {
 		return err
 	}
-	m.prog = prog
 	if m.opt.BeforeUse == nil && m.opt.GradReady == nil {
 		return nil
 	}
@@ -93,13 +86,22 @@ func (m *Model) buildGraph() error {
 	if len(head) > 0 {
 		before[headAt] = append(head, before[headAt]...)
 	}
+	headReady := -1 // the head's units whose gradients are final before any block's are ready together
+	for _, u := range head {
+		if i, ok := lastW[u]; ok && i < blockFirst {
+			headReady = max(headReady, i)
+		}
+	}
 	for u, i := range lastW {
+		if slices.Contains(head, u) && i < blockFirst {
+			i = headReady
+		}
 		after[i] = append(after[i], u)
 	}
 	for i := range after {
 		slices.SortFunc(after[i], func(a, b int) int { return b - a })
 	}
-	prog.SetHook(func(i int, done bool) {
+	m.setHook(func(i int, done bool) {
 		if done {
 			for _, u := range after[i] {
 				m.ready(u)

@@ -1,6 +1,6 @@
 // This file implements Model: the parameters and gradients as two flat buffers with one view
-// per GGUF tensor, the activation buffers for up to maxB x maxT tokens, deterministic
-// initialisation and the FLOP count used for MFU.
+// per GGUF tensor, the compiled graph (graph.go) for batches of up to maxB x maxT tokens,
+// deterministic initialisation and the FLOP count used for MFU.
 package nn
 
 import (
@@ -21,52 +21,41 @@ type Param struct {
 	index int // its index among the whole model's tensors (Init's stream)
 }
 
-// blockParams are one transformer block's tensors (indices into Model.params).
-type blockParams struct {
-	attnNorm, wq, wk, wv, wo, ffnNorm, gate, up, down *Param
-}
-
-// Model is the Llama network of cfg (or one pipeline stage of it) with everything training
+// Model is the Llama-family network of cfg (or one pipeline stage of it) with everything training
 // needs. One Model serves one goroutine at a time; its kernels run on the pool given to New.
 type Model struct {
 	Cfg model.Config // the whole model's configuration
 
-	lc                 model.Config // the shapes this rank computes with: Cfg, or TPConfig(Cfg, TP size)
-	tp                 *tpState     // nil without tensor parallelism
-	pool               *kernels.Pool
-	opt                Options
-	maxB, maxT         int
-	lo, hi             int  // blocks held: [lo, hi)
-	first, last        bool // holds the embedding input / the final norm, output and loss
-	w, g               []float32
-	unitW, unitG       [][]float32 // per unit (nil: not held)
-	numParams          int64
-	params             []Param
-	embd, outNorm, out *Param // out == embd when tied; nil when not held
-	blocks             []blockParams
+	lc           model.Config // the shapes this rank computes with: Cfg, or TPConfig(Cfg, TP size)
+	pool         *kernels.Pool
+	opt          Options
+	maxB, maxT   int
+	lo, hi       int  // blocks held: [lo, hi)
+	first, last  bool // holds the embedding input / the final norm, output and loss
+	w, g         []float32
+	unitW, unitG [][]float32 // per unit (nil: not held)
+	numParams    int64
+	params       []Param
 
-	cs    []float32 // RoPE table (maxT, HeadDim): cos, sin per pair
-	slots []slot    // activations of the forwards awaiting their backward
-	grad  grads     // scratch of Backward
+	slots []slot // the micro-batches in the activation slots
 
 	B, T     int // shape of the last Forward
-	lastSlot int // its slot
+	lastSlot int // its slot (-1: a Forward)
 
-	graphPending bool               // a graph Forward with targets awaits its Backward
-	prog         *trainexec.Program // the graph with its backward (graph.go); nil: hand-written layers
+	pending bool                 // a Forward with targets awaits its Backward
+	prog    *trainexec.Program   // the graph with its backward (graph.go)
+	progs   []*trainexec.Program // one per activation slot (progs[0] == prog; graph_stage.go)
 }
 
-// slot is one micro-batch's activations and inputs, kept from its forward for its backward.
+// slot is one micro-batch's shape, kept from its StageForward for its StageBackward (the
+// activations are in its program, progs[slot]).
 type slot struct {
-	acts            acts
-	B, T            int
-	tokens, targets []int32 // (maxB*maxT) copies of the forward's inputs
-	hasTargets      bool
-	pending         bool // forward done, backward not yet
+	B, T    int
+	pending bool // forward done, backward not yet
 }
 
-// New validates cfg (llama architecture without biases or q/k norms, adjacent-pair RoPE) and
-// allocates the parameters, gradients and activations for batches of up to maxB x maxT
+// New validates cfg (any registered family whose graph's ops have training kernels: Llama 2/3,
+// Mistral, Qwen2/2.5, Qwen3) and allocates the parameters and gradients and compiles the graph for batches of up to maxB x maxT
 // tokens. Parameters start at zero: call Init or copy weights into Flat. pool nil means
 // kernels.Default. It is NewWith with zero Options.
 func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
@@ -89,12 +78,6 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 		return nil, fmt.Errorf("nn: %w", err)
 	}
 	switch {
-	case cfg.Arch != "llama" && cfg.Arch != "mistral":
-		return nil, fmt.Errorf("nn: architecture %q not supported for training (llama only)", cfg.Arch)
-	case cfg.QKVBias || cfg.QKNorm:
-		return nil, fmt.Errorf("nn: q/k/v biases and q/k norms are not supported (llama only)")
-	case cfg.RopeNeoX:
-		return nil, fmt.Errorf("nn: NeoX RoPE is not supported (llama uses adjacent pairs)")
 	case maxB <= 0 || maxT <= 0:
 		return nil, fmt.Errorf("nn: batch %d x %d tokens: both must be positive", maxB, maxT)
 	case cfg.CtxLen > 0 && maxT > cfg.CtxLen:
@@ -114,54 +97,16 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 		return nil, err
 	}
 	m := &Model{Cfg: cfg, lc: lc, pool: pool, opt: opt, maxB: maxB, maxT: maxT}
-	if opt.TP != nil && opt.TP.Size() > 1 {
-		m.tp = newTPState(opt.TP, lc.Vocab, maxB*maxT)
-	}
 	m.lo, m.hi, _ = opt.blockRange(cfg)
 	m.first, m.last = m.lo == 0, m.hi == cfg.Layers
 	if err := m.layout(units, &opt); err != nil {
 		return nil, err
 	}
-	var factors []float32
-	if cfg.RopeScaling != nil {
-		var err error
-		if factors, err = kernels.Llama3Factors(cfg.HeadDim, cfg.RopeTheta, *cfg.RopeScaling); err != nil {
-			return nil, fmt.Errorf("nn: %w", err)
-		}
-	}
-	rope, err := kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, false, factors)
-	if err != nil {
+	m.slots = make([]slot, max(opt.Slots, 1))
+	if err := m.buildGraph(); err != nil {
 		return nil, fmt.Errorf("nn: %w", err)
 	}
-	m.cs = make([]float32, maxT*cfg.HeadDim)
-	for t := 0; t < maxT; t++ {
-		rope.Table(m.cs[t*cfg.HeadDim:(t+1)*cfg.HeadDim], t)
-	}
-	m.slots = make([]slot, max(opt.Slots, 1))
-	if opt.usesGraph(m.first && m.last) {
-		if err := m.buildGraph(); err != nil {
-			return nil, fmt.Errorf("nn: %w", err)
-		}
-		return m, nil // the hand-written activations are allocated if StageForward needs them
-	}
-	m.allocActs()
 	return m, nil
-}
-
-// allocActs allocates the hand-written path's activations and backward scratch.
-func (m *Model) allocActs() {
-	opt := &m.opt
-	maxB, maxT := m.maxB, m.maxT
-	for i := range m.slots {
-		s := &m.slots[i]
-		var shared *blockActs // with Recompute, every slot shares slot 0's block activations
-		if opt.Recompute && i > 0 && len(m.slots[0].acts.blocks) > 0 {
-			shared = &m.slots[0].acts.blocks[0]
-		}
-		s.acts.alloc(&m.lc, maxB, maxT, m.hi-m.lo, m.last, opt.Recompute, shared)
-		s.tokens, s.targets = make([]int32, maxB*maxT), make([]int32, maxB*maxT)
-	}
-	m.grad.alloc(&m.lc, maxB, maxT)
 }
 
 func numel(shape []int) int {
@@ -173,8 +118,9 @@ func numel(shape []int) int {
 }
 
 // Params returns every held tensor in a fixed order: token_embd.weight, then for each block
-// attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, then
-// output_norm.weight and (untied only) output.weight. This is unit order, and the order of
+// attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down and the
+// family's further block tensors in name order (Qwen2: attn_k/q/v.bias; Qwen3: attn_k_norm,
+// attn_q_norm), then output_norm.weight and (untied only) output.weight. This is unit order, and the order of
 // the units kept in the flat buffers.
 func (m *Model) Params() []Param { return m.params }
 
@@ -203,18 +149,15 @@ func (m *Model) Logits() []float32 {
 	if !m.last {
 		return nil
 	}
-	if m.prog != nil && m.lastSlot < 0 {
-		return m.prog.Logits()[:m.B*m.T*m.lc.Vocab]
-	}
-	return m.slots[m.lastSlot].acts.logits[:m.B*m.T*m.lc.Vocab]
+	return m.progs[max(m.lastSlot, 0)].Logits()[:m.B*m.T*m.lc.Vocab]
 }
 
 // TP returns this rank's tensor-parallel rank and group size (0, 1 without tensor parallelism).
 func (m *Model) TP() (rank, size int) {
-	if m.tp == nil {
+	if m.opt.TP == nil || m.opt.TP.Size() == 1 {
 		return 0, 1
 	}
-	return m.tp.comm.Rank(), m.tp.comm.Size()
+	return m.opt.TP.Rank(), m.opt.TP.Size()
 }
 
 // FLOPsPerToken returns the training FLOPs (forward + backward) per token at sequence length

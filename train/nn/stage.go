@@ -23,10 +23,7 @@ func (m *Model) StageForward(slot int, tokens, targets []int32, in []float32, B,
 	if slot < 0 || slot >= len(m.slots) {
 		return nil, 0, fmt.Errorf("nn: activation slot %d of %d", slot, len(m.slots))
 	}
-	if m.slots[0].acts.buf == nil {
-		m.allocActs()
-	}
-	m.graphPending = false
+	m.pending = false
 	D := m.Cfg.Dim
 	if err := m.checkShape(B, T); err != nil {
 		return nil, 0, err
@@ -46,15 +43,7 @@ func (m *Model) StageForward(slot int, tokens, targets []int32, in []float32, B,
 			return nil, 0, err
 		}
 	}
-	m.setInputs(slot, tokens, targets, B, T)
-	if !m.first {
-		copy(m.slots[slot].acts.resid[0], in[:B*T*D])
-	}
-	loss = m.forward(slot)
-	if !m.last {
-		out = m.slots[slot].acts.resid[len(m.blocks)][:B*T*D]
-	}
-	return out, loss, nil
+	return m.graphStageForward(slot, tokens, targets, in, B, T)
 }
 
 // StageBackward runs the backward pass of the micro-batch in slot, adding its parameter
@@ -76,5 +65,5 @@ func (m *Model) StageBackward(slot int, dout []float32, lossScale float32) (din 
 	case !m.last && len(dout) < sl.B*sl.T*m.Cfg.Dim:
 		return nil, fmt.Errorf("nn: output gradient of %d values for %d x %d tokens of dim %d", len(dout), sl.B, sl.T, m.Cfg.Dim)
 	}
-	return m.backward(slot, dout, lossScale), nil
+	return m.graphStageBackward(slot, dout, lossScale), nil
 }

@@ -77,6 +77,14 @@ func runPipeline(t *testing.T, cfg model.Config, opt Options, whole *Model, spli
 		}
 		stages[s] = m
 	}
+	return stages, drivePipeline(t, stages, ops, kind, split, batches, B, T, lossScale)
+}
+
+// drivePipeline runs ops[s] on stages[s], passing activations and gradients between them, and
+// returns the last stage's losses.
+func drivePipeline(t testing.TB, stages []*Model, ops [][]stageOp, kind string, split []int, batches [][2][]int32, B, T int, lossScale float32) []float32 {
+	t.Helper()
+	S, M := len(stages), len(batches)
 	acts := make([][][]float32, S)  // acts[s][mb]: stage s's output of mb
 	grads := make([][][]float32, S) // grads[s][mb]: gradient of stage s's input of mb (a copy)
 	for s := range S {
@@ -127,7 +135,7 @@ func runPipeline(t *testing.T, cfg model.Config, opt Options, whole *Model, spli
 			t.Fatalf("%s on %v: the hand-driven schedule deadlocked", kind, split)
 		}
 	}
-	return stages, losses
+	return losses
 }
 
 func TestStagesMatchWholeModel(t *testing.T) {

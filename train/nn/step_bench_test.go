@@ -24,9 +24,6 @@ var gpt2Like = model.Config{Arch: "llama", Dim: 768, Layers: 12, Heads: 12, KVHe
 
 func BenchmarkStep(b *testing.B) { benchStep(b, Options{}) }
 
-// BenchmarkStepHand is BenchmarkStep through the hand-written layers instead of the graph.
-func BenchmarkStepHand(b *testing.B) { benchStep(b, Options{handWritten: true}) }
-
 // BenchmarkStepRecompute is the step with Options.Recompute: HFU counts the recomputed forward.
 func BenchmarkStepRecompute(b *testing.B) { benchStep(b, Options{Recompute: true}) }
 
@@ -57,11 +54,7 @@ func benchStep(b *testing.B, opt Options) {
 	b.ReportMetric(100*achieved*hw/flops/peak, "%HFU")
 	b.ReportMetric(100*total/cpu/kernels.PeakFLOPS(1), "%cpuMFU")
 	b.ReportMetric(peak/1e9, "peakGFLOP/s")
-	if m.prog == nil {
-		b.ReportMetric(float64(len(m.slots[0].acts.buf))*4/(1<<20), "actMiB")
-	} else {
-		b.ReportMetric(float64(m.prog.ActivationBytes())/(1<<20), "actMiB")
-	}
+	b.ReportMetric(float64(m.prog.ActivationBytes())/(1<<20), "actMiB")
 }
 
 // cpuSeconds is the user+system CPU time of the process so far.

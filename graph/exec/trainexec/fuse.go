@@ -1,11 +1,12 @@
-// This file finds where the graph spells out a sum that train/nn accumulates, so that the
-// executor accumulates in the same order and gets the same floats:
+// This file finds where the graph spells out a sum that train/nn's hand-written layers
+// accumulated (until main be94aba), so that the executor accumulates in the same order and gets
+// the same floats:
 //
 //   - a weight's gradient (one contribution, or the add of several: a tied embedding's) is
 //     added by each contribution's node straight into the trainer's G, in execution order;
 //   - the input gradient of matmuls sharing an input (q, k, v; gate, up), an add of matmul_dx
 //     results, is one chain of Gemms accumulating in the forward's order;
-//   - silu(g)·u and its backward (mul, mul, silu_grad) run as train/nn's SwiGLU pair.
+//   - silu(g)·u and its backward (mul, mul, silu_grad) run as the kernels' SwiGLU pair.
 package trainexec
 
 import (
@@ -31,7 +32,7 @@ type fusion struct {
 }
 
 // normAdd is the add of a norm's input gradient dx to other, done by accumulating dx into
-// other's values as train/nn's residual gradient buffer does.
+// other's values as train/nn's residual gradient buffer did.
 type normAdd struct {
 	add   *graph.Node
 	other *graph.Value
@@ -75,6 +76,9 @@ func newFusion(p *Program, g *graph.Graph, wrt []*graph.Value) *fusion {
 	}
 	// Weight gradients.
 	for i, w := range wrt {
+		if w.Kind != graph.KindWeight {
+			continue // a stage's input: its gradient is an output, not added into a G
+		}
 		d, G := g.Outputs[i+1], p.params[w.Name].G
 		var inner []*graph.Node
 		ls := leaves(d, &inner)
@@ -189,8 +193,8 @@ func (f *fusion) findNormAdds(g *graph.Graph, users map[*graph.Value][]*graph.No
 		if other == dx {
 			other = a.Args[1]
 		}
-		if w, ok := at[other]; !ok || w >= i || other.Kind != graph.KindResult {
-			continue
+		if w, ok := at[other]; other.Kind == graph.KindWeight || (other.Kind == graph.KindResult && (!ok || w >= i)) {
+			continue // an input (a stage's output gradient) is there before any node
 		}
 		f.normAdd[n] = normAdd{add: a, other: other}
 		f.skip[a] = true
@@ -201,10 +205,12 @@ func (f *fusion) findNormAdds(g *graph.Graph, users map[*graph.Value][]*graph.No
 // sinkable reports whether v's node can add v straight into a gradient buffer.
 func sinkable(v *graph.Value) bool {
 	switch v.Def.Op {
-	case "matmul_dw", "embedding_grad":
+	case "matmul_dw", "embedding_grad", "embedding_shard_grad", "sum_rows":
 		return true
 	case "rms_norm_grad":
 		return v.Index == 1
+	case "all_reduce_sum": // of a replicated weight's partial gradient (graph.ShardTP)
+		return v.Def.Args[0].Kind == graph.KindResult
 	}
 	return false
 }

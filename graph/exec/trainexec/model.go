@@ -5,8 +5,6 @@
 package trainexec
 
 import (
-	"fmt"
-
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -49,9 +47,10 @@ func ForModel(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Po
 
 // ForModelWith is ForModel with the transformations of opt.
 func ForModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool, opt Options) (*Program, error) {
-	if (opt.TP != nil && opt.TP.Size() > 1) || opt.FirstBlock != 0 || (opt.EndBlock != 0 && opt.EndBlock != cfg.Layers) || opt.Recompute {
-		return nil, fmt.Errorf("trainexec: tensor parallelism, pipeline stages and recompute are not yet graph transformations")
-	}
+	return forModelWith(cfg, params, maxB, maxT, pool, opt, nil)
+}
+
+func forModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool, opt Options, ar *arena) (*Program, error) {
 	g, err := model.BuildGraph(&cfg, nil, cfg.RopeScaling != nil)
 	if err != nil {
 		return nil, err
@@ -63,5 +62,5 @@ func ForModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernel
 		}
 		params = append(params[:len(params):len(params)], Param{Name: model.RopeFreqsName, W: f})
 	}
-	return New(g, params, maxB, maxT, pool)
+	return forModelStage(g, cfg.Layers, params, maxB, maxT, pool, opt, ar)
 }

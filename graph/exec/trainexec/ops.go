@@ -1,5 +1,5 @@
 // This file compiles one node into a closure over the program's buffers, calling the layers of
-// kernels/train_rows.go and kernels/train_attention.go as train/nn does. Sizes are read when
+// kernels/train_rows.go and kernels/train_attention.go as train/nn's hand-written layers did. Sizes are read when
 // the closure runs (p.N, p.B, p.T of the current batch).
 package trainexec
 
@@ -38,11 +38,10 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	case "rms_norm":
 		C := a[1].Type.Shape.Last().N
 		eps := float32(n.Attrs.Float("eps", 0))
-		rstd := make([]float32, p.maxB*p.maxT*p.inner[out]/C)
-		p.side[n] = rstd
+		p.keepSide(n, p.maxB*p.maxT*p.inner[out]/C)
 		return func() {
 			rows := p.rows(out) * p.inner[out] / C
-			kernels.TrainRMSNorm(p.pool, p.buf(out), rstd, p.buf(a[0]), p.buf(a[1]), rows, C, eps)
+			kernels.TrainRMSNorm(p.pool, p.buf(out), p.side[n], p.buf(a[0]), p.buf(a[1]), rows, C, eps)
 		}, nil
 	case "matmul":
 		return func() {
@@ -59,7 +58,7 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 		return p.attentionGrad(n)
 	case "add":
 		if !a[0].Type.Equal(a[1].Type) {
-			return nil, fmt.Errorf("broadcast add is not supported in training")
+			return p.addBias(n, f)
 		}
 		return func() { kernels.TrainResidual(p.cur(out), p.cur(a[0]), p.cur(a[1])) }, nil
 	case "mul":
@@ -114,14 +113,20 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 		}, nil
 	case "rms_norm_grad":
 		return p.rmsNormGrad(n, f)
+	case "sum_rows":
+		return p.sumRows(n, f), nil
+	}
+	if fn, ok, err := p.compileComm(n, f); ok {
+		return fn, err
 	}
 	return nil, fmt.Errorf("op %s is not supported by the training executor", n.Op)
 }
 
-// forwardOf finds the forward node of op with the given leading arguments (the one a backward
-// node differentiates).
-func (p *Program) forwardOf(op string, args ...*graph.Value) *graph.Node {
-	for _, n := range p.g.Nodes {
+// forwardOf finds the forward node of op with the given leading arguments that backward node
+// bn differentiates: the last before bn (a recomputed copy, when there is one).
+func (p *Program) forwardOf(bn *graph.Node, op string, args ...*graph.Value) *graph.Node {
+	for i := p.at[bn] - 1; i >= 0; i-- {
+		n := p.g.Nodes[i]
 		if n.Op != op || len(n.Args) < len(args) {
 			continue
 		}
@@ -138,11 +143,10 @@ func (p *Program) forwardOf(op string, args ...*graph.Value) *graph.Node {
 
 func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 	dy, x, w := n.Args[0], n.Args[1], n.Args[2]
-	fw := p.forwardOf("rms_norm", x, w)
-	if fw == nil || p.side[fw] == nil {
+	fw := p.forwardOf(n, "rms_norm", x, w)
+	if fw == nil || !p.readSide(fw) {
 		return nil, fmt.Errorf("no forward rms_norm of %s, %s", x, w)
 	}
-	rstd := p.side[fw]
 	dx, dw := n.Outs[0], n.Outs[1]
 	sink := f.sink[dw]
 	C := w.Type.Shape.Last().N
@@ -150,7 +154,7 @@ func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 	inPlace := false
 	if fused {
 		dx = na.add.Outs[0]
-		inPlace = f.uses[na.other] == 1
+		inPlace = f.uses[na.other] == 1 && na.other.Kind == graph.KindResult
 		if inPlace {
 			p.alias[dx] = na.other
 		}
@@ -169,15 +173,13 @@ func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 			dst = p.cur(dw)
 			clear(dst)
 		}
-		kernels.TrainRMSNormGrad(p.pool, d, dst, p.buf(dy), p.buf(x), p.buf(w), rstd, rows, C)
+		kernels.TrainRMSNormGrad(p.pool, d, dst, p.buf(dy), p.buf(x), p.buf(w), p.side[fw], rows, C)
 	}, nil
 }
 
 // rope rotates its argument in place when this node is its only user, else a copy.
 func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
-	if n.Attrs.Int("neox", 0) != 0 {
-		return nil, fmt.Errorf("NeoX RoPE is not supported in training")
-	}
+	neox := n.Attrs.Int("neox", 0) != 0
 	hd, heads := int(n.Attrs.Int("head_dim", 0)), int(n.Attrs.Int("heads", 0))
 	var factors []float32
 	if len(n.Args) == 3 {
@@ -200,9 +202,14 @@ func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
 		if !inPlace {
 			copy(p.cur(out), p.cur(x))
 		}
-		if sign > 0 {
+		switch {
+		case neox && sign > 0:
+			kernels.TrainRopeNeoX(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
+		case neox:
+			kernels.TrainRopeNeoXGrad(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
+		case sign > 0:
 			kernels.TrainRope(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
-		} else {
+		default:
 			kernels.TrainRopeGrad(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
 		}
 	}, nil
@@ -220,12 +227,11 @@ func (p *Program) attention(n *graph.Node) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	att := make([]float32, p.maxB*s.H*p.maxT*p.maxT)
-	p.side[n] = att
+	p.keepSide(n, p.maxB*s.H*p.maxT*p.maxT)
 	q, k, v, out := n.Args[0], n.Args[1], n.Args[2], n.Outs[0]
 	return func() {
 		s.B, s.T = p.B, p.T
-		kernels.TrainAttention(p.pool, p.buf(out), att, p.buf(q), p.buf(k), p.buf(v), s)
+		kernels.TrainAttention(p.pool, p.buf(out), p.side[n], p.buf(q), p.buf(k), p.buf(v), s)
 	}, nil
 }
 
@@ -235,11 +241,10 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 		return nil, err
 	}
 	dy, q, k, v := n.Args[0], n.Args[1], n.Args[2], n.Args[3]
-	fw := p.forwardOf("attention", q, k, v)
-	if fw == nil {
+	fw := p.forwardOf(n, "attention", q, k, v)
+	if fw == nil || !p.readSide(fw) {
 		return nil, fmt.Errorf("no forward attention of %s, %s, %s", q, k, v)
 	}
-	att := p.side[fw]
 	scratch := make([]float32, p.maxB*s.KVH*p.maxT*p.maxT)
 	dq, dk, dv := n.Outs[0], n.Outs[1], n.Outs[2]
 	return func() {
@@ -248,7 +253,7 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 		clear(a)
 		clear(b)
 		clear(c)
-		kernels.TrainAttentionGrad(p.pool, a, b, c, p.buf(dy), att, p.buf(q), p.buf(k), p.buf(v), scratch, s)
+		kernels.TrainAttentionGrad(p.pool, a, b, c, p.buf(dy), p.side[fw], p.buf(q), p.buf(k), p.buf(v), scratch, s)
 	}, nil
 }
 
@@ -267,10 +272,10 @@ func (p *Program) crossEntropy(n *graph.Node) func() {
 	}
 }
 
-// crossEntropyGrad turns the forward's probabilities into dlogits in place, as train/nn does.
+// crossEntropyGrad turns the forward's probabilities into dlogits in place, as train/nn's layers did.
 func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	dl, z, t := n.Args[0], n.Args[1], n.Args[2]
-	fw := p.forwardOf("cross_entropy", z, t)
+	fw := p.forwardOf(n, "cross_entropy", z, t)
 	if fw == nil {
 		return nil, fmt.Errorf("no forward cross_entropy of %s", z)
 	}
@@ -278,7 +283,7 @@ func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	p.bufs[n.Outs[0]] = probs
 	V := p.inner[z]
 	return func() {
-		kernels.TrainCrossEntropyGrad(p.pool, probs, p.ints[t.Name], p.N, V, p.buf(dl)[0]/float32(p.N))
+		kernels.TrainCrossEntropyGrad(p.pool, probs, p.ints[t.Name], p.N, V, p.scale*p.buf(dl)[0]/float32(p.N))
 	}, nil
 }
 

@@ -2,7 +2,7 @@
 // an argument, p.alias) lives from the first instruction writing it to the last reading it,
 // and buffers of the same size are reused by values whose lifetimes do not overlap. Forward
 // values read by the backward live until then, so the plan keeps exactly what the backward
-// needs; the backward's temporaries share a few buffers, as train/nn's scratch does. The
+// needs; the backward's temporaries share a few buffers, as train/nn's scratch did. The
 // logits and the loss stay until the next Forward.
 package trainexec
 
@@ -71,18 +71,31 @@ func (p *Program) plan(f *fusion) {
 			note(v, i)
 		}
 	}
-	for _, v := range []*graph.Value{p.logits, p.g.Outputs[0]} {
+	sides := p.sideValues()
+	for _, n := range p.g.Nodes { // in order: the plan is the same every time
+		if v := sides[n]; v != nil {
+			note(v, p.sideAt[n])
+			note(v, max(p.sideAt[n], p.sideEnd[n]))
+		}
+	}
+	for _, v := range []*graph.Value{p.logits, p.g.Outputs[0], p.stage.out, p.stage.din} {
+		if v == nil {
+			continue
+		}
 		if _, ok := start[root(v)]; ok {
 			end[root(v)] = total
 		}
 	}
 	slices.SortStableFunc(order, func(a, b *graph.Value) int { return start[a] - start[b] })
 	type held struct {
-		buf []float32
-		end int
+		buf   []float32
+		end   int
+		share bool
 	}
 	var live []held
 	free := map[int][][]float32{}
+	freeShared := map[int][][]float32{} // buffers of the arena (slots.go)
+	taken := map[int]int{}
 	size := func(v *graph.Value) int {
 		n := p.inner[v]
 		if p.sym[v] {
@@ -95,7 +108,11 @@ func (p *Program) plan(f *fusion) {
 		keep := live[:0]
 		for _, h := range live {
 			if h.end < s {
-				free[len(h.buf)] = append(free[len(h.buf)], h.buf)
+				if h.share {
+					freeShared[len(h.buf)] = append(freeShared[len(h.buf)], h.buf)
+				} else {
+					free[len(h.buf)] = append(free[len(h.buf)], h.buf)
+				}
 			} else {
 				keep = append(keep, h)
 			}
@@ -103,18 +120,31 @@ func (p *Program) plan(f *fusion) {
 		live = keep
 		n := size(r)
 		var b []float32
-		if fs := free[n]; len(fs) > 0 {
-			b, free[n] = fs[len(fs)-1], fs[:len(fs)-1]
-		} else {
+		share := p.arena != nil && p.transient(s, end[r], total)
+		switch {
+		case share && len(freeShared[n]) > 0:
+			fs := freeShared[n]
+			b, freeShared[n] = fs[len(fs)-1], fs[:len(fs)-1]
+		case share:
+			b = p.arena.take(n, taken[n])
+			taken[n]++
+			p.shared += int64(n) * 4
+		case len(free[n]) > 0:
+			b, free[n] = free[n][len(free[n])-1], free[n][:len(free[n])-1]
+		default:
 			b = make([]float32, n)
 			p.planned += int64(n) * 4
 		}
 		p.bufs[r] = b
-		live = append(live, held{b, end[r]})
+		live = append(live, held{b, end[r], share})
 	}
 	for v := range p.alias {
 		if b := p.bufs[root(v)]; b != nil {
 			p.bufs[v] = b
 		}
+	}
+	for n, v := range sides {
+		p.side[n] = p.bufs[v]
+		delete(p.bufs, v)
 	}
 }

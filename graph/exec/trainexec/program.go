@@ -3,11 +3,12 @@
 // sequences of T rows, adding the weight gradients into buffers the trainer owns.
 //
 // Every op runs the same float operations, in the same order, as train/nn's hand-written
-// layers (both call kernels/train_rows.go and kernels/train_attention.go), so a step through
-// the graph gives train/nn's loss and gradients bit for bit. Where train/nn accumulates (the
-// input gradient of the matmuls sharing an input, a weight gradient added into G) the
-// executor recognises the graph's sum of contributions and accumulates in the same order
-// (fuse.go).
+// layers did until main be94aba (both called kernels/train_rows.go and
+// kernels/train_attention.go), so a step through the graph gave their loss and gradients bit
+// for bit; the tests keep those numbers (testdata/nn_step.golden). Where those layers
+// accumulated (the input gradient of the matmuls sharing an input, a weight gradient added
+// into G) the executor recognises the graph's sum of contributions and accumulates in the same
+// order (fuse.go). train/nn's model runs this executor; it has no other forward.
 //
 // This file holds New, the value buffers and Forward/Backward; ops.go compiles each node.
 package trainexec
@@ -63,6 +64,15 @@ type Program struct {
 	B, T, N    int
 	hasTargets bool
 	pending    bool
+	at         map[*graph.Node]int // each node's index in g
+	stage      stageState          // a pipeline stage's input, output and gradients (stage.go)
+	scale      float32             // the loss gradient's scale (StageBackward)
+	sideAt     map[*graph.Node]int // the instruction of a node keeping a side buffer, its size,
+	sideSize   map[*graph.Node]int // ... and the last instruction reading it (planned in plan.go)
+	sideEnd    map[*graph.Node]int
+	arena      *arena // buffers shared with the other slots' programs (slots.go)
+	shared     int64  // bytes of the arena this program uses
+	tp         Comm   // the tensor-parallel group (comm.go); nil: none
 }
 
 // New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
@@ -70,22 +80,29 @@ type Program struct {
 // respect to every param that has a G, and compiles it. params must bind every weight of fwd
 // (F32, of its shape). pool nil means kernels.Default.
 func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (*Program, error) {
+	return build(fwd, params, maxB, maxT, pool, stageSpec{}, nil)
+}
+
+// build is New for the part of fwd and the transformations sp gives (stage.go), with the
+// buffers not kept from the forward to the backward in ar when not nil (slots.go).
+func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool, sp stageSpec, ar *arena) (*Program, error) {
 	if maxB <= 0 || maxT <= 0 {
 		return nil, fmt.Errorf("trainexec: batch %d x %d", maxB, maxT)
 	}
 	if pool == nil {
 		pool = kernels.Default
 	}
-	lg, loss, err := graph.WithLoss(fwd, OutputLogits, InputTargets)
-	if err != nil {
-		return nil, err
-	}
 	p := &Program{pool: pool, maxB: maxB, maxT: maxT, bufs: map[*graph.Value][]float32{}, alias: map[*graph.Value]*graph.Value{},
 		inner: map[*graph.Value]int{}, sym: map[*graph.Value]bool{}, ints: map[string][]int32{},
-		params: map[string]Param{}, side: map[*graph.Node][]float32{}}
+		params: map[string]Param{}, side: map[*graph.Node][]float32{}, scale: 1, arena: ar,
+		sideAt: map[*graph.Node]int{}, sideSize: map[*graph.Node]int{}, sideEnd: map[*graph.Node]int{}, tp: sp.tp}
 	var wrt []*graph.Value
 	for _, pr := range params {
 		p.params[pr.Name] = pr
+	}
+	lg, err := sp.forward(fwd)
+	if err != nil {
+		return nil, err
 	}
 	for _, w := range lg.Weights {
 		pr, ok := p.params[w.Name]
@@ -100,14 +117,21 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 			wrt = append(wrt, w)
 		}
 	}
-	g, err := graph.Grad(lg, loss, wrt)
+	g, wrt, err := sp.differentiate(lg, wrt)
 	if err != nil {
 		return nil, err
 	}
 	p.g = g
 	p.logits = g.Value(OutputLogits)
+	p.initStage(sp, len(wrt))
 	maxN := maxB * maxT
 	for _, v := range g.Inputs {
+		if p.stageInput(v, sp) {
+			if err := p.shape(v); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if v.Type.DType != tensor.I32 || len(v.Type.Shape) != 1 {
 			return nil, fmt.Errorf("trainexec: input %s must be i32[rows], is %v", v, v.Type)
 		}
@@ -132,10 +156,13 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 		p.bufs[w] = p.params[w.Name].W
 	}
 	f := newFusion(p, g, wrt)
+	p.at = f.index
 	for i, n := range g.Nodes {
-		if n.Op == "cross_entropy" && n.Outs[0] == loss0(g) {
+		if (n.Op == "cross_entropy" || n.Op == "cross_entropy_shard") && n.Outs[0] == loss0(g) {
 			p.lossNode = n
-			p.nf = -1 - i // set below, once the loss's code exists
+		}
+		if i == len(lg.Nodes) {
+			p.nf = len(p.code) // the backward starts
 		}
 		if f.skip[n] {
 			continue
@@ -151,9 +178,6 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 			vr, vw := valueTouches(n, f)
 			p.vreads, p.vwrites = append(p.vreads, vr), append(p.vwrites, vw)
 		}
-		if n == p.lossNode {
-			p.nf = len(p.code)
-		}
 	}
 	for i, d := range f.noSink {
 		d, G := d, f.noSinkG[i]
@@ -161,7 +185,7 @@ func New(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool) (
 		p.reads, p.writes = append(p.reads, nil), append(p.writes, []string{f.noSinkW[i]})
 		p.vreads, p.vwrites = append(p.vreads, []*graph.Value{d}), append(p.vwrites, nil)
 	}
-	if p.lossNode == nil || p.nf <= 0 {
+	if (p.lossNode == nil && sp.out == "") || p.nf <= 0 {
 		return nil, fmt.Errorf("trainexec: no loss node")
 	}
 	p.plan(f)
@@ -226,14 +250,19 @@ func (p *Program) Forward(tokens, targets []int32, B, T int) float32 {
 		panic(fmt.Sprintf("trainexec: batch %d x %d outside 1..%d x 1..%d", B, T, p.maxB, p.maxT))
 	}
 	p.B, p.T, p.N = B, T, B*T
-	copy(p.ints[InputTokens], tokens[:p.N])
+	if tokens != nil {
+		copy(p.ints[InputTokens], tokens[:p.N])
+	}
+	pos, rows := p.ints[InputPositions], p.ints[InputLogitRows]
 	for i := 0; i < p.N; i++ {
-		p.ints[InputPositions][i] = int32(i % T)
-		p.ints[InputLogitRows][i] = int32(i)
+		pos[i] = int32(i % T)
+		if rows != nil {
+			rows[i] = int32(i)
+		}
 	}
 	p.hasTargets = targets != nil
 	p.loss = 0
-	if p.hasTargets {
+	if p.hasTargets && p.ints[InputTargets] != nil {
 		copy(p.ints[InputTargets], targets[:p.N])
 	}
 	p.run(0, p.nf)
@@ -252,7 +281,12 @@ func (p *Program) Backward() {
 }
 
 // Logits returns the (B*T, Vocab) logits of the last Forward.
-func (p *Program) Logits() []float32 { return p.cur(p.logits) }
+func (p *Program) Logits() []float32 {
+	if p.logits == nil {
+		return nil
+	}
+	return p.cur(p.logits)
+}
 
 // run runs instructions [lo, hi), calling the hook around each when set.
 func (p *Program) run(lo, hi int) {
@@ -287,6 +321,9 @@ func touches(n *graph.Node, f *fusion) (reads, writes []string) {
 	seen := map[string]bool{}
 	for _, m := range nodes {
 		for _, a := range m.Args {
+			if a.Def != nil && a.Def.Op == "tp_copy" && a.Def.Args[0].Kind == graph.KindWeight {
+				a = a.Def.Args[0] // a replicated weight passed to a rank's heads
+			}
 			if a.Kind == graph.KindWeight && !seen[a.Name] {
 				seen[a.Name] = true
 				reads = append(reads, a.Name)
@@ -305,8 +342,10 @@ func touches(n *graph.Node, f *fusion) (reads, writes []string) {
 // for their backward (weights and gradients excluded).
 func (p *Program) ActivationBytes() int64 {
 	n := p.planned
-	for _, b := range p.side {
-		n += int64(len(b)) * 4
+	for nd, b := range p.side {
+		if _, planned := p.sideSize[nd]; !planned {
+			n += int64(len(b)) * 4
+		}
 	}
 	return n
 }

@@ -130,6 +130,7 @@ func main() {
 			a("\tRET")
 		}
 	}
+	genQuads(a)
 	if _, err := os.Stdout.WriteString(b.String()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

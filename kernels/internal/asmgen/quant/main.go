@@ -137,6 +137,8 @@ func main() {
 	genRows4Z(1)
 	genRows4P(false)
 	genRows4P(true)
+	genRows4A(false)
+	genRows4A(true)
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
 	}

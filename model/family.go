@@ -1,0 +1,126 @@
+// This file implements the family registry: one Family value per architecture holds
+// everything llmcloud knows about it (its names in GGUF and Hugging Face files, how their
+// metadata map onto Config, its tensors and their Hugging Face names, and its graph builder).
+// Each family registers itself from its own file (family_llama.go, family_qwen2.go,
+// family_qwen3.go); every other place asks FamilyOf instead of switching on arch strings.
+// docs/adding-a-family.md shows how to add one.
+package model
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// TensorFunc transforms one tensor (a row permutation, say) into a new one.
+type TensorFunc func(*tensor.Tensor) (*tensor.Tensor, error)
+
+// Family is one architecture. Arch, Shapes, Build and NormEps/RopeTheta are required; the
+// other hooks may be nil (nothing to do).
+type Family struct {
+	Arch           string // GGUF general.architecture and Config.Arch ("llama")
+	HFModelType    string // config.json model_type ("llama"); "" = no Hugging Face form
+	HFArchitecture string // config.json architectures[0] written for it ("LlamaForCausalLM")
+
+	// Usual values of RopeTheta and NormEps, taken where a maker of new models (synth)
+	// leaves them zero.
+	RopeTheta float64
+	NormEps   float32
+
+	// Fix sets the fields of c the architecture implies (qwen2: NeoX RoPE and q/k/v biases).
+	// Every config reader calls it after the shared fields, before the hooks below; so does
+	// synth.
+	Fix func(c *Config)
+	// FromGGUF completes c from a GGUF file beyond the hyper-parameter keys every llama.cpp
+	// architecture shares (<arch>.embedding_length, ...: see ConfigFromGGUF), e.g. flags
+	// read from the presence of tensors.
+	FromGGUF func(f *gguf.File, c *Config) error
+	// ToGGUF gives the family's metadata keys beyond the shared ones, for writing a GGUF file
+	// (convert.WriteGGUF); FromGGUF reads them back.
+	ToGGUF func(c *Config) []gguf.KV
+	// FromHF completes c from config.json beyond the fields every family shares (see
+	// ConfigFromHF); ToHF writes those family fields back into hc (see convert.WriteHF).
+	FromHF func(hc *hfdir.Config, c *Config) error
+	ToHF   func(c *Config, hc *hfdir.Config)
+
+	// Shapes gives every tensor c requires, by GGUF name, with its row-major shape
+	// (rope_freqs.weight, which is optional, excluded).
+	Shapes func(c *Config) map[string][]int
+	// Build writes c's network as a graph (see BuildGraph for the inputs, output and
+	// arguments every builder honours).
+	Build func(c *Config, dtype func(name string) tensor.DType, withFreqs bool) (*graph.Graph, error)
+
+	// Names maps Hugging Face tensor names to GGUF names and back.
+	Names NameMap
+	// FromHFTensor gives the transform the tensor of GGUF name name needs when read from a
+	// Hugging Face checkpoint (nil: none); ToHFTensor the inverse, for writing one.
+	FromHFTensor func(c *Config, name string) TensorFunc
+	ToHFTensor   func(c *Config, name string) TensorFunc
+
+	// Llama2C says a llama2.c checkpoint can hold the network (its layout is llama's).
+	Llama2C bool
+}
+
+var (
+	famMu    sync.RWMutex
+	families = map[string]*Family{} // by Arch
+	byHF     = map[string]*Family{} // by HFModelType
+)
+
+// Register adds f to the registry. It panics when f lacks a required field or its Arch or
+// HFModelType is taken: registration happens in init functions, where a mistake must stop
+// the program.
+func Register(f *Family) {
+	famMu.Lock()
+	defer famMu.Unlock()
+	switch {
+	case f.Arch == "":
+		panic("model: Register: family without Arch")
+	case f.Shapes == nil || f.Build == nil:
+		panic(fmt.Sprintf("model: Register: family %s lacks Shapes or Build", f.Arch))
+	case !(f.RopeTheta > 0) || !(f.NormEps > 0):
+		panic(fmt.Sprintf("model: Register: family %s lacks its usual RopeTheta or NormEps", f.Arch))
+	case families[f.Arch] != nil:
+		panic(fmt.Sprintf("model: Register: architecture %s registered twice", f.Arch))
+	case f.HFModelType != "" && byHF[f.HFModelType] != nil:
+		panic(fmt.Sprintf("model: Register: model_type %s registered twice", f.HFModelType))
+	}
+	families[f.Arch] = f
+	if f.HFModelType != "" {
+		byHF[f.HFModelType] = f
+	}
+}
+
+// FamilyOf returns the family of a GGUF general.architecture (Config.Arch), nil if none.
+func FamilyOf(arch string) *Family {
+	famMu.RLock()
+	defer famMu.RUnlock()
+	return families[arch]
+}
+
+// FamilyOfHF returns the family of a config.json model_type, nil if none.
+func FamilyOfHF(modelType string) *Family {
+	famMu.RLock()
+	defer famMu.RUnlock()
+	return byHF[modelType]
+}
+
+// Families lists the registered families by Arch.
+func Families() []*Family {
+	famMu.RLock()
+	defer famMu.RUnlock()
+	out := make([]*Family, 0, len(families))
+	for _, f := range families {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Arch < out[j].Arch })
+	return out
+}
+
+// Family returns c's family, nil if c.Arch is not registered.
+func (c *Config) Family() *Family { return FamilyOf(c.Arch) }
