@@ -100,7 +100,7 @@ func (a *q8Acts) pairLayout() {
 // q8KActs holds m activation rows of k values quantized to Q8_K blocks of 256.
 type q8KActs struct {
 	m, k, nb int
-	recReady bool      // rec computed since the last quantize
+	recKind  uint8     // which records rec holds since the last quantize: 0 none, recNatural, recPairs
 	qs       []int8    // [m][k]
 	d        []float32 // [m][nb]
 	bsums    []int16   // [m][nb][16] sums of each 16 q's
@@ -177,9 +177,9 @@ func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
 // quantize fills a from x ([m][k]); rows are split across p when there are several.
 func (a *q8KActs) quantize(p *Pool, x []float32) {
 	k, nb := a.k, a.nb
-	a.recReady = false
+	a.recKind = 0
 	row := func(i int) {
-		quantRowQ8KRef(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
+		quantRowQ8K(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
 			a.bsums[i*nb*16:(i+1)*nb*16], a.bsum8[i*nb*8:(i+1)*nb*8])
 	}
 	if a.m == 1 {

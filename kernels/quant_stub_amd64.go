@@ -7,6 +7,11 @@ package kernels
 //go:noescape
 func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 
+// quantQ8KAVX2 quantizes nb blocks of 256 floats at x to Q8_K values qs and scales d (see genQuantQ8K).
+//
+//go:noescape
+func quantQ8KAVX2(x *float32, qs *int8, d *float32, nb int)
+
 // q8_0Tile8x1 computes a 8-row x 1-token tile of a q8_0 matmul (see genTile).
 //
 //go:noescape
@@ -406,3 +411,83 @@ func q6KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride i
 //
 //go:noescape
 func q6KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x1 computes one Q4_K row x 1 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x1 computes one Q6_K row x 1 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x2 computes one Q4_K row x 2 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x2 computes one Q6_K row x 2 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x3 computes one Q4_K row x 3 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x3 computes one Q6_K row x 3 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x4 computes one Q4_K row x 4 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x4 computes one Q6_K row x 4 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x5 computes one Q4_K row x 5 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x5 computes one Q6_K row x 5 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x6 computes one Q4_K row x 6 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x6 computes one Q6_K row x 6 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x7 computes one Q4_K row x 7 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x7 computes one Q6_K row x 7 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x8 computes one Q4_K row x 8 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x8 computes one Q6_K row x 8 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)

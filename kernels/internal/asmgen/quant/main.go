@@ -109,7 +109,9 @@ func main() {
 	constsZ()
 	constsK4Z()
 	constsK6Z()
+	constsKA()
 	genQuantQ8_0()
+	genQuantQ8K()
 	for _, rt := range [][2]int{{8, 1}, {4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
 		genTile(false, rt[0], rt[1])
 		if rt[0] < 4 { // Q4_0 decode uses genQ4Pairs
@@ -142,6 +144,10 @@ func main() {
 	}
 	for t := 1; t <= 8; t++ {
 		genTileK6Z(t)
+	}
+	for t := 1; t <= 8; t++ {
+		genTileK4A(t)
+		genTileK6A(t)
 	}
 	Generate()
 }
