@@ -10,7 +10,10 @@
 //     all_reduce_sum of their result follows;
 //   - the embedding takes the rank's block of vocabulary rows (embedding_shard, then
 //     all_reduce_sum), the loss over vocab-sharded logits becomes cross_entropy_shard;
-//   - rope and attention count the rank's heads (heads, kv_heads divided by the size).
+//   - rope and attention count the rank's heads (heads, kv_heads divided by the size);
+//   - a replicated weight normalising each head of a split value (Qwen3's q/k norms) passes a
+//     tp_copy: each rank sees only its heads, so the weight's gradient is the all-reduce of the
+//     ranks' parts.
 //
 // Every split is into size equal contiguous blocks, rank r holding block r, as train/nn's
 // Shard cuts the weights. A graph without the loss keeps the rank's columns of the logits.
@@ -171,6 +174,19 @@ func ShardTP(g *Graph, rank, size int) (*Graph, error) {
 			if err = divHeads(n, "heads", "kv_heads"); err == nil {
 				err = n.reinfer()
 			}
+		case "rms_norm":
+			x, w := n.Args[0], n.Args[1]
+			ox, G := g.Value(x.Name), w.Type.Shape.Last().N
+			if _, ok := split[w]; !ok && w.Kind == KindWeight && ox != nil && ox.Type.Shape.Last().N != G &&
+				x.Type.Shape.Last() != ox.Type.Shape.Last() {
+				// A per-head norm of a split value: this rank's heads, w whole on every rank.
+				cn := &Node{Op: "tp_copy", Args: []*Value{w}, Attrs: Attrs{"what": Str("q/k norm weight gradient")}}
+				c := &Value{Name: fresh(w.Name + ".tp"), Type: w.Type, Kind: KindResult, Def: cn}
+				cn.Outs = []*Value{c}
+				nodes = append(nodes[:len(nodes)-1], cn, n)
+				n.Args[1] = c
+			}
+			err = n.reinfer()
 		case "cross_entropy":
 			if l, ok := vocabLo[n.Args[0]]; ok {
 				n.Op, n.Attrs = "cross_entropy_shard", Attrs{"lo": Int(l)}

@@ -45,6 +45,10 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 	switch {
 	case m == 1:
 		gemvFloat(p, out, x, w.Type, w.Data, n, k)
+	case useGemmStream && !useAVX512 && w.Type == tensor.F16 && m <= gemmDirectMaxM:
+		gemmDirectF16(p, out, x, w.Data, m, n, k)
+	case useGemmStream && !useAVX512 && w.Type == tensor.F16:
+		gemmStream(p, out, x, w.Data, m, n, k)
 	case m <= gemmDirectMaxM:
 		gemmDirect(p, out, x, w.Type, w.Data, m, n, k)
 	default:

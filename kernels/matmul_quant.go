@@ -198,6 +198,10 @@ func matmulKActs(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k 
 		matmulKZ(p, out, a, w, q6, m, n, k)
 		return
 	}
+	if kTileA() && m > 1 {
+		matmulKA(p, out, a, w, q6, m, n, k)
+		return
+	}
 	if m == 1 {
 		dt := tensor.Q4_K
 		if q6 {

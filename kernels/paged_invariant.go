@@ -65,13 +65,17 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		})
 		return nil
 	case tensor.Q4_K, tensor.Q6_K:
-		if !quantVNNI || k%256 != 0 {
+		if !(quantVNNI || kTileA()) || k%256 != 0 {
 			break
 		}
 		a := getQ8KActs(1, k)
 		defer q8KActPool.Put(a)
 		a.quantize(p, x)
-		matmulKZ(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's VNNI kernel, one token
+		if quantVNNI {
+			matmulKZ(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's VNNI kernel, one token
+		} else {
+			matmulKA(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's AVX2 tiles, one token
+		}
 		return nil
 	case tensor.F32, tensor.F16, tensor.BF16:
 		if !useFloatAsm || !littleEndian || (w.Type == tensor.F16 && RoundF16Activations) {
@@ -80,7 +84,11 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		gemmDirect(p, out[:n], x[:k], w.Type, w.Data, 1, n, k)
 		return nil
 	}
-	// K-quants without VNNI (one dot product per row and token on every path) and the reference paths
-	// are already invariant; so is anything MatMul does without a GEMV special case.
+	if isK(w.Type) && useRowsK() && k%256 == 0 { // AVX2 K-quants without the tiles: the GEMM path's one-row dots
+		p.matmulKDots(out, x, w)
+		return nil
+	}
+	// K-quants on the Go kernels (one dot product per row and token on every path) and the
+	// reference paths are already invariant; so is anything MatMul does without a GEMV special case.
 	return p.MatMul(out, x, w, m)
 }

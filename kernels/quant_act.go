@@ -52,7 +52,24 @@ const (
 	readyP  // xz, dp, cp for the AVX2 Q4_0 pair tiles
 	readyP8 // d8 for the AVX2 Q8_0 pair tiles
 	readyQ4 // sq for the AVX2 Q4_0 quad tiles
+	readyD2 // d2 alone (pairScales)
 )
+
+// pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.
+func (a *q8Acts) pairScales() {
+	if a.ready&(readyPair|readyD2) != 0 {
+		return
+	}
+	a.ready |= readyD2
+	np := a.nb / 2
+	a.d2 = grow(a.d2, np*8)
+	for i := 0; i < np; i++ {
+		d := a.d2[8*i : 8*i+8]
+		for j := 0; j < 4; j++ {
+			d[j], d[4+j] = a.d[2*i], a.d[2*i+1]
+		}
+	}
+}
 
 // pairLayout fills x2, d2 and c2 from token 0 (nb even, corrections computed).
 func (a *q8Acts) pairLayout() {
@@ -83,7 +100,7 @@ func (a *q8Acts) pairLayout() {
 // q8KActs holds m activation rows of k values quantized to Q8_K blocks of 256.
 type q8KActs struct {
 	m, k, nb int
-	recReady bool      // rec computed since the last quantize
+	recKind  uint8     // which records rec holds since the last quantize: 0 none, recNatural, recPairs
 	qs       []int8    // [m][k]
 	d        []float32 // [m][nb]
 	bsums    []int16   // [m][nb][16] sums of each 16 q's
@@ -160,9 +177,9 @@ func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
 // quantize fills a from x ([m][k]); rows are split across p when there are several.
 func (a *q8KActs) quantize(p *Pool, x []float32) {
 	k, nb := a.k, a.nb
-	a.recReady = false
+	a.recKind = 0
 	row := func(i int) {
-		quantRowQ8KRef(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
+		quantRowQ8K(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
 			a.bsums[i*nb*16:(i+1)*nb*16], a.bsum8[i*nb*8:(i+1)*nb*8])
 	}
 	if a.m == 1 {

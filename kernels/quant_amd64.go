@@ -74,10 +74,17 @@ func useQuantAsm() {
 		}
 	}
 	quantRowQ8 = quantRowQ8AVX2
+	quantRowQ8K = quantRowQ8KFast(quantQ8KAVX2)
 	q4Rows = q4_0Rows
 	q8Rows = q8_0Rows
+	rows4A, q4Rows4A = q8_0Rows4A, q4_0Rows4A
 	dotQ4K = dotQ4KAVX2
 	dotQ6K = dotQ6KAVX2
+	tilesKA = [2][9]tileKFunc{
+		{nil, q4KTileA1x1, q4KTileA1x2, q4KTileA1x3, q4KTileA1x4, q4KTileA1x5, q4KTileA1x6, q4KTileA1x7, q4KTileA1x8},
+		{nil, q6KTileA1x1, q6KTileA1x2, q6KTileA1x3, q6KTileA1x4, q6KTileA1x5, q6KTileA1x6, q6KTileA1x7, q6KTileA1x8},
+	}
+	useTilesKA = true
 	if hasQuantVNNI {
 		tilesZ = asmTilesZ
 		rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32){q8_0RowsZ, q4_0RowsZ}

@@ -1089,6 +1089,138 @@ DATA q_permk6z<>+252(SB)/2, $0x000f
 DATA q_permk6z<>+254(SB)/2, $0x000f
 GLOBL q_permk6z<>(SB), RODATA|NOPTR, $256
 
+DATA q_ctrlk4a<>+0(SB)/1, $0x00
+DATA q_ctrlk4a<>+1(SB)/1, $0x80
+DATA q_ctrlk4a<>+2(SB)/1, $0x01
+DATA q_ctrlk4a<>+3(SB)/1, $0x80
+DATA q_ctrlk4a<>+4(SB)/1, $0x02
+DATA q_ctrlk4a<>+5(SB)/1, $0x80
+DATA q_ctrlk4a<>+6(SB)/1, $0x03
+DATA q_ctrlk4a<>+7(SB)/1, $0x80
+DATA q_ctrlk4a<>+8(SB)/1, $0x00
+DATA q_ctrlk4a<>+9(SB)/1, $0x80
+DATA q_ctrlk4a<>+10(SB)/1, $0x01
+DATA q_ctrlk4a<>+11(SB)/1, $0x80
+DATA q_ctrlk4a<>+12(SB)/1, $0x02
+DATA q_ctrlk4a<>+13(SB)/1, $0x80
+DATA q_ctrlk4a<>+14(SB)/1, $0x03
+DATA q_ctrlk4a<>+15(SB)/1, $0x80
+DATA q_ctrlk4a<>+16(SB)/1, $0x00
+DATA q_ctrlk4a<>+17(SB)/1, $0x80
+DATA q_ctrlk4a<>+18(SB)/1, $0x01
+DATA q_ctrlk4a<>+19(SB)/1, $0x80
+DATA q_ctrlk4a<>+20(SB)/1, $0x02
+DATA q_ctrlk4a<>+21(SB)/1, $0x80
+DATA q_ctrlk4a<>+22(SB)/1, $0x03
+DATA q_ctrlk4a<>+23(SB)/1, $0x80
+DATA q_ctrlk4a<>+24(SB)/1, $0x00
+DATA q_ctrlk4a<>+25(SB)/1, $0x80
+DATA q_ctrlk4a<>+26(SB)/1, $0x01
+DATA q_ctrlk4a<>+27(SB)/1, $0x80
+DATA q_ctrlk4a<>+28(SB)/1, $0x02
+DATA q_ctrlk4a<>+29(SB)/1, $0x80
+DATA q_ctrlk4a<>+30(SB)/1, $0x03
+DATA q_ctrlk4a<>+31(SB)/1, $0x80
+DATA q_ctrlk4a<>+32(SB)/1, $0x04
+DATA q_ctrlk4a<>+33(SB)/1, $0x80
+DATA q_ctrlk4a<>+34(SB)/1, $0x05
+DATA q_ctrlk4a<>+35(SB)/1, $0x80
+DATA q_ctrlk4a<>+36(SB)/1, $0x06
+DATA q_ctrlk4a<>+37(SB)/1, $0x80
+DATA q_ctrlk4a<>+38(SB)/1, $0x07
+DATA q_ctrlk4a<>+39(SB)/1, $0x80
+DATA q_ctrlk4a<>+40(SB)/1, $0x04
+DATA q_ctrlk4a<>+41(SB)/1, $0x80
+DATA q_ctrlk4a<>+42(SB)/1, $0x05
+DATA q_ctrlk4a<>+43(SB)/1, $0x80
+DATA q_ctrlk4a<>+44(SB)/1, $0x06
+DATA q_ctrlk4a<>+45(SB)/1, $0x80
+DATA q_ctrlk4a<>+46(SB)/1, $0x07
+DATA q_ctrlk4a<>+47(SB)/1, $0x80
+DATA q_ctrlk4a<>+48(SB)/1, $0x04
+DATA q_ctrlk4a<>+49(SB)/1, $0x80
+DATA q_ctrlk4a<>+50(SB)/1, $0x05
+DATA q_ctrlk4a<>+51(SB)/1, $0x80
+DATA q_ctrlk4a<>+52(SB)/1, $0x06
+DATA q_ctrlk4a<>+53(SB)/1, $0x80
+DATA q_ctrlk4a<>+54(SB)/1, $0x07
+DATA q_ctrlk4a<>+55(SB)/1, $0x80
+DATA q_ctrlk4a<>+56(SB)/1, $0x04
+DATA q_ctrlk4a<>+57(SB)/1, $0x80
+DATA q_ctrlk4a<>+58(SB)/1, $0x05
+DATA q_ctrlk4a<>+59(SB)/1, $0x80
+DATA q_ctrlk4a<>+60(SB)/1, $0x06
+DATA q_ctrlk4a<>+61(SB)/1, $0x80
+DATA q_ctrlk4a<>+62(SB)/1, $0x07
+DATA q_ctrlk4a<>+63(SB)/1, $0x80
+GLOBL q_ctrlk4a<>(SB), RODATA|NOPTR, $64
+
+DATA q_ctrlk6a<>+0(SB)/1, $0x00
+DATA q_ctrlk6a<>+1(SB)/1, $0x00
+DATA q_ctrlk6a<>+2(SB)/1, $0x02
+DATA q_ctrlk6a<>+3(SB)/1, $0x02
+DATA q_ctrlk6a<>+4(SB)/1, $0x04
+DATA q_ctrlk6a<>+5(SB)/1, $0x04
+DATA q_ctrlk6a<>+6(SB)/1, $0x06
+DATA q_ctrlk6a<>+7(SB)/1, $0x06
+DATA q_ctrlk6a<>+8(SB)/1, $0x00
+DATA q_ctrlk6a<>+9(SB)/1, $0x00
+DATA q_ctrlk6a<>+10(SB)/1, $0x02
+DATA q_ctrlk6a<>+11(SB)/1, $0x02
+DATA q_ctrlk6a<>+12(SB)/1, $0x04
+DATA q_ctrlk6a<>+13(SB)/1, $0x04
+DATA q_ctrlk6a<>+14(SB)/1, $0x06
+DATA q_ctrlk6a<>+15(SB)/1, $0x06
+DATA q_ctrlk6a<>+16(SB)/1, $0x01
+DATA q_ctrlk6a<>+17(SB)/1, $0x01
+DATA q_ctrlk6a<>+18(SB)/1, $0x03
+DATA q_ctrlk6a<>+19(SB)/1, $0x03
+DATA q_ctrlk6a<>+20(SB)/1, $0x05
+DATA q_ctrlk6a<>+21(SB)/1, $0x05
+DATA q_ctrlk6a<>+22(SB)/1, $0x07
+DATA q_ctrlk6a<>+23(SB)/1, $0x07
+DATA q_ctrlk6a<>+24(SB)/1, $0x01
+DATA q_ctrlk6a<>+25(SB)/1, $0x01
+DATA q_ctrlk6a<>+26(SB)/1, $0x03
+DATA q_ctrlk6a<>+27(SB)/1, $0x03
+DATA q_ctrlk6a<>+28(SB)/1, $0x05
+DATA q_ctrlk6a<>+29(SB)/1, $0x05
+DATA q_ctrlk6a<>+30(SB)/1, $0x07
+DATA q_ctrlk6a<>+31(SB)/1, $0x07
+DATA q_ctrlk6a<>+32(SB)/1, $0x08
+DATA q_ctrlk6a<>+33(SB)/1, $0x08
+DATA q_ctrlk6a<>+34(SB)/1, $0x0a
+DATA q_ctrlk6a<>+35(SB)/1, $0x0a
+DATA q_ctrlk6a<>+36(SB)/1, $0x0c
+DATA q_ctrlk6a<>+37(SB)/1, $0x0c
+DATA q_ctrlk6a<>+38(SB)/1, $0x0e
+DATA q_ctrlk6a<>+39(SB)/1, $0x0e
+DATA q_ctrlk6a<>+40(SB)/1, $0x08
+DATA q_ctrlk6a<>+41(SB)/1, $0x08
+DATA q_ctrlk6a<>+42(SB)/1, $0x0a
+DATA q_ctrlk6a<>+43(SB)/1, $0x0a
+DATA q_ctrlk6a<>+44(SB)/1, $0x0c
+DATA q_ctrlk6a<>+45(SB)/1, $0x0c
+DATA q_ctrlk6a<>+46(SB)/1, $0x0e
+DATA q_ctrlk6a<>+47(SB)/1, $0x0e
+DATA q_ctrlk6a<>+48(SB)/1, $0x09
+DATA q_ctrlk6a<>+49(SB)/1, $0x09
+DATA q_ctrlk6a<>+50(SB)/1, $0x0b
+DATA q_ctrlk6a<>+51(SB)/1, $0x0b
+DATA q_ctrlk6a<>+52(SB)/1, $0x0d
+DATA q_ctrlk6a<>+53(SB)/1, $0x0d
+DATA q_ctrlk6a<>+54(SB)/1, $0x0f
+DATA q_ctrlk6a<>+55(SB)/1, $0x0f
+DATA q_ctrlk6a<>+56(SB)/1, $0x09
+DATA q_ctrlk6a<>+57(SB)/1, $0x09
+DATA q_ctrlk6a<>+58(SB)/1, $0x0b
+DATA q_ctrlk6a<>+59(SB)/1, $0x0b
+DATA q_ctrlk6a<>+60(SB)/1, $0x0d
+DATA q_ctrlk6a<>+61(SB)/1, $0x0d
+DATA q_ctrlk6a<>+62(SB)/1, $0x0f
+DATA q_ctrlk6a<>+63(SB)/1, $0x0f
+GLOBL q_ctrlk6a<>(SB), RODATA|NOPTR, $64
+
 // func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 // Requires: AVX, AVX2, F16C
 TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
@@ -1151,6 +1283,247 @@ q8loop:
 q8done:
 	VZEROUPPER
 	RET
+
+// func quantQ8KAVX2(x *float32, qs *int8, d *float32, nb int)
+// Requires: AVX, AVX2
+TEXT ·quantQ8KAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         qs+8(FP), CX
+	MOVQ         d+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	TESTQ        BX, BX
+	JZ           q8k_done
+	VBROADCASTSS q_absmask<>+0(SB), Y0
+
+q8k_loop:
+	VANDPS       (AX), Y0, Y1
+	VANDPS       32(AX), Y0, Y2
+	VANDPS       64(AX), Y0, Y3
+	VANDPS       96(AX), Y0, Y4
+	VANDPS       128(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       160(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       192(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       224(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       256(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       288(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       320(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       352(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       384(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       416(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       448(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       480(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       512(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       544(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       576(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       608(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       640(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       672(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       704(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       736(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       768(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       800(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       832(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       864(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VANDPS       896(AX), Y0, Y5
+	VMAXPS       Y5, Y1, Y1
+	VANDPS       928(AX), Y0, Y5
+	VMAXPS       Y5, Y2, Y2
+	VANDPS       960(AX), Y0, Y5
+	VMAXPS       Y5, Y3, Y3
+	VANDPS       992(AX), Y0, Y5
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y2, Y1, Y1
+	VMAXPS       Y4, Y3, Y3
+	VMAXPS       Y3, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X5
+	VMAXPS       X5, X1, X1
+	VMOVHLPS     X1, X1, X5
+	VMAXPS       X5, X1, X1
+	VMOVSHDUP    X1, X5
+	VMAXSS       X5, X1, X1
+	VMOVD        X1, SI
+	TESTL        SI, SI
+	JZ           q8k_zero
+	VBROADCASTSS X1, Y1
+	MOVQ         AX, SI
+
+q8k_find:
+	VANDPS    (SI), Y0, Y5
+	VCMPPS    $0x00, Y1, Y5, Y5
+	VMOVMSKPS Y5, DI
+	TESTL     DI, DI
+	JNZ       q8k_found
+	ADDQ      $0x20, SI
+	JMP       q8k_find
+
+q8k_found:
+	BSFL         DI, DI
+	VMOVSS       (SI)(DI*4), X1
+	VMOVSS       q_fm127<>+0(SB), X2
+	VDIVSS       X1, X2, X1
+	VMOVSS       q_fone<>+0(SB), X2
+	VDIVSS       X1, X2, X2
+	VMOVSS       X2, (DX)
+	VBROADCASTSS X1, Y1
+	VMOVDQU      q_permq8<>+0(SB), Y2
+	VMULPS       (AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       32(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       64(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       96(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, (CX)
+	VMULPS       128(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       160(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       192(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       224(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 32(CX)
+	VMULPS       256(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       288(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       320(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       352(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 64(CX)
+	VMULPS       384(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       416(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       448(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       480(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 96(CX)
+	VMULPS       512(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       544(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       576(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       608(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 128(CX)
+	VMULPS       640(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       672(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       704(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       736(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 160(CX)
+	VMULPS       768(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       800(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       832(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       864(AX), Y1, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y6, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 192(CX)
+	VMULPS       896(AX), Y1, Y3
+	VCVTPS2DQ    Y3, Y3
+	VMULPS       928(AX), Y1, Y4
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       960(AX), Y1, Y5
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       992(AX), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPACKSSDW    Y4, Y3, Y3
+	VPACKSSDW    Y1, Y5, Y5
+	VPACKSSWB    Y5, Y3, Y3
+	VPERMD       Y3, Y2, Y3
+	VMOVDQU      Y3, 224(CX)
+	JMP          q8k_next
+
+q8k_zero:
+	VXORPS  Y5, Y5, Y5
+	VMOVDQU Y5, (CX)
+	VMOVDQU Y5, 32(CX)
+	VMOVDQU Y5, 64(CX)
+	VMOVDQU Y5, 96(CX)
+	VMOVDQU Y5, 128(CX)
+	VMOVDQU Y5, 160(CX)
+	VMOVDQU Y5, 192(CX)
+	VMOVDQU Y5, 224(CX)
+	VMOVSS  X5, (DX)
+
+q8k_next:
+	ADDQ $0x00000400, AX
+	ADDQ $0x00000100, CX
+	ADDQ $0x04, DX
+	DECQ BX
+	JNZ  q8k_loop
+
+q8k_done:
+	VZEROUPPER
+	RET
+
+DATA q_fm127<>+0(SB)/4, $0xc2fe0000
+GLOBL q_fm127<>(SB), RODATA|NOPTR, $4
+
+DATA q_fone<>+0(SB)/4, $0x3f800000
+GLOBL q_fone<>(SB), RODATA|NOPTR, $4
 
 // func q8_0Tile8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
@@ -9217,6 +9590,272 @@ q4_0Rows4P_done:
 	VZEROUPPER
 	RET
 
+// func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, d2 *float32, npairs int, out **float32, oadv int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q8_0Rows4A(SB), NOSPLIT, $0-64
+	MOVQ    w+0(FP), AX
+	MOVQ    (AX), CX
+	MOVQ    8(AX), DX
+	MOVQ    16(AX), BX
+	MOVQ    24(AX), AX
+	MOVQ    nrows+16(FP), SI
+	XORQ    DI, DI
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   SI, SI
+	JZ      q8_0Rows4A_done
+
+q8_0Rows4A_rows:
+	XORQ   R8, R8
+	MOVQ   xq+24(FP), R9
+	MOVQ   d2+32(FP), R10
+	MOVQ   npairs+40(FP), R11
+	VXORPS Y1, Y1, Y1
+	TESTQ  R11, R11
+	JZ     q8_0Rows4A_end
+
+q8_0Rows4A_loop:
+	VMOVDQU     (R9), Y2
+	VPABSB      2(CX)(R8*1), Y3
+	VPSIGNB     2(CX)(R8*1), Y2, Y4
+	VPMADDUBSW  Y4, Y3, Y4
+	VPMADDWD    Y0, Y4, Y4
+	VPABSB      2(DX)(R8*1), Y3
+	VPSIGNB     2(DX)(R8*1), Y2, Y5
+	VPMADDUBSW  Y5, Y3, Y5
+	VPMADDWD    Y0, Y5, Y5
+	VPABSB      2(BX)(R8*1), Y3
+	VPSIGNB     2(BX)(R8*1), Y2, Y6
+	VPMADDUBSW  Y6, Y3, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VPABSB      2(AX)(R8*1), Y3
+	VPSIGNB     2(AX)(R8*1), Y2, Y2
+	VPMADDUBSW  Y2, Y3, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y5, Y4, Y3
+	VPUNPCKHDQ  Y5, Y4, Y5
+	VPADDD      Y5, Y3, Y3
+	VPUNPCKLDQ  Y2, Y6, Y5
+	VPUNPCKHDQ  Y2, Y6, Y6
+	VPADDD      Y6, Y5, Y5
+	VPUNPCKLQDQ Y5, Y3, Y4
+	VPUNPCKHQDQ Y5, Y3, Y5
+	VPADDD      Y5, Y4, Y4
+	VMOVDQU     32(R9), Y2
+	VPABSB      36(CX)(R8*1), Y3
+	VPSIGNB     36(CX)(R8*1), Y2, Y5
+	VPMADDUBSW  Y5, Y3, Y5
+	VPMADDWD    Y0, Y5, Y5
+	VPABSB      36(DX)(R8*1), Y3
+	VPSIGNB     36(DX)(R8*1), Y2, Y6
+	VPMADDUBSW  Y6, Y3, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VPABSB      36(BX)(R8*1), Y3
+	VPSIGNB     36(BX)(R8*1), Y2, Y7
+	VPMADDUBSW  Y7, Y3, Y7
+	VPMADDWD    Y0, Y7, Y7
+	VPABSB      36(AX)(R8*1), Y3
+	VPSIGNB     36(AX)(R8*1), Y2, Y2
+	VPMADDUBSW  Y2, Y3, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y6, Y5, Y3
+	VPUNPCKHDQ  Y6, Y5, Y6
+	VPADDD      Y6, Y3, Y3
+	VPUNPCKLDQ  Y2, Y7, Y6
+	VPUNPCKHDQ  Y2, Y7, Y7
+	VPADDD      Y7, Y6, Y6
+	VPUNPCKLQDQ Y6, Y3, Y5
+	VPUNPCKHQDQ Y6, Y3, Y6
+	VPADDD      Y6, Y5, Y5
+	VPERM2I128  $0x20, Y5, Y4, Y2
+	VPERM2I128  $0x31, Y5, Y4, Y3
+	VPADDD      Y3, Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	MOVWQZX     (CX)(R8*1), R12
+	MOVWQZX     (DX)(R8*1), R13
+	SHLQ        $0x10, R13
+	ORQ         R13, R12
+	MOVWQZX     (BX)(R8*1), R13
+	SHLQ        $0x20, R13
+	ORQ         R13, R12
+	MOVWQZX     (AX)(R8*1), R13
+	SHLQ        $0x30, R13
+	ORQ         R13, R12
+	VMOVQ       R12, X3
+	MOVWQZX     34(CX)(R8*1), R12
+	MOVWQZX     34(DX)(R8*1), R13
+	SHLQ        $0x10, R13
+	ORQ         R13, R12
+	MOVWQZX     34(BX)(R8*1), R13
+	SHLQ        $0x20, R13
+	ORQ         R13, R12
+	MOVWQZX     34(AX)(R8*1), R13
+	SHLQ        $0x30, R13
+	ORQ         R13, R12
+	VPINSRQ     $0x01, R12, X3, X3
+	VCVTPH2PS   X3, Y3
+	VMULPS      Y3, Y2, Y2
+	VFMADD231PS (R10), Y2, Y1
+	ADDQ        $0x44, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x20, R10
+	DECQ        R11
+	JNZ         q8_0Rows4A_loop
+
+q8_0Rows4A_end:
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	MOVQ         out+48(FP), R8
+	MOVQ         (R8), R9
+	VEXTRACTPS   $0x00, X1, (R9)(DI*1)
+	MOVQ         8(R8), R9
+	VEXTRACTPS   $0x01, X1, (R9)(DI*1)
+	MOVQ         16(R8), R9
+	VEXTRACTPS   $0x02, X1, (R9)(DI*1)
+	MOVQ         24(R8), R9
+	VEXTRACTPS   $0x03, X1, (R9)(DI*1)
+	ADDQ         oadv+56(FP), DI
+	ADDQ         adv+8(FP), CX
+	ADDQ         adv+8(FP), DX
+	ADDQ         adv+8(FP), BX
+	ADDQ         adv+8(FP), AX
+	DECQ         SI
+	JNZ          q8_0Rows4A_rows
+
+q8_0Rows4A_done:
+	VZEROUPPER
+	RET
+
+// func q4_0Rows4A(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4_0Rows4A(SB), NOSPLIT, $0-72
+	MOVQ    w+0(FP), AX
+	MOVQ    (AX), CX
+	MOVQ    8(AX), DX
+	MOVQ    16(AX), BX
+	MOVQ    24(AX), AX
+	MOVQ    nrows+16(FP), SI
+	XORQ    DI, DI
+	VMOVDQU q_ones16<>+0(SB), Y0
+	TESTQ   SI, SI
+	JZ      q4_0Rows4A_done
+
+q4_0Rows4A_rows:
+	XORQ   R8, R8
+	MOVQ   x2+24(FP), R9
+	MOVQ   d2+32(FP), R10
+	MOVQ   c2+40(FP), R11
+	MOVQ   npairs+48(FP), R12
+	VXORPS Y1, Y1, Y1
+	TESTQ  R12, R12
+	JZ     q4_0Rows4A_end
+
+q4_0Rows4A_loop:
+	VMOVDQU     (R9), Y2
+	VMOVDQU     32(R9), Y3
+	VMOVDQU     2(CX)(R8*1), X4
+	VINSERTI128 $0x01, 20(CX)(R8*1), Y4, Y4
+	VPSRLW      $0x04, Y4, Y5
+	VPAND       q_mask0f<>+0(SB), Y4, Y4
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y4, Y6
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y6, Y6
+	VPMADDWD    Y0, Y6, Y6
+	VMOVDQU     2(DX)(R8*1), X7
+	VINSERTI128 $0x01, 20(DX)(R8*1), Y7, Y7
+	VPSRLW      $0x04, Y7, Y5
+	VPAND       q_mask0f<>+0(SB), Y7, Y7
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y7, Y10
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y10, Y10
+	VPMADDWD    Y0, Y10, Y10
+	VMOVDQU     2(BX)(R8*1), X8
+	VINSERTI128 $0x01, 20(BX)(R8*1), Y8, Y8
+	VPSRLW      $0x04, Y8, Y5
+	VPAND       q_mask0f<>+0(SB), Y8, Y8
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y8, Y11
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y11, Y11
+	VPMADDWD    Y0, Y11, Y11
+	VMOVDQU     2(AX)(R8*1), X9
+	VINSERTI128 $0x01, 20(AX)(R8*1), Y9, Y9
+	VPSRLW      $0x04, Y9, Y5
+	VPAND       q_mask0f<>+0(SB), Y9, Y9
+	VPAND       q_mask0f<>+0(SB), Y5, Y5
+	VPMADDUBSW  Y2, Y9, Y2
+	VPMADDUBSW  Y3, Y5, Y5
+	VPADDW      Y5, Y2, Y2
+	VPMADDWD    Y0, Y2, Y2
+	VPUNPCKLDQ  Y10, Y6, Y3
+	VPUNPCKHDQ  Y10, Y6, Y5
+	VPADDD      Y5, Y3, Y3
+	VPUNPCKLDQ  Y2, Y11, Y5
+	VPUNPCKHDQ  Y2, Y11, Y11
+	VPADDD      Y11, Y5, Y5
+	VPUNPCKLQDQ Y5, Y3, Y6
+	VPUNPCKHQDQ Y5, Y3, Y10
+	VPADDD      Y10, Y6, Y6
+	VPSHUFD     $0x00, (R11), Y2
+	VPADDD      Y2, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	MOVWQZX     (CX)(R8*1), R13
+	MOVWQZX     (DX)(R8*1), R14
+	SHLQ        $0x10, R14
+	ORQ         R14, R13
+	MOVWQZX     (BX)(R8*1), R14
+	SHLQ        $0x20, R14
+	ORQ         R14, R13
+	MOVWQZX     (AX)(R8*1), R14
+	SHLQ        $0x30, R14
+	ORQ         R14, R13
+	VMOVQ       R13, X2
+	MOVWQZX     18(CX)(R8*1), R13
+	MOVWQZX     18(DX)(R8*1), R14
+	SHLQ        $0x10, R14
+	ORQ         R14, R13
+	MOVWQZX     18(BX)(R8*1), R14
+	SHLQ        $0x20, R14
+	ORQ         R14, R13
+	MOVWQZX     18(AX)(R8*1), R14
+	SHLQ        $0x30, R14
+	ORQ         R14, R13
+	VPINSRQ     $0x01, R13, X2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      Y2, Y6, Y6
+	VFMADD231PS (R10), Y6, Y1
+	ADDQ        $0x24, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x20, R10
+	ADDQ        $0x20, R11
+	DECQ        R12
+	JNZ         q4_0Rows4A_loop
+
+q4_0Rows4A_end:
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X1
+	MOVQ         out+56(FP), R8
+	MOVQ         (R8), R9
+	VEXTRACTPS   $0x00, X1, (R9)(DI*1)
+	MOVQ         8(R8), R9
+	VEXTRACTPS   $0x01, X1, (R9)(DI*1)
+	MOVQ         16(R8), R9
+	VEXTRACTPS   $0x02, X1, (R9)(DI*1)
+	MOVQ         24(R8), R9
+	VEXTRACTPS   $0x03, X1, (R9)(DI*1)
+	ADDQ         oadv+64(FP), DI
+	ADDQ         adv+8(FP), CX
+	ADDQ         adv+8(FP), DX
+	ADDQ         adv+8(FP), BX
+	ADDQ         adv+8(FP), AX
+	DECQ         SI
+	JNZ          q4_0Rows4A_rows
+
+q4_0Rows4A_done:
+	VZEROUPPER
+	RET
+
 // func q4KTileZ1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512VNNI
 TEXT ·q4KTileZ1x1(SB), NOSPLIT, $0-48
@@ -12324,5 +12963,3983 @@ q6KTileZ1x8_end:
 	VMOVHLPS      X15, X29, X29
 	VADDSS        X29, X15, X15
 	VMOVSS        X15, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x1(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), DX
+	VXORPS Y1, Y1, Y1
+	TESTQ  DX, DX
+	JZ     q4KTileA1x1_end
+
+q4KTileA1x1_loop:
+	MOVL         4(AX), BX
+	MOVL         8(AX), SI
+	MOVL         12(AX), DI
+	MOVL         BX, R8
+	SHRL         $0x06, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	MOVL         DI, R9
+	ANDL         $0x0f0f0f0f, R9
+	ORL          R8, R9
+	SHLQ         $0x20, R9
+	ANDL         $0x3f3f3f3f, BX
+	ORQ          BX, R9
+	MOVL         SI, R8
+	SHRL         $0x06, R8
+	ANDL         $0x03030303, R8
+	SHLL         $0x04, R8
+	MOVL         DI, BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R8, BX
+	SHLQ         $0x20, BX
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, BX
+	VPXOR        Y0, Y0, Y0
+	VMOVQ        R9, X2
+	VPBROADCASTQ X2, Y2
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y2, Y2
+	VMOVDQU      16(AX), Y3
+	VPSRLW       $0x04, Y3, Y4
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VMOVDQU      48(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPUNPCKLWD   Y4, Y3, Y7
+	VPUNPCKHWD   Y4, Y3, Y3
+	VPUNPCKLWD   Y6, Y5, Y4
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLDQ   Y4, Y7, Y6
+	VPUNPCKHDQ   Y4, Y7, Y4
+	VPUNPCKLDQ   Y5, Y3, Y7
+	VPUNPCKHDQ   Y5, Y3, Y3
+	VPMADDUBSW   (CX), Y6, Y5
+	VPMADDUBSW   32(CX), Y4, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   64(CX), Y7, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   96(CX), Y3, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDWD     Y2, Y5, Y5
+	VPADDD       Y5, Y0, Y0
+	VMOVQ        R9, X2
+	VPBROADCASTQ X2, Y2
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y2, Y2
+	VMOVDQU      80(AX), Y3
+	VPSRLW       $0x04, Y3, Y4
+	VPAND        q_mask0f<>+0(SB), Y3, Y3
+	VPAND        q_mask0f<>+0(SB), Y4, Y4
+	VMOVDQU      112(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPUNPCKLWD   Y4, Y3, Y7
+	VPUNPCKHWD   Y4, Y3, Y3
+	VPUNPCKLWD   Y6, Y5, Y4
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLDQ   Y4, Y7, Y6
+	VPUNPCKHDQ   Y4, Y7, Y4
+	VPUNPCKLDQ   Y5, Y3, Y7
+	VPUNPCKHDQ   Y5, Y3, Y3
+	VPMADDUBSW   128(CX), Y6, Y5
+	VPMADDUBSW   160(CX), Y4, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   192(CX), Y7, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDUBSW   224(CX), Y3, Y4
+	VPADDW       Y4, Y5, Y5
+	VPMADDWD     Y2, Y5, Y5
+	VPADDD       Y5, Y0, Y0
+	VMOVQ        BX, X2
+	VPMOVZXBD    X2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VPBROADCASTW 2(AX), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPBROADCASTW (AX), X3
+	VCVTPH2PS    X3, Y3
+	VBROADCASTSS 336(CX), Y4
+	VMULPS       Y3, Y4, Y4
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y4, Y0, Y1
+	VFNMADD231PS 344(CX), Y2, Y1
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         DX
+	JNZ          q4KTileA1x1_loop
+
+q4KTileA1x1_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x1(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), DX
+	VXORPS Y1, Y1, Y1
+	TESTQ  DX, DX
+	JZ     q6KTileA1x1_end
+
+q6KTileA1x1_loop:
+	VPMOVSXBW      192(AX), Y0
+	VPSLLW         $0x05, Y0, Y0
+	VPXOR          Y2, Y2, Y2
+	VPSUBW         Y0, Y2, Y0
+	VPMADDWD       256(CX), Y0, Y0
+	VBROADCASTI128 192(AX), Y2
+	VMOVDQU        (AX), Y4
+	VPAND          q_mask0f<>+0(SB), Y4, Y4
+	VMOVDQU        128(AX), Y3
+	VPSLLW         $0x04, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y4, Y4
+	VMOVDQU        32(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        128(AX), Y3
+	VPSLLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y5, Y5
+	VMOVDQU        (AX), Y6
+	VPSRLW         $0x04, Y6, Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        128(AX), Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y6, Y6
+	VMOVDQU        32(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y3
+	VPSRLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y7, Y7
+	VPUNPCKLWD     Y5, Y4, Y3
+	VPUNPCKHWD     Y5, Y4, Y4
+	VPUNPCKLWD     Y7, Y6, Y5
+	VPUNPCKHWD     Y7, Y6, Y6
+	VPUNPCKLDQ     Y5, Y3, Y7
+	VPUNPCKHDQ     Y5, Y3, Y3
+	VPUNPCKLDQ     Y6, Y4, Y5
+	VPUNPCKHDQ     Y6, Y4, Y6
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     (CX), Y7, Y7
+	VPMADDUBSW     32(CX), Y3, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     64(CX), Y5, Y7
+	VPMADDUBSW     96(CX), Y6, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VMOVDQU        64(AX), Y4
+	VPAND          q_mask0f<>+0(SB), Y4, Y4
+	VMOVDQU        160(AX), Y3
+	VPSLLW         $0x04, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y4, Y4
+	VMOVDQU        96(AX), Y5
+	VPAND          q_mask0f<>+0(SB), Y5, Y5
+	VMOVDQU        160(AX), Y3
+	VPSLLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y5, Y5
+	VMOVDQU        64(AX), Y6
+	VPSRLW         $0x04, Y6, Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        160(AX), Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y6, Y6
+	VMOVDQU        96(AX), Y7
+	VPSRLW         $0x04, Y7, Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y3
+	VPSRLW         $0x02, Y3, Y3
+	VPAND          q_mask30<>+0(SB), Y3, Y3
+	VPOR           Y3, Y7, Y7
+	VPUNPCKLWD     Y5, Y4, Y3
+	VPUNPCKHWD     Y5, Y4, Y4
+	VPUNPCKLWD     Y7, Y6, Y5
+	VPUNPCKHWD     Y7, Y6, Y6
+	VPUNPCKLDQ     Y5, Y3, Y7
+	VPUNPCKHDQ     Y5, Y3, Y3
+	VPUNPCKLDQ     Y6, Y4, Y5
+	VPUNPCKHDQ     Y6, Y4, Y6
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y2, Y4
+	VPSRAW         $0x08, Y4, Y4
+	VPMADDUBSW     128(CX), Y7, Y7
+	VPMADDUBSW     160(CX), Y3, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPMADDUBSW     192(CX), Y5, Y7
+	VPMADDUBSW     224(CX), Y6, Y3
+	VPADDW         Y3, Y7, Y7
+	VPMADDWD       Y4, Y7, Y7
+	VPADDD         Y7, Y0, Y0
+	VPBROADCASTW   208(AX), X2
+	VCVTPH2PS      X2, Y2
+	VBROADCASTSS   336(CX), Y3
+	VMULPS         Y2, Y3, Y3
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y3, Y0, Y1
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           DX
+	JNZ            q6KTileA1x1_loop
+
+q6KTileA1x1_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x2(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  BX, BX
+	JZ     q4KTileA1x2_end
+
+q4KTileA1x2_loop:
+	MOVL         4(AX), SI
+	MOVL         8(AX), DI
+	MOVL         12(AX), R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R9, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, R10
+	MOVL         DI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, SI
+	SHRL         $0x04, SI
+	ANDL         $0x0f0f0f0f, SI
+	ORL          R9, SI
+	SHLQ         $0x20, SI
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, SI
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VMOVQ        R10, X4
+	VPBROADCASTQ X4, Y4
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y4, Y4
+	VMOVDQU      16(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU      48(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKLWD   Y6, Y5, Y9
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLWD   Y8, Y7, Y6
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLDQ   Y6, Y9, Y8
+	VPUNPCKHDQ   Y6, Y9, Y6
+	VPUNPCKLDQ   Y7, Y5, Y9
+	VPUNPCKHDQ   Y7, Y5, Y5
+	VPMADDUBSW   (CX), Y8, Y7
+	VPMADDUBSW   32(CX), Y6, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   64(CX), Y9, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   96(CX), Y5, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y8, Y7
+	VPMADDUBSW   32(CX)(DX*1), Y6, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   64(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   96(CX)(DX*1), Y5, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VMOVQ        R10, X4
+	VPBROADCASTQ X4, Y4
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y4, Y4
+	VMOVDQU      80(AX), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        q_mask0f<>+0(SB), Y5, Y5
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU      112(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPUNPCKLWD   Y6, Y5, Y9
+	VPUNPCKHWD   Y6, Y5, Y5
+	VPUNPCKLWD   Y8, Y7, Y6
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLDQ   Y6, Y9, Y8
+	VPUNPCKHDQ   Y6, Y9, Y6
+	VPUNPCKLDQ   Y7, Y5, Y9
+	VPUNPCKHDQ   Y7, Y5, Y5
+	VPMADDUBSW   128(CX), Y8, Y7
+	VPMADDUBSW   160(CX), Y6, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   192(CX), Y9, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDUBSW   224(CX), Y5, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y8, Y7
+	VPMADDUBSW   160(CX)(DX*1), Y6, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   192(CX)(DX*1), Y9, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDUBSW   224(CX)(DX*1), Y5, Y6
+	VPADDW       Y6, Y7, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VMOVQ        SI, X4
+	VPMOVZXBD    X4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW 2(AX), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y5, Y4, Y4
+	VPBROADCASTW (AX), X5
+	VCVTPH2PS    X5, Y5
+	VBROADCASTSS 336(CX), Y6
+	VMULPS       Y5, Y6, Y6
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y6, Y0, Y2
+	VFNMADD231PS 344(CX), Y4, Y2
+	VBROADCASTSS 336(CX)(DX*1), Y6
+	VMULPS       Y5, Y6, Y6
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y6, Y1, Y3
+	VFNMADD231PS 344(CX)(DX*1), Y4, Y3
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x2_loop
+
+q4KTileA1x2_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x2(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  BX, BX
+	JZ     q6KTileA1x2_end
+
+q6KTileA1x2_loop:
+	VPMOVSXBW      192(AX), Y1
+	VPSLLW         $0x05, Y1, Y1
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y1, Y0, Y1
+	VPMADDWD       256(CX), Y1, Y0
+	VPMADDWD       256(CX)(DX*1), Y1, Y1
+	VBROADCASTI128 192(AX), Y4
+	VMOVDQU        (AX), Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        128(AX), Y5
+	VPSLLW         $0x04, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y6, Y6
+	VMOVDQU        32(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y5
+	VPSLLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y7, Y7
+	VMOVDQU        (AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y8, Y8
+	VMOVDQU        32(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y5
+	VPSRLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y9, Y9
+	VPUNPCKLWD     Y7, Y6, Y5
+	VPUNPCKHWD     Y7, Y6, Y6
+	VPUNPCKLWD     Y9, Y8, Y7
+	VPUNPCKHWD     Y9, Y8, Y8
+	VPUNPCKLDQ     Y7, Y5, Y9
+	VPUNPCKHDQ     Y7, Y5, Y5
+	VPUNPCKLDQ     Y8, Y6, Y7
+	VPUNPCKHDQ     Y8, Y6, Y11
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y4, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     (CX), Y9, Y10
+	VPMADDUBSW     32(CX), Y5, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     64(CX), Y7, Y10
+	VPMADDUBSW     96(CX), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y9, Y10
+	VPMADDUBSW     32(CX)(DX*1), Y5, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y7, Y10
+	VPMADDUBSW     96(CX)(DX*1), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VMOVDQU        64(AX), Y6
+	VPAND          q_mask0f<>+0(SB), Y6, Y6
+	VMOVDQU        160(AX), Y5
+	VPSLLW         $0x04, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y6, Y6
+	VMOVDQU        96(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y5
+	VPSLLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y9, Y9
+	VMOVDQU        64(AX), Y8
+	VPSRLW         $0x04, Y8, Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y8, Y8
+	VMOVDQU        96(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y5
+	VPSRLW         $0x02, Y5, Y5
+	VPAND          q_mask30<>+0(SB), Y5, Y5
+	VPOR           Y5, Y10, Y10
+	VPUNPCKLWD     Y9, Y6, Y7
+	VPUNPCKHWD     Y9, Y6, Y6
+	VPUNPCKLWD     Y10, Y8, Y9
+	VPUNPCKHWD     Y10, Y8, Y8
+	VPUNPCKLDQ     Y9, Y7, Y5
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPUNPCKLDQ     Y8, Y6, Y9
+	VPUNPCKHDQ     Y8, Y6, Y11
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y4, Y8
+	VPSRAW         $0x08, Y8, Y8
+	VPMADDUBSW     128(CX), Y5, Y10
+	VPMADDUBSW     160(CX), Y7, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     192(CX), Y9, Y10
+	VPMADDUBSW     224(CX), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y5, Y10
+	VPMADDUBSW     160(CX)(DX*1), Y7, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y9, Y10
+	VPMADDUBSW     224(CX)(DX*1), Y11, Y6
+	VPADDW         Y6, Y10, Y10
+	VPMADDWD       Y8, Y10, Y10
+	VPADDD         Y10, Y1, Y1
+	VPBROADCASTW   208(AX), X4
+	VCVTPH2PS      X4, Y4
+	VBROADCASTSS   336(CX), Y5
+	VMULPS         Y4, Y5, Y5
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y5, Y0, Y2
+	VBROADCASTSS   336(CX)(DX*1), Y5
+	VMULPS         Y4, Y5, Y5
+	VCVTDQ2PS      Y1, Y1
+	VFMADD231PS    Y5, Y1, Y3
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x2_loop
+
+q6KTileA1x2_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x3(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	TESTQ  BX, BX
+	JZ     q4KTileA1x3_end
+
+q4KTileA1x3_loop:
+	MOVL         4(AX), SI
+	MOVL         8(AX), DI
+	MOVL         12(AX), R8
+	MOVL         SI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R9, R10
+	SHLQ         $0x20, R10
+	ANDL         $0x3f3f3f3f, SI
+	ORQ          SI, R10
+	MOVL         DI, R9
+	SHRL         $0x06, R9
+	ANDL         $0x03030303, R9
+	SHLL         $0x04, R9
+	MOVL         R8, SI
+	SHRL         $0x04, SI
+	ANDL         $0x0f0f0f0f, SI
+	ORL          R9, SI
+	SHLQ         $0x20, SI
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, SI
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VMOVQ        R10, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y6
+	VMOVDQU      16(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU      48(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   (CX), Y10, Y9
+	VPMADDUBSW   32(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*2), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*2), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVQ        R10, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y6
+	VMOVDQU      80(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU      112(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   128(CX), Y10, Y9
+	VPMADDUBSW   160(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*2), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*2), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*2), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVQ        SI, X6
+	VPMOVZXBD    X6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW 2(AX), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y7, Y6, Y6
+	VPBROADCASTW (AX), X7
+	VCVTPH2PS    X7, Y7
+	VBROADCASTSS 336(CX), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y8, Y0, Y3
+	VFNMADD231PS 344(CX), Y6, Y3
+	VBROADCASTSS 336(CX)(DX*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y8, Y1, Y4
+	VFNMADD231PS 344(CX)(DX*1), Y6, Y4
+	VBROADCASTSS 336(CX)(DX*2), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y8, Y2, Y5
+	VFNMADD231PS 344(CX)(DX*2), Y6, Y5
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x3_loop
+
+q4KTileA1x3_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x3(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	TESTQ  BX, BX
+	JZ     q6KTileA1x3_end
+
+q6KTileA1x3_loop:
+	VPMOVSXBW      192(AX), Y2
+	VPSLLW         $0x05, Y2, Y2
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y2, Y0, Y2
+	VPMADDWD       256(CX), Y2, Y0
+	VPMADDWD       256(CX)(DX*1), Y2, Y1
+	VPMADDWD       256(CX)(DX*2), Y2, Y2
+	VBROADCASTI128 192(AX), Y6
+	VMOVDQU        (AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VMOVDQU        32(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y9, Y9
+	VMOVDQU        (AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        32(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VPUNPCKLWD     Y9, Y8, Y7
+	VPUNPCKHWD     Y9, Y8, Y8
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLDQ     Y9, Y7, Y11
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPUNPCKLDQ     Y10, Y8, Y9
+	VPUNPCKHDQ     Y10, Y8, Y13
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     (CX), Y11, Y12
+	VPMADDUBSW     32(CX), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     64(CX), Y9, Y12
+	VPMADDUBSW     96(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VMOVDQU        64(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VMOVDQU        96(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VMOVDQU        64(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        96(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y12, Y12
+	VPUNPCKLWD     Y11, Y8, Y9
+	VPUNPCKHWD     Y11, Y8, Y8
+	VPUNPCKLWD     Y12, Y10, Y11
+	VPUNPCKHWD     Y12, Y10, Y10
+	VPUNPCKLDQ     Y11, Y9, Y7
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y10, Y8, Y11
+	VPUNPCKHDQ     Y10, Y8, Y13
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     128(CX), Y7, Y12
+	VPMADDUBSW     160(CX), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     192(CX), Y11, Y12
+	VPMADDUBSW     224(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*2), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPBROADCASTW   208(AX), X6
+	VCVTPH2PS      X6, Y6
+	VBROADCASTSS   336(CX), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y7, Y0, Y3
+	VBROADCASTSS   336(CX)(DX*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y1, Y1
+	VFMADD231PS    Y7, Y1, Y4
+	VBROADCASTSS   336(CX)(DX*2), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y7, Y2, Y5
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x3_loop
+
+q6KTileA1x3_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x4(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ  BX, BX
+	JZ     q4KTileA1x4_end
+
+q4KTileA1x4_loop:
+	MOVL         4(AX), DI
+	MOVL         8(AX), R8
+	MOVL         12(AX), R9
+	MOVL         DI, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R10, R11
+	SHLQ         $0x20, R11
+	ANDL         $0x3f3f3f3f, DI
+	ORQ          DI, R11
+	MOVL         R8, R10
+	SHRL         $0x06, R10
+	ANDL         $0x03030303, R10
+	SHLL         $0x04, R10
+	MOVL         R9, DI
+	SHRL         $0x04, DI
+	ANDL         $0x0f0f0f0f, DI
+	ORL          R10, DI
+	SHLQ         $0x20, DI
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, DI
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VMOVQ        R11, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y8
+	VMOVDQU      16(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU      48(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   (CX), Y12, Y11
+	VPMADDUBSW   32(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y12, Y11
+	VPMADDUBSW   32(CX)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   64(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   96(CX)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VMOVQ        R11, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y8
+	VMOVDQU      80(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU      112(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   128(CX), Y12, Y11
+	VPMADDUBSW   160(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y12, Y11
+	VPMADDUBSW   160(CX)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   192(CX)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   224(CX)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VMOVQ        DI, X8
+	VPMOVZXBD    X8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW 2(AX), X9
+	VCVTPH2PS    X9, Y9
+	VMULPS       Y9, Y8, Y8
+	VPBROADCASTW (AX), X9
+	VCVTPH2PS    X9, Y9
+	VBROADCASTSS 336(CX), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y10, Y0, Y4
+	VFNMADD231PS 344(CX), Y8, Y4
+	VBROADCASTSS 336(CX)(DX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y10, Y1, Y5
+	VFNMADD231PS 344(CX)(DX*1), Y8, Y5
+	VBROADCASTSS 336(CX)(DX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y10, Y2, Y6
+	VFNMADD231PS 344(CX)(DX*2), Y8, Y6
+	VBROADCASTSS 336(CX)(SI*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  Y10, Y3, Y7
+	VFNMADD231PS 344(CX)(SI*1), Y8, Y7
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x4_loop
+
+q4KTileA1x4_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VMOVSS       X6, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	VMOVSS       X7, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x4(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), AX
+	MOVQ   xr+8(FP), CX
+	MOVQ   xstride+16(FP), DX
+	MOVQ   nb+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ  BX, BX
+	JZ     q6KTileA1x4_end
+
+q6KTileA1x4_loop:
+	VPMOVSXBW      192(AX), Y3
+	VPSLLW         $0x05, Y3, Y3
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y3, Y0, Y3
+	VPMADDWD       256(CX), Y3, Y0
+	VPMADDWD       256(CX)(DX*1), Y3, Y1
+	VPMADDWD       256(CX)(DX*2), Y3, Y2
+	VPMADDWD       256(CX)(SI*1), Y3, Y3
+	VBROADCASTI128 192(AX), Y8
+	VMOVDQU        (AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VMOVDQU        32(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y11, Y11
+	VMOVDQU        (AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        128(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        32(AX), Y13
+	VPSRLW         $0x04, Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        128(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLWD     Y13, Y12, Y11
+	VPUNPCKHWD     Y13, Y12, Y12
+	VPUNPCKLDQ     Y11, Y9, Y13
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y12, Y10, Y11
+	VPUNPCKHDQ     Y12, Y10, Y15
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     (CX), Y13, Y14
+	VPMADDUBSW     32(CX), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     64(CX), Y11, Y14
+	VPMADDUBSW     96(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y13, Y14
+	VPMADDUBSW     32(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y11, Y14
+	VPMADDUBSW     96(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VMOVDQU        64(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VMOVDQU        96(AX), Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VMOVDQU        64(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        96(AX), Y14
+	VPSRLW         $0x04, Y14, Y14
+	VPAND          q_mask0f<>+0(SB), Y14, Y14
+	VMOVDQU        160(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y14, Y14
+	VPUNPCKLWD     Y13, Y10, Y11
+	VPUNPCKHWD     Y13, Y10, Y10
+	VPUNPCKLWD     Y14, Y12, Y13
+	VPUNPCKHWD     Y14, Y12, Y12
+	VPUNPCKLDQ     Y13, Y11, Y9
+	VPUNPCKHDQ     Y13, Y11, Y11
+	VPUNPCKLDQ     Y12, Y10, Y13
+	VPUNPCKHDQ     Y12, Y10, Y15
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     128(CX), Y9, Y14
+	VPMADDUBSW     160(CX), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     192(CX), Y13, Y14
+	VPMADDUBSW     224(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*2), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y14
+	VPMADDUBSW     160(CX)(SI*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y13, Y14
+	VPMADDUBSW     224(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPBROADCASTW   208(AX), X8
+	VCVTPH2PS      X8, Y8
+	VBROADCASTSS   336(CX), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y0, Y0
+	VFMADD231PS    Y9, Y0, Y4
+	VBROADCASTSS   336(CX)(DX*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y1, Y1
+	VFMADD231PS    Y9, Y1, Y5
+	VBROADCASTSS   336(CX)(DX*2), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y2, Y2
+	VFMADD231PS    Y9, Y2, Y6
+	VBROADCASTSS   336(CX)(SI*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y3, Y3
+	VFMADD231PS    Y9, Y3, Y7
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x4_loop
+
+q6KTileA1x4_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VMOVSS       X5, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPS       X0, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VMOVSS       X6, (AX)
+	ADDQ         CX, AX
+	VEXTRACTF128 $0x01, Y7, X0
+	VADDPS       X0, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	VMOVSS       X7, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x5(SB), NOSPLIT, $160-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x5_end
+
+q4KTileA1x5_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVQ        R12, X5
+	VPBROADCASTQ X5, Y5
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y5, Y5
+	VMOVDQU      16(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU      48(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKLWD   Y7, Y6, Y10
+	VPUNPCKHWD   Y7, Y6, Y6
+	VPUNPCKLWD   Y9, Y8, Y7
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLDQ   Y7, Y10, Y9
+	VPUNPCKHDQ   Y7, Y10, Y7
+	VPUNPCKLDQ   Y8, Y6, Y10
+	VPUNPCKHDQ   Y8, Y6, Y6
+	VPMADDUBSW   (CX), Y9, Y8
+	VPMADDUBSW   32(CX), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y9, Y8
+	VPMADDUBSW   32(CX)(DX*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX)(DX*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(DX*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y9, Y8
+	VPMADDUBSW   32(CX)(DX*2), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX)(DX*2), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(DX*2), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y9, Y8
+	VPMADDUBSW   32(CX)(SI*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   64(CX)(SI*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   96(CX)(SI*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VPMADDUBSW   (DI), Y9, Y8
+	VPMADDUBSW   32(DI), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   64(DI), Y10, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   96(DI), Y6, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVQ        R12, X5
+	VPBROADCASTQ X5, Y5
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y5, Y5
+	VMOVDQU      80(AX), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        q_mask0f<>+0(SB), Y6, Y6
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU      112(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPUNPCKLWD   Y7, Y6, Y10
+	VPUNPCKHWD   Y7, Y6, Y6
+	VPUNPCKLWD   Y9, Y8, Y7
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLDQ   Y7, Y10, Y9
+	VPUNPCKHDQ   Y7, Y10, Y7
+	VPUNPCKLDQ   Y8, Y6, Y10
+	VPUNPCKHDQ   Y8, Y6, Y6
+	VPMADDUBSW   128(CX), Y9, Y8
+	VPMADDUBSW   160(CX), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y9, Y8
+	VPMADDUBSW   160(CX)(DX*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX)(DX*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX)(DX*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y9, Y8
+	VPMADDUBSW   160(CX)(DX*2), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX)(DX*2), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX)(DX*2), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y9, Y8
+	VPMADDUBSW   160(CX)(SI*1), Y7, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   192(CX)(SI*1), Y10, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDUBSW   224(CX)(SI*1), Y6, Y11
+	VPADDW       Y11, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VPMADDUBSW   128(DI), Y9, Y8
+	VPMADDUBSW   160(DI), Y7, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   192(DI), Y10, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDUBSW   224(DI), Y6, Y7
+	VPADDW       Y7, Y8, Y8
+	VPMADDWD     Y5, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVQ        R8, X5
+	VPMOVZXBD    X5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTW 2(AX), X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       Y6, Y5, Y5
+	VPBROADCASTW (AX), X6
+	VCVTPH2PS    X6, Y6
+	VBROADCASTSS 336(CX), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y8
+	VFMADD231PS  Y7, Y0, Y8
+	VFNMADD231PS 344(CX), Y5, Y8
+	VMOVUPS      Y8, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y7, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y5, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y7, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y5, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y7, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y5, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y7
+	VMULPS       Y6, Y7, Y7
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y7, Y4, Y0
+	VFNMADD231PS 344(DI), Y5, Y0
+	VMOVUPS      Y0, 128(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x5_loop
+
+q4KTileA1x5_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x5(SB), NOSPLIT, $160-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x5_end
+
+q6KTileA1x5_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y4
+	VPSLLW         $0x05, Y4, Y4
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y4, Y0, Y4
+	VPMADDWD       256(CX), Y4, Y0
+	VPMADDWD       256(CX)(DX*1), Y4, Y1
+	VPMADDWD       256(CX)(DX*2), Y4, Y2
+	VPMADDWD       256(CX)(SI*1), Y4, Y3
+	VPMADDWD       256(DI), Y4, Y4
+	VBROADCASTI128 192(AX), Y5
+	VMOVDQU        (AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        128(AX), Y6
+	VPSLLW         $0x04, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y7, Y7
+	VMOVDQU        32(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y6
+	VPSLLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y8, Y8
+	VMOVDQU        (AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y9, Y9
+	VMOVDQU        32(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y6
+	VPSRLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y10, Y10
+	VPUNPCKLWD     Y8, Y7, Y6
+	VPUNPCKHWD     Y8, Y7, Y7
+	VPUNPCKLWD     Y10, Y9, Y8
+	VPUNPCKHWD     Y10, Y9, Y9
+	VPUNPCKLDQ     Y8, Y6, Y10
+	VPUNPCKHDQ     Y8, Y6, Y6
+	VPUNPCKLDQ     Y9, Y7, Y8
+	VPUNPCKHDQ     Y9, Y7, Y12
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y5, Y9
+	VPSRAW         $0x08, Y9, Y9
+	VPMADDUBSW     (CX), Y10, Y11
+	VPMADDUBSW     32(CX), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     64(CX), Y8, Y11
+	VPMADDUBSW     96(CX), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y10, Y11
+	VPMADDUBSW     32(CX)(DX*1), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y8, Y11
+	VPMADDUBSW     96(CX)(DX*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y10, Y11
+	VPMADDUBSW     32(CX)(DX*2), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y8, Y11
+	VPMADDUBSW     96(CX)(DX*2), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y10, Y11
+	VPMADDUBSW     32(CX)(SI*1), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y8, Y11
+	VPMADDUBSW     96(CX)(SI*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     (DI), Y10, Y11
+	VPMADDUBSW     32(DI), Y6, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     64(DI), Y8, Y11
+	VPMADDUBSW     96(DI), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VMOVDQU        64(AX), Y7
+	VPAND          q_mask0f<>+0(SB), Y7, Y7
+	VMOVDQU        160(AX), Y6
+	VPSLLW         $0x04, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y7, Y7
+	VMOVDQU        96(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y6
+	VPSLLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y10, Y10
+	VMOVDQU        64(AX), Y9
+	VPSRLW         $0x04, Y9, Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y9, Y9
+	VMOVDQU        96(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y6
+	VPSRLW         $0x02, Y6, Y6
+	VPAND          q_mask30<>+0(SB), Y6, Y6
+	VPOR           Y6, Y11, Y11
+	VPUNPCKLWD     Y10, Y7, Y8
+	VPUNPCKHWD     Y10, Y7, Y7
+	VPUNPCKLWD     Y11, Y9, Y10
+	VPUNPCKHWD     Y11, Y9, Y9
+	VPUNPCKLDQ     Y10, Y8, Y6
+	VPUNPCKHDQ     Y10, Y8, Y8
+	VPUNPCKLDQ     Y9, Y7, Y10
+	VPUNPCKHDQ     Y9, Y7, Y12
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y5, Y9
+	VPSRAW         $0x08, Y9, Y9
+	VPMADDUBSW     128(CX), Y6, Y11
+	VPMADDUBSW     160(CX), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     192(CX), Y10, Y11
+	VPMADDUBSW     224(CX), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y6, Y11
+	VPMADDUBSW     160(CX)(DX*1), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y10, Y11
+	VPMADDUBSW     224(CX)(DX*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y6, Y11
+	VPMADDUBSW     160(CX)(DX*2), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y10, Y11
+	VPMADDUBSW     224(CX)(DX*2), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y6, Y11
+	VPMADDUBSW     160(CX)(SI*1), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y10, Y11
+	VPMADDUBSW     224(CX)(SI*1), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y3, Y3
+	VPMADDUBSW     128(DI), Y6, Y11
+	VPMADDUBSW     160(DI), Y8, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPMADDUBSW     192(DI), Y10, Y11
+	VPMADDUBSW     224(DI), Y12, Y7
+	VPADDW         Y7, Y11, Y11
+	VPMADDWD       Y9, Y11, Y11
+	VPADDD         Y11, Y4, Y4
+	VPBROADCASTW   208(AX), X5
+	VCVTPH2PS      X5, Y5
+	VBROADCASTSS   336(CX), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y7
+	VFMADD231PS    Y6, Y0, Y7
+	VMOVUPS        Y7, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y6, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y6, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y6, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y6
+	VMULPS         Y5, Y6, Y6
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y6, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x5_loop
+
+q6KTileA1x5_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x6(SB), NOSPLIT, $192-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x6_end
+
+q4KTileA1x6_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VMOVQ        R12, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y6, Y6
+	VMOVDQU      16(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU      48(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   (CX), Y10, Y9
+	VPMADDUBSW   32(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y10, Y9
+	VPMADDUBSW   32(CX)(DX*2), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(DX*2), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y10, Y9
+	VPMADDUBSW   32(CX)(SI*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(CX)(SI*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(CX)(SI*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   (DI), Y10, Y9
+	VPMADDUBSW   32(DI), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   64(DI), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   96(DI), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y10, Y9
+	VPMADDUBSW   32(DI)(DX*1), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   64(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   96(DI)(DX*1), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VMOVQ        R12, X6
+	VPBROADCASTQ X6, Y6
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y6, Y6
+	VMOVDQU      80(AX), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        q_mask0f<>+0(SB), Y7, Y7
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU      112(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPUNPCKLWD   Y8, Y7, Y11
+	VPUNPCKHWD   Y8, Y7, Y7
+	VPUNPCKLWD   Y10, Y9, Y8
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLDQ   Y8, Y11, Y10
+	VPUNPCKHDQ   Y8, Y11, Y8
+	VPUNPCKLDQ   Y9, Y7, Y11
+	VPUNPCKHDQ   Y9, Y7, Y7
+	VPMADDUBSW   128(CX), Y10, Y9
+	VPMADDUBSW   160(CX), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y10, Y9
+	VPMADDUBSW   160(CX)(DX*2), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(DX*2), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(DX*2), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y10, Y9
+	VPMADDUBSW   160(CX)(SI*1), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(CX)(SI*1), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(CX)(SI*1), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VPMADDUBSW   128(DI), Y10, Y9
+	VPMADDUBSW   160(DI), Y8, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   192(DI), Y11, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDUBSW   224(DI), Y7, Y12
+	VPADDW       Y12, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y10, Y9
+	VPMADDUBSW   160(DI)(DX*1), Y8, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   192(DI)(DX*1), Y11, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDUBSW   224(DI)(DX*1), Y7, Y8
+	VPADDW       Y8, Y9, Y9
+	VPMADDWD     Y6, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VMOVQ        R8, X6
+	VPMOVZXBD    X6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW 2(AX), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y7, Y6, Y6
+	VPBROADCASTW (AX), X7
+	VCVTPH2PS    X7, Y7
+	VBROADCASTSS 336(CX), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y9
+	VFMADD231PS  Y8, Y0, Y9
+	VFNMADD231PS 344(CX), Y6, Y9
+	VMOVUPS      Y9, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y8, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y6, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y8, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y6, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y8, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y6, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y8, Y4, Y0
+	VFNMADD231PS 344(DI), Y6, Y0
+	VMOVUPS      Y0, 128(SP)
+	VBROADCASTSS 336(DI)(DX*1), Y8
+	VMULPS       Y7, Y8, Y8
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y0
+	VFMADD231PS  Y8, Y5, Y0
+	VFNMADD231PS 344(DI)(DX*1), Y6, Y0
+	VMOVUPS      Y0, 160(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x6_loop
+
+q4KTileA1x6_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x6(SB), NOSPLIT, $192-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x6_end
+
+q6KTileA1x6_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y5
+	VPSLLW         $0x05, Y5, Y5
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y5, Y0, Y5
+	VPMADDWD       256(CX), Y5, Y0
+	VPMADDWD       256(CX)(DX*1), Y5, Y1
+	VPMADDWD       256(CX)(DX*2), Y5, Y2
+	VPMADDWD       256(CX)(SI*1), Y5, Y3
+	VPMADDWD       256(DI), Y5, Y4
+	VPMADDWD       256(DI)(DX*1), Y5, Y5
+	VBROADCASTI128 192(AX), Y6
+	VMOVDQU        (AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VMOVDQU        32(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y9, Y9
+	VMOVDQU        (AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        32(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VPUNPCKLWD     Y9, Y8, Y7
+	VPUNPCKHWD     Y9, Y8, Y8
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLDQ     Y9, Y7, Y11
+	VPUNPCKHDQ     Y9, Y7, Y7
+	VPUNPCKLDQ     Y10, Y8, Y9
+	VPUNPCKHDQ     Y10, Y8, Y13
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     (CX), Y11, Y12
+	VPMADDUBSW     32(CX), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     64(CX), Y9, Y12
+	VPMADDUBSW     96(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y11, Y12
+	VPMADDUBSW     32(CX)(DX*2), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y9, Y12
+	VPMADDUBSW     96(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y11, Y12
+	VPMADDUBSW     32(CX)(SI*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y9, Y12
+	VPMADDUBSW     96(CX)(SI*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     (DI), Y11, Y12
+	VPMADDUBSW     32(DI), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     64(DI), Y9, Y12
+	VPMADDUBSW     96(DI), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y11, Y12
+	VPMADDUBSW     32(DI)(DX*1), Y7, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*1), Y9, Y12
+	VPMADDUBSW     96(DI)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VMOVDQU        64(AX), Y8
+	VPAND          q_mask0f<>+0(SB), Y8, Y8
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x04, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y8, Y8
+	VMOVDQU        96(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y7
+	VPSLLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y11, Y11
+	VMOVDQU        64(AX), Y10
+	VPSRLW         $0x04, Y10, Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y10, Y10
+	VMOVDQU        96(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y7
+	VPSRLW         $0x02, Y7, Y7
+	VPAND          q_mask30<>+0(SB), Y7, Y7
+	VPOR           Y7, Y12, Y12
+	VPUNPCKLWD     Y11, Y8, Y9
+	VPUNPCKHWD     Y11, Y8, Y8
+	VPUNPCKLWD     Y12, Y10, Y11
+	VPUNPCKHWD     Y12, Y10, Y10
+	VPUNPCKLDQ     Y11, Y9, Y7
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y10, Y8, Y11
+	VPUNPCKHDQ     Y10, Y8, Y13
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y6, Y10
+	VPSRAW         $0x08, Y10, Y10
+	VPMADDUBSW     128(CX), Y7, Y12
+	VPMADDUBSW     160(CX), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     192(CX), Y11, Y12
+	VPMADDUBSW     224(CX), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y7, Y12
+	VPMADDUBSW     160(CX)(DX*2), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y11, Y12
+	VPMADDUBSW     224(CX)(DX*2), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y7, Y12
+	VPMADDUBSW     160(CX)(SI*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y11, Y12
+	VPMADDUBSW     224(CX)(SI*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y3, Y3
+	VPMADDUBSW     128(DI), Y7, Y12
+	VPMADDUBSW     160(DI), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     192(DI), Y11, Y12
+	VPMADDUBSW     224(DI), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y7, Y12
+	VPMADDUBSW     160(DI)(DX*1), Y9, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*1), Y11, Y12
+	VPMADDUBSW     224(DI)(DX*1), Y13, Y8
+	VPADDW         Y8, Y12, Y12
+	VPMADDWD       Y10, Y12, Y12
+	VPADDD         Y12, Y5, Y5
+	VPBROADCASTW   208(AX), X6
+	VCVTPH2PS      X6, Y6
+	VBROADCASTSS   336(CX), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y8
+	VFMADD231PS    Y7, Y0, Y8
+	VMOVUPS        Y8, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y7, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y7, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y7, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y7, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	VBROADCASTSS   336(DI)(DX*1), Y7
+	VMULPS         Y6, Y7, Y7
+	VCVTDQ2PS      Y5, Y5
+	VMOVUPS        160(SP), Y0
+	VFMADD231PS    Y7, Y5, Y0
+	VMOVUPS        Y0, 160(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x6_loop
+
+q6KTileA1x6_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x7(SB), NOSPLIT, $224-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x7_end
+
+q4KTileA1x7_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VMOVQ        R12, X7
+	VPBROADCASTQ X7, Y7
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y7, Y7
+	VMOVDQU      16(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU      48(AX), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPUNPCKLWD   Y9, Y8, Y12
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLWD   Y11, Y10, Y9
+	VPUNPCKHWD   Y11, Y10, Y10
+	VPUNPCKLDQ   Y9, Y12, Y11
+	VPUNPCKHDQ   Y9, Y12, Y9
+	VPUNPCKLDQ   Y10, Y8, Y12
+	VPUNPCKHDQ   Y10, Y8, Y8
+	VPMADDUBSW   (CX), Y11, Y10
+	VPMADDUBSW   32(CX), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y11, Y10
+	VPMADDUBSW   32(CX)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y11, Y10
+	VPMADDUBSW   32(CX)(DX*2), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX)(DX*2), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y11, Y10
+	VPMADDUBSW   32(CX)(SI*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(CX)(SI*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(CX)(SI*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   (DI), Y11, Y10
+	VPMADDUBSW   32(DI), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(DI), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(DI), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y11, Y10
+	VPMADDUBSW   32(DI)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   64(DI)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   96(DI)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMADDUBSW   (DI)(DX*2), Y11, Y10
+	VPMADDUBSW   32(DI)(DX*2), Y9, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   64(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   96(DI)(DX*2), Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VMOVQ        R12, X7
+	VPBROADCASTQ X7, Y7
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y7, Y7
+	VMOVDQU      80(AX), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        q_mask0f<>+0(SB), Y8, Y8
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU      112(AX), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPUNPCKLWD   Y9, Y8, Y12
+	VPUNPCKHWD   Y9, Y8, Y8
+	VPUNPCKLWD   Y11, Y10, Y9
+	VPUNPCKHWD   Y11, Y10, Y10
+	VPUNPCKLDQ   Y9, Y12, Y11
+	VPUNPCKHDQ   Y9, Y12, Y9
+	VPUNPCKLDQ   Y10, Y8, Y12
+	VPUNPCKHDQ   Y10, Y8, Y8
+	VPMADDUBSW   128(CX), Y11, Y10
+	VPMADDUBSW   160(CX), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y11, Y10
+	VPMADDUBSW   160(CX)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y11, Y10
+	VPMADDUBSW   160(CX)(DX*2), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX)(DX*2), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX)(DX*2), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y11, Y10
+	VPMADDUBSW   160(CX)(SI*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(CX)(SI*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(CX)(SI*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y3, Y3
+	VPMADDUBSW   128(DI), Y11, Y10
+	VPMADDUBSW   160(DI), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(DI), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(DI), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y11, Y10
+	VPMADDUBSW   160(DI)(DX*1), Y9, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   192(DI)(DX*1), Y12, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDUBSW   224(DI)(DX*1), Y8, Y13
+	VPADDW       Y13, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMADDUBSW   128(DI)(DX*2), Y11, Y10
+	VPMADDUBSW   160(DI)(DX*2), Y9, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   192(DI)(DX*2), Y12, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDUBSW   224(DI)(DX*2), Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y7, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VMOVQ        R8, X7
+	VPMOVZXBD    X7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW 2(AX), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y8, Y7, Y7
+	VPBROADCASTW (AX), X8
+	VCVTPH2PS    X8, Y8
+	VBROADCASTSS 336(CX), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y10
+	VFMADD231PS  Y9, Y0, Y10
+	VFNMADD231PS 344(CX), Y7, Y10
+	VMOVUPS      Y10, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y9, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y7, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y9, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y7, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y9, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y7, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y9, Y4, Y0
+	VFNMADD231PS 344(DI), Y7, Y0
+	VMOVUPS      Y0, 128(SP)
+	VBROADCASTSS 336(DI)(DX*1), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y0
+	VFMADD231PS  Y9, Y5, Y0
+	VFNMADD231PS 344(DI)(DX*1), Y7, Y0
+	VMOVUPS      Y0, 160(SP)
+	VBROADCASTSS 336(DI)(DX*2), Y9
+	VMULPS       Y8, Y9, Y9
+	VCVTDQ2PS    Y6, Y6
+	VMOVUPS      192(SP), Y0
+	VFMADD231PS  Y9, Y6, Y0
+	VFNMADD231PS 344(DI)(DX*2), Y7, Y0
+	VMOVUPS      Y0, 192(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x7_loop
+
+q4KTileA1x7_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x7(SB), NOSPLIT, $224-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x7_end
+
+q6KTileA1x7_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y6
+	VPSLLW         $0x05, Y6, Y6
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y6, Y0, Y6
+	VPMADDWD       256(CX), Y6, Y0
+	VPMADDWD       256(CX)(DX*1), Y6, Y1
+	VPMADDWD       256(CX)(DX*2), Y6, Y2
+	VPMADDWD       256(CX)(SI*1), Y6, Y3
+	VPMADDWD       256(DI), Y6, Y4
+	VPMADDWD       256(DI)(DX*1), Y6, Y5
+	VPMADDWD       256(DI)(DX*2), Y6, Y6
+	VBROADCASTI128 192(AX), Y7
+	VMOVDQU        (AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VMOVDQU        32(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y10, Y10
+	VMOVDQU        (AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y11, Y11
+	VMOVDQU        32(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        128(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y12, Y12
+	VPUNPCKLWD     Y10, Y9, Y8
+	VPUNPCKHWD     Y10, Y9, Y9
+	VPUNPCKLWD     Y12, Y11, Y10
+	VPUNPCKHWD     Y12, Y11, Y11
+	VPUNPCKLDQ     Y10, Y8, Y12
+	VPUNPCKHDQ     Y10, Y8, Y8
+	VPUNPCKLDQ     Y11, Y9, Y10
+	VPUNPCKHDQ     Y11, Y9, Y14
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y7, Y11
+	VPSRAW         $0x08, Y11, Y11
+	VPMADDUBSW     (CX), Y12, Y13
+	VPMADDUBSW     32(CX), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     64(CX), Y10, Y13
+	VPMADDUBSW     96(CX), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y12, Y13
+	VPMADDUBSW     32(CX)(DX*1), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y10, Y13
+	VPMADDUBSW     96(CX)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y12, Y13
+	VPMADDUBSW     32(CX)(DX*2), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y10, Y13
+	VPMADDUBSW     96(CX)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y12, Y13
+	VPMADDUBSW     32(CX)(SI*1), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y10, Y13
+	VPMADDUBSW     96(CX)(SI*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     (DI), Y12, Y13
+	VPMADDUBSW     32(DI), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     64(DI), Y10, Y13
+	VPMADDUBSW     96(DI), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y12, Y13
+	VPMADDUBSW     32(DI)(DX*1), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*1), Y10, Y13
+	VPMADDUBSW     96(DI)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     (DI)(DX*2), Y12, Y13
+	VPMADDUBSW     32(DI)(DX*2), Y8, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     64(DI)(DX*2), Y10, Y13
+	VPMADDUBSW     96(DI)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VMOVDQU        64(AX), Y9
+	VPAND          q_mask0f<>+0(SB), Y9, Y9
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x04, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y9, Y9
+	VMOVDQU        96(AX), Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y8
+	VPSLLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y12, Y12
+	VMOVDQU        64(AX), Y11
+	VPSRLW         $0x04, Y11, Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        160(AX), Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y11, Y11
+	VMOVDQU        96(AX), Y13
+	VPSRLW         $0x04, Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        160(AX), Y8
+	VPSRLW         $0x02, Y8, Y8
+	VPAND          q_mask30<>+0(SB), Y8, Y8
+	VPOR           Y8, Y13, Y13
+	VPUNPCKLWD     Y12, Y9, Y10
+	VPUNPCKHWD     Y12, Y9, Y9
+	VPUNPCKLWD     Y13, Y11, Y12
+	VPUNPCKHWD     Y13, Y11, Y11
+	VPUNPCKLDQ     Y12, Y10, Y8
+	VPUNPCKHDQ     Y12, Y10, Y10
+	VPUNPCKLDQ     Y11, Y9, Y12
+	VPUNPCKHDQ     Y11, Y9, Y14
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y7, Y11
+	VPSRAW         $0x08, Y11, Y11
+	VPMADDUBSW     128(CX), Y8, Y13
+	VPMADDUBSW     160(CX), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     192(CX), Y12, Y13
+	VPMADDUBSW     224(CX), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y8, Y13
+	VPMADDUBSW     160(CX)(DX*1), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y12, Y13
+	VPMADDUBSW     224(CX)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y8, Y13
+	VPMADDUBSW     160(CX)(DX*2), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y12, Y13
+	VPMADDUBSW     224(CX)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y8, Y13
+	VPMADDUBSW     160(CX)(SI*1), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y12, Y13
+	VPMADDUBSW     224(CX)(SI*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y3, Y3
+	VPMADDUBSW     128(DI), Y8, Y13
+	VPMADDUBSW     160(DI), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     192(DI), Y12, Y13
+	VPMADDUBSW     224(DI), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y8, Y13
+	VPMADDUBSW     160(DI)(DX*1), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*1), Y12, Y13
+	VPMADDUBSW     224(DI)(DX*1), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y5, Y5
+	VPMADDUBSW     128(DI)(DX*2), Y8, Y13
+	VPMADDUBSW     160(DI)(DX*2), Y10, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPMADDUBSW     192(DI)(DX*2), Y12, Y13
+	VPMADDUBSW     224(DI)(DX*2), Y14, Y9
+	VPADDW         Y9, Y13, Y13
+	VPMADDWD       Y11, Y13, Y13
+	VPADDD         Y13, Y6, Y6
+	VPBROADCASTW   208(AX), X7
+	VCVTPH2PS      X7, Y7
+	VBROADCASTSS   336(CX), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y9
+	VFMADD231PS    Y8, Y0, Y9
+	VMOVUPS        Y9, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y8, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y8, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y8, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y8, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	VBROADCASTSS   336(DI)(DX*1), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y5, Y5
+	VMOVUPS        160(SP), Y0
+	VFMADD231PS    Y8, Y5, Y0
+	VMOVUPS        Y0, 160(SP)
+	VBROADCASTSS   336(DI)(DX*2), Y8
+	VMULPS         Y7, Y8, Y8
+	VCVTDQ2PS      Y6, Y6
+	VMOVUPS        192(SP), Y0
+	VFMADD231PS    Y8, Y6, Y0
+	VMOVUPS        Y0, 192(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x7_loop
+
+q6KTileA1x7_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q4KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q4KTileA1x8(SB), NOSPLIT, $256-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	TESTQ   BX, BX
+	JZ      q4KTileA1x8_end
+
+q4KTileA1x8_loop:
+	LEAQ         (CX)(DX*4), DI
+	MOVL         4(AX), R8
+	MOVL         8(AX), R9
+	MOVL         12(AX), R10
+	MOVL         R8, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R12
+	ANDL         $0x0f0f0f0f, R12
+	ORL          R11, R12
+	SHLQ         $0x20, R12
+	ANDL         $0x3f3f3f3f, R8
+	ORQ          R8, R12
+	MOVL         R9, R11
+	SHRL         $0x06, R11
+	ANDL         $0x03030303, R11
+	SHLL         $0x04, R11
+	MOVL         R10, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R11, R8
+	SHLQ         $0x20, R8
+	ANDL         $0x3f3f3f3f, R9
+	ORQ          R9, R8
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	VMOVQ        R12, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+0(SB), Y8, Y8
+	VMOVDQU      16(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU      48(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   (CX), Y12, Y11
+	VPMADDUBSW   32(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   (CX)(DX*1), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   (CX)(DX*2), Y12, Y11
+	VPMADDUBSW   32(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   (CX)(SI*1), Y12, Y11
+	VPMADDUBSW   32(CX)(SI*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(CX)(SI*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(CX)(SI*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   (DI), Y12, Y11
+	VPMADDUBSW   32(DI), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(DI), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(DI), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   (DI)(DX*1), Y12, Y11
+	VPMADDUBSW   32(DI)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(DI)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(DI)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   (DI)(DX*2), Y12, Y11
+	VPMADDUBSW   32(DI)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   64(DI)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   96(DI)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPMADDUBSW   (DI)(SI*1), Y12, Y11
+	VPMADDUBSW   32(DI)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   64(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   96(DI)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	VMOVQ        R12, X8
+	VPBROADCASTQ X8, Y8
+	VPSHUFB      q_ctrlk4a<>+32(SB), Y8, Y8
+	VMOVDQU      80(AX), Y9
+	VPSRLW       $0x04, Y9, Y10
+	VPAND        q_mask0f<>+0(SB), Y9, Y9
+	VPAND        q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU      112(AX), Y11
+	VPSRLW       $0x04, Y11, Y12
+	VPAND        q_mask0f<>+0(SB), Y11, Y11
+	VPAND        q_mask0f<>+0(SB), Y12, Y12
+	VPUNPCKLWD   Y10, Y9, Y13
+	VPUNPCKHWD   Y10, Y9, Y9
+	VPUNPCKLWD   Y12, Y11, Y10
+	VPUNPCKHWD   Y12, Y11, Y11
+	VPUNPCKLDQ   Y10, Y13, Y12
+	VPUNPCKHDQ   Y10, Y13, Y10
+	VPUNPCKLDQ   Y11, Y9, Y13
+	VPUNPCKHDQ   Y11, Y9, Y9
+	VPMADDUBSW   128(CX), Y12, Y11
+	VPMADDUBSW   160(CX), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDUBSW   128(CX)(DX*1), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDUBSW   128(CX)(DX*2), Y12, Y11
+	VPMADDUBSW   160(CX)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDUBSW   128(CX)(SI*1), Y12, Y11
+	VPMADDUBSW   160(CX)(SI*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(CX)(SI*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(CX)(SI*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDUBSW   128(DI), Y12, Y11
+	VPMADDUBSW   160(DI), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(DI), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(DI), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDUBSW   128(DI)(DX*1), Y12, Y11
+	VPMADDUBSW   160(DI)(DX*1), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(DI)(DX*1), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(DI)(DX*1), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPMADDUBSW   128(DI)(DX*2), Y12, Y11
+	VPMADDUBSW   160(DI)(DX*2), Y10, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   192(DI)(DX*2), Y13, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDUBSW   224(DI)(DX*2), Y9, Y14
+	VPADDW       Y14, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPMADDUBSW   128(DI)(SI*1), Y12, Y11
+	VPMADDUBSW   160(DI)(SI*1), Y10, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   192(DI)(SI*1), Y13, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDUBSW   224(DI)(SI*1), Y9, Y10
+	VPADDW       Y10, Y11, Y11
+	VPMADDWD     Y8, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	VMOVQ        R8, X8
+	VPMOVZXBD    X8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW 2(AX), X9
+	VCVTPH2PS    X9, Y9
+	VMULPS       Y9, Y8, Y8
+	VPBROADCASTW (AX), X9
+	VCVTPH2PS    X9, Y9
+	VBROADCASTSS 336(CX), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      (SP), Y11
+	VFMADD231PS  Y10, Y0, Y11
+	VFNMADD231PS 344(CX), Y8, Y11
+	VMOVUPS      Y11, (SP)
+	VBROADCASTSS 336(CX)(DX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      32(SP), Y0
+	VFMADD231PS  Y10, Y1, Y0
+	VFNMADD231PS 344(CX)(DX*1), Y8, Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS 336(CX)(DX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      64(SP), Y0
+	VFMADD231PS  Y10, Y2, Y0
+	VFNMADD231PS 344(CX)(DX*2), Y8, Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS 336(CX)(SI*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      96(SP), Y0
+	VFMADD231PS  Y10, Y3, Y0
+	VFNMADD231PS 344(CX)(SI*1), Y8, Y0
+	VMOVUPS      Y0, 96(SP)
+	VBROADCASTSS 336(DI), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      128(SP), Y0
+	VFMADD231PS  Y10, Y4, Y0
+	VFNMADD231PS 344(DI), Y8, Y0
+	VMOVUPS      Y0, 128(SP)
+	VBROADCASTSS 336(DI)(DX*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y0
+	VFMADD231PS  Y10, Y5, Y0
+	VFNMADD231PS 344(DI)(DX*1), Y8, Y0
+	VMOVUPS      Y0, 160(SP)
+	VBROADCASTSS 336(DI)(DX*2), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y6, Y6
+	VMOVUPS      192(SP), Y0
+	VFMADD231PS  Y10, Y6, Y0
+	VFNMADD231PS 344(DI)(DX*2), Y8, Y0
+	VMOVUPS      Y0, 192(SP)
+	VBROADCASTSS 336(DI)(SI*1), Y10
+	VMULPS       Y9, Y10, Y10
+	VCVTDQ2PS    Y7, Y7
+	VMOVUPS      224(SP), Y0
+	VFMADD231PS  Y10, Y7, Y0
+	VFNMADD231PS 344(DI)(SI*1), Y8, Y0
+	VMOVUPS      Y0, 224(SP)
+	ADDQ         $0x00000090, AX
+	ADDQ         $0x00000180, CX
+	DECQ         BX
+	JNZ          q4KTileA1x8_loop
+
+q4KTileA1x8_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      224(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func q6KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·q6KTileA1x8(SB), NOSPLIT, $256-48
+	MOVQ    w+0(FP), AX
+	MOVQ    xr+8(FP), CX
+	MOVQ    xstride+16(FP), DX
+	MOVQ    nb+24(FP), BX
+	LEAQ    (DX)(DX*2), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	TESTQ   BX, BX
+	JZ      q6KTileA1x8_end
+
+q6KTileA1x8_loop:
+	LEAQ           (CX)(DX*4), DI
+	VPMOVSXBW      192(AX), Y7
+	VPSLLW         $0x05, Y7, Y7
+	VPXOR          Y0, Y0, Y0
+	VPSUBW         Y7, Y0, Y7
+	VPMADDWD       256(CX), Y7, Y0
+	VPMADDWD       256(CX)(DX*1), Y7, Y1
+	VPMADDWD       256(CX)(DX*2), Y7, Y2
+	VPMADDWD       256(CX)(SI*1), Y7, Y3
+	VPMADDWD       256(DI), Y7, Y4
+	VPMADDWD       256(DI)(DX*1), Y7, Y5
+	VPMADDWD       256(DI)(DX*2), Y7, Y6
+	VPMADDWD       256(DI)(SI*1), Y7, Y7
+	VBROADCASTI128 192(AX), Y8
+	VMOVDQU        (AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VMOVDQU        32(AX), Y11
+	VPAND          q_mask0f<>+0(SB), Y11, Y11
+	VMOVDQU        128(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y11, Y11
+	VMOVDQU        (AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        128(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        32(AX), Y13
+	VPSRLW         $0x04, Y13, Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        128(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VPUNPCKLWD     Y11, Y10, Y9
+	VPUNPCKHWD     Y11, Y10, Y10
+	VPUNPCKLWD     Y13, Y12, Y11
+	VPUNPCKHWD     Y13, Y12, Y12
+	VPUNPCKLDQ     Y11, Y9, Y13
+	VPUNPCKHDQ     Y11, Y9, Y9
+	VPUNPCKLDQ     Y12, Y10, Y11
+	VPUNPCKHDQ     Y12, Y10, Y15
+	VPSHUFB        q_ctrlk6a<>+0(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     (CX), Y13, Y14
+	VPMADDUBSW     32(CX), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     64(CX), Y11, Y14
+	VPMADDUBSW     96(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     (CX)(DX*1), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     64(CX)(DX*1), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     (CX)(DX*2), Y13, Y14
+	VPMADDUBSW     32(CX)(DX*2), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     64(CX)(DX*2), Y11, Y14
+	VPMADDUBSW     96(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     (CX)(SI*1), Y13, Y14
+	VPMADDUBSW     32(CX)(SI*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     64(CX)(SI*1), Y11, Y14
+	VPMADDUBSW     96(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     (DI), Y13, Y14
+	VPMADDUBSW     32(DI), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     64(DI), Y11, Y14
+	VPMADDUBSW     96(DI), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     (DI)(DX*1), Y13, Y14
+	VPMADDUBSW     32(DI)(DX*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     64(DI)(DX*1), Y11, Y14
+	VPMADDUBSW     96(DI)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     (DI)(DX*2), Y13, Y14
+	VPMADDUBSW     32(DI)(DX*2), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     64(DI)(DX*2), Y11, Y14
+	VPMADDUBSW     96(DI)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     (DI)(SI*1), Y13, Y14
+	VPMADDUBSW     32(DI)(SI*1), Y9, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VPMADDUBSW     64(DI)(SI*1), Y11, Y14
+	VPMADDUBSW     96(DI)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VMOVDQU        64(AX), Y10
+	VPAND          q_mask0f<>+0(SB), Y10, Y10
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x04, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y10, Y10
+	VMOVDQU        96(AX), Y13
+	VPAND          q_mask0f<>+0(SB), Y13, Y13
+	VMOVDQU        160(AX), Y9
+	VPSLLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y13, Y13
+	VMOVDQU        64(AX), Y12
+	VPSRLW         $0x04, Y12, Y12
+	VPAND          q_mask0f<>+0(SB), Y12, Y12
+	VMOVDQU        160(AX), Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y12, Y12
+	VMOVDQU        96(AX), Y14
+	VPSRLW         $0x04, Y14, Y14
+	VPAND          q_mask0f<>+0(SB), Y14, Y14
+	VMOVDQU        160(AX), Y9
+	VPSRLW         $0x02, Y9, Y9
+	VPAND          q_mask30<>+0(SB), Y9, Y9
+	VPOR           Y9, Y14, Y14
+	VPUNPCKLWD     Y13, Y10, Y11
+	VPUNPCKHWD     Y13, Y10, Y10
+	VPUNPCKLWD     Y14, Y12, Y13
+	VPUNPCKHWD     Y14, Y12, Y12
+	VPUNPCKLDQ     Y13, Y11, Y9
+	VPUNPCKHDQ     Y13, Y11, Y11
+	VPUNPCKLDQ     Y12, Y10, Y13
+	VPUNPCKHDQ     Y12, Y10, Y15
+	VPSHUFB        q_ctrlk6a<>+32(SB), Y8, Y12
+	VPSRAW         $0x08, Y12, Y12
+	VPMADDUBSW     128(CX), Y9, Y14
+	VPMADDUBSW     160(CX), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     192(CX), Y13, Y14
+	VPMADDUBSW     224(CX), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y0, Y0
+	VPMADDUBSW     128(CX)(DX*1), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     192(CX)(DX*1), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y1, Y1
+	VPMADDUBSW     128(CX)(DX*2), Y9, Y14
+	VPMADDUBSW     160(CX)(DX*2), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     192(CX)(DX*2), Y13, Y14
+	VPMADDUBSW     224(CX)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y2, Y2
+	VPMADDUBSW     128(CX)(SI*1), Y9, Y14
+	VPMADDUBSW     160(CX)(SI*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     192(CX)(SI*1), Y13, Y14
+	VPMADDUBSW     224(CX)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y3, Y3
+	VPMADDUBSW     128(DI), Y9, Y14
+	VPMADDUBSW     160(DI), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     192(DI), Y13, Y14
+	VPMADDUBSW     224(DI), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y4, Y4
+	VPMADDUBSW     128(DI)(DX*1), Y9, Y14
+	VPMADDUBSW     160(DI)(DX*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     192(DI)(DX*1), Y13, Y14
+	VPMADDUBSW     224(DI)(DX*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y5, Y5
+	VPMADDUBSW     128(DI)(DX*2), Y9, Y14
+	VPMADDUBSW     160(DI)(DX*2), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     192(DI)(DX*2), Y13, Y14
+	VPMADDUBSW     224(DI)(DX*2), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y6, Y6
+	VPMADDUBSW     128(DI)(SI*1), Y9, Y14
+	VPMADDUBSW     160(DI)(SI*1), Y11, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VPMADDUBSW     192(DI)(SI*1), Y13, Y14
+	VPMADDUBSW     224(DI)(SI*1), Y15, Y10
+	VPADDW         Y10, Y14, Y14
+	VPMADDWD       Y12, Y14, Y14
+	VPADDD         Y14, Y7, Y7
+	VPBROADCASTW   208(AX), X8
+	VCVTPH2PS      X8, Y8
+	VBROADCASTSS   336(CX), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y0, Y0
+	VMOVUPS        (SP), Y10
+	VFMADD231PS    Y9, Y0, Y10
+	VMOVUPS        Y10, (SP)
+	VBROADCASTSS   336(CX)(DX*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y1, Y1
+	VMOVUPS        32(SP), Y0
+	VFMADD231PS    Y9, Y1, Y0
+	VMOVUPS        Y0, 32(SP)
+	VBROADCASTSS   336(CX)(DX*2), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y2, Y2
+	VMOVUPS        64(SP), Y0
+	VFMADD231PS    Y9, Y2, Y0
+	VMOVUPS        Y0, 64(SP)
+	VBROADCASTSS   336(CX)(SI*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y3, Y3
+	VMOVUPS        96(SP), Y0
+	VFMADD231PS    Y9, Y3, Y0
+	VMOVUPS        Y0, 96(SP)
+	VBROADCASTSS   336(DI), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y4, Y4
+	VMOVUPS        128(SP), Y0
+	VFMADD231PS    Y9, Y4, Y0
+	VMOVUPS        Y0, 128(SP)
+	VBROADCASTSS   336(DI)(DX*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y5, Y5
+	VMOVUPS        160(SP), Y0
+	VFMADD231PS    Y9, Y5, Y0
+	VMOVUPS        Y0, 160(SP)
+	VBROADCASTSS   336(DI)(DX*2), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y6, Y6
+	VMOVUPS        192(SP), Y0
+	VFMADD231PS    Y9, Y6, Y0
+	VMOVUPS        Y0, 192(SP)
+	VBROADCASTSS   336(DI)(SI*1), Y9
+	VMULPS         Y8, Y9, Y9
+	VCVTDQ2PS      Y7, Y7
+	VMOVUPS        224(SP), Y0
+	VFMADD231PS    Y9, Y7, Y0
+	VMOVUPS        Y0, 224(SP)
+	ADDQ           $0x000000d2, AX
+	ADDQ           $0x00000180, CX
+	DECQ           BX
+	JNZ            q6KTileA1x8_loop
+
+q6KTileA1x8_end:
+	MOVQ         out+32(FP), AX
+	MOVQ         ostride+40(FP), CX
+	SHLQ         $0x02, CX
+	VMOVUPS      (SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      32(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      64(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      96(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      128(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      160(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      192(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	ADDQ         CX, AX
+	VMOVUPS      224(SP), Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET

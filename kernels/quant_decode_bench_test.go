@@ -20,13 +20,15 @@ import (
 // one-row VNNI kernel with the rows handed out by a shared counter (rows1/dyn), the four-row
 // kernel the same way (rows4/dyn), the four-row kernel over one contiguous share per worker
 // in 64-row chunks with stealing (rows4/steal), and each share read as four streams
-// (rows4/streams, the default: gemvStreams). It reports each one's median GB/s of weight
-// bytes and the medians of the per-round ratios to rows1/dyn:
+// (rows4/streams, the default: gemvStreams). Without VNNI, the AVX2 kernels: q8_0Rows in
+// 64-row chunks (rows1/dyn, rows1/steal) and q8_0Rows4A over four streams (rows4/streams). It
+// reports each one's median GB/s of weight bytes and the medians of the per-round ratios to
+// rows1/dyn:
 //
 //	go test ./kernels -run X -bench Q8DecodeHuge -benchtime 200x
 func BenchmarkQ8DecodeHuge(b *testing.B) {
-	if !quantVNNI {
-		b.Skip("no VNNI kernels")
+	if !quantVNNI && !quantAsm {
+		b.Skip("no VNNI or AVX2 kernels")
 	}
 	type config struct {
 		name                 string
@@ -34,6 +36,9 @@ func BenchmarkQ8DecodeHuge(b *testing.B) {
 	}
 	configs := []config{{"rows1/dyn", false, false, false}, {"rows4/dyn", true, false, false},
 		{"rows4/steal", true, true, false}, {"rows4/streams", true, true, true}}
+	if !quantVNNI { // AVX2: q8_0Rows in 64-row chunks against q8_0Rows4A's four streams
+		configs = []config{{"rows1/dyn", true, false, false}, {"rows1/steal", true, true, false}, {"rows4/streams", true, true, true}}
+	}
 	for _, sh := range [][2]int{{5632, 2048}, {2048, 5632}, {2048, 2048}} {
 		n, k := sh[0], sh[1]
 		w0 := randQuantFast(b, tensor.Q8_0, n, k)
@@ -90,7 +95,8 @@ func median(xs []float64) float64 {
 	return xs[len(xs)/2]
 }
 
-// BenchmarkQ8RowsCPU calls the one-row and four-row VNNI Q8_0 decode kernels directly on one
+// BenchmarkQ8RowsCPU calls the one-row and four-row VNNI Q8_0 decode kernels (without VNNI:
+// q8_0Rows and q8_0Rows4A over four streams a quarter of the rows apart) directly on one
 // goroutine locked to its thread and reports GB of weights per second of the thread's CPU time
 // (CLOCK_THREAD_CPUTIME_ID), which a busy host disturbs far less than wall time (a descheduled
 // thread accumulates none), next to wall GB/s; medians over rounds that alternate the kernels.
@@ -99,8 +105,8 @@ func median(xs []float64) float64 {
 //
 //	go test ./kernels -run X -bench Q8RowsCPU -benchtime 300x
 func BenchmarkQ8RowsCPU(b *testing.B) {
-	if !quantVNNI {
-		b.Skip("no VNNI kernels")
+	if !quantVNNI && !quantAsm {
+		b.Skip("no VNNI or AVX2 kernels")
 	}
 	for _, c := range []struct {
 		name         string
@@ -122,7 +128,11 @@ func BenchmarkQ8RowsCPU(b *testing.B) {
 			}
 			a := getQ8Acts(1, k, false)
 			a.quantize(Serial, qRandVec(rand.New(rand.NewPCG(2, 3)), k, 1), false)
-			a.prepZ(Serial, false)
+			if quantVNNI {
+				a.prepZ(Serial, false)
+			} else {
+				a.pairScales()
+			}
 			out := make([]float32, n)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -130,9 +140,17 @@ func BenchmarkQ8RowsCPU(b *testing.B) {
 			run := func(r4 bool, w []byte) (cpu, wall float64) {
 				c0, t0 := threadCPU(), time.Now()
 				for range c.calls {
-					if r4 {
+					switch {
+					case !quantVNNI && r4: // four streams a quarter of the rows apart
+						q := n / 4
+						ws := [4]*byte{&w[0], &w[q*rs], &w[2*q*rs], &w[3*q*rs]}
+						outs := [4]*float32{&out[0], &out[q], &out[2*q], &out[3*q]}
+						rows4A(&ws[0], rs, q, &a.qs[0], &a.d2[0], k/64, &outs[0], 4)
+					case !quantVNNI:
+						q8Rows(&w[0], rs, n, &a.qs[0], &a.d[0], k/32, &out[0])
+					case r4:
 						rows4Z(&w[0], rs, n, &a.qs[0], &a.dz[0], &a.fz[0], k/64, &out[0])
-					} else {
+					default:
 						rowsZ[0](&w[0], rs, n, &a.qs[0], &a.dz[0], &a.cz[0], k/64, &out[0])
 					}
 				}

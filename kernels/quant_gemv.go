@@ -27,6 +27,8 @@ func (s *gemvSeg) prep(p *Pool, a8 *q8Acts, ak *q8KActs) {
 		a8.prepQuad()
 	case s.dt == tensor.Q4_0 && nb%2 == 0:
 		a8.pairLayout()
+	case s.dt == tensor.Q8_0 && nb%2 == 0:
+		a8.pairScales()
 	case (s.dt == tensor.Q4_K || s.dt == tensor.Q6_K) && quantVNNI:
 		ak.recs(p)
 	}
@@ -39,6 +41,13 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	}
 	w, k, out := s.w, s.k, s.out
 	nb := k / 32
+	if isK(s.dt) && useRowsK() { // AVX2: four rows folded (quant_krows.go)
+		rs, _ := s.dt.RowBytes(k)
+		ps := ptrsPool.Get().(*streamPtrs)
+		rowsK(ps, s.dt == tensor.Q6_K, w, rs, lo, hi, ak, k/256, out)
+		ptrsPool.Put(ps)
+		return
+	}
 	switch s.dt {
 	case tensor.Q8_0:
 		rs := nb * 34
@@ -54,6 +63,10 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 			}
 		case quantVNNI && nb%2 == 0:
 			rowsZ[0](&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
+		case nb%2 == 0:
+			ps := ptrsPool.Get().(*streamPtrs)
+			rowsA(ps, tensor.Q8_0, w, rs, lo, hi, a8, nb/2, out)
+			ptrsPool.Put(ps)
 		default:
 			q8Rows(&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.d[0], nb, &out[lo])
 		}
@@ -63,7 +76,9 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 		case quantVNNI && nb%4 == 0:
 			rowsZ[1](&w[lo*rs], rs, hi-lo, &a8.x4[0], &a8.d4[0], &a8.c4[0], nb/4, &out[lo])
 		case nb%2 == 0:
-			q4Rows(&w[lo*rs], rs, hi-lo, &a8.x2[0], &a8.d2[0], &a8.c2[0], nb/2, &out[lo])
+			ps := ptrsPool.Get().(*streamPtrs)
+			rowsA(ps, tensor.Q4_0, w, rs, lo, hi, a8, nb/2, out)
+			ptrsPool.Put(ps)
 		default:
 			for r := lo; r < hi; r++ {
 				quantTiles[1][1][1](&w[r*rs], rs, &a8.qs[0], k, &a8.d[0], &a8.corr[0], nb, &out[r], 1)
@@ -104,7 +119,7 @@ func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 		total += segs[i].n
 	}
 	if streamsEligible(segs) {
-		gemvStreams(p, segs, a8, total)
+		gemvStreams(p, segs, a8, ak, total)
 		return
 	}
 	const rowsPer = 64

@@ -47,10 +47,14 @@ func twin4P(w **byte, adv, nrows int, out **float32, oadv, rowBytes int, one fun
 }
 
 // streamsEligible reports whether gemvStreams handles segs, on the VNNI kernels: all Q8_0 with
-// an even number of blocks per row, or all Q4_0 with a multiple of 4.
+// an even number of blocks per row, or all Q4_0 with a multiple of 4; without VNNI on the AVX2
+// kernels (streamsAVX2).
 func streamsEligible(segs []gemvSeg) bool {
-	if !useStreams || !quantVNNI {
+	if !useStreams {
 		return false
+	}
+	if !quantVNNI {
+		return streamsAVX2(segs)
 	}
 	for i := range segs {
 		nb := segs[i].k / 32
@@ -70,6 +74,7 @@ func streamsEligible(segs []gemvSeg) bool {
 type quantStreams struct {
 	segs []gemvSeg
 	a8   *q8Acts
+	ak   *q8KActs     // the token of Q4_K/Q6_K rows (AVX2, quant_krows.go)
 	ptrs []streamPtrs // the kernel's pointer arrays, one set per part
 }
 
@@ -83,11 +88,11 @@ type streamPtrs struct {
 var quantStreamsPool = sync.Pool{New: func() any { return &quantStreams{} }}
 
 // gemvStreams computes rows [0, total) of segs (streamsEligible, prepped) for the token in a8.
-func gemvStreams(p *Pool, segs []gemvSeg, a8 *q8Acts, total int) {
+func gemvStreams(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs, total int) {
 	q := quantStreamsPool.Get().(*quantStreams)
-	q.segs, q.a8, q.ptrs = segs, a8, grow(q.ptrs, p.Workers())
+	q.segs, q.a8, q.ak, q.ptrs = segs, a8, ak, grow(q.ptrs, p.Workers())
 	forStreams(p, total, q)
-	q.segs, q.a8 = nil, nil
+	q.segs, q.a8, q.ak = nil, nil, nil
 	quantStreamsPool.Put(q)
 }
 
@@ -104,7 +109,9 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 			n = min(n, start+s.n-row)
 			ps.ws[j], ps.outs[j] = &s.w[(row-start)*rs], &s.out[row-start]
 		}
-		if segs[0].dt == tensor.Q4_0 {
+		if !quantVNNI {
+			groupsAVX2(segs, a8, q.ak, ps, rs, n)
+		} else if segs[0].dt == tensor.Q4_0 {
 			q4Rows4P(&ps.ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &ps.outs[0], 4)
 		} else {
 			rows4P(&ps.ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], segs[0].k/64, &ps.outs[0], 4)
@@ -114,10 +121,19 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 }
 
 // rest computes rows [lo, hi) one at a time with gemvSeg.rows, whose one-row kernels
-// (rows4ZTail, rowsZ[1]) give the same sums.
-func (q *quantStreams) rest(_, lo, hi int) {
+// (rows4ZTail, rowsZ[1]) give the same sums, or on the AVX2 kernels with rowsA.
+func (q *quantStreams) rest(part, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		si, start := segOf(q.segs, r)
+		if s := &q.segs[si]; !quantVNNI {
+			rs, _ := s.dt.RowBytes(s.k)
+			if isK(s.dt) {
+				rowsK(&q.ptrs[part], s.dt == tensor.Q6_K, s.w, rs, r-start, r-start+1, q.ak, s.k/256, s.out)
+				continue
+			}
+			rowsA(&q.ptrs[part], s.dt, s.w, rs, r-start, r-start+1, q.a8, s.k/64, s.out)
+			continue
+		}
 		q.segs[si].rows(q.a8, nil, r-start, r-start+1)
 	}
 }

@@ -98,18 +98,18 @@ func TestRows4P(t *testing.T) {
 }
 
 // TestGemvStreams checks the four-stream split of the decode rows (gemvStreams) against the
-// 64-row chunks it replaces, bit for bit, for Q8_0 and Q4_0: single weights and q/k/v-like groups of weights with
+// 64-row chunks it replaces, bit for bit, for Q8_0 and Q4_0 (VNNI or AVX2 kernels; k = 96 has an odd block count): single weights and q/k/v-like groups of weights with
 // row counts that are not multiples of 4 or of the pool's share, on pools of 1, 2 and 3
 // workers, so that streams cross from one weight into the next, shares end with rows that do
 // not fill a group, and workers steal.
 func TestGemvStreams(t *testing.T) {
-	if !quantVNNI {
-		t.Skip("no VNNI kernels: gemvStreams is not used")
+	if !quantVNNI && !quantAsm {
+		t.Skip("no VNNI or AVX2 kernels: gemvStreams is not used")
 	}
 	rng := rand.New(rand.NewPCG(25, 26))
 	defer func(v bool) { useStreams = v }(useStreams)
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
-		for _, k := range []int{128, 384, 2048} {
+		for _, k := range []int{96, 128, 384, 2048} {
 			for _, shapes := range [][]int{{1}, {3}, {17}, {64}, {203}, {2048}, {37, 5, 130}, {64, 8, 8}, {301, 1, 2}} {
 				ws := make([]*tensor.Tensor, len(shapes))
 				for i, n := range shapes {

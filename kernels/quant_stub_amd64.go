@@ -7,6 +7,11 @@ package kernels
 //go:noescape
 func quantQ8_0AVX2(x *float32, qs *int8, d *float32, nb int)
 
+// quantQ8KAVX2 quantizes nb blocks of 256 floats at x to Q8_K values qs and scales d (see genQuantQ8K).
+//
+//go:noescape
+func quantQ8KAVX2(x *float32, qs *int8, d *float32, nb int)
+
 // q8_0Tile8x1 computes a 8-row x 1-token tile of a q8_0 matmul (see genTile).
 //
 //go:noescape
@@ -317,6 +322,16 @@ func q8_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32
 //go:noescape
 func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
 
+// q8_0Rows4A computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).
+//
+//go:noescape
+func q8_0Rows4A(w **byte, adv int, nrows int, xq *int8, d2 *float32, npairs int, out **float32, oadv int)
+
+// q4_0Rows4A computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX2, storing row j's result at out[j] + i·oadv bytes (see genRows4A).
+//
+//go:noescape
+func q4_0Rows4A(w **byte, adv int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out **float32, oadv int)
+
 // q4KTileZ1x1 computes one Q4_K row x 1 tokens with AVX-512 VNNI (see genTileK4Z).
 //
 //go:noescape
@@ -396,3 +411,83 @@ func q6KTileZ1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride i
 //
 //go:noescape
 func q6KTileZ1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x1 computes one Q4_K row x 1 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x1 computes one Q6_K row x 1 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x1(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x2 computes one Q4_K row x 2 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x2 computes one Q6_K row x 2 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x2(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x3 computes one Q4_K row x 3 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x3 computes one Q6_K row x 3 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x3(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x4 computes one Q4_K row x 4 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x4 computes one Q6_K row x 4 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x4(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x5 computes one Q4_K row x 5 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x5 computes one Q6_K row x 5 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x5(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x6 computes one Q4_K row x 6 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x6 computes one Q6_K row x 6 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x6(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x7 computes one Q4_K row x 7 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x7 computes one Q6_K row x 7 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x7(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q4KTileA1x8 computes one Q4_K row x 8 tokens with AVX2 (see genTileK4A).
+//
+//go:noescape
+func q4KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)
+
+// q6KTileA1x8 computes one Q6_K row x 8 tokens with AVX2 (see genTileK6A).
+//
+//go:noescape
+func q6KTileA1x8(w *byte, xr *int8, xstride int, nb int, out *float32, ostride int)

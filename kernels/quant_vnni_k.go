@@ -7,7 +7,8 @@ import "unsafe"
 
 // kRec is the size of one token's record per Q8_K super-block: 256 int8 values at 0, the 16
 // int16 sums of each 16 at kRecSum16 followed by 32 zero bytes (the Q6_K kernel reads 64),
-// the 8 int16 sums of each 32 at kRecSum32, the float32 scale at kRecD, padding.
+// the 8 int16 sums of each 32 at kRecSum32, the float32 scale at kRecD, the 8 float32
+// dx·bsum8 at kRecFB (read by the AVX2 tiles, quant_ktile.go), padding.
 const (
 	kRec      = 384
 	kRecSum16 = 256
@@ -21,23 +22,42 @@ type tileKFunc func(w *byte, xr *int8, xstride int, nb int, out *float32, ostrid
 // tilesKZ[q6][T] is the one-row x T-token Q4_K (q6 0) or Q6_K (1) VNNI kernel (T in 1..8).
 var tilesKZ [2][9]tileKFunc
 
-// recs fills a.rec ([m][nb][kRec]) from the quantized tokens, in parallel over tokens.
-func (a *q8KActs) recs(p *Pool) {
-	if a.recReady {
+// Kinds of records in q8KActs.rec: values in natural order (VNNI kernels), or in the pair
+// order of the AVX2 tiles (quant_ktile.go, pairOrderK).
+const (
+	recNatural = 1 + iota
+	recPairs
+)
+
+// recs fills a.rec ([m][nb][kRec]) from the quantized tokens, values in natural order.
+func (a *q8KActs) recs(p *Pool) { a.buildRecs(p, recNatural) }
+
+// buildRecs fills a.rec with records of the given kind, in parallel over tokens.
+func (a *q8KActs) buildRecs(p *Pool, kind uint8) {
+	if a.recKind == kind {
 		return
 	}
-	a.recReady = true
+	a.recKind = kind
 	k, nb := a.k, a.nb
 	a.rec = grow(a.rec, a.m*nb*kRec)
 	p.For(a.m, 8, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			for b := 0; b < nb; b++ {
 				r := a.rec[(t*nb+b)*kRec : (t*nb+b+1)*kRec]
-				copy(r[:256], a.qs[t*k+256*b:t*k+256*b+256])
+				if kind == recPairs {
+					pairOrderK(r[:256], a.qs[t*k+256*b:t*k+256*b+256])
+				} else {
+					copy(r[:256], a.qs[t*k+256*b:t*k+256*b+256])
+				}
 				*(*[16]int16)(unsafe.Pointer(&r[kRecSum16])) = [16]int16(a.bsums[(t*nb+b)*16:])
 				clear(r[kRecSum16+32 : kRecSum32])
 				*(*[8]int16)(unsafe.Pointer(&r[kRecSum32])) = [8]int16(a.bsum8[(t*nb+b)*8:])
-				*(*float32)(unsafe.Pointer(&r[kRecD])) = a.d[t*nb+b]
+				dx := a.d[t*nb+b]
+				*(*float32)(unsafe.Pointer(&r[kRecD])) = dx
+				fb := (*[8]float32)(unsafe.Pointer(&r[kRecFB]))
+				for j, s := range a.bsum8[(t*nb+b)*8 : (t*nb+b)*8+8] {
+					fb[j] = dx * float32(s)
+				}
 			}
 		}
 	})

@@ -6,6 +6,7 @@ package model
 
 import (
 	"os"
+	"strconv"
 	"testing"
 )
 
@@ -46,7 +47,10 @@ func BenchmarkForwardDecode(b *testing.B) {
 // BenchmarkForwardPrefill runs one 512-token batch from an empty cache (pp512).
 func BenchmarkForwardPrefill(b *testing.B) {
 	m := benchModel(b)
-	const n = 512
+	n := 512
+	if s := os.Getenv("LLMCLOUD_BENCH_PP"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
 	c := m.NewCache(n)
 	ids := make([]int, n)
 	for i := range ids {

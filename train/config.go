@@ -20,7 +20,10 @@ type Config struct {
 	Data string `json:"data" yaml:"data"` // directory of shards made by `llmcloud data prepare`
 	Out  string `json:"out" yaml:"out"`   // run directory: checkpoints, log, loss curve
 
-	// Model shape; the vocabulary comes from the data.
+	// Model shape; the vocabulary comes from the data. Arch is the family ("" or "llama",
+	// "mistral", "qwen2", "qwen3"): the family fixes what the architecture implies (Qwen's NeoX
+	// RoPE, qwen2's q/k/v biases, qwen3's q/k norms) and its usual norm epsilon.
+	Arch      string  `json:"arch,omitempty" yaml:"arch"`
 	Dim       int     `json:"dim" yaml:"dim"`
 	Layers    int     `json:"layers" yaml:"layers"`
 	Heads     int     `json:"heads" yaml:"heads"`
@@ -141,6 +144,9 @@ func (c *Config) Validate() error {
 	if !(c.RopeTheta > 0) {
 		return fmt.Errorf("train: --rope-theta %g must be positive", c.RopeTheta)
 	}
+	if c.Arch != "" && model.FamilyOf(c.Arch) == nil {
+		return fmt.Errorf("train: --arch %q is not a registered architecture", c.Arch)
+	}
 	return c.validateParallel()
 }
 
@@ -201,11 +207,18 @@ func (c *Config) ModelConfig(vocab int) model.Config {
 	if ctx == 0 {
 		ctx = c.Seq
 	}
-	return model.Config{
+	mc := model.Config{
 		Arch: "llama", Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.kvHeads(),
 		HeadDim: c.Dim / c.Heads, FFN: c.ffn(), Vocab: vocab, CtxLen: ctx,
 		RopeTheta: c.RopeTheta, NormEps: 1e-5, Tied: c.Tied,
 	}
+	if f := model.FamilyOf(c.Arch); f != nil && c.Arch != "llama" {
+		mc.Arch, mc.NormEps = f.Arch, f.NormEps
+		if f.Fix != nil {
+			f.Fix(&mc)
+		}
+	}
+	return mc
 }
 
 // TokensPerStep is Batch·Seq·GradAccum.

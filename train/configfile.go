@@ -44,6 +44,7 @@ func LoadFile(path string, c *Config) error {
 func BindFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (shards and tokenizer.json from `llmcloud data prepare`)")
 	fs.StringVar(&c.Out, "out", c.Out, "run directory: checkpoints, log.jsonl, loss.png")
+	fs.StringVar(&c.Arch, "arch", c.Arch, "architecture: llama (default), mistral, qwen2, qwen3")
 	fs.IntVar(&c.Dim, "dim", c.Dim, "model width")
 	fs.IntVar(&c.Layers, "layers", c.Layers, "transformer blocks")
 	fs.IntVar(&c.Heads, "heads", c.Heads, "attention heads")

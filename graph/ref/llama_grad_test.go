@@ -1,4 +1,4 @@
-// Tests of the whole Llama network's backward graph: model.BuildGraph's graph with the mean
+// Tests of the whole Llama-family network's backward graph (Llama, Qwen2, Qwen3): model.BuildGraph's graph with the mean
 // cross-entropy over targets (logit_rows = every row), 2 sequences × 8 tokens, differentiated
 // by graph.Grad with respect to every weight and run by ref. Its gradients equal central
 // finite differences of the loss on a sample of weight entries, and train/nn's backward (the
@@ -26,7 +26,12 @@ func llamaConfigs() map[string]model.Config {
 	tied := base
 	tied.Tied = true
 	tied.RopeScaling = &model.RopeScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 4}
-	return map[string]model.Config{"untied": base, "tied-llama3": tied}
+	// Qwen2 (q/k/v biases, NeoX RoPE) untied and Qwen3 (per-head q/k norms, NeoX RoPE, a head
+	// dim free of dim/heads) tied, both with grouped-query heads.
+	qwen2, qwen3 := base, base
+	qwen2.Arch, qwen2.QKVBias, qwen2.RopeNeoX, qwen2.RopeTheta, qwen2.NormEps = "qwen2", true, true, 1e6, 1e-6
+	qwen3.Arch, qwen3.QKNorm, qwen3.RopeNeoX, qwen3.HeadDim, qwen3.Tied = "qwen3", true, true, 6, true
+	return map[string]model.Config{"untied": base, "tied-llama3": tied, "qwen2-untied": qwen2, "qwen3-tied": qwen3}
 }
 
 // trainSetup returns the loss graph of cfg, its gradient graph with respect to every weight

@@ -1,5 +1,5 @@
-// Package nn is the trainer's model: the Llama architecture of package model (same Config, same
-// GGUF tensor names and row-major layouts, RoPE on adjacent pairs). Its forward and backward are
+// Package nn is the trainer's model: a Llama-family architecture of package model (Llama,
+// Mistral, Qwen2, Qwen3: same Config, same GGUF tensor names and row-major layouts). Its forward and backward are
 // model.BuildGraph's graph with its loss and reverse-mode gradient, compiled by
 // graph/exec/trainexec over the model's parameters; there is no second definition. All
 // parameters live in one flat buffer and all gradients in another; every tensor is a view.

@@ -21,7 +21,7 @@ type Param struct {
 	index int // its index among the whole model's tensors (Init's stream)
 }
 
-// Model is the Llama network of cfg (or one pipeline stage of it) with everything training
+// Model is the Llama-family network of cfg (or one pipeline stage of it) with everything training
 // needs. One Model serves one goroutine at a time; its kernels run on the pool given to New.
 type Model struct {
 	Cfg model.Config // the whole model's configuration
@@ -54,8 +54,8 @@ type slot struct {
 	pending bool // forward done, backward not yet
 }
 
-// New validates cfg (llama architecture without biases or q/k norms, adjacent-pair RoPE) and
-// allocates the parameters and gradients and compiles the graph for batches of up to maxB x maxT
+// New validates cfg (any registered family whose graph's ops have training kernels: Llama 2/3,
+// Mistral, Qwen2/2.5, Qwen3) and allocates the parameters and gradients and compiles the graph for batches of up to maxB x maxT
 // tokens. Parameters start at zero: call Init or copy weights into Flat. pool nil means
 // kernels.Default. It is NewWith with zero Options.
 func New(cfg model.Config, maxB, maxT int, pool *kernels.Pool) (*Model, error) {
@@ -78,12 +78,6 @@ func NewWith(cfg model.Config, maxB, maxT int, pool *kernels.Pool, opt Options) 
 		return nil, fmt.Errorf("nn: %w", err)
 	}
 	switch {
-	case cfg.Arch != "llama" && cfg.Arch != "mistral":
-		return nil, fmt.Errorf("nn: architecture %q not supported for training (llama only)", cfg.Arch)
-	case cfg.QKVBias || cfg.QKNorm:
-		return nil, fmt.Errorf("nn: q/k/v biases and q/k norms are not supported (llama only)")
-	case cfg.RopeNeoX:
-		return nil, fmt.Errorf("nn: NeoX RoPE is not supported (llama uses adjacent pairs)")
 	case maxB <= 0 || maxT <= 0:
 		return nil, fmt.Errorf("nn: batch %d x %d tokens: both must be positive", maxB, maxT)
 	case cfg.CtxLen > 0 && maxT > cfg.CtxLen:
@@ -124,8 +118,9 @@ func numel(shape []int) int {
 }
 
 // Params returns every held tensor in a fixed order: token_embd.weight, then for each block
-// attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, then
-// output_norm.weight and (untied only) output.weight. This is unit order, and the order of
+// attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down and the
+// family's further block tensors in name order (Qwen2: attn_k/q/v.bias; Qwen3: attn_k_norm,
+// attn_q_norm), then output_norm.weight and (untied only) output.weight. This is unit order, and the order of
 // the units kept in the flat buffers.
 func (m *Model) Params() []Param { return m.params }
 

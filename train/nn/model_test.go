@@ -258,10 +258,8 @@ func TestInitAndLayout(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	ok := tinyConfig(true)
 	for name, mod := range map[string]func(*model.Config){
-		"qwen2":  func(c *model.Config) { c.Arch = "qwen2"; c.QKVBias = true; c.RopeNeoX = true },
-		"neox":   func(c *model.Config) { c.RopeNeoX = true },
-		"qknorm": func(c *model.Config) { c.QKNorm = true },
-		"heads":  func(c *model.Config) { c.KVHeads = 2 },
+		"arch":  func(c *model.Config) { c.Arch = "gpt2" }, // no registered family
+		"heads": func(c *model.Config) { c.KVHeads = 2 },
 	} {
 		c := ok
 		mod(&c)

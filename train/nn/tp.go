@@ -1,8 +1,9 @@
 // This file implements the tensor-parallel group as nn sees it (Comm), the typed error a failed
 // collective raises inside Forward/Backward, and the shard helpers: which part of each full
 // tensor a tensor-parallel rank holds (Megatron-LM, Shoeybi et al. 2019, section 3). Column-
-// parallel tensors (attn_q/k/v, ffn_gate/up, and the vocab-parallel token_embd and output) are
-// split by rows, row-parallel tensors (attn_output, ffn_down) by columns, norms are replicated.
+// parallel tensors (attn_q/k/v, ffn_gate/up with their biases, and the vocab-parallel token_embd
+// and output) are split by rows, row-parallel tensors (attn_output, ffn_down) by columns, norms
+// (Qwen3's per-head q/k norms too) are replicated, as graph.ShardTP splits the graph.
 // Every split is into TP equal contiguous blocks, rank r holding block r, so query heads, KV
 // heads, FFN columns and vocabulary rows stay whole and in order.
 package nn
@@ -64,12 +65,17 @@ const (
 // SplitOf returns how the tensor of GGUF name is split under tensor parallelism.
 func SplitOf(name string) Split {
 	switch {
-	case name == "token_embd.weight" || name == "output.weight",
-		strings.HasSuffix(name, ".attn_q.weight"), strings.HasSuffix(name, ".attn_k.weight"),
-		strings.HasSuffix(name, ".attn_v.weight"), strings.HasSuffix(name, ".ffn_gate.weight"),
-		strings.HasSuffix(name, ".ffn_up.weight"):
+	case name == "token_embd.weight" || name == "output.weight":
 		return SplitRows
-	case strings.HasSuffix(name, ".attn_output.weight"), strings.HasSuffix(name, ".ffn_down.weight"):
+	case strings.HasSuffix(name, ".weight") || strings.HasSuffix(name, ".bias"):
+		base := name[:strings.LastIndexByte(name, '.')]
+		for _, s := range []string{".attn_q", ".attn_k", ".attn_v", ".ffn_gate", ".ffn_up"} {
+			if strings.HasSuffix(base, s) {
+				return SplitRows // a column-parallel matrix, or its bias, split like its rows
+			}
+		}
+	}
+	if strings.HasSuffix(name, ".attn_output.weight") || strings.HasSuffix(name, ".ffn_down.weight") {
 		return SplitCols
 	}
 	return Replicated

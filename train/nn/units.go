@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -93,34 +95,59 @@ func Units(cfg model.Config, opt Options) ([]Unit, error) {
 		return nil, err
 	}
 	c := &lc
+	shapes := c.Shapes() // the family's tensors, with this rank's shard shapes
+	if shapes == nil {
+		return nil, fmt.Errorf("nn: architecture %q has no registered family", c.Arch)
+	}
 	units := make([]Unit, c.Layers+2)
 	idx := 0 // tensor index in the whole model (Init's stream)
-	add := func(u int, held bool, name string, shape ...int) {
+	placed := 0
+	add := func(u int, held bool, name string) {
+		shape, ok := shapes[name]
+		if !ok {
+			return
+		}
+		placed++
 		if held {
-			units[u].Params = append(units[u].Params, Param{Name: name, Shape: shape, index: idx})
+			units[u].Params = append(units[u].Params, Param{Name: name, Shape: append([]int(nil), shape...), index: idx})
 			units[u].Size += numel(shape)
 		}
 		idx++
 	}
 	first, last := lo == 0, hi == c.Layers
-	add(0, first || (last && c.Tied), "token_embd.weight", c.Vocab, c.Dim)
+	add(0, first || (last && c.Tied), "token_embd.weight")
 	for l := 0; l < c.Layers; l++ {
 		p, h := fmt.Sprintf("blk.%d.", l), l >= lo && l < hi
-		add(l+1, h, p+"attn_norm.weight", c.Dim)
-		add(l+1, h, p+"attn_q.weight", c.QDim(), c.Dim)
-		add(l+1, h, p+"attn_k.weight", c.KVDim(), c.Dim)
-		add(l+1, h, p+"attn_v.weight", c.KVDim(), c.Dim)
-		add(l+1, h, p+"attn_output.weight", c.Dim, c.QDim())
-		add(l+1, h, p+"ffn_norm.weight", c.Dim)
-		add(l+1, h, p+"ffn_gate.weight", c.FFN, c.Dim)
-		add(l+1, h, p+"ffn_up.weight", c.FFN, c.Dim)
-		add(l+1, h, p+"ffn_down.weight", c.Dim, c.FFN)
+		for _, t := range llamaBlock {
+			add(l+1, h, p+t)
+		}
+		for _, name := range blockExtras(shapes, p) {
+			add(l+1, h, name)
+		}
 	}
-	add(c.Layers+1, last, "output_norm.weight", c.Dim)
-	if !c.Tied {
-		add(c.Layers+1, last, "output.weight", c.Vocab, c.Dim)
+	add(c.Layers+1, last, "output_norm.weight")
+	add(c.Layers+1, last, "output.weight")
+	if placed != len(shapes) {
+		return nil, fmt.Errorf("nn: architecture %q has tensors outside the blocks that training does not place", c.Arch)
 	}
 	return units, nil
+}
+
+// llamaBlock is the order of the Llama block's tensors in a unit; a family's further block
+// tensors (Qwen2's q/k/v biases, Qwen3's q/k norms) follow them in name order (blockExtras).
+var llamaBlock = []string{"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+	"attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}
+
+// blockExtras lists, sorted, the tensors of shapes with prefix p ("blk.N.") not in llamaBlock.
+func blockExtras(shapes map[string][]int, p string) []string {
+	var out []string
+	for name := range shapes {
+		if rest, ok := strings.CutPrefix(name, p); ok && !slices.Contains(llamaBlock, rest) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // blockRange is the validated [lo, hi) of opt's stage.
@@ -219,7 +246,7 @@ func (m *Model) ready(u int) {
 
 // Init sets deterministic initial weights from seed: N(0, 0.02) for embeddings and matrices,
 // with the residual-output projections (attn_output, ffn_down) scaled by 1/sqrt(2·Layers) as
-// GPT-2 and llm.c do, and norm weights 1. Each tensor draws from its own PCG stream
+// GPT-2 and llm.c do, norm weights (q/k norms included) 1 and biases 0. Each tensor draws from its own PCG stream
 // (seed, index of the tensor in the whole model), so a tensor's values do not depend on the
 // others' nor on which stage holds it. A tensor-parallel rank draws each whole tensor and
 // keeps its shard, so its weights are the unsplit model's. Units sharing storage are written
@@ -255,8 +282,12 @@ func InitUnit(cfg model.Config, opt Options, unit int, seed uint64, w []float32)
 // initParam draws p's whole tensor of cfg from (seed, p.index) and keeps tp's shard of it.
 func initParam(p *Param, cfg model.Config, tp Comm, seed uint64) {
 	if len(p.Shape) == 1 {
+		v := float32(1) // norm weights
+		if strings.HasSuffix(p.Name, ".bias") {
+			v = 0
+		}
 		for j := range p.W {
-			p.W[j] = 1
+			p.W[j] = v
 		}
 		return
 	}

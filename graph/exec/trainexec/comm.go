@@ -60,11 +60,15 @@ func (p *Program) compileComm(n *graph.Node, f *fusion) (fn func(), ok bool, err
 		if inPlace {
 			p.alias[out] = x
 		}
+		sink := f.sink[out] // a weight's gradient (a q/k norm's): reduced, then added into G
 		return func() {
 			if !inPlace {
 				copy(p.cur(out), p.cur(x))
 			}
 			p.reduce(p.cur(out), what, false)
+			if sink != nil {
+				kernels.Add(sink, p.cur(out))
+			}
 		}, true, nil
 	case "embedding_shard":
 		lo := int(n.Attrs.Int("lo", 0))

@@ -205,10 +205,12 @@ func (f *fusion) findNormAdds(g *graph.Graph, users map[*graph.Value][]*graph.No
 // sinkable reports whether v's node can add v straight into a gradient buffer.
 func sinkable(v *graph.Value) bool {
 	switch v.Def.Op {
-	case "matmul_dw", "embedding_grad", "embedding_shard_grad":
+	case "matmul_dw", "embedding_grad", "embedding_shard_grad", "sum_rows":
 		return true
 	case "rms_norm_grad":
 		return v.Index == 1
+	case "all_reduce_sum": // of a replicated weight's partial gradient (graph.ShardTP)
+		return v.Def.Args[0].Kind == graph.KindResult
 	}
 	return false
 }

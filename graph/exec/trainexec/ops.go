@@ -58,7 +58,7 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 		return p.attentionGrad(n)
 	case "add":
 		if !a[0].Type.Equal(a[1].Type) {
-			return nil, fmt.Errorf("broadcast add is not supported in training")
+			return p.addBias(n, f)
 		}
 		return func() { kernels.TrainResidual(p.cur(out), p.cur(a[0]), p.cur(a[1])) }, nil
 	case "mul":
@@ -113,6 +113,8 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 		}, nil
 	case "rms_norm_grad":
 		return p.rmsNormGrad(n, f)
+	case "sum_rows":
+		return p.sumRows(n, f), nil
 	}
 	if fn, ok, err := p.compileComm(n, f); ok {
 		return fn, err
@@ -177,9 +179,7 @@ func (p *Program) rmsNormGrad(n *graph.Node, f *fusion) (func(), error) {
 
 // rope rotates its argument in place when this node is its only user, else a copy.
 func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
-	if n.Attrs.Int("neox", 0) != 0 {
-		return nil, fmt.Errorf("NeoX RoPE is not supported in training")
-	}
+	neox := n.Attrs.Int("neox", 0) != 0
 	hd, heads := int(n.Attrs.Int("head_dim", 0)), int(n.Attrs.Int("heads", 0))
 	var factors []float32
 	if len(n.Args) == 3 {
@@ -202,9 +202,14 @@ func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
 		if !inPlace {
 			copy(p.cur(out), p.cur(x))
 		}
-		if sign > 0 {
+		switch {
+		case neox && sign > 0:
+			kernels.TrainRopeNeoX(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
+		case neox:
+			kernels.TrainRopeNeoXGrad(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
+		case sign > 0:
 			kernels.TrainRope(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
-		} else {
+		default:
 			kernels.TrainRopeGrad(p.pool, p.buf(out), cs, p.N, p.T, heads, hd)
 		}
 	}, nil

@@ -321,6 +321,9 @@ func touches(n *graph.Node, f *fusion) (reads, writes []string) {
 	seen := map[string]bool{}
 	for _, m := range nodes {
 		for _, a := range m.Args {
+			if a.Def != nil && a.Def.Op == "tp_copy" && a.Def.Args[0].Kind == graph.KindWeight {
+				a = a.Def.Args[0] // a replicated weight passed to a rank's heads
+			}
 			if a.Kind == graph.KindWeight && !seen[a.Name] {
 				seen[a.Name] = true
 				reads = append(reads, a.Name)

@@ -109,7 +109,9 @@ func main() {
 	constsZ()
 	constsK4Z()
 	constsK6Z()
+	constsKA()
 	genQuantQ8_0()
+	genQuantQ8K()
 	for _, rt := range [][2]int{{8, 1}, {4, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {1, 1}, {1, 2}, {1, 3}, {1, 4}} {
 		genTile(false, rt[0], rt[1])
 		if rt[0] < 4 { // Q4_0 decode uses genQ4Pairs
@@ -135,11 +137,17 @@ func main() {
 	genRows4Z(1)
 	genRows4P(false)
 	genRows4P(true)
+	genRows4A(false)
+	genRows4A(true)
 	for t := 1; t <= 8; t++ {
 		genTileK4Z(t)
 	}
 	for t := 1; t <= 8; t++ {
 		genTileK6Z(t)
+	}
+	for t := 1; t <= 8; t++ {
+		genTileK4A(t)
+		genTileK6A(t)
 	}
 	Generate()
 }
