@@ -1,7 +1,8 @@
-// This file implements gemmStream, the AVX2 GEMM for F16 weights and m > 1: per worker and
-// k block, the activations are packed tile by tile (3 rows interleaved per 8 columns, so a
-// tile is one contiguous L1-resident stream); blocks of the worker's stored F16 weight rows
-// (L2-resident) then stream through the packed-tile micro-kernel, converted in registers.
+// This file implements the row ranges of gemmStream, the AVX2 GEMM for F16 weights and m > 1
+// (run as dynamic items by float_gemm_items.go): the activations are packed tile by tile (3
+// rows interleaved per 8 columns, so a tile is one contiguous L1-resident stream); per k
+// block, blocks of the item's stored F16 weight rows (L2-resident) then stream through the
+// packed-tile micro-kernel, converted in registers.
 // Every output is summed in gemmDirect's order, so results are bit-identical to it and do not
 // depend on m. See docs/kernels-float.md.
 package kernels
@@ -21,58 +22,52 @@ var useGemmStream = true
 // 192 KiB, next to a packed activation block of up to 64 x gemmKC f32 = 128 KiB).
 const streamNB = 192
 
-// gemmStream computes out = x · wᵀ (x [m, k], w [n, k] F16 in data, out [m, n]) on the AVX2
-// tiles (3 activation rows x 4 weight rows). Weight rows are split across workers.
-func gemmStream(p *Pool, out, x []float32, data []byte, m, n, k int) {
+// streamRows computes rows [r0, r1) of out = x · wᵀ (x [m, k], w [n, k] F16 in data, out
+// [m, n]) for gemmStream: pk holds x packed by packTiles3, k block k0 at pk[mt*k0:]. Per k
+// block, blocks of streamNB weight rows are packed (L2-resident) and every activation tile
+// runs over them.
+func streamRows(out, x, pk []float32, data []byte, m, n, k, r0, r1 int) {
 	ts := &avx2Tiles
 	kv := k &^ 7
 	mt := (m + 2) / 3 * 3 // rows in tiles of 3; the last tile is padded with zero rows
-	groups := (n + 3) / 4
-	minGroups := max(1, (1<<20)/(2*4*m*k))
-	w := unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), n*k)
-	p.For(groups, minGroups, func(lo, hi int) {
-		n0, n1 := 4*lo, min(4*hi, n)
-		bb := getF32(mt * min(gemmKC, kv))
-		defer putF32(bb)
-		buf := *bb
-		wb := wBufs.Get().(*[streamNB * gemmKC]uint16)
-		defer wBufs.Put(wb)
-		var tmp [12]float32 // the last tile's outputs when it has fewer than 3 rows
-		for k0 := 0; k0 < kv; k0 += gemmKC {
-			kb := min(gemmKC, kv-k0)
-			acc := min(k0, 1)
-			packTiles3(buf, x, m, k, k0, kb)
-			for nb0 := n0; nb0 < n1; nb0 += streamNB {
-				nb1 := min(nb0+streamNB, n1)
-				nf := nb0 + (nb1-nb0)&^3 // end of the full groups of 4 rows
-				if streamPackW {
-					packGroups4(wb[:], w, nb0, nf, k, k0, kb)
+	w := f16Words(data, n, k)
+	wb := wBufs.Get().(*[streamNB * gemmKC]uint16)
+	defer wBufs.Put(wb)
+	var tmp [12]float32 // the last tile's outputs when it has fewer than 3 rows
+	for k0 := 0; k0 < kv; k0 += gemmKC {
+		kb := min(gemmKC, kv-k0)
+		acc := min(k0, 1)
+		buf := pk[mt*k0:]
+		for nb0 := r0; nb0 < r1; nb0 += streamNB {
+			nb1 := min(nb0+streamNB, r1)
+			nf := nb0 + (nb1-nb0)&^3 // end of the full groups of 4 rows
+			if streamPackW {
+				packGroups4(wb[:], w, nb0, nf, k, k0, kb)
+			}
+			for i0 := 0; i0 < mt; i0 += 3 {
+				a := &buf[i0*kb]
+				mr := min(3, m-i0)
+				for r := nb0; r < nf; r += 4 {
+					c, ldc, cacc := &out[i0*n+r], 4*n, acc
+					if mr < 3 {
+						c, ldc, cacc = &tmp[0], 16, 0
+					}
+					if streamPackW {
+						gemmF16PP3x4(a, &wb[(r-nb0)*kb], kb, c, ldc, cacc)
+					} else {
+						gemmF16PA3x4(a, &w[r*k+k0], 2*k, kb, c, ldc, cacc)
+					}
+					if mr < 3 {
+						addTile(out[i0*n+r:], n, tmp[:], mr, 4, acc)
+					}
 				}
-				for i0 := 0; i0 < mt; i0 += 3 {
-					a := &buf[i0*kb]
-					mr := min(3, m-i0)
-					for r := nb0; r < nf; r += 4 {
-						c, ldc, cacc := &out[i0*n+r], 4*n, acc
-						if mr < 3 {
-							c, ldc, cacc = &tmp[0], 16, 0
-						}
-						if streamPackW {
-							gemmF16PP3x4(a, &wb[(r-nb0)*kb], kb, c, ldc, cacc)
-						} else {
-							gemmF16PA3x4(a, &w[r*k+k0], 2*k, kb, c, ldc, cacc)
-						}
-						if mr < 3 {
-							addTile(out[i0*n+r:], n, tmp[:], mr, 4, acc)
-						}
-					}
-					if nf < nb1 {
-						ts.tile(tensor.F16, mr, nb1-nf, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[nf*k+k0]), 2*k, kb, &out[i0*n+nf], 4*n, acc)
-					}
+				if nf < nb1 {
+					ts.tile(tensor.F16, mr, nb1-nf, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[nf*k+k0]), 2*k, kb, &out[i0*n+nf], 4*n, acc)
 				}
 			}
 		}
-		addKTail(out, x, tensor.F16, data, m, n, k, kv, n0, n1)
-	})
+	}
+	addKTail(out, x, tensor.F16, data, m, n, k, kv, r0, r1)
 }
 
 // addTile sets (acc == 0) or adds to (acc != 0) out[i*n+j] the 3x4 tile outputs t[4i+j] for
@@ -93,60 +88,51 @@ func addTile(out []float32, n int, t []float32, mr, nr, acc int) {
 // model's forward pass) before running the activation tiles over the current one.
 var directPrefetch = true
 
-// gemmDirectF16 is gemmDirect for F16 weights on the AVX2 tiles (2 <= m <= gemmDirectMaxM):
-// the same loop order and sums, with the activations packed into tiles of 3 rows per k block
-// (one sequential L2 stream per tile instead of three rows 4k bytes apart), the next group of
-// weight rows prefetched while the tiles run over the current one.
-func gemmDirectF16(p *Pool, out, x []float32, data []byte, m, n, k int) {
+// directF16Rows computes rows [r0, r1) of out = x · wᵀ for gemmDirectF16 (2 <= m <=
+// gemmDirectMaxM): gemmDirect's loop order and sums, with the activations packed into tiles of
+// 3 rows per k block in pk (as for streamRows; one sequential L2 stream per tile instead of
+// three rows 4k bytes apart), the next group of weight rows prefetched while the tiles run
+// over the current one.
+func directF16Rows(out, x, pk []float32, data []byte, m, n, k, r0, r1 int) {
 	ts := &avx2Tiles
 	kv := k &^ 7
 	mt := (m + 2) / 3 * 3
-	groups := (n + 3) / 4
-	minGroups := max(1, (64<<10)/(4*k*2), (1<<20)/(2*4*m*k))
-	w := unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), n*k)
-	p.For(groups, minGroups, func(lo, hi int) {
-		r0, r1 := 4*lo, min(4*hi, n)
-		bb := getF32(mt * min(gemmKC, kv))
-		defer putF32(bb)
-		buf := *bb
-		var tmp [12]float32
-		for k0 := 0; k0 < kv; k0 += gemmKC {
-			kb := min(gemmKC, kv-k0)
-			acc := min(k0, 1)
-			if directPackA {
-				packTiles3(buf, x, m, k, k0, kb)
+	w := f16Words(data, n, k)
+	var tmp [12]float32
+	for k0 := 0; k0 < kv; k0 += gemmKC {
+		kb := min(gemmKC, kv-k0)
+		acc := min(k0, 1)
+		buf := pk[mt*k0:]
+		for r := r0; r < r1; r += 4 {
+			nr := min(4, r1-r)
+			if directPrefetch && r+4 < r1 {
+				prefetchRows(&data[((r+4)*k+k0)*2], 2*k, min(4, r1-r-4), 2*kb)
 			}
-			for r := r0; r < r1; r += 4 {
-				nr := min(4, r1-r)
-				if directPrefetch && r+4 < r1 {
-					prefetchRows(&data[((r+4)*k+k0)*2], 2*k, min(4, r1-r-4), 2*kb)
+			if nr < 4 {
+				for i0 := 0; i0 < m; i0 += 3 {
+					ts.tile(tensor.F16, min(3, m-i0), nr, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[r*k+k0]), 2*k, kb, &out[i0*n+r], 4*n, acc)
 				}
-				if nr < 4 {
-					for i0 := 0; i0 < m; i0 += 3 {
-						ts.tile(tensor.F16, min(3, m-i0), nr, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[r*k+k0]), 2*k, kb, &out[i0*n+r], 4*n, acc)
-					}
-					continue
+				continue
+			}
+			i0 := 0
+			for ; i0+3 <= m; i0 += 3 {
+				if directPackA {
+					gemmF16PA3x4(&buf[i0*kb], &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
+				} else {
+					ts.f16[3][4](&x[i0*k+k0], 4*k, &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
 				}
-				i0 := 0
-				for ; i0+3 <= m; i0 += 3 {
-					if directPackA {
-						gemmF16PA3x4(&buf[i0*kb], &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
-					} else {
-						ts.f16[3][4](&x[i0*k+k0], 4*k, &w[r*k+k0], 2*k, kb, &out[i0*n+r], 4*n, acc)
-					}
-				}
-				if i0 < m {
-					if directPackA {
-						gemmF16PA3x4(&buf[i0*kb], &w[r*k+k0], 2*k, kb, &tmp[0], 16, 0)
-						addTile(out[i0*n+r:], n, tmp[:], m-i0, 4, acc)
-					} else {
-						ts.tile(tensor.F16, m-i0, 4, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[r*k+k0]), 2*k, kb, &out[i0*n+r], 4*n, acc)
-					}
+			}
+			if i0 < m {
+				if directPackA {
+					gemmF16PA3x4(&buf[i0*kb], &w[r*k+k0], 2*k, kb, &tmp[0], 16, 0)
+					addTile(out[i0*n+r:], n, tmp[:], m-i0, 4, acc)
+				} else {
+					ts.tile(tensor.F16, m-i0, 4, &x[i0*k+k0], 4*k, unsafe.Pointer(&w[r*k+k0]), 2*k, kb, &out[i0*n+r], 4*n, acc)
 				}
 			}
 		}
-		addKTail(out, x, tensor.F16, data, m, n, k, kv, r0, r1)
-	})
+	}
+	addKTail(out, x, tensor.F16, data, m, n, k, kv, r0, r1)
 }
 
 // directPackA makes gemmDirectF16 pack the activation tiles (benchmarks compare it with the

@@ -18,7 +18,20 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 	}
 	var q8, qk []int // indexes of weights using blocks of 32 / Q8_K
 	var k int
+	var f16 []*tensor.Tensor // F16 weights run as one job of dynamic items (float_gemm_items.go)
+	var f16Outs [][]float32
 	for i, w := range ws {
+		if !Reference && f16Usable(w, m) && (len(f16) == 0 || w.Shape[1] == f16[0].Shape[1]) {
+			if err := w.Check(); err != nil {
+				return fmt.Errorf("matmul: %w", err)
+			}
+			if n, kf := w.Shape[0], w.Shape[1]; len(x) < m*kf || len(outs[i]) < m*n {
+				return fmt.Errorf("matmul: weight %s [%d %d]: x has %d values and out %d, want %d and %d for m=%d",
+					w.Name, n, kf, len(x), len(outs[i]), m*kf, m*n, m)
+			}
+			f16, f16Outs = append(f16, w), append(f16Outs, outs[i])
+			continue
+		}
 		if Reference || !quantAsmShared(w) {
 			if err := p.MatMul(outs[i], x, w, m); err != nil {
 				return err
@@ -42,6 +55,9 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 		} else {
 			qk = append(qk, i)
 		}
+	}
+	if len(f16) > 0 {
+		matmulF16Multi(p, f16Outs, x, f16, m, f16[0].Shape[1])
 	}
 	if m == 0 || len(q8)+len(qk) == 0 {
 		return nil
