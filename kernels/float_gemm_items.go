@@ -9,6 +9,7 @@
 package kernels
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -71,7 +72,7 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 				i++
 			}
 			if pb == nil {
-				pb = getF32(mt * kv)
+				pb = getPacked(mt * kv)
 				pk = *pb
 				for k0 := 0; k0 < kv; k0 += gemmKC {
 					packTiles3(pk[mt*k0:], x, m, k, k0, min(gemmKC, kv-k0))
@@ -86,7 +87,7 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 			}
 		}
 		if pb != nil {
-			putF32(pb)
+			packedBufs.Put(pb)
 		}
 	})
 }
@@ -115,4 +116,18 @@ func matmulF16Multi(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tensor,
 // f16Words views data as n*k F16 values.
 func f16Words(data []byte, n, k int) []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&data[0])), n*k)
+}
+
+// packedBufs holds the workers' packed activations (up to mt x k f32, a few MiB), apart from
+// f32Bufs so that a smaller scratch buffer there does not make every job allocate and fault
+// in a new one: buffers too small are dropped, so the pool converges to the largest size.
+var packedBufs sync.Pool
+
+func getPacked(n int) *[]float32 {
+	if b, ok := packedBufs.Get().(*[]float32); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]float32, n)
+	return &b
 }
