@@ -32,9 +32,11 @@ func TestProfiledRun(t *testing.T) {
 			case sl.Cat == "op" && tr.Name == exec.WorkerTrack(0):
 				ops++
 				costed = costed || (sl.Name == "matmul" && sl.FLOPs > 0 && sl.Bytes > 0)
-			case sl.Cat == "worker" && tr.Name == exec.WorkerTrack(1):
+			case sl.Cat == "worker" && (tr.Name == exec.WorkerTrack(0) || tr.Name == exec.WorkerTrack(1)):
+				// Parallel parts, the caller's own (track 0) or the helper's (track 1); with work
+				// items taken from a shared counter the caller may run them all when the other
+				// vCPU is busy, so only their sum is asserted.
 				parts++
-			case sl.Cat == "worker" && tr.Name == exec.WorkerTrack(0): // the caller's own parts
 			default:
 				t.Errorf("slice %+v on track %s", sl, tr.Name)
 			}
