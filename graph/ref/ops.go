@@ -76,6 +76,19 @@ func unary(x *Tensor, f func(float64) float64) *Tensor {
 func silu(v float64) float64    { return v / (1 + math.Exp(-v)) }
 func sigmoid(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
 
+// logSumExp is log Σ exp(x_i), computed from the row maximum.
+func logSumExp(x []float64) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, v)
+	}
+	var e float64
+	for _, v := range x {
+		e += math.Exp(v - m)
+	}
+	return m + math.Log(e)
+}
+
 // softmaxRow writes the softmax of x into y.
 func softmaxRow(y, x []float64) {
 	m := math.Inf(-1)
@@ -233,15 +246,7 @@ func init() {
 				return nil, fmt.Errorf("target %d at %d outside [0, %d)", target, r, V)
 			}
 			row := z.F[r*V : (r+1)*V]
-			m := math.Inf(-1)
-			for _, v := range row {
-				m = math.Max(m, v)
-			}
-			var e float64
-			for _, v := range row {
-				e += math.Exp(v - m)
-			}
-			sum += m + math.Log(e) - row[target] // -log softmax(row)[target]
+			sum += logSumExp(row) - row[target] // -log softmax(row)[target]
 			count++
 		}
 		loss := zerosF(nil)

@@ -6,7 +6,6 @@ package ref
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/llmcloud/llmcloud/graph"
 )
@@ -52,15 +51,7 @@ func init() {
 				return nil, fmt.Errorf("target %d at %d: negative", target, r)
 			}
 			row := z.F[r*V : (r+1)*V]
-			m := math.Inf(-1)
-			for _, v := range row {
-				m = math.Max(m, v)
-			}
-			var e float64
-			for _, v := range row {
-				e += math.Exp(v - m)
-			}
-			sum += m + math.Log(e)
+			sum += logSumExp(row)
 			if c := int(target) - lo; c >= 0 && c < V {
 				sum -= row[c]
 			}
