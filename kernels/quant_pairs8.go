@@ -27,11 +27,7 @@ func usePairs8() bool { return tilesP8[1][1] != nil }
 // p8Toks tokens (kept in L1) against the item's rows p8Rows at a time.
 func matmulP8(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	items, fn := p8Items(p, out, a, w, m, n, k)
-	run := forDynamic
-	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
-		run = forStealing
-	}
-	run(p, items, fn)
+	runItems(p, m, items, fn)
 }
 
 // p8Items prepares a's pair scales and returns matmulP8's work items: their number and the

@@ -28,11 +28,7 @@ func useQuads4(nb int) bool { return q4Toks > 0 && tilesQ4[1] != nil && nb%4 == 
 // groups of up to q4Toks tokens (kept in L1) against the item's rows one by one.
 func matmulQ4Quads(p *Pool, out []float32, a *q8Acts, w []byte, m, n, k int) {
 	items, fn := q4QuadItems(p, out, a, w, m, n, k)
-	run := forDynamic
-	if m == 1 { // one token (MatMulInvariant's decode): contiguous row shares, one weight stream per worker
-		run = forStealing
-	}
-	run(p, items, fn)
+	runItems(p, m, items, fn)
 }
 
 // q4QuadItems prepares a's quad layout and returns matmulQ4Quads' work items: their number and

@@ -137,6 +137,17 @@ func forDynamic(p *Pool, n int, fn func(c int)) {
 	})
 }
 
+// runItems runs the n work items of a quantized matmul over m tokens: dynamically
+// (forDynamic) for several tokens; for one token (MatMulInvariant's decode) as contiguous row
+// shares with stealing (forStealing), one weight stream per worker.
+func runItems(p *Pool, m, n int, fn func(c int)) {
+	if m == 1 {
+		forStealing(p, n, fn)
+		return
+	}
+	forDynamic(p, n, fn)
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
