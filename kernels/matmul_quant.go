@@ -26,12 +26,6 @@ var (
 	}
 )
 
-// q4Rows is the sequential Q4_0 decode kernel (q4_0Rows; see q4RowsRef).
-var q4Rows = func(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32) {
-	q4RowsRef(unsafe.Slice(w, (nrows-1)*rs+npairs*36), rs, nrows, unsafe.Slice(x2, npairs*64),
-		unsafe.Slice(d2, npairs*8), unsafe.Slice(c2, npairs*8), npairs, unsafe.Slice(out, nrows))
-}
-
 // q8Rows is the sequential Q8_0 decode kernel (q8_0Rows; see q8RowsRef).
 var q8Rows = func(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32) {
 	q8RowsRef(unsafe.Slice(w, (nrows-1)*rs+nb*34), rs, nrows, unsafe.Slice(xq, nb*32),

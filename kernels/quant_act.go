@@ -20,7 +20,7 @@ type q8Acts struct {
 	d        []float32 // [m][nb] block scales (fp16-rounded, as float32)
 	corr     []int32   // [m][nb][8]: lane 0 = -8*Σq of the block, lanes 1..7 = 0 (Q4_0 weights only)
 
-	// Token 0 rearranged per block pair for the sequential Q4_0 decode kernel (q4_0Rows):
+	// Token 0 rearranged per block pair for the AVX2 Q4_0 decode kernel (q4_0Rows4A):
 	x2 []int8    // [nb/2][64]: x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]
 	d2 []float32 // [nb/2][8]: dx_b x4, dx_b1 x4
 	c2 []int32   // [nb/2][8]: corr_b 0 0 0 corr_b1 0 0 0

@@ -75,7 +75,6 @@ func useQuantAsm() {
 	}
 	quantRowQ8 = quantRowQ8AVX2
 	quantRowQ8K = quantRowQ8KFast(quantQ8KAVX2)
-	q4Rows = q4_0Rows
 	q8Rows = q8_0Rows
 	rows4A, q4Rows4A = q8_0Rows4A, q4_0Rows4A
 	dotQ4K = dotQ4KAVX2

@@ -3402,68 +3402,6 @@ q4_0Pairs8x1_end:
 	VZEROUPPER
 	RET
 
-// func q4_0Rows(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32)
-// Requires: AVX, AVX2, F16C, FMA3, MMX+
-TEXT ·q4_0Rows(SB), NOSPLIT, $0-64
-	MOVQ    w+0(FP), AX
-	MOVQ    rs+8(FP), CX
-	MOVQ    nrows+16(FP), DX
-	MOVQ    out+56(FP), BX
-	VMOVDQU q_ones16<>+0(SB), Y0
-	TESTQ   DX, DX
-	JZ      q4r_done
-
-q4r_row:
-	MOVQ   AX, SI
-	MOVQ   x2+24(FP), DI
-	MOVQ   d2+32(FP), R8
-	MOVQ   c2+40(FP), R9
-	MOVQ   npairs+48(FP), R10
-	VXORPS Y1, Y1, Y1
-	TESTQ  R10, R10
-	JZ     q4r_end
-
-q4r_loop:
-	PREFETCHT0   1536(SI)
-	VMOVDQU      2(SI), X2
-	VINSERTI128  $0x01, 20(SI), Y2, Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        q_mask0f<>+0(SB), Y2, Y2
-	VPAND        q_mask0f<>+0(SB), Y3, Y3
-	VPMADDUBSW   (DI), Y2, Y4
-	VPMADDUBSW   32(DI), Y3, Y3
-	VPADDW       Y3, Y4, Y4
-	VPMADDWD     Y0, Y4, Y4
-	VPADDD       (R9), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VPBROADCASTW (SI), X3
-	VPBROADCASTW 18(SI), X2
-	VPBLENDD     $0x0c, X2, X3, X3
-	VCVTPH2PS    X3, Y3
-	VMULPS       (R8), Y3, Y3
-	VFMADD231PS  Y3, Y4, Y1
-	ADDQ         $0x24, SI
-	ADDQ         $0x40, DI
-	ADDQ         $0x20, R8
-	ADDQ         $0x20, R9
-	DECQ         R10
-	JNZ          q4r_loop
-
-q4r_end:
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X2, X1, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
-	VMOVSS       X1, (BX)
-	ADDQ         $0x04, BX
-	ADDQ         CX, AX
-	DECQ         DX
-	JNZ          q4r_row
-
-q4r_done:
-	VZEROUPPER
-	RET
-
 // func q8_0Rows(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·q8_0Rows(SB), NOSPLIT, $0-56

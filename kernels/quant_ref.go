@@ -164,31 +164,6 @@ func dotQ6KRef(w []byte, xq []int8, xd []float32, bsums []int16, nb int) float32
 	return hsum8(&acc)
 }
 
-// q4RowsRef is the reference for q4_0Rows: nrows consecutive Q4_0 rows (rs bytes apart) against
-// one token in block-pair layout (q8Acts.pairLayout); lanes 0..3 hold block 2i, 4..7 block 2i+1.
-func q4RowsRef(w []byte, rs, nrows int, x2 []int8, d2 []float32, c2 []int32, npairs int, out []float32) {
-	for r := 0; r < nrows; r++ {
-		row := w[r*rs:]
-		var acc [8]float32
-		for i := 0; i < npairs; i++ {
-			var lanes [8]int32
-			x := x2[64*i : 64*i+64]
-			for h := 0; h < 2; h++ {
-				blk := row[36*i+18*h : 36*i+18*h+18]
-				for j := 0; j < 16; j++ {
-					lanes[4*h+j/4] += int32(blk[2+j]&0xf)*int32(x[16*h+j]) + int32(blk[2+j]>>4)*int32(x[32+16*h+j])
-				}
-				lanes[4*h] += c2[8*i+4*h]
-			}
-			for l := range acc {
-				dw := f16(row[36*i+18*(l/4):])
-				acc[l] += float32(lanes[l]) * float32(dw*d2[8*i+l])
-			}
-		}
-		out[r] = hsum8(&acc)
-	}
-}
-
 // q8RowsRef is the reference for q8_0Rows: nrows consecutive Q8_0 rows (rs bytes apart) against
 // one token; even blocks go to one set of lanes, odd blocks to another, added at the end.
 func q8RowsRef(w []byte, rs, nrows int, xq []int8, xd []float32, nb int, out []float32) {

@@ -112,11 +112,6 @@ func q4_0Pairs4x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr
 //go:noescape
 func q4_0Pairs8x1(w *byte, wstride int, xq *int8, xstride int, xd *float32, corr *int32, nb int, out *float32, ostride int)
 
-// q4_0Rows computes nrows consecutive Q4_0 rows against one token in block-pair layout (see genQ4Rows).
-//
-//go:noescape
-func q4_0Rows(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32)
-
 // q8_0Rows computes nrows consecutive Q8_0 rows against one token (see genQ8Rows).
 //
 //go:noescape

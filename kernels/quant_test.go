@@ -143,33 +143,6 @@ func TestQuantTiles(t *testing.T) {
 	}
 }
 
-func TestQ4Rows(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, nb := range []int{2, 4, 6, 64} {
-		k := nb * 32
-		w := randQuant(t, rng, tensor.Q4_0, 5, k)
-		rs := len(w.Data) / 5
-		a := getQ8Acts(1, k, true)
-		a.quantize(Serial, qRandVec(rng, k, 1), true)
-		a.pairLayout()
-		got, want := make([]float32, 6), make([]float32, 6)
-		q4Rows(&w.Data[0], rs, 5, &a.x2[0], &a.d2[0], &a.c2[0], nb/2, &got[0])
-		q4RowsRef(w.Data, rs, 5, a.x2, a.d2, a.c2, nb/2, want)
-		for r := 0; r < 5; r++ {
-			ex, mag := exactQ8(true, w.Data[r*rs:], a.qs, a.d, nb)
-			if d := math.Abs(float64(got[r] - want[r])); d > 1e-6*mag {
-				t.Errorf("nb=%d row %d: asm %g ref %g", nb, r, got[r], want[r])
-			}
-			if d := math.Abs(float64(want[r]) - ex); d > 1e-5*mag {
-				t.Errorf("nb=%d row %d: ref %g exact %g", nb, r, want[r], ex)
-			}
-		}
-		if got[5] != 0 {
-			t.Errorf("wrote past nrows")
-		}
-	}
-}
-
 func TestQ8Rows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, nb := range []int{1, 2, 3, 4, 7, 64} {
@@ -267,9 +240,9 @@ func TestMatMulQuant(t *testing.T) { checkMatMulQuant(t) }
 
 // TestMatMulQuantGo runs the same checks with the plain-Go kernels installed.
 func TestMatMulQuantGo(t *testing.T) {
-	tiles, q, k4, k6, q4r, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows
+	tiles, q, k4, k6, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q8Rows
 	tz, rz, tk := tilesZ, rowsZ, tilesKZ
-	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q4Rows, q8Rows = tiles, q, k4, k6, q4r, q8r }()
+	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q8Rows = tiles, q, k4, k6, q8r }()
 	defer func() { tilesZ, rowsZ, tilesKZ = tz, rz, tk }()
 	for t := 1; t <= 8; t++ {
 		tilesKZ[0][t], tilesKZ[1][t] = refTileKZ(false, t), refTileKZ(true, t)
@@ -285,10 +258,6 @@ func TestMatMulQuantGo(t *testing.T) {
 	q8Rows = func(w *byte, rs int, nrows int, xq *int8, xd *float32, nb int, out *float32) {
 		q8RowsRef(unsafe.Slice(w, (nrows-1)*rs+nb*34), rs, nrows, unsafe.Slice(xq, nb*32),
 			unsafe.Slice(xd, nb), nb, unsafe.Slice(out, nrows))
-	}
-	q4Rows = func(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32) {
-		q4RowsRef(unsafe.Slice(w, (nrows-1)*rs+npairs*36), rs, nrows, unsafe.Slice(x2, npairs*64),
-			unsafe.Slice(d2, npairs*8), unsafe.Slice(c2, npairs*8), npairs, unsafe.Slice(out, nrows))
 	}
 	for qi := 0; qi < 2; qi++ {
 		for r := 1; r <= 8; r++ {

@@ -120,7 +120,6 @@ func main() {
 	}
 	genQ4Pairs(2)
 	genQ4Pairs(4)
-	genQ4Rows()
 	genQ8Rows()
 	genDotQ4K()
 	genDotQ6K()

@@ -1,5 +1,5 @@
 // This file generates the AVX2 decode kernels for Q4_0 and Q8_0: rows read front to back
-// (q4_0Rows, q8_0Rows) and the Q4_0 row-pair kernels (q4_0Pairs4x1/8x1).
+// (q8_0Rows) and the Q4_0 row-pair kernels (q4_0Pairs4x1/8x1).
 package main
 
 import (
@@ -102,74 +102,6 @@ func genQ4Pairs(pairs int) {
 		VMOVSS(acc[i].AsX(), Mem{Base: op, Disp: 8 * i})
 		VEXTRACTPS(Imm(1), acc[i].AsX(), Mem{Base: op, Disp: 8*i + 4})
 	}
-	VZEROUPPER()
-	RET()
-}
-
-// genQ4Rows emits the sequential Q4_0 decode kernel: nrows consecutive rows (rs bytes apart),
-// each read front to back, two blocks per 256-bit register ([block b nibbles | block b+1
-// nibbles]). The token is pre-arranged per block pair (see q4Pairs in quant_act.go): x2 holds
-// [x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]], c2 the corrections [c_b 0 0 0 c_b1 0 0 0] and
-// d2 the scales [dx_b x4, dx_b1 x4]. Lanes 0..3 accumulate block b, lanes 4..7 block b+1.
-func genQ4Rows() {
-	TEXT("q4_0Rows", NOSPLIT, "func(w *byte, rs int, nrows int, x2 *int8, d2 *float32, c2 *int32, npairs int, out *float32)")
-	Doc("q4_0Rows computes nrows consecutive Q4_0 rows against one token in block-pair layout (see genQ4Rows).")
-	Pragma("noescape")
-	wrow := Load(Param("w"), GP64())
-	rs := Load(Param("rs"), GP64())
-	nr := Load(Param("nrows"), GP64())
-	op := Load(Param("out"), GP64())
-	ones := YMM()
-	VMOVDQU(ones16, ones)
-	TESTQ(nr, nr)
-	JZ(LabelRef("q4r_done"))
-	Label("q4r_row")
-	wp := GP64()
-	MOVQ(wrow, wp)
-	xp := Load(Param("x2"), GP64())
-	dp := Load(Param("d2"), GP64())
-	cp := Load(Param("c2"), GP64())
-	n := Load(Param("npairs"), GP64())
-	acc := YMM()
-	VXORPS(acc, acc, acc)
-	TESTQ(n, n)
-	JZ(LabelRef("q4r_end"))
-	Label("q4r_loop")
-	PREFETCHT0(Mem{Base: wp, Disp: prefetchAheadQ4})
-	q, hi, p, p2 := YMM(), YMM(), YMM(), YMM()
-	VMOVDQU(Mem{Base: wp, Disp: 2}, q.AsX())
-	VINSERTI128(Imm(1), Mem{Base: wp, Disp: 20}, q, q)
-	VPSRLW(Imm(4), q, hi)
-	VPAND(mask0F, q, q)
-	VPAND(mask0F, hi, hi)
-	VPMADDUBSW(Mem{Base: xp}, q, p)
-	VPMADDUBSW(Mem{Base: xp, Disp: 32}, hi, p2)
-	VPADDW(p2, p, p)
-	VPMADDWD(ones, p, p)
-	VPADDD(Mem{Base: cp}, p, p)
-	VCVTDQ2PS(p, p)
-	s, s2 := XMM(), XMM()
-	VPBROADCASTW(Mem{Base: wp}, s)
-	VPBROADCASTW(Mem{Base: wp, Disp: 18}, s2)
-	VPBLENDD(Imm(0xc), s2, s, s)
-	VCVTPH2PS(s, s.AsY())
-	VMULPS(Mem{Base: dp}, s.AsY(), s.AsY())
-	VFMADD231PS(s.AsY(), p, acc)
-	ADDQ(Imm(36), wp)
-	ADDQ(Imm(64), xp)
-	ADDQ(Imm(32), dp)
-	ADDQ(Imm(32), cp)
-	DECQ(n)
-	JNZ(LabelRef("q4r_loop"))
-	Label("q4r_end")
-	t := YMM()
-	hsum(acc, t)
-	VMOVSS(acc.AsX(), Mem{Base: op})
-	ADDQ(Imm(4), op)
-	ADDQ(rs, wrow)
-	DECQ(nr)
-	JNZ(LabelRef("q4r_row"))
-	Label("q4r_done")
 	VZEROUPPER()
 	RET()
 }

@@ -165,7 +165,7 @@ func rowScales(wm func(r, disp int) Mem, bd int) VecVirtual {
 }
 
 // q4Rows4ABody emits one row group of q4_0Rows4A. Per block pair each row's nibbles give 8
-// int32 lanes as in q4_0Rows ([block 2i: 4 lanes | block 2i+1: 4 lanes]); the four rows' lanes
+// int32 lanes in block-pair order ([block 2i: 4 lanes | block 2i+1: 4 lanes]); the four rows' lanes
 // are then summed and transposed into one register, h = [r0 r1 r2 r3 sums of block 2i |
 // the same of block 2i+1], so the float work is done once for the four rows: h + corrections,
 // conversion, times the rows' fp16 scales (gathered through a GP register into one xmm and

@@ -1,5 +1,5 @@
 // This file generates the AVX-512 VNNI decode (one token) kernels for Q8_0 and Q4_0: nrows
-// consecutive weight rows, each read front to back, as the AVX2 q8_0Rows/q4_0Rows do, with the
+// consecutive weight rows, each read front to back, as the AVX2 q8_0Rows does, with the
 // math of genTileZ (unsigned weights, VPDPBUSD, corrections in the accumulator's start value).
 //
 // A unit is what one 512-bit register holds: for Q8_0 a block pair (68 weight bytes, the lane
