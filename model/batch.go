@@ -28,6 +28,9 @@ type BatchSeq struct {
 	StartPos    int
 	BlockTable  []int32
 	NeedsLogits bool // return the logits of this sequence's last row
+	// NumLogits, with NeedsLogits, asks for the logits of the last NumLogits rows instead
+	// (speculative decoding verifies a token and its drafts in one row each); 0 means 1.
+	NumLogits int
 
 	allLogits bool // with NeedsLogits: the logits of every row (Forward's allLogits)
 }
@@ -48,7 +51,7 @@ type Batch struct {
 }
 
 // ForwardBatch runs seqs as one ragged batch over the paged cache kv and returns the logits
-// [number of seqs with NeedsLogits, Vocab], in seqs order. The logits alias b's buffers and
+// [rows asked for, Vocab] (one row per seq with NeedsLogits, or its NumLogits), in seqs order. The logits alias b's buffers and
 // are valid until b's next use.
 func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
 	return m.forwardBatch(nil, false, b, kv, seqs)
@@ -88,8 +91,10 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 		switch {
 		case s.NeedsLogits && s.allLogits:
 			nl += len(s.Tokens)
+		case s.NeedsLogits && s.NumLogits > len(s.Tokens):
+			return nil, fmt.Errorf("model: forward batch: sequence %d asks for the logits of %d rows of %d", si, s.NumLogits, len(s.Tokens))
 		case s.NeedsLogits:
-			nl++
+			nl += max(s.NumLogits, 1)
 		}
 	}
 	if n == 0 {
@@ -109,7 +114,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 		if !s.NeedsLogits {
 			continue
 		}
-		first := len(st.Tokens) - 1
+		first := len(st.Tokens) - max(s.NumLogits, 1)
 		if s.allLogits {
 			first = len(st.Tokens) - len(s.Tokens)
 		}

@@ -1,0 +1,55 @@
+// This file declares the engine's side of speculative decoding: a Proposer guesses the next
+// few tokens of running sequences (package spec has the n-gram, draft-model and learned-head
+// proposers), the scheduler runs each guess with the sequence's last token as one chunk whose
+// every row is verified against the target's logits (greedy match, or rejection sampling at
+// temperature > 0), rejected tokens' KV slots are rolled back, and SpecStats counts drafts and
+// acceptances as vLLM's spec_decode metrics do. docs/speculative.md describes the design.
+
+package engine
+
+import "github.com/llmcloud/llmcloud/sample"
+
+// Proposer guesses the next tokens of sequences in decode. The step loop calls it, one call
+// at a time, between steps.
+type Proposer interface {
+	// Propose fills reqs[i].Draft (and reqs[i].Probs when it samples) for each request; a
+	// request may get no draft. An error disables nothing: that step runs without drafts.
+	Propose(reqs []ProposeRequest) error
+	// Forget drops what the proposer keeps for a sequence (finished, aborted or preempted).
+	Forget(id SeqID)
+}
+
+// ProposeRequest is one sequence's share of a Propose call.
+type ProposeRequest struct {
+	ID     SeqID
+	Tokens []int          // prompt followed by the output so far (read only, valid during the call)
+	K      int            // propose at most K tokens (K >= 1)
+	Params *sample.Params // the request's sampling parameters (read only)
+
+	// Draft receives up to K proposed tokens (reuse its capacity).
+	Draft []int
+	// Probs, when not nil, holds one distribution over the vocabulary per draft token: the
+	// q from which the proposer drew Draft[i]. nil means each draft token was chosen
+	// deterministically (a point mass), as n-gram lookup and greedy drafts do.
+	Probs [][]float32
+}
+
+// SpecOptions configures speculative decoding; the zero value is off.
+type SpecOptions struct {
+	Proposer Proposer
+	// NumTokens is k, the draft tokens per sequence and step at most (vLLM's
+	// num_speculative_tokens); each sequence adapts its own k in [1, NumTokens] to its recent
+	// acceptance.
+	NumTokens int
+	// DisableByBatchSize turns speculation off for a step when this many sequences or more
+	// are running (where the batch alone keeps the cores busy); 0 = never.
+	DisableByBatchSize int
+}
+
+// SpecStats counts speculative decoding, as vLLM's spec_decode metrics do.
+type SpecStats struct {
+	Drafts         int64   // verifications of a sequence with at least one draft token
+	DraftTokens    int64   // draft tokens verified
+	AcceptedTokens int64   // draft tokens accepted
+	AcceptedPerPos []int64 // accepted draft tokens by position 0..NumTokens-1
+}
