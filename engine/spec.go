@@ -19,12 +19,25 @@ type Proposer interface {
 	Forget(id SeqID)
 }
 
+// HiddenProposer is a Proposer that drafts from the target's hidden states (a learned draft
+// head in the EAGLE or Medusa style): when NeedsHidden is true the engine keeps the hidden
+// rows of the verified tokens and passes them in ProposeRequest.Hidden.
+type HiddenProposer interface {
+	Proposer
+	NeedsHidden() bool
+}
+
 // ProposeRequest is one sequence's share of a Propose call.
 type ProposeRequest struct {
 	ID     SeqID
 	Tokens []int          // prompt followed by the output so far (read only, valid during the call)
 	K      int            // propose at most K tokens (K >= 1)
 	Params *sample.Params // the request's sampling parameters (read only)
+	// Hidden, for a HiddenProposer, is the target's final hidden state (after the output
+	// norm: the vector the logits came from) at the sequence's last token whose successor is
+	// known, i.e. the row that produced Tokens[len(Tokens)-1]; nil if unknown (after a
+	// prefill chunk without logits, a preemption). Read only, valid during the call.
+	Hidden []float32
 
 	// Draft receives up to K proposed tokens (reuse its capacity).
 	Draft []int
