@@ -127,14 +127,20 @@ func TestDraftRollback(t *testing.T) {
 		toks = append(slices.Clone(toks), reqs[0].Draft[:accepted]...)
 		toks = append(toks, other)
 	}
-	// and a caller that goes back to a much shorter prefix
-	toks = toks[:3]
-	reqs := []engine.ProposeRequest{{ID: 7, Tokens: toks, K: K}}
-	if err := d.Propose(reqs); err != nil {
-		t.Fatal(err)
+	// a caller whose tokens change in the middle, then one that goes back to a short prefix
+	mid := slices.Clone(toks)
+	slices.Reverse(mid[1 : len(mid)-1])
+	if slices.Equal(greedyRef(t, b.Model, mid, K), greedyRef(t, b.Model, toks, K)) {
+		t.Fatal("the test needs a change in the middle that changes the continuation")
 	}
-	if exp := greedyRef(t, b.Model, toks, K); !slices.Equal(reqs[0].Draft, exp) {
-		t.Fatalf("after truncation: draft %v, want %v", reqs[0].Draft, exp)
+	for _, tt := range [][]int{mid, mid[:3]} {
+		reqs := []engine.ProposeRequest{{ID: 7, Tokens: tt, K: K}}
+		if err := d.Propose(reqs); err != nil {
+			t.Fatal(err)
+		}
+		if exp := greedyRef(t, b.Model, tt, K); !slices.Equal(reqs[0].Draft, exp) {
+			t.Fatalf("after %v: draft %v, want %v", tt, reqs[0].Draft, exp)
+		}
 	}
 }
 
