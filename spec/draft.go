@@ -28,6 +28,9 @@ type DraftOptions struct {
 	// MaxBatchTokens bounds the rows of one catch-up forward (default 2048); longer catch-ups
 	// (new prompts) run as several forwards.
 	MaxBatchTokens int
+	// MaxLen is the longest sequence drafted for, its drafts included (default and at most:
+	// the draft's context length; 0 there = no limit); longer ones get no draft.
+	MaxLen int
 	// Invariant runs the draft's forwards batch-invariant (model.Batch.Invariant), so a
 	// sequence's drafts do not depend on the other sequences drafted with it.
 	Invariant bool
@@ -87,7 +90,10 @@ func NewDraft(m *model.Model, opts DraftOptions) (*Draft, error) {
 		perTok := int64(2*m.Config.Layers*m.Config.KVDim()) * 4
 		opts.KVTokens = int(min(int64(64*ctx), DefaultDraftKVBytes/max(perTok, 1)))
 	}
-	if opts.BlockSize < 1 || opts.MaxBatchTokens < 1 || opts.KVTokens < opts.BlockSize {
+	if ctx := m.Config.CtxLen; opts.MaxLen == 0 || ctx > 0 && opts.MaxLen > ctx {
+		opts.MaxLen = ctx
+	}
+	if opts.BlockSize < 1 || opts.MaxBatchTokens < 1 || opts.KVTokens < opts.BlockSize || opts.MaxLen < 0 {
 		return nil, fmt.Errorf("spec: draft: KV of %d tokens in blocks of %d, %d tokens per forward",
 			opts.KVTokens, opts.BlockSize, opts.MaxBatchTokens)
 	}
@@ -185,8 +191,8 @@ func (d *Draft) Propose(reqs []engine.ProposeRequest) error {
 // does not fit the draft's context or KV pool.
 func (d *Draft) admit(r *engine.ProposeRequest) (active, bool) {
 	n, k := len(r.Tokens), r.K
-	if ctx := d.m.Config.CtxLen; ctx > 0 {
-		k = min(k, ctx-n+1) // the last draft is fed at position n+k-2
+	if d.opts.MaxLen > 0 {
+		k = min(k, d.opts.MaxLen-n+1) // the last draft is fed at position n+k-2
 	}
 	if n == 0 || k < 1 {
 		return active{}, false
