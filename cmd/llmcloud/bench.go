@@ -1,7 +1,8 @@
 // The bench command: engine benchmarks. `bench latency` measures prompt processing (pp) and
 // token generation (tg) speed like llama-bench and prints its table, plus the share of the
-// machine's memory read bandwidth decode uses. (`bench throughput` and `bench serve` come
-// later.)
+// machine's memory read bandwidth decode uses. With --draft or --speculative-config it
+// compares single-stream decode with and without speculative decoding instead
+// (bench_latency_spec.go).
 package main
 
 import (
@@ -51,8 +52,15 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("repetitions", 5, "timed runs of each test (after one warm-up)")
 	fs.IntVar(reps, "r", 5, "shorthand for --repetitions")
 	noBW := fs.Bool("no-bandwidth", false, "skip the memory bandwidth measurement")
+	var sp specFlags
+	sp.register(fs, true)
+	specPrompt := fs.String("prompt", benchSpecPrompt, "with speculative decoding: the prompt text of the tg test (acceptance depends on the text)")
+	temp := fs.Float64("temperature", 0, "with speculative decoding: sampling temperature of the tg test (0 = greedy)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := sp.check(); err != nil {
 		return err
 	}
 	switch {
@@ -75,6 +83,15 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	defer b.Close()
 	m := b.Model
 	m.Pool = kernels.NewPool(*threads)
+	if sp.on {
+		if *gen < 2 {
+			return usagef("with speculative decoding -n must be at least 2")
+		}
+		if b.Tok == nil {
+			return fmt.Errorf("%s: the model has no tokenizer (the speculative tg test encodes --prompt)", path)
+		}
+		return benchLatencySpec(b, &sp, *specPrompt, *gen, *reps, *temp, stdout)
+	}
 	// The host's bandwidth can change while the tests run (a shared VM): probe it before and
 	// after them, and divide by the higher of the two.
 	var bwBefore perf.Bandwidth

@@ -39,8 +39,13 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	noChunk := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
 	fs.BoolVar(&o.Engine.BatchInvariant, "batch-invariant", o.Engine.BatchInvariant, "bit-identical results whatever the batch (a lone row's matmuls run on the GEMM kernels)")
 	jsonOut := fs.String("output-json", "", "also write the results to this JSON file")
+	var sp specFlags
+	sp.register(fs, true)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := sp.check(); err != nil {
 		return err
 	}
 	switch {
@@ -69,8 +74,23 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 		maxLen := max(sc.MaxModelLenTokens, m.Config.CtxLen, o.PrefixLen+o.InputLen+o.OutputLen)
 		seqs := min(o.NumPrompts, sc.MaxNumSeqs)
 		bs := int64(sc.BlockSizeTokens)
-		perSeq := (int64(o.PrefixLen+o.InputLen+o.OutputLen) + bs - 1) / bs * bs
+		perSeq := (int64(o.PrefixLen+o.InputLen+o.OutputLen+sp.cfg.NumTokens) + bs - 1) / bs * bs
 		o.Engine.KVCacheBytes = max(int64(seqs)*perSeq, int64(maxLen)+bs) * per
+	}
+	if sp.on {
+		maxLen := sc.MaxModelLenTokens
+		if maxLen == 0 {
+			maxLen = max(m.Config.CtxLen, o.PrefixLen+o.InputLen+o.OutputLen)
+		}
+		so, release, err := sp.build(b, maxLen, o.Engine.BatchInvariant)
+		if err != nil {
+			return err
+		}
+		defer release()
+		if err := useSpec(&o.Engine, so); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Speculative decoding: %s\n", sp.describe())
 	}
 	res, err := perf.Throughput(m, b.Tok, o)
 	if err != nil {

@@ -1,4 +1,5 @@
 // The generate command: complete a prompt and print the continuation; timings go to stderr.
+// With --draft or --speculative-config it decodes speculatively (generate_spec.go).
 package main
 
 import (
@@ -24,7 +25,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	prompt := fs.String("prompt", "", "prompt text")
 	noBOS := fs.Bool("no-bos", false, "do not add the BOS token the tokenizer would add")
 	echo := fs.Bool("echo", false, "print the prompt before the continuation")
+	var sp specFlags
+	sp.register(fs, true)
 	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if err := sp.check(); err != nil {
 		return err
 	}
 	if err := mf.useDefault(textLog(stderr)); err != nil {
@@ -47,6 +53,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	if *echo {
 		fmt.Fprint(stdout, *prompt)
+	}
+	if sp.on {
+		return generateSpec(ctx, b, ids, opts, &sp, stdout, stderr)
 	}
 	res, err := generate.Run(ctx, b.Model, b.Tok, ids, opts, func(s string) { fmt.Fprint(stdout, s) })
 	fmt.Fprintln(stdout)

@@ -72,6 +72,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	var ho server.HTTPOptions
 	httpFlags(fs, &ho)
 	profDir := fs.String("profiler-dir", "", "enable POST /start_profile and /stop_profile (vLLM's), which write Chrome trace-event JSON of every engine step and op into this directory (open in https://ui.perfetto.dev)")
+	var sp specFlags
+	sp.register(fs, false)
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -87,6 +89,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := sp.check(); err != nil {
+		return err
+	}
 	if *toolParser != "" {
 		if _, err := toolcall.Lookup(*toolParser); err != nil {
 			return usagef("--tool-call-parser: %v", err)
@@ -189,6 +194,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	eo.MaxQueuedRequests = *maxQueued
 	eo.BatchInvariant = *invariant
 	eo.OnStep = srv.StepHook
+	if sp.on {
+		so, release, err := sp.build(b, sc.MaxModelLenTokens, *invariant)
+		if err == nil {
+			defer release()
+			err = useSpec(&eo, so)
+		}
+		if err != nil {
+			hs.Close()
+			return err
+		}
+		log.Info("speculative decoding", "config", sp.describe())
+	}
 	eng, err := engine.New(b.Model, b.Tok, eo)
 	if err != nil {
 		hs.Close()
