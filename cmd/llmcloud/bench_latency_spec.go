@@ -25,7 +25,7 @@ func benchLatencySpec(b *loader.Bundle, sp *specFlags, prompt string, gen, reps 
 	if ctx := b.Model.Config.CtxLen; ctx > 0 && maxLen > ctx {
 		return usagef("prompt (%d tokens) + -n %d is over the model's context length %d", len(ids), gen, ctx)
 	}
-	so, release, err := sp.build(b, maxLen, false)
+	so, release, err := sp.build(b, maxLen, maxLen+sp.cfg.NumTokens+32, false)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,8 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 		if maxLen == 0 {
 			maxLen = max(m.Config.CtxLen, o.PrefixLen+o.InputLen+o.OutputLen)
 		}
-		so, release, err := sp.build(b, maxLen, o.Engine.BatchInvariant)
+		kvTokens := int(o.Engine.KVCacheBytes/per) + min(o.NumPrompts, sc.MaxNumSeqs)*sc.BlockSizeTokens
+		so, release, err := sp.build(b, maxLen, kvTokens, o.Engine.BatchInvariant)
 		if err != nil {
 			return err
 		}

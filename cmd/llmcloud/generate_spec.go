@@ -24,7 +24,7 @@ func generateSpec(ctx context.Context, b *loader.Bundle, ids []int, opts generat
 	if len(ids) >= maxLen {
 		return fmt.Errorf("generate: prompt of %d tokens does not fit the context length %d (leave room for at least one new token)", len(ids), maxLen)
 	}
-	so, release, err := sp.build(b, maxLen, false)
+	so, release, err := sp.build(b, maxLen, maxLen+sp.cfg.NumTokens+32, false)
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	eo.BatchInvariant = *invariant
 	eo.OnStep = srv.StepHook
 	if sp.on {
-		so, release, err := sp.build(b, sc.MaxModelLenTokens, *invariant)
+		kvTokens := (sc.NumBlocks + sc.MaxNumSeqs) * sc.BlockSizeTokens
+		so, release, err := sp.build(b, sc.MaxModelLenTokens, kvTokens, *invariant)
 		if err == nil {
 			defer release()
 			err = useSpec(&eo, so)

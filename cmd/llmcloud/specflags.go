@@ -71,8 +71,10 @@ func (s *specFlags) check() error {
 
 // build opens the proposer for target b serving sequences of up to maxModelLen tokens, and
 // returns it with a function releasing the draft's files (call it after the engine stopped).
-func (s *specFlags) build(b *loader.Bundle, maxModelLen int, invariant bool) (engine.SpecOptions, func(), error) {
-	so, err := spec.Build(s.cfg, b.Model, b.Tok, maxModelLen, spec.DraftOptions{Invariant: invariant})
+// A draft model's KV pool gets kvTokens slots (the target pool's tokens plus room for the
+// drafts suits: the draft caches what the target does).
+func (s *specFlags) build(b *loader.Bundle, maxModelLen, kvTokens int, invariant bool) (engine.SpecOptions, func(), error) {
+	so, err := spec.Build(s.cfg, b.Model, b.Tok, maxModelLen, spec.DraftOptions{KVTokens: kvTokens, Invariant: invariant})
 	if err != nil {
 		return so, nil, err
 	}
