@@ -195,3 +195,29 @@ func TestDraftKVFreed(t *testing.T) {
 		t.Fatalf("after Forget %d of %d blocks are free", free, total)
 	}
 }
+
+// BenchmarkDraftPropose: one sequence in decode drafting K=4 tokens per call after one
+// accepted token (the steady state of single-stream speculation).
+func BenchmarkDraftPropose(b *testing.B) {
+	bd, err := loader.Open(defaultModelPath(), loader.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bd.Close()
+	d, err := NewDraft(bd.Model, DraftOptions{KVTokens: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	toks := bd.Tok.Encode("Once upon a time, there was a little girl named Lily.", true, false)
+	reqs := []engine.ProposeRequest{{ID: 1, K: 4}}
+	for b.Loop() {
+		if len(toks) > 900 {
+			toks = toks[:20]
+		}
+		reqs[0].Tokens = toks
+		if err := d.Propose(reqs); err != nil {
+			b.Fatal(err)
+		}
+		toks = append(toks, reqs[0].Draft[0])
+	}
+}
