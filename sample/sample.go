@@ -80,6 +80,7 @@ type Sampler struct {
 	count     []int     // candidates per bucket
 	pbuf      []float64 // probabilities of a draw (reused)
 	gathered  []cand    // nucleus candidates in id order (reused)
+	dbuf      []float64 // a distribution for speculative decoding (reused)
 
 	// Tests set these to the original implementations to compare the fast paths with them.
 	refDraw     func(s *Sampler, x []float64) int

@@ -1,0 +1,327 @@
+// Tests of Distribution (exactly the reference draw's probabilities) and of rejection sampling
+// in Verify: chi-square tests (fixed seeds, so deterministic) that the verified tokens are
+// distributed as the target's tokens drawn one by one.
+package sample
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+const specTrials = 20000
+
+// randRow returns n Gaussian logits of standard deviation sd.
+func randRow(r *rand.Rand, n int, sd float64) []float32 {
+	row := make([]float32, n)
+	for i := range row {
+		row[i] = float32(r.NormFloat64() * sd)
+	}
+	return row
+}
+
+// randDist returns a random distribution over n tokens (a softmax of Gaussian logits).
+func randDist(r *rand.Rand, n int) []float32 {
+	q := randRow(r, n, 1.5)
+	var sum float64
+	for i, v := range q {
+		q[i] = float32(math.Exp(float64(v)))
+		sum += float64(q[i])
+	}
+	for i := range q {
+		q[i] /= float32(sum)
+	}
+	return q
+}
+
+// drawTest draws from q with the test's own RNG.
+func drawTest(r *rand.Rand, q []float32) int {
+	u := r.Float64()
+	for i, v := range q {
+		if u -= float64(v); u < 0 {
+			return i
+		}
+	}
+	return len(q) - 1
+}
+
+// wantDist is the target's distribution for row after prompt and the generated tokens.
+func wantDist(t *testing.T, p Params, prompt, generated []int, row []float32) []float64 {
+	s := mustNew(t, p)
+	s.SetPrompt(prompt)
+	for _, id := range generated {
+		s.Accept(id)
+	}
+	return slices.Clone(s.dist(s.processed(row)))
+}
+
+// TestDistributionMatchesReference: Distribution's probabilities are exactly the reference
+// draw's (its candidates' unnormalized probabilities over their sum), on the row shapes and
+// parameters of the equivalence tests.
+func TestDistributionMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 19))
+	for _, c := range []struct{ n, rows int }{{100, 2000}, {32000, 40}} {
+		for row := range c.rows {
+			logits := equivLogits(r, c.n)
+			p := equivParams(r, c.n)
+			s, ref := mustNew(t, p), mustNew(t, p)
+			prompt := []int{r.IntN(c.n), r.IntN(c.n)}
+			s.SetPrompt(prompt)
+			ref.SetPrompt(prompt)
+			got := s.dist(s.processed(logits))
+			want := make([]float64, c.n)
+			x := ref.processed(logits)
+			if p.Temperature == 0 {
+				want[argmax(x)] = 1
+			} else if idx, kept := ref.keptReference(x); len(idx) == 0 {
+				want[argmax(x)] = 1
+			} else {
+				for _, i := range idx {
+					want[i] = x[i] / kept
+				}
+			}
+			for i := range want {
+				if !sameFloat(got[i], want[i]) {
+					t.Fatalf("V=%d row %d %+v: p[%d] = %v, reference %v", c.n, row, p, i, got[i], want[i])
+				}
+			}
+			f, err := s.Distribution(nil, logits)
+			if err != nil || len(f) != c.n {
+				t.Fatalf("Distribution: %d values, %v", len(f), err)
+			}
+		}
+	}
+	if _, err := mustNew(t, Params{LogitBias: map[int]float64{7: 1}}).Distribution(nil, make([]float32, 5)); err == nil {
+		t.Error("Distribution: logit bias outside the vocabulary accepted")
+	}
+}
+
+// TestDistributionByDrawing: Sample's tokens and DrawFrom's follow Distribution.
+func TestDistributionByDrawing(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 20))
+	for i, p := range []Params{
+		{Temperature: 1, Seed: 1},
+		{Temperature: 0.7, TopK: 6, Seed: 2},
+		{Temperature: 1.2, TopP: 0.8, MinP: 0.05, Seed: 3},
+		{Temperature: 1, TopK: 9, TopP: 0.9, Seed: 4, LogitBias: map[int]float64{3: 2}},
+	} {
+		row := randRow(r, 12, 1.5)
+		s := mustNew(t, p)
+		want := slices.Clone(s.dist(s.processed(row)))
+		q, err := s.Distribution(nil, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sampled, drawn := make([]int, len(row)), make([]int, len(row))
+		for range specTrials {
+			drawn[s.DrawFrom(q)]++
+			res, err := s.Sample(row) // no penalties: the history does not matter
+			if err != nil {
+				t.Fatal(err)
+			}
+			sampled[res.ID]++
+		}
+		for what, obs := range map[string][]int{"Sample": sampled, "DrawFrom": drawn} {
+			if pv := chiSquareP(t, obs, want); pv < 0.01 {
+				t.Errorf("case %d %s: p-value %.2g: counts %v, want %v", i, what, pv, obs, want)
+			}
+		}
+	}
+	if id := mustNew(t, Params{}).DrawFrom([]float32{0, -1}); id != -1 {
+		t.Errorf("DrawFrom of nothing: %d", id)
+	}
+}
+
+// TestVerifyRejectionFirstToken: the first token Verify returns is distributed as p_0, for
+// drafts drawn from another distribution q and for point-mass drafts (n-gram style), with and
+// without top-k, top-p and min-p.
+func TestVerifyRejectionFirstToken(t *testing.T) {
+	const V, k = 10, 3
+	r := rand.New(rand.NewPCG(21, 21))
+	plain := Params{Temperature: 1, Logprobs: true}
+	cut := Params{Temperature: 0.8, TopK: 6, TopP: 0.9, MinP: 0.03, Logprobs: true}
+	for ci, c := range []struct {
+		name  string
+		p     Params
+		draft string // q: drafts from random q; likely/unlikely/random: point masses
+	}{
+		{"q", plain, "q"}, {"point-likely", plain, "likely"}, {"point-unlikely", plain, "unlikely"},
+		{"point-random", plain, "random"}, {"cut-q", cut, "q"}, {"cut-point-likely", cut, "likely"},
+		{"cut-point-random", cut, "random"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.p.Seed = uint64(100 + ci)
+			logits := randRow(r, (k+1)*V, 1.5)
+			want := wantDist(t, c.p, nil, nil, logits[:V])
+			s := mustNew(t, c.p)
+			counts := make([]int, V)
+			accepted := 0
+			drafts := make([]int, k)
+			for range specTrials {
+				var q [][]float32
+				switch c.draft {
+				case "q":
+					q = make([][]float32, k)
+					for i := range q {
+						q[i] = randDist(r, V)
+						drafts[i] = drawTest(r, q[i])
+					}
+				case "likely":
+					for i := range drafts {
+						drafts[i] = argmax32(logits[i*V : (i+1)*V])
+					}
+				case "unlikely":
+					for i := range drafts {
+						drafts[i] = (argmax32(logits[i*V:(i+1)*V]) + 1) % V
+					}
+				default:
+					for i := range drafts {
+						drafts[i] = r.IntN(V)
+					}
+				}
+				res, err := s.Verify(logits, V, drafts, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res) < 1 || len(res) > k+1 || res[0].Logprob >= 0 {
+					t.Fatalf("results %+v", res)
+				}
+				for i := range res[:len(res)-1] {
+					if res[i].ID != drafts[i] {
+						t.Fatalf("result %d is %d, not the accepted draft %d", i, res[i].ID, drafts[i])
+					}
+				}
+				counts[res[0].ID]++
+				if res[0].ID == drafts[0] {
+					accepted++
+				}
+			}
+			if pv := chiSquareP(t, counts, want); pv < 0.01 {
+				t.Errorf("p-value %.3g: counts %v, want %v", pv, counts, want)
+			}
+			t.Logf("first draft accepted %.1f%% (p-value > 0.01)", 100*float64(accepted)/specTrials)
+		})
+	}
+}
+
+func argmax32(row []float32) int {
+	x := make([]float64, len(row))
+	for i, v := range row {
+		x[i] = float64(v)
+	}
+	return argmax(x)
+}
+
+// specModel is a toy language model over V tokens: deterministic logits for each context.
+func specModel(seed uint64, ctx []int, V int) []float32 {
+	h := seed
+	for _, id := range ctx {
+		h = (h ^ uint64(id+1)) * 0x100000001b3
+	}
+	return randRow(rand.New(rand.NewPCG(h, seed)), V, 1.3)
+}
+
+// TestVerifyRejectionJoint: the first two generated tokens, produced by rounds of Verify with
+// k = 2 drafts (from a toy draft model's q, or its greedy point masses) against a toy target,
+// are jointly distributed as the target's tokens drawn one by one, penalties (which see the
+// accepted drafts) and cuts included.
+func TestVerifyRejectionJoint(t *testing.T) {
+	const V, k = 5, 2
+	prompt := []int{0, 1}
+	base := Params{Temperature: 0.9, TopK: 4, TopP: 0.95, MinP: 0.02, RepetitionPenalty: 1.3,
+		PresencePenalty: 0.4, FrequencyPenalty: 0.3}
+	target := func(ctx []int) []float32 { return specModel(1, ctx, V) }
+	for _, mode := range []string{"q", "point"} {
+		t.Run(mode, func(t *testing.T) {
+			want := make([]float64, V*V)
+			p0 := wantDist(t, base, prompt, nil, target(prompt))
+			for t0 := range V {
+				p1 := wantDist(t, base, prompt, []int{t0}, target(append(slices.Clone(prompt), t0)))
+				for t1 := range V {
+					want[t0*V+t1] = p0[t0] * p1[t1]
+				}
+			}
+			r := rand.New(rand.NewPCG(22, 22))
+			draft := mustNew(t, Params{Temperature: 1}) // for the draft model's q
+			counts := make([]int, V*V)
+			for trial := range specTrials {
+				p := base
+				p.Seed = uint64(trial)
+				s := mustNew(t, p)
+				s.SetPrompt(prompt)
+				ctx := slices.Clone(prompt)
+				for len(ctx) < len(prompt)+2 {
+					var drafts []int
+					var q [][]float32
+					logits := target(ctx)
+					for range k {
+						dctx := append(slices.Clone(ctx), drafts...)
+						qi, _ := draft.Distribution(nil, specModel(2, dctx, V))
+						var d int
+						if mode == "q" {
+							d = drawTest(r, qi)
+							q = append(q, qi)
+						} else {
+							d = argmax32(qi)
+						}
+						drafts = append(drafts, d)
+						logits = append(logits, target(append(dctx, d))...)
+					}
+					res, err := s.Verify(logits, V, drafts, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, x := range res {
+						ctx = append(ctx, x.ID)
+					}
+				}
+				counts[ctx[2]*V+ctx[3]]++
+			}
+			if pv := chiSquareP(t, counts, want); pv < 0.01 {
+				t.Errorf("p-value %.3g:\ncounts %v\nwant   %v", pv, counts, scaled(want, specTrials))
+			}
+		})
+	}
+}
+
+func scaled(p []float64, n int) string {
+	s := ""
+	for _, v := range p {
+		s += fmt.Sprintf(" %.0f", v*float64(n))
+	}
+	return s
+}
+
+// TestVerifyRandomDeterministic: the same seed gives the same verification; bad draft
+// distributions are errors.
+func TestVerifyRandomDeterministic(t *testing.T) {
+	const V = 7
+	r := rand.New(rand.NewPCG(23, 23))
+	logits := randRow(r, 4*V, 1)
+	q := [][]float32{randDist(r, V), randDist(r, V), randDist(r, V)}
+	run := func() []int {
+		s := mustNew(t, Params{Temperature: 1, Seed: 5, FrequencyPenalty: 0.5})
+		var ids []int
+		for range 50 {
+			res, err := s.Verify(logits, V, []int{1, 2, 3}, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range res {
+				ids = append(ids, x.ID)
+			}
+		}
+		return ids
+	}
+	if a, b := run(), run(); !slices.Equal(a, b) {
+		t.Fatalf("same seed, different tokens: %v vs %v", a, b)
+	}
+	s := mustNew(t, Params{Temperature: 1})
+	for _, bad := range [][]float32{make([]float32, V), {1, -1, 0, 0, 0, 0, 0}, {float32(math.NaN()), 1, 0, 0, 0, 0, 0}} {
+		if _, err := s.Verify(logits[:2*V], V, []int{1}, [][]float32{bad}); err == nil {
+			t.Errorf("draft distribution %v accepted", bad)
+		}
+	}
+}
