@@ -1,9 +1,9 @@
 // The sampler's distribution as a vector: what Sample draws from, after every step of the
 // package documentation (bias, penalties, temperature, min-p, top-k, top-p, renormalized).
 // Speculative decoding needs it whole: a draft proposer samples its drafts from it (q), and
-// Verify's rejection sampling compares the target's (p) with q token by token. The plain
-// algorithm is used (the operations of reference_test.go's drawReference, so the same tokens
-// get the same probabilities); it sorts the candidates only under top-p.
+// Verify's rejection sampling compares the target's (p) with q token by token. It takes the
+// draw's shortcuts (draw.go), so it keeps exactly the tokens the draw can choose, at about the
+// cost of a draw.
 package sample
 
 import (
@@ -71,7 +71,9 @@ func (s *Sampler) checkRow(n int) error {
 }
 
 // dist applies steps 4-8 to x (processed logits; overwritten) and returns the normalized
-// distribution (a reused buffer of len(x)).
+// distribution (a reused buffer of len(x)). It takes the draw's paths (draw.go): the tokens
+// kept are exactly the draw's; their probabilities are exact under a top-k or top-p cut, else
+// within expErr (relative) of the exact ones.
 func (s *Sampler) dist(x []float64) []float64 {
 	if cap(s.dbuf) < len(x) {
 		s.dbuf = make([]float64, len(x))
@@ -84,9 +86,82 @@ func (s *Sampler) dist(x []float64) []float64 {
 	}
 	t := s.p.Temperature
 	mx := math.Inf(-1)
-	for i := range x {
-		x[i] /= t
-		mx = math.Max(mx, x[i]) // NaN makes mx NaN and leaves no candidate, as in the draw
+	nan := false
+	for i, v := range x {
+		if t != 1 { // x/1 == x
+			v /= t
+			x[i] = v
+		}
+		if v > mx {
+			mx = v
+		} else if v != v {
+			nan = true
+		}
+	}
+	if nan || math.IsInf(mx, 0) || len(x) <= plainDistMax {
+		return s.distPlain(x, p)
+	}
+	lim := 0.0
+	if s.p.MinP > 0 {
+		lim = s.p.MinP
+	}
+	topP := s.p.TopP > 0 && s.p.TopP < 1
+	if k := s.p.TopK; k > 0 && k < len(x) {
+		if cs, ok := s.topKCands(x, mx, lim, k); ok {
+			return s.fill(p, cs, topP)
+		}
+	}
+	var hist []float64
+	if topP {
+		if s.hist == nil {
+			s.hist = make([]float64, nucleusBuckets)
+			s.count = make([]int, nucleusBuckets+1)
+		}
+		hist = s.hist
+		clear(hist)
+	}
+	pr := s.probabilities(x, mx, lim, hist)
+	if k := s.p.TopK; k > 0 && k < pr.n {
+		pr.exact()
+		return s.fill(p, s.topK(pr.p, lim, k), topP)
+	}
+	if topP {
+		cs, cut := s.nucleusSet(&pr)
+		return s.fill(p, cs, cut)
+	}
+	for i, e := range pr.p[:pr.last+1] {
+		if pr.candidate(e) {
+			p[i] = e / pr.kept
+		}
+	}
+	return p
+}
+
+// fill sets p (zeroed) to the distribution of the candidates cs, cut by top-p first if cut.
+func (s *Sampler) fill(p []float64, cs []cand, cut bool) []float64 {
+	if cut {
+		cs = s.cutTopP(cs)
+	}
+	kept := 0.0
+	for _, c := range cs {
+		kept += c.v
+	}
+	for _, c := range cs {
+		p[c.id] = c.v / kept
+	}
+	return p
+}
+
+// plainDistMax is the largest vocabulary for which dist takes the plain algorithm: cheap
+// for a few hundred tokens, where the draw's shortcuts cost more in set-up than they save.
+const plainDistMax = 256
+
+// distPlain is dist for x after the temperature by the plain algorithm: for a small vocabulary,
+// or with a NaN or an infinite maximum (as drawSorted).
+func (s *Sampler) distPlain(x, p []float64) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = math.Max(mx, v) // NaN makes mx NaN and leaves no candidate, as in the draw
 	}
 	for i := range x {
 		x[i] = math.Exp(x[i] - mx)
@@ -95,47 +170,28 @@ func (s *Sampler) dist(x []float64) []float64 {
 	if s.p.MinP > 0 {
 		lim = s.p.MinP
 	}
+	n := countCands(x, lim)
 	topP := s.p.TopP > 0 && s.p.TopP < 1
-	var cs []cand
-	switch n := countCands(x, lim); {
+	switch {
 	case n == 0:
 		p[argmax(x)] = 1
 		return p
 	case s.p.TopK > 0 && s.p.TopK < n:
-		cs = s.topK(x, lim, s.p.TopK) // most likely first
+		return s.fill(p, s.topK(x, lim, s.p.TopK), topP)
 	case topP:
-		cs = s.collect(x, lim, 0) // most likely first
-	default:
-		cs = s.cands[:0] // id order
-		for i, e := range x {
-			if e > 0 && e >= lim {
-				cs = append(cs, cand{e, i})
-			}
+		return s.fill(p, s.collect(x, lim, 0), true)
+	}
+	for i, e := range x {
+		if e > 0 && e >= lim {
+			p[i] = e
 		}
-		s.cands = cs
 	}
 	kept := 0.0
-	for _, c := range cs {
-		kept += c.v
+	for _, e := range p {
+		kept += e
 	}
-	if topP {
-		var cum float64
-		k := 0
-		for k < len(cs) {
-			cum += cs[k].v / kept
-			k++
-			if cum >= s.p.TopP {
-				break
-			}
-		}
-		cs = cs[:k]
-		kept = 0
-		for _, c := range cs {
-			kept += c.v
-		}
-	}
-	for _, c := range cs {
-		p[c.id] = c.v / kept
+	for i := range p {
+		p[i] /= kept
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -57,39 +58,44 @@ func wantDist(t *testing.T, p Params, prompt, generated []int, row []float32) []
 	return slices.Clone(s.dist(s.processed(row)))
 }
 
-// TestDistributionMatchesReference: Distribution's probabilities are exactly the reference
-// draw's (its candidates' unnormalized probabilities over their sum), on the row shapes and
-// parameters of the equivalence tests.
+// TestDistributionMatchesReference: Distribution keeps exactly the tokens the reference draw
+// can choose, with its probabilities (its candidates' unnormalized probabilities over their
+// sum) to within 1e-12 relative, on the row shapes and parameters of the equivalence tests;
+// also with the margins made huge, so that the exact fallbacks decide.
 func TestDistributionMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 19))
-	for _, c := range []struct{ n, rows int }{{100, 2000}, {32000, 40}} {
-		for row := range c.rows {
-			logits := equivLogits(r, c.n)
-			p := equivParams(r, c.n)
-			s, ref := mustNew(t, p), mustNew(t, p)
-			prompt := []int{r.IntN(c.n), r.IntN(c.n)}
-			s.SetPrompt(prompt)
-			ref.SetPrompt(prompt)
-			got := s.dist(s.processed(logits))
-			want := make([]float64, c.n)
-			x := ref.processed(logits)
-			if p.Temperature == 0 {
-				want[argmax(x)] = 1
-			} else if idx, kept := ref.keptReference(x); len(idx) == 0 {
-				want[argmax(x)] = 1
-			} else {
-				for _, i := range idx {
-					want[i] = x[i] / kept
+	defer func() { marginScale = 1 }()
+	for _, scale := range []float64{1, 1e15} {
+		marginScale = scale
+		for _, c := range []struct{ n, rows int }{{100, 1000}, {1000, 1000}, {32000, 60}} {
+			for row := range c.rows {
+				logits := equivLogits(r, c.n)
+				p := equivParams(r, c.n)
+				s, ref := mustNew(t, p), mustNew(t, p)
+				prompt := []int{r.IntN(c.n), r.IntN(c.n)}
+				s.SetPrompt(prompt)
+				ref.SetPrompt(prompt)
+				got := s.dist(s.processed(logits))
+				want := make([]float64, c.n)
+				x := ref.processed(logits)
+				if p.Temperature == 0 {
+					want[argmax(x)] = 1
+				} else if idx, kept := ref.keptReference(x); len(idx) == 0 {
+					want[argmax(x)] = 1
+				} else {
+					for _, i := range idx {
+						want[i] = x[i] / kept
+					}
 				}
-			}
-			for i := range want {
-				if !sameFloat(got[i], want[i]) {
-					t.Fatalf("V=%d row %d %+v: p[%d] = %v, reference %v", c.n, row, p, i, got[i], want[i])
+				for i := range want {
+					if (got[i] == 0) != (want[i] == 0) || math.Abs(got[i]-want[i]) > 1e-12*want[i] {
+						t.Fatalf("scale %g V=%d row %d %+v: p[%d] = %v, reference %v", scale, c.n, row, p, i, got[i], want[i])
+					}
 				}
-			}
-			f, err := s.Distribution(nil, logits)
-			if err != nil || len(f) != c.n {
-				t.Fatalf("Distribution: %d values, %v", len(f), err)
+				f, err := s.Distribution(nil, logits)
+				if err != nil || len(f) != c.n {
+					t.Fatalf("Distribution: %d values, %v", len(f), err)
+				}
 			}
 		}
 	}
@@ -138,7 +144,7 @@ func TestDistributionByDrawing(t *testing.T) {
 // drafts drawn from another distribution q and for point-mass drafts (n-gram style), with and
 // without top-k, top-p and min-p.
 func TestVerifyRejectionFirstToken(t *testing.T) {
-	const V, k = 10, 3
+	const k = 3
 	r := rand.New(rand.NewPCG(21, 21))
 	plain := Params{Temperature: 1, Logprobs: true}
 	cut := Params{Temperature: 0.8, TopK: 6, TopP: 0.9, MinP: 0.03, Logprobs: true}
@@ -150,7 +156,14 @@ func TestVerifyRejectionFirstToken(t *testing.T) {
 		{"q", plain, "q"}, {"point-likely", plain, "likely"}, {"point-unlikely", plain, "unlikely"},
 		{"point-random", plain, "random"}, {"cut-q", cut, "q"}, {"cut-point-likely", cut, "likely"},
 		{"cut-point-random", cut, "random"},
+		// Past plainDistMax: the distribution takes the draw's shortcuts.
+		{"large-q", Params{Temperature: 1, TopP: 0.97, Logprobs: true}, "q"},
+		{"large-point", Params{Temperature: 1, TopK: 50, MinP: 0.001, Logprobs: true}, "likely"},
 	} {
+		V := 10
+		if strings.HasPrefix(c.name, "large") {
+			V = plainDistMax + 100
+		}
 		t.Run(c.name, func(t *testing.T) {
 			c.p.Seed = uint64(100 + ci)
 			logits := randRow(r, (k+1)*V, 1.5)
@@ -159,13 +172,17 @@ func TestVerifyRejectionFirstToken(t *testing.T) {
 			counts := make([]int, V)
 			accepted := 0
 			drafts := make([]int, k)
+			pool := make([][]float32, 64) // the q to choose from
+			for i := range pool {
+				pool[i] = randDist(r, V)
+			}
 			for range specTrials {
 				var q [][]float32
 				switch c.draft {
 				case "q":
 					q = make([][]float32, k)
 					for i := range q {
-						q[i] = randDist(r, V)
+						q[i] = pool[r.IntN(len(pool))]
 						drafts[i] = drawTest(r, q[i])
 					}
 				case "likely":
@@ -323,5 +340,41 @@ func TestVerifyRandomDeterministic(t *testing.T) {
 		if _, err := s.Verify(logits[:2*V], V, []int{1}, [][]float32{bad}); err == nil {
 			t.Errorf("draft distribution %v accepted", bad)
 		}
+	}
+}
+
+// BenchmarkVerifyRandom32k: verification of 4 point-mass drafts (the first rejected half the
+// time or so) on a 32,000-token vocabulary, and Distribution alone, under common parameters.
+func BenchmarkVerifyRandom32k(b *testing.B) {
+	const V, k = 32000, 4
+	r := rand.New(rand.NewPCG(1, 2))
+	logits := randRow(r, (k+1)*V, 3)
+	drafts := make([]int, k)
+	for i := range drafts {
+		drafts[i] = argmax32(logits[i*V : (i+1)*V])
+	}
+	for _, c := range []struct {
+		name string
+		p    Params
+	}{
+		{"temperature", Params{Temperature: 1}},
+		{"top-k40", Params{Temperature: 1, TopK: 40}},
+		{"top-p0.9", Params{Temperature: 1, TopP: 0.9}},
+		{"min-p0.05", Params{Temperature: 1, MinP: 0.05}},
+	} {
+		s := mustNew(b, c.p)
+		b.Run("verify-"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.Verify(logits, V, drafts, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("distribution-"+c.name, func(b *testing.B) {
+			var q []float32
+			for b.Loop() {
+				q, _ = s.Distribution(q, logits[:V])
+			}
+		})
 	}
 }
