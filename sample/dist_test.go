@@ -90,4 +90,3 @@ func TestDistributionByDrawing(t *testing.T) {
 		t.Errorf("DrawFrom of nothing: %d", id)
 	}
 }
-
