@@ -11,8 +11,9 @@ import (
 )
 
 // NGram is the prompt-lookup proposer. It keeps no state per sequence: each Propose call
-// scans the sequence's tokens backward once (a few microseconds for 4k tokens:
-// BenchmarkNGramPropose), so Forget has nothing to drop.
+// scans the sequence's tokens backward once, a few nanoseconds per token of context (under
+// 20 µs for 4k tokens on a busy 2-vCPU machine, BenchmarkNGramPropose: small next to a
+// forward), so Forget has nothing to drop and no memory grows with the context.
 type NGram struct {
 	min, max int
 }
