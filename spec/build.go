@@ -37,7 +37,11 @@ func Build(cfg Config, target *model.Model, targetTok *tokenizer.Tokenizer, maxM
 		}
 		so.Proposer = d
 	case MethodNGram:
-		return so, errors.New("speculative-config: method: ngram is not available in this build yet")
+		g, err := NewNGram(cfg.PromptLookupMin, cfg.PromptLookupMax)
+		if err != nil {
+			return so, fmt.Errorf("speculative-config: prompt_lookup_min/max: %w", err)
+		}
+		so.Proposer = g
 	case MethodEagle:
 		return so, errors.New("speculative-config: method: eagle is not available yet")
 	default:

@@ -42,6 +42,21 @@ func TestBuildDraft(t *testing.T) {
 	}
 }
 
+func TestBuildNGram(t *testing.T) {
+	target := openBundle(t, defaultModelPath())
+	cfg, err := ParseConfig(`{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 3}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := Build(cfg, target.Model, target.Tok, 0, DraftOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := so.Proposer.(*NGram); !ok || g.min != 2 || g.max != 3 || so.NumTokens != 5 {
+		t.Fatalf("Build: %+v", so)
+	}
+}
+
 func TestBuildErrors(t *testing.T) {
 	target := openBundle(t, defaultModelPath())
 	other := fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf")

@@ -10,11 +10,11 @@ package spec
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/sample"
 )
 
 // DraftOptions configures a draft-model proposer; zero fields take the defaults.
@@ -59,10 +59,10 @@ type Draft struct {
 
 // draftSeq is what the draft keeps for one sequence.
 type draftSeq struct {
-	tokens []int   // the tokens whose K/V rows the cache holds, positions 0..
-	table  []int32 // its blocks
-	rng    *rand.Rand
-	seed   uint64
+	tokens []int           // the tokens whose K/V rows the cache holds, positions 0..
+	table  []int32         // its blocks
+	smp    *sample.Sampler // draws the drafts of a sampling request (draft_sample.go)
+	probs  [][]float32     // the distributions of its drafts (reused)
 }
 
 // active is one request's state during a Propose call.
@@ -142,7 +142,8 @@ func (d *Draft) Forget(id engine.SeqID) {
 }
 
 // Propose drafts up to reqs[i].K tokens for each request: greedy (Probs nil) when the
-// request's temperature is 0, otherwise drawn from the draft's distribution (drawDraft).
+// request's temperature is 0, otherwise drawn from the draft's distribution with Probs set
+// (draft_sample.go).
 func (d *Draft) Propose(reqs []engine.ProposeRequest) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -198,12 +199,8 @@ func (d *Draft) admit(r *engine.ProposeRequest) (active, bool) {
 		return active{}, false
 	}
 	s := d.seqs[r.ID]
-	seed := uint64(0)
-	if r.Params != nil {
-		seed = r.Params.Seed
-	}
 	if s == nil {
-		s = &draftSeq{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5bd1e9955bd1e995))}
+		s = &draftSeq{}
 		d.seqs[r.ID] = s
 	}
 	p := 0
@@ -283,18 +280,4 @@ func (d *Draft) forward() error {
 		a.req.Draft = append(a.req.Draft, d.choose(a, logits[j*V:(j+1)*V]))
 	}
 	return nil
-}
-
-// choose drafts the next token of a from the draft's logits row: the argmax (ties to the
-// lowest id, as package sample does). A point mass is a valid proposal distribution for
-// rejection sampling too, so requests with temperature > 0 get greedy drafts with Probs nil.
-func (d *Draft) choose(a *active, logits []float32) int {
-	_ = a
-	best := 0
-	for i, x := range logits {
-		if x > logits[best] {
-			best = i
-		}
-	}
-	return best
 }
