@@ -25,8 +25,8 @@ func Build(cfg Config, target *model.Model, targetTok *tokenizer.Tokenizer, maxM
 	if cfg.NumTokens < 1 || cfg.NumTokens > MaxSpecTokens {
 		return so, fmt.Errorf("speculative-config: num_speculative_tokens: %d is out of range 1..%d", cfg.NumTokens, MaxSpecTokens)
 	}
-	if cfg.DisableByBatchSize < 0 {
-		return so, fmt.Errorf("speculative-config: disable_by_batch_size: %d is negative", cfg.DisableByBatchSize)
+	if cfg.DisableByBatchSize < -1 || cfg.DisableByBatchSize == 1 {
+		return so, fmt.Errorf("speculative-config: disable_by_batch_size: %d (want 2 or more, -1 = never, 0 = the engine's default)", cfg.DisableByBatchSize)
 	}
 	so.NumTokens, so.DisableByBatchSize = cfg.NumTokens, cfg.DisableByBatchSize
 	switch cfg.Method {

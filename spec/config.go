@@ -13,7 +13,9 @@
 //	num_speculative_tokens  k, draft tokens per sequence and step, 1..MaxSpecTokens (required)
 //	prompt_lookup_min/max   ngram only: the shortest and longest n-gram matched, 1..MaxNGram;
 //	                        one given sets the other, neither gives DefaultNGram for both
-//	disable_by_batch_size   speculation off while this many sequences or more run (>= 2)
+//	disable_by_batch_size   speculation off while this many sequences or more run (>= 2);
+//	                        absent: the engine's default (engine.SpecOptions); -1: never
+//	                        (llmcloud's; vLLM never switches off unless this is given)
 //	max_model_len           the longest sequence the draft drafts for (at most its own context
 //	                        length); longer sequences run without drafts
 //	draft_tensor_parallel_size  1 or null (llmcloud runs the draft in-process)
@@ -51,7 +53,7 @@ type Config struct {
 	NumTokens          int    // num_speculative_tokens
 	PromptLookupMin    int    // ngram
 	PromptLookupMax    int    // ngram
-	DisableByBatchSize int    // 0 = never
+	DisableByBatchSize int    // 0 = the engine's default, -1 = never
 	MaxModelLen        int    // 0 = the draft's context length
 }
 
@@ -133,8 +135,8 @@ func ParseConfig(s string) (Config, error) {
 		return c, fmt.Errorf("speculative-config: prompt_lookup_min: only for method ngram")
 	case c.Method != MethodNGram && hasMax:
 		return c, fmt.Errorf("speculative-config: prompt_lookup_max: only for method ngram")
-	case c.DisableByBatchSize < 0 || c.DisableByBatchSize == 1:
-		return c, fmt.Errorf("speculative-config: disable_by_batch_size: %d (want 2 or more; absent or 0 = never)", c.DisableByBatchSize)
+	case set["disable_by_batch_size"] && c.DisableByBatchSize < 2 && c.DisableByBatchSize != -1:
+		return c, fmt.Errorf("speculative-config: disable_by_batch_size: %d (want 2 or more, or -1 = never; absent = the engine's default)", c.DisableByBatchSize)
 	case c.MaxModelLen < 0:
 		return c, fmt.Errorf("speculative-config: max_model_len: %d is negative", c.MaxModelLen)
 	case tp != 0 && tp != 1:

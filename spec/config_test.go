@@ -24,6 +24,8 @@ func TestParseConfig(t *testing.T) {
 			Config{Method: MethodNGram, NumTokens: 3, PromptLookupMin: 2, PromptLookupMax: 4}},
 		{`{"model": "[ngram]", "num_speculative_tokens": 1, "prompt_lookup_min": 3}`,
 			Config{Method: MethodNGram, NumTokens: 1, PromptLookupMin: 3, PromptLookupMax: 3}},
+		{`{"method": "ngram", "num_speculative_tokens": 3, "disable_by_batch_size": -1}`,
+			Config{Method: MethodNGram, NumTokens: 3, PromptLookupMin: 5, PromptLookupMax: 5, DisableByBatchSize: -1}},
 		{`{"method": "eagle3", "model": "head", "num_speculative_tokens": 2}`,
 			Config{Method: MethodEagle, Model: "head", NumTokens: 2}},
 	} {
@@ -61,6 +63,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 4, "prompt_lookup_max": 2}`, "prompt_lookup_min: 4 is above"},
 		{`{"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": 1}`, "disable_by_batch_size"},
 		{`{"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": true}`, "disable_by_batch_size: want an integer"},
+		{`{"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": 0}`, "disable_by_batch_size: 0"},
+		{`{"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": -2}`, "disable_by_batch_size: -2"},
 		{`{"model": "d.gguf", "num_speculative_tokens": 2, "max_model_len": -5}`, "max_model_len"},
 		{`{"model": "d.gguf", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 2}`, "draft_tensor_parallel_size"},
 	} {
@@ -85,7 +89,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if c.NumTokens < 1 || c.NumTokens > MaxSpecTokens || c.DisableByBatchSize < 0 || c.MaxModelLen < 0 {
+		if c.NumTokens < 1 || c.NumTokens > MaxSpecTokens || c.DisableByBatchSize < -1 || c.DisableByBatchSize == 1 || c.MaxModelLen < 0 {
 			t.Fatalf("accepted %+v from %q", c, s)
 		}
 		switch c.Method {
