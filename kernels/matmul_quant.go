@@ -116,6 +116,10 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 		matmulP(p, out, a, w, m, n, k)
 		return
 	}
+	if !q4 && useH8(nb) && m > 1 {
+		matmulQ8H(p, out, a, w, m, n, k)
+		return
+	}
 	if !q4 && usePairs8() && nb%2 == 0 && m > 1 {
 		matmulP8(p, out, a, w, m, n, k)
 		return

@@ -49,6 +49,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 			matmulP(p, out, a, w.Data, 1, n, k)
 			return nil
 		}
+		if !q4 && useH8(nb) { // the Q8_0 half-interleaved pair tiles, with one token
+			matmulQ8H(p, out, a, w.Data, 1, n, k)
+			return nil
+		}
 		if !q4 && usePairs8() && nb%2 == 0 { // the Q8_0 pair tiles, with one token
 			matmulP8(p, out, a, w.Data, 1, n, k)
 			return nil
