@@ -38,6 +38,9 @@ type q8Acts struct {
 	d8 []float32 // [m][nb/2][8]: dx_b, dx_b, dx_b1, dx_b1, twice
 	// The records of the AVX2 Q4_0 quad tiles (quant_quads.go; values in xz), per token and quad:
 	sq []int32 // [m][nb/4][16]: 8 lane scales (float32 bits), then 8 lane corrections
+	// The AVX2 Q4_0 cross-interleaved quad tiles (quant_quads4x.go), per token and quad:
+	xq []int8  // [m][k]: byte 32g+8j+i = element x4Elem(g, i) of block b+j
+	sx []int32 // [m][nb/4][16]: 8 lane scales (float32 bits), then 8 lane corrections
 	// Token 0 in block quads for the VNNI Q4_0 decode kernel (q4_0RowsZ):
 	x4 []int8    // [nb/4][128]: x_b[0:16] .. x_b3[0:16], x_b[16:32] .. x_b3[16:32]
 	d4 []float32 // [nb/4][16] lane scales (dx of block b+l/4)
@@ -55,6 +58,7 @@ const (
 	readyQ4 // sq for the AVX2 Q4_0 quad tiles
 	readyD2 // d2 alone (pairScales)
 	readyH8 // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
+	readyX4 // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
 )
 
 // pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.
