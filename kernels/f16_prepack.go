@@ -105,12 +105,16 @@ func packedRows(out, x, pk []float32, pw *f16Pack, data []byte, m, n, k, r0, r1 
 			for i0 := 0; i0 < mt; i0 += 3 {
 				a := &buf[i0*kb]
 				mr := min(3, m-i0)
-				for r := nb0; r < ne; r += 4 {
-					if mr < 3 {
-						gemmF16PP3x4(a, &blk[r*kb], kb, &tmp[0], 16, 0)
-						addTile(out[i0*n+r:], n, tmp[:], mr, 4, acc)
-					} else {
-						gemmF16PP3x4(a, &blk[r*kb], kb, &out[i0*n+r], 4*n, acc)
+				if mr == 3 && ne > nb0 && packGroupLoop {
+					gemmF16PP3xG(a, &blk[nb0*kb], kb, (ne-nb0)/4, &out[i0*n+nb0], 4*n, acc)
+				} else {
+					for r := nb0; r < ne; r += 4 {
+						if mr < 3 {
+							gemmF16PP3x4(a, &blk[r*kb], kb, &tmp[0], 16, 0)
+							addTile(out[i0*n+r:], n, tmp[:], mr, 4, acc)
+						} else {
+							gemmF16PP3x4(a, &blk[r*kb], kb, &out[i0*n+r], 4*n, acc)
+						}
 					}
 				}
 				if ne < nb1 {
@@ -124,3 +128,7 @@ func packedRows(out, x, pk []float32, pw *f16Pack, data []byte, m, n, k, r0, r1 
 
 // usePacks makes the F16 GEMM use the packs (benchmarks compare it with the stored rows).
 var usePacks = true
+
+// packGroupLoop makes packedRows run a tile over a block's groups in one kernel call
+// (gemmF16PP3xG; benchmarks compare it with one call per group).
+var packGroupLoop = true

@@ -254,3 +254,62 @@ packA3_loop:
 packA3_done:
 	VZEROUPPER
 	RET
+
+// func gemmF16PP3xG(a *float32, b *uint16, k int, ng int, c *float32, ldc int, acc int)
+TEXT ·gemmF16PP3xG(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), R10
+	MOVQ b+8(FP), DX
+	MOVQ k+16(FP), R11
+	MOVQ ng+24(FP), R9
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), CX
+	MOVQ acc+48(FP), BX
+
+ppg_group:
+	TESTQ R9, R9
+	JZ    ppg_done
+	MOVQ  R10, AX
+	MOVQ  R11, SI
+	ZERO12
+
+ppg_loop:
+	CMPQ SI, $32
+	JL   ppg_tail
+	STEPPP(0, 0)
+	STEPPP(96, 64)
+	STEPPP(192, 128)
+	STEPPP(288, 192)
+	ADDQ $384, AX
+	ADDQ $256, DX
+	SUBQ $32, SI
+	JMP  ppg_loop
+
+ppg_tail:
+	CMPQ SI, $8
+	JL   ppg_reduce
+	STEPPP(0, 0)
+	ADDQ $96, AX
+	ADDQ $64, DX
+	SUBQ $8, SI
+	JMP  ppg_tail
+
+ppg_reduce:
+	LEAQ  (DI)(CX*2), R8
+	REDUCE3
+	TESTQ BX, BX
+	JZ    ppg_store
+	VADDPS (DI), X1, X1
+	VADDPS (DI)(CX*1), X5, X5
+	VADDPS (R8), X9, X9
+
+ppg_store:
+	VMOVUPS X1, (DI)
+	VMOVUPS X5, (DI)(CX*1)
+	VMOVUPS X9, (R8)
+	ADDQ    $16, DI
+	DECQ    R9
+	JMP     ppg_group
+
+ppg_done:
+	VZEROUPPER
+	RET
