@@ -105,9 +105,15 @@ func packedRows(out, x, pk []float32, pw *f16Pack, data []byte, m, n, k, r0, r1 
 			for i0 := 0; i0 < mt; i0 += 3 {
 				a := &buf[i0*kb]
 				mr := min(3, m-i0)
-				if mr == 3 && ne > nb0 && packGroupLoop {
+				switch {
+				case ne == nb0:
+				case mr == 3 && packGroupLoop:
 					gemmF16PP3xG(a, &blk[nb0*kb], kb, (ne-nb0)/4, &out[i0*n+nb0], 4*n, acc)
-				} else {
+				case mr == 2 && packGroupLoop:
+					gemmF16PP2xG(a, &blk[nb0*kb], kb, (ne-nb0)/4, &out[i0*n+nb0], 4*n, acc)
+				case mr == 1 && packGroupLoop:
+					gemmF16PP1xG(a, &blk[nb0*kb], kb, (ne-nb0)/4, &out[i0*n+nb0], acc)
+				default:
 					for r := nb0; r < ne; r += 4 {
 						if mr < 3 {
 							gemmF16PP3x4(a, &blk[r*kb], kb, &tmp[0], 16, 0)

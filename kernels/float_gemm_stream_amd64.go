@@ -22,6 +22,15 @@ func gemmF16PP3x4(a *float32, b *uint16, k int, c *float32, ldc int, acc int)
 //go:noescape
 func gemmF16PP3xG(a *float32, b *uint16, k int, ng int, c *float32, ldc int, acc int)
 
+// gemmF16PP2xG and gemmF16PP1xG are gemmF16PP3xG for the first 2 or 1 rows of the activation
+// tile (the last tile of m % 3 rows), each output summed as gemmF16PP3x4 sums it.
+//
+//go:noescape
+func gemmF16PP2xG(a *float32, b *uint16, k int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func gemmF16PP1xG(a *float32, b *uint16, k int, ng int, c *float32, acc int)
+
 // prefetchRows prefetches (PREFETCHT0) the n bytes from p of each of rows rows, ld bytes apart.
 //
 //go:noescape

@@ -313,3 +313,121 @@ ppg_store:
 ppg_done:
 	VZEROUPPER
 	RET
+
+// STEPPP1 / STEPPP2: STEPPP for a tile's first 1 or 2 activation rows (accumulators Y0-Y3,
+// and Y4-Y7 for the second row), the same FMAs per accumulator as STEPPP.
+#define STEPPP1(oa, ob) \
+	VMOVUPS     oa(AX), Y12; \
+	VCVTPH2PS   ob(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y0; \
+	VCVTPH2PS   ob+16(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y1; \
+	VCVTPH2PS   ob+32(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VCVTPH2PS   ob+48(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y3
+
+#define STEPPP2(oa, ob) \
+	VMOVUPS     oa(AX), Y12; \
+	VMOVUPS     oa+32(AX), Y13; \
+	VCVTPH2PS   ob(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y0; \
+	VFMADD231PS Y13, Y15, Y4; \
+	VCVTPH2PS   ob+16(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y1; \
+	VFMADD231PS Y13, Y15, Y5; \
+	VCVTPH2PS   ob+32(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VFMADD231PS Y13, Y15, Y6; \
+	VCVTPH2PS   ob+48(DX), Y15; \
+	VFMADD231PS Y12, Y15, Y3; \
+	VFMADD231PS Y13, Y15, Y7
+
+// func gemmF16PP2xG(a *float32, b *uint16, k int, ng int, c *float32, ldc int, acc int)
+TEXT ·gemmF16PP2xG(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), R10
+	MOVQ b+8(FP), DX
+	MOVQ k+16(FP), R11
+	MOVQ ng+24(FP), R9
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), CX
+	MOVQ acc+48(FP), BX
+
+pp2_group:
+	TESTQ R9, R9
+	JZ    pp2_done
+	MOVQ  R10, AX
+	MOVQ  R11, SI
+	ZERO12
+
+pp2_loop:
+	CMPQ SI, $8
+	JL   pp2_reduce
+	STEPPP2(0, 0)
+	ADDQ $96, AX
+	ADDQ $64, DX
+	SUBQ $8, SI
+	JMP  pp2_loop
+
+pp2_reduce:
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1)
+	HSUM4(Y4, Y5, Y6, Y7, X4, X5)
+	TESTQ BX, BX
+	JZ    pp2_store
+	VADDPS (DI), X1, X1
+	VADDPS (DI)(CX*1), X5, X5
+
+pp2_store:
+	VMOVUPS X1, (DI)
+	VMOVUPS X5, (DI)(CX*1)
+	ADDQ    $16, DI
+	DECQ    R9
+	JMP     pp2_group
+
+pp2_done:
+	VZEROUPPER
+	RET
+
+// func gemmF16PP1xG(a *float32, b *uint16, k int, ng int, c *float32, acc int)
+TEXT ·gemmF16PP1xG(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), R10
+	MOVQ b+8(FP), DX
+	MOVQ k+16(FP), R11
+	MOVQ ng+24(FP), R9
+	MOVQ c+32(FP), DI
+	MOVQ acc+40(FP), BX
+
+pp1_group:
+	TESTQ R9, R9
+	JZ    pp1_done
+	MOVQ  R10, AX
+	MOVQ  R11, SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+pp1_loop:
+	CMPQ SI, $8
+	JL   pp1_reduce
+	STEPPP1(0, 0)
+	ADDQ $96, AX
+	ADDQ $64, DX
+	SUBQ $8, SI
+	JMP  pp1_loop
+
+pp1_reduce:
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1)
+	TESTQ BX, BX
+	JZ    pp1_store
+	VADDPS (DI), X1, X1
+
+pp1_store:
+	VMOVUPS X1, (DI)
+	ADDQ    $16, DI
+	DECQ    R9
+	JMP     pp1_group
+
+pp1_done:
+	VZEROUPPER
+	RET
