@@ -138,3 +138,19 @@ var usePacks = true
 // packGroupLoop makes packedRows run a tile over a block's groups in one kernel call
 // (gemmF16PP3xG; benchmarks compare it with one call per group).
 var packGroupLoop = true
+
+// packItems sets the item size of a job on a pack for m <= gemmDirectMaxM: about eight items
+// per worker, 16–64 rows and at least ~1 MFLOP each. An item on a pack costs little more than
+// its FLOPs (no copy, the activation tiles re-read from L2), and smaller items leave less
+// idle time at the end of the op when one worker started late or was slowed.
+func (j *f16Job) packItems(p *Pool, m, k int) {
+	if j.pack == nil || m > gemmDirectMaxM || !packFineItems {
+		return
+	}
+	lo := min(64, 4*max(4, (1<<20)/(2*4*m*k)))
+	r := (j.n + 8*p.Workers() - 1) / (8 * p.Workers())
+	j.rows = max(lo, min(64, (r+3)&^3))
+}
+
+// packFineItems enables packItems (benchmarks compare it with gemmDirectF16's item sizes).
+var packFineItems = true

@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkGemmF16Pack compares the AVX2 F16 GEMM on the stored rows (old: gemmDirectF16 for
-// m <= 64, gemmStream above) with the same GEMM on packs made by PrepackF16 (pergroup: one
-// kernel call per group of 4 weight rows; new: one call per block, gemmF16PP3xG), on the
+// m <= 64, gemmStream above) with the same GEMM on packs made by PrepackF16 (coarse: with
+// gemmDirectF16's item sizes; new: packItems' smaller items), on the
 // weight shapes of stories110M and TinyLlama, weights from DRAM (copies filling 96 MiB, used
 // in turn; F16HOT=1: one copy, cache-resident). Each iteration runs each variant once, alternating; reported: each one's fastest run in
 // GFLOP/s (with 1 thread, by the thread's CPU time) and the ratios.
@@ -44,12 +44,12 @@ func BenchmarkGemmF16Pack(b *testing.B) {
 				b.Run(fmt.Sprintf("%dx%d/m=%d/t=%d", n, k, m, th), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					defer func(v, g bool) { usePacks, packGroupLoop = v, g }(usePacks, packGroupLoop)
+					defer func(v, g bool) { usePacks, packFineItems = v, g }(usePacks, packFineItems)
 					best := [3]time.Duration{1 << 62, 1 << 62, 1 << 62}
 					i := 0
 					for b.Loop() {
 						for v := range best {
-							usePacks, packGroupLoop = v > 0, v == 2
+							usePacks, packFineItems = v > 0, v == 2
 							i++
 							t0, c0 := time.Now(), threadCPU()
 							p.MatMul(out, x, ws[i%len(ws)], m)
@@ -62,10 +62,10 @@ func BenchmarkGemmF16Pack(b *testing.B) {
 					}
 					fl := 2 * float64(m*n*k) / 1e9
 					b.ReportMetric(fl/best[0].Seconds(), "old-GFLOP/s")
-					b.ReportMetric(fl/best[1].Seconds(), "pergroup-GFLOP/s")
+					b.ReportMetric(fl/best[1].Seconds(), "coarse-GFLOP/s")
 					b.ReportMetric(fl/best[2].Seconds(), "new-GFLOP/s")
 					b.ReportMetric(best[0].Seconds()/best[2].Seconds(), "new/old")
-					b.ReportMetric(best[1].Seconds()/best[2].Seconds(), "new/pergroup")
+					b.ReportMetric(best[1].Seconds()/best[2].Seconds(), "new/coarse")
 				})
 			}
 		}

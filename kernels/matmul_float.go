@@ -49,6 +49,7 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 		// gemmDirectF16 (m <= gemmDirectMaxM) or gemmStream, on w's pack if it has one.
 		j := newF16Job(p, out, w.Data, m, n, k)
 		j.pack = f16PackOf(w)
+		j.packItems(p, m, k)
 		gemmF16Items(p, []f16Job{j}, x, m, k)
 	case m <= gemmDirectMaxM:
 		gemmDirect(p, out, x, w.Type, w.Data, m, n, k)
