@@ -23,18 +23,20 @@ type f16Pack struct {
 	n, k int
 }
 
-// newF16Pack repacks the F16 weight [n, k] in data.
-func newF16Pack(data []byte, n, k int) *f16Pack {
+// newF16Pack repacks the F16 weight [n, k] in data, its groups of rows split over p.
+func newF16Pack(p *Pool, data []byte, n, k int) *f16Pack {
 	kv, nf := k&^7, n&^3
-	p := &f16Pack{w: make([]uint16, nf*kv), n: n, k: k}
+	pw := &f16Pack{w: make([]uint16, nf*kv), n: n, k: k}
 	if nf == 0 || kv == 0 {
-		return p
+		return pw
 	}
 	w := f16Words(data, n, k)
-	for k0 := 0; k0 < kv; k0 += gemmKC {
-		packGroups4(p.w[nf*k0:], w, 0, nf, k, k0, min(gemmKC, kv-k0))
-	}
-	return p
+	p.For(nf/4, max(1, (256<<10)/(8*k)), func(lo, hi int) {
+		for k0 := 0; k0 < kv; k0 += gemmKC {
+			packGroups4(pw.w[nf*k0+4*lo*min(gemmKC, kv-k0):], w, 4*lo, 4*hi, k, k0, min(gemmKC, kv-k0))
+		}
+	})
+	return pw
 }
 
 // f16Entry is a registered weight: its pack is made on the first GEMM (m >= 2) that uses it.
@@ -67,9 +69,9 @@ func PrepackF16(w *tensor.Tensor) bool {
 // unmapped).
 func DropPackF16(w *tensor.Tensor) { f16Packs.Delete(w) }
 
-// f16PackOf returns the pack of the registered weight w (making it on first use), or nil if
-// w is not registered, usePacks is off or w's data or shape changed since.
-func f16PackOf(w *tensor.Tensor) *f16Pack {
+// f16PackOf returns the pack of the registered weight w (making it on first use, on p), or
+// nil if w is not registered, usePacks is off or w's data or shape changed since.
+func f16PackOf(p *Pool, w *tensor.Tensor) *f16Pack {
 	if !usePacks {
 		return nil
 	}
@@ -81,7 +83,7 @@ func f16PackOf(w *tensor.Tensor) *f16Pack {
 	if len(w.Data) == 0 || e.data != uintptr(unsafe.Pointer(&w.Data[0])) || len(w.Shape) != 2 || e.n != w.Shape[0] || e.k != w.Shape[1] {
 		return nil
 	}
-	e.once.Do(func() { e.pack = newF16Pack(w.Data, e.n, e.k) })
+	e.once.Do(func() { e.pack = newF16Pack(p, w.Data, e.n, e.k) })
 	return e.pack
 }
 

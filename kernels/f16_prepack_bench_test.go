@@ -34,7 +34,7 @@ func BenchmarkGemmF16Pack(b *testing.B) {
 		}
 		for _, t := range ws {
 			PrepackF16(t)
-			f16PackOf(t) // made now, not in the timed loop
+			f16PackOf(Default, t) // made now, not in the timed loop
 		}
 		for _, m := range []int{16, 64, 512} {
 			x := randVec(r, m*k, 1)

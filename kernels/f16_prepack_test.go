@@ -12,8 +12,8 @@ import (
 // PrepackF16 (the GEMM streams their packs) give bit-identical results to gemmDirect, the
 // plain AVX2 kernels on the stored rows, for m across tile remainders and both sides of
 // gemmDirectMaxM, n across group and block (192) tails and k across the k block (512) and the
-// 8-column tail, on 1 and 3 workers; and that a dropped or changed weight is not served from
-// a stale pack.
+// 8-column tail, on 1 and 3 workers (the first weight packed on 3 workers); and that a
+// weight whose data was replaced is not served from its old pack.
 func TestPrepackF16MatchesDirect(t *testing.T) {
 	if !useFloatAsm {
 		t.Skip("no AVX2/FMA/F16C")
@@ -21,6 +21,7 @@ func TestPrepackF16MatchesDirect(t *testing.T) {
 	defer func(z bool) { useAVX512 = z }(useAVX512)
 	useAVX512 = false
 	r := rand.New(rand.NewSource(12))
+	p3 := NewPool(3)
 	for _, s := range [][3]int{{2, 4, 8}, {3, 4, 8}, {4, 5, 16}, {5, 7, 17}, {6, 8, 520}, {7, 13, 1030}, {9, 196, 64}, {64, 200, 768}, {65, 389, 1037}, {70, 9, 7}, {100, 384, 2048}} {
 		m, n, k := s[0], s[1], s[2]
 		x := randVec(r, m*k, 1)
@@ -41,10 +42,10 @@ func TestPrepackF16MatchesDirect(t *testing.T) {
 			gemmDirect(Serial, o, x, tensor.F16, w.Data, m, n, k)
 			want = append(want, o)
 		}
-		if ws[0].Shape[0] >= 4 && ws[0].Shape[1] >= 8 && f16PackOf(ws[0]) == nil {
+		if ws[0].Shape[0] >= 4 && ws[0].Shape[1] >= 8 && f16PackOf(p3, ws[0]) == nil {
 			t.Fatalf("n=%d k=%d: no pack", n, k)
 		}
-		for _, p := range []*Pool{Serial, NewPool(3)} {
+		for _, p := range []*Pool{Serial, p3} {
 			check := func(what string, got, want []float32) {
 				t.Helper()
 				for i := range got {

@@ -113,7 +113,7 @@ func matmulF16Multi(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tensor,
 	jobs := make([]f16Job, len(ws))
 	for i, w := range ws {
 		jobs[i] = newF16Job(p, outs[i], w.Data, m, w.Shape[0], k)
-		jobs[i].pack = f16PackOf(w)
+		jobs[i].pack = f16PackOf(p, w)
 		jobs[i].packItems(p, m, k)
 	}
 	gemmF16Items(p, jobs, x, m, k)

@@ -48,7 +48,7 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 	case useGemmStream && !useAVX512 && w.Type == tensor.F16:
 		// gemmDirectF16 (m <= gemmDirectMaxM) or gemmStream, on w's pack if it has one.
 		j := newF16Job(p, out, w.Data, m, n, k)
-		j.pack = f16PackOf(w)
+		j.pack = f16PackOf(p, w)
 		j.packItems(p, m, k)
 		gemmF16Items(p, []f16Job{j}, x, m, k)
 	case m <= gemmDirectMaxM:
