@@ -8,16 +8,6 @@ func gemmF16PA3x4(a *float32, b *uint16, ldb int, k int, c *float32, ldc int, ac
 
 func gemmF16PP3x4(a *float32, b *uint16, k int, c *float32, ldc int, acc int) { panic("no asm") }
 
-func gemmF16PP3xG(a *float32, b *uint16, k int, ng int, c *float32, ldc int, acc int) {
-	panic("no asm")
-}
-
-func gemmF16PP2xG(a *float32, b *uint16, k int, ng int, c *float32, ldc int, acc int) {
-	panic("no asm")
-}
-
-func gemmF16PP1xG(a *float32, b *uint16, k int, ng int, c *float32, acc int) { panic("no asm") }
-
 func prefetchRows(p *byte, ld int, rows int, n int) {}
 
 func packW4(dst *uint16, src *uint16, ld int, k int)   { panic("no asm") }
