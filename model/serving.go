@@ -1,6 +1,7 @@
 // This file connects the model to the graph executor: at New the network is built as a graph
 // (graph.go), the serving passes fuse it, and the weights it names are gathered (vectors as
-// F32, the Llama 3 RoPE divisors added when the config computes them); each Batch compiles
+// F32, the Llama 3 RoPE divisors added when the config computes them, F16 matrices registered
+// for the prefill GEMM's packs: kernels.PrepackF16); each Batch compiles
 // its own exec.Program from that once, as the executor's run state is not shared.
 package model
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -40,6 +42,9 @@ func (m *Model) prepareServing() error {
 		ws[RopeFreqsName] = f32Tensor(RopeFreqsName, m.rope.Factors)
 	}
 	m.sg, m.sws = g, ws
+	for _, t := range ws {
+		kernels.PrepackF16(t) // F16 matrices: repacked for prefill GEMMs on first use (AVX2)
+	}
 	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
