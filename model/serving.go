@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/internal/sysmem"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -42,8 +43,10 @@ func (m *Model) prepareServing() error {
 		ws[RopeFreqsName] = f32Tensor(RopeFreqsName, m.rope.Factors)
 	}
 	m.sg, m.sws = g, ws
-	for _, t := range ws {
-		kernels.PrepackF16(t) // F16 matrices: repacked for prefill GEMMs on first use (AVX2)
+	if f16PacksFit(ws, sysmem.Available()) {
+		for _, t := range ws {
+			kernels.PrepackF16(t) // F16 matrices: repacked for prefill GEMMs on first use (AVX2)
+		}
 	}
 	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
 		return fmt.Errorf("model: %w", err)
@@ -73,4 +76,17 @@ func (m *Model) program(b *Batch) (*exec.Program, error) {
 	b.prog.SetInvariant(b.Invariant)
 	b.prog.SetRecorder(b.Recorder)
 	return b.prog, nil
+}
+
+// f16PacksFit reports whether the packed copies of ws's F16 matrices (as many bytes again as
+// the matrices) fit in a quarter of avail, the machine's available memory (true when unknown,
+// 0): a larger model keeps its prefill GEMMs on the stored rows rather than double its memory.
+func f16PacksFit(ws map[string]*tensor.Tensor, avail int64) bool {
+	var n int64
+	for _, t := range ws {
+		if t.Type == tensor.F16 && len(t.Shape) == 2 {
+			n += int64(len(t.Data))
+		}
+	}
+	return n == 0 || avail == 0 || n <= avail/4
 }
