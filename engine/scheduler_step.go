@@ -40,7 +40,7 @@ func (s *Scheduler) Schedule() *StepPlan {
 	}
 	plan := &StepPlan{Step: s.stats.Steps}
 	budget := s.cfg.MaxNumBatchedTokens
-	numNew := map[SeqID]int{} // tokens granted to each scheduled sequence, drafts included
+	numNew := map[SeqID]int{}  // tokens granted to each scheduled sequence, drafts included
 	var numDraft map[SeqID]int // of which draft tokens (scheduler_spec.go)
 
 	// Running sequences first, in admission order.
