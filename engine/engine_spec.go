@@ -1,0 +1,176 @@
+// This file implements the step loop's half of speculative decoding (Options.Speculative).
+// After each step's outputs, every running sequence in decode that is not constrained gets a
+// ProposeRequest, the Proposer is called once for all of them, and the drafts go to the
+// scheduler (SetDraft) to be verified in the next step's forward. Verification outcomes feed
+// SpecStats and each sequence's adaptive k:
+//
+//	p = (A + 1) / (A + R + 1), A and R decaying sums (x0.8 per verification) of accepted
+//	draft tokens and of rejections (a verification that rejected a draft adds 1 to R);
+//	k = the largest k in [1, NumTokens] with p^k >= 0.1 (the last draft still has a 10%
+//	chance of being used); a new sequence starts at k = NumTokens.
+//
+// A step with DisableByBatchSize or more running sequences proposes nothing: a batch that
+// large keeps the cores busy, and draft rows would only add work.
+
+package engine
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// DefaultDisableByBatchSize is SpecOptions.DisableByBatchSize's value when it is 0: on a CPU
+// a decode batch of 8 already makes the matmuls compute-bound, where verifying draft rows
+// costs about as much as decoding them (docs/engine.md, "Speculative decoding").
+const DefaultDisableByBatchSize = 8
+
+// MaxSpecTokens bounds SpecOptions.NumTokens.
+const MaxSpecTokens = 32
+
+const (
+	specDecay   = 0.8 // weight of a sequence's past verifications per new one
+	specMinGain = 0.1 // the least chance of acceptance worth a draft position
+)
+
+// specEngine is the engine's speculative decoding state (step loop only, stats under e.mu).
+type specEngine struct {
+	opts      SpecOptions
+	disableAt int // 0: never
+	reqs      []ProposeRequest
+	stats     SpecStats // under Engine.mu
+}
+
+// newSpecEngine validates o; nil when speculation is off.
+func newSpecEngine(o SpecOptions, cfg Config) (*specEngine, error) {
+	if o.Proposer == nil {
+		if o.NumTokens != 0 {
+			return nil, fmt.Errorf("engine: Speculative.NumTokens %d without a Proposer", o.NumTokens)
+		}
+		return nil, nil
+	}
+	switch {
+	case o.NumTokens < 1 || o.NumTokens > MaxSpecTokens:
+		return nil, fmt.Errorf("engine: Speculative.NumTokens %d out of range [1, %d]", o.NumTokens, MaxSpecTokens)
+	case o.NumTokens >= cfg.MaxNumBatchedTokens:
+		return nil, fmt.Errorf("engine: Speculative.NumTokens %d must be below the step budget MaxNumBatchedTokens %d", o.NumTokens, cfg.MaxNumBatchedTokens)
+	}
+	sp := &specEngine{opts: o, disableAt: o.DisableByBatchSize}
+	switch {
+	case sp.disableAt == 0:
+		sp.disableAt = DefaultDisableByBatchSize
+	case sp.disableAt < 0:
+		sp.disableAt = 0
+	}
+	sp.stats.AcceptedPerPos = make([]int64, o.NumTokens)
+	return sp, nil
+}
+
+// specSeq is one sequence's recent acceptance.
+type specSeq struct{ accepted, rejections float64 }
+
+func (s *specSeq) observe(accepted, drafts int) {
+	s.accepted = specDecay*s.accepted + float64(accepted)
+	s.rejections *= specDecay
+	if accepted < drafts {
+		s.rejections++
+	}
+}
+
+// k is the number of drafts to ask for, in [1, maxK].
+func (s *specSeq) k(maxK int) int {
+	p := (s.accepted + 1) / (s.accepted + s.rejections + 1)
+	if p >= 1 {
+		return maxK
+	}
+	k := math.Floor(math.Log(specMinGain) / math.Log(p))
+	return int(min(max(k, 1), float64(maxK)))
+}
+
+// propose asks the Proposer for the next step's drafts and returns how long it took.
+func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
+	sp := e.spec
+	if sp == nil || (sp.disableAt > 0 && e.sched.NumRunning() >= sp.disableAt) {
+		return 0
+	}
+	reqs := sp.reqs[:0]
+	for _, seq := range e.sched.running {
+		st := bySeq[seq.ID]
+		if st == nil || st.finished || st.req.Constraint != nil || seq.NumComputedTokens != seq.NumTokens()-1 {
+			continue
+		}
+		room := e.sched.roomForDrafts(seq)
+		if room <= 0 {
+			continue
+		}
+		var buf []int
+		if i := len(reqs); i < cap(reqs) {
+			buf = reqs[:i+1][i].Draft[:0] // reuse the slot's buffer (SetDraft copies)
+		}
+		reqs = append(reqs, ProposeRequest{ID: seq.ID, Tokens: seq.tokens, K: min(st.spec.k(sp.opts.NumTokens), room),
+			Params: &st.req.Params, Draft: buf})
+	}
+	sp.reqs = reqs
+	if len(reqs) == 0 {
+		return 0
+	}
+	t0 := time.Now()
+	err := sp.opts.Proposer.Propose(reqs)
+	took := time.Since(t0)
+	if err != nil {
+		return took // this step runs without drafts
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		d := r.Draft[:min(len(r.Draft), r.K)]
+		if r.Probs != nil {
+			d = d[:min(len(d), len(r.Probs))]
+		}
+		n, err := e.sched.SetDraft(r.ID, d)
+		if err != nil {
+			panic(err) // the sequence is running between Update and Schedule: a bug
+		}
+		st := bySeq[r.ID]
+		st.dec.probs = nil
+		if r.Probs != nil {
+			st.dec.probs = r.Probs[:n]
+		}
+		r.Tokens, r.Params, r.Probs = nil, nil, nil
+	}
+	return took
+}
+
+// observeSpec counts a verification in SpecStats and the sequence's acceptance.
+func (e *Engine) observeSpec(st *reqState, o StepOutput) {
+	if o.Drafts == 0 || e.spec == nil {
+		return
+	}
+	st.spec.observe(o.Accepted, o.Drafts)
+	s := &e.spec.stats
+	e.mu.Lock()
+	s.Drafts++
+	s.DraftTokens += int64(o.Drafts)
+	s.AcceptedTokens += int64(o.Accepted)
+	for i := range o.Accepted {
+		s.AcceptedPerPos[i]++
+	}
+	e.mu.Unlock()
+}
+
+// forgetDraft tells the Proposer that a sequence finished or was preempted.
+func (e *Engine) forgetDraft(id SeqID) {
+	if e.spec != nil {
+		e.spec.opts.Proposer.Forget(id)
+	}
+}
+
+// specSnapshot copies SpecStats for Stats (under e.mu).
+func (e *Engine) specSnapshot() SpecStats {
+	if e.spec == nil {
+		return SpecStats{}
+	}
+	s := e.spec.stats
+	s.AcceptedPerPos = slices.Clone(s.AcceptedPerPos)
+	return s
+}
