@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
 )
 
 // constProposer drafts the same tokens every time.
