@@ -157,6 +157,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	if err != nil {
 		panic(err) // the runner samples every sequence that needs it: a bug
 	}
+	e.observeSpec(bySeq, outs)
 	now := e.now()
 	// The step's counters are updated before any output is sent, so a client that has its
 	// answer sees them (each sequence's generated tokens are added just before its send).
@@ -185,7 +186,6 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 				break
 			}
 		}
-		e.observeSpec(st, o)
 		done := res.done[o.ID] // after the forced tokens: void if they are cut
 		toks := res.forced[o.ID]
 		if len(toks) > 0 {

@@ -141,21 +141,32 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 	return took
 }
 
-// observeSpec counts a verification in SpecStats and the sequence's acceptance.
-func (e *Engine) observeSpec(st *reqState, o StepOutput) {
-	if o.Drafts == 0 || e.spec == nil {
+// observeSpec counts the step's verifications in SpecStats (published at once, before any
+// output is sent, like the other step counters) and in each sequence's acceptance.
+func (e *Engine) observeSpec(bySeq map[SeqID]*reqState, outs []StepOutput) {
+	if e.spec == nil {
 		return
 	}
-	st.spec.observe(o.Accepted, o.Drafts)
 	s := &e.spec.stats
 	e.mu.Lock()
-	s.Drafts++
-	s.DraftTokens += int64(o.Drafts)
-	s.AcceptedTokens += int64(o.Accepted)
-	for i := range o.Accepted {
-		s.AcceptedPerPos[i]++
+	defer e.mu.Unlock()
+	n := 0
+	for _, o := range outs {
+		if o.Drafts == 0 {
+			continue
+		}
+		n++
+		bySeq[o.ID].spec.observe(o.Accepted, o.Drafts)
+		s.Drafts++
+		s.DraftTokens += int64(o.Drafts)
+		s.AcceptedTokens += int64(o.Accepted)
+		for i := range o.Accepted {
+			s.AcceptedPerPos[i]++
+		}
 	}
-	e.mu.Unlock()
+	if n > 0 {
+		e.stats.Spec = e.specSnapshot()
+	}
 }
 
 // forgetDraft tells the Proposer that a sequence finished or was preempted.
