@@ -112,6 +112,9 @@ func runSchedulerSpec(t *testing.T, cfg Config, reqs []SeqRequest, k int, bad fl
 					t.Fatal(err)
 				}
 			}
+			if err := s.check(); err != nil {
+				t.Fatalf("step %d, drafts set: %v", step, err)
+			}
 		}
 		plan := s.Schedule()
 		if plan.NumBatchedTokens > cfg.MaxNumBatchedTokens {
