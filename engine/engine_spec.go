@@ -127,6 +127,12 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 		if r.Probs != nil {
 			d = d[:min(len(d), len(r.Probs))]
 		}
+		for j, tok := range d { // a token outside the vocabulary would fail the whole forward
+			if tok < 0 || tok >= e.m.Config.Vocab {
+				d = d[:j]
+				break
+			}
+		}
 		n, err := e.sched.SetDraft(r.ID, d)
 		if err != nil {
 			panic(err) // the sequence is running between Update and Schedule: a bug

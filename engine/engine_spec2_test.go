@@ -219,6 +219,24 @@ func TestSpecConstrainedNoDrafts(t *testing.T) {
 	}
 }
 
+// TestSpecBadDrafts: drafts with tokens outside the vocabulary are cut there (the forward
+// would reject the whole step); the output is plain decoding's.
+func TestSpecBadDrafts(t *testing.T) {
+	b := openBundle(t, testModels[0].path)
+	V := b.Model.Config.Vocab
+	r := Request{ID: "r", Prompt: []int{1, 40, 41}, MaxTokens: 12, IgnoreEOS: true}
+	want := runOne(t, newEngine(t, b, nil), r)
+	p := &constProposer{draft: []int{want.tokens[1], V + 3, 5}}
+	p.seen, p.forgot = map[SeqID]bool{}, map[SeqID]int{}
+	e := newEngine(t, b, specOpts(p, 3))
+	if got := runOne(t, e, r); !slices.Equal(got.tokens, want.tokens) {
+		t.Errorf("%v, want %v", got.tokens, want.tokens)
+	}
+	if s := e.Stats().Spec; s.DraftTokens != s.Drafts || s.AcceptedPerPos[0] == 0 {
+		t.Errorf("stats %+v: want one-token drafts, the first accepted once", s)
+	}
+}
+
 func TestSpecOptionsErrors(t *testing.T) {
 	b := openBundle(t, testModels[0].path)
 	p := &oracleProposer{}
