@@ -226,7 +226,9 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		}
 		e.finishWith(st, bySeq, reason, nil, d)
 	}
+	res.proposeStart = time.Now()
 	m.Propose = e.propose(bySeq)
+	res.propose = m.Propose
 	m.Total = e.now().Sub(t0)
 	if rec != nil {
 		recordStep(rec, plan, sched0, sched1, res, time.Now())

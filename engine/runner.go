@@ -56,6 +56,9 @@ type stepResult struct {
 	maskWait time.Duration // after the forward, waiting for masks still being filled
 	sample   time.Duration
 	start    time.Time // of the forward (the step's profile, profile.go)
+
+	proposeStart time.Time // the Proposer's call after the step (engine_spec.go)
+	propose      time.Duration
 }
 
 // execute runs plan. samplerOf returns the sampler of a scheduled sequence.
