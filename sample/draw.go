@@ -93,25 +93,12 @@ func (s *Sampler) draw(x []float64) int {
 // drawFrom draws from cs (in this order), first cutting it to the smallest prefix whose
 // probability reaches TopP when topP is set.
 func (s *Sampler) drawFrom(cs []cand, topP bool) int {
+	if topP {
+		cs = s.cutTopP(cs)
+	}
 	kept := 0.0
 	for _, c := range cs {
 		kept += c.v
-	}
-	if topP {
-		var cum float64
-		k := 0
-		for k < len(cs) {
-			cum += cs[k].v / kept
-			k++
-			if cum >= s.p.TopP {
-				break
-			}
-		}
-		cs = cs[:k]
-		kept = 0
-		for _, c := range cs {
-			kept += c.v
-		}
 	}
 	u := s.rng.Float64() * kept
 	for _, c := range cs {
@@ -121,6 +108,25 @@ func (s *Sampler) drawFrom(cs []cand, topP bool) int {
 		}
 	}
 	return cs[len(cs)-1].id
+}
+
+// cutTopP returns the smallest prefix of cs (most likely first) whose probability, relative
+// to all of cs, reaches TopP.
+func (s *Sampler) cutTopP(cs []cand) []cand {
+	kept := 0.0
+	for _, c := range cs {
+		kept += c.v
+	}
+	var cum float64
+	k := 0
+	for k < len(cs) {
+		cum += cs[k].v / kept
+		k++
+		if cum >= s.p.TopP {
+			break
+		}
+	}
+	return cs[:k]
 }
 
 // topK returns the k most likely candidates of x (probabilities), most likely first: one pass

@@ -30,7 +30,11 @@ func bucket(e float64) int {
 }
 
 // nucleus draws under top-p (and no top-k cut); s.hist holds the candidates' mass per bucket.
-func (s *Sampler) nucleus(pr *probs) int {
+func (s *Sampler) nucleus(pr *probs) int { return s.drawFrom(s.nucleusSet(pr)) }
+
+// nucleusSet returns the candidates to draw from under top-p, most likely first, with their
+// exact probabilities, and whether they still need the top-p cut (cutTopP).
+func (s *Sampler) nucleusSet(pr *probs) ([]cand, bool) {
 	p, hist := s.p.TopP, s.hist
 	// Relative bound between this code's cumulative values and the plain algorithm's, with a
 	// factor of 2 to spare: expErr in the sum, and a half-ulp per addition and division.
@@ -53,11 +57,11 @@ func (s *Sampler) nucleus(pr *probs) int {
 			if cum*(1-m) < p {
 				break // too close to call
 			}
-			return s.drawFrom(cs[:j+1], false)
+			return cs[:j+1], false
 		}
 	}
 	pr.exact()
-	return s.drawFrom(s.collect(pr.p, pr.lim, 0), true)
+	return s.collect(pr.p, pr.lim, 0), true
 }
 
 // nucleusCands returns the candidates whose exact probability is at least tau, most likely

@@ -10,6 +10,23 @@ import (
 
 // drawReference is the original draw (full sort for top-p): it applies steps 5-8 to x and samples an id.
 func (s *Sampler) drawReference(x []float64) int {
+	idx, kept := s.keptReference(x)
+	if len(idx) == 0 {
+		return argmax(x)
+	}
+	u := s.rng.Float64() * kept
+	for _, i := range idx {
+		u -= x[i]
+		if u < 0 {
+			return i
+		}
+	}
+	return idx[len(idx)-1]
+}
+
+// keptReference applies steps 5-8 to x, leaving the unnormalized probabilities in x, and
+// returns the tokens the draw walks (in its order) and their sum; none means argmax(x).
+func (s *Sampler) keptReference(x []float64) ([]int, float64) {
 	t := s.p.Temperature
 	mx := math.Inf(-1)
 	for i := range x {
@@ -36,7 +53,7 @@ func (s *Sampler) drawReference(x []float64) int {
 	}
 	s.idx = idx
 	if len(idx) == 0 {
-		return argmax(x)
+		return nil, 0
 	}
 	// Most likely first (ties: lower id first) only where a cut needs the order: top-k keeps a
 	// prefix (found by partial selection), top-p a cumulative prefix. Without either, the draw
@@ -75,14 +92,7 @@ func (s *Sampler) drawReference(x []float64) int {
 			kept += x[i]
 		}
 	}
-	u := s.rng.Float64() * kept
-	for _, i := range idx {
-		u -= x[i]
-		if u < 0 {
-			return i
-		}
-	}
-	return idx[len(idx)-1]
+	return idx, kept
 }
 
 // topKReference returns the k first elements of idx under cmp, in that order, reordering idx in place:

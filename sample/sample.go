@@ -20,6 +20,11 @@
 // to -inf after step 3, so greedy choice, min-p, top-k, top-p and the draw all see only allowed
 // tokens; the chosen token is always allowed.
 //
+// For speculative decoding, Distribution gives the distribution the steps above draw from (a
+// draft model's q), and Verify checks draft tokens against the target's logits: greedy
+// matching at temperature 0, rejection sampling otherwise, so the tokens are distributed as
+// Sample's.
+//
 // Log-probabilities are those of the raw model distribution (log-softmax of the logits
 // given to Sample, before any of the steps above and before a mask), as vLLM reports by default.
 //
@@ -80,6 +85,7 @@ type Sampler struct {
 	count     []int     // candidates per bucket
 	pbuf      []float64 // probabilities of a draw (reused)
 	gathered  []cand    // nucleus candidates in id order (reused)
+	dbuf      []float64 // a distribution for speculative decoding (reused)
 
 	// Tests set these to the original implementations to compare the fast paths with them.
 	refDraw     func(s *Sampler, x []float64) int

@@ -9,6 +9,17 @@ import "math"
 // candidates of probability >= lim. It reports false, having changed nothing and drawn no
 // random number, when it cannot be sure more than k tokens are candidates.
 func (s *Sampler) drawTopK(x []float64, mx, lim float64, k int, topP bool) (int, bool) {
+	top, ok := s.topKCands(x, mx, lim, k)
+	if !ok {
+		return 0, false
+	}
+	return s.drawFrom(top, topP), true
+}
+
+// topKCands returns the k most likely candidates of x (as drawTopK), most likely first, with
+// their exact probabilities exp(x - mx); false when it cannot be sure more than k tokens are
+// candidates.
+func (s *Sampler) topKCands(x []float64, mx, lim float64, k int) ([]cand, bool) {
 	// A logit of at least sure is surely a candidate: exp(x-mx) is far from 0 and from lim.
 	sure := mx - 700
 	if lim > 0 {
@@ -36,7 +47,7 @@ func (s *Sampler) drawTopK(x []float64, mx, lim float64, k int, topP bool) (int,
 	}
 	s.vals = best
 	if nsure <= k {
-		return 0, false
+		return nil, false
 	}
 	// Tokens below thr have a probability strictly below the k-th largest logit's (the margin
 	// is far above the rounding of x-mx and of exp), which k candidates at least reach.
@@ -66,5 +77,5 @@ func (s *Sampler) drawTopK(x []float64, mx, lim float64, k int, topP bool) (int,
 		top[j] = cand{e, i}
 	}
 	s.cands = top
-	return s.drawFrom(top, topP), true
+	return top, true
 }

@@ -1,7 +1,8 @@
 // This file implements the sampler's half of speculative decoding: Verify takes the target
 // model's logits for a token and the k draft tokens after it (k+1 rows) and decides which
 // drafts to keep. Greedy (temperature 0) keeps the drafts that equal what Sample would have
-// chosen, so the output is token for token the one without speculation.
+// chosen, so the output is token for token the one without speculation; at temperature > 0
+// rejection sampling (verify_random.go) keeps the output distribution the target's.
 
 package sample
 
@@ -16,7 +17,10 @@ import "fmt"
 //
 // q gives the distributions the drafts were drawn from: nil when each draft token was chosen
 // deterministically (n-gram lookup, greedy drafts), else q[i] over the vocabulary for
-// drafts[i].
+// drafts[i] (normalized here; Distribution gives it for a draft model sampling with the same
+// parameters). At temperature 0 q is not read. At temperature > 0 the drafts are checked by
+// rejection sampling (Leviathan et al. 2023, Chen et al. 2023), so the returned tokens are
+// distributed exactly as tokens drawn one by one with Sample would be: see verifyRandom.
 func (s *Sampler) Verify(logits []float32, vocab int, drafts []int, q [][]float32) ([]Result, error) {
 	k := len(drafts)
 	if vocab <= 0 || len(logits) != (k+1)*vocab {
@@ -34,7 +38,7 @@ func (s *Sampler) Verify(logits []float32, vocab int, drafts []int, q [][]float3
 		}
 	}
 	if s.p.Temperature != 0 {
-		return nil, fmt.Errorf("sample: verify: temperature %v: rejection sampling is not implemented yet", s.p.Temperature)
+		return s.verifyRandom(logits, vocab, drafts, q)
 	}
 	out := make([]Result, 0, k+1)
 	for i := 0; i <= k; i++ {

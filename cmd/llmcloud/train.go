@@ -78,6 +78,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 func trainConfig(fs *flag.FlagSet, cfgFile, resume, out string) (cfg train.Config, ckDir string, err error) {
 	cfg = train.DefaultConfig()
 	if resume != "" {
+		if out == "" && cfgFile != "" { // --resume latest|auto with the run directory in the config file
+			var c train.Config
+			if err := train.LoadFile(cfgFile, &c); err == nil {
+				out = c.Out
+			}
+		}
 		if ckDir, err = train.ResolveCheckpoint(resume, out); err != nil {
 			return cfg, "", err
 		}

@@ -52,6 +52,13 @@ func TestTrainCommandEndToEnd(t *testing.T) {
 		!strings.Contains(stderr, "pass --steps N with N > 8") {
 		t.Errorf("resume at the last step: no warning:\n%s", stderr)
 	}
+	// --resume auto finds the run directory in the config file (no --out given).
+	cfgOut := filepath.Join(dir, "run-out.yaml")
+	os.WriteFile(cfgOut, []byte("out: "+out+"\n"), 0o644)
+	stdout, _ = run(t, "train", "--config", cfgOut, "--resume", "auto", "--steps", "9", "--threads", "1")
+	if !strings.Contains(stdout, "trained 9 steps") {
+		t.Errorf("resume auto with out in the config: %s", stdout)
+	}
 	hf := filepath.Join(dir, "hf")
 	q8 := filepath.Join(dir, "q8.gguf")
 	run(t, "train", "export", "--ckpt", out, "--hf", hf)
