@@ -7,7 +7,9 @@
 //	p = (A + 1) / (A + R + 1), A and R decaying sums (x0.8 per verification) of accepted
 //	draft tokens and of rejections (a verification that rejected a draft adds 1 to R);
 //	k = the largest k in [1, NumTokens] with p^k >= 0.1 (the last draft still has a 10%
-//	chance of being used); a new sequence starts at k = NumTokens.
+//	chance of being used); a new sequence starts at k = NumTokens. While p < 0.25 after a
+//	verification, the sequence sits out 1, 2, 4 ... 16 steps (no Propose for it) before
+//	the next try; a verification with p >= 0.25 ends the back-off.
 //
 // A step with DisableByBatchSize or more running sequences proposes nothing: a batch that
 // large keeps the cores busy, and draft rows would only add work.
@@ -32,6 +34,10 @@ const MaxSpecTokens = 32
 const (
 	specDecay   = 0.8 // weight of a sequence's past verifications per new one
 	specMinGain = 0.1 // the least chance of acceptance worth a draft position
+	// A sequence whose p falls below specMinP sits out 1, 2, 4 ... up to specMaxBackoff steps
+	// before its next draft: a verification row costs about a decode row (docs/engine.md).
+	specMinP       = 0.25
+	specMaxBackoff = 16
 )
 
 // specEngine is the engine's speculative decoding state (step loop only, stats under e.mu).
@@ -67,8 +73,11 @@ func newSpecEngine(o SpecOptions, cfg Config) (*specEngine, error) {
 	return sp, nil
 }
 
-// specSeq is one sequence's recent acceptance.
-type specSeq struct{ accepted, rejections float64 }
+// specSeq is one sequence's recent acceptance, and its back-off.
+type specSeq struct {
+	accepted, rejections float64
+	skip, backoff        int // steps left without drafts; the length of the last pause
+}
 
 func (s *specSeq) observe(accepted, drafts int) {
 	s.accepted = specDecay*s.accepted + float64(accepted)
@@ -76,11 +85,29 @@ func (s *specSeq) observe(accepted, drafts int) {
 	if accepted < drafts {
 		s.rejections++
 	}
+	if s.p() >= specMinP {
+		s.backoff = 0
+		return
+	}
+	s.backoff = min(max(2*s.backoff, 1), specMaxBackoff)
+	s.skip = s.backoff
+}
+
+// p estimates the chance that the next draft token is accepted.
+func (s *specSeq) p() float64 { return (s.accepted + 1) / (s.accepted + s.rejections + 1) }
+
+// paused reports (and counts down) a step the sequence sits out.
+func (s *specSeq) paused() bool {
+	if s.skip > 0 {
+		s.skip--
+		return true
+	}
+	return false
 }
 
 // k is the number of drafts to ask for, in [1, maxK].
 func (s *specSeq) k(maxK int) int {
-	p := (s.accepted + 1) / (s.accepted + s.rejections + 1)
+	p := s.p()
 	if p >= 1 {
 		return maxK
 	}
@@ -97,7 +124,7 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 	reqs := sp.reqs[:0]
 	for _, seq := range e.sched.running {
 		st := bySeq[seq.ID]
-		if st == nil || st.finished || st.req.Constraint != nil || seq.NumComputedTokens != seq.NumTokens()-1 {
+		if st == nil || st.finished || st.req.Constraint != nil || seq.NumComputedTokens != seq.NumTokens()-1 || st.spec.paused() {
 			continue
 		}
 		room := e.sched.roomForDrafts(seq)

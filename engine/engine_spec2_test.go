@@ -278,6 +278,27 @@ func TestSpecAdaptiveK(t *testing.T) {
 	if k := s.k(5); k != 5 {
 		t.Errorf("all accepted: k %d", k)
 	}
+	// All rejected: p falls below 0.25 and the pauses double up to 16 steps.
+	var r specSeq
+	var pauses []int
+	for range 12 {
+		r.observe(0, 1)
+		n := 0
+		for r.paused() {
+			n++
+		}
+		pauses = append(pauses, n)
+	}
+	if want := []int{0, 0, 0, 0, 1, 2, 4, 8, 16, 16, 16, 16}; !slices.Equal(pauses, want) {
+		t.Errorf("pauses %v, want %v", pauses, want)
+	}
+	r.observe(1, 1) // accepted: p = 1.x / (1.x + R) rises; pauses end once p >= 0.25
+	for range 3 {
+		r.observe(1, 1)
+	}
+	if r.paused() || r.backoff != 0 {
+		t.Errorf("still backing off after accepted drafts: %+v", r)
+	}
 	var h specSeq
 	for range 40 {
 		h.observe(1, 2) // p = 1/2: p^3 >= 0.1 > p^4
