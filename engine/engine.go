@@ -176,8 +176,8 @@ type Stats struct {
 	Steps                 int64
 	BatchedTokens         int64 // tokens over all steps
 	LastStepTokens        int
-	Finished, Aborted     int64 // requests
-	Spec                  SpecStats
+	Finished, Aborted     int64     // requests
+	Spec                  SpecStats // speculative decoding (zero when off)
 }
 
 // StepMetrics describes one step for the OnStep hook.

@@ -143,10 +143,10 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 		return 0
 	}
 	t0 := time.Now()
-	err := sp.opts.Proposer.Propose(reqs)
+	err := callPropose(sp.opts.Proposer, reqs)
 	took := time.Since(t0)
 	if err != nil {
-		return took // this step runs without drafts
+		return took // the next step runs without drafts
 	}
 	for i := range reqs {
 		r := &reqs[i]
@@ -172,6 +172,17 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 		r.Tokens, r.Params, r.Probs = nil, nil, nil
 	}
 	return took
+}
+
+// callPropose calls p.Propose; a panic becomes an error (a proposer's bug costs its drafts,
+// not the engine).
+func callPropose(p Proposer, reqs []ProposeRequest) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("engine: Propose panicked: %v", v)
+		}
+	}()
+	return p.Propose(reqs)
 }
 
 // observeSpec counts the step's verifications in SpecStats (published at once, before any

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -234,6 +235,38 @@ func TestSpecBadDrafts(t *testing.T) {
 	}
 	if s := e.Stats().Spec; s.DraftTokens != s.Drafts || s.AcceptedPerPos[0] == 0 {
 		t.Errorf("stats %+v: want one-token drafts, the first accepted once", s)
+	}
+}
+
+// failingProposer drafts the wrong token, and fails (error, panic) on some calls.
+type failingProposer struct{ calls int }
+
+func (p *failingProposer) Propose(reqs []ProposeRequest) error {
+	p.calls++
+	for i := range reqs {
+		reqs[i].Draft = append(reqs[i].Draft[:0], 7)
+	}
+	switch p.calls % 3 {
+	case 1:
+		return fmt.Errorf("no drafts today")
+	case 2:
+		panic("proposer bug")
+	}
+	return nil
+}
+
+func (p *failingProposer) Forget(SeqID) {}
+
+// TestSpecProposerFails: a Proposer's error or panic costs that step's drafts, nothing else.
+func TestSpecProposerFails(t *testing.T) {
+	b := openBundle(t, testModels[0].path)
+	reqs := greedyRequests(4, b.Model.Config.Vocab, 51)
+	want := runAll(t, newEngine(t, b, nil), reqs)
+	p := &failingProposer{}
+	e := newEngine(t, b, specOpts(p, 2))
+	compareResults(t, want, runAll(t, e, reqs))
+	if s := e.Stats().Spec; p.calls < 3 || s.Drafts == 0 || s.Drafts >= int64(p.calls)*4 {
+		t.Errorf("%d calls, stats %+v", p.calls, s)
 	}
 }
 
