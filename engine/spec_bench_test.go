@@ -1,7 +1,8 @@
 // A measurement, not a test: with LLMCLOUD_SPEC_BENCH=model.gguf it serves batches of 1 to 64
-// greedy requests with and without speculation (an oracle proposer whose drafts are wrong with
-// probability 0.3, k = 4) and logs generated tokens per second of each, alternating runs. It
-// backs the choice of DefaultDisableByBatchSize (docs/engine.md). It asserts nothing.
+// (or LLMCLOUD_SPEC_BENCH_M="1,8,64") greedy requests with and without speculation (an oracle
+// proposer whose drafts are wrong with probability 0.3, k = 4) and logs generated tokens per
+// second of each, alternating runs. It backs the choice of DefaultDisableByBatchSize
+// (docs/engine.md). It asserts nothing.
 //
 //	LLMCLOUD_SPEC_BENCH=/path/target.gguf go test ./engine -run TestSpecThroughputReport -v
 package engine
@@ -60,7 +61,7 @@ func TestSpecThroughputReport(t *testing.T) {
 		}
 		return float64(n) / d.Seconds()
 	}
-	for _, conc := range []int{1, 2, 4, 8, 16, 32, 64} {
+	for _, conc := range benchSizes(t) {
 		reqs := mk(conc)
 		refs := references(t, newEngine(t, b, nil), reqs)
 		var off, on, auto float64
@@ -115,17 +116,7 @@ func TestSpecVerifyCostReport(t *testing.T) {
 		}
 		return time.Since(t0)
 	}
-	ms := []int{1, 2, 4, 8, 16, 32, 64}
-	if v := os.Getenv("LLMCLOUD_SPEC_BENCH_M"); v != "" { // e.g. "1,8" for a large model
-		ms = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 || n > 64 {
-				t.Fatalf("LLMCLOUD_SPEC_BENCH_M: %q", f)
-			}
-			ms = append(ms, n)
-		}
-	}
+	ms := benchSizes(t)
 	for _, m := range ms {
 		best := map[int]time.Duration{}
 		for range 9 {
@@ -138,4 +129,21 @@ func TestSpecVerifyCostReport(t *testing.T) {
 		t.Logf("%2d sequences: decode %8v; verify k=1 x%.2f, k=2 x%.2f, k=4 x%.2f", m, best[1],
 			float64(best[2])/float64(best[1]), float64(best[3])/float64(best[1]), float64(best[5])/float64(best[1]))
 	}
+}
+
+// benchSizes are the batch sizes to measure: 1 to 64, or LLMCLOUD_SPEC_BENCH_M ("1,8").
+func benchSizes(t *testing.T) []int {
+	v := os.Getenv("LLMCLOUD_SPEC_BENCH_M")
+	if v == "" {
+		return []int{1, 2, 4, 8, 16, 32, 64}
+	}
+	var ms []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 64 {
+			t.Fatalf("LLMCLOUD_SPEC_BENCH_M: %q", f)
+		}
+		ms = append(ms, n)
+	}
+	return ms
 }
