@@ -172,7 +172,10 @@ func TestSpecGreedyMatches(t *testing.T) {
 					e := newEngine(t, b, func(o *Options) {
 						specOpts(pc.p, 4)(o)
 						o.OnStep = func(m StepMetrics) {
-							<-gate
+							mu.Lock()
+							g := gate
+							mu.Unlock()
+							<-g
 							mu.Lock()
 							stepDrafts += int64(m.DraftTokens)
 							if m.DraftTokens > 0 {
@@ -184,9 +187,12 @@ func TestSpecGreedyMatches(t *testing.T) {
 					close(gate)
 					alone := runAlone(t, e, reqs[:4])
 					compareResults(t, alone, want)
-					gate = make(chan struct{})
+					mu.Lock()
+					gate = make(chan struct{}) // the first step waits until every request is in
+					g := gate
+					mu.Unlock()
 					chans := addAll(t, e, reqs)
-					close(gate)
+					close(g)
 					got := collectAll(reqs, chans)
 					compareResults(t, want, got)
 					for _, r := range reqs {
