@@ -23,6 +23,7 @@ type f16Job struct {
 	data []byte
 	n    int
 	rows int
+	pack *f16Pack // the weight's pack (PrepackF16), or nil
 }
 
 // f16ItemRows is the item size for a weight of n rows: about four items per worker, between
@@ -80,9 +81,12 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 			}
 			j := &jobs[i]
 			r0, r1 := c*j.rows, min((c+1)*j.rows, j.n)
-			if m <= gemmDirectMaxM {
+			switch {
+			case j.pack != nil:
+				packedRows(j.out, x, pk, j.pack, j.data, m, j.n, k, r0, r1)
+			case m <= gemmDirectMaxM:
 				directF16Rows(j.out, x, pk, j.data, m, j.n, k, r0, r1)
-			} else {
+			default:
 				streamRows(j.out, x, pk, j.data, m, j.n, k, r0, r1)
 			}
 		}
@@ -109,6 +113,8 @@ func matmulF16Multi(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tensor,
 	jobs := make([]f16Job, len(ws))
 	for i, w := range ws {
 		jobs[i] = newF16Job(p, outs[i], w.Data, m, w.Shape[0], k)
+		jobs[i].pack = f16PackOf(p, w)
+		jobs[i].packItems(p, m, k)
 	}
 	gemmF16Items(p, jobs, x, m, k)
 }

@@ -45,10 +45,12 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 	switch {
 	case m == 1:
 		gemvFloat(p, out, x, w.Type, w.Data, n, k)
-	case useGemmStream && !useAVX512 && w.Type == tensor.F16 && m <= gemmDirectMaxM:
-		gemmDirectF16(p, out, x, w.Data, m, n, k)
 	case useGemmStream && !useAVX512 && w.Type == tensor.F16:
-		gemmStream(p, out, x, w.Data, m, n, k)
+		// gemmDirectF16 (m <= gemmDirectMaxM) or gemmStream, on w's pack if it has one.
+		j := newF16Job(p, out, w.Data, m, n, k)
+		j.pack = f16PackOf(p, w)
+		j.packItems(p, m, k)
+		gemmF16Items(p, []f16Job{j}, x, m, k)
 	case m <= gemmDirectMaxM:
 		gemmDirect(p, out, x, w.Type, w.Data, m, n, k)
 	default:

@@ -108,12 +108,20 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 		matmulZ(p, out, a, w, q4, m, n, k)
 		return
 	}
+	if q4 && useX4(nb) && m > 1 {
+		matmulQ4X(p, out, a, w, m, n, k)
+		return
+	}
 	if q4 && useQuads4(nb) && m > 1 {
 		matmulQ4Quads(p, out, a, w, m, n, k)
 		return
 	}
 	if q4 && usePairs() && nb%2 == 0 && m > 1 {
 		matmulP(p, out, a, w, m, n, k)
+		return
+	}
+	if !q4 && useH8(nb) && m > 1 {
+		matmulQ8H(p, out, a, w, m, n, k)
 		return
 	}
 	if !q4 && usePairs8() && nb%2 == 0 && m > 1 {

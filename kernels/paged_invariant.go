@@ -41,12 +41,20 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 			matmulZ(p, out, a, w.Data, q4, 1, n, k)
 			return nil
 		}
+		if q4 && useX4(nb) { // the cross-interleaved Q4_0 quad tiles, with one token
+			matmulQ4X(p, out, a, w.Data, 1, n, k)
+			return nil
+		}
 		if q4 && useQuads4(nb) { // the GEMM path's Q4_0 quad tiles, with one token
 			matmulQ4Quads(p, out, a, w.Data, 1, n, k)
 			return nil
 		}
 		if q4 && usePairs() && nb%2 == 0 { // the GEMM path's pair tiles, with one token
 			matmulP(p, out, a, w.Data, 1, n, k)
+			return nil
+		}
+		if !q4 && useH8(nb) { // the Q8_0 half-interleaved pair tiles, with one token
+			matmulQ8H(p, out, a, w.Data, 1, n, k)
 			return nil
 		}
 		if !q4 && usePairs8() && nb%2 == 0 { // the Q8_0 pair tiles, with one token

@@ -15,7 +15,7 @@ import (
 // q8Acts holds m activation rows of k values quantized to blocks of 32.
 type q8Acts struct {
 	m, k, nb int
-	ready    uint8     // derived layouts computed since the last quantize (readyZ8, ...)
+	ready    uint16    // derived layouts computed since the last quantize (readyZ8, ...)
 	qs       []int8    // [m][k]
 	d        []float32 // [m][nb] block scales (fp16-rounded, as float32)
 	corr     []int32   // [m][nb][8]: lane 0 = -8*Σq of the block, lanes 1..7 = 0 (Q4_0 weights only)
@@ -26,17 +26,21 @@ type q8Acts struct {
 	c2 []int32   // [nb/2][8]: corr_b 0 0 0 corr_b1 0 0 0
 
 	// The layout of the AVX-512 VNNI kernels (quant_vnni.go), per token and block pair:
-	xz []int8    // [m][k] Q4_0 only: x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32]
+	xz []int8    // [m][k] x_b[0:16] x_b1[0:16] x_b[16:32] x_b1[16:32] (Q4_0, and Q8_0 on AVX2)
 	dz []float32 // [m][nb/2][16] lane scales
 	cz []int32   // [m][nb/2][16] lane corrections
 	fz []float32 // [m][nb/2][16] Q8_0 only: float32(cz)·dz, the corrections the four-row decode kernel adds in float
-	// The lane scales and corrections of the AVX2 Q4_0 pair tiles (quant_pairs.go; values in xz):
+	// The lane scales and corrections of the AVX2 Q4_0 pair tiles (quant_pairs.go; values in xz;
+	// dp also for the Q8_0 tiles of quant_pairs8h.go):
 	dp []float32 // [m][nb/2][8]: dx_b x4, dx_b1 x4
 	cp []int32   // [m][nb/2][8]: -8·Σx of block b in lane 0, of b+1 in lane 4
 	// The lane scales of the AVX2 Q8_0 pair tiles (quant_pairs8.go; values in qs):
 	d8 []float32 // [m][nb/2][8]: dx_b, dx_b, dx_b1, dx_b1, twice
 	// The records of the AVX2 Q4_0 quad tiles (quant_quads.go; values in xz), per token and quad:
 	sq []int32 // [m][nb/4][16]: 8 lane scales (float32 bits), then 8 lane corrections
+	// The AVX2 Q4_0 cross-interleaved quad tiles (quant_quads4x.go), per token and quad:
+	xq []int8  // [m][k]: byte 32g+8j+i = element x4Elem(g, i) of block b+j
+	sx []int32 // [m][nb/4][16]: 8 lane scales (float32 bits), then 8 lane corrections
 	// Token 0 in block quads for the VNNI Q4_0 decode kernel (q4_0RowsZ):
 	x4 []int8    // [nb/4][128]: x_b[0:16] .. x_b3[0:16], x_b[16:32] .. x_b3[16:32]
 	d4 []float32 // [nb/4][16] lane scales (dx of block b+l/4)
@@ -53,6 +57,8 @@ const (
 	readyP8 // d8 for the AVX2 Q8_0 pair tiles
 	readyQ4 // sq for the AVX2 Q4_0 quad tiles
 	readyD2 // d2 alone (pairScales)
+	readyH8 // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
+	readyX4 // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
 )
 
 // pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.

@@ -86,16 +86,16 @@ func BenchmarkQuantGEMM(b *testing.B) {
 					}
 					b.Run(fmt.Sprintf("%s/%dx%d/m%d/t%d/%s", dt, n, k, m, th, mode), func(b *testing.B) {
 						Reference = mode == "ref"
-						vnni, tp, oq := quantVNNI, tilesP, q4Toks
+						vnni, tp, oq, ox := quantVNNI, tilesP, q4Toks, x4Toks
 						quantVNNI = vnni && mode != "avx2" && mode != "blocks" && mode != "rowsouter" && mode != "pairs"
 						pairsTokensOuter = mode != "rowsouter"
 						if mode == "blocks" || mode == "rowsouter" || mode == "pairs" {
-							q4Toks = 0 // Q4_0 on the pair tiles (the path before the quad tiles)
+							q4Toks, x4Toks = 0, 0 // Q4_0 on the pair tiles (the path before the quad tiles)
 						}
 						if mode == "blocks" {
 							tilesP = [3][5]tileFunc{} // Q4_0 on the block tiles (the path before the pair tiles)
 						}
-						defer func() { Reference, quantVNNI, tilesP, pairsTokensOuter, q4Toks = false, vnni, tp, true, oq }()
+						defer func() { Reference, quantVNNI, tilesP, pairsTokensOuter, q4Toks, x4Toks = false, vnni, tp, true, oq, ox }()
 						for b.Loop() {
 							if mode == "gemv" {
 								for i := 0; i < m; i++ {

@@ -100,8 +100,9 @@ func TestMatMulQuantPairs8Go(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old, oR, oT := tilesP8, p8Rows, p8Toks
-	defer func() { tilesP8, p8Rows, p8Toks = old, oR, oT }()
+	old, oR, oT, oq := tilesP8, p8Rows, p8Toks, h8Toks
+	defer func() { tilesP8, p8Rows, p8Toks, h8Toks = old, oR, oT, oq }()
+	h8Toks = 0 // the half-interleaved tiles would take these shapes
 	for _, sh := range p8Shapes() {
 		tilesP8[sh[0]][sh[1]] = refTileP8(sh[0], sh[1])
 	}
@@ -119,8 +120,9 @@ func TestMatMulQuantPairs8Shapes(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	oR, oT := p8Rows, p8Toks
-	defer func() { p8Rows, p8Toks = oR, oT }()
+	oR, oT, oq := p8Rows, p8Toks, h8Toks
+	defer func() { p8Rows, p8Toks, h8Toks = oR, oT, oq }()
+	h8Toks = 0 // the half-interleaved tiles would take these shapes
 	for _, sh := range [][2]int{{1, 8}, {2, 3}, {1, 4}} {
 		p8Rows, p8Toks = sh[0], sh[1]
 		checkMatMulQuant(t)
@@ -129,7 +131,7 @@ func TestMatMulQuantPairs8Shapes(t *testing.T) {
 }
 
 // BenchmarkQ8TileL1: one tile call over 2048 values in L1 (the Q8_0 block tile 2x4 against the
-// pair tiles), GOP per second of the thread's CPU time.
+// pair tiles and the half-interleaved pair tiles, p9), GOP per second of the thread's CPU time.
 func BenchmarkQ8TileL1(b *testing.B) {
 	const k = 2048
 	rng := rand.New(rand.NewPCG(4, 5))
@@ -138,13 +140,17 @@ func BenchmarkQ8TileL1(b *testing.B) {
 	a := getQ8Acts(8, k, false)
 	a.quantize(Serial, qRandVec(rng, 8*k, 1), false)
 	a.prepP8(Serial)
+	a.prepH8(Serial)
 	out := make([]float32, 8*8)
 	for r := 0; r < 3; r++ {
-		for _, sh := range [][3]int{{0, 2, 4}, {8, 1, 8}, {8, 2, 3}, {8, 1, 4}} {
+		for _, sh := range [][3]int{{0, 2, 4}, {8, 1, 8}, {8, 2, 3}, {8, 1, 4}, {9, 1, 8}, {9, 1, 6}} {
 			R, T := sh[1], sh[2]
 			f := tilesP8[R][T]
-			if sh[0] == 0 {
+			switch sh[0] {
+			case 0:
 				f = quantTiles[0][R][T]
+			case 9:
+				f = tilesH8[T]
 			}
 			if f == nil {
 				b.Skip("no assembly")
@@ -154,9 +160,12 @@ func BenchmarkQ8TileL1(b *testing.B) {
 				defer runtime.UnlockOSThread()
 				cpu0 := threadCPU()
 				for b.Loop() {
-					if sh[0] == 8 {
+					switch sh[0] {
+					case 8:
 						f(&w.Data[0], rs, &a.qs[0], k, &a.d8[0], nil, k/64, &out[0], 8)
-					} else {
+					case 9:
+						f(&w.Data[0], rs, &a.xz[0], k, &a.dp[0], nil, k/64, &out[0], 8)
+					default:
 						f(&w.Data[0], rs, &a.qs[0], k, &a.d[0], nil, k/32, &out[0], 8)
 					}
 				}

@@ -82,9 +82,9 @@ func TestMatMulQuantPairsGo(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old, oq := tilesP, q4Toks
-	defer func() { tilesP, q4Toks = old, oq }()
-	q4Toks = 0 // the pair path (the quad path has its own tests)
+	old, oq, ox := tilesP, q4Toks, x4Toks
+	defer func() { tilesP, q4Toks, x4Toks = old, oq, ox }()
+	q4Toks, x4Toks = 0, 0 // the pair path (the quad paths have their own tests)
 	for R := 1; R <= 2; R++ {
 		for T := 1; T <= 4; T++ {
 			tilesP[R][T] = refTileP(R, T)
@@ -99,9 +99,9 @@ func TestMatMulQuantNoPairs(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old, oq := tilesP, q4Toks
-	defer func() { tilesP, q4Toks = old, oq }()
-	tilesP, q4Toks = [3][5]tileFunc{}, 0
+	old, oq, ox := tilesP, q4Toks, x4Toks
+	defer func() { tilesP, q4Toks, x4Toks = old, oq, ox }()
+	tilesP, q4Toks, x4Toks = [3][5]tileFunc{}, 0, 0
 	checkMatMulQuant(t)
 	testMatMulInvariant(t)
 }

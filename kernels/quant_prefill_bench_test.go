@@ -12,11 +12,13 @@ import (
 // BenchmarkQuantPrefill: Q8_0 and Q4_0 prefill on the shapes of stories110M and TinyLlama (AVX2
 // paths), GOP/s (2·m·n·k), with 1 thread also per second of the thread's CPU time (a busy host
 // disturbs that far less). Modes, alternated over three rounds: blocks = the block tiles,
-// pairs = the pair tiles (Q8_0: 1 row x 8 tokens, the default; p8_2x3 = 2 rows x 3 tokens,
-// p8_1x4 = 1 row x 4 tokens), quads = the Q4_0 quad tiles (the default for k/32 a multiple of 4).
+// pairs = the pair tiles (Q8_0: 1 row x 8 tokens; p8_2x3 = 2 rows x 3 tokens, p8_1x4 = 1 row
+// x 4 tokens), quads = the Q4_0 quad tiles (the default for k/32 a multiple of 4), h8 = the
+// Q8_0 half-interleaved pair tiles (the default; up to 8 tokens, h8_6 up to 6), x4 = the Q4_0
+// cross-interleaved quad tiles (the default).
 func BenchmarkQuantPrefill(b *testing.B) {
 	shapes := [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}, {2048, 5632}}
-	modes := map[tensor.DType][]string{tensor.Q8_0: {"blocks", "pairs", "p8_2x3", "p8_1x4"}, tensor.Q4_0: {"blocks", "pairs", "quads"}}
+	modes := map[tensor.DType][]string{tensor.Q8_0: {"pairs", "h8", "h8_6"}, tensor.Q4_0: {"pairs", "quads", "x4"}}
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 		for _, m := range []int{64, 512} {
 			for _, sh := range shapes {
@@ -39,18 +41,24 @@ func BenchmarkQuantPrefill(b *testing.B) {
 }
 
 func benchPrefill(b *testing.B, p *Pool, out, x []float32, w *tensor.Tensor, m, th int, mode string) {
-	vnni, tp, tp8, oR, oT, oq := quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks
-	defer func() { quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks = vnni, tp, tp8, oR, oT, oq }()
+	vnni, tp, tp8, oR, oT, oq, oq8, ox := quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks, h8Toks, x4Toks
+	defer func() {
+		quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks, h8Toks, x4Toks = vnni, tp, tp8, oR, oT, oq, oq8, ox
+	}()
 	quantVNNI = false
 	switch mode {
 	case "blocks":
-		tilesP, tilesP8, q4Toks = [3][5]tileFunc{}, [3][9]tileFunc{}, 0
+		tilesP, tilesP8, q4Toks, h8Toks, x4Toks = [3][5]tileFunc{}, [3][9]tileFunc{}, 0, 0, 0
 	case "pairs":
-		q4Toks = 0
+		q4Toks, h8Toks, x4Toks = 0, 0, 0
 	case "p8_2x3":
-		p8Rows, p8Toks = 2, 3
+		p8Rows, p8Toks, h8Toks = 2, 3, 0
 	case "p8_1x4":
-		p8Rows, p8Toks = 1, 4
+		p8Rows, p8Toks, h8Toks = 1, 4, 0
+	case "quads":
+		x4Toks = 0
+	case "h8_6":
+		h8Toks = 6
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

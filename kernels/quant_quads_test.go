@@ -77,8 +77,9 @@ func TestMatMulQuantQuads4Go(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old, oq := tilesQ4, q4Toks
-	defer func() { tilesQ4, q4Toks = old, oq }()
+	old, oq, ox := tilesQ4, q4Toks, x4Toks
+	defer func() { tilesQ4, q4Toks, x4Toks = old, oq, ox }()
+	x4Toks = 0 // the quad path (the cross-interleaved one has its own tests)
 	for T := 1; T <= 7; T++ {
 		tilesQ4[T] = refTileQ4(T)
 	}
@@ -94,8 +95,9 @@ func TestMatMulQuantQuads4(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	oq := q4Toks
-	defer func() { q4Toks = oq }()
+	oq, ox := q4Toks, x4Toks
+	defer func() { q4Toks, x4Toks = oq, ox }()
+	x4Toks = 0
 	for _, T := range []int{1, 4, 7} {
 		q4Toks = T
 		checkMatMulQuant(t)

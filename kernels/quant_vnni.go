@@ -20,7 +20,7 @@ var tilesZ [2][5][5]tileFunc
 // prepZ computes the VNNI layout of all of a's tokens (a quantized already; nb even), in
 // parallel over tokens on p.
 func (a *q8Acts) prepZ(p *Pool, q4 bool) {
-	want := uint8(readyZ8) // dz and cz hold one type's layout at a time
+	want := uint16(readyZ8) // dz and cz hold one type's layout at a time
 	if q4 {
 		want = readyZ4
 	}

@@ -26,6 +26,7 @@ func batchModels(t *testing.T) map[string]*Model {
 	}
 	ms["stories260K"] = openRef(t, []string{"models", "stories260K", "stories260K.bin"})
 	ms["rand3M-q8_0"] = openRef(t, []string{"models", "rand3M", "rand3M-q8_0.gguf"})
+	ms["rand3M-f16"] = openRef(t, []string{"models", "rand3M", "rand3M-f16.gguf"}) // AVX2: F16 packs
 	return ms
 }
 

@@ -97,6 +97,9 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 // Close releases the file a loader mapped for this model (if any). The model must not be
 // used afterwards.
 func (m *Model) Close() error {
+	for _, t := range m.sws {
+		kernels.DropPackF16(t)
+	}
 	if m.closer == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 // This file connects the model to the graph executor: at New the network is built as a graph
 // (graph.go), the serving passes fuse it, and the weights it names are gathered (vectors as
-// F32, the Llama 3 RoPE divisors added when the config computes them); each Batch compiles
+// F32, the Llama 3 RoPE divisors added when the config computes them, F16 matrices registered
+// for the prefill GEMM's packs: kernels.PrepackF16); each Batch compiles
 // its own exec.Program from that once, as the executor's run state is not shared.
 package model
 
@@ -11,6 +12,8 @@ import (
 
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/internal/sysmem"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -40,6 +43,11 @@ func (m *Model) prepareServing() error {
 		ws[RopeFreqsName] = f32Tensor(RopeFreqsName, m.rope.Factors)
 	}
 	m.sg, m.sws = g, ws
+	if f16PacksFit(ws, sysmem.Available()) {
+		for _, t := range ws {
+			kernels.PrepackF16(t) // F16 matrices: repacked for prefill GEMMs on first use (AVX2)
+		}
+	}
 	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
@@ -68,4 +76,17 @@ func (m *Model) program(b *Batch) (*exec.Program, error) {
 	b.prog.SetInvariant(b.Invariant)
 	b.prog.SetRecorder(b.Recorder)
 	return b.prog, nil
+}
+
+// f16PacksFit reports whether the packed copies of ws's F16 matrices (as many bytes again as
+// the matrices) fit in a quarter of avail, the machine's available memory (true when unknown,
+// 0): a larger model keeps its prefill GEMMs on the stored rows rather than double its memory.
+func f16PacksFit(ws map[string]*tensor.Tensor, avail int64) bool {
+	var n int64
+	for _, t := range ws {
+		if t.Type == tensor.F16 && len(t.Shape) == 2 {
+			n += int64(len(t.Data))
+		}
+	}
+	return n == 0 || avail == 0 || n <= avail/4
 }

@@ -4,13 +4,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/internal/sysmem"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -18,39 +15,10 @@ import (
 // --kv-cache-memory (a pool above model.PrefaultLimit commits its pages only as they are used).
 const defaultKVFraction = 0.10
 
-// availableMemory is the machine's available memory in bytes from /proc/meminfo
-// (MemAvailable, else MemTotal; 0 if unknown).
-func availableMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	var total int64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 2 {
-			continue
-		}
-		kb, err := strconv.ParseInt(fs[1], 10, 64)
-		if err != nil || kb <= 0 {
-			continue
-		}
-		switch fs[0] {
-		case "MemAvailable:":
-			return kb << 10
-		case "MemTotal:":
-			total = kb << 10
-		}
-	}
-	return total
-}
-
 // defaultKVBudget is the KV memory used when --kv-cache-memory is not given: a fraction of
 // available memory, 4 GiB when that is unknown.
 func defaultKVBudget() int64 {
-	if m := availableMemory(); m > 0 {
+	if m := sysmem.Available(); m > 0 {
 		return int64(float64(m) * defaultKVFraction)
 	}
 	return 4 << 30
