@@ -194,16 +194,21 @@ func (m *BlockManager) Free(seq SeqID) {
 	}
 	delete(m.tables, seq)
 	for i := len(t.blocks) - 1; i >= 0; i-- {
-		b := t.blocks[i]
-		md := &m.meta[b]
-		md.refs--
-		if md.refs > 0 {
-			continue
-		}
-		if md.cached {
-			m.free.pushBack(b)
-		} else {
-			m.free.pushFront(b)
-		}
+		m.release(t.blocks[i])
+	}
+}
+
+// release drops one table's reference to b; at zero b joins the free list (a cached block at
+// the tail, to stay reusable as long as possible; an uncached one at the head).
+func (m *BlockManager) release(b BlockID) {
+	md := &m.meta[b]
+	md.refs--
+	if md.refs > 0 {
+		return
+	}
+	if md.cached {
+		m.free.pushBack(b)
+	} else {
+		m.free.pushFront(b)
 	}
 }

@@ -22,6 +22,8 @@ type seqSampler struct {
 	constraint Constraint // nil: unconstrained
 	forcer     Forcer     // the constraint's jump forward, if it has one
 	mask       []uint64   // the constraint's mask buffer, reused every step
+	// probs are the proposer's distributions for this step's drafts (nil: point masses).
+	probs [][]float32
 }
 
 // newSeqSampler pairs a request's sampler with its constraint and a mask buffer of words

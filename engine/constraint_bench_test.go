@@ -175,7 +175,7 @@ func (st *benchStepper) step(b *testing.B) (stepResult, time.Duration, *StepPlan
 	if err != nil || len(res.rejected) > 0 {
 		b.Fatalf("%s: %v %v", st.name, err, res.rejected)
 	}
-	if _, err := st.s.Update(plan, res.sampled); err != nil {
+	if _, err := st.s.UpdateTokens(plan, res.sampled); err != nil {
 		b.Fatal(err)
 	}
 	return res, time.Since(t0), plan

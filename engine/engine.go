@@ -50,6 +50,8 @@ type Options struct {
 	// OutputBuffer is the capacity of each request's Output channel. When a client reads
 	// slower than tokens come, deltas are merged rather than blocking the step loop.
 	OutputBuffer int
+	// Speculative turns on speculative decoding (engine_spec.go; zero value: off).
+	Speculative SpecOptions
 	// OnStep, if set, is called by the step loop after every step (keep it quick).
 	OnStep func(StepMetrics)
 	// Now is the clock (nil = time.Now).
@@ -174,7 +176,8 @@ type Stats struct {
 	Steps                 int64
 	BatchedTokens         int64 // tokens over all steps
 	LastStepTokens        int
-	Finished, Aborted     int64 // requests
+	Finished, Aborted     int64     // requests
+	Spec                  SpecStats // speculative decoding (zero when off)
 }
 
 // StepMetrics describes one step for the OnStep hook.
@@ -192,6 +195,8 @@ type StepMetrics struct {
 	// (filled while the forward runs): 0 when the masks cost no wall time.
 	MaskWait    time.Duration
 	Constrained int           // sequences sampled under a Constraint's mask
+	DraftTokens int           // draft tokens verified
+	Propose     time.Duration // the Proposer's call after the step
 	Total       time.Duration // the whole step, bookkeeping and output included
 	KVUsage     float64
 	Running     int
@@ -209,8 +214,9 @@ type Engine struct {
 	// tokenizer's vocabularies.
 	maskWords int
 	now       func() time.Time
-	sched     *Scheduler // step loop only
-	runner    *runner    // step loop only
+	sched     *Scheduler  // step loop only
+	runner    *runner     // step loop only
+	spec      *specEngine // nil: no speculative decoding
 
 	mu        sync.Mutex
 	inbox     []event
@@ -261,6 +267,10 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 	if err != nil {
 		return nil, err
 	}
+	spec, err := newSpecEngine(opts.Speculative, cfg)
+	if err != nil {
+		return nil, err
+	}
 	kv, err := m.NewPagedKV(cfg.NumBlocks, cfg.BlockSizeTokens)
 	if err != nil {
 		return nil, err
@@ -268,7 +278,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 	if opts.OutputBuffer < 2 {
 		opts.OutputBuffer = 64
 	}
-	e := &Engine{m: m, tok: tok, opts: opts, cfg: cfg, now: opts.Now, sched: sched,
+	e := &Engine{m: m, tok: tok, opts: opts, cfg: cfg, now: opts.Now, sched: sched, spec: spec,
 		runner: newRunner(m, kv, opts.BatchInvariant), live: map[string]*reqState{},
 		accepting: true, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if e.now == nil {

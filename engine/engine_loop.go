@@ -3,7 +3,8 @@
 //
 //	apply the inbox (adds, aborts) -> Schedule -> runner.execute (masks beside the forward,
 //	sample) -> abort rejected constraints -> Update -> append forced tokens (Forcer) ->
-//	stream outputs, Finish on stop strings and completed constraints -> publish Stats, OnStep
+//	stream outputs, Finish on stop strings and completed constraints -> propose drafts for
+//	the next step (engine_spec.go) -> publish Stats, OnStep
 //
 // It sleeps when nothing is live and exits after Shutdown once idle. Aborts and stop strings
 // finish sequences between steps, so their blocks are free before the next Schedule.
@@ -119,9 +120,11 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		} else {
 			m.DecodeSeqs++
 		}
+		m.DraftTokens += ss.NumDrafts
 	}
 	for _, id := range plan.Preempted {
 		bySeq[id].metrics.Preemptions++
+		e.forgetDraft(id)
 	}
 	// At once, not after the step: a request that finishes during the step must not leave
 	// Add's count of started requests (len(live) - notStart) short.
@@ -150,10 +153,11 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 			e.finish(st, bySeq, FinishAbort, fmt.Errorf("engine: request %s: %w", st.req.ID, cerr))
 		}
 	}
-	outs, err := e.sched.Update(plan, res.sampled)
+	outs, err := e.sched.UpdateTokens(plan, res.sampled)
 	if err != nil {
 		panic(err) // the runner samples every sequence that needs it: a bug
 	}
+	e.observeSpec(bySeq, outs)
 	now := e.now()
 	// The step's counters are updated before any output is sent, so a client that has its
 	// answer sees them (each sequence's generated tokens are added just before its send).
@@ -171,8 +175,17 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		}
 		st.metrics.LastToken = now
 		var d Output
-		reason := e.emit(st, &d, o.ID, o.Token, o.Status, res.results[o.ID])
-		generated++
+		reason := ""
+		for i, tok := range o.Tokens { // one token, or a verification's accepted drafts and the next
+			s := StatusRunning
+			if i == len(o.Tokens)-1 {
+				s = o.Status
+			}
+			generated++
+			if reason = e.emit(st, &d, o.ID, tok, s, res.results[o.ID][i]); reason != "" {
+				break
+			}
+		}
 		done := res.done[o.ID] // after the forced tokens: void if they are cut
 		toks := res.forced[o.ID]
 		if len(toks) > 0 {
@@ -213,6 +226,9 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		}
 		e.finishWith(st, bySeq, reason, nil, d)
 	}
+	res.proposeStart = time.Now()
+	m.Propose = e.propose(bySeq)
+	res.propose = m.Propose
 	m.Total = e.now().Sub(t0)
 	if rec != nil {
 		recordStep(rec, plan, sched0, sched1, res, time.Now())
@@ -288,6 +304,7 @@ func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason stri
 		st.stopCtx()
 	}
 	delete(bySeq, st.seq)
+	e.forgetDraft(st.seq)
 	e.mu.Lock() // counters first: a client that has its final Output sees them
 	if !st.started {
 		e.notStart--
@@ -309,6 +326,7 @@ func (e *Engine) publish() {
 	s.PromptTokens, s.PrefillTokens, s.GenerationTokens = e.stats.PromptTokens, e.stats.PrefillTokens, e.stats.GenerationTokens
 	s.Steps, s.BatchedTokens, s.LastStepTokens = e.stats.Steps, e.stats.BatchedTokens, e.stats.LastStepTokens
 	s.Finished, s.Aborted = e.stats.Finished, e.stats.Aborted
+	s.Spec = e.specSnapshot()
 	e.stats = s
 	e.mu.Unlock()
 }

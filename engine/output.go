@@ -27,6 +27,7 @@ type reqState struct {
 	nOut     int
 	finished bool
 	pending  *Output // merged deltas the channel had no room for
+	spec     specSeq // recent acceptance of its drafts (engine_spec.go)
 }
 
 // stopText turns token ids into final text: streaming detokenization, then stop strings.

@@ -1,7 +1,8 @@
 // This file is the engine's profiling: with a recorder set (SetProfiler), every step is drawn
 // as slices on the "engine" process's tracks: "schedule" on the scheduler's track, and "step"
-// with its "forward", "mask wait" and "sample" inside on the engine's; the forward pass's ops
-// go to the recorder through the model's batch (graph/exec's profiling).
+// with its "forward", "mask wait", "sample" and "propose" (speculative decoding) inside on the
+// engine's; the forward pass's ops go to the recorder through the model's batch (graph/exec's
+// profiling).
 package engine
 
 import (
@@ -40,4 +41,7 @@ func recordStep(rec *profile.Recorder, plan *StepPlan, sched0, sched1 time.Time,
 		tr.Span("mask wait", "engine", fwdEnd, sampleStart, nil)
 	}
 	tr.Span("sample", "engine", sampleStart, sampleStart.Add(res.sample), nil)
+	if res.propose > 0 {
+		tr.Span("propose", "engine", res.proposeStart, res.proposeStart.Add(res.propose), nil)
+	}
 }

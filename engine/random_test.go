@@ -1,6 +1,6 @@
 // This file implements the randomized tests: an interpreter turns a byte string into a
 // configuration and a stream of operations (add, step, abort, finish, abort between Schedule
-// and Update) and checks every invariant after each one, the fake runner's KV reads on every
+// and Update, speculative drafts) and checks every invariant after each one, the fake runner's KV reads on every
 // step, progress (a step with live sequences never plans nothing) and no leaks once everything
 // has finished. TestRandomOps feeds it seeded random bytes; FuzzOps lets the fuzzer choose.
 
@@ -71,6 +71,7 @@ type opRunner struct {
 // opTotals sums counters over many runs, to show what the random test exercised.
 type opTotals struct {
 	steps, preemptions, aborted, finished, queryTokens, hitTokens, evictions int64
+	draftTokens, accepted                                                    int64
 }
 
 func (t *opTotals) add(s *Scheduler) {
@@ -145,7 +146,7 @@ func (o *opRunner) step(abortOne bool) error {
 	if plan.NumBatchedTokens > o.s.cfg.MaxNumBatchedTokens {
 		return fmt.Errorf("plan of %d tokens over the budget", plan.NumBatchedTokens)
 	}
-	sampled, err := o.runner.run(o.s, plan)
+	sampled, err := o.runner.runSpec(o.s, plan)
 	if err != nil {
 		return err
 	}
@@ -158,11 +159,15 @@ func (o *opRunner) step(abortOne bool) error {
 			seqs[ss.ID] = q
 		}
 	}
-	outs, err := o.s.Update(plan, sampled)
+	outs, err := o.s.UpdateTokens(plan, sampled)
 	if err != nil {
 		return err
 	}
 	for _, out := range outs {
+		if o.totals != nil {
+			o.totals.draftTokens += int64(out.Drafts)
+			o.totals.accepted += int64(out.Accepted)
+		}
 		if out.Status != StatusRunning {
 			o.outputs[out.ID] = slices.Clone(seqs[out.ID].Tokens())
 			o.finishedPrompt[out.ID] = seqs[out.ID].NumPromptTokens()
@@ -172,7 +177,7 @@ func (o *opRunner) step(abortOne bool) error {
 }
 
 func (o *opRunner) op() error {
-	switch o.src.next() % 8 {
+	switch o.src.next() % 9 {
 	case 0, 1:
 		o.add()
 	case 2, 3, 4:
@@ -187,8 +192,28 @@ func (o *opRunner) op() error {
 		}
 	case 7:
 		return o.step(true)
+	case 8:
+		o.drafts()
 	}
 	return nil
+}
+
+// drafts gives every running sequence a draft of 0..7 tokens (SetDraft ignores those not in
+// decode): the model's true continuation, each token wrong with probability 1/4.
+func (o *opRunner) drafts() {
+	for _, seq := range o.s.running {
+		h := slices.Clone(seq.tokens)
+		var d []int
+		for range o.src.next() % 8 {
+			tok := fakeModel(h)
+			if o.src.next()%4 == 0 {
+				tok = 1000 + o.src.next()%3
+			}
+			h = append(h, tok)
+			d = append(d, tok)
+		}
+		o.s.SetDraft(seq.ID, d)
+	}
 }
 
 // drain steps until everything finishes and checks that no block leaked.

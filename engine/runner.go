@@ -1,7 +1,7 @@
 // This file implements the runner: it executes one StepPlan on the model — the plan's entries
 // become one ragged batch for model.ForwardBatch over the paged KV pool — and samples the next
 // token of every sequence that needs logits, with that request's own sampler (in parallel
-// across the kernel pool: samplers are independent). Constrained sequences' masks are filled
+// across the kernel pool: samplers are independent), or verifies its drafts (runner_spec.go). Constrained sequences' masks are filled
 // during the forward (constraint.go) and applied by the sampler; the constraint then accepts
 // the sampled token.
 
@@ -26,10 +26,13 @@ type runner struct {
 	// per step, for the entries that need logits
 	ids      []SeqID
 	samplers []*seqSampler
+	rows     []int   // the entry's first logits row
+	drafts   [][]int // a speculative entry's draft tokens (runner_spec.go), else nil
 	results  []sample.Result
-	errs     []error // sampling errors (a constrained row: its constraint's failure)
-	done     []bool  // the row's constraint is Done after its token (and forced ones)
-	forced   [][]int // tokens the row's constraint forces after its token
+	verified [][]sample.Result // a speculative entry's tokens
+	errs     []error           // sampling errors (a constrained row: its constraint's failure)
+	done     []bool            // the row's constraint is Done after its token (and forced ones)
+	forced   [][]int           // tokens the row's constraint forces after its token
 	logits   []float32
 	sampleFn func(lo, hi int)
 	masks    *maskFiller
@@ -44,25 +47,29 @@ func newRunner(m *model.Model, kv *model.PagedKV, invariant bool) *runner {
 
 // stepResult is what executing a plan produced.
 type stepResult struct {
-	sampled  map[SeqID]int
-	results  map[SeqID]sample.Result
-	rejected map[SeqID]error // constrained sequences whose constraint failed: abort them
-	done     map[SeqID]bool  // constrained sequences whose constraint is Done
-	forced   map[SeqID][]int // tokens to append after the sampled one (Forcer)
+	sampled  map[SeqID][]int           // the tokens to append (one, or a verification's)
+	results  map[SeqID][]sample.Result // their sampling results (logprobs)
+	rejected map[SeqID]error           // constrained sequences whose constraint failed: abort them
+	done     map[SeqID]bool            // constrained sequences whose constraint is Done
+	forced   map[SeqID][]int           // tokens to append after the sampled one (Forcer)
 	forward  time.Duration
 	maskWait time.Duration // after the forward, waiting for masks still being filled
 	sample   time.Duration
 	start    time.Time // of the forward (the step's profile, profile.go)
+
+	proposeStart time.Time // the Proposer's call after the step (engine_spec.go)
+	propose      time.Duration
 }
 
 // execute runs plan. samplerOf returns the sampler of a scheduled sequence.
 func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (stepResult, error) {
-	res := stepResult{sampled: map[SeqID]int{}, results: map[SeqID]sample.Result{}}
+	res := stepResult{sampled: map[SeqID][]int{}, results: map[SeqID][]sample.Result{}}
 	if len(plan.Seqs) == 0 {
 		return res, nil
 	}
 	r.seqs = r.seqs[:0]
-	r.ids, r.samplers = r.ids[:0], r.samplers[:0]
+	r.ids, r.samplers, r.rows, r.drafts = r.ids[:0], r.samplers[:0], r.rows[:0], r.drafts[:0]
+	rows := 0
 	r.masks.reset()
 	for len(r.tables) < len(plan.Seqs) {
 		r.tables = append(r.tables, nil)
@@ -73,7 +80,13 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 			t = append(t, int32(b))
 		}
 		r.tables[i] = t
-		r.seqs = append(r.seqs, model.BatchSeq{Tokens: ss.Tokens, StartPos: ss.StartPos, BlockTable: t, NeedsLogits: ss.NeedsLogits})
+		bs := model.BatchSeq{Tokens: ss.Tokens, StartPos: ss.StartPos, BlockTable: t, NeedsLogits: ss.NeedsLogits}
+		var drafts []int
+		if ss.NumDrafts > 0 {
+			bs.NumLogits = ss.NumDrafts + 1
+			drafts = ss.Tokens[len(ss.Tokens)-ss.NumDrafts:]
+		}
+		r.seqs = append(r.seqs, bs)
 		if ss.NeedsLogits {
 			smp := samplerOf(ss.ID)
 			if smp.constraint != nil {
@@ -81,10 +94,14 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 			}
 			r.ids = append(r.ids, ss.ID)
 			r.samplers = append(r.samplers, smp)
+			r.rows = append(r.rows, rows)
+			r.drafts = append(r.drafts, drafts)
+			rows += max(bs.NumLogits, 1)
 		}
 	}
 	n := len(r.ids)
 	r.results = append(r.results[:0], make([]sample.Result, n)...)
+	r.verified = append(r.verified[:0], make([][]sample.Result, n)...)
 	r.errs = append(r.errs[:0], make([]error, n)...)
 	r.done = append(r.done[:0], make([]bool, n)...)
 	r.forced = append(r.forced[:0], make([][]int, n)...)
@@ -107,13 +124,14 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 	if p == nil {
 		p = kernels.Default
 	}
-	if n*r.m.Config.Vocab < 1<<16 {
+	if rows*r.m.Config.Vocab < 1<<16 {
 		r.sample(0, n)
 	} else {
 		p.For(n, 1, r.sampleFn)
 	}
 	r.logits = nil
 	res.sample = time.Since(t1)
+	one := make([]int, n)
 	for j, id := range r.ids {
 		if r.errs[j] != nil {
 			if r.samplers[j].constraint == nil {
@@ -125,8 +143,12 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 			res.rejected[id] = r.errs[j]
 			continue
 		}
-		res.sampled[id] = r.results[j].ID
-		res.results[id] = r.results[j]
+		if r.drafts[j] != nil {
+			res.sampled[id], res.results[id] = verifiedTokens(r.verified[j])
+		} else {
+			one[j] = r.results[j].ID // valid for this step, like r.results
+			res.sampled[id], res.results[id] = one[j:j+1:j+1], r.results[j:j+1:j+1]
+		}
 		if r.done[j] {
 			if res.done == nil {
 				res.done = map[SeqID]bool{}
@@ -149,14 +171,19 @@ func (r *runner) sample(lo, hi int) {
 	V := r.m.Config.Vocab
 	for j := lo; j < hi; j++ {
 		smp := r.samplers[j]
+		row := r.logits[r.rows[j]*V : (r.rows[j]+1)*V]
+		if r.drafts[j] != nil {
+			r.verified[j], r.errs[j] = r.verify(j)
+			continue
+		}
 		if smp.constraint == nil {
-			r.results[j], r.errs[j] = smp.sampler.Sample(r.logits[j*V : (j+1)*V])
+			r.results[j], r.errs[j] = smp.sampler.Sample(row)
 			continue
 		}
 		if r.errs[j] != nil {
 			continue // its mask failed
 		}
-		r.results[j], r.errs[j] = smp.sampler.SampleMasked(r.logits[j*V:(j+1)*V], smp.mask)
+		r.results[j], r.errs[j] = smp.sampler.SampleMasked(row, smp.mask)
 		if r.errs[j] == nil {
 			r.forced[j], r.done[j], r.errs[j] = smp.accept(r.results[j].ID)
 		}

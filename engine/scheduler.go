@@ -240,6 +240,7 @@ func (s *Scheduler) preempt(i int) *Sequence {
 	s.blocks.Free(seq.ID)
 	seq.Status = StatusPreempted
 	seq.NumComputedTokens = 0
+	seq.draft = seq.draft[:0]
 	seq.NumPreemptions++
 	s.waiting = slices.Insert(s.waiting, 0, seq)
 	s.stats.Preemptions++

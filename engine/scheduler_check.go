@@ -1,6 +1,7 @@
 // This file implements the scheduler's invariant check, used by the tests after every event:
 // the block manager's invariants; every live sequence is in exactly one queue matching its
 // status; running sequences hold blocks covering their computed tokens, waiting ones hold none;
+// drafts only on running sequences in decode, within MaxTokens and the model length;
 // the running count respects MaxNumSeqs.
 
 package engine
@@ -28,6 +29,9 @@ func (s *Scheduler) check() error {
 		if t == nil || len(t.blocks)*s.cfg.BlockSizeTokens < q.NumComputedTokens {
 			return fmt.Errorf("running seq %d: blocks do not cover %d computed tokens", q.ID, q.NumComputedTokens)
 		}
+		if len(q.draft) > 0 && (q.NumComputedTokens != q.NumTokens()-1 || len(q.draft) > s.roomForDrafts(q)) {
+			return fmt.Errorf("running seq %d: %d drafts at %d of %d tokens", q.ID, len(q.draft), q.NumComputedTokens, q.NumTokens())
+		}
 		if q.NumComputedTokens >= q.NumTokens() && s.pending == nil {
 			return fmt.Errorf("running seq %d: nothing left to compute (%d of %d)", q.ID, q.NumComputedTokens, q.NumTokens())
 		}
@@ -36,8 +40,8 @@ func (s *Scheduler) check() error {
 		if s.seqs[q.ID] != q || (q.Status != StatusWaiting && q.Status != StatusPreempted) {
 			return fmt.Errorf("waiting seq %d: status %v", q.ID, q.Status)
 		}
-		if s.blocks.tables[q.ID] != nil || q.NumComputedTokens != 0 {
-			return fmt.Errorf("waiting seq %d holds blocks or computed tokens", q.ID)
+		if s.blocks.tables[q.ID] != nil || q.NumComputedTokens != 0 || len(q.draft) != 0 {
+			return fmt.Errorf("waiting seq %d holds blocks, computed tokens or drafts", q.ID)
 		}
 	}
 	return nil

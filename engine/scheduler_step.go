@@ -19,6 +19,9 @@ type ScheduledSeq struct {
 	BlockTable  []BlockID // covers StartPos+len(Tokens) positions (a copy)
 	NeedsLogits bool      // the last row's logits are sampled (decode, or the prompt's last chunk)
 	Prefill     bool      // more than the last known token: a prompt (or recompute) chunk
+	// NumDrafts > 0 marks a speculative decode: Tokens is the last known token followed by
+	// NumDrafts draft tokens (SetDraft), and all NumDrafts+1 rows' logits are verified.
+	NumDrafts int
 }
 
 // StepPlan is what one step runs: a ragged batch of prefill chunks and decode tokens.
@@ -37,20 +40,36 @@ func (s *Scheduler) Schedule() *StepPlan {
 	}
 	plan := &StepPlan{Step: s.stats.Steps}
 	budget := s.cfg.MaxNumBatchedTokens
-	numNew := map[SeqID]int{} // tokens granted to each scheduled sequence
+	numNew := map[SeqID]int{}  // tokens granted to each scheduled sequence, drafts included
+	var numDraft map[SeqID]int // of which draft tokens (scheduler_spec.go)
 
 	// Running sequences first, in admission order.
 	for i := 0; i < len(s.running) && budget > 0; {
 		seq := s.running[i]
 		n := min(seq.NumTokens()-seq.NumComputedTokens, budget)
+		if k := s.scheduleDraft(seq, n, budget, len(s.running)-i-1); k > 0 {
+			if numDraft == nil {
+				numDraft = map[SeqID]int{}
+			}
+			numDraft[seq.ID] = k
+			numNew[seq.ID] = n + k
+			budget -= n + k
+			i++
+			continue
+		}
 		scheduled := true
 		for !s.blocks.AppendSlots(seq.ID, seq.NumComputedTokens+n) {
+			if len(numDraft) > 0 { // drafts never cost a preemption: take them back first
+				budget += s.dropDrafts(numNew, numDraft)
+				continue
+			}
 			v := s.victim()
 			victim := s.preempt(v)
 			plan.Preempted = append(plan.Preempted, victim.ID)
 			if granted, ok := numNew[victim.ID]; ok { // already scheduled this step: take it back
 				budget += granted
 				delete(numNew, victim.ID)
+				delete(numDraft, victim.ID)
 			}
 			if v < i {
 				i--
@@ -96,15 +115,23 @@ func (s *Scheduler) Schedule() *StepPlan {
 			continue
 		}
 		start := seq.NumComputedTokens
+		k := numDraft[seq.ID]
+		known := n - k // tokens of seq.tokens; the drafts follow them
+		toks := make([]int, 0, n)
+		toks = append(append(toks, seq.tokens[start:start+known]...), seq.draft[:k]...)
 		plan.Seqs = append(plan.Seqs, ScheduledSeq{
 			ID:          seq.ID,
-			Tokens:      slices.Clone(seq.tokens[start : start+n]),
+			Tokens:      toks,
 			StartPos:    start,
 			BlockTable:  s.blocks.BlockTable(seq.ID),
-			NeedsLogits: start+n == seq.NumTokens(),
-			Prefill:     start+n < seq.NumTokens() || n > 1,
+			NeedsLogits: start+known == seq.NumTokens(),
+			Prefill:     start+known < seq.NumTokens() || known > 1,
+			NumDrafts:   k,
 		})
 		plan.NumBatchedTokens += n
+	}
+	for _, seq := range s.running {
+		seq.draft = seq.draft[:0] // a draft is for one step (the plan holds a copy)
 	}
 	s.stats.Steps++
 	s.pending = plan

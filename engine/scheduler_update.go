@@ -1,7 +1,9 @@
 // This file implements Update, the second half of a step: after the runner has executed a
 // StepPlan, the scheduled tokens count as computed (their full blocks enter the prefix cache),
 // sampled tokens are appended, and sequences that hit a stop id, their MaxTokens or the model
-// length finish and free their blocks.
+// length finish and free their blocks. A speculative entry (NumDrafts > 0) appends its
+// accepted drafts and the token after them; only the last known token and the accepted drafts
+// count as computed, and the blocks past the next token's slot are released (rollback).
 
 package engine
 
@@ -13,14 +15,30 @@ import (
 // StepOutput is what one step produced for one sequence that needed logits.
 type StepOutput struct {
 	ID     SeqID
-	Token  int    // the sampled token, appended to the output
-	Status Status // running, or the finished status it reached with this token
+	Token  int    // the first appended token (the only one without drafts)
+	Tokens []int  // every appended token, Token first (a stop id, MaxTokens or the length may cut them)
+	Status Status // running, or the finished status it reached with its last token
+	// Drafts is the entry's NumDrafts and Accepted how many of them the verification kept
+	// (before any cut: what speculation's statistics count).
+	Drafts, Accepted int
 }
 
-// Update applies the results of plan, which must be the plan Schedule last returned. sampled
-// holds a token for every scheduled sequence with NeedsLogits that is still live (others are
-// ignored; sequences aborted since Schedule are skipped). On error nothing changes.
+// Update applies the results of plan with one sampled token per sequence (no drafts
+// scheduled); see UpdateTokens.
 func (s *Scheduler) Update(plan *StepPlan, sampled map[SeqID]int) ([]StepOutput, error) {
+	lists := make(map[SeqID][]int, len(sampled))
+	for id, tok := range sampled {
+		lists[id] = []int{tok}
+	}
+	return s.UpdateTokens(plan, lists)
+}
+
+// UpdateTokens applies the results of plan, which must be the plan Schedule last returned.
+// sampled holds the tokens to append for every scheduled sequence with NeedsLogits that is
+// still live (others are ignored; sequences aborted since Schedule are skipped): one token,
+// or for an entry with NumDrafts its accepted drafts (a prefix of them) and one token more.
+// On error nothing changes.
+func (s *Scheduler) UpdateTokens(plan *StepPlan, sampled map[SeqID][]int) ([]StepOutput, error) {
 	if plan == nil || plan != s.pending {
 		return nil, fmt.Errorf("engine: Update with a plan that is not the pending one")
 	}
@@ -28,8 +46,14 @@ func (s *Scheduler) Update(plan *StepPlan, sampled map[SeqID]int) ([]StepOutput,
 		if s.seqs[ss.ID] == nil || !ss.NeedsLogits {
 			continue
 		}
-		if _, ok := sampled[ss.ID]; !ok {
+		toks, ok := sampled[ss.ID]
+		switch {
+		case !ok || len(toks) == 0:
 			return nil, fmt.Errorf("engine: Update: no sampled token for sequence %d", ss.ID)
+		case len(toks) > ss.NumDrafts+1:
+			return nil, fmt.Errorf("engine: Update: %d tokens for sequence %d with %d drafts", len(toks), ss.ID, ss.NumDrafts)
+		case ss.NumDrafts > 0 && !slices.Equal(toks[:len(toks)-1], ss.Tokens[1:len(toks)]):
+			return nil, fmt.Errorf("engine: Update: sequence %d: accepted tokens %v are not its drafts %v", ss.ID, toks[:len(toks)-1], ss.Tokens[1:])
 		}
 	}
 	s.pending = nil
@@ -39,31 +63,65 @@ func (s *Scheduler) Update(plan *StepPlan, sampled map[SeqID]int) ([]StepOutput,
 		if seq == nil || seq.Status != StatusRunning {
 			continue // aborted or finished since Schedule
 		}
+		if ss.NumDrafts > 0 {
+			out = append(out, s.updateSpec(seq, ss, sampled[ss.ID]))
+			continue
+		}
 		seq.NumComputedTokens = ss.StartPos + len(ss.Tokens)
 		s.blocks.Commit(seq.ID, seq.tokens, seq.NumComputedTokens)
 		if !ss.NeedsLogits {
 			continue
 		}
-		tok := sampled[ss.ID]
-		out = append(out, StepOutput{ID: seq.ID, Token: tok, Status: s.appendOutput(seq, tok)})
+		toks := sampled[ss.ID][:1]
+		out = append(out, StepOutput{ID: seq.ID, Token: toks[0], Tokens: toks, Status: s.appendOutput(seq, toks[0])})
 	}
 	return out, nil
+}
+
+// updateSpec applies a verified speculative entry: toks are the accepted drafts and the
+// target's next token.
+func (s *Scheduler) updateSpec(seq *Sequence, ss ScheduledSeq, toks []int) StepOutput {
+	o := StepOutput{ID: seq.ID, Token: toks[0], Status: StatusRunning, Drafts: ss.NumDrafts, Accepted: len(toks) - 1}
+	n := 0
+	for _, tok := range toks {
+		seq.appendToken(tok)
+		n++
+		if o.Status = s.outputStatus(seq, tok); o.Status != StatusRunning {
+			break
+		}
+	}
+	o.Tokens = toks[:n]
+	// Rows StartPos..StartPos+Accepted hold the last known token and the accepted drafts.
+	computed := min(ss.StartPos+len(toks), seq.NumTokens())
+	s.blocks.Commit(seq.ID, seq.tokens, computed)
+	if o.Status != StatusRunning {
+		s.finish(seq, o.Status)
+		return o
+	}
+	seq.NumComputedTokens = computed
+	s.blocks.Truncate(seq.ID, seq.NumTokens()) // keep the next token's slot, release the rejected rest
+	return o
 }
 
 // appendOutput adds one output token (sampled or forced) to seq and finishes seq when the token
 // is a stop id or reaches max_tokens or the maximum model length; it returns seq's status.
 func (s *Scheduler) appendOutput(seq *Sequence, tok int) Status {
 	seq.appendToken(tok)
-	status := StatusRunning
-	switch {
-	case slices.Contains(seq.StopTokenIDs, tok):
-		status = StatusFinishedStopped
-	case seq.MaxTokens > 0 && seq.NumOutputTokens() >= seq.MaxTokens,
-		seq.NumTokens() >= s.cfg.MaxModelLenTokens:
-		status = StatusFinishedLength
-	}
+	status := s.outputStatus(seq, tok)
 	if status != StatusRunning {
 		s.finish(seq, status)
 	}
 	return status
+}
+
+// outputStatus is seq's status after its just appended output token tok.
+func (s *Scheduler) outputStatus(seq *Sequence, tok int) Status {
+	switch {
+	case slices.Contains(seq.StopTokenIDs, tok):
+		return StatusFinishedStopped
+	case seq.MaxTokens > 0 && seq.NumOutputTokens() >= seq.MaxTokens,
+		seq.NumTokens() >= s.cfg.MaxModelLenTokens:
+		return StatusFinishedLength
+	}
+	return StatusRunning
 }

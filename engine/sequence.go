@@ -63,6 +63,7 @@ type Sequence struct {
 	tokens    []int  // prompt followed by output
 	numPrompt int    // len(Prompt)
 	order     uint64 // admission order into the scheduler: the last tie-breaker
+	draft     []int  // speculative tokens after tokens (SetDraft), not part of tokens until accepted
 }
 
 func newSequence(r SeqRequest, order uint64) *Sequence {

@@ -1,6 +1,6 @@
 // This file declares the engine's side of speculative decoding: a Proposer guesses the next
 // few tokens of running sequences (package spec has the n-gram, draft-model and learned-head
-// proposers), the scheduler runs each guess with the sequence's last token as one chunk whose
+// proposers; engine_spec.go calls them), the scheduler runs each guess with the sequence's last token as one chunk whose
 // every row is verified against the target's logits (greedy match, or rejection sampling at
 // temperature > 0), rejected tokens' KV slots are rolled back, and SpecStats counts drafts and
 // acceptances as vLLM's spec_decode metrics do. docs/speculative.md describes the design.
@@ -43,7 +43,9 @@ type ProposeRequest struct {
 	Draft []int
 	// Probs, when not nil, holds one distribution over the vocabulary per draft token: the
 	// q from which the proposer drew Draft[i]. nil means each draft token was chosen
-	// deterministically (a point mass), as n-gram lookup and greedy drafts do.
+	// deterministically (a point mass), as n-gram lookup and greedy drafts do. The engine
+	// reads them in the next step's verification: keep them unchanged until the next
+	// Propose call. Drafts beyond len(Probs) are dropped.
 	Probs [][]float32
 }
 
@@ -55,7 +57,8 @@ type SpecOptions struct {
 	// acceptance.
 	NumTokens int
 	// DisableByBatchSize turns speculation off for a step when this many sequences or more
-	// are running (where the batch alone keeps the cores busy); 0 = never.
+	// are running (where the batch alone keeps the cores busy); 0 = DefaultDisableByBatchSize,
+	// negative = never.
 	DisableByBatchSize int
 }
 

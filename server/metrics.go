@@ -1,7 +1,8 @@
 // Prometheus metrics under vLLM's names (vllm:...), each with a model_name label. Gauges and
 // counters the engine already keeps are read from engine.Stats at scrape time; per-request
 // histograms are observed when a request finishes, inter-token latency as tokens stream, and
-// vllm:iteration_tokens_total from the engine's step hook.
+// vllm:iteration_tokens_total from the engine's step hook; speculative decoding's counters
+// are in metrics_spec.go.
 package server
 
 import (
@@ -136,6 +137,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range statDescs {
 		ch <- d.desc
 	}
+	describeSpec(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -144,4 +146,5 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, d := range statDescs {
 		ch <- prometheus.MustNewConstMetric(d.desc, d.kind, d.value(s), name)
 	}
+	collectSpec(ch, s.Spec, name)
 }
