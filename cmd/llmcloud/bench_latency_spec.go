@@ -62,6 +62,7 @@ func benchLatencySpec(b *loader.Bundle, sp *specFlags, prompt string, gen, reps 
 	fmt.Fprintf(stdout, "| %s | %d | tg%d | %.2f ± %.2f |\n", sp.describe(), len(ids), gen, mOn, sdOn)
 	fmt.Fprintf(stdout, "\nspeed-up %.2fx (decode through the engine, one sequence, temperature %g, %d alternating repetitions after a warm-up)\n",
 		mOn/mOff, temp, reps)
+	fmt.Fprintf(stdout, "speculation (all runs): %s\n", specSummary(specEng.Stats().Spec))
 	return nil
 }
 

@@ -55,7 +55,7 @@ func generateSpec(ctx context.Context, b *loader.Bundle, ids []int, opts generat
 	res.PrefillTime = since(mt.FirstScheduled, mt.FirstToken)
 	res.DecodeTime = since(mt.FirstToken, mt.LastToken)
 	printTimings(stderr, res)
-	fmt.Fprintf(stderr, "speculative decoding: %s\n", sp.describe())
+	fmt.Fprintf(stderr, "speculative decoding: %s: %s\n", sp.describe(), specSummary(eng.Stats().Spec))
 	return nil
 }
 

@@ -99,7 +99,16 @@ func (s *specFlags) describe() string {
 
 // useSpec sets the engine's speculative decoding.
 func useSpec(eo *engine.Options, so engine.SpecOptions) error {
-	_ = eo
-	_ = so
-	return fmt.Errorf("speculative decoding: the engine's side is not in this build yet (issue 19)")
+	eo.Speculative = so
+	return nil
+}
+
+// specSummary is one line of speculative-decoding counts: drafts, acceptance, per position.
+func specSummary(st engine.SpecStats) string {
+	rate := 0.0
+	if st.DraftTokens > 0 {
+		rate = float64(st.AcceptedTokens) / float64(st.DraftTokens)
+	}
+	return fmt.Sprintf("%d drafts, %d draft tokens, %d accepted (%.1f%%), accepted by position %v",
+		st.Drafts, st.DraftTokens, st.AcceptedTokens, 100*rate, st.AcceptedPerPos)
 }
