@@ -1,0 +1,92 @@
+// This file is HeadProposer, the learned draft head as an engine.HiddenProposer: from the
+// target's hidden state at a sequence's last known token it drafts one token per head
+// (Medusa-1: head j's top-1 through the target's frozen output matrix), deterministically, so
+// Probs stays nil and verification is a point-mass check.
+package spec
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// HeadProposer drafts with a Head on top of its target. One Propose call at a time.
+type HeadProposer struct {
+	head   *Head
+	out    *tensor.Tensor // the target's output matrix [Vocab, Dim]
+	pool   *kernels.Pool
+	a, z   []float32
+	logits []float32
+}
+
+// NewHeadProposer checks that head fits target (width and vocabulary) and returns its
+// proposer. pool runs the head's matmuls (nil: kernels.Serial).
+func NewHeadProposer(head *Head, target *model.Model, pool *kernels.Pool) (*HeadProposer, error) {
+	cfg := &target.Config
+	if head.Dim != cfg.Dim || head.Vocab != cfg.Vocab {
+		return nil, fmt.Errorf("spec: draft head (for %q) has width %d and vocabulary %d, the target %d and %d",
+			head.Target, head.Dim, head.Vocab, cfg.Dim, cfg.Vocab)
+	}
+	out := OutputMatrix(target)
+	if out == nil {
+		return nil, fmt.Errorf("spec: draft head: the target has no output matrix")
+	}
+	if pool == nil {
+		pool = kernels.Serial
+	}
+	k := head.K()
+	return &HeadProposer{head: head, out: out, pool: pool, a: make([]float32, k*cfg.Dim),
+		z: make([]float32, k*cfg.Dim), logits: make([]float32, k*cfg.Vocab)}, nil
+}
+
+// OutputMatrix is m's output projection [Vocab, Dim]: output.weight, or the token embedding
+// when the two are tied.
+func OutputMatrix(m *model.Model) *tensor.Tensor {
+	if w := m.Weights["output.weight"]; w != nil {
+		return w
+	}
+	return m.Weights["token_embd.weight"]
+}
+
+// NeedsHidden is true: the head drafts from the target's hidden states.
+func (p *HeadProposer) NeedsHidden() bool { return true }
+
+// Forget does nothing: the head keeps no per-sequence state.
+func (p *HeadProposer) Forget(engine.SeqID) {}
+
+// Propose drafts min(K, heads) tokens for each request with a hidden state.
+func (p *HeadProposer) Propose(reqs []engine.ProposeRequest) error {
+	D, V := p.head.Dim, p.head.Vocab
+	for i := range reqs {
+		r := &reqs[i]
+		r.Draft, r.Probs = r.Draft[:0], nil
+		if len(r.Hidden) != D || r.K < 1 {
+			continue
+		}
+		n := min(r.K, p.head.K())
+		for j := range n {
+			p.head.Forward(p.pool, j, r.Hidden, p.a[j*D:(j+1)*D], p.z[j*D:(j+1)*D], 1)
+		}
+		if err := p.pool.MatMul(p.logits[:n*V], p.z[:n*D], p.out, n); err != nil {
+			return fmt.Errorf("spec: draft head: %w", err)
+		}
+		for j := range n {
+			r.Draft = append(r.Draft, headArgmax(p.logits[j*V:(j+1)*V]))
+		}
+	}
+	return nil
+}
+
+// headArgmax is the index of the largest value (the first of equals).
+func headArgmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}

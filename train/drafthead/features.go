@@ -1,0 +1,72 @@
+// This file runs the frozen target over one window of tokens and derives what the heads
+// learn from: the hidden rows and, per head, the label of every row.
+package drafthead
+
+import (
+	"github.com/llmcloud/llmcloud/model"
+)
+
+// features is one window's target outputs, reused from window to window.
+type features struct {
+	m       *model.Model
+	c       *model.Cache
+	T, K    int
+	kind    string // "target" or "data": which labels are labels
+	seq     []int  // the window and the token after it [T+1]
+	logits  []float32
+	hidden  []float32 // [T, Dim]
+	greedy  []int32   // the target's top-1 after row i (its guess of seq[i+1])
+	labels  [][]int32 // per head: the training labels (target's or data's)
+	byData  [][]int32 // per head: row i's data label seq[i+j+2] (−1 past the window)
+	byModel [][]int32 // per head: the target's top-1 at row i+j+1 (−1 past the window)
+}
+
+func newFeatures(m *model.Model, T, K int, kind string) *features {
+	f := &features{m: m, c: m.NewCache(T), T: T, K: K, kind: kind, seq: make([]int, T+1),
+		greedy: make([]int32, T)}
+	f.c.KeepHidden(true)
+	for range K {
+		f.byData = append(f.byData, make([]int32, T))
+		f.byModel = append(f.byModel, make([]int32, T))
+	}
+	f.labels = f.byModel
+	if kind == "data" {
+		f.labels = f.byData
+	}
+	return f
+}
+
+// run processes the window x (T tokens) followed by next.
+func (f *features) run(x []int32, next int32) error {
+	for i, t := range x {
+		f.seq[i] = int(t)
+	}
+	f.seq[f.T] = int(next)
+	logits, err := f.m.ForwardTo(f.logits, f.c, f.seq[:f.T], 0, true)
+	if err != nil {
+		return err
+	}
+	f.logits = logits
+	f.hidden = append(f.hidden[:0], f.c.Hidden()...)
+	V := f.m.Config.Vocab
+	for i := range f.T {
+		row := logits[i*V : (i+1)*V]
+		best := 0
+		for v, l := range row {
+			if l > row[best] {
+				best = v
+			}
+		}
+		f.greedy[i] = int32(best)
+	}
+	for j := range f.K {
+		for i := range f.T {
+			f.byData[j][i], f.byModel[j][i] = -1, -1
+			if i+j+2 <= f.T {
+				f.byData[j][i] = int32(f.seq[i+j+2])
+				f.byModel[j][i] = f.greedy[i+j+1]
+			}
+		}
+	}
+	return nil
+}
