@@ -70,3 +70,31 @@ func (f *features) run(x []int32, next int32) error {
 	}
 	return nil
 }
+
+// windowCache gives step i's window: a fresh one from next (run into f) while fewer than n
+// are kept (n == 0: always fresh, nothing kept), then the kept window i mod n.
+type windowCache struct {
+	f      *features
+	n      int
+	hidden [][]float32
+	labels [][][]int32
+}
+
+func (c *windowCache) window(i int, next func() error) ([]float32, [][]int32, error) {
+	if c.n > 0 && len(c.hidden) == c.n {
+		return c.hidden[i%c.n], c.labels[i%c.n], nil
+	}
+	if err := next(); err != nil {
+		return nil, nil, err
+	}
+	if c.n == 0 {
+		return c.f.hidden, c.f.labels, nil
+	}
+	c.hidden = append(c.hidden, append([]float32(nil), c.f.hidden...))
+	var ls [][]int32
+	for _, l := range c.f.labels {
+		ls = append(ls, append([]int32(nil), l...))
+	}
+	c.labels = append(c.labels, ls)
+	return c.hidden[len(c.hidden)-1], ls, nil
+}

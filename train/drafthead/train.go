@@ -29,10 +29,14 @@ type Options struct {
 	Warmup      int     // warm-up steps (default Steps/20)
 	WeightDecay float64 // AdamW decoupled decay of the matrices (default 0)
 	ValWindows  int     // validation windows (default 16)
-	Labels      string  // "target" (default): the target's greedy tokens; "data": the data's
-	LogEvery    int     // progress line every this many steps (default 10; <0 never)
-	Log         io.Writer
-	Pool        *kernels.Pool // nil: the target's
+	// Windows, when in 1..Steps-1, runs the target over only this many training windows,
+	// keeps their hidden rows in memory and cycles the steps over them (the target's forward
+	// costs more than the heads' step); 0: a fresh window every step.
+	Windows  int
+	Labels   string // "target" (default): the target's greedy tokens; "data": the data's
+	LogEvery int    // progress line every this many steps (default 10; <0 never)
+	Log      io.Writer
+	Pool     *kernels.Pool // nil: the target's
 }
 
 func (o *Options) defaults(ctx int) error {
@@ -61,7 +65,7 @@ func (o *Options) defaults(ctx int) error {
 		return fmt.Errorf("drafthead: window of %d tokens, want %d..%d (the target's context)", o.SeqLen, o.Heads+2, ctx)
 	case o.Labels != "target" && o.Labels != "data":
 		return fmt.Errorf("drafthead: labels %q, want target or data", o.Labels)
-	case o.ValWindows < 0 || o.LR < 0 || o.WeightDecay < 0:
+	case o.ValWindows < 0 || o.Windows < 0 || o.LR < 0 || o.WeightDecay < 0:
 		return fmt.Errorf("drafthead: negative val windows, learning rate or weight decay")
 	}
 	if o.Log == nil {
@@ -116,18 +120,22 @@ func Train(target *model.Model, name, dir string, o Options) (*spec.Head, *Repor
 	dW, db := make([]float32, cfg.Dim*cfg.Dim), make([]float32, cfg.Dim)
 	var w work
 	x, y := make([]int32, o.SeqLen), make([]int32, o.SeqLen)
+	cache := &windowCache{f: fw, n: o.Windows}
 	run := make([]result, o.Heads) // since the last progress line
 	start := time.Now()
 	for step := 1; step <= o.Steps; step++ {
-		d.Train.Next(x, y)
-		if err := fw.run(x, y[len(y)-1]); err != nil {
+		hidden, labels, err := cache.window(step-1, func() error {
+			d.Train.Next(x, y)
+			return fw.run(x, y[len(y)-1])
+		})
+		if err != nil {
 			return nil, nil, err
 		}
 		lr := schedule(o, step)
 		for j := range o.Heads {
 			clear(dW)
 			clear(db)
-			r := lossGrad(pool, &w, head, j, fw.hidden, fw.labels[j], e, dW, db)
+			r := lossGrad(pool, &w, head, j, hidden, labels[j], e, dW, db)
 			run[j].loss += r.loss
 			run[j].correct += r.correct
 			run[j].rows += r.rows
