@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/spec"
 	"github.com/llmcloud/llmcloud/train/drafthead"
 )
 
@@ -30,6 +31,9 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.ValWindows, "val-windows", 16, "validation windows of the data's val split")
 	fs.StringVar(&o.Labels, "labels", "target", "what the heads learn: target (the target's own greedy tokens: what greedy verification accepts) or data (the data's tokens)")
 	fs.IntVar(&o.LogEvery, "log-every", 10, "progress line every N steps")
+	accPrompts := fs.Int("accept-prompts", 8, "after training, simulate greedy speculation on the target's continuations of this many val prompts (0: skip)")
+	accLen := fs.Int("accept-prompt-len", 32, "tokens per acceptance prompt")
+	accGen := fs.Int("accept-tokens", 128, "greedy tokens generated per acceptance prompt")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud train draft-head --model TARGET.gguf --data DIR --out FILE [--heads K] [--steps N] [flags]")
@@ -47,6 +51,8 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 		return usagef("give --model TARGET.gguf, --data DIR and --out FILE")
 	case o.Steps < 0:
 		return usagef("--steps %d must not be negative", o.Steps)
+	case *accPrompts < 0 || *accLen < 1 || *accGen < 2:
+		return usagef("--accept-prompts must not be negative, --accept-prompt-len positive, --accept-tokens at least 2")
 	case *threads < 0:
 		return usagef("--threads %d must not be negative", *threads)
 	}
@@ -67,6 +73,21 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, rep)
 	if err := head.Save(*out); err != nil {
 		return err
+	}
+	if *accPrompts > 0 {
+		prompts, err := drafthead.ValPrompts(*dir, *accPrompts, *accLen)
+		if err != nil {
+			return err
+		}
+		p, err := spec.NewHeadProposer(head, m, m.Pool)
+		if err != nil {
+			return err
+		}
+		acc, err := drafthead.MeasureAcceptance(m, p, head.K(), prompts, *accGen)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, acc)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d heads for %s (dim %d, vocab %d)\n", *out, head.K(), name, head.Dim, head.Vocab)
 	return nil

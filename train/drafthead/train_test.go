@@ -114,6 +114,38 @@ func TestTrainImprovesHeads(t *testing.T) {
 				j, after.ValAcc[j], cached.ValAcc[j], before.ValAcc[j])
 		}
 	}
+	// Simulated greedy speculation on the target's continuations of 3 val prompts: the trained
+	// heads get more drafts accepted than the untrained ones, and the counts add up.
+	prompts, err := ValPrompts(dir, 3, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measure := func(h *spec.Head) *Acceptance {
+		p, err := spec.NewHeadProposer(h, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := MeasureAcceptance(m, p, 2, prompts, 48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for i, n := range a.AcceptedPerPos {
+			sum += n
+			if i > 0 && n > a.AcceptedPerPos[i-1] {
+				t.Errorf("accepted at position %d more often than at %d: %v", i, i-1, a.AcceptedPerPos)
+			}
+		}
+		if a.Tokens != a.Verifications+sum || a.Verifications == 0 {
+			t.Errorf("%d tokens from %d verifications with %v accepted", a.Tokens, a.Verifications, a.AcceptedPerPos)
+		}
+		return a
+	}
+	untrained, trained := measure(spec.NewHead(m.Config.Dim, m.Config.Vocab, 2, "")), measure(head)
+	t.Logf("untrained: %vtrained: %v", untrained, trained)
+	if trained.AcceptedPerPos[0] <= untrained.AcceptedPerPos[0] {
+		t.Errorf("first draft accepted %d times with trained heads, %d untrained", trained.AcceptedPerPos[0], untrained.AcceptedPerPos[0])
+	}
 	path := filepath.Join(t.TempDir(), "head.gguf")
 	if err := head.Save(path); err != nil {
 		t.Fatal(err)
