@@ -71,8 +71,14 @@ func (h *Head) Forward(pool *kernels.Pool, j int, hidden, a, z []float32, rows i
 // Silu is x·σ(x).
 func Silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 
-// Save writes h as a GGUF file.
-func (h *Head) Save(path string) error {
+// Save writes h as a GGUF file of F32 tensors.
+func (h *Head) Save(path string) error { return h.SaveAs(path, tensor.F32) }
+
+// SaveAs writes h as a GGUF file with its matrices in dtype (F32 or F16; biases stay F32).
+func (h *Head) SaveAs(path string, dtype tensor.DType) error {
+	if dtype != tensor.F32 && dtype != tensor.F16 {
+		return fmt.Errorf("spec: draft head: type %v, want F32 or F16", dtype)
+	}
 	kvs := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.Str(HeadArch)},
 		{Key: KeyHeads, Value: gguf.U32(uint32(h.K()))},
@@ -86,8 +92,15 @@ func (h *Head) Save(path string) error {
 	}
 	var ts []tensor.Tensor
 	for j := range h.K() {
-		ts = append(ts, f32(fmt.Sprintf("medusa.%d.weight", j), h.W[j], h.Dim, h.Dim),
-			f32(fmt.Sprintf("medusa.%d.bias", j), h.B[j], h.Dim))
+		w := f32(fmt.Sprintf("medusa.%d.weight", j), h.W[j], h.Dim, h.Dim)
+		if dtype != tensor.F32 {
+			c, err := tensor.Convert(&w, dtype)
+			if err != nil {
+				return fmt.Errorf("spec: draft head: %w", err)
+			}
+			w = *c
+		}
+		ts = append(ts, w, f32(fmt.Sprintf("medusa.%d.bias", j), h.B[j], h.Dim))
 	}
 	return gguf.WriteFile(path, kvs, ts)
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
 )
 
-func openStories(t *testing.T) *model.Model {
+func headTestModel(t *testing.T) *model.Model {
 	t.Helper()
 	m, err := model.OpenGGUF(fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf"))
 	if err != nil {
@@ -21,8 +22,8 @@ func openStories(t *testing.T) *model.Model {
 	return m
 }
 
-// randomHead is a head of k heads for m with random weights, saved and loaded back.
-func randomHead(t *testing.T, m *model.Model, k int) *Head {
+// headRandom is a head of k heads for m with random weights, saved and loaded back.
+func headRandom(t *testing.T, m *model.Model, k int) *Head {
 	t.Helper()
 	h := NewHead(m.Config.Dim, m.Config.Vocab, k, "stories260K")
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -49,8 +50,8 @@ func randomHead(t *testing.T, m *model.Model, k int) *Head {
 // after a prompt) and checks each draft token is head j's argmax, computed here directly:
 // z = h + SiLU(W_j h + b_j), logits = z · Eᵀ; K caps the drafts; no hidden, no draft.
 func TestHeadProposerDrafts(t *testing.T) {
-	m := openStories(t)
-	head := randomHead(t, m, 3)
+	m := headTestModel(t)
+	head := headRandom(t, m, 3)
 	p, err := NewHeadProposer(head, m, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestHeadProposerDrafts(t *testing.T) {
 // TestHeadProposerMismatch: a head for another width or vocabulary is refused at start,
 // naming both; a file that is not a head is refused by LoadHead.
 func TestHeadProposerMismatch(t *testing.T) {
-	m := openStories(t)
+	m := headTestModel(t)
 	for _, h := range []*Head{NewHead(m.Config.Dim+1, m.Config.Vocab, 2, "x"), NewHead(m.Config.Dim, 4096, 2, "x")} {
 		_, err := NewHeadProposer(h, m, nil)
 		if err == nil || !strings.Contains(err.Error(), "vocabulary") {
@@ -126,3 +127,35 @@ func TestHeadProposerMismatch(t *testing.T) {
 		t.Errorf("LoadHead of a model: %v", err)
 	}
 }
+
+// TestHeadFileF16 writes the matrices as F16 and reads them back within F16's rounding,
+// biases exactly; an unsupported type is refused.
+func TestHeadFileF16(t *testing.T) {
+	m := headTestModel(t)
+	h := headRandom(t, m, 2)
+	path := filepath.Join(t.TempDir(), "head16.gguf")
+	if err := h.SaveAs(path, tensor.F16); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadHead(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 2 {
+		for i, w := range h.W[j] {
+			if d := back.W[j][i] - w; d > 1e-3*(1+headAbs(w)) || -d > 1e-3*(1+headAbs(w)) {
+				t.Fatalf("W[%d][%d] = %v read back as %v", j, i, w, back.W[j][i])
+			}
+		}
+		for i, b := range h.B[j] {
+			if back.B[j][i] != b {
+				t.Fatalf("B[%d][%d] = %v read back as %v", j, i, b, back.B[j][i])
+			}
+		}
+	}
+	if err := h.SaveAs(path, tensor.Q8_0); err == nil {
+		t.Error("SaveAs Q8_0: no error")
+	}
+}
+
+func headAbs(x float32) float32 { return max(x, -x) }

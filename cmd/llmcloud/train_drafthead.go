@@ -12,6 +12,7 @@ import (
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/spec"
+	"github.com/llmcloud/llmcloud/tensor"
 	"github.com/llmcloud/llmcloud/train/drafthead"
 )
 
@@ -34,6 +35,7 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 	accPrompts := fs.Int("accept-prompts", 8, "after training, simulate greedy speculation on the target's continuations of this many val prompts (0: skip)")
 	accLen := fs.Int("accept-prompt-len", 32, "tokens per acceptance prompt")
 	accGen := fs.Int("accept-tokens", 128, "greedy tokens generated per acceptance prompt")
+	typ := fs.String("type", "f32", "matrix type of the file: f32 or f16")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud train draft-head --model TARGET.gguf --data DIR --out FILE [--heads K] [--steps N] [flags]")
@@ -53,6 +55,8 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 		return usagef("--steps %d must not be negative", o.Steps)
 	case *accPrompts < 0 || *accLen < 1 || *accGen < 2:
 		return usagef("--accept-prompts must not be negative, --accept-prompt-len positive, --accept-tokens at least 2")
+	case *typ != "f32" && *typ != "f16":
+		return usagef("--type %q: want f32 or f16", *typ)
 	case *threads < 0:
 		return usagef("--threads %d must not be negative", *threads)
 	}
@@ -71,7 +75,11 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprint(stdout, rep)
-	if err := head.Save(*out); err != nil {
+	dt := tensor.F32
+	if *typ == "f16" {
+		dt = tensor.F16
+	}
+	if err := head.SaveAs(*out, dt); err != nil {
 		return err
 	}
 	if *accPrompts > 0 {
