@@ -51,6 +51,8 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *target == "" || *dir == "" || *out == "":
 		return usagef("give --model TARGET.gguf, --data DIR and --out FILE")
+	case o.Heads < 1 || o.Heads > 16:
+		return usagef("--heads %d: want 1..16", o.Heads)
 	case o.Steps < 0:
 		return usagef("--steps %d must not be negative", o.Steps)
 	case *accPrompts < 0 || *accLen < 1 || *accGen < 2:
