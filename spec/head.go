@@ -1,6 +1,7 @@
 // This file is HeadProposer, the learned draft head as an engine.HiddenProposer: from the
 // target's hidden state at a sequence's last known token it drafts one token per head
-// (Medusa-1: head j's top-1 through the target's frozen output matrix), deterministically, so
+// (Medusa-1: head j's top-1 through the target's frozen output matrix; with token input each
+// head also reads the token before its own, so the drafts form a chain), deterministically, so
 // Probs stays nil and verification is a point-mass check.
 package spec
 
@@ -17,6 +18,7 @@ import (
 type HeadProposer struct {
 	head   *Head
 	out    *tensor.Tensor // the target's output matrix [Vocab, Dim]
+	embd   []float32      // the target's token embedding [Vocab, Dim], with token input
 	pool   *kernels.Pool
 	a, z   []float32
 	logits []float32
@@ -38,8 +40,28 @@ func NewHeadProposer(head *Head, target *model.Model, pool *kernels.Pool) (*Head
 		pool = kernels.Serial
 	}
 	k := head.K()
-	return &HeadProposer{head: head, out: out, pool: pool, a: make([]float32, k*cfg.Dim),
-		z: make([]float32, k*cfg.Dim), logits: make([]float32, k*cfg.Vocab)}, nil
+	p := &HeadProposer{head: head, out: out, pool: pool, a: make([]float32, k*cfg.Dim),
+		z: make([]float32, k*cfg.Dim), logits: make([]float32, k*cfg.Vocab)}
+	if head.TokenInput() {
+		var err error
+		if p.embd, err = TokenEmbedding(target); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// TokenEmbedding is m's token embedding as float32 [Vocab, Dim].
+func TokenEmbedding(m *model.Model) ([]float32, error) {
+	t := m.Weights["token_embd.weight"]
+	if t == nil {
+		return nil, fmt.Errorf("spec: draft head: the target has no token_embd.weight")
+	}
+	e, err := t.Float32()
+	if err != nil {
+		return nil, fmt.Errorf("spec: draft head: token embedding: %w", err)
+	}
+	return e, nil
 }
 
 // OutputMatrix is m's output projection [Vocab, Dim]: output.weight, or the token embedding
@@ -67,14 +89,32 @@ func (p *HeadProposer) Propose(reqs []engine.ProposeRequest) error {
 			continue
 		}
 		n := min(r.K, p.head.K())
-		for j := range n {
-			p.head.Forward(p.pool, j, r.Hidden, p.a[j*D:(j+1)*D], p.z[j*D:(j+1)*D], 1)
+		if p.embd == nil { // independent heads: all in one product with the output matrix
+			for j := range n {
+				p.head.Forward(p.pool, j, r.Hidden, nil, p.a[j*D:(j+1)*D], p.z[j*D:(j+1)*D], 1)
+			}
+			if err := p.pool.MatMul(p.logits[:n*V], p.z[:n*D], p.out, n); err != nil {
+				return fmt.Errorf("spec: draft head: %w", err)
+			}
+			for j := range n {
+				r.Draft = append(r.Draft, headArgmax(p.logits[j*V:(j+1)*V]))
+			}
+			continue
 		}
-		if err := p.pool.MatMul(p.logits[:n*V], p.z[:n*D], p.out, n); err != nil {
-			return fmt.Errorf("spec: draft head: %w", err)
+		if len(r.Tokens) == 0 {
+			continue
 		}
-		for j := range n {
-			r.Draft = append(r.Draft, headArgmax(p.logits[j*V:(j+1)*V]))
+		prev := r.Tokens[len(r.Tokens)-1]
+		for j := range n { // a chain: head j reads draft j-1
+			if prev < 0 || prev >= V {
+				break
+			}
+			p.head.Forward(p.pool, j, r.Hidden, p.embd[prev*D:(prev+1)*D], p.a[:D], p.z[:D], 1)
+			if err := p.pool.MatMul(p.logits[:V], p.z[:D], p.out, 1); err != nil {
+				return fmt.Errorf("spec: draft head: %w", err)
+			}
+			prev = headArgmax(p.logits[:V])
+			r.Draft = append(r.Draft, prev)
 		}
 	}
 	return nil

@@ -1,9 +1,12 @@
 // This file is the learned draft head's definition and file: K Medusa-1 heads on top of a
 // frozen target, head j (0-based) guessing the token j+1 places after the target's next one
 // from the target's final hidden state h (after the output norm): z = h + SiLU(W_j·h + b_j),
-// then the target's own output matrix turns z into logits. The file is a GGUF of F32 tensors
-// medusa.{j}.weight [Dim, Dim] and medusa.{j}.bias [Dim] with the metadata below; package
-// train/drafthead writes it and HeadProposer (head.go) drafts with it.
+// then the target's own output matrix turns z into logits. With token input (Hydra-like),
+// head j also reads the embedding x of the token before the one it guesses (the sequence's
+// last token for head 0, draft j-1 after it): z = h + SiLU(W_j·h + U_j·x + b_j), so the heads
+// draft as a chain. The file is a GGUF of tensors medusa.{j}.weight [Dim, Dim],
+// medusa.{j}.token_weight [Dim, Dim] (with token input) and medusa.{j}.bias [Dim] with the
+// metadata below; package train/drafthead writes it and HeadProposer (head.go) drafts with it.
 package spec
 
 import (
@@ -25,6 +28,7 @@ const (
 	KeyTarget      = "medusa.target"           // the target's name (informational)
 	KeySteps       = "medusa.train_steps"
 	KeyValAccuracy = "medusa.val_accuracy" // per head: top-1 agreement on validation data
+	KeyTokenInput  = "medusa.token_input"  // bool: the heads read the previous token's embedding
 )
 
 // Head is K draft heads for a target of width Dim and vocabulary Vocab.
@@ -32,6 +36,7 @@ type Head struct {
 	Dim, Vocab int
 	Target     string
 	W, B       [][]float32 // per head: W [Dim*Dim] row-major (out i = Σ_k W[i*Dim+k]·h[k]), B [Dim]
+	U          [][]float32 // per head: the token input's matrix [Dim*Dim]; nil: no token input
 	Steps      int
 	ValAcc     []float32 // per head, from training (nil if unknown)
 }
@@ -47,17 +52,32 @@ func NewHead(dim, vocab, k int, target string) *Head {
 	return h
 }
 
+// EnableTokenInput gives every head a token input, its matrix zero (no effect until trained).
+func (h *Head) EnableTokenInput() {
+	h.U = nil
+	for range h.K() {
+		h.U = append(h.U, make([]float32, h.Dim*h.Dim))
+	}
+}
+
+// TokenInput reports whether the heads read the previous token's embedding.
+func (h *Head) TokenInput() bool { return h.U != nil }
+
 // K is the number of heads.
 func (h *Head) K() int { return len(h.W) }
 
 // Forward computes head j's z for rows of hidden ([rows, Dim]) into z ([rows, Dim]) on pool
-// (nil: kernels.Serial); a ([rows, Dim]) receives the pre-activation W_j·h + b_j.
-func (h *Head) Forward(pool *kernels.Pool, j int, hidden, a, z []float32, rows int) {
+// (nil: kernels.Serial); a ([rows, Dim]) receives the pre-activation W_j·h (+ U_j·x) + b_j.
+// emb holds the rows' previous-token embeddings [rows, Dim] with token input (else unused).
+func (h *Head) Forward(pool *kernels.Pool, j int, hidden, emb, a, z []float32, rows int) {
 	if pool == nil {
 		pool = kernels.Serial
 	}
 	D := h.Dim
 	pool.Gemm(rows, D, D, kernels.Mat{Data: hidden, Stride: D}, kernels.Mat{Data: h.W[j], Stride: D, T: true}, a, D, false)
+	if h.U != nil {
+		pool.Gemm(rows, D, D, kernels.Mat{Data: emb, Stride: D}, kernels.Mat{Data: h.U[j], Stride: D, T: true}, a, D, true)
+	}
 	b := h.B[j]
 	for r := range rows {
 		ar, zr, x := a[r*D:(r+1)*D], z[r*D:(r+1)*D], hidden[r*D:(r+1)*D]
@@ -86,21 +106,28 @@ func (h *Head) SaveAs(path string, dtype tensor.DType) error {
 		{Key: KeyVocab, Value: gguf.U32(uint32(h.Vocab))},
 		{Key: KeyTarget, Value: gguf.Str(h.Target)},
 		{Key: KeySteps, Value: gguf.U32(uint32(h.Steps))},
+		{Key: KeyTokenInput, Value: gguf.Bool(h.TokenInput())},
 	}
 	if h.ValAcc != nil {
 		kvs = append(kvs, gguf.KV{Key: KeyValAccuracy, Value: gguf.F32Array(h.ValAcc)})
 	}
 	var ts []tensor.Tensor
 	for j := range h.K() {
-		w := f32(fmt.Sprintf("medusa.%d.weight", j), h.W[j], h.Dim, h.Dim)
-		if dtype != tensor.F32 {
-			c, err := tensor.Convert(&w, dtype)
-			if err != nil {
-				return fmt.Errorf("spec: draft head: %w", err)
-			}
-			w = *c
+		mats := []tensor.Tensor{f32(fmt.Sprintf("medusa.%d.weight", j), h.W[j], h.Dim, h.Dim)}
+		if h.U != nil {
+			mats = append(mats, f32(fmt.Sprintf("medusa.%d.token_weight", j), h.U[j], h.Dim, h.Dim))
 		}
-		ts = append(ts, w, f32(fmt.Sprintf("medusa.%d.bias", j), h.B[j], h.Dim))
+		for _, w := range mats {
+			if dtype != tensor.F32 {
+				c, err := tensor.Convert(&w, dtype)
+				if err != nil {
+					return fmt.Errorf("spec: draft head: %w", err)
+				}
+				w = *c
+			}
+			ts = append(ts, w)
+		}
+		ts = append(ts, f32(fmt.Sprintf("medusa.%d.bias", j), h.B[j], h.Dim))
 	}
 	return gguf.WriteFile(path, kvs, ts)
 }
@@ -135,11 +162,19 @@ func LoadHead(path string) (*Head, error) {
 		h.Steps = int(s)
 	}
 	h.ValAcc, _ = f.Float32s(KeyValAccuracy)
+	if tok, _ := f.Bool(KeyTokenInput); tok {
+		h.EnableTokenInput()
+	}
 	for j := range h.K() {
-		for _, p := range []struct {
+		type part struct {
 			name string
 			dst  []float32
-		}{{fmt.Sprintf("medusa.%d.weight", j), h.W[j]}, {fmt.Sprintf("medusa.%d.bias", j), h.B[j]}} {
+		}
+		parts := []part{{fmt.Sprintf("medusa.%d.weight", j), h.W[j]}, {fmt.Sprintf("medusa.%d.bias", j), h.B[j]}}
+		if h.U != nil {
+			parts = append(parts, part{fmt.Sprintf("medusa.%d.token_weight", j), h.U[j]})
+		}
+		for _, p := range parts {
 			t, ok := f.Tensor(p.name)
 			if !ok {
 				return nil, fmt.Errorf("spec: draft head %s: no tensor %s", path, p.name)

@@ -23,13 +23,19 @@ func headTestModel(t *testing.T) *model.Model {
 }
 
 // headRandom is a head of k heads for m with random weights, saved and loaded back.
-func headRandom(t *testing.T, m *model.Model, k int) *Head {
+func headRandom(t *testing.T, m *model.Model, k int, tokenInput bool) *Head {
 	t.Helper()
 	h := NewHead(m.Config.Dim, m.Config.Vocab, k, "stories260K")
+	if tokenInput {
+		h.EnableTokenInput()
+	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for j := range k {
 		for i := range h.W[j] {
 			h.W[j][i] = float32(rng.NormFloat64() * 0.3)
+			if tokenInput {
+				h.U[j][i] = float32(rng.NormFloat64() * 0.3)
+			}
 		}
 		for i := range h.B[j] {
 			h.B[j][i] = float32(rng.NormFloat64() * 0.3)
@@ -48,10 +54,17 @@ func headRandom(t *testing.T, m *model.Model, k int) *Head {
 
 // TestHeadProposerDrafts feeds the proposer the target's real hidden state (Cache.Hidden
 // after a prompt) and checks each draft token is head j's argmax, computed here directly:
-// z = h + SiLU(W_j h + b_j), logits = z · Eᵀ; K caps the drafts; no hidden, no draft.
+// z = h + SiLU(W_j h (+ U_j x) + b_j), logits = z · Eᵀ, x the embedding of the prompt's last
+// token for head 0 and of draft j-1 after it; K caps the drafts; no hidden, no draft.
 func TestHeadProposerDrafts(t *testing.T) {
+	for _, tok := range []bool{false, true} {
+		testHeadProposer(t, tok)
+	}
+}
+
+func testHeadProposer(t *testing.T, tokenInput bool) {
 	m := headTestModel(t)
-	head := headRandom(t, m, 3)
+	head := headRandom(t, m, 3, tokenInput)
 	p, err := NewHeadProposer(head, m, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,14 +92,22 @@ func TestHeadProposerDrafts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	embd, err := TokenEmbedding(m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	D, V := head.Dim, head.Vocab
 	want := make([]int, 3)
+	prev := prompt[len(prompt)-1]
 	for j := range 3 {
 		z := make([]float64, D)
 		for i := range D {
 			a := float64(head.B[j][i])
 			for k := range D {
 				a += float64(head.W[j][i*D+k]) * float64(hidden[k])
+				if tokenInput {
+					a += float64(head.U[j][i*D+k]) * float64(embd[prev*D+k])
+				}
 			}
 			z[i] = float64(hidden[i]) + float64(Silu(float32(a)))
 		}
@@ -100,10 +121,10 @@ func TestHeadProposerDrafts(t *testing.T) {
 				best, bestV = v, s
 			}
 		}
-		want[j] = best
+		want[j], prev = best, best
 	}
 	if got := reqs[0].Draft; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
-		t.Errorf("K=5 with 3 heads: drafts %v, want %v", got, want)
+		t.Errorf("token input %v, K=5 with 3 heads: drafts %v, want %v", tokenInput, got, want)
 	}
 	if got := reqs[1].Draft; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("K=2: drafts %v, want %v", got, want[:2])
@@ -132,7 +153,7 @@ func TestHeadProposerMismatch(t *testing.T) {
 // biases exactly; an unsupported type is refused.
 func TestHeadFileF16(t *testing.T) {
 	m := headTestModel(t)
-	h := headRandom(t, m, 2)
+	h := headRandom(t, m, 2, true)
 	path := filepath.Join(t.TempDir(), "head16.gguf")
 	if err := h.SaveAs(path, tensor.F16); err != nil {
 		t.Fatal(err)
@@ -145,6 +166,11 @@ func TestHeadFileF16(t *testing.T) {
 		for i, w := range h.W[j] {
 			if d := back.W[j][i] - w; d > 1e-3*(1+headAbs(w)) || -d > 1e-3*(1+headAbs(w)) {
 				t.Fatalf("W[%d][%d] = %v read back as %v", j, i, w, back.W[j][i])
+			}
+		}
+		for i, u := range h.U[j] {
+			if d := back.U[j][i] - u; d > 1e-3*(1+headAbs(u)) || -d > 1e-3*(1+headAbs(u)) {
+				t.Fatalf("U[%d][%d] = %v read back as %v", j, i, u, back.U[j][i])
 			}
 		}
 		for i, b := range h.B[j] {

@@ -46,11 +46,12 @@ type valSet struct {
 	hidden               []float32
 	byData               [][]int32
 	byModel              [][]int32
+	prev                 [][]int32 // per head: the token before the label (token input)
 	targetOK, targetRows int
 }
 
 func newValSet(f *features, l train.Batches, windows int) (*valSet, error) {
-	v := &valSet{T: f.T, K: f.K, D: f.m.Config.Dim, byData: make([][]int32, f.K), byModel: make([][]int32, f.K)}
+	v := &valSet{T: f.T, K: f.K, D: f.m.Config.Dim, byData: make([][]int32, f.K), byModel: make([][]int32, f.K), prev: make([][]int32, f.K)}
 	x, y := make([]int32, f.T), make([]int32, f.T)
 	for range windows {
 		l.Next(x, y)
@@ -61,6 +62,7 @@ func newValSet(f *features, l train.Batches, windows int) (*valSet, error) {
 		for j := range f.K {
 			v.byData[j] = append(v.byData[j], f.byData[j]...)
 			v.byModel[j] = append(v.byModel[j], f.byModel[j]...)
+			v.prev[j] = append(v.prev[j], f.prev[j]...)
 		}
 		for i := range f.T {
 			v.targetRows++
@@ -73,7 +75,8 @@ func newValSet(f *features, l train.Batches, windows int) (*valSet, error) {
 }
 
 // eval fills rep's validation numbers for head.
-func (v *valSet) eval(pool *kernels.Pool, w *work, head *spec.Head, e []float32, rep *Report) {
+func (v *valSet) eval(pool *kernels.Pool, w *work, head *spec.Head, e, embd []float32, rep *Report) {
+	var emb []float32
 	rows := len(v.hidden) / v.D
 	V := head.Vocab
 	top := make([][]int32, v.K)
@@ -83,7 +86,8 @@ func (v *valSet) eval(pool *kernels.Pool, w *work, head *spec.Head, e []float32,
 		okModel, okData, n := 0, 0, 0
 		for lo := 0; lo < rows; lo += v.T {
 			hi := min(lo+v.T, rows)
-			lossGrad(pool, w, head, j, v.hidden[lo*v.D:hi*v.D], v.byModel[j][lo:hi], e, nil, nil)
+			emb = gatherEmb(emb, embd, v.prev[j][lo:hi], v.D)
+			lossGrad(pool, w, head, j, v.hidden[lo*v.D:hi*v.D], emb, v.byModel[j][lo:hi], e, nil, nil, nil)
 			for r := range hi - lo {
 				row := w.logits[r*V : (r+1)*V]
 				best := 0

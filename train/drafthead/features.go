@@ -19,6 +19,7 @@ type features struct {
 	labels  [][]int32 // per head: the training labels (target's or data's)
 	byData  [][]int32 // per head: row i's data label seq[i+j+2] (−1 past the window)
 	byModel [][]int32 // per head: the target's top-1 at row i+j+1 (−1 past the window)
+	prev    [][]int32 // per head: the token before row i's label, seq[i+j+1] (token input)
 }
 
 func newFeatures(m *model.Model, T, K int, kind string) *features {
@@ -28,6 +29,7 @@ func newFeatures(m *model.Model, T, K int, kind string) *features {
 	for range K {
 		f.byData = append(f.byData, make([]int32, T))
 		f.byModel = append(f.byModel, make([]int32, T))
+		f.prev = append(f.prev, make([]int32, T))
 	}
 	f.labels = f.byModel
 	if kind == "data" {
@@ -61,10 +63,11 @@ func (f *features) run(x []int32, next int32) error {
 	}
 	for j := range f.K {
 		for i := range f.T {
-			f.byData[j][i], f.byModel[j][i] = -1, -1
+			f.byData[j][i], f.byModel[j][i], f.prev[j][i] = -1, -1, -1
 			if i+j+2 <= f.T {
 				f.byData[j][i] = int32(f.seq[i+j+2])
 				f.byModel[j][i] = f.greedy[i+j+1]
+				f.prev[j][i] = int32(f.seq[i+j+1])
 			}
 		}
 	}
@@ -78,23 +81,48 @@ type windowCache struct {
 	n      int
 	hidden [][]float32
 	labels [][][]int32
+	prev   [][][]int32
 }
 
-func (c *windowCache) window(i int, next func() error) ([]float32, [][]int32, error) {
+// window returns step i's hidden rows, labels and previous tokens per head.
+func (c *windowCache) window(i int, next func() error) ([]float32, [][]int32, [][]int32, error) {
 	if c.n > 0 && len(c.hidden) == c.n {
-		return c.hidden[i%c.n], c.labels[i%c.n], nil
+		return c.hidden[i%c.n], c.labels[i%c.n], c.prev[i%c.n], nil
 	}
 	if err := next(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if c.n == 0 {
-		return c.f.hidden, c.f.labels, nil
+		return c.f.hidden, c.f.labels, c.f.prev, nil
 	}
 	c.hidden = append(c.hidden, append([]float32(nil), c.f.hidden...))
-	var ls [][]int32
-	for _, l := range c.f.labels {
-		ls = append(ls, append([]int32(nil), l...))
+	c.labels = append(c.labels, copyRows(c.f.labels))
+	c.prev = append(c.prev, copyRows(c.f.prev))
+	return c.hidden[len(c.hidden)-1], c.labels[len(c.labels)-1], c.prev[len(c.prev)-1], nil
+}
+
+func copyRows(rows [][]int32) [][]int32 {
+	var out [][]int32
+	for _, r := range rows {
+		out = append(out, append([]int32(nil), r...))
 	}
-	c.labels = append(c.labels, ls)
-	return c.hidden[len(c.hidden)-1], ls, nil
+	return out
+}
+
+// gatherEmb writes the embedding rows of toks (a zero row for −1) into dst [len(toks), D]
+// and returns it; nil when embd is nil (no token input).
+func gatherEmb(dst, embd []float32, toks []int32, D int) []float32 {
+	if embd == nil {
+		return nil
+	}
+	dst = grow(dst, len(toks)*D)
+	for i, t := range toks {
+		row := dst[i*D : (i+1)*D]
+		if t < 0 {
+			clear(row)
+			continue
+		}
+		copy(row, embd[int(t)*D:(int(t)+1)*D])
+	}
+	return dst
 }

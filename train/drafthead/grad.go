@@ -1,7 +1,8 @@
 // This file is the loss and hand-derived gradient of one draft head over a batch of rows:
-// a = H·Wᵀ + b, z = H + SiLU(a), logits = z·Eᵀ (E the target's frozen output matrix),
-// mean cross-entropy against the labels. Backward: G = (softmax − onehot)/n, dz = G·E,
-// da = dz ⊙ SiLU'(a) with SiLU'(a) = σ(a)·(1 + a·(1 − σ(a))), dW += daᵀ·H, db += Σ_rows da.
+// a = H·Wᵀ (+ X·Uᵀ, X the previous tokens' embeddings, with token input) + b, z = H + SiLU(a),
+// logits = z·Eᵀ (E the target's frozen output matrix), mean cross-entropy against the labels.
+// Backward: G = (softmax − onehot)/n, dz = G·E, da = dz ⊙ SiLU'(a) with
+// SiLU'(a) = σ(a)·(1 + a·(1 − σ(a))), dW += daᵀ·H, dU += daᵀ·X, db += Σ_rows da.
 package drafthead
 
 import (
@@ -30,13 +31,14 @@ type result struct {
 	rows    int     // labelled rows
 }
 
-// lossGrad runs head j over the rows of hidden ([rows, D]) against labels (−1: no label) with
-// the output matrix e ([V, D]); when dW and db are not nil it adds the gradient of the mean
-// loss over the labelled rows to them.
-func lossGrad(pool *kernels.Pool, w *work, h *spec.Head, j int, hidden []float32, labels []int32, e []float32, dW, db []float32) result {
+// lossGrad runs head j over the rows of hidden ([rows, D]; emb: their previous tokens'
+// embeddings, with token input) against labels (−1: no label) with the output matrix e
+// ([V, D]); when dW and db are not nil it adds the gradient of the mean loss over the
+// labelled rows to them (and to dU, with token input).
+func lossGrad(pool *kernels.Pool, w *work, h *spec.Head, j int, hidden, emb []float32, labels []int32, e []float32, dW, dU, db []float32) result {
 	D, V, n := h.Dim, h.Vocab, len(labels)
 	w.a, w.z, w.logits = grow(w.a, n*D), grow(w.z, n*D), grow(w.logits, n*V)
-	h.Forward(pool, j, hidden, w.a, w.z, n)
+	h.Forward(pool, j, hidden, emb, w.a, w.z, n)
 	pool.Gemm(n, V, D, kernels.Mat{Data: w.z, Stride: D}, kernels.Mat{Data: e, Stride: D, T: true}, w.logits, V, false)
 	var res result
 	for _, y := range labels {
@@ -87,6 +89,9 @@ func lossGrad(pool *kernels.Pool, w *work, h *spec.Head, j int, hidden []float32
 		w.dz[i] *= s * (1 + a*(1-s)) // dz becomes da
 	}
 	pool.Gemm(D, D, n, kernels.Mat{Data: w.dz, Stride: D, T: true}, kernels.Mat{Data: hidden, Stride: D}, dW, D, true)
+	if h.TokenInput() {
+		pool.Gemm(D, D, n, kernels.Mat{Data: w.dz, Stride: D, T: true}, kernels.Mat{Data: emb, Stride: D}, dU, D, true)
+	}
 	for r := range n {
 		for i, v := range w.dz[r*D : (r+1)*D] {
 			db[i] += v

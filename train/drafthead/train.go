@@ -32,11 +32,14 @@ type Options struct {
 	// Windows, when in 1..Steps-1, runs the target over only this many training windows,
 	// keeps their hidden rows in memory and cycles the steps over them (the target's forward
 	// costs more than the heads' step); 0: a fresh window every step.
-	Windows  int
-	Labels   string // "target" (default): the target's greedy tokens; "data": the data's
-	LogEvery int    // progress line every this many steps (default 10; <0 never)
-	Log      io.Writer
-	Pool     *kernels.Pool // nil: the target's
+	Windows int
+	Labels  string // "target" (default): the target's greedy tokens; "data": the data's
+	// TokenInput gives each head the embedding of the token before the one it guesses
+	// (spec.Head's token input: drafts chain, as in Hydra).
+	TokenInput bool
+	LogEvery   int // progress line every this many steps (default 10; <0 never)
+	Log        io.Writer
+	Pool       *kernels.Pool // nil: the target's
 }
 
 func (o *Options) defaults(ctx int) error {
@@ -106,6 +109,9 @@ func Train(target *model.Model, name, dir string, o Options) (*spec.Head, *Repor
 		return nil, nil, fmt.Errorf("drafthead: output matrix: %w", err)
 	}
 	head := spec.NewHead(cfg.Dim, cfg.Vocab, o.Heads, name)
+	if o.TokenInput {
+		head.EnableTokenInput()
+	}
 	fw := newFeatures(target, o.SeqLen, o.Heads, o.Labels)
 	var val *valSet
 	if d.Val != nil && o.ValWindows > 0 {
@@ -115,16 +121,26 @@ func Train(target *model.Model, name, dir string, o Options) (*spec.Head, *Repor
 	}
 	opts := make([]*adamW, o.Heads)
 	for j := range opts {
-		opts[j] = newAdamW(head.W[j], head.B[j])
+		var u []float32
+		if head.U != nil {
+			u = head.U[j]
+		}
+		opts[j] = newAdamW(head.W[j], u, head.B[j])
 	}
-	dW, db := make([]float32, cfg.Dim*cfg.Dim), make([]float32, cfg.Dim)
+	dW, dU, db := make([]float32, cfg.Dim*cfg.Dim), make([]float32, cfg.Dim*cfg.Dim), make([]float32, cfg.Dim)
+	var emb, embd []float32 // one head's previous-token rows; the target's embedding
+	if o.TokenInput {
+		if embd, err = spec.TokenEmbedding(target); err != nil {
+			return nil, nil, err
+		}
+	}
 	var w work
 	x, y := make([]int32, o.SeqLen), make([]int32, o.SeqLen)
 	cache := &windowCache{f: fw, n: o.Windows}
 	run := make([]result, o.Heads) // since the last progress line
 	start := time.Now()
 	for step := 1; step <= o.Steps; step++ {
-		hidden, labels, err := cache.window(step-1, func() error {
+		hidden, labels, prev, err := cache.window(step-1, func() error {
 			d.Train.Next(x, y)
 			return fw.run(x, y[len(y)-1])
 		})
@@ -134,12 +150,14 @@ func Train(target *model.Model, name, dir string, o Options) (*spec.Head, *Repor
 		lr := schedule(o, step)
 		for j := range o.Heads {
 			clear(dW)
+			clear(dU)
 			clear(db)
-			r := lossGrad(pool, &w, head, j, hidden, labels[j], e, dW, db)
+			emb = gatherEmb(emb, embd, prev[j], cfg.Dim)
+			r := lossGrad(pool, &w, head, j, hidden, emb, labels[j], e, dW, dU, db)
 			run[j].loss += r.loss
 			run[j].correct += r.correct
 			run[j].rows += r.rows
-			opts[j].step(dW, db, lr, o.WeightDecay)
+			opts[j].step(dW, dU, db, lr, o.WeightDecay)
 		}
 		if o.LogEvery > 0 && (step%o.LogEvery == 0 || step == o.Steps) {
 			fmt.Fprintf(o.Log, "step %4d/%d | lr %.2e |", step, o.Steps, lr)
@@ -154,7 +172,7 @@ func Train(target *model.Model, name, dir string, o Options) (*spec.Head, *Repor
 	head.Steps = o.Steps
 	rep := &Report{Steps: o.Steps, Labels: o.Labels, Elapsed: time.Since(start)}
 	if val != nil {
-		val.eval(pool, &w, head, e, rep)
+		val.eval(pool, &w, head, e, embd, rep)
 		head.ValAcc = make([]float32, o.Heads)
 		for j, a := range rep.ValAcc {
 			head.ValAcc[j] = float32(a)
@@ -172,23 +190,33 @@ func schedule(o Options, step int) float64 {
 	return o.LR * (0.1 + 0.9*0.5*(1+math.Cos(math.Pi*p)))
 }
 
-// adamW is decoupled AdamW (β = 0.9, 0.999, ε = 1e-8) over one head's W (decayed) and b.
+// adamW is decoupled AdamW (β = 0.9, 0.999, ε = 1e-8) over one head's W and U (decayed;
+// U nil without token input) and b.
 type adamW struct {
-	w, b           []float32
-	mw, vw, mb, vb []float32
-	t              int
+	ps, ms, vs [][]float32
+	t          int
 }
 
-func newAdamW(w, b []float32) *adamW {
-	return &adamW{w: w, b: b, mw: make([]float32, len(w)), vw: make([]float32, len(w)),
-		mb: make([]float32, len(b)), vb: make([]float32, len(b))}
+func newAdamW(w, u, b []float32) *adamW {
+	o := &adamW{}
+	for _, p := range [][]float32{w, u, b} {
+		o.ps = append(o.ps, p)
+		o.ms = append(o.ms, make([]float32, len(p)))
+		o.vs = append(o.vs, make([]float32, len(p)))
+	}
+	return o
 }
 
-func (o *adamW) step(gw, gb []float32, lr, wd float64) {
+func (o *adamW) step(gw, gu, gb []float32, lr, wd float64) {
 	o.t++
 	const b1, b2, eps = 0.9, 0.999, 1e-8
 	c1, c2 := 1-math.Pow(b1, float64(o.t)), 1-math.Pow(b2, float64(o.t))
-	upd := func(p, g, m, v []float32, decay float64) {
+	for k, g := range [][]float32{gw, gu, gb} {
+		p, m, v := o.ps[k], o.ms[k], o.vs[k]
+		decay := wd
+		if k == 2 {
+			decay = 0 // no decay of the bias
+		}
 		for i := range p {
 			m[i] = b1*m[i] + (1-b1)*g[i]
 			v[i] = b2*v[i] + (1-b2)*g[i]*g[i]
@@ -196,6 +224,4 @@ func (o *adamW) step(gw, gb []float32, lr, wd float64) {
 			p[i] -= float32(lr * (mh/(math.Sqrt(vh)+eps) + decay*float64(p[i])))
 		}
 	}
-	upd(o.w, gw, o.mw, o.vw, wd)
-	upd(o.b, gb, o.mb, o.vb, 0)
 }

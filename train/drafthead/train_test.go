@@ -142,9 +142,22 @@ func TestTrainImprovesHeads(t *testing.T) {
 		return a
 	}
 	untrained, trained := measure(spec.NewHead(m.Config.Dim, m.Config.Vocab, 2, "")), measure(head)
-	t.Logf("untrained: %vtrained: %v", untrained, trained)
-	if trained.AcceptedPerPos[0] <= untrained.AcceptedPerPos[0] {
-		t.Errorf("first draft accepted %d times with trained heads, %d untrained", trained.AcceptedPerPos[0], untrained.AcceptedPerPos[0])
+	// With token input (the heads chain through their drafts).
+	o.Steps, o.Windows, o.TokenInput = 150, 0, true
+	chained, chainedRep, err := Train(m, "stories260K", dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainedAcc := measure(chained)
+	t.Logf("untrained: %vtrained: %vwith token input:\n%v%v", untrained, trained, chainedRep, chainedAcc)
+	if trained.AcceptedPerPos[0] <= untrained.AcceptedPerPos[0] || chainedAcc.AcceptedPerPos[0] <= untrained.AcceptedPerPos[0] {
+		t.Errorf("first draft accepted %d times with trained heads (%d with token input), %d untrained",
+			trained.AcceptedPerPos[0], chainedAcc.AcceptedPerPos[0], untrained.AcceptedPerPos[0])
+	}
+	for j := range chainedRep.ValAcc {
+		if chainedRep.ValAcc[j] < before.ValAcc[j]+0.05 {
+			t.Errorf("token input: head %d: validation agreement %.3f after training, %.3f before", j, chainedRep.ValAcc[j], before.ValAcc[j])
+		}
 	}
 	path := filepath.Join(t.TempDir(), "head.gguf")
 	if err := head.Save(path); err != nil {
