@@ -90,7 +90,11 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		p, err := spec.NewHeadProposer(head, m, m.Pool)
+		pool := m.Pool
+		if pool == nil {
+			pool = kernels.Default // as the target's forward
+		}
+		p, err := spec.NewHeadProposer(head, m, pool)
 		if err != nil {
 			return err
 		}

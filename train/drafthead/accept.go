@@ -8,6 +8,7 @@ package drafthead
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/model"
@@ -21,6 +22,9 @@ type Acceptance struct {
 	Verifications  int   // target forwards (each verifying K drafts)
 	Tokens         int   // tokens produced by them (accepted drafts + one each)
 	AcceptedPerPos []int // verifications whose draft at position i was accepted
+	// DraftTime and DecodeTime are the mean wall times of one Propose call and one target
+	// decode step (one token), measured on the way: the draft's cost in decode steps.
+	DraftTime, DecodeTime time.Duration
 }
 
 func (a *Acceptance) String() string {
@@ -30,6 +34,8 @@ func (a *Acceptance) String() string {
 	for _, n := range a.AcceptedPerPos {
 		fmt.Fprintf(&b, " %.1f%%", 100*float64(n)/float64(max(a.Verifications, 1)))
 	}
+	fmt.Fprintf(&b, "; a draft of %d takes %v, a target decode step %v (%.2f of one)",
+		a.K, a.DraftTime.Round(time.Microsecond), a.DecodeTime.Round(time.Microsecond), float64(a.DraftTime)/float64(max(a.DecodeTime, 1)))
 	return b.String() + "\n"
 }
 
@@ -38,6 +44,8 @@ func (a *Acceptance) String() string {
 func MeasureAcceptance(m *model.Model, p *spec.HeadProposer, k int, prompts [][]int, gen int) (*Acceptance, error) {
 	a := &Acceptance{K: k, AcceptedPerPos: make([]int, k)}
 	D := m.Config.Dim
+	var decodes int
+	var decodeTime, draftTime time.Duration
 	for _, prompt := range prompts {
 		c := m.NewCache(len(prompt) + gen)
 		c.KeepHidden(true)
@@ -48,7 +56,10 @@ func MeasureAcceptance(m *model.Model, p *spec.HeadProposer, k int, prompts [][]
 			hidden = append(hidden, c.Hidden()...)
 			toks = append(toks, argmaxRow(logits))
 			if g+1 < gen {
+				t0 := time.Now()
 				logits, err = m.Decode(c, toks[len(toks)-1])
+				decodeTime += time.Since(t0)
+				decodes++
 			}
 		}
 		if err != nil {
@@ -58,9 +69,11 @@ func MeasureAcceptance(m *model.Model, p *spec.HeadProposer, k int, prompts [][]
 		req := []engine.ProposeRequest{{K: k}}
 		for pos := 0; pos+k < len(out); {
 			req[0].Tokens, req[0].Hidden = toks[:len(prompt)+pos+1], hidden[pos*D:(pos+1)*D]
+			t0 := time.Now()
 			if err := p.Propose(req); err != nil {
 				return nil, err
 			}
+			draftTime += time.Since(t0)
 			acc := 0
 			for i, d := range req[0].Draft {
 				if d != out[pos+1+i] {
@@ -74,6 +87,8 @@ func MeasureAcceptance(m *model.Model, p *spec.HeadProposer, k int, prompts [][]
 			pos += acc + 1
 		}
 	}
+	a.DraftTime = draftTime / time.Duration(max(a.Verifications, 1))
+	a.DecodeTime = decodeTime / time.Duration(max(decodes, 1))
 	return a, nil
 }
 
