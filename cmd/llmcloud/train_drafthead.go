@@ -31,7 +31,7 @@ func runTrainDraftHead(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Windows, "windows", 0, "run the target over only this many training windows, keep their hidden states in memory and cycle the steps over them (0: a fresh window per step)")
 	fs.IntVar(&o.ValWindows, "val-windows", 16, "validation windows of the data's val split")
 	fs.StringVar(&o.Labels, "labels", "target", "what the heads learn: target (the target's own greedy tokens: what greedy verification accepts) or data (the data's tokens)")
-	fs.BoolVar(&o.TokenInput, "token-input", false, "give each head the embedding of the token before the one it guesses (drafts chain, Hydra-like; twice the parameters)")
+	fs.BoolVar(&o.TokenInput, "token-input", true, "give each head the embedding of the token before the one it guesses (drafts chain, Hydra-like; twice the parameters); --token-input=false: plain Medusa-1")
 	fs.IntVar(&o.LogEvery, "log-every", 10, "progress line every N steps")
 	accPrompts := fs.Int("accept-prompts", 8, "after training, simulate greedy speculation on the target's continuations of this many val prompts (0: skip)")
 	accLen := fs.Int("accept-prompt-len", 32, "tokens per acceptance prompt")

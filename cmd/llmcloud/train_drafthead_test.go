@@ -57,7 +57,7 @@ func TestTrainDraftHeadCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "head.gguf")
 	stdout, _ := run(t, "train", "draft-head", "--model", target, "--data", dir, "--heads", "2", "--steps", "6",
 		"--seq-len", "32", "--windows", "3", "--val-windows", "2", "--accept-prompts", "2", "--accept-tokens", "16",
-		"--type", "f16", "--log-every", "3", "--out", out)
+		"--type", "f16", "--log-every", "3", "--token-input=false", "--out", out)
 	for _, want := range []string{"step    6/6", "head 1 (token t+3)", "greedy speculation, k=2", "wrote " + out} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
@@ -67,8 +67,14 @@ func TestTrainDraftHeadCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.K() != 2 || h.Dim != 64 || h.Vocab != 512 || h.Target != "stories260K-f32" || h.Steps != 6 {
+	if h.K() != 2 || h.Dim != 64 || h.Vocab != 512 || h.Target != "stories260K-f32" || h.Steps != 6 || h.TokenInput() {
 		t.Errorf("head file: %d heads %dx%d for %q after %d steps", h.K(), h.Dim, h.Vocab, h.Target, h.Steps)
+	}
+	// The default: heads with token input.
+	run(t, "train", "draft-head", "--model", target, "--data", dir, "--heads", "2", "--steps", "2", "--seq-len", "32",
+		"--val-windows", "1", "--accept-prompts", "1", "--accept-tokens", "8", "--out", out)
+	if h, err := spec.LoadHead(out); err != nil || !h.TokenInput() {
+		t.Errorf("default head file: token input %v, %v", h != nil && h.TokenInput(), err)
 	}
 	for _, c := range []struct {
 		args []string
