@@ -64,6 +64,15 @@ func TokenEmbedding(m *model.Model) ([]float32, error) {
 	return e, nil
 }
 
+// OpenHeadProposer loads the draft-head file path (LoadHead) and checks it against target.
+func OpenHeadProposer(path string, target *model.Model, pool *kernels.Pool) (*HeadProposer, error) {
+	head, err := LoadHead(path)
+	if err != nil {
+		return nil, err
+	}
+	return NewHeadProposer(head, target, pool)
+}
+
 // OutputMatrix is m's output projection [Vocab, Dim]: output.weight, or the token embedding
 // when the two are tied.
 func OutputMatrix(m *model.Model) *tensor.Tensor {

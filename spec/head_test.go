@@ -144,8 +144,15 @@ func TestHeadProposerMismatch(t *testing.T) {
 			t.Errorf("head %dx%d on a %dx%d target: error %v", h.Dim, h.Vocab, m.Config.Dim, m.Config.Vocab, err)
 		}
 	}
-	if _, err := LoadHead(fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf")); err == nil || !strings.Contains(err.Error(), "medusa") {
-		t.Errorf("LoadHead of a model: %v", err)
+	if _, err := OpenHeadProposer(fixture.Path(t, "models", "stories260K", "stories260K-f32.gguf"), m, nil); err == nil || !strings.Contains(err.Error(), "medusa") {
+		t.Errorf("OpenHeadProposer of a model file: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "wide.gguf")
+	if err := NewHead(m.Config.Dim*2, m.Config.Vocab, 1, "x").Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenHeadProposer(path, m, nil); err == nil || !strings.Contains(err.Error(), "width 128") {
+		t.Errorf("OpenHeadProposer of a head for another width: %v", err)
 	}
 }
 
