@@ -17,8 +17,10 @@ import (
 // HeadProposer drafts with a Head on top of its target. One Propose call at a time.
 type HeadProposer struct {
 	head   *Head
-	out    *tensor.Tensor // the target's output matrix [Vocab, Dim]
-	embd   []float32      // the target's token embedding [Vocab, Dim], with token input
+	out    *tensor.Tensor   // the target's output matrix [Vocab, Dim]
+	embd   []float32        // the target's token embedding [Vocab, Dim], with token input
+	w, u   []*tensor.Tensor // the heads' matrices as F32 tensors, for the kernels' GEMV
+	tmp    []float32
 	pool   *kernels.Pool
 	a, z   []float32
 	logits []float32
@@ -41,7 +43,15 @@ func NewHeadProposer(head *Head, target *model.Model, pool *kernels.Pool) (*Head
 	}
 	k := head.K()
 	p := &HeadProposer{head: head, out: out, pool: pool, a: make([]float32, k*cfg.Dim),
-		z: make([]float32, k*cfg.Dim), logits: make([]float32, k*cfg.Vocab)}
+		z: make([]float32, k*cfg.Dim), logits: make([]float32, k*cfg.Vocab), tmp: make([]float32, cfg.Dim)}
+	for j := range k {
+		w := f32(fmt.Sprintf("medusa.%d.weight", j), head.W[j], head.Dim, head.Dim)
+		p.w = append(p.w, &w)
+		if head.U != nil {
+			u := f32(fmt.Sprintf("medusa.%d.token_weight", j), head.U[j], head.Dim, head.Dim)
+			p.u = append(p.u, &u)
+		}
+	}
 	if head.TokenInput() {
 		var err error
 		if p.embd, err = TokenEmbedding(target); err != nil {
@@ -100,7 +110,9 @@ func (p *HeadProposer) Propose(reqs []engine.ProposeRequest) error {
 		n := min(r.K, p.head.K())
 		if p.embd == nil { // independent heads: all in one product with the output matrix
 			for j := range n {
-				p.head.Forward(p.pool, j, r.Hidden, nil, p.a[j*D:(j+1)*D], p.z[j*D:(j+1)*D], 1)
+				if err := p.forward(j, r.Hidden, -1, p.a[j*D:(j+1)*D], p.z[j*D:(j+1)*D]); err != nil {
+					return err
+				}
 			}
 			if err := p.pool.MatMul(p.logits[:n*V], p.z[:n*D], p.out, n); err != nil {
 				return fmt.Errorf("spec: draft head: %w", err)
@@ -118,13 +130,37 @@ func (p *HeadProposer) Propose(reqs []engine.ProposeRequest) error {
 			if prev < 0 || prev >= V {
 				break
 			}
-			p.head.Forward(p.pool, j, r.Hidden, p.embd[prev*D:(prev+1)*D], p.a[:D], p.z[:D], 1)
+			if err := p.forward(j, r.Hidden, prev, p.a[:D], p.z[:D]); err != nil {
+				return err
+			}
 			if err := p.pool.MatMul(p.logits[:V], p.z[:D], p.out, 1); err != nil {
 				return fmt.Errorf("spec: draft head: %w", err)
 			}
 			prev = headArgmax(p.logits[:V])
 			r.Draft = append(r.Draft, prev)
 		}
+	}
+	return nil
+}
+
+// forward is Head.Forward for one row on the kernels' GEMV (prev: the previous token, with
+// token input).
+func (p *HeadProposer) forward(j int, hidden []float32, prev int, a, z []float32) error {
+	if err := p.pool.MatMul(a, hidden, p.w[j], 1); err != nil {
+		return fmt.Errorf("spec: draft head: %w", err)
+	}
+	D := p.head.Dim
+	if p.u != nil {
+		if err := p.pool.MatMul(p.tmp, p.embd[prev*D:(prev+1)*D], p.u[j], 1); err != nil {
+			return fmt.Errorf("spec: draft head: %w", err)
+		}
+		for i, v := range p.tmp {
+			a[i] += v
+		}
+	}
+	for i, b := range p.head.B[j] {
+		a[i] += b
+		z[i] = hidden[i] + Silu(a[i])
 	}
 	return nil
 }
