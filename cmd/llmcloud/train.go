@@ -21,12 +21,15 @@ import (
 )
 
 func init() {
-	register("train", "train a model on prepared token shards (train export: checkpoint to GGUF/HF)", runTrain)
+	register("train", "train a model on prepared token shards (train export: checkpoint to GGUF/HF; train draft-head: a learned draft head)", runTrain)
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "export" {
 		return runTrainExport(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "draft-head" {
+		return runTrainDraftHead(args[1:], stdout, stderr)
 	}
 	fs := newFlags("train", stderr)
 	flagCfg := train.DefaultConfig()
@@ -37,6 +40,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud train [--config FILE] [--resume DIR|latest|auto] [--nproc N] --data DIR --out DIR [flags]")
 		fmt.Fprintln(stderr, "       llmcloud train export --ckpt DIR (--gguf FILE | --hf DIR) [--type T]")
+		fmt.Fprintln(stderr, "       llmcloud train draft-head --model TARGET.gguf --data DIR --out FILE [--heads K] [--steps N]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
