@@ -43,11 +43,15 @@ type Batch struct {
 	Invariant bool
 	// Recorder, when set, times every op of the forward pass on it (graph/exec's profiling).
 	Recorder *profile.Recorder
+	// KeepHidden makes each forward keep the hidden rows (hidden.go) that produced its logits,
+	// for Hidden. Off, it costs nothing.
+	KeepHidden bool
 
 	prog   *exec.Program
 	progOf *Model // the model prog was compiled for
 	step   exec.Step
 	logits []float32 // [rows needing logits, Vocab] when the caller gives no buffer
+	hidden hiddenRows
 }
 
 // ForwardBatch runs seqs as one ragged batch over the paged cache kv and returns the logits
@@ -139,6 +143,9 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	st.KV, st.Out = exec.KV{}, nil
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := b.hidden.keep(b, cfg.Dim, nl); err != nil {
+		return nil, err
 	}
 	if nl == 0 {
 		return nil, nil

@@ -75,7 +75,7 @@ func buildLlama(cfg *Config, dtype func(name string) tensor.DType, withFreqs boo
 		x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, d)
 	}
 	last := b.Op("gather_rows", nil, x, rows)
-	h := b.Op("rms_norm", eps, last, vec("output_norm.weight", cfg.Dim))
+	h := b.NamedOp(HiddenName, "rms_norm", eps, last, vec("output_norm.weight", cfg.Dim))
 	out := embd
 	if !cfg.Tied {
 		out = mat("output.weight", cfg.Vocab, cfg.Dim)
