@@ -284,6 +284,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.runner.b.KeepHidden = spec != nil && spec.hidden
 	e.maskWords = (mc.Vocab + 63) / 64
 	if tok != nil {
 		e.maskWords = max(e.maskWords, (tok.VocabSize()+63)/64)

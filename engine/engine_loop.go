@@ -124,6 +124,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	}
 	for _, id := range plan.Preempted {
 		bySeq[id].metrics.Preemptions++
+		bySeq[id].hidden = bySeq[id].hidden[:0]
 		e.forgetDraft(id)
 	}
 	// At once, not after the step: a request that finishes during the step must not leave
@@ -158,6 +159,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		panic(err) // the runner samples every sequence that needs it: a bug
 	}
 	e.observeSpec(bySeq, outs)
+	e.keepHidden(bySeq, res, outs)
 	now := e.now()
 	// The step's counters are updated before any output is sent, so a client that has its
 	// answer sees them (each sequence's generated tokens are added just before its send).

@@ -43,7 +43,8 @@ const (
 // specEngine is the engine's speculative decoding state (step loop only, stats under e.mu).
 type specEngine struct {
 	opts      SpecOptions
-	disableAt int // 0: never
+	disableAt int  // 0: never
+	hidden    bool // the Proposer wants the target's hidden rows (engine_hidden.go)
 	reqs      []ProposeRequest
 	stats     SpecStats // under Engine.mu
 }
@@ -62,7 +63,7 @@ func newSpecEngine(o SpecOptions, cfg Config) (*specEngine, error) {
 	case o.NumTokens >= cfg.MaxNumBatchedTokens:
 		return nil, fmt.Errorf("engine: Speculative.NumTokens %d must be below the step budget MaxNumBatchedTokens %d", o.NumTokens, cfg.MaxNumBatchedTokens)
 	}
-	sp := &specEngine{opts: o, disableAt: o.DisableByBatchSize}
+	sp := &specEngine{opts: o, disableAt: o.DisableByBatchSize, hidden: needsHidden(o.Proposer)}
 	switch {
 	case sp.disableAt == 0:
 		sp.disableAt = DefaultDisableByBatchSize
@@ -135,8 +136,12 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 		if i := len(reqs); i < cap(reqs) {
 			buf = reqs[:i+1][i].Draft[:0] // reuse the slot's buffer (SetDraft copies)
 		}
+		var hidden []float32
+		if len(st.hidden) > 0 {
+			hidden = st.hidden
+		}
 		reqs = append(reqs, ProposeRequest{ID: seq.ID, Tokens: seq.tokens, K: min(st.spec.k(sp.opts.NumTokens), room),
-			Params: &st.req.Params, Draft: buf})
+			Params: &st.req.Params, Hidden: hidden, Draft: buf})
 	}
 	sp.reqs = reqs
 	if len(reqs) == 0 {
@@ -169,7 +174,7 @@ func (e *Engine) propose(bySeq map[SeqID]*reqState) time.Duration {
 		if r.Probs != nil {
 			st.dec.probs = r.Probs[:n]
 		}
-		r.Tokens, r.Params, r.Probs = nil, nil, nil
+		r.Tokens, r.Params, r.Probs, r.Hidden = nil, nil, nil, nil
 	}
 	return took
 }

@@ -26,8 +26,9 @@ type reqState struct {
 	cached   int
 	nOut     int
 	finished bool
-	pending  *Output // merged deltas the channel had no room for
-	spec     specSeq // recent acceptance of its drafts (engine_spec.go)
+	pending  *Output   // merged deltas the channel had no room for
+	spec     specSeq   // recent acceptance of its drafts (engine_spec.go)
+	hidden   []float32 // the target's hidden row of its last token, for a HiddenProposer
 }
 
 // stopText turns token ids into final text: streaming detokenization, then stop strings.

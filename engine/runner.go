@@ -57,7 +57,8 @@ type stepResult struct {
 	sample   time.Duration
 	start    time.Time // of the forward (the step's profile, profile.go)
 
-	proposeStart time.Time // the Proposer's call after the step (engine_spec.go)
+	hidden       map[SeqID][]float32 // the hidden row of each sequence's last token (engine_hidden.go)
+	proposeStart time.Time           // the Proposer's call after the step (engine_spec.go)
 	propose      time.Duration
 }
 
@@ -162,6 +163,7 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 			res.forced[id] = r.forced[j]
 		}
 	}
+	r.hiddenRows(&res)
 	return res, nil
 }
 
