@@ -42,12 +42,37 @@ func Build(cfg Config, target *model.Model, targetTok *tokenizer.Tokenizer, maxM
 			return so, fmt.Errorf("speculative-config: prompt_lookup_min/max: %w", err)
 		}
 		so.Proposer = g
+	case MethodMedusa:
+		h, err := buildHead(cfg, target)
+		if err != nil {
+			return so, err
+		}
+		so.Proposer = h
 	case MethodEagle:
-		return so, errors.New("speculative-config: method: eagle is not available yet")
+		return so, errors.New("speculative-config: method: eagle is not available yet (method medusa is llmcloud's learned draft head)")
 	default:
-		return so, fmt.Errorf("speculative-config: method: %q is not supported (want %q, %q or %q)", cfg.Method, MethodDraft, MethodNGram, MethodEagle)
+		return so, fmt.Errorf("speculative-config: method: %q is not supported (want %q, %q, %q or %q)", cfg.Method, MethodDraft, MethodNGram, MethodMedusa, MethodEagle)
 	}
 	return so, nil
+}
+
+// buildHead loads the draft-head file of cfg and checks it against target and k.
+func buildHead(cfg Config, target *model.Model) (*HeadProposer, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("speculative-config: model: missing (method medusa needs a draft-head file from llmcloud train draft-head)")
+	}
+	h, err := LoadHead(cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("speculative-config: model: %w", err)
+	}
+	if cfg.NumTokens > h.K() {
+		return nil, fmt.Errorf("speculative-config: num_speculative_tokens: %d is more than the %d heads of %s", cfg.NumTokens, h.K(), cfg.Model)
+	}
+	p, err := NewHeadProposer(h, target, target.Pool)
+	if err != nil {
+		return nil, fmt.Errorf("speculative-config: model: %w", err)
+	}
+	return p, nil
 }
 
 // buildDraft opens and checks the draft model of cfg.

@@ -78,7 +78,9 @@ func TestBuildErrors(t *testing.T) {
 		{"max_model_len above the draft's", Config{Method: MethodDraft, Model: defaultModelPath(), NumTokens: 4, MaxModelLen: 1000},
 			4096, "speculative-config: max_model_len: 1000 is above the draft's context length 512"},
 		{"eagle", Config{Method: MethodEagle, Model: "head", NumTokens: 4}, 0, "speculative-config: method: eagle is not available"},
-		{"unknown method", Config{Method: "medusa", NumTokens: 4}, 0, "speculative-config: method: "},
+		{"unknown method", Config{Method: "mlp_speculator", NumTokens: 4}, 0, "speculative-config: method: "},
+		{"medusa without a head", Config{Method: MethodMedusa, NumTokens: 4}, 0, "speculative-config: model: missing"},
+		{"medusa, not a head file", Config{Method: MethodMedusa, Model: defaultModelPath(), NumTokens: 4}, 0, "speculative-config: model: "},
 	} {
 		_, err := Build(tc.cfg, target.Model, target.Tok, tc.maxLen, DraftOptions{})
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
@@ -109,5 +111,31 @@ func TestSameTokens(t *testing.T) {
 	}
 	if err := sameTokens(b, a); err == nil || !strings.Contains(err.Error(), "512 tokens") {
 		t.Errorf("stories260K vs default: %v", err)
+	}
+}
+
+// TestBuildMedusa: method medusa loads a draft-head file and checks it against the target
+// (width and vocabulary) and k against its number of heads.
+func TestBuildMedusa(t *testing.T) {
+	m := headTestModel(t)
+	path := filepath.Join(t.TempDir(), "head.gguf")
+	if err := headRandom(t, m, 3, true).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	so, err := Build(Config{Method: MethodMedusa, Model: path, NumTokens: 3}, m, nil, 0, DraftOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hp, ok := so.Proposer.(engine.HiddenProposer); !ok || !hp.NeedsHidden() {
+		t.Fatalf("proposer %T is not a HiddenProposer", so.Proposer)
+	}
+	if _, err := Build(Config{Method: MethodMedusa, Model: path, NumTokens: 4}, m, nil, 0, DraftOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "num_speculative_tokens: 4 is more than the 3 heads") {
+		t.Errorf("k above the heads: %v", err)
+	}
+	other := openBundle(t, defaultModelPath())
+	if _, err := Build(Config{Method: MethodMedusa, Model: path, NumTokens: 2}, other.Model, other.Tok, 0, DraftOptions{}); err == nil ||
+		!strings.HasPrefix(err.Error(), "speculative-config: model: spec: draft head") {
+		t.Errorf("head of another target: %v", err)
 	}
 }

@@ -5,11 +5,13 @@
 //
 // Accepted fields (vLLM's names and meanings):
 //
-//	method                  "draft_model", "ngram" or "eagle" ("eagle3" is read as "eagle");
+//	method                  "draft_model", "ngram", "medusa" (llmcloud's learned draft head,
+//	                        `llmcloud train draft-head`) or "eagle" ("eagle3" is read as "eagle";
+//	                        not available yet);
 //	                        when absent: "ngram" if model is "[ngram]" (vLLM's old spelling),
 //	                        else "draft_model" if a model is given
-//	model                   the draft model (GGUF file or Hugging Face directory); required for
-//	                        draft_model and eagle
+//	model                   the draft model (GGUF file or Hugging Face directory), or the
+//	                        draft-head file for medusa; required for all but ngram
 //	num_speculative_tokens  k, draft tokens per sequence and step, 1..MaxSpecTokens (required)
 //	prompt_lookup_min/max   ngram only: the shortest and longest n-gram matched, 1..MaxNGram;
 //	                        one given sets the other, neither gives DefaultNGram for both
@@ -37,6 +39,8 @@ const (
 	MethodDraft = "draft_model"
 	MethodNGram = "ngram"
 	MethodEagle = "eagle"
+	// MethodMedusa is a learned draft head on the target's hidden states (spec.HeadProposer).
+	MethodMedusa = "medusa"
 )
 
 // Limits of the configuration.
@@ -48,7 +52,7 @@ const (
 
 // Config is a parsed --speculative-config.
 type Config struct {
-	Method             string // MethodDraft, MethodNGram or MethodEagle
+	Method             string // MethodDraft, MethodNGram, MethodMedusa or MethodEagle
 	Model              string // the draft model or head (draft_model, eagle)
 	NumTokens          int    // num_speculative_tokens
 	PromptLookupMin    int    // ngram
@@ -114,12 +118,12 @@ func ParseConfig(s string) (Config, error) {
 	case !set["method"] && c.Model != "":
 		c.Method = MethodDraft
 	case !set["method"]:
-		return c, fmt.Errorf("speculative-config: method: missing (want %q, %q or %q)", MethodDraft, MethodNGram, MethodEagle)
+		return c, fmt.Errorf("speculative-config: method: missing (want %q, %q, %q or %q)", MethodDraft, MethodNGram, MethodMedusa, MethodEagle)
 	case c.Method == "eagle3":
 		c.Method = MethodEagle
-	case c.Method == MethodDraft || c.Method == MethodNGram || c.Method == MethodEagle:
+	case c.Method == MethodDraft || c.Method == MethodNGram || c.Method == MethodMedusa || c.Method == MethodEagle:
 	default:
-		return c, fmt.Errorf("speculative-config: method: %q is not supported (want %q, %q or %q)", c.Method, MethodDraft, MethodNGram, MethodEagle)
+		return c, fmt.Errorf("speculative-config: method: %q is not supported (want %q, %q, %q or %q)", c.Method, MethodDraft, MethodNGram, MethodMedusa, MethodEagle)
 	}
 	hasMin, hasMax := set["prompt_lookup_min"], set["prompt_lookup_max"]
 	switch {
@@ -128,7 +132,7 @@ func ParseConfig(s string) (Config, error) {
 	case c.NumTokens < 1 || c.NumTokens > MaxSpecTokens:
 		return c, fmt.Errorf("speculative-config: num_speculative_tokens: %d is out of range 1..%d", c.NumTokens, MaxSpecTokens)
 	case c.Method != MethodNGram && c.Model == "":
-		return c, fmt.Errorf("speculative-config: model: missing (method %s needs a draft model: a GGUF file or a Hugging Face directory)", c.Method)
+		return c, fmt.Errorf("speculative-config: model: missing (method %s needs a draft model or head file)", c.Method)
 	case c.Method == MethodNGram && c.Model != "":
 		return c, fmt.Errorf("speculative-config: model: method ngram takes no model (got %q)", c.Model)
 	case c.Method != MethodNGram && hasMin:

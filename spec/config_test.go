@@ -45,7 +45,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"model": "d.gguf", "num_speculative_tokens": 4} {}`, "text after"},
 		{`{"model": "d.gguf", "num_speculative_tokens": 4, "num_spec_tokens": 2}`, `"num_spec_tokens"`},
 		{`{"method": 1, "model": "d.gguf", "num_speculative_tokens": 4}`, "method: want a string"},
-		{`{"method": "medusa", "model": "d.gguf", "num_speculative_tokens": 4}`, "method:"},
+		{`{"method": "mlp_speculator", "model": "d.gguf", "num_speculative_tokens": 4}`, "method:"},
 		{`{"num_speculative_tokens": 4}`, "method: missing"},
 		{`{"method": "draft_model", "num_speculative_tokens": 4}`, "model: missing"},
 		{`{"method": "eagle", "num_speculative_tokens": 4}`, "model: missing"},
