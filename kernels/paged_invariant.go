@@ -5,7 +5,8 @@
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
 // AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones; for Q4_0 on AVX2 the 2x1 and
 // 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
-// 4; for Q8_0 on AVX2 the 1x1 Q8_0 pair tile) and
+// 4; for Q8_0 on AVX2 the 1x1 packed quad tile when the weight has a pack, else the 1x1 Q8_0
+// pair tile) and
 // the direct float GEMM with one activation row. TestMatMulInvariant
 // checks the agreement for every dtype.
 package kernels
@@ -51,6 +52,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		}
 		if q4 && usePairs() && nb%2 == 0 { // the GEMM path's pair tiles, with one token
 			matmulP(p, out, a, w.Data, 1, n, k)
+			return nil
+		}
+		if pk := packedQ8(p, w.Data, q4, n, k); pk != nil { // the packed Q8_0 quad tiles, with one token
+			matmulQ8X(p, out, a, pk, 1, n, k)
 			return nil
 		}
 		if !q4 && useH8(nb) { // the Q8_0 half-interleaved pair tiles, with one token
