@@ -120,9 +120,11 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 		matmulP(p, out, a, w, m, n, k)
 		return
 	}
-	if pk := packedQ8(p, w, q4, n, k); pk != nil && m > 1 {
-		matmulQ8X(p, out, a, pk, m, n, k)
-		return
+	if m > 1 {
+		if pk := packedQ8(p, w, q4, n, k); pk != nil {
+			matmulQ8X(p, out, a, pk, m, n, k)
+			return
+		}
 	}
 	if !q4 && useH8(nb) && m > 1 {
 		matmulQ8H(p, out, a, w, m, n, k)

@@ -10,6 +10,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math"
 	"sync"
 	"unsafe"
@@ -41,15 +42,16 @@ func newQ8Pack(p *Pool, data []byte, n, k int) *q8Pack {
 // packQ8Row writes one row's GGUF Q8_0 blocks src (34 bytes each, a multiple of 4 blocks) in
 // the packed layout to dst.
 func packQ8Row(dst, src []byte) {
+	le := binary.LittleEndian
 	for q := 0; q < len(src)/136; q++ {
 		rec, blks := dst[q*q8PackQuad:(q+1)*q8PackQuad], src[q*136:(q+1)*136]
 		for j := 0; j < 4; j++ {
-			d := math.Float32bits(f16(blks[34*j:]))
-			rec[4*j], rec[4*j+1], rec[4*j+2], rec[4*j+3] = byte(d), byte(d>>8), byte(d>>16), byte(d>>24)
-			for g := 0; g < 4; g++ {
-				e := x4Elem(g, 0)
-				copy(rec[16+32*g+8*j:16+32*g+8*j+8], blks[34*j+2+e:34*j+2+e+8])
-			}
+			le.PutUint32(rec[4*j:], math.Float32bits(f16(blks[34*j:])))
+			v, o := blks[34*j+2:34*j+34], rec[16+8*j:]
+			le.PutUint64(o[0:], le.Uint64(v[0:])) // register g at 32g holds values x4Elem(g, 0..7)
+			le.PutUint64(o[32:], le.Uint64(v[16:]))
+			le.PutUint64(o[64:], le.Uint64(v[8:]))
+			le.PutUint64(o[96:], le.Uint64(v[24:]))
 		}
 	}
 }

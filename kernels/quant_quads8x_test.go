@@ -135,3 +135,13 @@ func TestMatMulQ8XShared(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkQ8Pack: repacking a TinyLlama-shaped 5632x2048 Q8_0 weight (the one-time cost per
+// weight), MB/s of stored rows.
+func BenchmarkQ8Pack(b *testing.B) {
+	w := randQuantFast(b, tensor.Q8_0, 5632, 2048)
+	for b.Loop() {
+		newQ8Pack(Serial, w.Data, 5632, 2048)
+	}
+	b.SetBytes(int64(len(w.Data)))
+}
