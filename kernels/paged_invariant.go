@@ -42,6 +42,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 			matmulZ(p, out, a, w.Data, q4, 1, n, k)
 			return nil
 		}
+		if pk := packedQ8(p, w.Data, q4, n, k); pk != nil { // the packed quad tiles, with one token
+			matmulPacked(p, out, a, pk, q4, 1, n, k)
+			return nil
+		}
 		if q4 && useX4(nb) { // the cross-interleaved Q4_0 quad tiles, with one token
 			matmulQ4X(p, out, a, w.Data, 1, n, k)
 			return nil
@@ -52,10 +56,6 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		}
 		if q4 && usePairs() && nb%2 == 0 { // the GEMM path's pair tiles, with one token
 			matmulP(p, out, a, w.Data, 1, n, k)
-			return nil
-		}
-		if pk := packedQ8(p, w.Data, q4, n, k); pk != nil { // the packed Q8_0 quad tiles, with one token
-			matmulQ8X(p, out, a, pk, 1, n, k)
 			return nil
 		}
 		if !q4 && useH8(nb) { // the Q8_0 half-interleaved pair tiles, with one token

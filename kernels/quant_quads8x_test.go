@@ -70,8 +70,8 @@ func TestQuantTileQ8X(t *testing.T) {
 	}
 }
 
-// TestMatMulQuantQ8X runs the generic MatMul and invariance checks with every Q8_0 weight
-// packed (packAllQ8), with the installed tiles and with their Go twins, for several token
+// TestMatMulQuantQ8X runs the generic MatMul and invariance checks with every Q8_0 and Q4_0
+// weight packed (packAllQ8), with the installed tiles and with their Go twins, for several token
 // group sizes; TestMatMulQ8XShared checks MatMulShared on packed weights against one MatMul
 // per weight, bit for bit.
 func TestMatMulQuantQ8X(t *testing.T) {
@@ -79,20 +79,23 @@ func TestMatMulQuantQ8X(t *testing.T) {
 		quantVNNI = false
 		defer func() { quantVNNI = true }()
 	}
-	old, oq := tilesQ8X, q8xToks
+	old, old4, oq, ox := tilesQ8X, tilesQ4P, q8xToks, x4Toks
 	packAllQ8 = true
-	defer func() { tilesQ8X, q8xToks, packAllQ8 = old, oq, false; q8Packs.Clear() }()
-	var twins [9]tileFunc
+	defer func() { tilesQ8X, tilesQ4P, q8xToks, x4Toks, packAllQ8 = old, old4, oq, ox, false; q8Packs.Clear() }()
+	var twins, twins4 [9]tileFunc
 	for T := 1; T <= 8; T++ {
-		twins[T] = refTileQ8X(T)
+		twins[T], twins4[T] = refTileQ8X(T), refTileQ4P(T)
 	}
-	for _, ts := range [][9]tileFunc{old, twins} {
-		if ts[1] == nil {
+	for i, ts := range [][9]tileFunc{old, twins} {
+		if ts[1] == nil || old4[1] == nil || tilesX4[1] == nil {
 			continue
 		}
-		tilesQ8X = ts
+		tilesQ8X, tilesQ4P = ts, old4
+		if i == 1 {
+			tilesQ4P = twins4
+		}
 		for _, T := range []int{3, 8} {
-			q8xToks = T
+			q8xToks, x4Toks = T, T
 			checkMatMulQuant(t)
 			testMatMulInvariant(t)
 			q8Packs.Clear()
@@ -141,7 +144,7 @@ func TestMatMulQ8XShared(t *testing.T) {
 func BenchmarkQ8Pack(b *testing.B) {
 	w := randQuantFast(b, tensor.Q8_0, 5632, 2048)
 	for b.Loop() {
-		newQ8Pack(Serial, w.Data, 5632, 2048)
+		newQ8Pack(Serial, w.Data, false, 5632, 2048)
 	}
 	b.SetBytes(int64(len(w.Data)))
 }
