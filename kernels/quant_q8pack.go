@@ -67,6 +67,7 @@ type q8Entry struct {
 	data []byte // the stored weight (held, so its address is not reused while registered)
 	q4   bool   // Q4_0 (else Q8_0)
 	n, k int
+	refs int // PrepackQ8 calls not yet dropped (under q8Reg)
 	once sync.Once
 	pack *q8Pack
 }
@@ -85,9 +86,15 @@ func PrepackQ8(w *tensor.Tensor) bool {
 		packTiles(q4)[1] == nil {
 		return false
 	}
-	q8Packs.LoadOrStore(uintptr(unsafe.Pointer(&w.Data[0])), &q8Entry{data: w.Data, q4: q4, n: w.Shape[0], k: w.Shape[1]})
+	q8Reg.Lock()
+	defer q8Reg.Unlock()
+	v, _ := q8Packs.LoadOrStore(uintptr(unsafe.Pointer(&w.Data[0])), &q8Entry{data: w.Data, q4: q4, n: w.Shape[0], k: w.Shape[1]})
+	v.(*q8Entry).refs++
 	return true
 }
+
+// q8Reg serializes PrepackQ8 and DropPackQ8 (the entries' refs).
+var q8Reg sync.Mutex
 
 // packRowBytes is the bytes of a stored Q8_0 (Q4_0 if q4) row of k values.
 func packRowBytes(q4 bool, k int) int {
@@ -105,11 +112,22 @@ func packTiles(q4 bool) *[9]tileFunc {
 	return &tilesQ8X
 }
 
-// DropPackQ8 forgets w's registration and pack (call it before w's data changes or is
-// unmapped).
+// DropPackQ8 undoes one PrepackQ8(w) (call it before w's data changes or is unmapped); the
+// last one forgets the registration and the pack. Weights of two models sharing their data
+// keep their pack until both are dropped.
 func DropPackQ8(w *tensor.Tensor) {
-	if len(w.Data) > 0 {
-		q8Packs.Delete(uintptr(unsafe.Pointer(&w.Data[0])))
+	if len(w.Data) == 0 {
+		return
+	}
+	q8Reg.Lock()
+	defer q8Reg.Unlock()
+	key := uintptr(unsafe.Pointer(&w.Data[0]))
+	if v, ok := q8Packs.Load(key); ok {
+		if e := v.(*q8Entry); e.refs <= 1 {
+			q8Packs.Delete(key)
+		} else {
+			e.refs--
+		}
 	}
 }
 

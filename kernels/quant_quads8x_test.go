@@ -148,3 +148,29 @@ func BenchmarkQ8Pack(b *testing.B) {
 	}
 	b.SetBytes(int64(len(w.Data)))
 }
+
+// TestPrepackQ8Refs: a weight registered twice (two models on one mapped file) keeps its pack
+// until both registrations are dropped; other types and shapes are refused.
+func TestPrepackQ8Refs(t *testing.T) {
+	if tilesQ8X[1] == nil || quantVNNI {
+		t.Skip("no packed Q8_0 tiles on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(75, 76))
+	w := randQuant(t, rng, tensor.Q8_0, 8, 256)
+	if PrepackQ8(randQuant(t, rng, tensor.Q8_0, 8, 96)) || PrepackQ8(randQuant(t, rng, tensor.Q6_K, 8, 256)) {
+		t.Fatal("PrepackQ8 registered k = 96 or a Q6_K weight")
+	}
+	PrepackQ8(w)
+	PrepackQ8(w)
+	DropPackQ8(w)
+	if q8PackFor(Serial, w.Data, false, 8, 256) == nil {
+		t.Fatal("pack gone after one of two drops")
+	}
+	if q8PackFor(Serial, w.Data, true, 8, 256) != nil || q8PackFor(Serial, w.Data, false, 4, 512) != nil {
+		t.Fatal("pack returned for another type or shape")
+	}
+	DropPackQ8(w)
+	if q8PackFor(Serial, w.Data, false, 8, 256) != nil {
+		t.Fatal("pack still there after both drops")
+	}
+}
