@@ -108,6 +108,12 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 		matmulZ(p, out, a, w, q4, m, n, k)
 		return
 	}
+	if m > 1 {
+		if pk := packedQ8(p, w, q4, n, k); pk != nil {
+			matmulPacked(p, out, a, pk, q4, m, n, k)
+			return
+		}
+	}
 	if q4 && useX4(nb) && m > 1 {
 		matmulQ4X(p, out, a, w, m, n, k)
 		return

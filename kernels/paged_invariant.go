@@ -5,7 +5,8 @@
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
 // AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones; for Q4_0 on AVX2 the 2x1 and
 // 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
-// 4; for Q8_0 on AVX2 the 1x1 Q8_0 pair tile) and
+// 4; for Q8_0 on AVX2 the 1x1 packed quad tile when the weight has a pack, else the 1x1 Q8_0
+// pair tile) and
 // the direct float GEMM with one activation row. TestMatMulInvariant
 // checks the agreement for every dtype.
 package kernels
@@ -39,6 +40,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		a.quantize(p, x, q4)
 		if quantVNNI && nb%2 == 0 { // the GEMM path's VNNI tiles, with one token
 			matmulZ(p, out, a, w.Data, q4, 1, n, k)
+			return nil
+		}
+		if pk := packedQ8(p, w.Data, q4, n, k); pk != nil { // the packed quad tiles, with one token
+			matmulPacked(p, out, a, pk, q4, 1, n, k)
 			return nil
 		}
 		if q4 && useX4(nb) { // the cross-interleaved Q4_0 quad tiles, with one token

@@ -53,12 +53,13 @@ const (
 	readyZ4             // xz, dz, cz for Q4_0 weights
 	readyQuad
 	readyPair
-	readyP  // xz, dp, cp for the AVX2 Q4_0 pair tiles
-	readyP8 // d8 for the AVX2 Q8_0 pair tiles
-	readyQ4 // sq for the AVX2 Q4_0 quad tiles
-	readyD2 // d2 alone (pairScales)
-	readyH8 // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
-	readyX4 // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
+	readyP   // xz, dp, cp for the AVX2 Q4_0 pair tiles
+	readyP8  // d8 for the AVX2 Q8_0 pair tiles
+	readyQ4  // sq for the AVX2 Q4_0 quad tiles
+	readyD2  // d2 alone (pairScales)
+	readyH8  // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
+	readyX4  // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
+	readyQ8X // xq, sx (lane scales only) for the AVX2 Q8_0 packed quad tiles
 )
 
 // pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.

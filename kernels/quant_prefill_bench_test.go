@@ -15,10 +15,11 @@ import (
 // pairs = the pair tiles (Q8_0: 1 row x 8 tokens; p8_2x3 = 2 rows x 3 tokens, p8_1x4 = 1 row
 // x 4 tokens), quads = the Q4_0 quad tiles (the default for k/32 a multiple of 4), h8 = the
 // Q8_0 half-interleaved pair tiles (the default; up to 8 tokens, h8_6 up to 6), x4 = the Q4_0
-// cross-interleaved quad tiles (the default).
+// cross-interleaved quad tiles (the default), q8x = the packed Q8_0 quad tiles (PrepackQ8; the
+// default for registered weights), x4p = the packed Q4_0 quad tiles (likewise).
 func BenchmarkQuantPrefill(b *testing.B) {
 	shapes := [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}, {2048, 5632}}
-	modes := map[tensor.DType][]string{tensor.Q8_0: {"pairs", "h8", "h8_6"}, tensor.Q4_0: {"pairs", "quads", "x4"}}
+	modes := map[tensor.DType][]string{tensor.Q8_0: {"pairs", "h8", "h8_6", "q8x"}, tensor.Q4_0: {"pairs", "quads", "x4", "x4p"}}
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 		for _, m := range []int{64, 512} {
 			for _, sh := range shapes {
@@ -41,11 +42,17 @@ func BenchmarkQuantPrefill(b *testing.B) {
 }
 
 func benchPrefill(b *testing.B, p *Pool, out, x []float32, w *tensor.Tensor, m, th int, mode string) {
-	vnni, tp, tp8, oR, oT, oq, oq8, ox := quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks, h8Toks, x4Toks
+	vnni, tp, tp8, oR, oT, oq, oq8, ox, oqx, oqp := quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks, h8Toks, x4Toks, q8xToks, useQ4P
 	defer func() {
-		quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks, h8Toks, x4Toks = vnni, tp, tp8, oR, oT, oq, oq8, ox
+		quantVNNI, tilesP, tilesP8, p8Rows, p8Toks, q4Toks, h8Toks, x4Toks, q8xToks, useQ4P = vnni, tp, tp8, oR, oT, oq, oq8, ox, oqx, oqp
 	}()
 	quantVNNI = false
+	if mode == "q8x" || mode == "x4p" {
+		PrepackQ8(w)
+		defer DropPackQ8(w)
+	} else {
+		q8xToks, useQ4P = 0, false
+	}
 	switch mode {
 	case "blocks":
 		tilesP, tilesP8, q4Toks, h8Toks, x4Toks = [3][5]tileFunc{}, [3][9]tileFunc{}, 0, 0, 0

@@ -24,6 +24,8 @@ func q8Items(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) 
 		return j, false
 	case quantVNNI && nb%2 == 0:
 		j.n, j.fn = zItems(p, out, a, w, q4, m, n, k)
+	case packedQ8(p, w, q4, n, k) != nil:
+		j.n, j.fn = packedItems(p, out, a, packedQ8(p, w, q4, n, k), q4, m, n, k)
 	case q4 && useX4(nb):
 		j.n, j.fn = x4Items(p, out, a, w, m, n, k)
 	case q4 && useQuads4(nb):

@@ -99,6 +99,7 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 func (m *Model) Close() error {
 	for _, t := range m.sws {
 		kernels.DropPackF16(t)
+		kernels.DropPackQ8(t)
 	}
 	if m.closer == nil {
 		return nil
