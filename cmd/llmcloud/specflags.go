@@ -31,7 +31,7 @@ type specFlags struct {
 func (s *specFlags) register(fs *flag.FlagSet, shorthand bool) {
 	fs.StringVar(&s.config, "speculative-config", "", `speculative decoding, vLLM's JSON: {"method": "draft_model", "model": DRAFT, "num_speculative_tokens": K} `+
 		`(a draft model sharing the target's vocabulary: a smaller model, or the target at a lower bit width), `+
-		`{"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_min": N, "prompt_lookup_max": M} (prompt lookup), "eagle" (a learned draft head); `+
+		`{"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_min": N, "prompt_lookup_max": M} (prompt lookup), {"method": "medusa", "model": HEAD, "num_speculative_tokens": K} (a learned draft head from llmcloud train draft-head); `+
 		`other fields: disable_by_batch_size (speculation off while this many sequences or more run; -1 = never; default: the engine's), max_model_len (the longest sequence drafted for). Default: off`)
 	if shorthand {
 		fs.StringVar(&s.draft, "draft", "", `draft model for speculative decoding (GGUF file or Hugging Face directory sharing the model's vocabulary); `+
