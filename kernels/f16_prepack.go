@@ -21,12 +21,23 @@ import (
 type f16Pack struct {
 	w    []uint16
 	n, k int
+	g4   bool // the old layout (groups of 4); else f16_bcast.go's panels
 }
+
+// packG4 makes new packs in the old layout (benchmarks compare the two).
+var packG4 = false
 
 // newF16Pack repacks the F16 weight [n, k] in data, its groups of rows split over p.
 func newF16Pack(p *Pool, data []byte, n, k int) *f16Pack {
+	if !packG4 {
+		np := bcPanels(n)
+		pw := &f16Pack{w: make([]uint16, np*16*k), n: n, k: k}
+		w := f16Words(data, n, k)
+		p.For(np, max(1, (256<<10)/(32*k)), func(lo, hi int) { packBcast(pw.w, w, n, k, lo, hi) })
+		return pw
+	}
 	kv, nf := k&^7, n&^3
-	pw := &f16Pack{w: make([]uint16, nf*kv), n: n, k: k}
+	pw := &f16Pack{w: make([]uint16, nf*kv), n: n, k: k, g4: true}
 	if nf == 0 || kv == 0 {
 		return pw
 	}
@@ -90,6 +101,10 @@ func f16PackOf(p *Pool, w *tensor.Tensor) *f16Pack {
 // packedRows computes rows [r0, r1) of out = x · wᵀ like streamRows, with the weight blocks
 // read from the pack pw instead of being copied per call.
 func packedRows(out, x, pk []float32, pw *f16Pack, data []byte, m, n, k, r0, r1 int) {
+	if !pw.g4 {
+		bcastRows(out, x, pw, m, n, k, r0, r1)
+		return
+	}
 	ts := &avx2Tiles
 	kv := k &^ 7
 	mt := (m + 2) / 3 * 3
@@ -152,6 +167,13 @@ func (j *f16Job) packItems(p *Pool, m, k int) {
 	lo := min(64, 4*max(4, (1<<20)/(2*4*m*k)))
 	r := (j.n + 8*p.Workers() - 1) / (8 * p.Workers())
 	j.rows = max(lo, min(64, (r+3)&^3))
+}
+
+// packRows rounds a pack job's item size up to whole panels of 16 rows.
+func (j *f16Job) packRows() {
+	if j.pack != nil && !j.pack.g4 {
+		j.rows = (j.rows + 15) &^ 15
+	}
 }
 
 // packFineItems enables packItems (benchmarks compare it with gemmDirectF16's item sizes).

@@ -72,14 +72,14 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 				c -= ni
 				i++
 			}
-			if pb == nil {
+			j := &jobs[i]
+			if pb == nil && (j.pack == nil || j.pack.g4) { // the broadcast kernels read x as it is
 				pb = getPacked(mt * kv)
 				pk = *pb
 				for k0 := 0; k0 < kv; k0 += gemmKC {
 					packTiles3(pk[mt*k0:], x, m, k, k0, min(gemmKC, kv-k0))
 				}
 			}
-			j := &jobs[i]
 			r0, r1 := c*j.rows, min((c+1)*j.rows, j.n)
 			switch {
 			case j.pack != nil:
@@ -115,6 +115,7 @@ func matmulF16Multi(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tensor,
 		jobs[i] = newF16Job(p, outs[i], w.Data, m, w.Shape[0], k)
 		jobs[i].pack = f16PackOf(p, w)
 		jobs[i].packItems(p, m, k)
+		jobs[i].packRows()
 	}
 	gemmF16Items(p, jobs, x, m, k)
 }
