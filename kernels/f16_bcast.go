@@ -13,6 +13,7 @@ package kernels
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -21,17 +22,21 @@ import (
 // L1 while the panels of an item's block (up to bcNB rows x bcKC F16, L2) stream past it.
 // Results do not depend on it.
 const (
-	bcKC = 256
+	bcKC = 512
 	bcNB = 192
 )
+
+// bcPrefetchA makes bcastRows prefetch the next activation tile's block while the kernels
+// run over the current one.
+var bcPrefetchA = true
 
 // bcPanels is the number of 16-row panels of an [n, k] pack.
 func bcPanels(n int) int { return (n + 15) / 16 }
 
+type bcKernel = func(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
 // bcKernel1 are the one-panel kernels by activation rows (bcF16R{mr}P1).
-var bcKernel1 = [7]func(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int){
-	nil, bcF16R1P1, bcF16R2P1, bcF16R3P1, bcF16R4P1, bcF16R5P1, bcF16R6P1,
-}
+var bcKernel1 = [7]bcKernel{nil, bcF16R1P1, bcF16R2P1, bcF16R3P1, bcF16R4P1, bcF16R5P1, bcF16R6P1}
 
 // packBcast writes the F16 weight w [n, k] (row stride k) into dst in the pack layout: for
 // the k block at column k0 (bcKC columns, kb wide), panel j (rows 16j..16j+15, rows past n
@@ -54,9 +59,10 @@ func packBcast(dst, w []uint16, n, k, j0, j1 int) {
 }
 
 // bcastRows computes rows [r0, r1) of out = x · wᵀ (x [m, k], out [m, n]) from the pack pw;
-// r0 is a multiple of 16, r1 too or n.
+// r0 is a multiple of 16, r1 too or n. The kernels read x's rows in place.
 func bcastRows(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 	np := bcPanels(n)
+	lda := 4 * k
 	var tmp [6 * 16]float32 // a tile's outputs in the last, partial panel
 	for k0 := 0; k0 < k; k0 += bcKC {
 		kb := min(bcKC, k-k0)
@@ -68,25 +74,28 @@ func bcastRows(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 			for i0 := 0; i0 < m; i0 += 6 {
 				mr := min(6, m-i0)
 				a := &x[i0*k+k0]
+				if bcPrefetchA && i0+6 < m {
+					prefetchRows((*byte)(unsafe.Pointer(&x[(i0+6)*k+k0])), 4*k, min(6, m-i0-6), 4*kb)
+				}
 				if g := (pf - nb0) / 16; g > 0 {
 					b, c := &blk[nb0*kb], &out[i0*n+nb0]
 					switch mr {
 					case 2:
 						if g >= 2 {
-							bcF16R2P2(a, 4*k, b, kb, g/2, c, 4*n, acc)
+							bcF16R2P2(a, lda, b, kb, g/2, c, 4*n, acc)
 						}
 						if g%2 != 0 {
-							bcF16R2P1(a, 4*k, &blk[(pf-16)*kb], kb, 1, &out[i0*n+pf-16], 4*n, acc)
+							bcF16R2P1(a, lda, &blk[(pf-16)*kb], kb, 1, &out[i0*n+pf-16], 4*n, acc)
 						}
 					case 1:
 						if g >= 4 {
-							bcF16R1P4(a, 4*k, b, kb, g/4, c, 4*n, acc)
+							bcF16R1P4(a, lda, b, kb, g/4, c, 4*n, acc)
 						}
 						if g4 := g &^ 3; g4 < g {
-							bcF16R1P1(a, 4*k, &blk[(nb0+16*g4)*kb], kb, g-g4, &out[i0*n+nb0+16*g4], 4*n, acc)
+							bcF16R1P1(a, lda, &blk[(nb0+16*g4)*kb], kb, g-g4, &out[i0*n+nb0+16*g4], 4*n, acc)
 						}
 					default:
-						bcKernel1[mr](a, 4*k, b, kb, g, c, 4*n, acc)
+						bcKernel1[mr](a, lda, b, kb, g, c, 4*n, acc)
 					}
 				}
 				if pf < nb1 {
@@ -94,7 +103,7 @@ func bcastRows(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 					for i := 0; i < mr && acc != 0; i++ {
 						copy(tmp[16*i:16*i+nc], out[(i0+i)*n+pf:])
 					}
-					bcKernel1[mr](a, 4*k, &blk[pf*kb], kb, 1, &tmp[0], 64, acc)
+					bcKernel1[mr](a, lda, &blk[pf*kb], kb, 1, &tmp[0], 64, acc)
 					for i := 0; i < mr; i++ {
 						copy(out[(i0+i)*n+pf:(i0+i)*n+nb1], tmp[16*i:16*i+nc])
 					}

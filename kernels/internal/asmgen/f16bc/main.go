@@ -60,6 +60,7 @@ func gen(a func(string, ...any), mr, np int) {
 	acc := func(r, q, h int) string { return fmt.Sprintf("Y%d", 2*(r*np+q)+h) }
 	cRow := func(r, off int) string { return row(r, off, "DI", "CX", "R8") }
 	aRow := func(r, off int) string { return row(r, off, "AX", "BX", "R12") }
+	ahi := mr > 3         // R12 = AX + 3·lda
 	step := func(s int) { // column s of the unrolled loop
 		if np == 1 {
 			a("\tVCVTPH2PS %s, Y12", panel(0, 32*s))
@@ -106,9 +107,11 @@ TEXT ·%s(SB), NOSPLIT, $0-64
 	a("\tJZ    %s", l("done"))
 	a("\tMOVQ  R10, AX")
 	a("\tMOVQ  R11, SI")
-	if mr > 3 {
+	if ahi {
 		a("\tLEAQ  (AX)(BX*2), R12")
 		a("\tADDQ  BX, R12")
+	}
+	if mr > 3 {
 		a("\tLEAQ  (DI)(CX*2), R8")
 		a("\tADDQ  CX, R8")
 	}
@@ -133,8 +136,11 @@ TEXT ·%s(SB), NOSPLIT, $0-64
 	const u = 4
 	adv := func(cols int) {
 		a("\tADDQ  $%d, AX", 4*cols)
-		if mr > 3 || np == 4 {
-			a("\tADDQ  $%d, R12", map[bool]int{true: 4 * cols, false: 32 * cols}[mr > 3])
+		if ahi {
+			a("\tADDQ  $%d, R12", 4*cols)
+		}
+		if np == 4 {
+			a("\tADDQ  $%d, R12", 32*cols)
 		}
 		a("\tADDQ  $%d, DX", 32*cols)
 	}
