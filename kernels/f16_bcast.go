@@ -48,10 +48,23 @@ func packBcast(dst, w []uint16, n, k, j0, j1 int) {
 		for k0 := 0; k0 < k; k0 += bcKC {
 			kb := min(bcKC, k-k0)
 			d := dst[np*16*k0+j*16*kb:][:16*kb]
-			for r := 0; r < rows; r++ {
-				src := w[(16*j+r)*k+k0:][:kb]
-				for c, v := range src {
-					d[16*c+r] = v
+			if rows < 16 {
+				for r := 0; r < rows; r++ {
+					src := w[(16*j+r)*k+k0:][:kb]
+					for c, v := range src {
+						d[16*c+r] = v
+					}
+				}
+				continue
+			}
+			var src [16][]uint16
+			for r := range src {
+				src[r] = w[(16*j+r)*k+k0:][:kb]
+			}
+			for c := 0; c < kb; c++ {
+				o := (*[16]uint16)(d[16*c:])
+				for r := range o {
+					o[r] = src[r][c]
 				}
 			}
 		}
