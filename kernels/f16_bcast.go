@@ -13,7 +13,6 @@ package kernels
 
 import (
 	"math"
-	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -25,10 +24,6 @@ const (
 	bcKC = 512
 	bcNB = 192
 )
-
-// bcPrefetchA makes bcastRows prefetch the next activation tile's block while the kernels
-// run over the current one.
-var bcPrefetchA = true
 
 // bcPanels is the number of 16-row panels of an [n, k] pack.
 func bcPanels(n int) int { return (n + 15) / 16 }
@@ -87,9 +82,6 @@ func bcastRows(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 			for i0 := 0; i0 < m; i0 += 6 {
 				mr := min(6, m-i0)
 				a := &x[i0*k+k0]
-				if bcPrefetchA && i0+6 < m {
-					prefetchRows((*byte)(unsafe.Pointer(&x[(i0+6)*k+k0])), 4*k, min(6, m-i0-6), 4*kb)
-				}
 				if g := (pf - nb0) / 16; g > 0 {
 					b, c := &blk[nb0*kb], &out[i0*n+nb0]
 					switch mr {

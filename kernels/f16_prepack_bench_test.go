@@ -54,12 +54,12 @@ func BenchmarkGemmF16Pack(b *testing.B) {
 				b.Run(fmt.Sprintf("%dx%d/m=%d/t=%d", n, k, m, th), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					defer func(v, a bool) { usePacks, bcPrefetchA = v, a }(usePacks, bcPrefetchA)
-					best := [4]time.Duration{1 << 62, 1 << 62, 1 << 62, 1 << 62}
+					defer func(v bool) { usePacks = v }(usePacks)
+					best := [3]time.Duration{1 << 62, 1 << 62, 1 << 62}
 					i := 0
 					for b.Loop() {
 						for v := range best {
-							usePacks, bcPrefetchA = v > 0, v != 3
+							usePacks = v > 0
 							i++
 							wt := ws[i%len(ws)]
 							if v == 1 {
@@ -79,7 +79,6 @@ func BenchmarkGemmF16Pack(b *testing.B) {
 					b.ReportMetric(fl/best[1].Seconds(), "g4-GFLOP/s")
 					b.ReportMetric(fl/best[2].Seconds(), "new-GFLOP/s")
 					b.ReportMetric(best[1].Seconds()/best[2].Seconds(), "new/g4")
-					b.ReportMetric(best[3].Seconds()/best[2].Seconds(), "new/noprefetch")
 				})
 			}
 		}
