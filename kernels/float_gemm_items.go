@@ -73,7 +73,7 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 				i++
 			}
 			j := &jobs[i]
-			if pb == nil && (j.pack == nil || j.pack.g4) { // the broadcast kernels read x as it is
+			if pb == nil && j.pack == nil { // the broadcast kernels read x as it is
 				pb = getPacked(mt * kv)
 				pk = *pb
 				for k0 := 0; k0 < kv; k0 += gemmKC {
@@ -83,7 +83,7 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 			r0, r1 := c*j.rows, min((c+1)*j.rows, j.n)
 			switch {
 			case j.pack != nil:
-				packedRows(j.out, x, pk, j.pack, j.data, m, j.n, k, r0, r1)
+				bcastRows(j.out, x, j.pack, m, j.n, k, r0, r1)
 			case m <= gemmDirectMaxM:
 				directF16Rows(j.out, x, pk, j.data, m, j.n, k, r0, r1)
 			default:
@@ -115,7 +115,6 @@ func matmulF16Multi(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tensor,
 		jobs[i] = newF16Job(p, outs[i], w.Data, m, w.Shape[0], k)
 		jobs[i].pack = f16PackOf(p, w)
 		jobs[i].packItems(p, m, k)
-		jobs[i].packRows()
 	}
 	gemmF16Items(p, jobs, x, m, k)
 }

@@ -50,7 +50,6 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 		j := newF16Job(p, out, w.Data, m, n, k)
 		j.pack = f16PackOf(p, w)
 		j.packItems(p, m, k)
-		j.packRows()
 		gemmF16Items(p, []f16Job{j}, x, m, k)
 	case m <= gemmDirectMaxM:
 		gemmDirect(p, out, x, w.Type, w.Data, m, n, k)

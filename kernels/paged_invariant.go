@@ -91,11 +91,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 			break
 		}
 		if w.Type == tensor.F16 && useGemmStream && !useAVX512 {
-			if pk := f16PackOf(p, w); pk != nil && !pk.g4 { // the GEMM path's broadcast kernels, one row
+			if pk := f16PackOf(p, w); pk != nil { // the GEMM path's broadcast kernels, one row
 				j := newF16Job(p, out, w.Data, 1, n, k)
 				j.pack = pk
 				j.packItems(p, 1, k)
-				j.packRows()
 				gemmF16Items(p, []f16Job{j}, x[:k], 1, k)
 				return nil
 			}
