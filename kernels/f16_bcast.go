@@ -17,7 +17,7 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// bcKC is the pack's k block (columns): a 6-row activation tile of bcKC f32 (6 KiB) stays in
+// bcKC is the pack's k block (columns): a 6-row activation tile of bcKC f32 (12 KiB) stays in
 // L1 while the panels of an item's block (up to bcNB rows x bcKC F16, L2) stream past it.
 // Results do not depend on it.
 const (

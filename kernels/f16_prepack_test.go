@@ -13,7 +13,7 @@ import (
 // time) on weights registered with PrepackF16 (the broadcast kernels over their packs) give
 // bit for bit the plain-Go twin f16BcastRef, for m across the 6-row tile remainders and both
 // sides of gemmDirectMaxM, n across panel (16), kernel group and block (192) tails and k
-// across the pack's k block (256), on 1 and 3 workers (the first weight packed on 3); that
+// across the pack's k block (512), on 1 and 3 workers (the first weight packed on 3); that
 // they are within the float tolerance of the float64 product; and that a weight whose data
 // was replaced is not served from its old pack.
 func TestPrepackF16MatchesRef(t *testing.T) {
