@@ -52,11 +52,16 @@ func packBcast(dst, w []uint16, n, k, j0, j1 int) {
 				}
 				continue
 			}
+			c0 := 0
+			if useFloatAsm {
+				c0 = kb &^ 7
+				packPanel16(&d[0], &w[16*j*k+k0], 2*k, c0)
+			}
 			var src [16][]uint16
 			for r := range src {
 				src[r] = w[(16*j+r)*k+k0:][:kb]
 			}
-			for c := 0; c < kb; c++ {
+			for c := c0; c < kb; c++ {
 				o := (*[16]uint16)(d[16*c:])
 				for r := range o {
 					o[r] = src[r][c]

@@ -33,3 +33,9 @@ func bcF16R2P2(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc i
 
 //go:noescape
 func bcF16R1P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+// packPanel16 writes kb&^7 columns of the 16 F16 rows at src (ld bytes apart) to dst, for
+// each column the 16 rows' values (f16_bcast_pack_amd64.s).
+//
+//go:noescape
+func packPanel16(dst *uint16, src *uint16, ld int, kb int)

@@ -35,3 +35,5 @@ func bcF16R2P2(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc i
 func bcF16R1P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int) {
 	panic("no asm")
 }
+
+func packPanel16(dst *uint16, src *uint16, ld int, kb int) { panic("no asm") }
