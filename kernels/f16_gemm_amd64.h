@@ -1,5 +1,5 @@
-// Macros shared by the hand-written AVX2 F16 GEMM kernels (float_gemm_stream_amd64.s,
-// f16_prepack_amd64.s): the 8-column steps of the 3x4 tile and its reduction (hsum4's tree).
+// Macros of the hand-written AVX2 F16 GEMM kernels (float_gemm_stream_amd64.s): the 8-column
+// steps of the 3x4 tile and its reduction (hsum4's tree).
 
 // FMA3(B) adds the products of the 3 activation vectors Y12-Y14 and the converted weight
 // vector in Y15 to the accumulators of weight row B (Y(B), Y(B+4), Y(B+8)).

@@ -12,11 +12,12 @@ import (
 )
 
 // BenchmarkGemmF16Pack compares the AVX2 F16 GEMM on the stored rows (old: gemmDirectF16 for
-// m <= 64, gemmStream above) with the same GEMM on packs made by PrepackF16 (coarse: with
-// gemmDirectF16's item sizes; new: packItems' smaller items), on the
-// weight shapes of stories110M and TinyLlama, weights from DRAM (copies filling 96 MiB, used
-// in turn; F16HOT=1: one copy, cache-resident). Each iteration runs each variant once, alternating; reported: each one's fastest run in
-// GFLOP/s (with 1 thread, by the thread's CPU time) and the ratios.
+// m <= 64, gemmStream above) with the broadcast kernels on packs made by PrepackF16 (coarse:
+// with gemmDirectF16's item sizes; new: packItems' smaller items), on the weight shapes of
+// stories110M and TinyLlama, weights from DRAM (copies filling 96 MiB, used in turn;
+// F16HOT=1: one copy, cache-resident). Each iteration runs each variant once, alternating;
+// reported: each one's fastest run in GFLOP/s (with 1 thread, by the thread's CPU time) and
+// the ratios.
 func BenchmarkGemmF16Pack(b *testing.B) {
 	if !useFloatAsm || useAVX512 {
 		b.Skip("AVX2 family only")

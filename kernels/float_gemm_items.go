@@ -72,18 +72,18 @@ func gemmF16Items(p *Pool, jobs []f16Job, x []float32, m, k int) {
 				c -= ni
 				i++
 			}
-			if pb == nil {
+			j := &jobs[i]
+			if pb == nil && j.pack == nil { // the broadcast kernels read x as it is
 				pb = getPacked(mt * kv)
 				pk = *pb
 				for k0 := 0; k0 < kv; k0 += gemmKC {
 					packTiles3(pk[mt*k0:], x, m, k, k0, min(gemmKC, kv-k0))
 				}
 			}
-			j := &jobs[i]
 			r0, r1 := c*j.rows, min((c+1)*j.rows, j.n)
 			switch {
 			case j.pack != nil:
-				packedRows(j.out, x, pk, j.pack, j.data, m, j.n, k, r0, r1)
+				bcastRows(j.out, x, j.pack, m, j.n, k, r0, r1)
 			case m <= gemmDirectMaxM:
 				directF16Rows(j.out, x, pk, j.data, m, j.n, k, r0, r1)
 			default:

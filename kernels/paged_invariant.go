@@ -7,7 +7,8 @@
 // 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
 // 4; for Q8_0 on AVX2 the 1x1 packed quad tile when the weight has a pack, else the 1x1 Q8_0
 // pair tile) and
-// the direct float GEMM with one activation row. TestMatMulInvariant
+// the direct float GEMM with one activation row (an F16 weight with a pack, PrepackF16: the
+// broadcast kernels of the packs with one row). TestMatMulInvariant
 // checks the agreement for every dtype.
 package kernels
 
@@ -93,6 +94,15 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 	case tensor.F32, tensor.F16, tensor.BF16:
 		if !useFloatAsm || !littleEndian || (w.Type == tensor.F16 && RoundF16Activations) {
 			break
+		}
+		if w.Type == tensor.F16 && useGemmStream && !useAVX512 {
+			if pk := f16PackOf(p, w); pk != nil { // the GEMM path's broadcast kernels, one row
+				j := newF16Job(p, out, w.Data, 1, n, k)
+				j.pack = pk
+				j.packItems(p, 1, k)
+				gemmF16Items(p, []f16Job{j}, x[:k], 1, k)
+				return nil
+			}
 		}
 		gemmDirect(p, out[:n], x[:k], w.Type, w.Data, 1, n, k)
 		return nil
