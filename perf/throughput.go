@@ -55,6 +55,16 @@ type ThroughputResult struct {
 	BatchInvariant        bool    `json:"batch_invariant"`
 	ForwardSeconds        float64 `json:"forward_s"`
 	SampleSeconds         float64 `json:"sample_s"`
+
+	// Speculative decoding (zero when off): vLLM's spec_decode counters and the share of
+	// draft tokens accepted, overall and by draft position.
+	SpecDrafts         int64     `json:"spec_num_drafts,omitempty"`
+	SpecDraftTokens    int64     `json:"spec_num_draft_tokens,omitempty"`
+	SpecAcceptedTokens int64     `json:"spec_num_accepted_tokens,omitempty"`
+	SpecAcceptedPerPos []int64   `json:"spec_num_accepted_tokens_per_pos,omitempty"`
+	SpecAcceptanceRate float64   `json:"spec_acceptance_rate,omitempty"`
+	SpecMeanAccepted   float64   `json:"spec_mean_acceptance_length,omitempty"` // tokens per verification, the bonus included
+	SpecPosRate        []float64 `json:"spec_acceptance_rate_per_pos,omitempty"`
 }
 
 // RandomPrompts returns n prompts of length tokens each, drawn uniformly from the vocabulary
@@ -161,6 +171,17 @@ func Throughput(m *model.Model, tok *tokenizer.Tokenizer, o ThroughputOptions) (
 	res.RequestsPerSecond = float64(res.NumRequests) / elapsed
 	res.TokensPerSecond = float64(res.TotalNumTokens) / elapsed
 	res.OutputTokensPerSecond = float64(outTokens) / elapsed
+	if sp := st.Spec; sp.Drafts > 0 {
+		res.SpecDrafts, res.SpecDraftTokens, res.SpecAcceptedTokens = sp.Drafts, sp.DraftTokens, sp.AcceptedTokens
+		res.SpecAcceptedPerPos = append([]int64(nil), sp.AcceptedPerPos...)
+		if sp.DraftTokens > 0 {
+			res.SpecAcceptanceRate = float64(sp.AcceptedTokens) / float64(sp.DraftTokens)
+		}
+		res.SpecMeanAccepted = 1 + float64(sp.AcceptedTokens)/float64(sp.Drafts)
+		for _, a := range sp.AcceptedPerPos {
+			res.SpecPosRate = append(res.SpecPosRate, float64(a)/float64(sp.Drafts))
+		}
+	}
 	if decodeTime > 0 {
 		res.DecodeTokensPerSecond = float64(decodeTokens) / decodeTime.Seconds()
 		res.MeanDecodeBatch = float64(decodeTokens) / float64(decodeSteps)

@@ -106,6 +106,15 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Decode-only steps: %d, mean batch %.1f, %.2f tokens/s\n", res.DecodeSteps, res.MeanDecodeBatch, res.DecodeTokensPerSecond)
 	fmt.Fprintf(stdout, "KV cache: %d blocks of %d tokens (%.1f MiB), %d preemptions, %d prefix-hit tokens; batch invariant %v\n",
 		res.NumBlocks, res.BlockSize, float64(int64(res.NumBlocks*res.BlockSize)*per)/(1<<20), res.Preemptions, res.PrefixHitTokens, res.BatchInvariant)
+	if res.SpecDrafts > 0 {
+		fmt.Fprintf(stdout, "Speculation: %d drafts, %d draft tokens, %d accepted (%.1f%%), mean acceptance length %.2f\n",
+			res.SpecDrafts, res.SpecDraftTokens, res.SpecAcceptedTokens, 100*res.SpecAcceptanceRate, res.SpecMeanAccepted)
+		fmt.Fprintf(stdout, "Accepted per draft by position:")
+		for i, r := range res.SpecPosRate {
+			fmt.Fprintf(stdout, " %d:%.3f", i, r)
+		}
+		fmt.Fprintln(stdout)
+	}
 	if *jsonOut != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {

@@ -91,3 +91,43 @@ func TestBenchThroughputSharedPrefix(t *testing.T) {
 		t.Errorf("caching on: %v prefill, %v hits; want about 192 and 448", on["prefill_tokens"], on["prefix_hit_tokens"])
 	}
 }
+
+// With a draft model, bench throughput reports vLLM's spec_decode counters and the acceptance by
+// position. The model is its own draft here, so every draft token is accepted (the draft's
+// distribution equals the target's: rejection sampling keeps each token with probability 1).
+func TestBenchThroughputSpeculative(t *testing.T) {
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
+	out := filepath.Join(t.TempDir(), "tp.json")
+	var stdout, stderr bytes.Buffer
+	cfg := `{"method": "draft_model", "model": "` + model + `", "num_speculative_tokens": 3}`
+	err := runBench([]string{"throughput", "--model", model, "--num-prompts", "3", "--input-len", "8", "--output-len", "24",
+		"--threads", "1", "--speculative-config", cfg, "--output-json", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Speculation: ") || !strings.Contains(stdout.String(), "by position: 0:") {
+		t.Errorf("output:\n%s", stdout.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Drafts   int64     `json:"spec_num_drafts"`
+		Draft    int64     `json:"spec_num_draft_tokens"`
+		Accepted int64     `json:"spec_num_accepted_tokens"`
+		PerPos   []int64   `json:"spec_num_accepted_tokens_per_pos"`
+		Rate     float64   `json:"spec_acceptance_rate"`
+		PosRate  []float64 `json:"spec_acceptance_rate_per_pos"`
+		Output   int64     `json:"total_output_tokens"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Drafts == 0 || res.Draft == 0 || res.Accepted != res.Draft || res.Rate != 1 || len(res.PerPos) != 3 || len(res.PosRate) != 3 {
+		t.Errorf("spec fields: %+v", res)
+	}
+	if res.Output != 72 {
+		t.Errorf("output tokens %d, want 72", res.Output)
+	}
+}
