@@ -39,6 +39,12 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		a := getQ8Acts(1, k, q4)
 		defer q8ActPool.Put(a)
 		a.quantize(p, x, q4)
+		if q4 {
+			if pk := packedI16(p, w.Data, n, k); pk != nil { // the VNNI 16-row tiles, with one token
+				matmulI16(p, out, a, pk, 1, n, k)
+				return nil
+			}
+		}
 		if quantVNNI && nb%2 == 0 { // the GEMM path's VNNI tiles, with one token
 			matmulZ(p, out, a, w.Data, q4, 1, n, k)
 			return nil
