@@ -165,11 +165,7 @@ func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
 		if corr {
 			c := a.corr[i*nb*8 : (i+1)*nb*8]
 			for b := 0; b < nb; b++ {
-				var s int32
-				for _, q := range qs[b*32 : b*32+32] {
-					s += int32(q)
-				}
-				c[b*8] = -8 * s
+				c[b*8] = -8 * sumInt8x32(qs[b*32:b*32+32])
 			}
 		}
 	}
