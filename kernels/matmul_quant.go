@@ -104,6 +104,12 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 	if q4 {
 		qi = 1
 	}
+	if q4 && m > 1 {
+		if pk := packedI16(p, w, n, k); pk != nil {
+			matmulI16(p, out, a, pk, m, n, k)
+			return
+		}
+	}
 	if quantVNNI && nb%2 == 0 && m > 1 {
 		matmulZ(p, out, a, w, q4, m, n, k)
 		return

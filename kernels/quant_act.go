@@ -45,6 +45,8 @@ type q8Acts struct {
 	x4 []int8    // [nb/4][128]: x_b[0:16] .. x_b3[0:16], x_b[16:32] .. x_b3[16:32]
 	d4 []float32 // [nb/4][16] lane scales (dx of block b+l/4)
 	c4 []int32   // [nb/4][16] lane corrections (-8·Σx of block b+i in lane 4i)
+	// The records of the VNNI Q4_0 16-row tiles (quant_vnni_i16.go), per token and block:
+	xi []byte // [m][nb][40]: the 32 values, int32 -8·Σx, float32 dx
 }
 
 // Bits of q8Acts.ready.
@@ -60,6 +62,7 @@ const (
 	readyH8  // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
 	readyX4  // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
 	readyQ8X // xq, sx (lane scales only) for the AVX2 Q8_0 packed quad tiles
+	readyI16 // xi for the VNNI Q4_0 16-row tiles
 )
 
 // pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.
@@ -162,11 +165,7 @@ func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
 		if corr {
 			c := a.corr[i*nb*8 : (i+1)*nb*8]
 			for b := 0; b < nb; b++ {
-				var s int32
-				for _, q := range qs[b*32 : b*32+32] {
-					s += int32(q)
-				}
-				c[b*8] = -8 * s
+				c[b*8] = -8 * sumInt8x32(qs[b*32:b*32+32])
 			}
 		}
 	}

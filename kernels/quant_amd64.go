@@ -92,6 +92,8 @@ func useQuantAsm() {
 			{nil, q4KTileZ1x1, q4KTileZ1x2, q4KTileZ1x3, q4KTileZ1x4, q4KTileZ1x5, q4KTileZ1x6, q4KTileZ1x7, q4KTileZ1x8},
 			{nil, q6KTileZ1x1, q6KTileZ1x2, q6KTileZ1x3, q6KTileZ1x4, q6KTileZ1x5, q6KTileZ1x6, q6KTileZ1x7, q6KTileZ1x8},
 		}
+		tilesI16 = [i16Toks + 1]tileI16Func{nil, q4_0TileI16x1, q4_0TileI16x2, q4_0TileI16x3, q4_0TileI16x4,
+			q4_0TileI16x5, q4_0TileI16x6, q4_0TileI16x7, q4_0TileI16x8}
 		quantVNNI = true
 	}
 }

@@ -70,6 +70,9 @@ type q8Entry struct {
 	refs int // PrepackQ8 calls not yet dropped (under q8Reg)
 	once sync.Once
 	pack *q8Pack
+	// The 16-row pack of a Q4_0 weight for the VNNI tiles (quant_vnni_i16.go), made on first use.
+	onceI sync.Once
+	packI []byte
 }
 
 // q8Packs maps registered weights' data addresses (uintptr) to their *q8Entry.
@@ -78,12 +81,15 @@ var q8Packs sync.Map
 // PrepackQ8 registers the Q8_0 or Q4_0 weight w ([n, k], k a multiple of 128) for the packed
 // prefill tiles: the first matmul of w with two or more tokens (or batch-invariant) repacks it
 // once (a copy of about its size) and every later one reads the pack. w's data must not change
-// until DropPackQ8(w). Returns whether w was registered (AVX2 without AVX-512 VNNI only).
+// until DropPackQ8(w). Returns whether w was registered (on AVX2 without AVX-512 VNNI; with
+// VNNI Q4_0 weights only, for the 16-row tiles of quant_vnni_i16.go, k a multiple of 32).
 func PrepackQ8(w *tensor.Tensor) bool {
 	q4 := w.Type == tensor.Q4_0
-	if !quantAsm || quantVNNI || !littleEndian || (w.Type != tensor.Q8_0 && !q4) || len(w.Shape) != 2 ||
-		w.Shape[1]%128 != 0 || w.Shape[0] == 0 || len(w.Data) < packRowBytes(q4, w.Shape[1])*w.Shape[0] ||
-		packTiles(q4)[1] == nil {
+	if !quantAsm || !littleEndian || (w.Type != tensor.Q8_0 && !q4) || len(w.Shape) != 2 ||
+		w.Shape[0] == 0 || w.Shape[1]%32 != 0 || len(w.Data) < packRowBytes(q4, w.Shape[1])*w.Shape[0] {
+		return false
+	}
+	if quantVNNI && (!q4 || tilesI16[1] == nil) || !quantVNNI && (w.Shape[1]%128 != 0 || packTiles(q4)[1] == nil) {
 		return false
 	}
 	q8Reg.Lock()
@@ -167,6 +173,27 @@ func packedQ8(p *Pool, w []byte, q4 bool, n, k int) *q8Pack {
 		return nil
 	}
 	return q8PackFor(p, w, q4, n, k)
+}
+
+// packedI16 returns the 16-row pack the VNNI GEMM path uses for a Q4_0 weight w ([n, k]),
+// making it on first use on p, or nil when it reads the stored rows (not registered, packs
+// off, no VNNI).
+func packedI16(p *Pool, w []byte, n, k int) []byte {
+	if !quantVNNI || !useI16 || tilesI16[1] == nil || k%32 != 0 || len(w) == 0 {
+		return nil
+	}
+	v, ok := q8Packs.Load(uintptr(unsafe.Pointer(&w[0])))
+	if !ok && packAllQ8 && len(w) >= n*packRowBytes(true, k) {
+		v, _ = q8Packs.LoadOrStore(uintptr(unsafe.Pointer(&w[0])), &q8Entry{data: w, q4: true, n: n, k: k})
+	} else if !ok {
+		return nil
+	}
+	e := v.(*q8Entry)
+	if e.n != n || e.k != k || !e.q4 {
+		return nil
+	}
+	e.onceI.Do(func() { e.packI = newI16Pack(p, e.data, n, k) })
+	return e.packI
 }
 
 // matmulPacked runs out = x · wᵀ on the pack pk of a Q8_0 (Q4_0 if q4) weight.

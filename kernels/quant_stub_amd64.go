@@ -297,6 +297,46 @@ func q8_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, n
 //go:noescape
 func q4_0RowsZ(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out *float32)
 
+// q4_0TileI16x1 computes 16 rows x 1 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x1(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x2 computes 16 rows x 2 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x2(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x3 computes 16 rows x 3 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x3(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x4 computes 16 rows x 4 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x4(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x5 computes 16 rows x 5 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x5(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x6 computes 16 rows x 6 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x6(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x7 computes 16 rows x 7 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x7(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
+// q4_0TileI16x8 computes 16 rows x 8 tokens of a Q4_0 matmul on the 16-row pack with AVX-512 VNNI (see genTileI16).
+//
+//go:noescape
+func q4_0TileI16x8(w *byte, xs *byte, xstride int, nb int, out *float32, ostride int)
+
 // q8_0Rows4Z computes nrows (a multiple of 4) consecutive Q8_0 rows against one token, 4 at a time, with AVX-512 VNNI (see genRows4Z).
 //
 //go:noescape

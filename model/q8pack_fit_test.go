@@ -22,4 +22,9 @@ func TestQ8PacksFit(t *testing.T) {
 			t.Errorf("q8PacksFit(avail %d) = %v, want %v", c.avail, got, c.want)
 		}
 	}
+	// A Q4_0 matrix counts 80 bytes per 72.
+	ws["c"] = &tensor.Tensor{Type: tensor.Q4_0, Shape: []int{4, 256}, Data: make([]byte, 576)}
+	if q8PacksFit(ws, 4*(2464+640)-1) || !q8PacksFit(ws, 4*(2464+640)) {
+		t.Errorf("q8PacksFit: the Q4_0 matrix's pack not counted as 640 bytes")
+	}
 }

@@ -1,7 +1,7 @@
 // This file connects the model to the graph executor: at New the network is built as a graph
 // (graph.go), the serving passes fuse it, and the weights it names are gathered (vectors as
 // F32, the Llama 3 RoPE divisors added when the config computes them, F16 matrices registered
-// for the prefill GEMM's packs: kernels.PrepackF16, Q8_0 ones: kernels.PrepackQ8); each Batch compiles
+// for the prefill GEMM's packs: kernels.PrepackF16, Q8_0 and Q4_0 ones: kernels.PrepackQ8); each Batch compiles
 // its own exec.Program from that once, as the executor's run state is not shared.
 package model
 
@@ -50,7 +50,7 @@ func (m *Model) prepareServing() error {
 	}
 	if q8PacksFit(ws, sysmem.Available()) {
 		for _, t := range ws {
-			kernels.PrepackQ8(t) // Q8_0 matrices: packed for the prefill tiles on first use (AVX2)
+			kernels.PrepackQ8(t) // Q8_0 / Q4_0 matrices: packed for the prefill tiles on first use (AVX2; VNNI: Q4_0)
 		}
 	}
 	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {

@@ -132,6 +132,9 @@ func main() {
 	}
 	genRowsZ(false)
 	genRowsZ(true)
+	for t := 1; t <= 8; t++ {
+		genTileI16(t)
+	}
 	genRows4Z(4)
 	genRows4Z(1)
 	genRows4P(false)
