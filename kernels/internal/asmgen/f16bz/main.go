@@ -23,6 +23,7 @@ var (
 	npMain  = flag.Int("np", 3, "panels of the main kernels")
 	regBcst = flag.Bool("reg", true, "broadcast each activation value into a register (VBROADCASTSS; false: FMA memory operands {1to16}, measured ~12% slower on Zen 5)")
 	dir     = flag.String("dir", "kernels", "output directory")
+	pfDist  = flag.Int("pf", 0, "prefetch (PREFETCHT0) the panels this many bytes ahead (0: none)")
 )
 
 func main() {
@@ -224,6 +225,11 @@ TEXT ·%s(SB), NOSPLIT, $0-64
 	a("\tJL    %s", l("tail"))
 	for s := 0; s < u; s++ {
 		step(s)
+		if *pfDist > 0 && s%2 == 1 { // one line (2 columns) of each panel per 2 columns
+			for q := 0; q < np; q++ {
+				a("\tPREFETCHT0 %s", panel(q, *pfDist+32*(s-1)))
+			}
+		}
 	}
 	adv(u)
 	a("\tSUBQ  $%d, SI", u)
