@@ -23,7 +23,7 @@ var (
 	npMain  = flag.Int("np", 3, "panels of the main kernels")
 	regBcst = flag.Bool("reg", true, "broadcast each activation value into a register (VBROADCASTSS; false: FMA memory operands {1to16}, measured ~12% slower on Zen 5)")
 	dir     = flag.String("dir", "kernels", "output directory")
-	pfDist  = flag.Int("pf", 0, "prefetch (PREFETCHT0) the panels this many bytes ahead (0: none)")
+	pfDist  = flag.Int("pf", 2048, "prefetch (PREFETCHT0) each panel this many bytes (64 columns) ahead, one line per 2 columns (0: none)")
 )
 
 func main() {
