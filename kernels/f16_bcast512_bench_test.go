@@ -9,7 +9,7 @@ import (
 
 // BenchmarkBcastKernelZ runs the AVX-512 main broadcast kernel alone on cache-resident data (an
 // activation tile of bzMR rows x 512 columns, one k block of bcNB weight rows) and reports
-// GFLOP/s of its fastest pass by thread CPU time, against PeakFLOPS of one thread.
+// GFLOP/s of its fastest pass by thread CPU time (compare PeakFLOPS(1)).
 func BenchmarkBcastKernelZ(b *testing.B) {
 	if !useAVX512 {
 		b.Skip("no AVX-512")
