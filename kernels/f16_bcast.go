@@ -74,6 +74,10 @@ func packBcast(dst, w []uint16, n, k, j0, j1 int) {
 // bcastRows computes rows [r0, r1) of out = x · wᵀ (x [m, k], out [m, n]) from the pack pw;
 // r0 is a multiple of 16, r1 too or n. The kernels read x's rows in place.
 func bcastRows(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
+	if useAVX512 {
+		bcastRowsZ(out, x, pw, m, n, k, r0, r1)
+		return
+	}
 	np := bcPanels(n)
 	lda := 4 * k
 	var tmp [6 * 16]float32 // a tile's outputs in the last, partial panel

@@ -41,15 +41,16 @@ type f16Entry struct {
 // tensor, so its address cannot be reused by another tensor while the entry exists.
 var f16Packs sync.Map
 
-// PrepackF16 registers the F16 weight w ([n, k]) for the AVX2 F16 GEMM's panel layout: the
+// PrepackF16 registers the F16 weight w ([n, k]) for the F16 GEMM's panel layout: the
 // first MatMul / MatMulShared of w with two or more rows (or MatMulInvariant with any) repacks
 // it once (a copy of its bytes) and every later one streams the pack through the broadcast
 // kernels (f16_bcast.go: each output one chain of FMAs over k, so other bits than the stored
 // rows' dot-product kernels give). MatMul with one row (decode) keeps reading the stored rows.
 // w's data must not change until DropPackF16(w).
-// Returns whether w was registered (F16 matrices on the AVX2 family only).
+// Returns whether w was registered (F16 matrices on the AVX2 and AVX-512 families: bcastRows
+// runs either's kernels, with the same bits).
 func PrepackF16(w *tensor.Tensor) bool {
-	if !useFloatAsm || useAVX512 || !littleEndian || w.Type != tensor.F16 || len(w.Shape) != 2 ||
+	if !useFloatAsm || !littleEndian || w.Type != tensor.F16 || len(w.Shape) != 2 ||
 		w.Shape[0] < 4 || w.Shape[1] < 8 || len(w.Data) < 2*w.Shape[0]*w.Shape[1] {
 		return false
 	}
@@ -64,6 +65,17 @@ func DropPackF16(w *tensor.Tensor) { f16Packs.Delete(w) }
 // f16PackOf returns the pack of the registered weight w (making it on first use, on p), or
 // nil if w is not registered, usePacks is off or w's data or shape changed since.
 func f16PackOf(p *Pool, w *tensor.Tensor) *f16Pack {
+	e := f16EntryOf(w)
+	if e == nil {
+		return nil
+	}
+	e.once.Do(func() { e.pack = newF16Pack(p, w.Data, e.n, e.k) })
+	return e.pack
+}
+
+// f16EntryOf returns the registration of w if usePacks is on and w's data and shape are those
+// registered, else nil.
+func f16EntryOf(w *tensor.Tensor) *f16Entry {
 	if !usePacks {
 		return nil
 	}
@@ -75,9 +87,12 @@ func f16PackOf(p *Pool, w *tensor.Tensor) *f16Pack {
 	if len(w.Data) == 0 || e.data != uintptr(unsafe.Pointer(&w.Data[0])) || len(w.Shape) != 2 || e.n != w.Shape[0] || e.k != w.Shape[1] {
 		return nil
 	}
-	e.once.Do(func() { e.pack = newF16Pack(p, w.Data, e.n, e.k) })
-	return e.pack
+	return e
 }
+
+// f16Packed reports whether the F16 GEMM of w runs on its pack (f16PackOf is not nil). The
+// AVX-512 family uses gemmF16Items only then (its dot-product tiles otherwise).
+func f16Packed(w *tensor.Tensor) bool { return f16EntryOf(w) != nil }
 
 // usePacks makes the F16 GEMM use the packs (benchmarks compare it with the stored rows).
 var usePacks = true
@@ -94,6 +109,10 @@ func (j *f16Job) packItems(p *Pool, m, k int) {
 		lo := min(64, 4*max(4, (1<<20)/(2*4*m*k)))
 		r := (j.n + 8*p.Workers() - 1) / (8 * p.Workers())
 		j.rows = max(lo, min(64, (r+3)&^3))
+	}
+	if useAVX512 { // whole groups of the AVX-512 kernels' bzNP panels
+		j.rows = (j.rows + 16*bzNP - 1) / (16 * bzNP) * (16 * bzNP)
+		return
 	}
 	j.rows = (j.rows + 15) &^ 15
 }

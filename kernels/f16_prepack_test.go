@@ -11,7 +11,8 @@ import (
 
 // TestPrepackF16MatchesRef checks that MatMul, MatMulShared and MatMulInvariant (one row at a
 // time) on weights registered with PrepackF16 (the broadcast kernels over their packs) give
-// bit for bit the plain-Go twin f16BcastRef, for m across the 6-row tile remainders and both
+// bit for bit the plain-Go twin f16BcastRef, on the AVX2 and (where the CPU has it) the
+// AVX-512 kernels, for m across the 6- and 8-row tile remainders and both
 // sides of gemmDirectMaxM, n across panel (16), kernel group and block (192) tails and k
 // across the pack's k block (512), on 1 and 3 workers (the first weight packed on 3); that
 // they are within the float tolerance of the float64 product; and that a weight whose data
@@ -21,11 +22,22 @@ func TestPrepackF16MatchesRef(t *testing.T) {
 		t.Skip("no AVX2/FMA/F16C")
 	}
 	defer func(z bool) { useAVX512 = z }(useAVX512)
-	useAVX512 = false
+	fams := []bool{false} // the AVX2 kernels, and the AVX-512 ones where the CPU has them
+	if useAVX512 {
+		fams = append(fams, true)
+	}
+	for _, z := range fams {
+		useAVX512 = z
+		t.Run(map[bool]string{false: "avx2", true: "avx512"}[z], testPrepackF16MatchesRef)
+	}
+}
+
+func testPrepackF16MatchesRef(t *testing.T) {
 	r := rand.New(rand.NewSource(12))
 	p3 := NewPool(3)
 	for _, s := range [][3]int{{2, 4, 8}, {3, 4, 8}, {4, 5, 16}, {5, 7, 17}, {6, 8, 520}, {7, 13, 1030},
-		{9, 196, 64}, {1, 80, 33}, {2, 48, 300}, {12, 64, 256}, {64, 200, 768}, {65, 389, 1037}, {70, 9, 7}, {100, 400, 2048}} {
+		{9, 196, 64}, {1, 80, 33}, {2, 48, 300}, {12, 64, 256}, {64, 200, 768}, {65, 389, 1037}, {70, 9, 7}, {100, 400, 2048},
+		{8, 48, 9}, {11, 240, 515}, {15, 112, 40}, {17, 33, 1025}, {23, 577, 130}} {
 		m, n, k := s[0], s[1], s[2]
 		x := randVec(r, m*k, 1)
 		var ws []*tensor.Tensor

@@ -36,8 +36,9 @@ func f16ItemRows(n, workers, lo, hi int) int {
 
 // f16Usable reports whether gemmF16Items handles w for m activation rows.
 func f16Usable(w *tensor.Tensor, m int) bool {
-	return useFloatAsm && useGemmStream && !useAVX512 && !RoundF16Activations && littleEndian &&
-		w.Type == tensor.F16 && m > 1 && len(w.Data) > 0 && len(w.Shape) == 2 && w.Shape[1] > 0
+	return useFloatAsm && useGemmStream && !RoundF16Activations && littleEndian &&
+		w.Type == tensor.F16 && m > 1 && len(w.Data) > 0 && len(w.Shape) == 2 && w.Shape[1] > 0 &&
+		(!useAVX512 || f16Packed(w))
 }
 
 // newF16Job returns the job of one weight for m activation rows of length k.

@@ -45,8 +45,9 @@ func matmulFloat(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 	switch {
 	case m == 1:
 		gemvFloat(p, out, x, w.Type, w.Data, n, k)
-	case useGemmStream && !useAVX512 && w.Type == tensor.F16:
-		// gemmDirectF16 (m <= gemmDirectMaxM) or gemmStream, on w's pack if it has one.
+	case useGemmStream && w.Type == tensor.F16 && (!useAVX512 || f16Packed(w)):
+		// The broadcast kernels on w's pack if it has one (AVX2 or AVX-512), else (AVX2)
+		// gemmDirectF16 (m <= gemmDirectMaxM) or gemmStream.
 		j := newF16Job(p, out, w.Data, m, n, k)
 		j.pack = f16PackOf(p, w)
 		j.packItems(p, m, k)

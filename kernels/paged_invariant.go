@@ -102,7 +102,7 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		if !useFloatAsm || !littleEndian || (w.Type == tensor.F16 && RoundF16Activations) {
 			break
 		}
-		if w.Type == tensor.F16 && useGemmStream && !useAVX512 {
+		if w.Type == tensor.F16 && useGemmStream {
 			if pk := f16PackOf(p, w); pk != nil { // the GEMM path's broadcast kernels, one row
 				j := newF16Job(p, out, w.Data, 1, n, k)
 				j.pack = pk

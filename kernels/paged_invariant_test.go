@@ -9,7 +9,8 @@ import (
 
 // TestMatMulInvariant checks, for every weight dtype and ragged shapes, that row i of
 // MatMulInvariant over m rows equals the row computed alone (m = 1), for m from 1 to 70
-// (m = 70 takes the packed float GEMM), on the AVX2 and, where the CPU has it, AVX-512 kernels.
+// (m = 70 takes the packed float GEMM), on the AVX2 and, where the CPU has it, AVX-512 kernels,
+// F16 also on a pack (PrepackF16).
 func TestMatMulInvariant(t *testing.T) {
 	defer func(z bool) { useAVX512 = z }(useAVX512)
 	for _, z := range avx512Modes() {
@@ -43,22 +44,33 @@ func testMatMulInvariant(t *testing.T) {
 			for i := range x {
 				x[i] = r.Float32()*2 - 1
 			}
-			alone := make([]float32, M*n)
-			for i := 0; i < M; i++ {
-				if err := Default.MatMulInvariant(alone[i*n:(i+1)*n], x[i*k:(i+1)*k], w, 1); err != nil {
-					t.Fatal(err)
-				}
+			checkInvariant(t, w, x, M, n, k)
+			if dt == tensor.F16 && PrepackF16(w) { // the broadcast kernels over the pack
+				checkInvariant(t, w, x, M, n, k)
+				DropPackF16(w)
 			}
-			for _, m := range []int{2, 3, 4, 5, 8, 13, 64, 70} {
-				out := make([]float32, m*n)
-				if err := Default.MatMulInvariant(out, x, w, m); err != nil {
-					t.Fatal(err)
-				}
-				for i := range out {
-					if out[i] != alone[i] {
-						t.Fatalf("%v [%d %d]: m=%d row %d col %d: %v, alone %v", dt, n, k, m, i/n, i%n, out[i], alone[i])
-					}
-				}
+		}
+	}
+}
+
+// checkInvariant checks that row i of MatMulInvariant of x (M rows) and w over m rows equals
+// the row computed alone.
+func checkInvariant(t *testing.T, w *tensor.Tensor, x []float32, M, n, k int) {
+	t.Helper()
+	alone := make([]float32, M*n)
+	for i := 0; i < M; i++ {
+		if err := Default.MatMulInvariant(alone[i*n:(i+1)*n], x[i*k:(i+1)*k], w, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []int{2, 3, 4, 5, 8, 13, 64, 70} {
+		out := make([]float32, m*n)
+		if err := Default.MatMulInvariant(out, x, w, m); err != nil {
+			t.Fatal(err)
+		}
+		for i := range out {
+			if out[i] != alone[i] {
+				t.Fatalf("%v [%d %d]: m=%d row %d col %d: %v, alone %v", w.Type, n, k, m, i/n, i%n, out[i], alone[i])
 			}
 		}
 	}

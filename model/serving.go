@@ -45,7 +45,7 @@ func (m *Model) prepareServing() error {
 	m.sg, m.sws = g, ws
 	if f16PacksFit(ws, sysmem.Available()) {
 		for _, t := range ws {
-			kernels.PrepackF16(t) // F16 matrices: repacked for prefill GEMMs on first use (AVX2)
+			kernels.PrepackF16(t) // F16 matrices: repacked for prefill GEMMs on first use (AVX2, AVX-512)
 		}
 	}
 	if q8PacksFit(ws, sysmem.Available()) {
