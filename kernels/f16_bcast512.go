@@ -11,6 +11,10 @@ package kernels
 func bcastRowsZ(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 	np := bcPanels(n)
 	lda := 4 * k
+	kt, gnp, tmr := bzKernels[:], bzNP, bzMR
+	if useBzSmall && m <= bzsMaxM {
+		kt, gnp, tmr = bzsKernels[:], bzsNP, bzsMaxM
+	}
 	var tmp [bzMR * 16]float32 // a tile's outputs in the last, partial panel
 	for k0 := 0; k0 < k; k0 += bcKC {
 		kb := min(bcKC, k-k0)
@@ -20,11 +24,11 @@ func bcastRowsZ(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 			nb1 := min(nb0+bcNB, r1)
 			pf := nb0 + (nb1-nb0)&^15 // end of the full panels
 			g := (pf - nb0) / 16
-			gg := g / bzNP         // groups of bzNP panels
-			pr := nb0 + 16*bzNP*gg // the remaining single panels' first row
-			for i0 := 0; i0 < m; i0 += bzMR {
-				mr := min(bzMR, m-i0)
-				ks := &bzKernels[mr]
+			gg := g / gnp         // groups of gnp panels
+			pr := nb0 + 16*gnp*gg // the remaining single panels' first row
+			for i0 := 0; i0 < m; i0 += tmr {
+				mr := min(tmr, m-i0)
+				ks := &kt[mr]
 				a := &x[i0*k+k0]
 				if gg > 0 {
 					ks[0](a, lda, &blk[nb0*kb], kb, gg, &out[i0*n+nb0], 4*n, acc)
@@ -45,4 +49,15 @@ func bcastRowsZ(out, x []float32, pw *f16Pack, m, n, k, r0, r1 int) {
 			}
 		}
 	}
+}
+
+// useBzSmall selects the small-m kernels (bzsKernels) for m <= bzsMaxM.
+var useBzSmall = true
+
+// bzGroupPanels returns the panels per group of the AVX-512 kernels bcastRowsZ runs for m rows.
+func bzGroupPanels(m int) int {
+	if useBzSmall && m <= bzsMaxM {
+		return bzsNP
+	}
+	return bzNP
 }

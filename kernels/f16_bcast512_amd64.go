@@ -3,12 +3,15 @@
 // This file declares the AVX-512 broadcast kernels of f16_bcast512_amd64.s.
 package kernels
 
-//go:generate go run ./internal/asmgen/f16bz -dir . -mr 8 -np 3
+//go:generate go run ./internal/asmgen/f16bz -dir . -mr 8 -np 3 -smr 5 -snp 4 -spf 2048 -spfi PREFETCHT0
 
-// bzMR and bzNP are the main kernel's activation rows and panels.
+// bzMR and bzNP are the main kernel's activation rows and panels; bzsMaxM and bzsNP the
+// small-m kernels' largest m and panels (bzsKernels, used for m <= bzsMaxM).
 const (
-	bzMR = 8
-	bzNP = 3
+	bzMR    = 8
+	bzNP    = 3
+	bzsMaxM = 5
+	bzsNP   = 4
 )
 
 // bzKernels[mr] are the kernels of mr activation rows over groups of bzNP panels and over
@@ -23,6 +26,46 @@ var bzKernels = [bzMR + 1][2]bcKernel{{nil, nil},
 	{bzF16R7P3, bzF16R7P1},
 	{bzF16R8P3, bzF16R8P1},
 }
+
+// bzsKernels[mr] are the small-m kernels (m <= bzsMaxM) of mr activation rows over groups of
+// bzsNP panels and over single panels.
+var bzsKernels = [bzsMaxM + 1][2]bcKernel{{nil, nil},
+	{bzsF16R1P4, bzsF16R1P1},
+	{bzsF16R2P4, bzsF16R2P1},
+	{bzsF16R3P4, bzsF16R3P1},
+	{bzsF16R4P4, bzsF16R4P1},
+	{bzsF16R5P4, bzsF16R5P1},
+}
+
+//go:noescape
+func bzsF16R5P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R5P1(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R4P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R4P1(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R3P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R3P1(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R2P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R2P1(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R1P4(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
+
+//go:noescape
+func bzsF16R1P1(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)
 
 //go:noescape
 func bzF16R8P3(a *float32, lda int, b *uint16, kb int, ng int, c *float32, ldc int, acc int)

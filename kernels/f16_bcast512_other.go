@@ -7,8 +7,13 @@
 package kernels
 
 const (
-	bzMR = 8
-	bzNP = 3
+	bzMR    = 8
+	bzNP    = 3
+	bzsMaxM = 5
+	bzsNP   = 4
 )
 
-var bzKernels [bzMR + 1][2]bcKernel
+var (
+	bzKernels  [bzMR + 1][2]bcKernel
+	bzsKernels [bzsMaxM + 1][2]bcKernel
+)

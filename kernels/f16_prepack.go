@@ -110,8 +110,9 @@ func (j *f16Job) packItems(p *Pool, m, k int) {
 		r := (j.n + 8*p.Workers() - 1) / (8 * p.Workers())
 		j.rows = max(lo, min(64, (r+3)&^3))
 	}
-	if useAVX512 { // whole groups of the AVX-512 kernels' bzNP panels
-		j.rows = (j.rows + 16*bzNP - 1) / (16 * bzNP) * (16 * bzNP)
+	if useAVX512 { // whole groups of the AVX-512 kernels' panels
+		g := 16 * bzGroupPanels(m)
+		j.rows = (j.rows + g - 1) / g * g
 		return
 	}
 	j.rows = (j.rows + 15) &^ 15
