@@ -2,8 +2,8 @@
 
 // func attnPV(out, p, v *float32, stride, hd, nb int)
 // out[0:hd] += sum_i p[i] * v[i*stride : i*stride+hd] for i < nb; hd a multiple of 8.
-// Columns are done 64 (8 registers) at a time, then 8 at a time; out stays in registers
-// across all nb rows.
+// Columns are done 64 (8 registers) at a time, then 32 (4), then 8 at a time; out stays in
+// registers across all nb rows.
 TEXT ·attnPV(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DX
 	MOVQ p+8(FP), SI
@@ -17,7 +17,7 @@ TEXT ·attnPV(SB), NOSPLIT, $0-48
 
 p64:
 	CMPQ R9, $64
-	JLT  p8
+	JLT  p32
 	VMOVUPS (DX), Y0
 	VMOVUPS 32(DX), Y1
 	VMOVUPS 64(DX), Y2
@@ -56,6 +56,38 @@ p64row:
 	ADDQ    $256, DI
 	SUBQ    $64, R9
 	JMP     p64
+
+// 32 columns in four registers: four independent FMA chains where the 8-column loop has one
+// (head dim 32, the default model's); each column is the same chain over the rows.
+p32:
+	CMPQ R9, $32
+	JLT  p8
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	MOVQ    DI, AX
+	XORQ    CX, CX
+
+p32row:
+	VBROADCASTSS (SI)(CX*4), Y8
+	VFMADD231PS  (AX), Y8, Y0
+	VFMADD231PS  32(AX), Y8, Y1
+	VFMADD231PS  64(AX), Y8, Y2
+	VFMADD231PS  96(AX), Y8, Y3
+	ADDQ         R8, AX
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          p32row
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ    $128, DX
+	ADDQ    $128, DI
+	SUBQ    $32, R9
+	JMP     p32
 
 p8:
 	CMPQ R9, $8

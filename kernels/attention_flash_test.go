@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -179,4 +180,41 @@ func BenchmarkAttentionPrefillFlash(b *testing.B) {
 }
 func BenchmarkAttentionPrefillFlashPool(b *testing.B) {
 	benchAttention(b, Default, 512, 0, 12, 12, 64, true)
+}
+
+// TestAttnPVColumnsExact: attnPV over all hd columns at once (its 64- and 32-column loops)
+// gives bit for bit what its 8-column loop gives column block by column block: each output
+// element is the same FMA chain over the rows whatever the loop.
+func TestAttnPVColumnsExact(t *testing.T) {
+	if !attnAsm {
+		t.Skip("no attention assembly")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, hd := range []int{8, 16, 24, 32, 40, 64, 96, 104, 128, 160} {
+		for _, nb := range []int{1, 3, 16, 37} {
+			stride := hd + 8*r.IntN(3)
+			v := make([]float32, nb*stride)
+			p := make([]float32, nb)
+			out := make([]float32, hd)
+			for i := range v {
+				v[i] = r.Float32()*2 - 1
+			}
+			for i := range p {
+				p[i] = r.Float32()
+			}
+			for i := range out {
+				out[i] = r.Float32()
+			}
+			want := slices.Clone(out)
+			for c := 0; c < hd; c += 8 {
+				attnPV(&want[c], &p[0], &v[c], stride, 8, nb)
+			}
+			attnPV(&out[0], &p[0], &v[0], stride, hd, nb)
+			for i := range out {
+				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("hd %d nb %d col %d: %v, 8-column loop %v", hd, nb, i, out[i], want[i])
+				}
+			}
+		}
+	}
 }

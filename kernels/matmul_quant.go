@@ -145,7 +145,10 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 		if q4 {
 			dt = tensor.Q4_0
 		}
-		gemvSegs(p, []gemvSeg{{out: out, w: w, dt: dt, n: n, k: k}}, a, nil)
+		sp := getGemvSegs()
+		*sp = append(*sp, gemvSeg{out: out, w: w, dt: dt, n: n, k: k})
+		gemvSegs(p, *sp, a, nil)
+		putGemvSegs(sp)
 		return
 	}
 	tiles := &quantTiles[qi]

@@ -156,28 +156,30 @@ func getQ8KActs(m, k int) *q8KActs {
 
 // quantizeQ8 fills a from x ([m][k]); rows are split across p when there are several.
 func (a *q8Acts) quantize(p *Pool, x []float32, corr bool) {
-	k, nb := a.k, a.nb
 	a.ready = 0
-	row := func(i int) {
-		qs := a.qs[i*k : (i+1)*k]
-		d := a.d[i*nb : (i+1)*nb]
-		quantRowQ8(x[i*k:(i+1)*k], qs, d)
-		if corr {
-			c := a.corr[i*nb*8 : (i+1)*nb*8]
-			for b := 0; b < nb; b++ {
-				c[b*8] = -8 * sumInt8x32(qs[b*32:b*32+32])
-			}
-		}
-	}
-	if a.m == 1 {
-		row(0)
+	if a.m == 1 { // a decode row: no closure to allocate
+		a.quantizeRow(x, 0, corr)
 		return
 	}
 	p.For(a.m, 4, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row(i)
+			a.quantizeRow(x, i, corr)
 		}
 	})
+}
+
+// quantizeRow quantizes row i of x ([m][k]) into a.
+func (a *q8Acts) quantizeRow(x []float32, i int, corr bool) {
+	k, nb := a.k, a.nb
+	qs := a.qs[i*k : (i+1)*k]
+	d := a.d[i*nb : (i+1)*nb]
+	quantRowQ8(x[i*k:(i+1)*k], qs, d)
+	if corr {
+		c := a.corr[i*nb*8 : (i+1)*nb*8]
+		for b := 0; b < nb; b++ {
+			c[b*8] = -8 * sumInt8x32(qs[b*32:b*32+32])
+		}
+	}
 }
 
 // quantize fills a from x ([m][k]); rows are split across p when there are several.

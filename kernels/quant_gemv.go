@@ -6,7 +6,11 @@
 // AVX2 dot for Q4_K and 1.5x for Q6_K in L1 per CPU-second) or the AVX2 dots.
 package kernels
 
-import "github.com/llmcloud/llmcloud/tensor"
+import (
+	"sync"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
 
 // gemvSeg is one weight of a one-token matmul: out[r] = x · w[r] for rows r in [0, n).
 type gemvSeg struct {
@@ -103,6 +107,19 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 			}
 		}
 	}
+}
+
+// gemvSegPool holds the segment lists of gemvSegs' callers (a list escapes into the pool's
+// job, so a literal would be a heap allocation per matmul).
+var gemvSegPool = sync.Pool{New: func() any { return new([]gemvSeg) }}
+
+// getGemvSegs returns an empty segment list; putGemvSegs gives it back.
+func getGemvSegs() *[]gemvSeg { return gemvSegPool.Get().(*[]gemvSeg) }
+
+func putGemvSegs(sp *[]gemvSeg) {
+	clear(*sp) // drop the references to outputs and weights
+	*sp = (*sp)[:0]
+	gemvSegPool.Put(sp)
 }
 
 // gemvSteal selects forStealing for the decode rows (else forDynamic).

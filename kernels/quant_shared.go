@@ -96,7 +96,9 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 func (p *Pool) gemvShared(outs [][]float32, x []float32, ws []*tensor.Tensor, q8, qk []int, k int) error {
 	var a8 *q8Acts
 	var ak *q8KActs
-	segs := make([]gemvSeg, 0, len(ws))
+	sp := getGemvSegs()
+	defer putGemvSegs(sp)
+	segs := *sp
 	if len(q8) > 0 {
 		corr := false
 		for _, i := range q8 {
@@ -117,6 +119,7 @@ func (p *Pool) gemvShared(outs [][]float32, x []float32, ws []*tensor.Tensor, q8
 			segs = append(segs, gemvSeg{out: outs[i], w: ws[i].Data, dt: ws[i].Type, n: ws[i].Shape[0], k: k})
 		}
 	}
+	*sp = segs
 	gemvSegs(p, segs, a8, ak)
 	return nil
 }

@@ -35,6 +35,10 @@ func (a *q8Acts) prepZ(p *Pool, q4 bool) {
 	} else {
 		a.fz = grow(a.fz, a.m*a.k/4)
 	}
+	if a.m < 16 { // one part (p.For's minimum chunk of 8): no closure to allocate
+		a.zActs(q4, 0, a.m)
+		return
+	}
 	p.For(a.m, 8, func(lo, hi int) { a.zActs(q4, lo, hi) })
 }
 

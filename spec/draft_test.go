@@ -197,7 +197,8 @@ func TestDraftKVFreed(t *testing.T) {
 }
 
 // BenchmarkDraftPropose: one sequence in decode drafting K=4 tokens per call after one
-// accepted token (the steady state of single-stream speculation).
+// accepted token (the steady state of single-stream speculation), its context growing from
+// about 30 to 200 tokens, then cut back (the draft's cache keeps the common prefix).
 func BenchmarkDraftPropose(b *testing.B) {
 	bd, err := loader.Open(defaultModelPath(), loader.Options{})
 	if err != nil {
@@ -208,11 +209,12 @@ func BenchmarkDraftPropose(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	toks := bd.Tok.Encode("Once upon a time, there was a little girl named Lily.", true, false)
+	toks := bd.Tok.Encode("Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog.", true, false)
+	n0 := len(toks)
 	reqs := []engine.ProposeRequest{{ID: 1, K: 4}}
 	for b.Loop() {
-		if len(toks) > 900 {
-			toks = toks[:20]
+		if len(toks) > 200 {
+			toks = toks[:n0]
 		}
 		reqs[0].Tokens = toks
 		if err := d.Propose(reqs); err != nil {
