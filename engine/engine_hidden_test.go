@@ -65,16 +65,28 @@ func TestSpecHiddenRows(t *testing.T) {
 	want := runAll(t, plain, reqs)
 	refs := references(t, plain, reqs)
 	for _, needs := range []bool{true, false} {
-		p := &hiddenOracle{oracleProposer: newOracle(refs, 0.3, m.Config.Vocab), needs: needs, out: out, dim: m.Config.Dim}
-		e := newEngine(t, b, func(o *Options) {
-			specOpts(p, 3)(o)
-			o.Scheduler.MaxModelLenTokens = 128
-			o.KVCacheBytes = 10 * 16 * KVBytesPerToken(m.Config.Layers, m.Config.KVHeads, m.Config.HeadDim, 4)
-		})
-		got := runAll(t, e, reqs)
-		compareResults(t, want, got)
-		shutdownAndCheck(t, e)
-		st := e.Stats()
+		// Whether the KV pool runs short (preemptions) depends on how many sequences the
+		// scheduler admits together, which depends on timing on a loaded host: up to three
+		// runs, each checked in full, until one preempts.
+		var p *hiddenOracle
+		var e *Engine
+		var st Stats
+		for attempt := range 3 {
+			p = &hiddenOracle{oracleProposer: newOracle(refs, 0.3, m.Config.Vocab), needs: needs, out: out, dim: m.Config.Dim}
+			e = newEngine(t, b, func(o *Options) {
+				specOpts(p, 3)(o)
+				o.Scheduler.MaxModelLenTokens = 128
+				o.KVCacheBytes = 10 * 16 * KVBytesPerToken(m.Config.Layers, m.Config.KVHeads, m.Config.HeadDim, 4)
+			})
+			got := runAll(t, e, reqs)
+			compareResults(t, want, got)
+			shutdownAndCheck(t, e)
+			st = e.Stats()
+			if st.Preemptions > 0 {
+				break
+			}
+			t.Logf("attempt %d: no preemption", attempt)
+		}
 		t.Logf("needs %v: %d hidden rows checked, %d missing, %d wrong; %d preemptions, %d accepted", needs, p.checked, p.missing, p.wrong, st.Preemptions, st.Spec.AcceptedTokens)
 		switch {
 		case needs && (p.checked == 0 || p.missing != 0 || p.wrong != 0):
