@@ -276,6 +276,22 @@ func (g *Group) execute(w *Work) error {
 // are released. Closing the world group also ends rendezvous (rank 0 waits for every rank to
 // close before stopping the store).
 func (g *Group) Close() error {
+	if g.ownsProc {
+		// The groups made from this one end first, each with its goodbye: a peer still
+		// finishing a collective with this rank in one of them must see an orderly exit,
+		// not a connection closing without a bye (which it reports as this rank's death).
+		g.p.mu.Lock()
+		var subs []*Group
+		for _, sg := range g.p.groups {
+			if sg != g {
+				subs = append(subs, sg)
+			}
+		}
+		g.p.mu.Unlock()
+		for _, sg := range subs {
+			sg.Close()
+		}
+	}
 	g.closeOnce.Do(func() {
 		close(g.queue)
 		for j, c := range g.ctrl {
