@@ -5,10 +5,8 @@
 package spec
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/engine"
@@ -25,43 +23,7 @@ func TestDraftInEngine(t *testing.T) {
 				MaxTokens: 12 + i%7, IgnoreEOS: true, Params: sample.Params{Temperature: temp, Seed: uint64(i)}})
 		}
 		run := func(p engine.Proposer) (map[string][]int, engine.Stats) {
-			o := engine.DefaultOptions()
-			o.BatchInvariant = true
-			o.Scheduler.NumBlocks = 512
-			if p != nil {
-				o.Speculative = engine.SpecOptions{Proposer: p, NumTokens: 3, DisableByBatchSize: -1}
-			}
-			e, err := engine.New(b.Model, b.Tok, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := map[string][]int{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for _, r := range reqs {
-				ch, err := e.Add(context.Background(), r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Go(func() {
-					var toks []int
-					for o := range ch {
-						toks = append(toks, o.TokenIDs...)
-					}
-					mu.Lock()
-					out[r.ID] = toks
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
-			if err := e.Shutdown(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			st := e.Stats()
-			if st.FreeBlocks != st.NumBlocks {
-				t.Errorf("temperature %g: %d of %d engine blocks free", temp, st.FreeBlocks, st.NumBlocks)
-			}
-			return out, st
+			return runInEngine(t, b.Model, b.Tok, reqs, p, 3, 512)
 		}
 		d, err := NewDraft(b.Model, DraftOptions{Invariant: true, KVTokens: 4096})
 		if err != nil {

@@ -4,10 +4,8 @@
 package spec
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/engine"
@@ -27,43 +25,7 @@ func TestHeadInEngine(t *testing.T) {
 			IgnoreEOS: true, Params: sample.Params{Seed: uint64(i)}})
 	}
 	run := func(p engine.Proposer) (map[string][]int, engine.Stats) {
-		o := engine.DefaultOptions()
-		o.BatchInvariant = true
-		o.Scheduler.NumBlocks = 256
-		if p != nil {
-			o.Speculative = engine.SpecOptions{Proposer: p, NumTokens: 3, DisableByBatchSize: -1}
-		}
-		e, err := engine.New(m, nil, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string][]int{}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, r := range reqs {
-			ch, err := e.Add(context.Background(), r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wg.Go(func() {
-				var toks []int
-				for o := range ch {
-					toks = append(toks, o.TokenIDs...)
-				}
-				mu.Lock()
-				out[r.ID] = toks
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		if err := e.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		st := e.Stats()
-		if st.FreeBlocks != st.NumBlocks {
-			t.Errorf("%d of %d blocks free", st.FreeBlocks, st.NumBlocks)
-		}
-		return out, st
+		return runInEngine(t, m, nil, reqs, p, 3, 256)
 	}
 	hp, err := NewHeadProposer(head, m, nil)
 	if err != nil {

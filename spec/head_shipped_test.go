@@ -4,7 +4,6 @@
 package spec
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -23,42 +22,15 @@ func TestShippedHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompts := []string{"Tom and his dog", "Once upon a time", "Lily saw a big"}
-	run := func(p engine.Proposer) ([][]int, engine.Stats) {
-		o := engine.DefaultOptions()
-		o.BatchInvariant = true
-		if p != nil {
-			o.Speculative = engine.SpecOptions{Proposer: p, NumTokens: 4, DisableByBatchSize: -1}
-		}
-		e, err := engine.New(b.Model, b.Tok, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var outs [][]int
-		for i, pr := range prompts {
-			ch, err := e.Add(context.Background(), engine.Request{ID: pr, Prompt: b.Tok.Encode(pr, true, false), MaxTokens: 48 + i, IgnoreEOS: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var toks []int
-			for o := range ch {
-				if o.Err != nil {
-					t.Fatal(o.Err)
-				}
-				toks = append(toks, o.TokenIDs...)
-			}
-			outs = append(outs, toks)
-		}
-		if err := e.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return outs, e.Stats()
+	var reqs []engine.Request
+	for i, pr := range []string{"Tom and his dog", "Once upon a time", "Lily saw a big"} {
+		reqs = append(reqs, engine.Request{ID: pr, Prompt: b.Tok.Encode(pr, true, false), MaxTokens: 48 + i, IgnoreEOS: true})
 	}
-	plain, _ := run(nil)
-	spec, st := run(hp)
-	for i := range prompts {
-		if !slices.Equal(plain[i], spec[i]) {
-			t.Errorf("%q: speculative tokens differ\nplain %v\nspec  %v", prompts[i], plain[i], spec[i])
+	plain, _ := runInEngine(t, b.Model, b.Tok, reqs, nil, 0, 0)
+	spec, st := runInEngine(t, b.Model, b.Tok, reqs, hp, 4, 0)
+	for _, r := range reqs {
+		if !slices.Equal(plain[r.ID], spec[r.ID]) {
+			t.Errorf("%q: speculative tokens differ\nplain %v\nspec  %v", r.ID, plain[r.ID], spec[r.ID])
 		}
 	}
 	s := st.Spec
