@@ -1,0 +1,230 @@
+// This file runs moe, the mixture-of-experts feed-forward (graph/ops_moe.go), grouping the
+// step's rows by expert (the moe_align_block_size idea of vLLM's fused MoE): the router's
+// logits for every row in one matmul, each row's experts and weights chosen on its own, then
+// for each expert that any row picked, its rows gathered into one block and run through the
+// expert's gate, up and down matrices by the ordinary matmul kernels (each expert's 2-D slice
+// of the stacked weights, so every weight dtype works and an expert's weights are read once
+// per step for all its rows), the results scattered back, weighted, into the rows' outputs.
+//
+// A row's output is the sum of its experts' contributions in ascending expert order; with
+// Options.Invariant the matmuls are the batch-invariant ones, so a row's output is the same
+// bits whatever else is in the step.
+package exec
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+type moeOp struct {
+	x, out         int
+	name           string // the router weight's name (expert loads are kept under it)
+	router         *tensor.Tensor
+	gate, up, down []*tensor.Tensor // per expert: [F,D], [F,D], [D,F]
+	e, f, d, k     int
+	sigmoid, norm  bool
+	scale          float64
+	logits, wts    []float32 // [n,E] router logits; [n,k] chosen weights
+	sel            []int     // [n,k] chosen experts
+	count, start   []int     // rows per expert; the first of each expert's rows in order
+	order          []int     // the (row, choice) indexes n*k grouped by expert, rows ascending
+	xs, g, u, ys   []float32 // an expert's gathered rows, gate and up, and results
+	scores         []float64
+	loads          []uint64 // rows routed to each expert, over the program's runs
+	outsBuf        [][]float32
+	wsBuf          []*tensor.Tensor
+}
+
+func (p *Program) compileMoE(n *graph.Node) (instr, error) {
+	o := &moeOp{x: p.ids[n.Args[0]], out: p.ids[n.Outs[0]], k: int(n.Attrs.Int("experts_used", 0)),
+		sigmoid: n.Attrs.Str("gating", graph.MoESoftmax) == graph.MoESigmoid, norm: n.Attrs.Int("norm", 0) != 0,
+		scale: n.Attrs.Float("scale", 1), name: n.Args[1].Name}
+	var err error
+	if o.router, err = p.weightArg(n, 1); err != nil {
+		return nil, err
+	}
+	for i, dst := range []*[]*tensor.Tensor{&o.gate, &o.up, &o.down} {
+		w := p.vals[p.ids[n.Args[2+i]]].weight
+		if w == nil || len(w.Shape) != 3 {
+			return nil, fmt.Errorf("argument %s: the experts must be a stacked [E,rows,cols] weight", n.Args[2+i])
+		}
+		for e := 0; e < w.Shape[0]; e++ {
+			s, err := w.Slice(e)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := s.Type.RowBytes(s.Shape[1]); err != nil {
+				return nil, fmt.Errorf("weight %s: %w", w.Name, err)
+			}
+			*dst = append(*dst, s)
+		}
+	}
+	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
+	o.count, o.start = make([]int, o.e), make([]int, o.e+1)
+	o.scores, o.loads = make([]float64, o.e), make([]uint64, o.e)
+	o.outsBuf, o.wsBuf = make([][]float32, 2), make([]*tensor.Tensor, 2)
+	return o, nil
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func (o *moeOp) matmul(p *Program, out, x []float32, w *tensor.Tensor, m int) error {
+	if p.invariant {
+		return p.pool.MatMulInvariant(out, x, w, m)
+	}
+	return p.pool.MatMul(out, x, w, m)
+}
+
+func (o *moeOp) run(p *Program) error {
+	x, out := p.f32(o.x), p.f32(o.out)
+	n, E, F, D, k := len(x)/o.d, o.e, o.f, o.d, o.k
+	o.logits, o.wts = grow(o.logits, n*E), grow(o.wts, n*k)
+	if cap(o.sel) < n*k {
+		o.sel, o.order = make([]int, n*k), make([]int, n*k)
+	}
+	o.sel, o.order = o.sel[:n*k], o.order[:n*k]
+	if err := o.matmul(p, o.logits, x, o.router, n); err != nil {
+		return err
+	}
+	clear(o.count)
+	for r := 0; r < n; r++ {
+		o.route(o.logits[r*E:(r+1)*E], o.sel[r*k:(r+1)*k], o.wts[r*k:(r+1)*k])
+		for _, e := range o.sel[r*k : (r+1)*k] {
+			o.count[e]++
+		}
+	}
+	// Group the (row, choice) pairs by expert, rows ascending within an expert.
+	o.start[0] = 0
+	for e := 0; e < E; e++ {
+		o.start[e+1] = o.start[e] + o.count[e]
+	}
+	fill := append([]int(nil), o.start[:E]...)
+	for i, e := range o.sel {
+		o.order[fill[e]] = i
+		fill[e]++
+	}
+	clear(out[:n*D])
+	most := 0
+	for _, c := range o.count {
+		most = max(most, c)
+	}
+	o.xs, o.ys = grow(o.xs, most*D), grow(o.ys, most*D)
+	o.g, o.u = grow(o.g, most*F), grow(o.u, most*F)
+	for e := 0; e < E; e++ {
+		c := o.count[e]
+		if c == 0 {
+			continue
+		}
+		o.loads[e] += uint64(c)
+		idx := o.order[o.start[e]:o.start[e+1]]
+		for i, sc := range idx {
+			r := sc / k
+			copy(o.xs[i*D:(i+1)*D], x[r*D:(r+1)*D])
+		}
+		xs, g, u, ys := o.xs[:c*D], o.g[:c*F], o.u[:c*F], o.ys[:c*D]
+		if p.invariant && c == 1 {
+			if err := p.pool.MatMulInvariant(g, xs, o.gate[e], c); err != nil {
+				return err
+			}
+			if err := p.pool.MatMulInvariant(u, xs, o.up[e], c); err != nil {
+				return err
+			}
+		} else {
+			o.outsBuf[0], o.outsBuf[1] = g, u
+			o.wsBuf[0], o.wsBuf[1] = o.gate[e], o.up[e]
+			err := p.pool.MatMulShared(o.outsBuf, xs, o.wsBuf, c)
+			clear(o.outsBuf)
+			if err != nil {
+				return err
+			}
+		}
+		for i := 0; i < c; i++ {
+			kernels.SwiGLU(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+		}
+		if err := o.matmul(p, ys, g, o.down[e], c); err != nil {
+			return err
+		}
+		for i, sc := range idx {
+			r, w := sc/k, o.wts[sc]
+			dst, src := out[r*D:(r+1)*D], ys[i*D:(i+1)*D]
+			for j, v := range src {
+				dst[j] += w * v
+			}
+		}
+	}
+	return nil
+}
+
+// route picks a row's experts into sel and their weights into wts.
+func (o *moeOp) route(logits []float32, sel []int, wts []float32) {
+	s := o.scores
+	if o.sigmoid {
+		for i, v := range logits {
+			s[i] = 1 / (1 + math.Exp(-float64(v)))
+		}
+	} else {
+		m := math.Inf(-1)
+		for _, v := range logits {
+			m = math.Max(m, float64(v))
+		}
+		var sum float64
+		for i, v := range logits {
+			s[i] = math.Exp(float64(v) - m)
+			sum += s[i]
+		}
+		for i := range s {
+			s[i] /= sum
+		}
+	}
+	var total float64
+	for j := range sel {
+		best := -1
+		for i, v := range s {
+			if taken(sel[:j], i) {
+				continue
+			}
+			if best < 0 || v > s[best] {
+				best = i
+			}
+		}
+		sel[j] = best
+		total += s[best]
+	}
+	for j, e := range sel {
+		w := s[e]
+		if o.norm {
+			w /= total
+		}
+		wts[j] = float32(w * o.scale)
+	}
+}
+
+func taken(sel []int, i int) bool {
+	for _, e := range sel {
+		if e == i {
+			return true
+		}
+	}
+	return false
+}
+
+// ExpertLoads returns, per moe node (by its router weight's name), the rows routed to each
+// expert over all of p's runs so far.
+func (p *Program) ExpertLoads() map[string][]uint64 {
+	out := map[string][]uint64{}
+	for _, in := range p.code {
+		if o, ok := in.(*moeOp); ok {
+			out[o.name] = append([]uint64(nil), o.loads...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+// This file registers moe, the mixture-of-experts feed-forward (Mixtral's block_sparse_moe;
+// llama.cpp's build_moe_ffn): per row, a router picks experts_used of the experts and the
+// row's output is the weighted sum of those experts' SwiGLU feed-forwards.
+//
+// The routing choices are attributes, so the families that route differently use the same op:
+//
+//	gating    "softmax" (default; Mixtral, Qwen2-MoE) or "sigmoid" (DeepSeek-V3) scores of the
+//	          router logits
+//	norm      1: the chosen scores are divided by their sum (Mixtral; DeepSeek-V3);
+//	          0: used as they are (Qwen2-MoE)
+//	scale     the weights are multiplied by it (DeepSeek's routed_scaling_factor; default 1)
+//
+// Room is left, as further attributes and trailing arguments, for a selection bias (DeepSeek-V3's
+// e_score_correction_bias, added to the scores for choosing only), grouped top-k, and shared
+// experts (Qwen2-MoE's sigmoid-gated shared expert); the type rule refuses them until a kernel
+// runs them.
+package graph
+
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// MoE gating functions (the gating attribute).
+const (
+	MoESoftmax = "softmax"
+	MoESigmoid = "sigmoid"
+)
+
+func init() {
+	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 5,
+		Attrs: []AttrSpec{{"experts_used", AttrInt, true}, {"gating", AttrString, false},
+			{"norm", AttrInt, false}, {"scale", AttrFloat, false}},
+		Doc: "mixture of experts: x f32[n,D], router [E,D], gate [E,F,D], up [E,F,D], down [E,D,F] (any weight dtypes) -> " +
+			"f32[n,D]: per row, scores = gating(x·routerᵀ) (softmax or sigmoid), the experts_used highest (ties: lower index), " +
+			"their scores (divided by their sum if norm=1, times scale) weighting down_e(silu(gate_e x) * up_e x)",
+		Infer: moeType})
+}
+
+func moeType(a []Type, at Attrs) ([]Type, error) {
+	x, router, gate, up, down := a[0], a[1], a[2], a[3], a[4]
+	if err := want(isFloat(x) && len(x.Shape) == 2 && x.Shape[1].Known(), "x must be f32[n,D], is %v", x); err != nil {
+		return nil, err
+	}
+	if err := want(len(router.Shape) == 2 && router.Shape[0].Known() && router.Shape[1] == x.Shape[1],
+		"router must be [E,%v], is %v", x.Shape[1], router); err != nil {
+		return nil, err
+	}
+	e, d := router.Shape[0], x.Shape[1]
+	if err := want(e.N > 0, "router of %v experts", e); err != nil {
+		return nil, err
+	}
+	if err := want(len(gate.Shape) == 3 && gate.Shape[0] == e && gate.Shape[1].Known() && gate.Shape[1].N > 0 && gate.Shape[2] == d,
+		"gate must be [%v,F,%v], is %v", e, d, gate); err != nil {
+		return nil, err
+	}
+	f := gate.Shape[1]
+	if err := want(up.Shape.Equal(gate.Shape), "up must be %v like gate, is %v", gate.Shape, up); err != nil {
+		return nil, err
+	}
+	if err := want(down.Shape.Equal(Shape{e, d, f}), "down must be [%v,%v,%v], is %v", e, d, f, down); err != nil {
+		return nil, err
+	}
+	for _, w := range a[1:] {
+		if err := want(w.DType != tensor.I32, "weights must be numeric, %v is i32", w); err != nil {
+			return nil, err
+		}
+	}
+	k := at.Int("experts_used", 0)
+	if err := want(k >= 1 && k <= int64(e.N), "experts_used = %d, must be in [1, %d] (the experts)", k, e.N); err != nil {
+		return nil, err
+	}
+	switch g := at.Str("gating", MoESoftmax); g {
+	case MoESoftmax, MoESigmoid:
+	default:
+		return nil, fmt.Errorf("gating %q: want %q or %q", g, MoESoftmax, MoESigmoid)
+	}
+	if n := at.Int("norm", 0); n != 0 && n != 1 {
+		return nil, fmt.Errorf("norm = %d: want 0 or 1", n)
+	}
+	return []Type{x}, nil
+}
+
+// moeCost: the router over every row, then per row experts_used SwiGLU feed-forwards (6·F·D
+// FLOPs each); the bytes are x and the result, the router, and the weights of the experts a
+// step can reach (min(E, rows·experts_used) of them, each read once: the kernel groups the
+// rows by expert).
+func moeCost(n *Node, env CostEnv) (Cost, error) {
+	x, router, gate := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
+	rows, ok := x.Shape[:1].Elems(env.Sym)
+	if !ok {
+		return Cost{}, fmt.Errorf("the rows of %s %v are not bound", n.Args[0], x)
+	}
+	e, f, d := int64(gate.Shape[0].N), int64(gate.Shape[1].N), int64(gate.Shape[2].N)
+	k := n.Attrs.Int("experts_used", 1)
+	reach := min(e, int64(rows)*k)
+	var b int64
+	for _, t := range []Type{x, x, router} {
+		v, ok := t.Bytes(env.Sym)
+		if !ok {
+			return Cost{}, fmt.Errorf("the size of %v is not bound", t)
+		}
+		b += v
+	}
+	for _, w := range n.Args[2:] {
+		v, ok := w.Type.Bytes(nil)
+		if !ok {
+			return Cost{}, fmt.Errorf("the size of %s %v", w, w.Type)
+		}
+		b += v / e * reach
+	}
+	r := int64(rows)
+	return Cost{FLOPs: 2*r*e*d + 5*r*e + r*k*(6*f*d+6*f+2*d), Bytes: b}, nil
+}

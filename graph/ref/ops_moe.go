@@ -1,0 +1,81 @@
+// This file holds the reference of moe (graph/ops_moe.go): every row routed on its own, each
+// chosen expert's SwiGLU feed-forward computed in full, in float64.
+package ref
+
+import (
+	"sort"
+
+	"github.com/llmcloud/llmcloud/graph"
+)
+
+// MoERoute returns the experts a row of router logits picks and their weights, by the moe op's
+// attributes: scores by gating (softmax or sigmoid), the k highest (ties: the lower index),
+// their scores divided by their sum when norm is set, times scale.
+func MoERoute(logits []float64, k int, a graph.Attrs) (experts []int, weights []float64) {
+	scores := make([]float64, len(logits))
+	if a.Str("gating", graph.MoESoftmax) == graph.MoESigmoid {
+		for i, v := range logits {
+			scores[i] = sigmoid(v)
+		}
+	} else {
+		softmaxRow(scores, logits)
+	}
+	order := make([]int, len(scores))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return scores[order[i]] > scores[order[j]] })
+	experts = order[:k]
+	weights = make([]float64, k)
+	var sum float64
+	for i, e := range experts {
+		weights[i] = scores[e]
+		sum += scores[e]
+	}
+	scale := a.Float("scale", 1)
+	for i := range weights {
+		if a.Int("norm", 0) != 0 {
+			weights[i] /= sum
+		}
+		weights[i] *= scale
+	}
+	return experts, weights
+}
+
+func init() {
+	opFuncs["moe"] = func(_ *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
+		x, router, gate, up, down := t[0], t[1], t[2], t[3], t[4]
+		E, F, D := gate.Shape[0], gate.Shape[1], gate.Shape[2]
+		k := int(a.Int("experts_used", 0))
+		n := x.Shape[0]
+		y := zerosF(x.Shape)
+		logits := make([]float64, E)
+		h := make([]float64, F)
+		for r := 0; r < n; r++ {
+			xr := x.F[r*D : (r+1)*D]
+			for e := 0; e < E; e++ {
+				logits[e] = dot(xr, router.F[e*D:(e+1)*D])
+			}
+			experts, weights := MoERoute(logits, k, a)
+			for i, e := range experts {
+				for j := 0; j < F; j++ {
+					g := dot(xr, gate.F[(e*F+j)*D:(e*F+j+1)*D])
+					u := dot(xr, up.F[(e*F+j)*D:(e*F+j+1)*D])
+					h[j] = silu(g) * u
+				}
+				for o := 0; o < D; o++ {
+					y.F[r*D+o] += weights[i] * dot(h, down.F[(e*D+o)*F:(e*D+o+1)*F])
+				}
+			}
+		}
+		return []*Tensor{y}, nil
+	}
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
