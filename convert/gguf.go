@@ -66,7 +66,7 @@ func WriteGGUF(path string, p *Plan, opts Options) error {
 		if err != nil {
 			return err
 		}
-		if len(t.Shape) == 2 {
+		if len(t.Shape) >= 2 {
 			weightTypes = append(weightTypes, dt)
 		}
 		outs = append(outs, outTensor{Name: t.Name, Type: dt, Shape: t.Shape, Gen: converted(t, dt, nil)})
@@ -120,6 +120,10 @@ func ggufMeta(p *Plan, name string, ftype uint32) ([]gguf.KV, error) {
 	add(a+".rope.dimension_count", gguf.U32(uint32(c.HeadDim)))
 	add(a+".rope.freq_base", gguf.F32(float32(c.RopeTheta)))
 	add(a+".attention.layer_norm_rms_epsilon", gguf.F32(c.NormEps))
+	if c.Experts > 0 {
+		add(a+".expert_count", gguf.U32(uint32(c.Experts)))
+		add(a+".expert_used_count", gguf.U32(uint32(c.ExpertsUsed)))
+	}
 	if r := c.RopeScaling; r != nil {
 		// llama.cpp has no keys for Llama 3 scaling (rope_freqs.weight carries it); these let
 		// a GGUF -> Hugging Face conversion write rope_scaling back. llama.cpp ignores them.

@@ -51,16 +51,20 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		if t.Name == model.RopeFreqsName {
 			continue // recomputed from rope_scaling
 		}
-		name, ok := fam.Names.HF(t.Name)
-		if !ok {
-			return fmt.Errorf("convert: %s: tensor %s has no Hugging Face name", dir, t.Name)
-		}
 		dt, err := outType(t, &opts, true)
 		if err != nil {
 			return err
 		}
-		if len(t.Shape) == 2 {
+		if len(t.Shape) >= 2 {
 			dtypes[dt]++
+		}
+		if _, ok := fam.Names.ExpertHF(t.Name, 0); ok && len(t.Shape) == 3 {
+			outs = append(outs, expertTensors(&fam.Names, t, dt)...)
+			continue
+		}
+		name, ok := fam.Names.HF(t.Name)
+		if !ok {
+			return fmt.Errorf("convert: %s: tensor %s has no Hugging Face name", dir, t.Name)
 		}
 		var transform func(*tensor.Tensor) (*tensor.Tensor, error)
 		if fam.ToHFTensor != nil {
@@ -85,8 +89,9 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 			best, torch = n, map[tensor.DType]string{tensor.F32: "float32", tensor.F16: "float16", tensor.BF16: "bfloat16"}[dt]
 		}
 	}
+	modelType, architecture := fam.HFForm(&c)
 	hc := &hfdir.Config{
-		Architectures: []string{fam.HFArchitecture}, ModelType: fam.HFModelType, HiddenSize: c.Dim,
+		Architectures: []string{architecture}, ModelType: modelType, HiddenSize: c.Dim,
 		IntermediateSize: c.FFN, NumHiddenLayers: c.Layers, NumAttentionHeads: c.Heads,
 		NumKeyValueHeads: c.KVHeads, VocabSize: c.Vocab, MaxPositionEmbeddings: c.CtxLen,
 		RMSNormEps: shortFloat(c.NormEps), RopeTheta: c.RopeTheta, TieWordEmbeddings: c.Tied,
@@ -137,4 +142,35 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 func shortFloat(f float32) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
 	return v
+}
+
+// expertTensors splits the stacked expert tensor t ([experts, rows, cols], GGUF) into the
+// Hugging Face matrices of its experts, each converted to dt when written. The experts are
+// written one after another: t is loaded once for all of them and dropped after the last.
+func expertTensors(names *model.NameMap, t *Tensor, dt tensor.DType) []outTensor {
+	var cached *tensor.Tensor
+	n := t.Shape[0]
+	outs := make([]outTensor, 0, n)
+	for e := 0; e < n; e++ {
+		name, _ := names.ExpertHF(t.Name, e)
+		sub := &Tensor{Name: name, Type: t.Type, Shape: t.Shape[1:], Load: func() (*tensor.Tensor, error) {
+			if cached == nil {
+				var err error
+				if cached, err = t.Load(); err != nil {
+					return nil, err
+				}
+			}
+			s, err := cached.Slice(e)
+			if e == n-1 {
+				cached = nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("convert: %w", err)
+			}
+			s.Name = name
+			return s, nil
+		}}
+		outs = append(outs, outTensor{Name: name, Type: dt, Shape: sub.Shape, Gen: converted(sub, dt, nil)})
+	}
+	return outs
 }

@@ -2,7 +2,7 @@
 // weights as Q4_K but gives the tensors that hurt quality most when squeezed more bits:
 //
 //   - output.weight (or token_embd.weight when the output is tied to it): Q6_K;
-//   - attn_v.weight and ffn_down.weight of the layers i where moreBits(i, layers) holds: Q6_K,
+//   - attn_v.weight and ffn_down.weight (ffn_down_exps.weight) of the layers i where moreBits(i, layers) holds: Q6_K,
 //     where moreBits keeps the first and last eighth of the layers and every third one between;
 //   - everything else 2-D: Q4_K. Rows not a multiple of 256 fall back as outType describes.
 //
@@ -30,7 +30,8 @@ func q4kmType(name string, layers int, tiedOutput bool) tensor.DType {
 	if name == "output.weight" || (tiedOutput && name == "token_embd.weight") {
 		return tensor.Q6_K
 	}
-	if strings.HasSuffix(name, ".attn_v.weight") || strings.HasSuffix(name, ".ffn_down.weight") {
+	if strings.HasSuffix(name, ".attn_v.weight") || strings.HasSuffix(name, ".ffn_down.weight") ||
+		strings.HasSuffix(name, ".ffn_down_exps.weight") {
 		if i, ok := layerIndex(name); ok && moreBits(i, layers) {
 			return tensor.Q6_K
 		}

@@ -109,7 +109,8 @@ func FromBundle(b *loader.Bundle) *Plan {
 // llama2.c converter order, with the optional tensors next to their relatives).
 var blockOrder = []string{"attn_q.weight", "attn_q.bias", "attn_k.weight", "attn_k.bias",
 	"attn_v.weight", "attn_v.bias", "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight",
-	"attn_norm.weight", "ffn_gate.weight", "ffn_down.weight", "ffn_up.weight", "ffn_norm.weight"}
+	"attn_norm.weight", "ffn_gate_inp.weight", "ffn_gate.weight", "ffn_gate_exps.weight", "ffn_down.weight",
+	"ffn_down_exps.weight", "ffn_up.weight", "ffn_up_exps.weight", "ffn_norm.weight"}
 
 // OrderNames sorts GGUF tensor names: rope_freqs, token_embd, output_norm, output, then each
 // block in blockOrder, then anything else by name.
@@ -163,13 +164,18 @@ func outType(t *Tensor, opts *Options, floatOnly bool) (tensor.DType, error) {
 	if err != nil {
 		return 0, err
 	}
-	if opts.Type == mixQ4KM && len(t.Shape) == 2 {
+	if opts.Type == mixQ4KM && len(t.Shape) >= 2 {
 		want = q4kmType(t.Name, opts.layers, opts.tiedOutput)
 	}
-	if len(t.Shape) != 2 {
+	if len(t.Shape) < 2 {
 		if keep && floatOnly && !t.Type.Quantized() {
 			return t.Type, nil
 		}
+		return tensor.F32, nil
+	}
+	if !keep && strings.HasSuffix(t.Name, ".ffn_gate_inp.weight") {
+		// A mixture of experts' router stays F32, as llama.cpp's converter and llama-quantize
+		// keep it: a few rows that decide which experts run.
 		return tensor.F32, nil
 	}
 	if keep {
@@ -182,7 +188,7 @@ func outType(t *Tensor, opts *Options, floatOnly bool) (tensor.DType, error) {
 	if floatOnly && want.Quantized() {
 		return 0, fmt.Errorf("convert: weight type %s: Hugging Face safetensors output holds only f32, f16 or bf16", want)
 	}
-	cols := t.Shape[1]
+	cols := t.Shape[len(t.Shape)-1]
 	if want.Quantized() && cols%want.BlockElems() != 0 {
 		fb := tensor.F16
 		if (want == tensor.Q4_K || want == tensor.Q6_K) && cols%tensor.Q8_0.BlockElems() == 0 {

@@ -68,9 +68,29 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 	defer set.Close()
 	want := cfg.Shapes()
 	seen := map[string]bool{}
+	seenExpert := map[string]int{} // experts' tensors of each stacked GGUF tensor
 	for _, f := range set.Files {
 		for i := range f.Tensors {
 			t := &f.Tensors[i]
+			if g, e, ok := model.HFExpertName(&cfg, t.Name); ok {
+				shape, ok := want[g]
+				switch {
+				case !ok:
+					return fmt.Errorf("%s: tensor %s is an expert's, but %s gives no experts (num_local_experts)", f.Path, t.Name, cfgFile)
+				case e >= shape[0]:
+					return fmt.Errorf("%s: tensor %s is expert %d, but %s gives num_local_experts = %d", f.Path, t.Name, e, cfgFile, shape[0])
+				case !slices.Equal(t.Shape, shape[1:]):
+					return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)",
+						f.Path, t.Name, t.Shape, cfgFile, shape[1:])
+				case t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16:
+					return fmt.Errorf("%s: tensor %s has dtype %s; weights must be F32, F16 or BF16", f.Path, t.Name, t.Type)
+				}
+				seenExpert[g]++
+				if seenExpert[g] == shape[0] {
+					seen[g] = true
+				}
+				continue
+			}
 			g, err := model.HFName(&cfg, t.Name)
 			if err != nil {
 				return fmt.Errorf("%s: tensor %s has no place in a %s model", f.Path, t.Name, cfg.Arch)
@@ -80,8 +100,8 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 			}
 			shape, ok := want[g]
 			if !ok {
-				return fmt.Errorf("%s: tensor %s is not expected by %s (model_type %s, tie_word_embeddings=%v)",
-					f.Path, t.Name, cfgFile, cfg.Arch, cfg.Tied)
+				return fmt.Errorf("%s: tensor %s is not expected by %s (model_type %s, tie_word_embeddings=%v)%s",
+					f.Path, t.Name, cfgFile, cfg.Arch, cfg.Tied, model.ExpertNote(&cfg, g))
 			}
 			if !slices.Equal(t.Shape, shape) {
 				return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)",
@@ -101,8 +121,8 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("%s: the safetensors files lack %d tensors that %s calls for, first %s (GGUF name)",
-			dir, len(missing), cfgFile, missing[0])
+		return fmt.Errorf("%s: the safetensors files lack %d tensors that %s calls for, first %s (GGUF name)%s",
+			dir, len(missing), cfgFile, missing[0], model.ExpertNote(&cfg, missing[0]))
 	}
 	return nil
 }

@@ -33,8 +33,8 @@ type Config struct {
 	Tied        bool         // output projection shares token_embd.weight
 	QKVBias     bool         // attn_q/k/v have biases (qwen2)
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
-	Experts     int          // mixture-of-experts expert count; 0 = dense (the only kind run yet)
-	ExpertsUsed int          // experts used per token
+	Experts     int          // mixture-of-experts expert count; 0 = dense (families with Family.Experts run them)
+	ExpertsUsed int          // experts used per token (top-k), 1..Experts when Experts > 0
 }
 
 // Limits on the sizes a configuration may give: far above any real Llama-family model, low
@@ -55,6 +55,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkExperts(c.Experts, c.ExpertsUsed, "expert_count", "expert_used_count"); err != nil {
 		return fmt.Errorf("model: %w", err)
+	}
+	if c.Experts > 0 && !c.Family().Experts {
+		return fmt.Errorf("model: architecture %s has no mixture-of-experts form (expert_count = %d)", c.Arch, c.Experts)
 	}
 	for _, f := range []struct {
 		name string

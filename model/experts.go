@@ -1,14 +1,16 @@
 // Expert counts of mixture-of-experts models, read from GGUF metadata (<arch>.expert_count,
 // <arch>.expert_used_count) and config.json (num_local_experts or num_experts,
-// num_experts_per_tok). llmcloud runs dense models only: a model declaring experts is refused
-// with a message saying so, and absurd counts with one naming the value, before the
-// architecture or any size is looked at further.
+// num_experts_per_tok). Absurd counts are refused with a message naming the value before the
+// architecture or any size is looked at further; a family whose builder has no
+// mixture-of-experts feed-forward (Family.Experts false) refuses any experts; and the notes
+// of expertNote name the count when a file's feed-forward tensors do not fit it.
 package model
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
 )
@@ -16,18 +18,34 @@ import (
 // MaxExperts bounds an expert count: far above any released mixture-of-experts model.
 const MaxExperts = 1 << 16
 
-// checkExperts refuses absurd expert counts, then any mixture of experts. A count of 0 is a
-// dense model, whatever the used count says.
+// checkExperts refuses absurd expert counts. A count of 0 is a dense model, whatever the used
+// count says; a mixture of experts uses 1 to count experts per token.
 func checkExperts(count, used int, countName, usedName string) error {
 	switch {
 	case count < 0 || count > MaxExperts:
 		return fmt.Errorf("%s = %d out of range [0, %d]", countName, count, MaxExperts)
 	case count == 0:
 		return nil
-	case used < 0 || used > count:
+	case used > count:
 		return fmt.Errorf("%s = %d, more experts per token than %s = %d", usedName, used, countName, count)
+	case used < 1:
+		return fmt.Errorf("%s = %d, a mixture of %s = %d experts must use 1 to %d per token", usedName, used, countName, count, count)
 	}
-	return fmt.Errorf("mixture-of-experts models (expert_count=%d) are not supported yet", count)
+	return nil
+}
+
+// expertNote is what an error about the tensor name (a GGUF name) of a configuration c adds
+// when the tensor is a feed-forward one, whose set and shapes the expert count decides.
+func expertNote(c *Config, name string) string {
+	for _, s := range []string{".ffn_gate_inp.", "_exps.", "_shexp.", ".ffn_gate.", ".ffn_up.", ".ffn_down."} {
+		if strings.Contains(name, s) {
+			if c.Experts == 0 {
+				return " (no expert_count: a dense feed-forward)"
+			}
+			return fmt.Sprintf(" (expert_count = %d, expert_used_count = %d: a mixture-of-experts feed-forward)", c.Experts, c.ExpertsUsed)
+		}
+	}
+	return ""
 }
 
 // ggufExperts reads <arch>.expert_count and <arch>.expert_used_count (0 when absent).
@@ -94,3 +112,7 @@ func hfExperts(raw map[string]any) (count, used int, err error) {
 	}
 	return count, used, checkExperts(count, used, "config.json "+countName, "config.json num_experts_per_tok")
 }
+
+// ExpertNote is expertNote for the loaders' own checks: the note naming the expert count that
+// an error about the feed-forward tensor name (a GGUF name) of c adds, "" for other tensors.
+func ExpertNote(c *Config, name string) string { return expertNote(c, name) }

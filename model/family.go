@@ -64,6 +64,24 @@ type Family struct {
 
 	// Llama2C says a llama2.c checkpoint can hold the network (its layout is llama's).
 	Llama2C bool
+
+	// Experts says the builder runs mixture-of-experts feed-forwards (Config.Experts > 0,
+	// graph op moe); Config.Validate refuses experts for a family without.
+	Experts bool
+	// HFMoEModelType and HFMoEArchitecture are config.json's model_type and architectures[0]
+	// of the family's mixture-of-experts form when it has its own (llama: mixtral,
+	// MixtralForCausalLM): ConfigFromHF reads that model_type as this family, and
+	// convert.WriteHF writes them for a configuration with experts.
+	HFMoEModelType, HFMoEArchitecture string
+}
+
+// HFForm returns the config.json model_type and architectures[0] c is written under: the
+// family's mixture-of-experts form when c has experts and the family has one.
+func (f *Family) HFForm(c *Config) (modelType, architecture string) {
+	if c.Experts > 0 && f.HFMoEModelType != "" {
+		return f.HFMoEModelType, f.HFMoEArchitecture
+	}
+	return f.HFModelType, f.HFArchitecture
 }
 
 var (
@@ -89,10 +107,15 @@ func Register(f *Family) {
 		panic(fmt.Sprintf("model: Register: architecture %s registered twice", f.Arch))
 	case f.HFModelType != "" && byHF[f.HFModelType] != nil:
 		panic(fmt.Sprintf("model: Register: model_type %s registered twice", f.HFModelType))
+	case f.HFMoEModelType != "" && (byHF[f.HFMoEModelType] != nil || !f.Experts || f.HFMoEModelType == f.HFModelType):
+		panic(fmt.Sprintf("model: Register: model_type %s registered twice or without Experts", f.HFMoEModelType))
 	}
 	families[f.Arch] = f
 	if f.HFModelType != "" {
 		byHF[f.HFModelType] = f
+	}
+	if f.HFMoEModelType != "" {
+		byHF[f.HFMoEModelType] = f
 	}
 }
 

@@ -16,15 +16,31 @@ import (
 
 func init() {
 	for _, f := range []struct{ arch, hf string }{{"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}} {
-		Register(&Family{
+		fam := &Family{
 			Arch: f.arch, HFModelType: f.arch, HFArchitecture: f.hf,
 			RopeTheta: 10000, NormEps: 1e-5,
-			FromGGUF: llamaFromGGUF, FromHF: llamaFromHF,
-			ToHF:   func(c *Config, hc *hfdir.Config) { hc.AttentionBias = c.QKVBias },
+			FromGGUF: llamaFromGGUF, FromHF: llamaFromHF, ToHF: llamaToHF,
 			Shapes: llamaShapes, Build: buildLlama, Names: llamaNames,
 			FromHFTensor: llamaFromHFTensor, ToHFTensor: llamaToHFTensor,
 			Llama2C: true,
-		})
+		}
+		if f.arch == "llama" {
+			// Mixtral: llama.cpp's llama architecture with <arch>.expert_count experts;
+			// Hugging Face's mixtral model_type.
+			fam.Experts, fam.HFMoEModelType, fam.HFMoEArchitecture = true, "mixtral", "MixtralForCausalLM"
+		}
+		Register(fam)
+	}
+}
+
+// llamaToHF writes attention_bias and Mixtral's expert counts.
+func llamaToHF(c *Config, hc *hfdir.Config) {
+	hc.AttentionBias = c.QKVBias
+	if c.Experts > 0 {
+		if hc.Raw == nil {
+			hc.Raw = map[string]any{}
+		}
+		hc.Raw["num_local_experts"], hc.Raw["num_experts_per_tok"] = c.Experts, c.ExpertsUsed
 	}
 }
 
@@ -51,8 +67,15 @@ var llamaNames = NameMap{
 		"mlp.gate_proj.weight":            "ffn_gate.weight",
 		"mlp.up_proj.weight":              "ffn_up.weight",
 		"mlp.down_proj.weight":            "ffn_down.weight",
+		"block_sparse_moe.gate.weight":    "ffn_gate_inp.weight",
 	},
 	Skip: []string{"self_attn.rotary_emb.inv_freq"},
+	// Mixtral's block_sparse_moe (w1 gate, w3 up, w2 down), as llama.cpp's converter maps it.
+	Experts: map[string]string{
+		"block_sparse_moe.experts.*.w1.weight": "ffn_gate_exps.weight",
+		"block_sparse_moe.experts.*.w3.weight": "ffn_up_exps.weight",
+		"block_sparse_moe.experts.*.w2.weight": "ffn_down_exps.weight",
+	},
 }
 
 // llamaFromGGUF reads the optional parts of the block from the tensors a file holds: q/k/v
@@ -95,6 +118,13 @@ func llamaShapes(c *Config) map[string][]int {
 			s[p+"attn_k_norm.weight"] = []int{c.HeadDim}
 		}
 		s[p+"ffn_norm.weight"] = []int{c.Dim}
+		if c.Experts > 0 { // Mixtral: a router and the experts stacked, as llama.cpp has them
+			s[p+"ffn_gate_inp.weight"] = []int{c.Experts, c.Dim}
+			s[p+"ffn_gate_exps.weight"] = []int{c.Experts, c.FFN, c.Dim}
+			s[p+"ffn_up_exps.weight"] = []int{c.Experts, c.FFN, c.Dim}
+			s[p+"ffn_down_exps.weight"] = []int{c.Experts, c.Dim, c.FFN}
+			continue
+		}
 		s[p+"ffn_gate.weight"] = []int{c.FFN, c.Dim}
 		s[p+"ffn_up.weight"] = []int{c.FFN, c.Dim}
 		s[p+"ffn_down.weight"] = []int{c.Dim, c.FFN}

@@ -17,6 +17,67 @@ type NameMap struct {
 	BlockPrefix string            // HF prefix of the blocks' tensors ("model.layers.")
 	Block       map[string]string // HF suffix in a block -> GGUF suffix ("mlp.up_proj.weight": "ffn_up.weight")
 	Skip        []string          // HF suffixes in a block that are not weights (rotary inv_freq buffers)
+	// Experts maps HF suffixes in a block with "*" for the expert number to the GGUF suffix of
+	// the stacked tensor ("block_sparse_moe.experts.*.w1.weight": "ffn_gate_exps.weight"):
+	// expert e's HF matrix [rows, cols] is sub-tensor e of the GGUF [experts, rows, cols] one.
+	Experts map[string]string
+}
+
+// Expert returns the GGUF name of the stacked tensor the HF tensor hf is one expert of, and
+// the expert's number; ok is false when hf is not an expert's tensor.
+func (m *NameMap) Expert(hf string) (name string, expert int, ok bool) {
+	rest, found := strings.CutPrefix(hf, m.BlockPrefix)
+	if !found || m.BlockPrefix == "" || len(m.Experts) == 0 {
+		return "", 0, false
+	}
+	l, rest, found := cutNumber(rest)
+	if !found {
+		return "", 0, false
+	}
+	for pat, g := range m.Experts {
+		pre, post, _ := strings.Cut(pat, "*")
+		r, found := strings.CutPrefix(rest, pre)
+		if !found {
+			continue
+		}
+		num, after, found := cutNumber(r)
+		if found && "."+after == post { // patterns are "prefix.*.suffix"
+			return fmt.Sprintf("blk.%d.%s", l, g), num, true
+		}
+	}
+	return "", 0, false
+}
+
+// ExpertHF returns the HF name of expert e of the stacked GGUF tensor name; ok is false when
+// name is not a stacked expert tensor of the map.
+func (m *NameMap) ExpertHF(name string, e int) (string, bool) {
+	rest, found := strings.CutPrefix(name, "blk.")
+	if !found || m.BlockPrefix == "" {
+		return "", false
+	}
+	l, suffix, found := cutNumber(rest)
+	if !found {
+		return "", false
+	}
+	for pat, g := range m.Experts {
+		if g == suffix {
+			return m.BlockPrefix + strconv.Itoa(l) + "." + strings.Replace(pat, "*", strconv.Itoa(e), 1), true
+		}
+	}
+	return "", false
+}
+
+// cutNumber splits "12.rest" into 12 and "rest" (a number without leading zeros, then a dot).
+func cutNumber(s string) (int, string, bool) {
+	num, rest, found := strings.Cut(s, ".")
+	if !found || num == "" {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || strconv.Itoa(n) != num {
+		return 0, "", false
+	}
+	return n, rest, true
 }
 
 // GGUF returns the GGUF name of the HF tensor hf, "" for a tensor llmcloud does not use

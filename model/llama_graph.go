@@ -5,7 +5,7 @@
 // families registered in family_llama.go, family_qwen2.go and family_qwen3.go share it.
 //
 // The builder writes plain ops (matmul per weight, silu then mul, add then rms_norm); the
-// compiler's passes fuse them.
+// compiler's passes fuse them. With experts (Mixtral) the feed-forward is one moe op.
 package model
 
 import (
@@ -21,6 +21,9 @@ func buildLlama(cfg *Config, dtype func(name string) tensor.DType, withFreqs boo
 	b := graph.NewBuilder(cfg.Arch)
 	mat := func(name string, rows, cols int) *graph.Value {
 		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
+	}
+	experts := func(name string, rows, cols int) *graph.Value {
+		return b.Weight(name, graph.T(dtype(name), graph.D(cfg.Experts), graph.D(rows), graph.D(cols)))
 	}
 	vec := func(name string, size int) *graph.Value {
 		return b.Weight(name, graph.T(tensor.F32, graph.D(size)))
@@ -68,6 +71,15 @@ func buildLlama(cfg *Config, dtype func(name string) tensor.DType, withFreqs boo
 		o := b.Op("matmul", nil, att, mat(p+"attn_output.weight", cfg.Dim, cfg.QDim()))
 		x = b.NamedOp(fmt.Sprintf("x.%d.attn", l), "add", nil, x, o)
 		h = b.Op("rms_norm", eps, x, vec(p+"ffn_norm.weight", cfg.Dim))
+		if cfg.Experts > 0 {
+			// Mixtral: softmax router, top ExpertsUsed, their weights renormalised.
+			d := b.Op("moe", graph.Attrs{"experts_used": graph.Int(int64(cfg.ExpertsUsed)), "norm": graph.Int(1)},
+				h, mat(p+"ffn_gate_inp.weight", cfg.Experts, cfg.Dim),
+				experts(p+"ffn_gate_exps.weight", cfg.FFN, cfg.Dim), experts(p+"ffn_up_exps.weight", cfg.FFN, cfg.Dim),
+				experts(p+"ffn_down_exps.weight", cfg.Dim, cfg.FFN))
+			x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, d)
+			continue
+		}
 		g := b.Op("matmul", nil, h, mat(p+"ffn_gate.weight", cfg.FFN, cfg.Dim))
 		u := b.Op("matmul", nil, h, mat(p+"ffn_up.weight", cfg.FFN, cfg.Dim))
 		a := b.Op("mul", nil, b.Op("silu", nil, g), u)

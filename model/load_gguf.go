@@ -30,12 +30,15 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		return c, fmt.Errorf("general.architecture missing")
 	}
 	c.Arch = arch
-	// Before the architecture: a MoE variant (qwen3moe) is refused as such.
+	// Before the architecture: absurd expert counts are refused as such.
 	var err error
 	if c.Experts, c.ExpertsUsed, err = ggufExperts(f, arch); err != nil {
 		return c, err
 	}
 	fam := FamilyOf(arch)
+	if fam == nil && c.Experts > 0 {
+		return c, fmt.Errorf("unsupported architecture %q (a mixture of experts, %s.expert_count = %d)", arch, arch, c.Experts)
+	}
 	if fam == nil {
 		return c, fmt.Errorf("unsupported architecture %q", arch)
 	}

@@ -8,6 +8,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
@@ -26,12 +27,15 @@ func ConfigFromHF(c *hfdir.Config) (Config, error) {
 		Vocab: c.VocabSize, CtxLen: c.MaxPositionEmbeddings, RopeTheta: c.RopeTheta,
 		NormEps: float32(c.RMSNormEps), Tied: c.TieWordEmbeddings,
 	}
-	// Before model_type: a MoE variant (mixtral, qwen3_moe) is refused as such.
+	// Before model_type: absurd expert counts are refused as such.
 	var err error
 	if cfg.Experts, cfg.ExpertsUsed, err = hfExperts(c.Raw); err != nil {
 		return cfg, err
 	}
 	fam := FamilyOfHF(c.ModelType)
+	if fam == nil && cfg.Experts > 0 {
+		return cfg, fmt.Errorf("model_type %q is not supported (a mixture of %d experts)", c.ModelType, cfg.Experts)
+	}
 	if fam == nil {
 		return cfg, fmt.Errorf("model_type %q is not supported", c.ModelType)
 	}
@@ -87,6 +91,16 @@ func HFName(cfg *Config, name string) (string, error) {
 	return f.Names.GGUF(name)
 }
 
+// HFExpertName returns the GGUF name of the stacked tensor the HF tensor name of a cfg.Arch
+// checkpoint is one expert of, and the expert's number; ok is false for other tensors.
+func HFExpertName(cfg *Config, name string) (gguf string, expert int, ok bool) {
+	f := cfg.Family()
+	if f == nil {
+		return "", 0, false
+	}
+	return f.Names.Expert(name)
+}
+
 // fromHFTensors renames HF tensors (and transforms them as the family says: for
 // llama/mistral, permutes q/k) and builds the model.
 func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
@@ -95,13 +109,28 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 		return nil, fmt.Errorf("model: unsupported architecture %q", cfg.Arch)
 	}
 	ws := make(map[string]*tensor.Tensor, len(hf))
+	experts := map[string]map[int]*tensor.Tensor{} // stacked GGUF name -> expert -> HF tensor
 	for name, t := range hf {
+		if g, e, ok := fam.Names.Expert(name); ok {
+			if experts[g] == nil {
+				experts[g] = map[int]*tensor.Tensor{}
+			}
+			experts[g][e] = t
+			continue
+		}
 		g, err := fam.Names.GGUF(name)
 		if err != nil {
 			return nil, err
 		}
 		if g == "" || (g == "output.weight" && cfg.Tied) {
 			continue
+		}
+		ws[g] = t
+	}
+	for g, es := range experts {
+		t, err := stackExperts(g, es, cfg.Experts)
+		if err != nil {
+			return nil, err
 		}
 		ws[g] = t
 	}
@@ -163,6 +192,33 @@ func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, err
 				copy(out.Data[dst*rb:(dst+1)*rb], t.Data[src*rb:(src+1)*rb])
 			}
 		}
+	}
+	return out, nil
+}
+
+// stackExperts makes the GGUF tensor name [experts, rows, cols] from the HF matrices of its
+// experts 0..count-1 (all of one dtype and shape), copying their data.
+func stackExperts(name string, es map[int]*tensor.Tensor, count int) (*tensor.Tensor, error) {
+	if len(es) != count || es[0] == nil {
+		return nil, fmt.Errorf("%s: %d experts' tensors, expert_count = %d", name, len(es), count)
+	}
+	first := es[0]
+	out := &tensor.Tensor{Name: name, Type: first.Type, Shape: append([]int{count}, first.Shape...)}
+	for e := 0; e < count; e++ {
+		t := es[e]
+		switch {
+		case t == nil:
+			return nil, fmt.Errorf("%s: expert %d's tensor missing (expert_count = %d)", name, e, count)
+		case t.Type != first.Type || len(t.Shape) != 2 || !slices.Equal(t.Shape, first.Shape):
+			return nil, fmt.Errorf("%s: expert %d is %s%v, expert 0 %s%v", name, e, t.Type, t.Shape, first.Type, first.Shape)
+		}
+		if err := t.Check(); err != nil {
+			return nil, err
+		}
+		if out.Data == nil {
+			out.Data = make([]byte, 0, count*len(t.Data))
+		}
+		out.Data = append(out.Data, t.Data...)
 	}
 	return out, nil
 }

@@ -45,15 +45,15 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 	for _, n := range names {
 		t, ok := ws[n]
 		if !ok || t == nil {
-			return nil, fmt.Errorf("model: tensor %s missing", n)
+			return nil, fmt.Errorf("model: tensor %s missing%s", n, expertNote(&cfg, n))
 		}
 		if !slices.Equal(t.Shape, want[n]) {
-			return nil, fmt.Errorf("model: %s: shape %v, config wants %v", n, t.Shape, want[n])
+			return nil, fmt.Errorf("model: %s: shape %v, config wants %v%s", n, t.Shape, want[n], expertNote(&cfg, n))
 		}
 		if err := t.Check(); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
-		if len(want[n]) == 2 {
+		if len(want[n]) >= 2 {
 			if _, err := t.Type.RowBytes(t.Cols()); err != nil {
 				return nil, fmt.Errorf("model: %s: %w", n, err)
 			}
@@ -67,8 +67,8 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)",
-			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm)
+		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)%s",
+			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm, expertNote(&cfg, extra[0]))
 	}
 	m := &Model{Config: cfg, Weights: ws}
 	var err error

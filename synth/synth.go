@@ -30,6 +30,8 @@ type Options struct {
 	RopeTheta                                 float64
 	NormEps                                   float32
 	Tied                                      bool
+	Experts, ExpertsUsed                      int     // a mixture of experts (Mixtral: arch llama); 0 = dense
+	Std                                       float64 // the weights' standard deviation (0: 0.02)
 	Seed                                      uint64
 	Name                                      string
 	Tokenizer                                 *tokenizer.Vocab // nil: ByteVocab()
@@ -50,12 +52,12 @@ var Presets = map[string]Options{
 
 // Config resolves o's defaults: arch llama, dim 64, 2 layers, 4 heads, KV heads = heads, head
 // dim = dim/heads, FFN = 4*dim (rounded up to a multiple of 32), vocab = the tokenizer's size,
-// context 512, rope theta and eps the family's usual ones (llama 10000 and 1e-5, qwen 1e6 and
+// context 512, experts used min(2, experts) when experts are asked for, rope theta and eps the family's usual ones (llama 10000 and 1e-5, qwen 1e6 and
 // 1e-6), and the fields the family implies (model.Family.Fix).
 func (o Options) Config() (model.Config, error) {
 	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
-		NormEps: o.NormEps, Tied: o.Tied}
+		NormEps: o.NormEps, Tied: o.Tied, Experts: o.Experts, ExpertsUsed: o.ExpertsUsed}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v
@@ -73,6 +75,9 @@ func (o Options) Config() (model.Config, error) {
 	}
 	def(&c.FFN, (4*c.Dim+31)/32*32)
 	def(&c.CtxLen, 512)
+	if c.Experts > 0 {
+		def(&c.ExpertsUsed, min(2, c.Experts))
+	}
 	if c.Vocab == 0 {
 		c.Vocab = len(o.vocab().Tokens)
 	}
@@ -118,7 +123,7 @@ func (o Options) Plan() (*convert.Plan, error) {
 	for _, n := range convert.OrderNames(shapes) {
 		shape := shapes[n]
 		p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
-			Load: func() (*tensor.Tensor, error) { return Generate(n, shape, o.Seed), nil }})
+			Load: func() (*tensor.Tensor, error) { return GenerateStd(n, shape, o.Seed, o.Std), nil }})
 	}
 	return p, nil
 }
@@ -126,6 +131,16 @@ func (o Options) Plan() (*convert.Plan, error) {
 // Generate makes tensor name: all ones for a norm, else N(0, 0.02) from the stream of
 // (seed, name).
 func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
+	return GenerateStd(name, shape, seed, 0.02)
+}
+
+// GenerateStd is Generate with weights from N(0, std) (std 0: 0.02). Larger weights make a
+// small random model's predictions (and a mixture of experts' routing) far from uniform, so
+// a comparison of two runtimes on it tests more than the uniform distribution.
+func GenerateStd(name string, shape []int, seed uint64, std float64) *tensor.Tensor {
+	if std == 0 {
+		std = 0.02
+	}
 	n := 1
 	for _, d := range shape {
 		n *= d
@@ -140,7 +155,7 @@ func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
 		h.Write([]byte(name))
 		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
 		for i := 0; i < n; i++ {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*std)))
 		}
 	}
 	return &tensor.Tensor{Name: name, Type: tensor.F32, Shape: append([]int(nil), shape...), Data: data}

@@ -33,7 +33,10 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	ctx := fs.Int("ctx", 0, "context length (default 512)")
 	theta := fs.Float64("rope-theta", 0, "RoPE base (default: the architecture's usual one, llama 10000, qwen 1e6)")
 	tied := fs.Bool("tied", false, "tie the output projection to the token embedding")
+	experts := fs.Int("experts", 0, "mixture-of-experts expert count (llama: Mixtral); 0 = dense")
+	expertsUsed := fs.Int("experts-used", 0, "experts used per token (default min(2, experts))")
 	seed := fs.Uint64("seed", 0, "random seed")
+	std := fs.Float64("std", 0, "standard deviation of the random weights (default 0.02)")
 	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (GGUF only for the last four)")
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
@@ -65,7 +68,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		v    int
 	}{{"dim", &o.Dim, *dim}, {"layers", &o.Layers, *layers}, {"heads", &o.Heads, *heads},
 		{"kv-heads", &o.KVHeads, *kvHeads}, {"head-dim", &o.HeadDim, *headDim}, {"ffn", &o.FFN, *ffn},
-		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}} {
+		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}, {"experts", &o.Experts, *experts},
+		{"experts-used", &o.ExpertsUsed, *expertsUsed}} {
 		if set[f.flag] {
 			*f.dst = f.v
 		}
@@ -83,6 +87,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		o.Name = *name
 	}
 	o.Seed = *seed
+	if set["std"] {
+		o.Std = *std
+	}
 	if *tok != "" {
 		v, tmpl, err := synth.LoadTokenizer(*tok)
 		if err != nil {
@@ -105,8 +112,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c := p.Config
-	fmt.Fprintf(stdout, "wrote %s: %s dim %d, %d layers, %d/%d heads (head dim %d), ffn %d, vocab %d, %s, seed %d\n",
-		*out, c.Arch, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, c.Vocab, *typ, o.Seed)
+	moe := ""
+	if c.Experts > 0 {
+		moe = fmt.Sprintf(" (%d experts, %d per token)", c.Experts, c.ExpertsUsed)
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s dim %d, %d layers, %d/%d heads (head dim %d), ffn %d%s, vocab %d, %s, seed %d\n",
+		*out, c.Arch, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, moe, c.Vocab, *typ, o.Seed)
 	return nil
 }
 
