@@ -1,7 +1,8 @@
-// Tests of expert counts in model files: llmcloud runs dense models only, so a GGUF or Hugging
-// Face model declaring experts is refused with a message saying so, and absurd counts (2^32-1,
-// more experts per token than experts) with one naming the value, each within 1 s and 100 MB.
-// The files come from the generator of internal/absurd.
+// Tests of expert counts in model files: a dense model (these files' tensors) declaring experts
+// is refused with a message naming the count (the llama family runs Mixtral's experts, with
+// other tensors), and absurd counts (2^32-1, more experts per token than experts, none per
+// token) with one naming the value, each within 1 s and 100 MB. The files come from the
+// generator of internal/absurd.
 package loader_test
 
 import (
@@ -16,7 +17,7 @@ import (
 	"github.com/llmcloud/llmcloud/loader"
 )
 
-const moeRefused = "mixture-of-experts models (expert_count=%s) are not supported yet"
+const moeRefused = "(expert_count = %s, expert_used_count = 2: a mixture-of-experts feed-forward)"
 
 func TestExpertCounts(t *testing.T) {
 	dir := t.TempDir()
@@ -49,7 +50,8 @@ func TestExpertCounts(t *testing.T) {
 		wantErr    string // "" = loads (a dense model)
 	}{
 		{"gguf experts 8 of 2", g(g(base, "llama.expert_count", gguf.U32(8)), "llama.expert_used_count", gguf.U32(2)), moe("8")},
-		{"gguf experts 8, used absent", g(base, "llama.expert_count", gguf.U32(8)), moe("8")},
+		{"gguf experts 8, used absent", g(base, "llama.expert_count", gguf.U32(8)),
+			"llama.expert_used_count = 0, a mixture of llama.expert_count = 8 experts must use 1 to 8 per token"},
 		{"gguf experts 2^32-1", g(base, "llama.expert_count", gguf.U32(1<<32-1)), "llama.expert_count = 4294967295 out of range"},
 		{"gguf experts 2^64-1", g(base, "llama.expert_count", gguf.U64(1<<64-1)), "llama.expert_count = 18446744073709551615 out of range"},
 		{"gguf experts -1", g(base, "llama.expert_count", gguf.I32(-1)), "llama.expert_count = -1 is not a count"},
@@ -58,11 +60,15 @@ func TestExpertCounts(t *testing.T) {
 			"llama.expert_used_count = 9, more experts per token than llama.expert_count = 8"},
 		{"gguf used 2^32-1", g(g(base, "llama.expert_count", gguf.U32(8)), "llama.expert_used_count", gguf.U32(1<<32-1)),
 			"llama.expert_used_count = 4294967295 out of range"},
-		{"gguf qwen3moe", g(g(base, "general.architecture", gguf.Str("qwen3moe")), "qwen3moe.expert_count", gguf.U32(128)), moe("128")},
+		{"gguf qwen3moe", g(g(g(base, "general.architecture", gguf.Str("qwen3moe")), "qwen3moe.expert_count", gguf.U32(128)),
+			"qwen3moe.expert_used_count", gguf.U32(8)), `unsupported architecture "qwen3moe" (a mixture of experts, qwen3moe.expert_count = 128)`},
 		{"gguf experts 0 (dense)", g(g(base, "llama.expert_count", gguf.U32(0)), "llama.expert_used_count", gguf.U32(0)), ""},
-		{"hf mixtral", h(h(hf, "model_type", "mixtral"), "num_local_experts", 8), moe("8")},
+		{"hf mixtral", h(h(hf, "model_type", "mixtral"), "num_local_experts", 8),
+			"config.json num_experts_per_tok = 0, a mixture of config.json num_local_experts = 8 experts must use 1 to 8 per token"},
+		{"hf mixtral of dense tensors", h(h(h(hf, "model_type", "mixtral"), "num_local_experts", 8), "num_experts_per_tok", 2), moe("8")},
 		{"hf llama with 8 of 2 experts", h(h(hf, "num_local_experts", 8), "num_experts_per_tok", 2), moe("8")},
-		{"hf num_experts 128", h(h(hf, "model_type", "qwen3_moe"), "num_experts", 128), moe("128")},
+		{"hf num_experts 128", h(h(h(hf, "model_type", "qwen3_moe"), "num_experts", 128), "num_experts_per_tok", 8),
+			`model_type "qwen3_moe" is not supported (a mixture of 128 experts)`},
 		{"hf experts 2^32-1", h(hf, "num_local_experts", 1<<32-1), "num_local_experts = 4294967295 out of range"},
 		{"hf experts 1e30", h(hf, "num_experts", 1e30), "num_experts = 1e+30 out of range"},
 		{"hf experts -4", h(hf, "num_experts", -4), "num_experts = -4 out of range"},
