@@ -38,6 +38,8 @@ func WriteLlama2C(path string, p *Plan, opts Options) error {
 		why = fmt.Sprintf("head dim %d != dim %d / heads %d", c.HeadDim, c.Dim, c.Heads)
 	case c.QKVBias || c.QKNorm:
 		why = "q/k/v biases or q/k norms"
+	case c.Experts > 0:
+		why = fmt.Sprintf("a mixture of experts (expert_count = %d)", c.Experts)
 	case c.RopeScaling != nil || hasTensor(p.Tensors, model.RopeFreqsName):
 		why = "rope scaling"
 	case c.RopeTheta != 10000:

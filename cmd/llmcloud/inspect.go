@@ -255,6 +255,9 @@ func printInspect(w io.Writer, r *inspectReport) {
 		if s := c.RopeScaling; s != nil {
 			fmt.Fprintf(w, ", llama3 rope scaling %+v", *s)
 		}
+		if c.Experts > 0 {
+			fmt.Fprintf(w, ", %d experts (%d per token)", c.Experts, c.ExpertsUsed)
+		}
 		fmt.Fprintln(w)
 	}
 	if r.LoadError != "" {
