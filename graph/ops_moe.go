@@ -10,10 +10,12 @@
 //	          0: used as they are (Qwen2-MoE)
 //	scale     the weights are multiplied by it (DeepSeek's routed_scaling_factor; default 1)
 //
-// Room is left, as further attributes and trailing arguments, for a selection bias (DeepSeek-V3's
-// e_score_correction_bias, added to the scores for choosing only), grouped top-k, and shared
-// experts (Qwen2-MoE's sigmoid-gated shared expert); the type rule refuses them until a kernel
-// runs them.
+// A shared expert (Qwen2-MoE, DeepSeek), which every row runs, follows as three more arguments
+// (its gate [Fs,D], up [Fs,D] and down [D,Fs]), optionally with a fourth, the [1,D] row whose
+// sigmoid scales the shared expert's output per row (Qwen2-MoE's shared_expert_gate). Room is
+// left, as further attributes and arguments, for a selection bias (DeepSeek-V3's
+// e_score_correction_bias, added to the scores for choosing only) and grouped top-k; the type
+// rule refuses them until a kernel runs them.
 package graph
 
 import (
@@ -29,12 +31,13 @@ const (
 )
 
 func init() {
-	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 5,
+	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 9,
 		Attrs: []AttrSpec{{"experts_used", AttrInt, true}, {"gating", AttrString, false},
 			{"norm", AttrInt, false}, {"scale", AttrFloat, false}},
 		Doc: "mixture of experts: x f32[n,D], router [E,D], gate [E,F,D], up [E,F,D], down [E,D,F] (any weight dtypes) -> " +
 			"f32[n,D]: per row, scores = gating(x·routerᵀ) (softmax or sigmoid), the experts_used highest (ties: lower index), " +
-			"their scores (divided by their sum if norm=1, times scale) weighting down_e(silu(gate_e x) * up_e x)",
+			"their scores (divided by their sum if norm=1, times scale) weighting down_e(silu(gate_e x) * up_e x); " +
+			"then, with shared gate [Fs,D], up [Fs,D], down [D,Fs] (and gate_inp [1,D]), plus (sigmoid(x·gate_inpᵀ) times) the shared expert's output",
 		Infer: moeType})
 }
 
@@ -61,6 +64,27 @@ func moeType(a []Type, at Attrs) ([]Type, error) {
 	}
 	if err := want(down.Shape.Equal(Shape{e, d, f}), "down must be [%v,%v,%v], is %v", e, d, f, down); err != nil {
 		return nil, err
+	}
+	switch len(a) {
+	case 5:
+	case 8, 9:
+		sg, su, sd := a[5], a[6], a[7]
+		if err := want(len(sg.Shape) == 2 && sg.Shape[0].Known() && sg.Shape[0].N > 0 && sg.Shape[1] == d,
+			"shared gate must be [Fs,%v], is %v", d, sg); err != nil {
+			return nil, err
+		}
+		fs := sg.Shape[0]
+		if err := want(su.Shape.Equal(sg.Shape) && sd.Shape.Equal(Shape{d, fs}),
+			"shared up must be %v and shared down [%v,%v], are %v and %v", sg.Shape, d, fs, su, sd); err != nil {
+			return nil, err
+		}
+		if len(a) == 9 {
+			if err := want(a[8].Shape.Equal(Shape{D(1), d}), "shared gate_inp must be [1,%v], is %v", d, a[8]); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%d arguments: want 5 (routed experts), 8 (and a shared expert) or 9 (and its gate)", len(a))
 	}
 	for _, w := range a[1:] {
 		if err := want(w.DType != tensor.I32, "weights must be numeric, %v is i32", w); err != nil {
@@ -103,7 +127,7 @@ func moeCost(n *Node, env CostEnv) (Cost, error) {
 		}
 		b += v
 	}
-	for _, w := range n.Args[2:] {
+	for _, w := range n.Args[2:5] {
 		v, ok := w.Type.Bytes(nil)
 		if !ok {
 			return Cost{}, fmt.Errorf("the size of %s %v", w, w.Type)
@@ -111,5 +135,17 @@ func moeCost(n *Node, env CostEnv) (Cost, error) {
 		b += v / e * reach
 	}
 	r := int64(rows)
-	return Cost{FLOPs: 2*r*e*d + 5*r*e + r*k*(6*f*d+6*f+2*d), Bytes: b}, nil
+	f64 := 2*r*e*d + 5*r*e + r*k*(6*f*d+6*f+2*d)
+	if len(n.Args) >= 8 { // the shared expert (and its gate) over every row
+		fs := int64(n.Args[5].Type.Shape[0].N)
+		for _, w := range n.Args[5:] {
+			v, ok := w.Type.Bytes(nil)
+			if !ok {
+				return Cost{}, fmt.Errorf("the size of %s %v", w, w.Type)
+			}
+			b += v
+		}
+		f64 += r * (6*fs*d + 6*fs + 4*d)
+	}
+	return Cost{FLOPs: f64, Bytes: b}, nil
 }

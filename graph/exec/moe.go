@@ -6,6 +6,9 @@
 // of the stacked weights, so every weight dtype works and an expert's weights are read once
 // per step for all its rows), the results scattered back, weighted, into the rows' outputs.
 //
+// A shared expert (Qwen2-MoE) runs over all the step's rows at once after the routed ones, its
+// output (scaled per row by the sigmoid of its gate when there is one) added last.
+//
 // A row's output is the sum of its experts' contributions in ascending expert order; with
 // Options.Invariant the matmuls are the batch-invariant ones, so a row's output is the same
 // bits whatever else is in the step.
@@ -37,6 +40,12 @@ type moeOp struct {
 	loads          []uint64 // rows routed to each expert, over the program's runs
 	outsBuf        [][]float32
 	wsBuf          []*tensor.Tensor
+	fill           []int
+	// The shared expert (nil: none): gate, up [Fs,D], down [D,Fs], its gate row [1,D] (nil:
+	// unscaled), and its buffers.
+	sGate, sUp, sDown, sInp *tensor.Tensor
+	sf                      int
+	sg, su, sy, sl          []float32
 }
 
 func (p *Program) compileMoE(n *graph.Node) (instr, error) {
@@ -64,6 +73,23 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		}
 	}
 	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
+	if len(n.Args) >= 8 {
+		if o.sGate, err = p.weightArg(n, 5); err != nil {
+			return nil, err
+		}
+		if o.sUp, err = p.weightArg(n, 6); err != nil {
+			return nil, err
+		}
+		if o.sDown, err = p.weightArg(n, 7); err != nil {
+			return nil, err
+		}
+		if len(n.Args) == 9 {
+			if o.sInp, err = p.weightArg(n, 8); err != nil {
+				return nil, err
+			}
+		}
+		o.sf = o.sGate.Shape[0]
+	}
 	o.count, o.start = make([]int, o.e), make([]int, o.e+1)
 	o.scores, o.loads = make([]float64, o.e), make([]uint64, o.e)
 	o.outsBuf, o.wsBuf = make([][]float32, 2), make([]*tensor.Tensor, 2)
@@ -107,7 +133,8 @@ func (o *moeOp) run(p *Program) error {
 	for e := 0; e < E; e++ {
 		o.start[e+1] = o.start[e] + o.count[e]
 	}
-	fill := append([]int(nil), o.start[:E]...)
+	o.fill = append(o.fill[:0], o.start[:E]...)
+	fill := o.fill
 	for i, e := range o.sel {
 		o.order[fill[e]] = i
 		fill[e]++
@@ -159,6 +186,54 @@ func (o *moeOp) run(p *Program) error {
 			for j, v := range src {
 				dst[j] += w * v
 			}
+		}
+	}
+	if o.sGate != nil {
+		return o.shared(p, x, out, n)
+	}
+	return nil
+}
+
+// shared adds the shared expert's output over all n rows of x to out.
+func (o *moeOp) shared(p *Program, x, out []float32, n int) error {
+	F, D := o.sf, o.d
+	o.sg, o.su, o.sy = grow(o.sg, n*F), grow(o.su, n*F), grow(o.sy, n*D)
+	if p.invariant && n == 1 {
+		if err := p.pool.MatMulInvariant(o.sg, x, o.sGate, n); err != nil {
+			return err
+		}
+		if err := p.pool.MatMulInvariant(o.su, x, o.sUp, n); err != nil {
+			return err
+		}
+	} else {
+		o.outsBuf[0], o.outsBuf[1] = o.sg, o.su
+		o.wsBuf[0], o.wsBuf[1] = o.sGate, o.sUp
+		err := p.pool.MatMulShared(o.outsBuf, x, o.wsBuf, n)
+		clear(o.outsBuf)
+		if err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n; i++ {
+		kernels.SwiGLU(o.sg[i*F:(i+1)*F], o.sg[i*F:(i+1)*F], o.su[i*F:(i+1)*F])
+	}
+	if err := o.matmul(p, o.sy, o.sg, o.sDown, n); err != nil {
+		return err
+	}
+	if o.sInp != nil {
+		o.sl = grow(o.sl, n)
+		if err := o.matmul(p, o.sl, x, o.sInp, n); err != nil {
+			return err
+		}
+	}
+	for r := 0; r < n; r++ {
+		s := float32(1)
+		if o.sInp != nil {
+			s = float32(1 / (1 + math.Exp(-float64(o.sl[r]))))
+		}
+		dst, src := out[r*D:(r+1)*D], o.sy[r*D:(r+1)*D]
+		for j, v := range src {
+			dst[j] += s * v
 		}
 	}
 	return nil

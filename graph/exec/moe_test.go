@@ -18,6 +18,8 @@ import (
 type moeCase struct {
 	V, D, F, E, K int
 	attrs         graph.Attrs
+	Fs            int  // a shared expert of this width (0: none)
+	gated         bool // with its sigmoid gate
 }
 
 // moeGraph is embedding -> moe -> gather_rows.
@@ -36,7 +38,15 @@ func moeGraph(t *testing.T, c moeCase, dt tensor.DType) *graph.Graph {
 	for k, v := range c.attrs {
 		a[k] = v
 	}
-	y := b.Op("moe", a, b.Op("embedding", nil, e, tok), r, g, u, d)
+	args := []*graph.Value{b.Op("embedding", nil, e, tok), r, g, u, d}
+	if c.Fs > 0 {
+		args = append(args, b.Weight("sg", graph.T(dt, graph.D(c.Fs), graph.D(c.D))),
+			b.Weight("su", graph.T(dt, graph.D(c.Fs), graph.D(c.D))), b.Weight("sd", graph.T(dt, graph.D(c.D), graph.D(c.Fs))))
+		if c.gated {
+			args = append(args, b.Weight("si", graph.T(tensor.F32, graph.D(1), graph.D(c.D))))
+		}
+	}
+	y := b.Op("moe", a, args...)
 	b.Output(b.Op("gather_rows", nil, y, rows))
 	gr, err := b.Finish()
 	if err != nil {
@@ -58,14 +68,27 @@ func moeWeights(t *testing.T, c moeCase, dt tensor.DType, seed uint64) map[strin
 		}
 		return w
 	}
-	return map[string]*tensor.Tensor{
+	ws := map[string]*tensor.Tensor{
 		"e": rnd("e", 1, c.V, c.D), "r": rnd("r", 0.5, c.E, c.D),
 		"g": rnd("g", 0.2, c.E, c.F, c.D), "u": rnd("u", 0.2, c.E, c.F, c.D), "d": rnd("d", 0.2, c.E, c.D, c.F),
 	}
+	if c.Fs > 0 {
+		ws["sg"], ws["su"], ws["sd"] = rnd("sg", 0.2, c.Fs, c.D), rnd("su", 0.2, c.Fs, c.D), rnd("sd", 0.2, c.D, c.Fs)
+		if c.gated {
+			ws["si"] = rnd("si", 0.3, 1, c.D)
+		}
+	}
+	return ws
 }
 
-// strings3 reports whether name is one of the stacked expert weights.
-func strings3(name string) bool { return name == "g" || name == "u" || name == "d" }
+// strings3 reports whether name is one of the expert weights (stored in the test's dtype).
+func strings3(name string) bool {
+	switch name {
+	case "g", "u", "d", "sg", "su", "sd":
+		return true
+	}
+	return false
+}
 
 func moeStep(toks []int) *exec.Step {
 	st := &exec.Step{Tokens: toks, KV: exec.KV{BlockSize: 1}}
@@ -121,6 +144,11 @@ func TestMoEKernelMatchesReference(t *testing.T) {
 		{"f32 top-1", moeCase{V: 11, D: 64, F: 96, E: 5, K: 1}, tensor.F32, 1e-5},
 		{"f32 all experts unnormalised", moeCase{V: 11, D: 64, F: 96, E: 3, K: 3,
 			attrs: graph.Attrs{"norm": graph.Int(0)}}, tensor.F32, 1e-5},
+		{"f32 shared expert gated (qwen2moe)", moeCase{V: 11, D: 64, F: 32, E: 6, K: 2, Fs: 96, gated: true,
+			attrs: graph.Attrs{"norm": graph.Int(0)}}, tensor.F32, 1e-5},
+		{"q8_0 shared expert gated", moeCase{V: 11, D: 64, F: 32, E: 6, K: 2, Fs: 96, gated: true,
+			attrs: graph.Attrs{"norm": graph.Int(0)}}, tensor.Q8_0, 2e-2},
+		{"f32 shared expert ungated", moeCase{V: 11, D: 64, F: 32, E: 4, K: 1, Fs: 64}, tensor.F32, 1e-5},
 		{"f32 sigmoid normalised scaled", moeCase{V: 11, D: 64, F: 96, E: 6, K: 3,
 			attrs: graph.Attrs{"gating": graph.Str(graph.MoESigmoid), "norm": graph.Int(1), "scale": graph.Float(2.5)}}, tensor.F32, 1e-5},
 	} {
@@ -165,7 +193,7 @@ func TestMoEKernelMatchesReference(t *testing.T) {
 // TestMoEBatchInvariance runs every row alone and inside the whole step: with Invariant the
 // bits agree; without, the values agree closely (a lone row takes the GEMV kernels).
 func TestMoEBatchInvariance(t *testing.T) {
-	c := moeCase{V: 13, D: 64, F: 96, E: 6, K: 2, attrs: graph.Attrs{"norm": graph.Int(1)}}
+	c := moeCase{V: 13, D: 64, F: 96, E: 6, K: 2, attrs: graph.Attrs{"norm": graph.Int(1)}, Fs: 64, gated: true}
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
 		for _, inv := range []bool{true, false} {
 			g := moeGraph(t, c, dt)

@@ -68,7 +68,30 @@ func init() {
 				}
 			}
 		}
+		if len(t) >= 8 {
+			sharedExpert(x, t[5], t[6], t[7], t[8:], y)
+		}
 		return []*Tensor{y}, nil
+	}
+}
+
+// sharedExpert adds, to every row of y, the shared expert's SwiGLU feed-forward of x's row,
+// times sigmoid(x·gate_inpᵀ) when gateInp holds that [1,D] row.
+func sharedExpert(x, gate, up, down *Tensor, gateInp []*Tensor, y *Tensor) {
+	F, D := gate.Shape[0], gate.Shape[1]
+	h := make([]float64, F)
+	for r := 0; r < x.Shape[0]; r++ {
+		xr := x.F[r*D : (r+1)*D]
+		for j := 0; j < F; j++ {
+			h[j] = silu(dot(xr, gate.F[j*D:(j+1)*D])) * dot(xr, up.F[j*D:(j+1)*D])
+		}
+		s := 1.0
+		if len(gateInp) == 1 {
+			s = sigmoid(dot(xr, gateInp[0].F))
+		}
+		for o := 0; o < D; o++ {
+			y.F[r*D+o] += s * dot(h, down.F[o*F:(o+1)*F])
+		}
 	}
 }
 
