@@ -31,7 +31,7 @@ func q4kmType(name string, layers int, tiedOutput bool) tensor.DType {
 		return tensor.Q6_K
 	}
 	if strings.HasSuffix(name, ".attn_v.weight") || strings.HasSuffix(name, ".ffn_down.weight") ||
-		strings.HasSuffix(name, ".ffn_down_exps.weight") {
+		strings.HasSuffix(name, ".ffn_down_exps.weight") || strings.HasSuffix(name, ".ffn_down_shexp.weight") {
 		if i, ok := layerIndex(name); ok && moreBits(i, layers) {
 			return tensor.Q6_K
 		}

@@ -110,7 +110,8 @@ func FromBundle(b *loader.Bundle) *Plan {
 var blockOrder = []string{"attn_q.weight", "attn_q.bias", "attn_k.weight", "attn_k.bias",
 	"attn_v.weight", "attn_v.bias", "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight",
 	"attn_norm.weight", "ffn_gate_inp.weight", "ffn_gate.weight", "ffn_gate_exps.weight", "ffn_down.weight",
-	"ffn_down_exps.weight", "ffn_up.weight", "ffn_up_exps.weight", "ffn_norm.weight"}
+	"ffn_down_exps.weight", "ffn_up.weight", "ffn_up_exps.weight", "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
+	"ffn_down_shexp.weight", "ffn_up_shexp.weight", "ffn_norm.weight"}
 
 // OrderNames sorts GGUF tensor names: rope_freqs, token_embd, output_norm, output, then each
 // block in blockOrder, then anything else by name.

@@ -35,6 +35,17 @@ type Config struct {
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
 	Experts     int          // mixture-of-experts expert count; 0 = dense (families with Family.Experts run them)
 	ExpertsUsed int          // experts used per token (top-k), 1..Experts when Experts > 0
+	ExpertsNorm bool         // the chosen experts' weights renormalised to sum 1 (Mixtral; not Qwen2-MoE)
+	ExpertFFN   int          // an expert's hidden width (0: FFN)
+	SharedFFN   int          // the shared expert's hidden width (0: no shared expert; Qwen2-MoE)
+}
+
+// ExpertWidth is an expert's hidden width: ExpertFFN, or FFN when that is 0.
+func (c *Config) ExpertWidth() int {
+	if c.ExpertFFN > 0 {
+		return c.ExpertFFN
+	}
+	return c.FFN
 }
 
 // Limits on the sizes a configuration may give: far above any real Llama-family model, low
@@ -58,6 +69,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Experts > 0 && !c.Family().Experts {
 		return fmt.Errorf("model: architecture %s has no mixture-of-experts form (expert_count = %d)", c.Arch, c.Experts)
+	}
+	if c.Experts == 0 && c.Family().ExpertsOnly {
+		return fmt.Errorf("model: architecture %s is a mixture of experts, expert_count = 0", c.Arch)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"expert_feed_forward_length", c.ExpertFFN}, {"expert_shared_feed_forward_length", c.SharedFFN}} {
+		if f.v < 0 || f.v > MaxFFN {
+			return fmt.Errorf("model: config %s = %d out of range [0, %d]", f.name, f.v, MaxFFN)
+		}
 	}
 	for _, f := range []struct {
 		name string

@@ -42,7 +42,14 @@ func expertNote(c *Config, name string) string {
 			if c.Experts == 0 {
 				return " (no expert_count: a dense feed-forward)"
 			}
-			return fmt.Sprintf(" (expert_count = %d, expert_used_count = %d: a mixture-of-experts feed-forward)", c.Experts, c.ExpertsUsed)
+			w := ""
+			if c.ExpertFFN > 0 {
+				w += fmt.Sprintf(", expert_feed_forward_length = %d", c.ExpertFFN)
+			}
+			if c.SharedFFN > 0 {
+				w += fmt.Sprintf(", expert_shared_feed_forward_length = %d", c.SharedFFN)
+			}
+			return fmt.Sprintf(" (expert_count = %d, expert_used_count = %d%s: a mixture-of-experts feed-forward)", c.Experts, c.ExpertsUsed, w)
 		}
 	}
 	return ""

@@ -68,6 +68,9 @@ type Family struct {
 	// Experts says the builder runs mixture-of-experts feed-forwards (Config.Experts > 0,
 	// graph op moe); Config.Validate refuses experts for a family without.
 	Experts bool
+	// ExpertsOnly says the architecture is always a mixture of experts (qwen2moe): a
+	// configuration without experts is refused.
+	ExpertsOnly bool
 	// HFMoEModelType and HFMoEArchitecture are config.json's model_type and architectures[0]
 	// of the family's mixture-of-experts form when it has its own (llama: mixtral,
 	// MixtralForCausalLM): ConfigFromHF reads that model_type as this family, and

@@ -28,6 +28,7 @@ func init() {
 			// Mixtral: llama.cpp's llama architecture with <arch>.expert_count experts;
 			// Hugging Face's mixtral model_type.
 			fam.Experts, fam.HFMoEModelType, fam.HFMoEArchitecture = true, "mixtral", "MixtralForCausalLM"
+			fam.Fix = func(c *Config) { c.ExpertsNorm = c.Experts > 0 } // Mixtral renormalises its top-k
 		}
 		Register(fam)
 	}
@@ -118,11 +119,18 @@ func llamaShapes(c *Config) map[string][]int {
 			s[p+"attn_k_norm.weight"] = []int{c.HeadDim}
 		}
 		s[p+"ffn_norm.weight"] = []int{c.Dim}
-		if c.Experts > 0 { // Mixtral: a router and the experts stacked, as llama.cpp has them
+		if c.Experts > 0 { // Mixtral, Qwen2-MoE: a router and the experts stacked, as llama.cpp has them
+			f := c.ExpertWidth()
 			s[p+"ffn_gate_inp.weight"] = []int{c.Experts, c.Dim}
-			s[p+"ffn_gate_exps.weight"] = []int{c.Experts, c.FFN, c.Dim}
-			s[p+"ffn_up_exps.weight"] = []int{c.Experts, c.FFN, c.Dim}
-			s[p+"ffn_down_exps.weight"] = []int{c.Experts, c.Dim, c.FFN}
+			s[p+"ffn_gate_exps.weight"] = []int{c.Experts, f, c.Dim}
+			s[p+"ffn_up_exps.weight"] = []int{c.Experts, f, c.Dim}
+			s[p+"ffn_down_exps.weight"] = []int{c.Experts, c.Dim, f}
+			if c.SharedFFN > 0 { // Qwen2-MoE's shared expert and its sigmoid gate
+				s[p+"ffn_gate_inp_shexp.weight"] = []int{1, c.Dim}
+				s[p+"ffn_gate_shexp.weight"] = []int{c.SharedFFN, c.Dim}
+				s[p+"ffn_up_shexp.weight"] = []int{c.SharedFFN, c.Dim}
+				s[p+"ffn_down_shexp.weight"] = []int{c.Dim, c.SharedFFN}
+			}
 			continue
 		}
 		s[p+"ffn_gate.weight"] = []int{c.FFN, c.Dim}

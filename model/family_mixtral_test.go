@@ -1,9 +1,10 @@
-// Mixtral (the llama family with experts) against llama.cpp, the float64 reference and its
-// Hugging Face form: the random-weight GGUF of testdata/reference/synth-mixtral.json written
-// again by synth (same bytes), its perplexity and greedy continuation equal to those
-// llama-perplexity and llama-cli gave; the serving executor equal to graph/ref over the same
-// graph; GGUF -> Hugging Face (mixtral, block_sparse_moe) -> GGUF with bit-identical logits;
-// and expert counts that do not fit the tensors refused with errors naming the field.
+// Mixtral (the llama family with experts) and Qwen2-MoE against llama.cpp, the float64
+// reference and their Hugging Face forms: the random-weight GGUFs of
+// testdata/reference/synth-{mixtral,qwen2moe}.json written again by synth (same bytes), their
+// perplexity and greedy continuation equal to those llama-perplexity and llama-cli gave; the
+// serving executor equal to graph/ref over the same graph; GGUF -> Hugging Face (mixtral's
+// block_sparse_moe, qwen2_moe's mlp.experts) -> GGUF with bit-identical logits; and expert
+// counts that do not fit the tensors refused with errors naming the field.
 package model_test
 
 import (
@@ -57,9 +58,22 @@ func writeMixtral(t *testing.T, dir string, o synth.Options) string {
 	return path
 }
 
-func TestMixtralMatchesLlamaCpp(t *testing.T) {
+// qwen2moeSynth is the synth command of synth-qwen2moe.json.
+var qwen2moeSynth = synth.Options{Arch: "qwen2moe", Experts: 4, ExpertsUsed: 2, Dim: 64, Layers: 2, Heads: 4, KVHeads: 2,
+	FFN: 128, ExpertFFN: 32, SharedFFN: 64, Seed: 21, Std: 0.2, Name: "synth-qwen2moe"}
+
+func TestMoEMatchesLlamaCpp(t *testing.T) {
+	for _, c := range []struct {
+		ref string
+		o   synth.Options
+	}{{"synth-mixtral.json", mixtralSynth}, {"synth-qwen2moe.json", qwen2moeSynth}} {
+		t.Run(c.ref, func(t *testing.T) { checkLlamaCpp(t, c.ref, c.o) })
+	}
+}
+
+func checkLlamaCpp(t *testing.T, refFile string, o synth.Options) {
 	var rc mixtralRef
-	b, err := os.ReadFile(fixture.Path(t, "reference", "synth-mixtral.json"))
+	b, err := os.ReadFile(fixture.Path(t, "reference", refFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +84,7 @@ func TestMixtralMatchesLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := writeMixtral(t, t.TempDir(), mixtralSynth)
+	path := writeMixtral(t, t.TempDir(), o)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +98,7 @@ func TestMixtralMatchesLlamaCpp(t *testing.T) {
 	}
 	defer bd.Close()
 	m := bd.Model
-	if m.Config.Experts != 4 || m.Config.ExpertsUsed != 2 {
+	if m.Config.Experts != o.Experts || m.Config.ExpertsUsed != o.ExpertsUsed || m.Config.Arch != o.Arch {
 		t.Fatalf("loaded config %+v", m.Config)
 	}
 	ids := bd.Tok.Encode(string(text[:rc.TextBytes]), true, false)
@@ -130,12 +144,32 @@ func TestMixtralMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestMixtralReferenceAndHF: the executor against the float64 reference over the model's
-// graph, then the Hugging Face round trip.
-func TestMixtralReferenceAndHF(t *testing.T) {
+// TestMoEReferenceAndHF: the executor against the float64 reference over the model's graph,
+// then the Hugging Face round trip, for Mixtral and Qwen2-MoE.
+func TestMoEReferenceAndHF(t *testing.T) {
+	mx, qm := mixtralSynth, qwen2moeSynth
+	mx.Experts, mx.ExpertsUsed, mx.Vocab = 5, 3, 300
+	qm.Experts, qm.ExpertsUsed, qm.Vocab = 5, 3, 300
+	for _, c := range []struct {
+		o                       synth.Options
+		modelType, architecture string
+		hfNames                 []string
+		down                    string // expert 0's down matrix, [dim, expert ffn]
+	}{
+		{mx, "mixtral", "MixtralForCausalLM", []string{"model.layers.1.block_sparse_moe.gate.weight",
+			"model.layers.1.block_sparse_moe.experts.4.w1.weight", "model.layers.0.block_sparse_moe.experts.2.w3.weight"},
+			"model.layers.0.block_sparse_moe.experts.0.w2.weight"},
+		{qm, "qwen2_moe", "Qwen2MoeForCausalLM", []string{"model.layers.1.mlp.gate.weight", "model.layers.1.mlp.experts.4.gate_proj.weight",
+			"model.layers.0.mlp.experts.2.up_proj.weight", "model.layers.0.mlp.shared_expert.down_proj.weight",
+			"model.layers.1.mlp.shared_expert_gate.weight", "model.layers.0.self_attn.q_proj.bias"},
+			"model.layers.0.mlp.experts.0.down_proj.weight"},
+	} {
+		t.Run(c.modelType, func(t *testing.T) { checkMoERefHF(t, c.o, c.modelType, c.architecture, c.hfNames, c.down) })
+	}
+}
+
+func checkMoERefHF(t *testing.T, o synth.Options, modelType, architecture string, hfNames []string, down string) {
 	dir := t.TempDir()
-	o := mixtralSynth
-	o.Experts, o.ExpertsUsed, o.Vocab = 5, 3, 300
 	path := writeMixtral(t, dir, o)
 	bd, err := loader.Open(path, loader.Options{})
 	if err != nil {
@@ -178,12 +212,12 @@ func TestMixtralReferenceAndHF(t *testing.T) {
 		maxAbs = math.Max(maxAbs, math.Abs(w))
 		maxDiff = math.Max(maxDiff, math.Abs(w-float64(got[i])))
 	}
-	t.Logf("mixtral 5 experts, 3 per token: max |logit| %.3g, executor vs float64 reference: max diff %.3g", maxAbs, maxDiff)
+	t.Logf("%s 5 experts, 3 per token: max |logit| %.3g, executor vs float64 reference: max diff %.3g", o.Arch, maxAbs, maxDiff)
 	if maxAbs < 0.5 || maxDiff > 1e-4*maxAbs {
 		t.Fatalf("executor vs reference: max diff %.3g at max |logit| %.3g", maxDiff, maxAbs)
 	}
 
-	// GGUF -> Hugging Face: model_type mixtral, the experts as block_sparse_moe matrices.
+	// GGUF -> Hugging Face: the family's MoE model_type, the experts as one matrix each.
 	hfDir := filepath.Join(dir, "hf")
 	if err := convert.WriteHF(hfDir, convert.FromBundle(bd), convert.Options{}); err != nil {
 		t.Fatal(err)
@@ -192,22 +226,25 @@ func TestMixtralReferenceAndHF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Config.ModelType != "mixtral" || cfg.Config.Architectures[0] != "MixtralForCausalLM" ||
-		cfg.Config.Raw["num_local_experts"] == nil || cfg.Config.Raw["num_experts_per_tok"] == nil {
+	if cfg.Config.ModelType != modelType || cfg.Config.Architectures[0] != architecture ||
+		cfg.Config.Raw["num_experts_per_tok"] == nil {
 		t.Fatalf("config.json %+v", cfg.Config)
 	}
 	set, err := safetensors.OpenDir(hfDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"model.layers.1.block_sparse_moe.gate.weight", "model.layers.1.block_sparse_moe.experts.4.w1.weight",
-		"model.layers.0.block_sparse_moe.experts.0.w2.weight", "model.layers.0.block_sparse_moe.experts.2.w3.weight"} {
+	for _, name := range append(hfNames, down) {
 		if set.Tensors[name] == nil {
 			t.Errorf("the Hugging Face copy lacks %s", name)
 		}
 	}
-	if w := set.Tensors["model.layers.0.block_sparse_moe.experts.0.w2.weight"]; w != nil && (w.Shape[0] != o.Dim || w.Shape[1] != o.FFN) {
-		t.Errorf("w2 (down) of shape %v, want [%d %d]", w.Shape, o.Dim, o.FFN)
+	cfgWant, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := set.Tensors[down]; w != nil && (w.Shape[0] != o.Dim || w.Shape[1] != cfgWant.ExpertWidth()) {
+		t.Errorf("%s of shape %v, want [%d %d]", down, w.Shape, o.Dim, cfgWant.ExpertWidth())
 	}
 	set.Close()
 	hb, err := loader.Open(hfDir, loader.Options{})
@@ -262,6 +299,9 @@ func TestMixtralBadExperts(t *testing.T) {
 		{"used 0", func(c *model.Config) { c.ExpertsUsed = 0 }, "expert_used_count = 0"},
 		{"used 5 of 4", func(c *model.Config) { c.ExpertsUsed = 5 }, "expert_used_count = 5, more experts per token than expert_count = 4"},
 		{"qwen2 with experts", func(c *model.Config) { c.Arch = "qwen2" }, "architecture qwen2 has no mixture-of-experts form (expert_count = 4)"},
+		{"qwen2moe without experts", func(c *model.Config) { c.Arch, c.Experts, c.ExpertsUsed = "qwen2moe", 0, 0 },
+			"architecture qwen2moe is a mixture of experts, expert_count = 0"},
+		{"expert width out of range", func(c *model.Config) { c.ExpertFFN = -1 }, "expert_feed_forward_length = -1 out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := p.Config
@@ -281,9 +321,13 @@ func TestMixtralBadExperts(t *testing.T) {
 	}{
 		{3, "blk.0.ffn_down_exps.weight: shape [4 64 64], config wants [3 64 64] (expert_count = 3"},
 		{0, "tensor blk.0.ffn_down.weight missing (no expert_count: a dense feed-forward)"},
+		{-16, "blk.0.ffn_down_exps.weight: shape [4 64 64], config wants [4 64 16] (expert_count = 4, expert_used_count = 2, expert_feed_forward_length = 16"},
 	} {
 		cfg := p.Config
 		cfg.Experts = tc.experts
+		if tc.experts < 0 { // an expert width that does not fit the tensors
+			cfg.Experts, cfg.ExpertFFN = 4, -tc.experts
+		}
 		if tc.experts == 0 {
 			cfg.ExpertsUsed = 0
 		}

@@ -72,12 +72,21 @@ func buildLlama(cfg *Config, dtype func(name string) tensor.DType, withFreqs boo
 		x = b.NamedOp(fmt.Sprintf("x.%d.attn", l), "add", nil, x, o)
 		h = b.Op("rms_norm", eps, x, vec(p+"ffn_norm.weight", cfg.Dim))
 		if cfg.Experts > 0 {
-			// Mixtral: softmax router, top ExpertsUsed, their weights renormalised.
-			d := b.Op("moe", graph.Attrs{"experts_used": graph.Int(int64(cfg.ExpertsUsed)), "norm": graph.Int(1)},
-				h, mat(p+"ffn_gate_inp.weight", cfg.Experts, cfg.Dim),
-				experts(p+"ffn_gate_exps.weight", cfg.FFN, cfg.Dim), experts(p+"ffn_up_exps.weight", cfg.FFN, cfg.Dim),
-				experts(p+"ffn_down_exps.weight", cfg.Dim, cfg.FFN))
-			x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, d)
+			// Mixtral: softmax router, top ExpertsUsed, their weights renormalised; Qwen2-MoE:
+			// not renormalised, plus a shared expert scaled by the sigmoid of its gate.
+			f := cfg.ExpertWidth()
+			a := graph.Attrs{"experts_used": graph.Int(int64(cfg.ExpertsUsed))}
+			if cfg.ExpertsNorm {
+				a["norm"] = graph.Int(1)
+			}
+			args := []*graph.Value{h, mat(p+"ffn_gate_inp.weight", cfg.Experts, cfg.Dim),
+				experts(p+"ffn_gate_exps.weight", f, cfg.Dim), experts(p+"ffn_up_exps.weight", f, cfg.Dim),
+				experts(p+"ffn_down_exps.weight", cfg.Dim, f)}
+			if fs := cfg.SharedFFN; fs > 0 {
+				args = append(args, mat(p+"ffn_gate_shexp.weight", fs, cfg.Dim), mat(p+"ffn_up_shexp.weight", fs, cfg.Dim),
+					mat(p+"ffn_down_shexp.weight", cfg.Dim, fs), mat(p+"ffn_gate_inp_shexp.weight", 1, cfg.Dim))
+			}
+			x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, b.Op("moe", a, args...))
 			continue
 		}
 		g := b.Op("matmul", nil, h, mat(p+"ffn_gate.weight", cfg.FFN, cfg.Dim))

@@ -31,6 +31,7 @@ type Options struct {
 	NormEps                                   float32
 	Tied                                      bool
 	Experts, ExpertsUsed                      int     // a mixture of experts (Mixtral: arch llama); 0 = dense
+	ExpertFFN, SharedFFN                      int     // an expert's and the shared expert's widths (qwen2moe)
 	Std                                       float64 // the weights' standard deviation (0: 0.02)
 	Seed                                      uint64
 	Name                                      string
@@ -52,12 +53,14 @@ var Presets = map[string]Options{
 
 // Config resolves o's defaults: arch llama, dim 64, 2 layers, 4 heads, KV heads = heads, head
 // dim = dim/heads, FFN = 4*dim (rounded up to a multiple of 32), vocab = the tokenizer's size,
-// context 512, experts used min(2, experts) when experts are asked for, rope theta and eps the family's usual ones (llama 10000 and 1e-5, qwen 1e6 and
+// context 512, 4 experts for an architecture that is always a mixture of experts (qwen2moe),
+// experts used min(2, experts) when there are experts, rope theta and eps the family's usual ones (llama 10000 and 1e-5, qwen 1e6 and
 // 1e-6), and the fields the family implies (model.Family.Fix).
 func (o Options) Config() (model.Config, error) {
 	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
-		NormEps: o.NormEps, Tied: o.Tied, Experts: o.Experts, ExpertsUsed: o.ExpertsUsed}
+		NormEps: o.NormEps, Tied: o.Tied, Experts: o.Experts, ExpertsUsed: o.ExpertsUsed,
+		ExpertFFN: o.ExpertFFN, SharedFFN: o.SharedFFN}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v
@@ -75,6 +78,9 @@ func (o Options) Config() (model.Config, error) {
 	}
 	def(&c.FFN, (4*c.Dim+31)/32*32)
 	def(&c.CtxLen, 512)
+	if fam := c.Family(); fam != nil && fam.ExpertsOnly {
+		def(&c.Experts, 4)
+	}
 	if c.Experts > 0 {
 		def(&c.ExpertsUsed, min(2, c.Experts))
 	}

@@ -35,6 +35,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	tied := fs.Bool("tied", false, "tie the output projection to the token embedding")
 	experts := fs.Int("experts", 0, "mixture-of-experts expert count (llama: Mixtral); 0 = dense")
 	expertsUsed := fs.Int("experts-used", 0, "experts used per token (default min(2, experts))")
+	expertFFN := fs.Int("expert-ffn", 0, "an expert's feed-forward width (default: ffn; qwen2moe: ffn/experts-used)")
+	sharedFFN := fs.Int("shared-ffn", 0, "the shared expert's feed-forward width (qwen2moe; default ffn)")
 	seed := fs.Uint64("seed", 0, "random seed")
 	std := fs.Float64("std", 0, "standard deviation of the random weights (default 0.02)")
 	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (GGUF only for the last four)")
@@ -69,7 +71,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}{{"dim", &o.Dim, *dim}, {"layers", &o.Layers, *layers}, {"heads", &o.Heads, *heads},
 		{"kv-heads", &o.KVHeads, *kvHeads}, {"head-dim", &o.HeadDim, *headDim}, {"ffn", &o.FFN, *ffn},
 		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}, {"experts", &o.Experts, *experts},
-		{"experts-used", &o.ExpertsUsed, *expertsUsed}} {
+		{"experts-used", &o.ExpertsUsed, *expertsUsed}, {"expert-ffn", &o.ExpertFFN, *expertFFN},
+		{"shared-ffn", &o.SharedFFN, *sharedFFN}} {
 		if set[f.flag] {
 			*f.dst = f.v
 		}
@@ -114,7 +117,11 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	c := p.Config
 	moe := ""
 	if c.Experts > 0 {
-		moe = fmt.Sprintf(" (%d experts, %d per token)", c.Experts, c.ExpertsUsed)
+		moe = fmt.Sprintf(" (%d experts of %d, %d per token", c.Experts, c.ExpertWidth(), c.ExpertsUsed)
+		if c.SharedFFN > 0 {
+			moe += fmt.Sprintf(", a shared expert of %d", c.SharedFFN)
+		}
+		moe += ")"
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s dim %d, %d layers, %d/%d heads (head dim %d), ffn %d%s, vocab %d, %s, seed %d\n",
 		*out, c.Arch, c.Dim, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.FFN, moe, c.Vocab, *typ, o.Seed)
