@@ -1,7 +1,8 @@
 // Package model implements decoder-only transformers on CPU, one registered Family per
-// architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3 today): their configuration, their
-// weights under GGUF tensor names, loaders for GGUF, llama2.c and Hugging Face checkpoints,
-// and the forward pass with a KV cache through the graph each family's builder writes.
+// architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3
+// today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
+// llama2.c and Hugging Face checkpoints, and the forward pass with a KV cache through the graph
+// each family's builder writes.
 //
 // This file implements Config and the tensor shapes a configuration calls for.
 package model
