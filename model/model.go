@@ -28,6 +28,8 @@ type Model struct {
 	closer func() error
 	sg     *graph.Graph              // the serving graph (serving.go)
 	sws    map[string]*tensor.Tensor // the weights it binds
+	// expertPacks are the expert slices registered for Q8_0/Q4_0 packs (experts_pack.go)
+	expertPacks []*tensor.Tensor
 }
 
 // New validates ws against cfg (every required tensor present with the right shape, nothing
@@ -101,6 +103,10 @@ func (m *Model) Close() error {
 		kernels.DropPackF16(t)
 		kernels.DropPackQ8(t)
 	}
+	for _, t := range m.expertPacks {
+		kernels.DropPackQ8(t)
+	}
+	m.expertPacks = nil
 	if m.closer == nil {
 		return nil
 	}

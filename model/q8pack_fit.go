@@ -12,7 +12,7 @@ import "github.com/llmcloud/llmcloud/tensor"
 func q8PacksFit(ws map[string]*tensor.Tensor, avail int64) bool {
 	var n, q, q4 int64
 	for _, t := range ws {
-		if len(t.Shape) != 2 {
+		if len(t.Shape) < 2 { // matrices and stacked experts
 			continue
 		}
 		switch t.Type {

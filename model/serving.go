@@ -52,6 +52,7 @@ func (m *Model) prepareServing() error {
 		for _, t := range ws {
 			kernels.PrepackQ8(t) // Q8_0 / Q4_0 matrices: packed for the prefill tiles on first use (AVX2; VNNI: Q4_0)
 		}
+		m.expertPacks = prepackExperts(ws) // and each expert of a mixture of experts
 	}
 	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
 		return fmt.Errorf("model: %w", err)
