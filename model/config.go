@@ -35,6 +35,14 @@ type Config struct {
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
 	Experts     int          // mixture-of-experts expert count; 0 = dense (the only kind run yet)
 	ExpertsUsed int          // experts used per token
+
+	// Gemma 2 (family_gemma2.go): the window of the sliding-window (local) layers, the soft-caps
+	// of attention scores and of the final logits (0 = none), and the attention scale's
+	// 1/sqrt(AttnScalar) (query_pre_attn_scalar; 0 = HeadDim).
+	SlidingWindow int
+	AttnSoftcap   float64
+	FinalSoftcap  float64
+	AttnScalar    float64
 }
 
 // Limits on the sizes a configuration may give: far above any real Llama-family model, low
@@ -74,6 +82,9 @@ func (c *Config) Validate() error {
 		if f.v > f.max {
 			return fmt.Errorf("model: config %s = %d, above the limit %d", f.name, f.v, f.max)
 		}
+	}
+	if err := c.checkGemma(); err != nil {
+		return err
 	}
 	if c.CtxLen < 0 {
 		return fmt.Errorf("model: config CtxLen = %d, must not be negative", c.CtxLen)

@@ -24,16 +24,21 @@ import (
 
 // Options describe the model. Zero fields take defaults (see Plan).
 type Options struct {
-	Arch                                      string // a registered family's (model.FamilyOf): llama, mistral, qwen2, qwen3
+	Arch                                      string // a registered family's (model.FamilyOf): llama, mistral, qwen2, qwen3, gemma2
 	Dim, Layers, Heads, KVHeads, HeadDim, FFN int
 	Vocab, CtxLen                             int
 	RopeTheta                                 float64
 	NormEps                                   float32
 	Tied                                      bool
 	Seed                                      uint64
-	Name                                      string
-	Tokenizer                                 *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                              string
+	// Gemma 2 (zero: the family's defaults): the local layers' window, the soft-caps, the
+	// query_pre_attn_scalar.
+	SlidingWindow                         int
+	Std                                   float64 // weights' standard deviation; 0 = 0.02
+	AttnSoftcap, FinalSoftcap, AttnScalar float64
+	Name                                  string
+	Tokenizer                             *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate                          string
 }
 
 // Presets hold the exact shapes of well-known models.
@@ -55,7 +60,8 @@ var Presets = map[string]Options{
 func (o Options) Config() (model.Config, error) {
 	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
-		NormEps: o.NormEps, Tied: o.Tied}
+		NormEps: o.NormEps, Tied: o.Tied, SlidingWindow: o.SlidingWindow, AttnSoftcap: o.AttnSoftcap,
+		FinalSoftcap: o.FinalSoftcap, AttnScalar: o.AttnScalar}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v
@@ -118,7 +124,7 @@ func (o Options) Plan() (*convert.Plan, error) {
 	for _, n := range convert.OrderNames(shapes) {
 		shape := shapes[n]
 		p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
-			Load: func() (*tensor.Tensor, error) { return Generate(n, shape, o.Seed), nil }})
+			Load: func() (*tensor.Tensor, error) { return GenerateStd(n, shape, o.Seed, o.Std), nil }})
 	}
 	return p, nil
 }
@@ -126,6 +132,15 @@ func (o Options) Plan() (*convert.Plan, error) {
 // Generate makes tensor name: all ones for a norm, else N(0, 0.02) from the stream of
 // (seed, name).
 func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
+	return GenerateStd(name, shape, seed, 0.02)
+}
+
+// GenerateStd is Generate with N(0, std) weights (std 0: 0.02); a larger std makes a random
+// model whose logits are far from uniform, so its perplexity depends on every part of it.
+func GenerateStd(name string, shape []int, seed uint64, std float64) *tensor.Tensor {
+	if std == 0 {
+		std = 0.02
+	}
 	n := 1
 	for _, d := range shape {
 		n *= d
@@ -140,7 +155,7 @@ func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
 		h.Write([]byte(name))
 		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
 		for i := 0; i < n; i++ {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*std)))
 		}
 	}
 	return &tensor.Tensor{Name: name, Type: tensor.F32, Shape: append([]int(nil), shape...), Data: data}
