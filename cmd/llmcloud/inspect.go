@@ -255,6 +255,10 @@ func printInspect(w io.Writer, r *inspectReport) {
 		if s := c.RopeScaling; s != nil {
 			fmt.Fprintf(w, ", llama3 rope scaling %+v", *s)
 		}
+		if c.SlidingWindow > 0 || c.AttnSoftcap > 0 || c.FinalSoftcap > 0 || c.AttnScalar > 0 {
+			fmt.Fprintf(w, ", sliding window %d, attn soft-cap %g, final soft-cap %g, query_pre_attn_scalar %g",
+				c.SlidingWindow, c.AttnSoftcap, c.FinalSoftcap, c.AttnScalar)
+		}
 		fmt.Fprintln(w)
 	}
 	if r.LoadError != "" {
