@@ -144,10 +144,12 @@ func init() {
 		Infer: ropeType})
 	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 3,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},
-			{"head_dim", AttrInt, true}, {"window", AttrInt, false}, {"softcap", AttrFloat, false}},
+			{"head_dim", AttrInt, true}, {"window", AttrInt, false}, {"softcap", AttrFloat, false},
+			{"scale", AttrFloat, false}},
 		Doc: "causal attention of q f32[n,heads*hd] over k, v f32[n,kv_heads*hd] and the earlier positions of each row's sequence " +
 			"(serving: k, v are written into the layer's paged KV cache first; training: the batch is whole sequences); " +
-			"window > 0 limits each row to that many latest positions",
+			"window > 0 limits each row to that many latest positions (itself included); softcap > 0 caps each score s as softcap·tanh(s/softcap); " +
+			"scale > 0 multiplies q·k instead of 1/sqrt(head_dim)",
 		Infer: attentionType})
 	register(&OpDef{Name: "gather_rows", MinArgs: 2, MaxArgs: 2,
 		Doc: "rows idx i32[s] of x f32[n,D] -> f32[s,D]",
@@ -242,6 +244,10 @@ func attentionType(a []Type, at Attrs) ([]Type, error) {
 		return nil, err
 	}
 	if err := want(at.Int("layer", -1) >= 0, "layer must be >= 0"); err != nil {
+		return nil, err
+	}
+	if err := want(at.Int("window", 0) >= 0 && at.Float("softcap", 0) >= 0 && at.Float("scale", 0) >= 0,
+		"window %d, softcap %v, scale %v: must not be negative", at.Int("window", 0), at.Float("softcap", 0), at.Float("scale", 0)); err != nil {
 		return nil, err
 	}
 	q, k, v := a[0], a[1], a[2]

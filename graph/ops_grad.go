@@ -74,7 +74,8 @@ func init() {
 		Infer: ropeType})
 	register(&OpDef{Name: "attention_grad", MinArgs: 4, MaxArgs: 4,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},
-			{"head_dim", AttrInt, true}, {"window", AttrInt, false}, {"softcap", AttrFloat, false}},
+			{"head_dim", AttrInt, true}, {"window", AttrInt, false}, {"softcap", AttrFloat, false},
+			{"scale", AttrFloat, false}},
 		Doc: "gradient of training attention (args dy, q, k, v; attention's attributes and sequence layout) -> (dq, dk, dv); " +
 			"the probabilities are recomputed from q and k",
 		Infer: func(a []Type, at Attrs) ([]Type, error) {

@@ -39,6 +39,14 @@ type Config struct {
 	ExpertsNorm bool         // the chosen experts' weights renormalised to sum 1 (Mixtral; not Qwen2-MoE)
 	ExpertFFN   int          // an expert's hidden width (0: FFN)
 	SharedFFN   int          // the shared expert's hidden width (0: no shared expert; Qwen2-MoE)
+
+	// Gemma 2 (family_gemma2.go): the window of the sliding-window (local) layers, the soft-caps
+	// of attention scores and of the final logits (0 = none), and the attention scale's
+	// 1/sqrt(AttnScalar) (query_pre_attn_scalar; 0 = HeadDim).
+	SlidingWindow int
+	AttnSoftcap   float64
+	FinalSoftcap  float64
+	AttnScalar    float64
 }
 
 // ExpertWidth is an expert's hidden width: ExpertFFN, or FFN when that is 0.
@@ -100,6 +108,9 @@ func (c *Config) Validate() error {
 		if f.v > f.max {
 			return fmt.Errorf("model: config %s = %d, above the limit %d", f.name, f.v, f.max)
 		}
+	}
+	if err := c.checkGemma(); err != nil {
+		return err
 	}
 	if c.CtxLen < 0 {
 		return fmt.Errorf("model: config CtxLen = %d, must not be negative", c.CtxLen)

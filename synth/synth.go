@@ -24,7 +24,7 @@ import (
 
 // Options describe the model. Zero fields take defaults (see Plan).
 type Options struct {
-	Arch                                      string // a registered family's (model.FamilyOf): llama, mistral, qwen2, qwen3
+	Arch                                      string // a registered family's (model.FamilyOf): llama, mistral, qwen2, qwen3, gemma2
 	Dim, Layers, Heads, KVHeads, HeadDim, FFN int
 	Vocab, CtxLen                             int
 	RopeTheta                                 float64
@@ -34,9 +34,13 @@ type Options struct {
 	ExpertFFN, SharedFFN                      int     // an expert's and the shared expert's widths (qwen2moe)
 	Std                                       float64 // the weights' standard deviation (0: 0.02)
 	Seed                                      uint64
-	Name                                      string
-	Tokenizer                                 *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                              string
+	// Gemma 2 (zero: the family's defaults): the local layers' window, the soft-caps, the
+	// query_pre_attn_scalar.
+	SlidingWindow                         int
+	AttnSoftcap, FinalSoftcap, AttnScalar float64
+	Name                                  string
+	Tokenizer                             *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate                          string
 }
 
 // Presets hold the exact shapes of well-known models.
@@ -60,7 +64,8 @@ func (o Options) Config() (model.Config, error) {
 	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
 		NormEps: o.NormEps, Tied: o.Tied, Experts: o.Experts, ExpertsUsed: o.ExpertsUsed,
-		ExpertFFN: o.ExpertFFN, SharedFFN: o.SharedFFN}
+		ExpertFFN: o.ExpertFFN, SharedFFN: o.SharedFFN, SlidingWindow: o.SlidingWindow,
+		AttnSoftcap: o.AttnSoftcap, FinalSoftcap: o.FinalSoftcap, AttnScalar: o.AttnScalar}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v

@@ -258,6 +258,10 @@ func printInspect(w io.Writer, r *inspectReport) {
 		if c.Experts > 0 {
 			fmt.Fprintf(w, ", %d experts (%d per token)", c.Experts, c.ExpertsUsed)
 		}
+		if c.SlidingWindow > 0 || c.AttnSoftcap > 0 || c.FinalSoftcap > 0 || c.AttnScalar > 0 {
+			fmt.Fprintf(w, ", sliding window %d, attn soft-cap %g, final soft-cap %g, query_pre_attn_scalar %g",
+				c.SlidingWindow, c.AttnSoftcap, c.FinalSoftcap, c.AttnScalar)
+		}
 		fmt.Fprintln(w)
 	}
 	if r.LoadError != "" {

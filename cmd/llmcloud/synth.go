@@ -43,6 +43,10 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
 	out := fs.String("o", "", "output: *.gguf, else a Hugging Face directory")
+	window := fs.Int("window", 0, "gemma2: sliding window of the local layers (default 4096)")
+	attnCap := fs.Float64("attn-softcap", 0, "gemma2: attention logit soft-cap (default 50)")
+	finalCap := fs.Float64("final-softcap", 0, "gemma2: final logit soft-cap (default 30)")
+	qScalar := fs.Float64("query-scalar", 0, "gemma2: query_pre_attn_scalar, scores scaled by its 1/sqrt (default: head dim)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -89,10 +93,20 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if set["name"] {
 		o.Name = *name
 	}
-	o.Seed = *seed
-	if set["std"] {
-		o.Std = *std
+	o.Std = *std
+	if set["window"] {
+		o.SlidingWindow = *window
 	}
+	if set["attn-softcap"] {
+		o.AttnSoftcap = *attnCap
+	}
+	if set["final-softcap"] {
+		o.FinalSoftcap = *finalCap
+	}
+	if set["query-scalar"] {
+		o.AttnScalar = *qScalar
+	}
+	o.Seed = *seed
 	if *tok != "" {
 		v, tmpl, err := synth.LoadTokenizer(*tok)
 		if err != nil {

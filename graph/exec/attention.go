@@ -1,7 +1,8 @@
 // This file runs attention and what feeds it: rope (each row rotated at its position by a
 // cos/sin table filled once per run), qkv_rope (biases, per-head q/k norms and RoPE in one
 // pass over the rows) and attention itself (the rows' k, v written into the layer's paged KV
-// slots, then kernels.PagedAttention over each row's sequence).
+// slots, then kernels.PagedAttention over each row's sequence, with the op's window, soft-cap
+// and scale when it has them).
 package exec
 
 import (
@@ -206,17 +207,17 @@ type attentionOp struct {
 	q, k, v, out          int
 	written               bool // the qkv_rope before it wrote k, v into the cache
 	layer, heads, kvh, hd int
+	opts                  kernels.AttnOpts // window, soft-cap, scale (zero: plain causal attention)
 	attn                  kernels.PagedAttention
 }
 
 func (p *Program) compileAttention(n *graph.Node) (instr, error) {
 	a := n.Attrs
-	if a.Int("window", 0) != 0 || a.Float("softcap", 0) != 0 {
-		return nil, fmt.Errorf("sliding-window and soft-capped attention are not supported by the serving executor")
-	}
 	o := &attentionOp{q: p.ids[n.Args[0]], k: p.ids[n.Args[1]], v: p.ids[n.Args[2]], out: p.ids[n.Outs[0]],
 		layer: int(a.Int("layer", 0)), heads: int(a.Int("heads", 0)), kvh: int(a.Int("kv_heads", 0)),
-		hd: int(a.Int("head_dim", 0))}
+		hd: int(a.Int("head_dim", 0)),
+		opts: kernels.AttnOpts{Window: int(a.Int("window", 0)), Softcap: float32(a.Float("softcap", 0)),
+			Scale: float32(a.Float("scale", 0))}}
 	// k and v straight from a qkv_rope of the same head layout: that op writes them into the
 	// cache in its pass over the rows.
 	k, v := n.Args[1], n.Args[2]
@@ -261,5 +262,5 @@ func (o *attentionOp) run(p *Program) error {
 			copy(vc[r*kvd:(r+1)*kvd], v[i*kvd:(i+1)*kvd])
 		}
 	}
-	return o.attn.Run(p.pool, p.f32(o.out), p.f32(o.q), st.KV.K[o.layer], st.KV.V[o.layer], st.Rows, o.heads, o.kvh, o.hd, bs)
+	return o.attn.RunOpts(p.pool, p.f32(o.out), p.f32(o.q), st.KV.K[o.layer], st.KV.V[o.layer], st.Rows, o.heads, o.kvh, o.hd, bs, o.opts)
 }

@@ -59,6 +59,10 @@ func (p *Program) compileNode(n *graph.Node) (instr, error) {
 			}
 		}
 		return o, nil
+	case "gelu":
+		return &geluOp{x: id(0), u: -1, out: out}, nil
+	case "geglu":
+		return &geluOp{x: id(0), u: id(1), out: out}, nil
 	case "swiglu":
 		o := &swigluOp{g: id(0), u: id(1), out: out, ffn: p.vals[out].last}
 		o.fn = o.rows

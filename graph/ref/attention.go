@@ -1,6 +1,6 @@
 // This file holds reference training attention and its gradient: causal attention within each
 // sequence of the batch (see the package comment for the layout), grouped-query heads (query
-// head h reads key/value head h / (heads/kv_heads)), scores scaled by 1/sqrt(head_dim), then
+// head h reads key/value head h / (heads/kv_heads)), scores scaled by 1/sqrt(head_dim) (or the attribute scale), then
 // optionally soft-capped (cap * tanh(score / cap)), and optionally limited to the latest
 // `window` positions of the sequence (the row itself included).
 package ref
@@ -23,6 +23,9 @@ func attention(c *ctx, q, k, v, dy *Tensor, a graph.Attrs) (y, dq, dk, dv *Tenso
 	}
 	qd, kvd, grp := H*hd, KVH*hd, H/KVH
 	scale := 1 / math.Sqrt(float64(hd))
+	if sc := a.Float("scale", 0); sc > 0 {
+		scale = sc
+	}
 	y = zerosF(q.Shape)
 	if dy != nil {
 		dq, dk, dv = zerosF(q.Shape), zerosF(k.Shape), zerosF(v.Shape)

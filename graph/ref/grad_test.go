@@ -66,11 +66,19 @@ func opCases(r *rand.Rand) []opCase {
 				return []*graph.Value{b.Op("rope", a, args...)}
 			}}
 	}
-	attn := func(window int64, softcap float64) opCase {
+	attn := func(window int64, softcap float64, scale ...float64) opCase {
 		n, kvh, grp, hd := in(1, 9), in(1, 2), in(1, 3), in(1, 4)
 		h := kvh * grp
-		return opCase{name: fmt.Sprintf("attention window=%d softcap=%g", window, softcap),
-			ints: map[string][]int32{"pos": seqs(n)},
+		pos := seqs(n)
+		if len(scale) > 0 { // one sequence of at least 3 rows: the window cuts it
+			n = max(n, 3)
+			pos = make([]int32, n)
+			for i := range pos {
+				pos[i] = int32(i)
+			}
+		}
+		return opCase{name: fmt.Sprintf("attention window=%d softcap=%g scale=%v", window, softcap, scale),
+			ints: map[string][]int32{"pos": pos},
 			build: func(b *graph.Builder) []*graph.Value {
 				a := graph.Attrs{"layer": graph.Int(0), "heads": graph.Int(int64(h)), "kv_heads": graph.Int(int64(kvh)), "head_dim": graph.Int(int64(hd))}
 				if window > 0 {
@@ -78,6 +86,9 @@ func opCases(r *rand.Rand) []opCase {
 				}
 				if softcap > 0 {
 					a["softcap"] = graph.Float(softcap)
+				}
+				if len(scale) > 0 {
+					a["scale"] = graph.Float(scale[0])
 				}
 				b.Input("pos", i32(n))
 				return []*graph.Value{b.Op("attention", a, b.Weight("q", f32(n, h*hd)), b.Weight("k", f32(n, kvh*hd)), b.Weight("v", f32(n, kvh*hd)))}
@@ -131,7 +142,11 @@ func opCases(r *rand.Rand) []opCase {
 			return []*graph.Value{b.Op("swiglu", nil, b.Weight("g", f32(R, K)), b.Weight("u", f32(R, K)))}
 		}},
 		ropeCase(0, false), ropeCase(1, false), ropeCase(0, true), ropeCase(1, true),
-		attn(0, 0), attn(2, 0), attn(0, 2), attn(3, 1.5),
+		attn(0, 0), attn(2, 0), attn(0, 2), attn(3, 1.5), attn(2, 1.5, 0.3),
+		un("gelu", nil),
+		{name: "geglu", build: func(b *graph.Builder) []*graph.Value {
+			return []*graph.Value{b.Op("geglu", nil, b.Weight("g", f32(R, K)), b.Weight("u", f32(R, K)))}
+		}},
 		{name: "cross_entropy", ints: map[string][]int32{"t": targets}, build: func(b *graph.Builder) []*graph.Value {
 			return []*graph.Value{b.Op("cross_entropy", nil, b.Weight("z", f32(S, V)), b.Input("t", i32(S)))}
 		}},

@@ -1,0 +1,117 @@
+// This file implements paged attention with the options of Gemma 2's attention: a sliding
+// window (a row at position p attends to the Window latest positions, p itself included), a
+// soft-cap of the scores (Softcap·tanh(s/Softcap) before the softmax) and a scale other than
+// 1/sqrt(headDim). It is a plain row-by-row kernel (scores by Dot, a two-pass softmax, values
+// by Axpy), separate from the flash kernel of paged_attention.go, which stays the path of
+// attention without options. A row reads only the blocks holding positions inside its
+// window: the table entries of earlier blocks are never read and may be -1 (freed).
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// AttnOpts are the options of PagedAttention.RunOpts; the zero value is plain causal
+// attention.
+type AttnOpts struct {
+	Window  int     // > 0: a row at position p attends to positions max(0, p-Window+1)..p
+	Softcap float32 // > 0: each score s becomes Softcap·tanh(s/Softcap)
+	Scale   float32 // > 0: scores are q·k times Scale instead of 1/sqrt(headDim)
+}
+
+// First is the first position a row at position pos attends to.
+func (o AttnOpts) First(pos int) int {
+	if o.Window > 0 {
+		return max(0, pos-o.Window+1)
+	}
+	return 0
+}
+
+// RunOpts is Run with options. With the zero options it is Run itself.
+func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []PagedRow, heads, kvHeads, headDim, blockSize int, o AttnOpts) error {
+	if o == (AttnOpts{}) {
+		return r.Run(p, out, q, kc, vc, rows, heads, kvHeads, headDim, blockSize)
+	}
+	if heads%kvHeads != 0 || blockSize <= 0 || o.Window < 0 || o.Softcap < 0 || o.Scale < 0 {
+		return fmt.Errorf("paged attention: %d heads over %d KV heads, block size %d, options %+v", heads, kvHeads, blockSize, o)
+	}
+	kvd := kvHeads * headDim
+	work := 0
+	for i, row := range rows {
+		nb := (row.Pos + blockSize) / blockSize
+		if row.Pos < 0 || len(row.Table) < nb {
+			return fmt.Errorf("paged attention: row %d at position %d has a table of %d blocks", i, row.Pos, len(row.Table))
+		}
+		lo := o.First(row.Pos)
+		for _, b := range row.Table[lo/blockSize : nb] {
+			if b < 0 || (int(b)+1)*blockSize*kvd > len(kc) || (int(b)+1)*blockSize*kvd > len(vc) {
+				return fmt.Errorf("paged attention: row %d: block %d outside the pool", i, b)
+			}
+		}
+		work += row.Pos - lo + 1
+	}
+	scale := o.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(headDim)))
+	}
+	qd, group := heads*headDim, heads/kvHeads
+	fn := func(lo, hi int) {
+		sp := windowScratch.Get().(*[]float32)
+		defer windowScratch.Put(sp)
+		for it := lo; it < hi; it++ {
+			i, kv := it/kvHeads, it%kvHeads
+			row := rows[i]
+			first := o.First(row.Pos)
+			n := row.Pos - first + 1
+			if cap(*sp) < n {
+				*sp = make([]float32, n)
+			}
+			s := (*sp)[:n]
+			for h := kv * group; h < (kv+1)*group; h++ {
+				qh := q[i*qd+h*headDim : i*qd+(h+1)*headDim]
+				oh := out[i*qd+h*headDim : i*qd+(h+1)*headDim]
+				windowHead(oh, qh, kc, vc, row.Table, first, s, kv*headDim, kvd, blockSize, scale, o.Softcap)
+			}
+		}
+	}
+	items := len(rows) * kvHeads
+	if p.Workers() == 1 || work*heads*headDim < 1<<15 {
+		fn(0, items)
+	} else {
+		p.For(items, 1, fn)
+	}
+	return nil
+}
+
+var windowScratch = sync.Pool{New: func() any { s := make([]float32, 0, 256); return &s }}
+
+// windowHead is one query head qh over positions first..first+len(s)-1: scores into s, their
+// softmax, and the weighted sum of values into oh. The head's keys and values start at
+// element off of each pool row of stride elements.
+func windowHead(oh, qh, kc, vc []float32, table []int32, first int, s []float32, off, stride, bs int, scale, softcap float32) {
+	hd := len(qh)
+	at := func(p int) int { return (int(table[p/bs])*bs+p%bs)*stride + off }
+	mx := float32(math.Inf(-1))
+	for j := range s {
+		r := at(first + j)
+		v := Dot(qh, kc[r:r+hd]) * scale
+		if softcap > 0 {
+			v = softcap * float32(math.Tanh(float64(v/softcap)))
+		}
+		s[j] = v
+		mx = max(mx, v)
+	}
+	var sum float32
+	for j, v := range s {
+		e := float32(math.Exp(float64(v - mx)))
+		s[j] = e
+		sum += e
+	}
+	clear(oh)
+	for j, w := range s {
+		r := at(first + j)
+		Axpy(oh, w/sum, vc[r:r+hd])
+	}
+}

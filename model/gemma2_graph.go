@@ -1,0 +1,88 @@
+// This file is Gemma 2's graph builder (family_gemma2.go):
+//
+//	x = embedding(tokens) · sqrt(dim)
+//	per block l:
+//	  h = rms_norm(x)·attn_norm
+//	  a = attention(rope(h·Wqᵀ), rope(h·Wkᵀ), h·Wvᵀ; scale 1/sqrt(query_pre_attn_scalar),
+//	      scores soft-capped, window on the even layers)·Woᵀ
+//	  x = x + rms_norm(a)·post_attention_norm
+//	  h = rms_norm(x)·ffn_norm
+//	  x = x + rms_norm(geglu(h·Wgateᵀ, h·Wupᵀ)·Wdownᵀ)·post_ffw_norm
+//	logits = softcap((rms_norm(x)·output_norm)·token_embdᵀ)
+//
+// The norm weights are GGUF's, 1 + Hugging Face's (see family_gemma2.go).
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// buildGemma2 writes Gemma 2's network (BuildGraph has checked cfg and set dtype). withFreqs
+// (Llama 3 RoPE divisors) does not apply: Gemma 2 has no RoPE scaling.
+func buildGemma2(cfg *Config, dtype func(name string) tensor.DType, withFreqs bool) (*graph.Graph, error) {
+	if withFreqs {
+		return nil, fmt.Errorf("model: gemma2 has no RoPE frequency scaling (rope_freqs.weight)")
+	}
+	if cfg.AttnScalar <= 0 {
+		return nil, fmt.Errorf("model: gemma2 query_pre_attn_scalar = %v, must be positive", cfg.AttnScalar)
+	}
+	n, s := graph.Sym("n"), graph.Sym("s")
+	b := graph.NewBuilder(cfg.Arch)
+	mat := func(name string, rows, cols int) *graph.Value {
+		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
+	}
+	vec := func(name string, size int) *graph.Value {
+		return b.Weight(name, graph.T(tensor.F32, graph.D(size)))
+	}
+	tokens := b.Input(InputTokens, graph.T(tensor.I32, n))
+	pos := b.Input(InputPositions, graph.T(tensor.I32, n))
+	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
+	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
+	eps := graph.Attrs{"eps": graph.Float(float64(cfg.NormEps))}
+	rope := func(x *graph.Value, heads int) *graph.Value {
+		return b.Op("rope", graph.Attrs{"heads": graph.Int(int64(heads)), "head_dim": graph.Int(int64(cfg.HeadDim)),
+			"theta": graph.Float(cfg.RopeTheta), "neox": graph.Int(1)}, x, pos)
+	}
+	norm := func(x *graph.Value, name string) *graph.Value { return b.Op("rms_norm", eps, x, vec(name, cfg.Dim)) }
+
+	x := b.Op("embedding", nil, embd, tokens)
+	x = b.NamedOp("x.in", "scale", graph.Attrs{"by": graph.Float(float64(float32(math.Sqrt(float64(cfg.Dim)))))}, x)
+	for l := 0; l < cfg.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		h := norm(x, p+"attn_norm.weight")
+		q := b.Op("matmul", nil, h, mat(p+"attn_q.weight", cfg.QDim(), cfg.Dim))
+		k := b.Op("matmul", nil, h, mat(p+"attn_k.weight", cfg.KVDim(), cfg.Dim))
+		v := b.Op("matmul", nil, h, mat(p+"attn_v.weight", cfg.KVDim(), cfg.Dim))
+		q, k = rope(q, cfg.Heads), rope(k, cfg.KVHeads)
+		a := graph.Attrs{"layer": graph.Int(int64(l)), "heads": graph.Int(int64(cfg.Heads)),
+			"kv_heads": graph.Int(int64(cfg.KVHeads)), "head_dim": graph.Int(int64(cfg.HeadDim)),
+			"scale": graph.Float(1 / math.Sqrt(cfg.AttnScalar))}
+		if cfg.AttnSoftcap > 0 {
+			a["softcap"] = graph.Float(cfg.AttnSoftcap)
+		}
+		if cfg.IsLocalLayer(l) {
+			a["window"] = graph.Int(int64(cfg.SlidingWindow))
+		}
+		att := b.Op("attention", a, q, k, v)
+		o := b.Op("matmul", nil, att, mat(p+"attn_output.weight", cfg.Dim, cfg.QDim()))
+		x = b.NamedOp(fmt.Sprintf("x.%d.attn", l), "add", nil, x, norm(o, p+"post_attention_norm.weight"))
+		h = norm(x, p+"ffn_norm.weight")
+		g := b.Op("matmul", nil, h, mat(p+"ffn_gate.weight", cfg.FFN, cfg.Dim))
+		u := b.Op("matmul", nil, h, mat(p+"ffn_up.weight", cfg.FFN, cfg.Dim))
+		d := b.Op("matmul", nil, b.Op("geglu", nil, g, u), mat(p+"ffn_down.weight", cfg.Dim, cfg.FFN))
+		x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, norm(d, p+"post_ffw_norm.weight"))
+	}
+	last := b.Op("gather_rows", nil, x, rows)
+	h := b.NamedOp(HiddenName, "rms_norm", eps, last, vec("output_norm.weight", cfg.Dim))
+	if cfg.FinalSoftcap <= 0 {
+		b.Output(b.NamedOp(OutputLogits, "matmul", nil, h, embd))
+		return b.Finish()
+	}
+	z := b.Op("matmul", nil, h, embd)
+	b.Output(b.NamedOp(OutputLogits, "softcap", graph.Attrs{"cap": graph.Float(cfg.FinalSoftcap)}, z))
+	return b.Finish()
+}
