@@ -33,6 +33,8 @@ type Config struct {
 	Tied        bool         // output projection shares token_embd.weight
 	QKVBias     bool         // attn_q/k/v have biases (qwen2)
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
+	LongRope    *LongRope    // Phi-3's LongRoPE scaling (family_phi3.go), nil if none
+	Window      int          // sliding-window attention span in positions, the row's own included (phi3); 0 = none
 	Experts     int          // mixture-of-experts expert count; 0 = dense (the only kind run yet)
 	ExpertsUsed int          // experts used per token
 }
@@ -74,6 +76,9 @@ func (c *Config) Validate() error {
 		if f.v > f.max {
 			return fmt.Errorf("model: config %s = %d, above the limit %d", f.name, f.v, f.max)
 		}
+	}
+	if c.Window < 0 {
+		return fmt.Errorf("model: config Window = %d, must not be negative", c.Window)
 	}
 	if c.CtxLen < 0 {
 		return fmt.Errorf("model: config CtxLen = %d, must not be negative", c.CtxLen)

@@ -30,7 +30,13 @@ type Options struct {
 	RopeTheta                                 float64
 	NormEps                                   float32
 	Tied                                      bool
-	Seed                                      uint64
+	// RopeOrigCtx > 0 gives the model LongRoPE scaling (phi3) trained at this original
+	// context: made-up divisors (short ones near 1, long ones rising to CtxLen/RopeOrigCtx)
+	// and llama.cpp's converter's attention factor for CtxLen.
+	RopeOrigCtx int
+	Window      int     // sliding-window span (phi3); 0 = none
+	Std         float64 // standard deviation of the weights; 0 = 0.02 (larger ones make attention and logits peaked, so position matters)
+	Seed        uint64
 	Name                                      string
 	Tokenizer                                 *tokenizer.Vocab // nil: ByteVocab()
 	ChatTemplate                              string
@@ -55,7 +61,7 @@ var Presets = map[string]Options{
 func (o Options) Config() (model.Config, error) {
 	c := model.Config{Arch: o.Arch, Dim: o.Dim, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
-		NormEps: o.NormEps, Tied: o.Tied}
+		NormEps: o.NormEps, Tied: o.Tied, Window: o.Window}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v
@@ -86,9 +92,18 @@ func (o Options) Config() (model.Config, error) {
 		if fam.Fix != nil {
 			fam.Fix(&c)
 		}
+		if o.RopeOrigCtx > 0 {
+			if fam.ConfigTensors == nil {
+				return c, fmt.Errorf("synth: RopeOrigCtx: architecture %s has no LongRoPE scaling", c.Arch)
+			}
+			c.LongRope = longRope(c.HeadDim, c.CtxLen, o.RopeOrigCtx)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("synth: %w", err)
+	}
+	if !(o.Std >= 0) || math.IsInf(o.Std, 0) {
+		return c, fmt.Errorf("synth: Std = %v, must be a non-negative number", o.Std)
 	}
 	if n := len(o.vocab().Tokens); n > c.Vocab {
 		return c, fmt.Errorf("synth: the tokenizer has %d tokens, more than the vocabulary size %d", n, c.Vocab)
@@ -115,17 +130,50 @@ func (o Options) Plan() (*convert.Plan, error) {
 	}
 	p := &convert.Plan{Name: name, Config: c, Vocab: o.vocab(), ChatTemplate: o.ChatTemplate}
 	shapes := c.Shapes()
+	fixed := map[string]*tensor.Tensor{} // tensors the config determines (LongRoPE factors)
+	if f := c.Family(); f.ConfigTensors != nil {
+		for _, t := range f.ConfigTensors(&c) {
+			fixed[t.Name] = t
+		}
+	}
 	for _, n := range convert.OrderNames(shapes) {
 		shape := shapes[n]
+		if t := fixed[n]; t != nil {
+			p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
+				Load: func() (*tensor.Tensor, error) { return t, nil }})
+			continue
+		}
 		p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
-			Load: func() (*tensor.Tensor, error) { return Generate(n, shape, o.Seed), nil }})
+			Load: func() (*tensor.Tensor, error) { return GenerateStd(n, shape, o.Seed, o.Std), nil }})
 	}
 	return p, nil
+}
+
+// longRope makes LongRoPE divisors for a head dim: short ones 1 to 1.1, long ones rising
+// geometrically from 1 to the context ratio (real Phi-3 factors have these shapes).
+func longRope(headDim, ctxLen, origCtx int) *model.LongRope {
+	half := headDim / 2
+	r := &model.LongRope{OrigCtx: origCtx, AttnFactor: model.LongRopeAttnFactor(ctxLen, origCtx)}
+	ratio := math.Max(float64(ctxLen)/float64(origCtx), 1)
+	for i := 0; i < half; i++ {
+		f := float64(i) / math.Max(float64(half-1), 1)
+		r.Short = append(r.Short, float32(1+0.1*f))
+		r.Long = append(r.Long, float32(math.Pow(ratio, f)))
+	}
+	return r
 }
 
 // Generate makes tensor name: all ones for a norm, else N(0, 0.02) from the stream of
 // (seed, name).
 func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
+	return GenerateStd(name, shape, seed, 0)
+}
+
+// GenerateStd is Generate with N(0, std²) weights (std 0: 0.02).
+func GenerateStd(name string, shape []int, seed uint64, std float64) *tensor.Tensor {
+	if std == 0 {
+		std = 0.02
+	}
 	n := 1
 	for _, d := range shape {
 		n *= d
@@ -140,7 +188,7 @@ func Generate(name string, shape []int, seed uint64) *tensor.Tensor {
 		h.Write([]byte(name))
 		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
 		for i := 0; i < n; i++ {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64()*std)))
 		}
 	}
 	return &tensor.Tensor{Name: name, Type: tensor.F32, Shape: append([]int(nil), shape...), Data: data}

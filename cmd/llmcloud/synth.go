@@ -33,7 +33,10 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	ctx := fs.Int("ctx", 0, "context length (default 512)")
 	theta := fs.Float64("rope-theta", 0, "RoPE base (default: the architecture's usual one, llama 10000, qwen 1e6)")
 	tied := fs.Bool("tied", false, "tie the output projection to the token embedding")
+	origCtx := fs.Int("rope-orig-ctx", 0, "LongRoPE scaling (phi3) trained at this original context: made-up long/short factors (default: none)")
+	window := fs.Int("window", 0, "sliding-window attention span (phi3; default: none)")
 	seed := fs.Uint64("seed", 0, "random seed")
+	std := fs.Float64("std", 0, "standard deviation of the weights (default 0.02; larger: peaked attention and logits)")
 	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (GGUF only for the last four)")
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
@@ -65,7 +68,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		v    int
 	}{{"dim", &o.Dim, *dim}, {"layers", &o.Layers, *layers}, {"heads", &o.Heads, *heads},
 		{"kv-heads", &o.KVHeads, *kvHeads}, {"head-dim", &o.HeadDim, *headDim}, {"ffn", &o.FFN, *ffn},
-		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}} {
+		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}, {"rope-orig-ctx", &o.RopeOrigCtx, *origCtx},
+		{"window", &o.Window, *window}} {
 		if set[f.flag] {
 			*f.dst = f.v
 		}
@@ -83,6 +87,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		o.Name = *name
 	}
 	o.Seed = *seed
+	if set["std"] {
+		o.Std = *std
+	}
 	if *tok != "" {
 		v, tmpl, err := synth.LoadTokenizer(*tok)
 		if err != nil {
