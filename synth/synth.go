@@ -33,13 +33,13 @@ type Options struct {
 	// RopeOrigCtx > 0 gives the model LongRoPE scaling (phi3) trained at this original
 	// context: made-up divisors (short ones near 1, long ones rising to CtxLen/RopeOrigCtx)
 	// and llama.cpp's converter's attention factor for CtxLen.
-	RopeOrigCtx int
-	Window      int     // sliding-window span (phi3); 0 = none
-	Std         float64 // standard deviation of the weights; 0 = 0.02 (larger ones make attention and logits peaked, so position matters)
-	Seed        uint64
-	Name                                      string
-	Tokenizer                                 *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                              string
+	RopeOrigCtx  int
+	Window       int     // sliding-window span (phi3); 0 = none
+	Std          float64 // standard deviation of the weights; 0 = 0.02 (larger ones make attention and logits peaked, so position matters)
+	Seed         uint64
+	Name         string
+	Tokenizer    *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate string
 }
 
 // Presets hold the exact shapes of well-known models.
