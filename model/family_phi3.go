@@ -222,7 +222,7 @@ func phi3FromHF(hc *hfdir.Config, c *Config) error {
 	if v, ok := hc.Raw["sliding_window"]; ok && v != nil {
 		w, err := jsonInt(v)
 		if err != nil || w < 0 {
-			return fmt.Errorf("config.json sliding_window %v: want a non-negative integer", v)
+			return fmt.Errorf("sliding_window %v: want a non-negative integer", v)
 		}
 		c.Window = w
 	}
@@ -237,7 +237,7 @@ func phi3FromHF(hc *hfdir.Config, c *Config) error {
 	if v, ok := hc.Raw["original_max_position_embeddings"]; ok {
 		o, err := jsonInt(v)
 		if err != nil || o <= 0 {
-			return fmt.Errorf("config.json original_max_position_embeddings %v: want a positive integer", v)
+			return fmt.Errorf("original_max_position_embeddings %v: want a positive integer", v)
 		}
 		r.OrigCtx = o
 	}
@@ -287,8 +287,9 @@ func phi3ToHF(c *Config, hc *hfdir.Config) {
 		}
 		return out
 	}
+	// "type", not "rope_type": transformers' Phi3Config wants exactly type, long_factor, short_factor.
 	hc.RopeScaling = &hfdir.RopeScaling{Type: "longrope",
-		Raw: map[string]any{"long_factor": f64(r.Long), "short_factor": f64(r.Short)}}
+		Raw: map[string]any{"type": "longrope", "long_factor": f64(r.Long), "short_factor": f64(r.Short)}}
 }
 
 // phi3ConfigTensors gives the LongRoPE divisors as the GGUF tensors llama.cpp reads.

@@ -255,6 +255,16 @@ func printInspect(w io.Writer, r *inspectReport) {
 		if s := c.RopeScaling; s != nil {
 			fmt.Fprintf(w, ", llama3 rope scaling %+v", *s)
 		}
+		if s := c.LongRope; s != nil {
+			which := "short"
+			if s.UseLong(c.CtxLen) {
+				which = "long"
+			}
+			fmt.Fprintf(w, ", longrope (original ctx %d, attn factor %.6g, %s factors)", s.OrigCtx, s.AttnFactor, which)
+		}
+		if c.Window > 0 {
+			fmt.Fprintf(w, ", sliding window %d", c.Window)
+		}
 		fmt.Fprintln(w)
 	}
 	if r.LoadError != "" {
