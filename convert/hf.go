@@ -44,11 +44,17 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 			return fmt.Errorf("convert: %s: %w", dir, err)
 		}
 	}
+	inConfig := map[string]bool{} // tensors config.json holds (phi3's LongRoPE factors)
+	if fam.ConfigTensors != nil {
+		for _, t := range fam.ConfigTensors(&c) {
+			inConfig[t.Name] = true
+		}
+	}
 	var outs []outTensor
 	dtypes := map[tensor.DType]int{}
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
-		if t.Name == model.RopeFreqsName {
+		if t.Name == model.RopeFreqsName || inConfig[t.Name] {
 			continue // recomputed from rope_scaling
 		}
 		dt, err := outType(t, &opts, true)

@@ -107,7 +107,7 @@ func FromBundle(b *loader.Bundle) *Plan {
 
 // blockOrder is the order of a block's tensors in the files llmcloud writes (llama.cpp's
 // llama2.c converter order, with the optional tensors next to their relatives).
-var blockOrder = []string{"attn_q.weight", "attn_q.bias", "attn_k.weight", "attn_k.bias",
+var blockOrder = []string{"attn_qkv.weight", "attn_q.weight", "attn_q.bias", "attn_k.weight", "attn_k.bias",
 	"attn_v.weight", "attn_v.bias", "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight",
 	"attn_norm.weight", "ffn_gate_inp.weight", "ffn_gate.weight", "ffn_gate_exps.weight", "ffn_down.weight",
 	"ffn_down_exps.weight", "ffn_up.weight", "ffn_up_exps.weight", "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",

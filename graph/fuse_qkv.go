@@ -48,7 +48,8 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 			(len(qr.Args) == 3 && qr.Args[2] != kr.Args[2]) ||
 			qr.Attrs.Int("head_dim", 0) != att.Attrs.Int("head_dim", -1) || kr.Attrs.Int("head_dim", 0) != att.Attrs.Int("head_dim", -1) ||
 			qr.Attrs.Int("heads", 0) != att.Attrs.Int("heads", -1) || kr.Attrs.Int("heads", 0) != att.Attrs.Int("kv_heads", -1) ||
-			qr.Attrs.Float("theta", 0) != kr.Attrs.Float("theta", 1) || qr.Attrs.Int("neox", 0) != kr.Attrs.Int("neox", 0) {
+			qr.Attrs.Float("theta", 0) != kr.Attrs.Float("theta", 1) || qr.Attrs.Int("neox", 0) != kr.Attrs.Int("neox", 0) ||
+			qr.Attrs.Float("mscale", 1) != kr.Attrs.Float("mscale", 1) {
 			continue
 		}
 		q, k, v := qr.Args[0], kr.Args[0], att.Args[2]
@@ -57,6 +58,9 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 			"theta": qr.Attrs["theta"]}
 		if qr.Attrs.Int("neox", 0) != 0 {
 			attrs["neox"] = Int(1)
+		}
+		if m, ok := qr.Attrs["mscale"]; ok {
+			attrs["mscale"] = m
 		}
 		var norms []*Value
 		qn, kn := sole(q, "rms_norm"), sole(k, "rms_norm")

@@ -139,8 +139,8 @@ func init() {
 		}})
 	register(&OpDef{Name: "rope", MinArgs: 2, MaxArgs: 3,
 		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}},
-		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3); neox=1 rotates halves, 0 pairs",
+			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}},
+		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1)",
 		Infer: ropeType})
 	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 3,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},

@@ -14,7 +14,8 @@ type Rope struct {
 	Dims    int       // rotated dimensions per head (the head dim), even
 	Base    float64   // frequency base ("rope theta")
 	NeoX    bool      // rotate-half pairing instead of adjacent pairs
-	Factors []float32 // optional per-frequency divisors, [Dims/2] (Llama 3 scaling)
+	Factors []float32 // optional per-frequency divisors, [Dims/2] (Llama 3 scaling, Phi-3's LongRoPE)
+	Mscale  float32   // magnitude of cos and sin (LongRoPE's attention factor); 0 means 1
 }
 
 // NewRope validates the parameters and returns a Rope.
@@ -32,7 +33,8 @@ func NewRope(dims int, base float64, neox bool, factors []float32) (*Rope, error
 }
 
 // Table fills cs ([Dims]: cos, sin interleaved per pair) for position pos. Angles are built as
-// ggml does: θ_0 = pos, θ_{i+1} = θ_i * base^(-2/Dims) in float32, divided by Factors[i].
+// ggml does: θ_0 = pos, θ_{i+1} = θ_i * base^(-2/Dims) in float32, divided by Factors[i]; cos
+// and sin are then multiplied by Mscale (when set), as ggml's rope multiplies by its attn_factor.
 func (r *Rope) Table(cs []float32, pos int) {
 	scale := float32(math.Pow(r.Base, -2/float64(r.Dims)))
 	theta := float32(pos)
@@ -43,6 +45,9 @@ func (r *Rope) Table(cs []float32, pos int) {
 		}
 		s, c := math.Sincos(float64(t))
 		cs[2*i], cs[2*i+1] = float32(c), float32(s)
+		if r.Mscale != 0 && r.Mscale != 1 {
+			cs[2*i], cs[2*i+1] = cs[2*i]*r.Mscale, cs[2*i+1]*r.Mscale
+		}
 		theta *= scale
 	}
 }

@@ -113,6 +113,11 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 			seen[g] = true
 		}
 	}
+	if f := cfg.Family(); f != nil && f.ConfigTensors != nil {
+		for _, t := range f.ConfigTensors(&cfg) {
+			seen[t.Name] = true // held by config.json (phi3's LongRoPE factors)
+		}
+	}
 	var missing []string
 	for g := range want {
 		if !seen[g] && !(g == "output.weight") {

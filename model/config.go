@@ -34,6 +34,7 @@ type Config struct {
 	Tied        bool         // output projection shares token_embd.weight
 	QKVBias     bool         // attn_q/k/v have biases (qwen2)
 	QKNorm      bool         // per-head RMSNorm of q and k before RoPE (qwen3)
+	LongRope    *LongRope    // Phi-3's LongRoPE scaling (family_phi3.go), nil if none
 	Experts     int          // mixture-of-experts expert count; 0 = dense (families with Family.Experts run them)
 	ExpertsUsed int          // experts used per token (top-k), 1..Experts when Experts > 0
 	ExpertsNorm bool         // the chosen experts' weights renormalised to sum 1 (Mixtral; not Qwen2-MoE)

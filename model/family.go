@@ -62,6 +62,12 @@ type Family struct {
 	FromHFTensor func(c *Config, name string) TensorFunc
 	ToHFTensor   func(c *Config, name string) TensorFunc
 
+	// ConfigTensors gives the tensors c itself determines, by GGUF name (phi3: the LongRoPE
+	// factors, numbers in config.json and tensors in GGUF): LoadHF adds them to the
+	// checkpoint's, WriteHF leaves them to config.json, synth writes them instead of random
+	// values. Nil: none.
+	ConfigTensors func(c *Config) []*tensor.Tensor
+
 	// Llama2C says a llama2.c checkpoint can hold the network (its layout is llama's).
 	Llama2C bool
 

@@ -48,7 +48,7 @@ func ConfigFromHF(c *hfdir.Config) (Config, error) {
 			return cfg, err
 		}
 	}
-	if rs := c.RopeScaling; rs != nil && rs.Type != "default" {
+	if rs := c.RopeScaling; rs != nil && rs.Type != "default" && cfg.LongRope == nil { // LongRoPE: read by the family
 		if rs.Type != "llama3" {
 			return cfg, fmt.Errorf("rope_scaling type %q is not supported", rs.Type)
 		}
@@ -136,6 +136,13 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 	}
 	if _, ok := ws["output.weight"]; !ok {
 		cfg.Tied = true
+	}
+	if fam.ConfigTensors != nil {
+		for _, t := range fam.ConfigTensors(&cfg) {
+			if _, ok := ws[t.Name]; !ok {
+				ws[t.Name] = t
+			}
+		}
 	}
 	if fam.FromHFTensor != nil {
 		names := make([]string, 0, len(ws))

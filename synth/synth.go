@@ -34,8 +34,12 @@ type Options struct {
 	ExpertFFN, SharedFFN                      int     // an expert's and the shared expert's widths (qwen2moe)
 	Std                                       float64 // the weights' standard deviation (0: 0.02)
 	Seed                                      uint64
-	// Gemma 2 (zero: the family's defaults): the local layers' window, the soft-caps, the
-	// query_pre_attn_scalar.
+	// RopeOrigCtx > 0 gives the model LongRoPE scaling (phi3) trained at this original
+	// context: made-up divisors (short ones near 1, long ones rising to CtxLen/RopeOrigCtx)
+	// and llama.cpp's converter's attention factor for CtxLen.
+	RopeOrigCtx int
+	// The sliding window (gemma2: of the local layers; phi3: of every layer), and Gemma 2's
+	// soft-caps and query_pre_attn_scalar (zero: the family's defaults).
 	SlidingWindow                         int
 	AttnSoftcap, FinalSoftcap, AttnScalar float64
 	Name                                  string
@@ -102,9 +106,18 @@ func (o Options) Config() (model.Config, error) {
 		if fam.Fix != nil {
 			fam.Fix(&c)
 		}
+		if o.RopeOrigCtx > 0 {
+			if fam.ConfigTensors == nil {
+				return c, fmt.Errorf("synth: RopeOrigCtx: architecture %s has no LongRoPE scaling", c.Arch)
+			}
+			c.LongRope = longRope(c.HeadDim, c.CtxLen, o.RopeOrigCtx)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("synth: %w", err)
+	}
+	if !(o.Std >= 0) || math.IsInf(o.Std, 0) {
+		return c, fmt.Errorf("synth: Std = %v, must be a non-negative number", o.Std)
 	}
 	if n := len(o.vocab().Tokens); n > c.Vocab {
 		return c, fmt.Errorf("synth: the tokenizer has %d tokens, more than the vocabulary size %d", n, c.Vocab)
@@ -131,12 +144,37 @@ func (o Options) Plan() (*convert.Plan, error) {
 	}
 	p := &convert.Plan{Name: name, Config: c, Vocab: o.vocab(), ChatTemplate: o.ChatTemplate}
 	shapes := c.Shapes()
+	fixed := map[string]*tensor.Tensor{} // tensors the config determines (LongRoPE factors)
+	if f := c.Family(); f.ConfigTensors != nil {
+		for _, t := range f.ConfigTensors(&c) {
+			fixed[t.Name] = t
+		}
+	}
 	for _, n := range convert.OrderNames(shapes) {
 		shape := shapes[n]
+		if t := fixed[n]; t != nil {
+			p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
+				Load: func() (*tensor.Tensor, error) { return t, nil }})
+			continue
+		}
 		p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
 			Load: func() (*tensor.Tensor, error) { return GenerateStd(n, shape, o.Seed, o.Std), nil }})
 	}
 	return p, nil
+}
+
+// longRope makes LongRoPE divisors for a head dim: short ones 1 to 1.1, long ones rising
+// geometrically from 1 to the context ratio (real Phi-3 factors have these shapes).
+func longRope(headDim, ctxLen, origCtx int) *model.LongRope {
+	half := headDim / 2
+	r := &model.LongRope{OrigCtx: origCtx, AttnFactor: model.LongRopeAttnFactor(ctxLen, origCtx)}
+	ratio := math.Max(float64(ctxLen)/float64(origCtx), 1)
+	for i := 0; i < half; i++ {
+		f := float64(i) / math.Max(float64(half-1), 1)
+		r.Short = append(r.Short, float32(1+0.1*f))
+		r.Long = append(r.Long, float32(math.Pow(ratio, f)))
+	}
+	return r
 }
 
 // Generate makes tensor name: all ones for a norm, else N(0, 0.02) from the stream of

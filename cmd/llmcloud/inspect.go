@@ -258,9 +258,19 @@ func printInspect(w io.Writer, r *inspectReport) {
 		if c.Experts > 0 {
 			fmt.Fprintf(w, ", %d experts (%d per token)", c.Experts, c.ExpertsUsed)
 		}
-		if c.SlidingWindow > 0 || c.AttnSoftcap > 0 || c.FinalSoftcap > 0 || c.AttnScalar > 0 {
-			fmt.Fprintf(w, ", sliding window %d, attn soft-cap %g, final soft-cap %g, query_pre_attn_scalar %g",
-				c.SlidingWindow, c.AttnSoftcap, c.FinalSoftcap, c.AttnScalar)
+		if c.SlidingWindow > 0 {
+			fmt.Fprintf(w, ", sliding window %d", c.SlidingWindow)
+		}
+		if c.AttnSoftcap > 0 || c.FinalSoftcap > 0 || c.AttnScalar > 0 {
+			fmt.Fprintf(w, ", attn soft-cap %g, final soft-cap %g, query_pre_attn_scalar %g",
+				c.AttnSoftcap, c.FinalSoftcap, c.AttnScalar)
+		}
+		if s := c.LongRope; s != nil {
+			which := "short"
+			if s.UseLong(c.CtxLen) {
+				which = "long"
+			}
+			fmt.Fprintf(w, ", longrope (original ctx %d, attn factor %.6g, %s factors)", s.OrigCtx, s.AttnFactor, which)
 		}
 		fmt.Fprintln(w)
 	}

@@ -37,13 +37,14 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	expertsUsed := fs.Int("experts-used", 0, "experts used per token (default min(2, experts))")
 	expertFFN := fs.Int("expert-ffn", 0, "an expert's feed-forward width (default: ffn; qwen2moe: ffn/experts-used)")
 	sharedFFN := fs.Int("shared-ffn", 0, "the shared expert's feed-forward width (qwen2moe; default ffn)")
+	origCtx := fs.Int("rope-orig-ctx", 0, "LongRoPE scaling (phi3) trained at this original context: made-up long/short factors (default: none)")
 	seed := fs.Uint64("seed", 0, "random seed")
 	std := fs.Float64("std", 0, "standard deviation of the random weights (default 0.02)")
 	typ := fs.String("type", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k (GGUF only for the last four)")
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
 	out := fs.String("o", "", "output: *.gguf, else a Hugging Face directory")
-	window := fs.Int("window", 0, "gemma2: sliding window of the local layers (default 4096)")
+	window := fs.Int("window", 0, "sliding-window attention span (gemma2: of the local layers, default 4096; phi3: of every layer, default none)")
 	attnCap := fs.Float64("attn-softcap", 0, "gemma2: attention logit soft-cap (default 50)")
 	finalCap := fs.Float64("final-softcap", 0, "gemma2: final logit soft-cap (default 30)")
 	qScalar := fs.Float64("query-scalar", 0, "gemma2: query_pre_attn_scalar, scores scaled by its 1/sqrt (default: head dim)")
@@ -76,7 +77,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		{"kv-heads", &o.KVHeads, *kvHeads}, {"head-dim", &o.HeadDim, *headDim}, {"ffn", &o.FFN, *ffn},
 		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}, {"experts", &o.Experts, *experts},
 		{"experts-used", &o.ExpertsUsed, *expertsUsed}, {"expert-ffn", &o.ExpertFFN, *expertFFN},
-		{"shared-ffn", &o.SharedFFN, *sharedFFN}} {
+		{"shared-ffn", &o.SharedFFN, *sharedFFN},
+		{"rope-orig-ctx", &o.RopeOrigCtx, *origCtx}} {
 		if set[f.flag] {
 			*f.dst = f.v
 		}
@@ -107,6 +109,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		o.AttnScalar = *qScalar
 	}
 	o.Seed = *seed
+	if set["std"] {
+		o.Std = *std
+	}
 	if *tok != "" {
 		v, tmpl, err := synth.LoadTokenizer(*tok)
 		if err != nil {

@@ -196,11 +196,11 @@ func (r *RopeScaling) validate(bad func(field, format string, args ...any) error
 			return bad("rope_scaling.rope_type", "required field is missing (neither rope_type nor type is set)")
 		}
 		return nil
-	case "linear", "dynamic", "yarn", "llama3", "longrope":
+	case "linear", "dynamic", "yarn", "llama3", "longrope", "su": // su: LongRoPE's older name (Phi-3)
 	default:
 		return bad("rope_scaling.rope_type", "unknown rope scaling type %q", r.Type)
 	}
-	if r.Type != "longrope" && !(r.Factor > 0) {
+	if r.Type != "longrope" && r.Type != "su" && !(r.Factor > 0) {
 		return bad("rope_scaling.factor", "must be positive for %s scaling, got %g", r.Type, r.Factor)
 	}
 	if r.Type == "llama3" {

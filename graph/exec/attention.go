@@ -27,8 +27,9 @@ type ropeTable struct {
 // ropeFor returns the table for these attributes and divisors (shared by every node using it).
 func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 	hd, theta, neox := int(a.Int("head_dim", 0)), a.Float("theta", 0), a.Int("neox", 0) != 0
+	mscale := float32(a.Float("mscale", 1))
 	for _, t := range p.ropes {
-		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs {
+		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs && t.rope.Mscale == mscale {
 			return t, nil
 		}
 	}
@@ -43,6 +44,7 @@ func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.Mscale = mscale
 	t := &ropeTable{rope: r, freqs: freqs}
 	p.ropes = append(p.ropes, t)
 	return t, nil

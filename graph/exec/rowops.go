@@ -67,6 +67,8 @@ func (p *Program) compileNode(n *graph.Node) (instr, error) {
 		o := &swigluOp{g: id(0), u: id(1), out: out, ffn: p.vals[out].last}
 		o.fn = o.rows
 		return o, nil
+	case "split":
+		return p.compileSplit(n)
 	case "gather_rows":
 		return &gatherOp{x: id(0), idx: id(1), out: out, d: p.vals[out].last}, nil
 	case "cross_entropy":

@@ -111,6 +111,9 @@ func (e *exporter) rope(n *graph.Node) error {
 		return err
 	}
 	heads, hd := n.Attrs.Int("heads", 0), n.Attrs.Int("head_dim", 0)
+	if m := n.Attrs.Float("mscale", 1); m != 1 {
+		return fmt.Errorf("rope with mscale %g (LongRoPE's attention factor) has no ONNX mapping yet", m)
+	}
 	var freqs *graph.Value
 	if len(n.Args) == 3 {
 		freqs = n.Args[2]

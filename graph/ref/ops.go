@@ -116,6 +116,7 @@ func ropeTables(pos, freqs *Tensor, a graph.Attrs) (*kernels.Rope, [][]float32, 
 	if err != nil {
 		return nil, nil, err
 	}
+	r.Mscale = float32(a.Float("mscale", 1))
 	cs := make([][]float32, len(pos.I))
 	for i, p := range pos.I {
 		cs[i] = make([]float32, hd)
