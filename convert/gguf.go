@@ -133,7 +133,19 @@ func ggufMeta(p *Plan, name string, ftype uint32) ([]gguf.KV, error) {
 		add(ropeKeyOrig, gguf.U32(uint32(r.OriginalMaxPositions)))
 	}
 	if f := c.Family(); f != nil && f.ToGGUF != nil {
-		kv = append(kv, f.ToGGUF(&c)...)
+		// A family's key replaces a shared one of the same name (deepseek2's value_length and
+		// rope.dimension_count) where it stands.
+		at := map[string]int{}
+		for i, e := range kv {
+			at[e.Key] = i
+		}
+		for _, e := range f.ToGGUF(&c) {
+			if i, ok := at[e.Key]; ok {
+				kv[i] = e
+				continue
+			}
+			kv = append(kv, e)
+		}
 	}
 	if float64(float32(c.RopeTheta)) != c.RopeTheta {
 		return nil, fmt.Errorf("rope theta %v is not exactly representable as GGUF's float32", c.RopeTheta)

@@ -250,7 +250,7 @@ type event struct {
 func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error) {
 	cfg := opts.Scheduler
 	mc := &m.Config
-	per := KVBytesPerToken(mc.Layers, mc.KVHeads, mc.HeadDim, 4)
+	per := mc.KVBytesPerToken(4)
 	if opts.KVCacheBytes > 0 {
 		cfg.NumBlocks = NumBlocksForBudget(opts.KVCacheBytes, cfg.BlockSizeTokens, per)
 	}

@@ -4,7 +4,9 @@
 package engine
 
 // KVBytesPerToken is the memory one token's keys and values take across the whole model:
-// 2 (K and V) x layers x KV heads x head dim x bytes per element.
+// 2 (K and V) x layers x KV heads x head dim x bytes per element, for full attention (the
+// engine sizes its pool by model.Config.KVBytesPerToken, which also knows multi-head latent
+// attention's smaller rows).
 func KVBytesPerToken(numLayers, numKVHeads, headDim, elemBytes int) int64 {
 	return 2 * int64(numLayers) * int64(numKVHeads) * int64(headDim) * int64(elemBytes)
 }

@@ -127,6 +127,8 @@ func nodeCost(n *Node, env CostEnv) (Cost, error) {
 		return Cost{Bytes: rows*row + idx + out}, nil
 	case "attention":
 		return attentionCost(n, env, io)
+	case "mla_attention":
+		return mlaCost(n, env, io)
 	case "moe":
 		return moeCost(n, env)
 	case "qkv_rope":

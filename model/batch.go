@@ -65,9 +65,9 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 // into a new slice if fresh is set, or into b's buffer.
 func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
 	cfg := &m.Config
-	if len(kv.K) != cfg.Layers || kv.KVDim != cfg.KVDim() {
-		return nil, fmt.Errorf("model: forward batch: paged KV has %d layers of %d, model %d of %d",
-			len(kv.K), kv.KVDim, cfg.Layers, cfg.KVDim())
+	if kd, vd := cfg.CacheDims(); len(kv.K) != cfg.Layers || kv.KVDim != kd || kv.VDim != vd {
+		return nil, fmt.Errorf("model: forward batch: paged KV has %d layers of %d+%d, model %d of %d+%d",
+			len(kv.K), kv.KVDim, kv.VDim, cfg.Layers, kd, vd)
 	}
 	n, nl := 0, 0
 	for si, s := range seqs {

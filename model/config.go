@@ -1,5 +1,5 @@
 // Package model implements decoder-only transformers on CPU, one registered Family per
-// architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3
+// architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3, deepseek2
 // today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
 // llama2.c and Hugging Face checkpoints, and the forward pass with a KV cache through the graph
 // each family's builder writes.
@@ -48,6 +48,31 @@ type Config struct {
 	AttnSoftcap   float64
 	FinalSoftcap  float64
 	AttnScalar    float64
+
+	// DeepSeek-V2 (family_deepseek2.go): multi-head latent attention. KVLoraRank > 0 makes the
+	// attention MLA: HeadDim is a q/k head's width (qk_nope_head_dim + RopeDim), VHeadDim a v
+	// head's, and the KV cache holds per token the latent (KVLoraRank) and the shared RoPE key
+	// (RopeDim) only. QLoraRank > 0: q through a low-rank pair (attn_q_a, attn_q_b).
+	// DenseLead leading blocks have a dense feed-forward; ExpertsScale multiplies the routed
+	// experts' weights (0 = 1); ExpertsSigmoid scores the router's logits by sigmoid, not softmax.
+	QLoraRank, KVLoraRank, RopeDim, VHeadDim, DenseLead int
+	ExpertsScale                                        float64
+	ExpertsSigmoid                                      bool
+}
+
+// CacheDims are the widths of a token's rows in a layer's K and V pools: KVDim each, or for
+// MLA the latent plus the RoPE key in K and nothing in V.
+func (c *Config) CacheDims() (k, v int) {
+	if c.KVLoraRank > 0 {
+		return c.KVLoraRank + c.RopeDim, 0
+	}
+	return c.KVDim(), c.KVDim()
+}
+
+// KVBytesPerToken is the KV cache's bytes per token over all layers, at elem bytes a value.
+func (c *Config) KVBytesPerToken(elem int) int64 {
+	k, v := c.CacheDims()
+	return int64(c.Layers) * int64(k+v) * int64(elem)
 }
 
 // ExpertWidth is an expert's hidden width: ExpertFFN, or FFN when that is 0.
@@ -111,6 +136,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.checkGemma(); err != nil {
+		return err
+	}
+	if err := c.checkMLA(); err != nil {
 		return err
 	}
 	if c.CtxLen < 0 {

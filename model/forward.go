@@ -8,7 +8,8 @@ import (
 	"fmt"
 )
 
-// Cache is a per-sequence KV cache. K[l] and V[l] are [Max, KVDim] for layer l; rows
+// Cache is a per-sequence KV cache. K[l] and V[l] are [Max, k] and [Max, v] for layer l
+// (Config.CacheDims); rows
 // 0..Len-1 hold the keys/values (after RoPE) of the positions processed so far.
 type Cache struct {
 	K, V [][]float32
@@ -25,10 +26,10 @@ type Cache struct {
 func (m *Model) NewCache(maxTokens int) *Cache {
 	maxTokens = max(maxTokens, 0)
 	c := &Cache{Max: maxTokens}
-	kv := m.Config.KVDim()
+	kd, vd := m.Config.CacheDims()
 	for range m.Config.Layers {
-		c.K = append(c.K, make([]float32, maxTokens*kv))
-		c.V = append(c.V, make([]float32, maxTokens*kv))
+		c.K = append(c.K, make([]float32, maxTokens*kd))
+		c.V = append(c.V, make([]float32, maxTokens*vd))
 	}
 	return c
 }
@@ -69,7 +70,8 @@ func (m *Model) ForwardTo(dst []float32, c *Cache, tokens []int, start int, allL
 	if c.batch == nil {
 		c.batch = &Batch{}
 	}
-	c.view = PagedKV{K: c.K, V: c.V, NumBlocks: 1, BlockSize: c.Max, KVDim: cfg.KVDim()}
+	kd, vd := cfg.CacheDims()
+	c.view = PagedKV{K: c.K, V: c.V, NumBlocks: 1, BlockSize: c.Max, KVDim: kd, VDim: vd}
 	c.seq[0] = BatchSeq{Tokens: tokens, StartPos: start, BlockTable: c.table[:], NeedsLogits: true, allLogits: allLogits}
 	logits, err := m.forwardBatch(dst, true, c.batch, &c.view, c.seq[:])
 	c.seq[0].Tokens = nil // do not keep the caller's slice

@@ -112,7 +112,7 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
-	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok && v != uint64(c.HeadDim) {
+	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok && v != uint64(c.HeadDim) && c.KVLoraRank == 0 {
 		return c, fmt.Errorf("%s.rope.dimension_count = %d, partial rotary (head dim %d) is not supported", arch, v, c.HeadDim)
 	}
 	return c, nil

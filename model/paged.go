@@ -1,5 +1,7 @@
 // This file implements the paged KV cache: for every layer one pool of K rows and one of V
-// rows, each [NumBlocks*BlockSize, KVDim] f32, divided into blocks of BlockSize token slots.
+// rows, [NumBlocks*BlockSize, KVDim] and [NumBlocks*BlockSize, VDim] f32 (Config.CacheDims:
+// both KVHeads*HeadDim, or for multi-head latent attention the latent plus the RoPE key in K
+// and no V), divided into blocks of BlockSize token slots.
 // A sequence owns a block table (block ids); position p lives in slot p%BlockSize of block
 // table[p/BlockSize]. The serving engine's block manager decides which blocks a sequence holds.
 package model
@@ -8,10 +10,11 @@ import "fmt"
 
 // PagedKV is the KV pool of a model. K[l] and V[l] are layer l's rows.
 type PagedKV struct {
-	K, V      [][]float32 // per layer [NumBlocks*BlockSize*KVDim]
+	K, V      [][]float32 // per layer [NumBlocks*BlockSize*KVDim] and [NumBlocks*BlockSize*VDim]
 	NumBlocks int
 	BlockSize int // token slots per block
-	KVDim     int // KVHeads*HeadDim
+	KVDim     int // a K row's width (KVHeads*HeadDim; MLA: latent + RoPE key)
+	VDim      int // a V row's width (KVHeads*HeadDim; MLA: 0)
 }
 
 // PrefaultLimit is the largest pool NewPagedKV commits up front; a larger one is reserved and
@@ -25,17 +28,17 @@ func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
 	if numBlocks <= 0 || blockSize <= 0 {
 		return nil, fmt.Errorf("model: paged KV of %d blocks of %d tokens", numBlocks, blockSize)
 	}
-	kvd := m.Config.KVDim()
-	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kvd}
-	n := numBlocks * blockSize * kvd
-	commit := 2*int64(m.Config.Layers)*int64(n)*4 <= PrefaultLimit
+	kd, vd := m.Config.CacheDims()
+	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kd, VDim: vd}
+	nk, nv := numBlocks*blockSize*kd, numBlocks*blockSize*vd
+	commit := int64(m.Config.Layers)*int64(nk+nv)*4 <= PrefaultLimit
 	for range m.Config.Layers {
 		if commit {
-			kv.K = append(kv.K, prefaulted(n))
-			kv.V = append(kv.V, prefaulted(n))
+			kv.K = append(kv.K, prefaulted(nk))
+			kv.V = append(kv.V, prefaulted(nv))
 		} else {
-			kv.K = append(kv.K, make([]float32, n))
-			kv.V = append(kv.V, make([]float32, n))
+			kv.K = append(kv.K, make([]float32, nk))
+			kv.V = append(kv.V, make([]float32, nv))
 		}
 	}
 	return kv, nil
@@ -54,7 +57,7 @@ func prefaulted(n int) []float32 {
 
 // Bytes is the memory the pool holds.
 func (kv *PagedKV) Bytes() int64 {
-	return 2 * int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * int64(kv.KVDim) * 4
+	return int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * int64(kv.KVDim+kv.VDim) * 4
 }
 
 // slot returns the pool row of position pos through table.

@@ -42,9 +42,15 @@ type Options struct {
 	// soft-caps and query_pre_attn_scalar (zero: the family's defaults).
 	SlidingWindow                         int
 	AttnSoftcap, FinalSoftcap, AttnScalar float64
-	Name                                  string
-	Tokenizer                             *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                          string
+	// deepseek2: the low-rank widths of q (0: a plain attn_q) and of the KV latent, the rotated
+	// part of a q/k head, a v head's width, the leading dense blocks, the routed experts'
+	// weight scale, renormalised top-k and sigmoid scores (zero: the family's defaults).
+	QLoraRank, KVLoraRank, RopeDim, VHeadDim, DenseLead int
+	ExpertsScale                                        float64
+	ExpertsNorm, ExpertsSigmoid                         bool
+	Name                                                string
+	Tokenizer                                           *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate                                        string
 }
 
 // Presets hold the exact shapes of well-known models.
@@ -69,7 +75,9 @@ func (o Options) Config() (model.Config, error) {
 		HeadDim: o.HeadDim, FFN: o.FFN, Vocab: o.Vocab, CtxLen: o.CtxLen, RopeTheta: o.RopeTheta,
 		NormEps: o.NormEps, Tied: o.Tied, Experts: o.Experts, ExpertsUsed: o.ExpertsUsed,
 		ExpertFFN: o.ExpertFFN, SharedFFN: o.SharedFFN, SlidingWindow: o.SlidingWindow,
-		AttnSoftcap: o.AttnSoftcap, FinalSoftcap: o.FinalSoftcap, AttnScalar: o.AttnScalar}
+		AttnSoftcap: o.AttnSoftcap, FinalSoftcap: o.FinalSoftcap, AttnScalar: o.AttnScalar,
+		QLoraRank: o.QLoraRank, KVLoraRank: o.KVLoraRank, RopeDim: o.RopeDim, VHeadDim: o.VHeadDim,
+		DenseLead: o.DenseLead, ExpertsScale: o.ExpertsScale, ExpertsNorm: o.ExpertsNorm, ExpertsSigmoid: o.ExpertsSigmoid}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v

@@ -65,7 +65,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.Close()
 	m := b.Model
-	per := engine.KVBytesPerToken(m.Config.Layers, m.Config.KVHeads, m.Config.HeadDim, 4)
+	per := m.Config.KVBytesPerToken(4)
 	if *kvMem != "" {
 		if o.Engine.KVCacheBytes, err = parseBytes(*kvMem); err != nil {
 			return usagef("--kv-cache-memory: %v", err)

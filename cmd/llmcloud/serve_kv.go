@@ -29,7 +29,7 @@ func defaultKVBudget() int64 {
 // scheduler's default blocks, grown to one maximum-length sequence within budget). It returns
 // a note for the log when the context length was capped, "" otherwise.
 func sizeKV(sc *engine.Config, mc *model.Config, maxLen int, kvBytes, budget int64) (string, error) {
-	per := engine.KVBytesPerToken(mc.Layers, mc.KVHeads, mc.HeadDim, 4)
+	per := mc.KVBytesPerToken(4)
 	if kvBytes > 0 {
 		sc.NumBlocks = engine.NumBlocksForBudget(kvBytes, sc.BlockSizeTokens, per)
 		budget = kvBytes

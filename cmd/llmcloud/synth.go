@@ -48,6 +48,14 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	attnCap := fs.Float64("attn-softcap", 0, "gemma2: attention logit soft-cap (default 50)")
 	finalCap := fs.Float64("final-softcap", 0, "gemma2: final logit soft-cap (default 30)")
 	qScalar := fs.Float64("query-scalar", 0, "gemma2: query_pre_attn_scalar, scores scaled by its 1/sqrt (default: head dim)")
+	qLora := fs.Int("q-lora-rank", 0, "deepseek2: q's low-rank width (default 0: a plain attn_q)")
+	kvLora := fs.Int("kv-lora-rank", 0, "deepseek2: the KV latent's width (default 4 x the non-rotated head width)")
+	ropeDim := fs.Int("rope-dim", 0, "deepseek2: the rotated part of a q/k head (default a third of -head-dim, even)")
+	vHeadDim := fs.Int("v-head-dim", 0, "deepseek2: a value head's width (default the non-rotated part of a q/k head)")
+	denseLead := fs.Int("dense-lead", 0, "deepseek2: leading blocks with a dense feed-forward")
+	expScale := fs.Float64("experts-scale", 0, "deepseek2: routed experts' weight scale (routed_scaling_factor, default 1)")
+	expNorm := fs.Bool("experts-norm", false, "deepseek2: renormalise the top-k weights (norm_topk_prob)")
+	expSigmoid := fs.Bool("experts-sigmoid", false, "deepseek2: sigmoid router scores (default softmax)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -78,7 +86,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		{"vocab", &o.Vocab, *vocab}, {"ctx", &o.CtxLen, *ctx}, {"experts", &o.Experts, *experts},
 		{"experts-used", &o.ExpertsUsed, *expertsUsed}, {"expert-ffn", &o.ExpertFFN, *expertFFN},
 		{"shared-ffn", &o.SharedFFN, *sharedFFN},
-		{"rope-orig-ctx", &o.RopeOrigCtx, *origCtx}} {
+		{"rope-orig-ctx", &o.RopeOrigCtx, *origCtx}, {"q-lora-rank", &o.QLoraRank, *qLora},
+		{"kv-lora-rank", &o.KVLoraRank, *kvLora}, {"rope-dim", &o.RopeDim, *ropeDim}, {"v-head-dim", &o.VHeadDim, *vHeadDim},
+		{"dense-lead", &o.DenseLead, *denseLead}} {
 		if set[f.flag] {
 			*f.dst = f.v
 		}
@@ -108,6 +118,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if set["query-scalar"] {
 		o.AttnScalar = *qScalar
 	}
+	o.ExpertsScale, o.ExpertsNorm, o.ExpertsSigmoid = *expScale, *expNorm, *expSigmoid
 	o.Seed = *seed
 	if set["std"] {
 		o.Std = *std

@@ -29,6 +29,8 @@ func (p *Program) compileNode(n *graph.Node) (instr, error) {
 		return p.compileQKVRope(n)
 	case "attention":
 		return p.compileAttention(n)
+	case "mla_attention":
+		return p.compileMLA(n)
 	case "moe":
 		return p.compileMoE(n)
 	case "embedding":
