@@ -44,6 +44,11 @@ type Options struct {
 	// activations.
 	Recompute bool
 
+	// MoEAuxCoef weighs the load-balancing loss of a mixture of experts' routers (the mean
+	// over the moe layers of E·Σ_e f_e·P_e, graph's moe_aux) added to the loss; 0: none.
+	// AuxLoss reads the unweighted mean of the last Forward.
+	MoEAuxCoef float64
+
 	// W and G, when not nil, have one entry per unit (len Layers+2). A non-nil entry is the
 	// storage of that unit's weights (gradients), exactly Units(...)[u].Size values, used in
 	// place of the flat buffer; nil entries stay in the flat buffers. Entries may share
