@@ -70,9 +70,9 @@ type Program struct {
 	sideAt     map[*graph.Node]int // the instruction of a node keeping a side buffer, its size,
 	sideSize   map[*graph.Node]int // ... and the last instruction reading it (planned in plan.go)
 	sideEnd    map[*graph.Node]int
-	arena      *arena // buffers shared with the other slots' programs (slots.go)
-	shared     int64  // bytes of the arena this program uses
-	tp         Comm   // the tensor-parallel group (comm.go); nil: none
+	arena      *arena  // buffers shared with the other slots' programs (slots.go)
+	shared     int64   // bytes of the arena this program uses
+	tp         Comm    // the tensor-parallel group (comm.go); nil: none
 	auxSum     float64 // the moe_aux nodes' unweighted losses of the last Forward (moe_aux.go)
 	auxN       int
 }
