@@ -317,5 +317,6 @@ func initParam(p *Param, cfg model.Config, tp Comm, seed uint64) {
 
 func isResidOut(name string) bool {
 	n := len(name)
-	return (n > 19 && name[n-19:] == ".attn_output.weight") || (n > 16 && name[n-16:] == ".ffn_down.weight")
+	return (n > 19 && name[n-19:] == ".attn_output.weight") || (n > 16 && name[n-16:] == ".ffn_down.weight") ||
+		strings.HasSuffix(name, ".ffn_down_exps.weight") || strings.HasSuffix(name, ".ffn_down_shexp.weight")
 }
