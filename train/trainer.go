@@ -45,8 +45,8 @@ type StepStats struct {
 	// AuxLoss is a mixture of experts' mean unweighted load-balancing loss (E·Σ_e f_e·P_e per
 	// moe layer; experts-used when the load is even) over the step's micro-batches; the loss
 	// differentiated is Loss + MoEAuxCoef·AuxLoss. 0 for a dense model.
-	AuxLoss float32
-	Tokens   int64   // training tokens consumed so far
+	AuxLoss  float32
+	Tokens   int64 // training tokens consumed so far
 	Duration time.Duration
 	// Skipped names why the step's update was skipped ("" = taken): its loss or gradient norm
 	// was NaN or infinite. The step still counts and its data is consumed.
