@@ -178,6 +178,10 @@ type Stats struct {
 	LastStepTokens        int
 	Finished, Aborted     int64     // requests
 	Spec                  SpecStats // speculative decoding (zero when off)
+	// ExpertLoads of a mixture-of-experts model: per layer, the rows (tokens run through the
+	// model) routed to each expert since the engine started (nil for a dense model). A
+	// snapshot: not modified after it is published.
+	ExpertLoads map[int][]uint64
 }
 
 // StepMetrics describes one step for the OnStep hook.

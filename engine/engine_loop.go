@@ -161,9 +161,16 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 	e.observeSpec(bySeq, outs)
 	e.keepHidden(bySeq, res, outs)
 	now := e.now()
+	var loads map[int][]uint64
+	if e.runner.m.Config.Experts > 0 {
+		loads = e.runner.b.ExpertLoads()
+	}
 	// The step's counters are updated before any output is sent, so a client that has its
 	// answer sees them (each sequence's generated tokens are added just before its send).
 	e.mu.Lock()
+	if loads != nil {
+		e.stats.ExpertLoads = loads
+	}
 	e.stats.Steps++
 	e.stats.BatchedTokens += int64(plan.NumBatchedTokens)
 	e.stats.LastStepTokens = plan.NumBatchedTokens
@@ -328,7 +335,7 @@ func (e *Engine) publish() {
 	s.PromptTokens, s.PrefillTokens, s.GenerationTokens = e.stats.PromptTokens, e.stats.PrefillTokens, e.stats.GenerationTokens
 	s.Steps, s.BatchedTokens, s.LastStepTokens = e.stats.Steps, e.stats.BatchedTokens, e.stats.LastStepTokens
 	s.Finished, s.Aborted = e.stats.Finished, e.stats.Aborted
-	s.Spec = e.specSnapshot()
+	s.Spec, s.ExpertLoads = e.specSnapshot(), e.stats.ExpertLoads
 	e.stats = s
 	e.mu.Unlock()
 }

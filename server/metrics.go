@@ -138,6 +138,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d.desc
 	}
 	describeSpec(ch)
+	describeExperts(ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -147,4 +148,5 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.desc, d.kind, d.value(s), name)
 	}
 	collectSpec(ch, s.Spec, name)
+	collectExperts(ch, s.ExpertLoads, name)
 }

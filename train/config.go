@@ -33,6 +33,16 @@ type Config struct {
 	RopeTheta float64 `json:"rope-theta" yaml:"rope-theta"`
 	Tied      bool    `json:"tied" yaml:"tied"` // output projection shares the embedding
 
+	// Mixture of experts (moe.go): Experts > 0 makes every block's feed-forward a router over
+	// that many SwiGLU experts of width ExpertFFN (0: FFN), ExpertsUsed of them per token (arch
+	// llama: Mixtral's renormalised top-k; qwen2moe: Qwen2-MoE's, with its shared expert of
+	// width FFN). MoEAuxCoef weighs the routers' load-balancing loss added to the loss (HF's
+	// router_aux_loss_coef).
+	Experts     int     `json:"experts,omitempty" yaml:"experts"`
+	ExpertsUsed int     `json:"experts-used,omitempty" yaml:"experts-used"`
+	ExpertFFN   int     `json:"expert-ffn,omitempty" yaml:"expert-ffn"`
+	MoEAuxCoef  float64 `json:"moe-aux-loss-coef,omitempty" yaml:"moe-aux-loss-coef"`
+
 	// Batching: each optimizer step sees GradAccum micro-batches of Batch×Seq tokens.
 	Batch     int `json:"batch" yaml:"batch"`
 	Seq       int `json:"seq" yaml:"seq"`
@@ -92,7 +102,7 @@ func DefaultConfig() Config {
 		Batch: 8, Seq: 256, GradAccum: 1, Steps: 1000,
 		LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.1,
 		Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Clip: 1.0,
-		Seed: 1337, EvalEvery: 100, EvalBatches: 8, LogEvery: 10,
+		Seed: 1337, EvalEvery: 100, EvalBatches: 8, LogEvery: 10, MoEAuxCoef: 0.01,
 		Threads: runtime.NumCPU(),
 	}
 }
@@ -146,6 +156,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Arch != "" && model.FamilyOf(c.Arch) == nil {
 		return fmt.Errorf("train: --arch %q is not a registered architecture", c.Arch)
+	}
+	if err := c.validateExperts(); err != nil {
+		return err
 	}
 	return c.validateParallel()
 }
@@ -211,6 +224,13 @@ func (c *Config) ModelConfig(vocab int) model.Config {
 		Arch: "llama", Dim: c.Dim, Layers: c.Layers, Heads: c.Heads, KVHeads: c.kvHeads(),
 		HeadDim: c.Dim / c.Heads, FFN: c.ffn(), Vocab: vocab, CtxLen: ctx,
 		RopeTheta: c.RopeTheta, NormEps: 1e-5, Tied: c.Tied,
+	}
+	if c.Experts > 0 {
+		mc.Experts, mc.ExpertsUsed, mc.ExpertsNorm, mc.ExpertFFN = c.Experts, c.ExpertsUsed, true, c.ExpertFFN
+		if (c.Arch == "" || c.Arch == "llama") && c.ExpertFFN > 0 {
+			// Mixtral's GGUF and config.json give the experts' width as the feed-forward's.
+			mc.FFN, mc.ExpertFFN = c.ExpertFFN, 0
+		}
 	}
 	if f := model.FamilyOf(c.Arch); f != nil && c.Arch != "llama" {
 		mc.Arch, mc.NormEps = f.Arch, f.NormEps

@@ -24,6 +24,7 @@ type Record struct {
 	Loss       *float64 `json:"loss,omitempty"`
 	LR         float64  `json:"lr,omitempty"`
 	GradNorm   float64  `json:"grad_norm,omitempty"`
+	AuxLoss    float64  `json:"aux_loss,omitempty"` // a mixture of experts' load-balancing loss (StepStats.AuxLoss)
 	Tokens     int64    `json:"tokens,omitempty"`
 	StepMs     float64  `json:"step_ms,omitempty"`
 	TokensPerS float64  `json:"tokens_per_s,omitempty"`
@@ -57,6 +58,7 @@ func (r *Record) sanitize() {
 	ptr("val_loss", &r.ValLoss)
 	val("lr", &r.LR)
 	val("grad_norm", &r.GradNorm)
+	val("aux_loss", &r.AuxLoss)
 	val("step_ms", &r.StepMs)
 	val("tokens_per_s", &r.TokensPerS)
 	val("mfu", &r.MFU)

@@ -71,8 +71,12 @@ func (p *progress) step(s StepStats, tokensPerStep int64, every int) {
 	if p.showHFU {
 		util += fmt.Sprintf(" | HFU %.1f%%", 100*hfu)
 	}
-	p.linef("step %*d/%d | loss %.4f | lr %.2e | norm %.3f | %s tok/s | %s | ETA %s",
-		digits(p.total), s.Step, p.total, s.Loss, s.LR, s.GradNorm, si(tps), util, eta.Round(time.Second))
+	aux := ""
+	if s.AuxLoss != 0 {
+		aux = fmt.Sprintf(" | aux %.4f", s.AuxLoss)
+	}
+	p.linef("step %*d/%d | loss %.4f%s | lr %.2e | norm %.3f | %s tok/s | %s | ETA %s",
+		digits(p.total), s.Step, p.total, s.Loss, aux, s.LR, s.GradNorm, si(tps), util, eta.Round(time.Second))
 	p.n, p.tokens, p.dur = 0, 0, 0
 }
 

@@ -42,7 +42,11 @@ type StepStats struct {
 	Loss     float32 // mean training loss over its micro-batches
 	LR       float64
 	GradNorm float64 // global L2 norm before clipping
-	Tokens   int64   // training tokens consumed so far
+	// AuxLoss is a mixture of experts' mean unweighted load-balancing loss (E·Σ_e f_e·P_e per
+	// moe layer; experts-used when the load is even) over the step's micro-batches; the loss
+	// differentiated is Loss + MoEAuxCoef·AuxLoss. 0 for a dense model.
+	AuxLoss  float32
+	Tokens   int64 // training tokens consumed so far
 	Duration time.Duration
 	// Skipped names why the step's update was skipped ("" = taken): its loss or gradient norm
 	// was NaN or infinite. The step still counts and its data is consumed.
@@ -90,7 +94,7 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, er
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	pool := kernels.NewPool(cfg.Threads)
-	opt, maxRows := nn.Options{TP: dist.TPComm(par.tpGroup()), Recompute: cfg.Recompute}, par.rows
+	opt, maxRows := nn.Options{TP: dist.TPComm(par.tpGroup()), Recompute: cfg.Recompute, MoEAuxCoef: cfg.MoEAuxCoef}, par.rows
 	if par.pipe != nil {
 		opt, maxRows = par.pipe.netOptions(opt), par.pipe.mbRows
 	}
@@ -158,11 +162,12 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	}
 	c := &t.Cfg
 	t.par.beginStep(t.Net)
-	var lossSum float64
+	var lossSum, auxSum float64
 	for i := range c.GradAccum {
 		t.data.Train.Next(t.x, t.y)
 		x, y := t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq)
 		lossSum += float64(t.Net.Forward(x, y, t.par.rows, c.Seq))
+		auxSum += float64(t.Net.AuxLoss())
 		t.par.beginBackward(i == c.GradAccum-1)
 		t.Net.Backward()
 		t.par.endBackward()
@@ -171,7 +176,8 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	if err := t.par.finishGrads(); err != nil {
 		return StepStats{}, err
 	}
-	if err := dist.MeanScalars(t.par.dpGroup(), &loss); err != nil {
+	aux := auxSum / float64(c.GradAccum)
+	if err := dist.MeanScalars(t.par.dpGroup(), &loss, &aux); err != nil {
 		return StepStats{}, err
 	}
 	lr := c.LRAt(t.step)
@@ -187,7 +193,9 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	if err := t.par.update(t.opt, h, norm); err != nil {
 		return StepStats{}, err
 	}
-	return t.endStep(start, loss, lr, norm), nil
+	st = t.endStep(start, loss, lr, norm)
+	st.AuxLoss = float32(aux)
+	return st, nil
 }
 
 // endStep counts the step just taken and describes it.

@@ -150,7 +150,7 @@ func opCases(r *rand.Rand) []opCase {
 		{name: "cross_entropy", ints: map[string][]int32{"t": targets}, build: func(b *graph.Builder) []*graph.Value {
 			return []*graph.Value{b.Op("cross_entropy", nil, b.Weight("z", f32(S, V)), b.Input("t", i32(S)))}
 		}},
-	}, commCases(r)...)
+	}, append(commCases(r), moeCases(r)...)...)
 }
 
 // lossGraph appends loss = Σ_i sum(out_i * R_i) to the case's graph.

@@ -73,6 +73,14 @@ func (m *Model) Forward(tokens, targets []int32, B, T int) float32 {
 	return m.prog.Forward(tokens, targets, B, T)
 }
 
+// AuxLoss is the mean over the moe layers of the routers' unweighted load-balancing loss in
+// the last Forward (experts_used when the load is even; 0 for a dense model or without
+// Options.MoEAuxCoef). Forward's loss is the cross-entropy alone; Backward differentiates it
+// plus MoEAuxCoef times this.
+func (m *Model) AuxLoss() float32 {
+	return m.progs[max(m.lastSlot, 0)].AuxLoss()
+}
+
 // Backward adds d(mean loss)/d(parameters) of the last Forward to the gradients (call ZeroGrad
 // between optimizer steps; without it, gradients accumulate over micro-batches). It runs once
 // per Forward: calling it without a Forward with targets, or twice, is a programming error and

@@ -10,6 +10,7 @@ import "github.com/llmcloud/llmcloud/graph/exec/trainexec"
 func (m *Model) buildSlots(params []trainexec.Param) (*trainexec.Program, error) {
 	opt := m.execOptions()
 	opt.FirstBlock, opt.EndBlock, opt.Recompute = m.lo, m.hi, m.opt.Recompute
+	opt.MoEAuxCoef = m.opt.MoEAuxCoef
 	ps, err := trainexec.ForModelSlots(m.Cfg, params, m.maxB, m.maxT, m.pool, opt, len(m.slots))
 	if err != nil {
 		return nil, err

@@ -173,6 +173,9 @@ func (m *Model) TP() (rank, size int) {
 func (m *Model) FLOPsPerToken(T int) (modelFLOPs, hardwareFLOPs float64) {
 	c := &m.Cfg
 	perBlock := c.QDim()*c.Dim + 2*c.KVDim()*c.Dim + c.Dim*c.QDim() + 3*c.FFN*c.Dim
+	if c.Experts > 0 { // the router and the experts a token runs (and the shared expert)
+		perBlock += c.Experts*c.Dim + 3*c.ExpertsUsed*c.ExpertWidth()*c.Dim + 3*c.SharedFFN*c.Dim - 3*c.FFN*c.Dim
+	}
 	blocks := float64(c.Layers) * float64(perBlock)
 	attn := float64(c.Layers) * float64(c.Heads) * float64(c.HeadDim) * float64(T)
 	f := 6*(blocks+float64(c.Vocab)*float64(c.Dim)) + 12*attn

@@ -44,6 +44,11 @@ type Options struct {
 	// activations.
 	Recompute bool
 
+	// MoEAuxCoef weighs the load-balancing loss of a mixture of experts' routers (the mean
+	// over the moe layers of E·Σ_e f_e·P_e, graph's moe_aux) added to the loss; 0: none.
+	// AuxLoss reads the unweighted mean of the last Forward.
+	MoEAuxCoef float64
+
 	// W and G, when not nil, have one entry per unit (len Layers+2). A non-nil entry is the
 	// storage of that unit's weights (gradients), exactly Units(...)[u].Size values, used in
 	// place of the flat buffer; nil entries stay in the flat buffers. Entries may share
@@ -312,5 +317,6 @@ func initParam(p *Param, cfg model.Config, tp Comm, seed uint64) {
 
 func isResidOut(name string) bool {
 	n := len(name)
-	return (n > 19 && name[n-19:] == ".attn_output.weight") || (n > 16 && name[n-16:] == ".ffn_down.weight")
+	return (n > 19 && name[n-19:] == ".attn_output.weight") || (n > 16 && name[n-16:] == ".ffn_down.weight") ||
+		strings.HasSuffix(name, ".ffn_down_exps.weight") || strings.HasSuffix(name, ".ffn_down_shexp.weight")
 }

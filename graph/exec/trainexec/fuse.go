@@ -209,6 +209,8 @@ func sinkable(v *graph.Value) bool {
 		return true
 	case "rms_norm_grad":
 		return v.Index == 1
+	case "moe_grad", "moe_aux_grad": // the gradients of the weights (not x's, the first)
+		return v.Index >= 1
 	case "all_reduce_sum": // of a replicated weight's partial gradient (graph.ShardTP)
 		return v.Def.Args[0].Kind == graph.KindResult
 	}

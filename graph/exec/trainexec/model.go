@@ -36,6 +36,9 @@ type Options struct {
 	// Recompute keeps only each block's input from the forward and recomputes the block's
 	// activations in the backward, just before they are needed.
 	Recompute bool
+	// MoEAuxCoef weighs the load-balancing loss of a mixture of experts' routers (the mean
+	// over its moe layers of graph's moe_aux) added to the loss; 0: none.
+	MoEAuxCoef float64
 }
 
 // ForModel compiles cfg's graph with its loss and backward for batches of up to maxB x maxT

@@ -115,6 +115,14 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 		return p.rmsNormGrad(n, f)
 	case "sum_rows":
 		return p.sumRows(n, f), nil
+	case "moe":
+		return p.moe(n)
+	case "moe_grad":
+		return p.moeGrad(n, f)
+	case "moe_aux":
+		return p.moeAux(n)
+	case "moe_aux_grad":
+		return p.moeAuxGrad(n, f)
 	}
 	if fn, ok, err := p.compileComm(n, f); ok {
 		return fn, err

@@ -70,9 +70,11 @@ type Program struct {
 	sideAt     map[*graph.Node]int // the instruction of a node keeping a side buffer, its size,
 	sideSize   map[*graph.Node]int // ... and the last instruction reading it (planned in plan.go)
 	sideEnd    map[*graph.Node]int
-	arena      *arena // buffers shared with the other slots' programs (slots.go)
-	shared     int64  // bytes of the arena this program uses
-	tp         Comm   // the tensor-parallel group (comm.go); nil: none
+	arena      *arena  // buffers shared with the other slots' programs (slots.go)
+	shared     int64   // bytes of the arena this program uses
+	tp         Comm    // the tensor-parallel group (comm.go); nil: none
+	auxSum     float64 // the moe_aux nodes' unweighted losses of the last Forward (moe_aux.go)
+	auxN       int
 }
 
 // New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
@@ -158,7 +160,7 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 	f := newFusion(p, g, wrt)
 	p.at = f.index
 	for i, n := range g.Nodes {
-		if (n.Op == "cross_entropy" || n.Op == "cross_entropy_shard") && n.Outs[0] == loss0(g) {
+		if (n.Op == "cross_entropy" || n.Op == "cross_entropy_shard") && n.Outs[0] == lossTerm(g) {
 			p.lossNode = n
 		}
 		if i == len(lg.Nodes) {
@@ -193,6 +195,16 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 }
 
 func loss0(g *graph.Graph) *graph.Value { return g.Outputs[0] }
+
+// lossTerm is the cross-entropy of the loss: the loss, or the first term of the sum
+// graph.WithMoEAux makes of it.
+func lossTerm(g *graph.Graph) *graph.Value {
+	v := loss0(g)
+	for v.Def != nil && v.Def.Op == "add" {
+		v = v.Def.Args[0]
+	}
+	return v
+}
 
 // shape records v's row layout (buffers are allocated on first use: an alias may take another
 // value's).
@@ -261,7 +273,7 @@ func (p *Program) Forward(tokens, targets []int32, B, T int) float32 {
 		}
 	}
 	p.hasTargets = targets != nil
-	p.loss = 0
+	p.loss, p.auxSum, p.auxN = 0, 0, 0
 	if p.hasTargets && p.ints[InputTargets] != nil {
 		copy(p.ints[InputTargets], targets[:p.N])
 	}

@@ -21,6 +21,7 @@ type stageSpec struct {
 	in, out     string   // the stage's input and output values ("": the whole graph's)
 	checkpoints []string // recompute from these values (nil: keep everything)
 	tp          Comm     // shard for this rank of the tensor-parallel group (nil: none)
+	auxCoef     float64  // weight of the moe layers' mean load-balancing loss (0: none)
 }
 
 // stageState is a stage program's input and output values.
@@ -40,6 +41,9 @@ func (sp stageSpec) forward(fwd *graph.Graph) (*graph.Graph, error) {
 	if sp.out == "" {
 		var err error
 		if lg, _, err = graph.WithLoss(fwd, OutputLogits, InputTargets); err != nil {
+			return nil, err
+		}
+		if lg, err = graph.WithMoEAux(lg, sp.auxCoef); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +157,7 @@ func forModelStage(fwd *graph.Graph, layers int, params []Param, maxB, maxT int,
 	if lo < 0 || lo >= hi || hi > layers {
 		return nil, fmt.Errorf("trainexec: stage of blocks [%d, %d) of %d", lo, hi, layers)
 	}
-	var sp stageSpec
+	sp := stageSpec{auxCoef: opt.MoEAuxCoef}
 	if opt.TP != nil && opt.TP.Size() > 1 {
 		sp.tp = opt.TP
 	}
