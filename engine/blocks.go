@@ -37,6 +37,7 @@ type seqTable struct {
 	blocks    []BlockID
 	hashes    []BlockHash // chained hashes of the first len(hashes) blocks (full, committed)
 	extraKeys string
+	released  int // the first released entries of blocks are NoBlock (blocks_window.go)
 }
 
 // BlockManager owns the KV-cache blocks. It is not safe for concurrent use.
@@ -193,7 +194,7 @@ func (m *BlockManager) Free(seq SeqID) {
 		return
 	}
 	delete(m.tables, seq)
-	for i := len(t.blocks) - 1; i >= 0; i-- {
+	for i := len(t.blocks) - 1; i >= t.released; i-- {
 		m.release(t.blocks[i])
 	}
 }

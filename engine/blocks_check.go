@@ -11,7 +11,16 @@ func (m *BlockManager) check() error {
 	holders := make([]int32, len(m.meta))
 	for seq, t := range m.tables {
 		seen := map[BlockID]bool{}
-		for _, b := range t.blocks {
+		if t.released > len(t.blocks) {
+			return fmt.Errorf("seq %d: %d released of %d blocks", seq, t.released, len(t.blocks))
+		}
+		for i, b := range t.blocks {
+			if (i < t.released) != (b == NoBlock) {
+				return fmt.Errorf("seq %d: entry %d is %d with %d released", seq, i, b, t.released)
+			}
+			if b == NoBlock {
+				continue
+			}
 			if b < 0 || int(b) >= len(m.meta) {
 				return fmt.Errorf("seq %d: block %d out of range", seq, b)
 			}

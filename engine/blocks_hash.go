@@ -70,6 +70,9 @@ func (m *BlockManager) Commit(seq SeqID, tokens []int, numComputedTokens int) {
 		h := hashBlock(parent, tokens[i*bs:(i+1)*bs], t.extraKeys)
 		t.hashes = append(t.hashes, h)
 		b := t.blocks[i]
+		if b == NoBlock {
+			continue // released before it was committed: nothing to share
+		}
 		if _, dup := m.cache[h]; dup || m.meta[b].cached {
 			continue
 		}

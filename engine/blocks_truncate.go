@@ -19,7 +19,7 @@ func (m *BlockManager) Truncate(seq SeqID, numTokens int) {
 	if numTokens < 0 {
 		panic(fmt.Sprintf("engine: Truncate(%d, %d): negative length", seq, numTokens))
 	}
-	keep := m.blocksFor(numTokens)
+	keep := max(m.blocksFor(numTokens), t.released)
 	for i := len(t.blocks) - 1; i >= keep; i-- {
 		m.release(t.blocks[i])
 	}

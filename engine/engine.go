@@ -165,8 +165,8 @@ func since(a, b time.Time) time.Duration {
 // Stats is a snapshot of the engine, taken by the step loop after every step.
 type Stats struct {
 	Running, Waiting      int     // sequences in the scheduler
-	NumBlocks, FreeBlocks int     // KV pool blocks; free includes cached blocks nobody holds
-	KVUsage               float64 // fraction of blocks in use
+	NumBlocks, FreeBlocks int     // KV pool blocks (summed over KV groups); free includes cached blocks nobody holds
+	KVUsage               float64 // fraction of the KV memory in use (every group's blocks weighed by their bytes)
 	PrefixQueryTokens     int64   // prompt tokens looked up in the prefix cache
 	PrefixHitTokens       int64   // of which found
 	Preemptions           int64
@@ -267,6 +267,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 		return nil, fmt.Errorf("engine: KV cache of %d blocks holds %d tokens (%d B/token), less than the maximum model length %d",
 			cfg.NumBlocks, cfg.NumBlocks*cfg.BlockSizeTokens, per, cfg.MaxModelLenTokens)
 	}
+	layout := planKVGroups(m, &cfg, opts.KVCacheBytes)
 	sched, err := NewScheduler(cfg)
 	if err != nil {
 		return nil, err
@@ -275,7 +276,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 	if err != nil {
 		return nil, err
 	}
-	kv, err := m.NewPagedKV(cfg.NumBlocks, cfg.BlockSizeTokens)
+	kv, err := layout.newPagedKV(m, cfg)
 	if err != nil {
 		return nil, err
 	}

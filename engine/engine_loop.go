@@ -243,8 +243,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		recordStep(rec, plan, sched0, sched1, res, time.Now())
 	}
 	if e.opts.OnStep != nil {
-		bs := e.sched.Blocks()
-		m.KVUsage = bs.Usage()
+		m.KVUsage = e.sched.KVUsage()
 		m.Running, m.Waiting = e.sched.NumRunning(), e.sched.NumWaiting()
 		e.opts.OnStep(m)
 	}
@@ -344,10 +343,16 @@ func (e *Engine) publish() {
 func (e *Engine) snapshot() Stats {
 	bs := e.sched.Blocks()
 	bst := bs.Stats()
-	return Stats{
+	st := Stats{
 		Running: e.sched.NumRunning(), Waiting: e.sched.NumWaiting(),
-		NumBlocks: e.cfg.NumBlocks, FreeBlocks: bs.NumFreeBlocks(), KVUsage: bs.Usage(),
+		NumBlocks: e.cfg.NumBlocks, FreeBlocks: bs.NumFreeBlocks(), KVUsage: e.sched.KVUsage(),
 		PrefixQueryTokens: bst.QueryTokens, PrefixHitTokens: bst.HitTokens,
 		Preemptions: e.sched.Stats().Preemptions,
 	}
+	for g := 1; g < e.sched.NumKVGroups(); g++ {
+		m := e.sched.GroupBlocks(g)
+		st.NumBlocks += m.NumBlocks()
+		st.FreeBlocks += m.NumFreeBlocks()
+	}
+	return st
 }

@@ -22,6 +22,7 @@ type runner struct {
 	b      model.Batch
 	seqs   []model.BatchSeq
 	tables [][]int32
+	groupT [][][]int32 // per entry, its tables of KV groups 1..
 
 	// per step, for the entries that need logits
 	ids      []SeqID
@@ -82,6 +83,9 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 		}
 		r.tables[i] = t
 		bs := model.BatchSeq{Tokens: ss.Tokens, StartPos: ss.StartPos, BlockTable: t, NeedsLogits: ss.NeedsLogits}
+		if ss.GroupTables != nil {
+			bs.GroupTables = r.groupTables(i, ss.GroupTables)
+		}
 		var drafts []int
 		if ss.NumDrafts > 0 {
 			bs.NumLogits = ss.NumDrafts + 1
@@ -190,4 +194,25 @@ func (r *runner) sample(lo, hi int) {
 			r.forced[j], r.done[j], r.errs[j] = smp.accept(r.results[j].ID)
 		}
 	}
+}
+
+// groupTables converts entry i's tables of KV groups 1.. into r's reused buffers.
+func (r *runner) groupTables(i int, tabs [][]BlockID) [][]int32 {
+	for len(r.groupT) <= i {
+		r.groupT = append(r.groupT, nil)
+	}
+	gt := r.groupT[i]
+	for len(gt) < len(tabs) {
+		gt = append(gt, nil)
+	}
+	gt = gt[:len(tabs)]
+	for g, tab := range tabs {
+		t := gt[g][:0]
+		for _, b := range tab {
+			t = append(t, int32(b))
+		}
+		gt[g] = t
+	}
+	r.groupT[i] = gt
+	return gt
 }

@@ -39,6 +39,10 @@ type Config struct {
 	ChunkedPrefill      bool // split prompts across steps; off: a prompt must fit one step whole
 	Policy              Policy
 	MaxModelLenTokens   int // prompt + output at most (<= NumBlocks*BlockSizeTokens)
+	// KVGroups, when set, gives each KV group of the model (layers under one window,
+	// kvgroups.go) its own pool and each sequence one block table per group; nil: one group
+	// of NumBlocks blocks without a window.
+	KVGroups []KVGroup
 }
 
 // DefaultConfig returns a complete configuration (vLLM's defaults where they apply).
@@ -74,7 +78,7 @@ func (c Config) Validate() error {
 	case c.Policy != PolicyFCFS && c.Policy != PolicyPriority:
 		return fmt.Errorf("engine: unknown policy %d", c.Policy)
 	}
-	return nil
+	return c.validateGroups()
 }
 
 // SchedulerStats counts scheduler events since creation.
@@ -88,14 +92,16 @@ type SchedulerStats struct {
 // Scheduler is the continuous-batching state machine. It is not safe for concurrent use: one
 // owner calls AddRequest / Abort / Finish at any time and alternates Schedule and Update.
 type Scheduler struct {
-	cfg     Config
-	blocks  *BlockManager
-	seqs    map[SeqID]*Sequence // live (unfinished) sequences
-	waiting []*Sequence         // FCFS: queue order; priority: unordered, picked by key
-	running []*Sequence         // admission order
-	pending *StepPlan           // the plan returned by Schedule and not yet passed to Update
-	order   uint64
-	stats   SchedulerStats
+	cfg      Config
+	blocks   *BlockManager       // group 0's
+	groups   []*BlockManager     // every KV group's (groups[0] == blocks)
+	computed [][]BlockID         // computedBlocks' result buffer
+	seqs     map[SeqID]*Sequence // live (unfinished) sequences
+	waiting  []*Sequence         // FCFS: queue order; priority: unordered, picked by key
+	running  []*Sequence         // admission order
+	pending  *StepPlan           // the plan returned by Schedule and not yet passed to Update
+	order    uint64
+	stats    SchedulerStats
 }
 
 // NewScheduler validates cfg and returns an empty scheduler with its own block manager.
@@ -103,11 +109,12 @@ func NewScheduler(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{
-		cfg:    cfg,
-		blocks: NewBlockManager(cfg.NumBlocks, cfg.BlockSizeTokens, cfg.PrefixCaching),
-		seqs:   map[SeqID]*Sequence{},
-	}, nil
+	s := &Scheduler{cfg: cfg, seqs: map[SeqID]*Sequence{}}
+	for _, nb := range cfg.GroupBlocks() {
+		s.groups = append(s.groups, NewBlockManager(nb, cfg.BlockSizeTokens, cfg.PrefixCaching))
+	}
+	s.blocks = s.groups[0]
+	return s, nil
 }
 
 // Config returns the configuration.
@@ -179,7 +186,7 @@ func (s *Scheduler) finish(seq *Sequence, status Status) {
 	case StatusWaiting, StatusPreempted:
 		s.waiting = removeSeq(s.waiting, seq)
 	}
-	s.blocks.Free(seq.ID)
+	s.freeBlocks(seq.ID)
 	seq.Status = status
 	delete(s.seqs, seq.ID)
 	if status == StatusFinishedAborted {
@@ -237,7 +244,7 @@ func (s *Scheduler) victim() int {
 func (s *Scheduler) preempt(i int) *Sequence {
 	seq := s.running[i]
 	s.running = slices.Delete(s.running, i, i+1)
-	s.blocks.Free(seq.ID)
+	s.freeBlocks(seq.ID)
 	seq.Status = StatusPreempted
 	seq.NumComputedTokens = 0
 	seq.draft = seq.draft[:0]

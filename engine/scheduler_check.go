@@ -1,5 +1,5 @@
 // This file implements the scheduler's invariant check, used by the tests after every event:
-// the block manager's invariants; every live sequence is in exactly one queue matching its
+// every KV group's block manager's invariants (and no block released inside a window); every live sequence is in exactly one queue matching its
 // status; running sequences hold blocks covering their computed tokens, waiting ones hold none;
 // drafts only on running sequences in decode, within MaxTokens and the model length;
 // the running count respects MaxNumSeqs.
@@ -9,8 +9,27 @@ package engine
 import "fmt"
 
 func (s *Scheduler) check() error {
-	if err := s.blocks.check(); err != nil {
-		return err
+	for g, m := range s.groups {
+		if err := m.check(); err != nil {
+			return fmt.Errorf("KV group %d: %w", g, err)
+		}
+		if len(m.tables) != len(s.running) {
+			return fmt.Errorf("KV group %d: %d block tables for %d running sequences", g, len(m.tables), len(s.running))
+		}
+		for _, q := range s.running {
+			t := m.tables[q.ID]
+			if t == nil || len(t.blocks)*s.cfg.BlockSizeTokens < q.NumComputedTokens {
+				return fmt.Errorf("KV group %d: running seq %d: blocks do not cover %d computed tokens", g, q.ID, q.NumComputedTokens)
+			}
+			if g < len(s.cfg.KVGroups) && t.released > 0 && t.released*s.cfg.BlockSizeTokens > q.NumComputedTokens-s.cfg.KVGroups[g].Window+1 {
+				return fmt.Errorf("KV group %d: running seq %d released %d blocks inside its window", g, q.ID, t.released)
+			}
+		}
+		for _, q := range s.waiting {
+			if m.tables[q.ID] != nil {
+				return fmt.Errorf("KV group %d: waiting seq %d holds blocks", g, q.ID)
+			}
+		}
 	}
 	if len(s.running) > s.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running > MaxNumSeqs %d", len(s.running), s.cfg.MaxNumSeqs)
@@ -42,6 +61,19 @@ func (s *Scheduler) check() error {
 		}
 		if s.blocks.tables[q.ID] != nil || q.NumComputedTokens != 0 || len(q.draft) != 0 {
 			return fmt.Errorf("waiting seq %d holds blocks, computed tokens or drafts", q.ID)
+		}
+	}
+	return nil
+}
+
+// checkEmpty is check plus: every block of every KV group is free (no leaks).
+func (s *Scheduler) checkEmpty() error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	for g, m := range s.groups {
+		if err := m.checkEmpty(); err != nil {
+			return fmt.Errorf("KV group %d: %w", g, err)
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func (s *Scheduler) scheduleDraft(seq *Sequence, n, budget, later int) int {
 		return 0
 	}
 	k := min(len(seq.draft), budget-n-later, s.roomForDrafts(seq))
-	if k <= 0 || !s.blocks.AppendSlots(seq.ID, seq.NumComputedTokens+n+k) {
+	if k <= 0 || !s.appendSlots(seq.ID, seq.NumComputedTokens+n+k) {
 		return 0
 	}
 	return k
@@ -73,7 +73,7 @@ func (s *Scheduler) dropDrafts(numNew, numDraft map[SeqID]int) int {
 		numNew[id] -= k
 		freed += k
 		seq := s.seqs[id]
-		s.blocks.Truncate(id, seq.NumComputedTokens+numNew[id])
+		s.truncate(id, seq.NumComputedTokens+numNew[id])
 		delete(numDraft, id)
 	}
 	return freed

@@ -13,12 +13,15 @@ import "slices"
 // rows in BlockTable (slot of position p: BlockTable[p/BlockSizeTokens], offset
 // p%BlockSizeTokens); positions before StartPos are already in the cache.
 type ScheduledSeq struct {
-	ID          SeqID
-	Tokens      []int     // token ids to run this step (a copy)
-	StartPos    int       // position of Tokens[0] (= tokens already computed)
-	BlockTable  []BlockID // covers StartPos+len(Tokens) positions (a copy)
-	NeedsLogits bool      // the last row's logits are sampled (decode, or the prompt's last chunk)
-	Prefill     bool      // more than the last known token: a prompt (or recompute) chunk
+	ID         SeqID
+	Tokens     []int     // token ids to run this step (a copy)
+	StartPos   int       // position of Tokens[0] (= tokens already computed)
+	BlockTable []BlockID // covers StartPos+len(Tokens) positions (a copy)
+	// GroupTables are the tables of KV groups 1.. (Config.KVGroups; nil with one group). A
+	// windowed group's entries before the window of the first row may be NoBlock.
+	GroupTables [][]BlockID
+	NeedsLogits bool // the last row's logits are sampled (decode, or the prompt's last chunk)
+	Prefill     bool // more than the last known token: a prompt (or recompute) chunk
 	// NumDrafts > 0 marks a speculative decode: Tokens is the last known token followed by
 	// NumDrafts draft tokens (SetDraft), and all NumDrafts+1 rows' logits are verified.
 	NumDrafts int
@@ -58,7 +61,7 @@ func (s *Scheduler) Schedule() *StepPlan {
 			continue
 		}
 		scheduled := true
-		for !s.blocks.AppendSlots(seq.ID, seq.NumComputedTokens+n) {
+		for !s.appendSlots(seq.ID, seq.NumComputedTokens+n) {
 			if len(numDraft) > 0 { // drafts never cost a preemption: take them back first
 				budget += s.dropDrafts(numNew, numDraft)
 				continue
@@ -91,13 +94,13 @@ func (s *Scheduler) Schedule() *StepPlan {
 	for len(plan.Preempted) == 0 && len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
 		w := s.nextWaiting()
 		seq := s.waiting[w]
-		computed, numCached := s.blocks.GetComputedBlocks(seq.tokens, seq.CacheSalt)
+		computed, numCached := s.computedBlocks(seq.tokens, seq.CacheSalt)
 		n := seq.NumTokens() - numCached
 		if n > budget && !s.cfg.ChunkedPrefill && seq.Status == StatusWaiting {
 			break // the prompt must run whole; wait for a step with room
 		}
 		n = min(n, budget)
-		if !s.blocks.Allocate(seq.ID, seq.tokens, numCached+n, computed, seq.CacheSalt) {
+		if !s.allocate(seq, numCached+n, computed) {
 			break
 		}
 		s.waiting = slices.Delete(s.waiting, w, w+1)
@@ -124,6 +127,7 @@ func (s *Scheduler) Schedule() *StepPlan {
 			Tokens:      toks,
 			StartPos:    start,
 			BlockTable:  s.blocks.BlockTable(seq.ID),
+			GroupTables: s.groupTables(seq.ID),
 			NeedsLogits: start+known == seq.NumTokens(),
 			Prefill:     start+known < seq.NumTokens() || known > 1,
 			NumDrafts:   k,

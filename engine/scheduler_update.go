@@ -68,7 +68,8 @@ func (s *Scheduler) UpdateTokens(plan *StepPlan, sampled map[SeqID][]int) ([]Ste
 			continue
 		}
 		seq.NumComputedTokens = ss.StartPos + len(ss.Tokens)
-		s.blocks.Commit(seq.ID, seq.tokens, seq.NumComputedTokens)
+		s.commit(seq.ID, seq.tokens, seq.NumComputedTokens)
+		s.releaseWindows(seq)
 		if !ss.NeedsLogits {
 			continue
 		}
@@ -93,13 +94,14 @@ func (s *Scheduler) updateSpec(seq *Sequence, ss ScheduledSeq, toks []int) StepO
 	o.Tokens = toks[:n]
 	// Rows StartPos..StartPos+Accepted hold the last known token and the accepted drafts.
 	computed := min(ss.StartPos+len(toks), seq.NumTokens())
-	s.blocks.Commit(seq.ID, seq.tokens, computed)
+	s.commit(seq.ID, seq.tokens, computed)
 	if o.Status != StatusRunning {
 		s.finish(seq, o.Status)
 		return o
 	}
 	seq.NumComputedTokens = computed
-	s.blocks.Truncate(seq.ID, seq.NumTokens()) // keep the next token's slot, release the rejected rest
+	s.truncate(seq.ID, seq.NumTokens()) // keep the next token's slot, release the rejected rest
+	s.releaseWindows(seq)
 	return o
 }
 

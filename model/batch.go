@@ -24,9 +24,13 @@ import (
 // through BlockTable (which must cover StartPos+len(Tokens) positions). Positions before
 // StartPos must already be in the pool.
 type BatchSeq struct {
-	Tokens      []int
-	StartPos    int
-	BlockTable  []int32
+	Tokens     []int
+	StartPos   int
+	BlockTable []int32
+	// GroupTables are the sequence's tables of KV groups 1.. (GroupTables[g-1]) when kv has
+	// several (model.NewPagedKVGroups); BlockTable is group 0's. A windowed group's table may
+	// hold -1 for blocks wholly before the window of the first row.
+	GroupTables [][]int32
 	NeedsLogits bool // return the logits of this sequence's last row
 	// NumLogits, with NeedsLogits, asks for the logits of the last NumLogits rows instead
 	// (speculative decoding verifies a token and its drafts in one row each); 0 means 1.
@@ -77,13 +81,12 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 			return nil, fmt.Errorf("model: forward batch: sequence %d has no tokens", si)
 		case s.StartPos < 0:
 			return nil, fmt.Errorf("model: forward batch: sequence %d starts at %d", si, s.StartPos)
-		case len(s.BlockTable)*kv.BlockSize < end:
-			return nil, fmt.Errorf("model: forward batch: sequence %d: %d blocks of %d slots do not cover positions 0..%d",
-				si, len(s.BlockTable), kv.BlockSize, end-1)
+		case len(s.GroupTables) != kv.numGroups()-1:
+			return nil, fmt.Errorf("model: forward batch: sequence %d has tables for %d KV groups, the pool %d", si, len(s.GroupTables)+1, kv.numGroups())
 		}
-		for _, blk := range s.BlockTable[:(end+kv.BlockSize-1)/kv.BlockSize] {
-			if blk < 0 || int(blk) >= kv.NumBlocks {
-				return nil, fmt.Errorf("model: forward batch: sequence %d: block %d outside the pool of %d", si, blk, kv.NumBlocks)
+		for g := range kv.numGroups() {
+			if err := kv.checkTable(si, g, s.groupTable(g), s.StartPos, end); err != nil {
+				return nil, err
 			}
 		}
 		for _, t := range s.Tokens {
@@ -110,10 +113,21 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	}
 	st := &b.step
 	st.Tokens, st.Rows, st.LogitRows = st.Tokens[:0], st.Rows[:0], st.LogitRows[:0]
+	ng := kv.numGroups()
+	for len(st.GroupRows) < ng-1 {
+		st.GroupRows = append(st.GroupRows, nil)
+	}
+	st.GroupRows = st.GroupRows[:ng-1]
+	for g := range st.GroupRows {
+		st.GroupRows[g] = st.GroupRows[g][:0]
+	}
 	for _, s := range seqs {
 		for j, t := range s.Tokens {
 			st.Tokens = append(st.Tokens, t)
 			st.Rows = append(st.Rows, kernels.PagedRow{Pos: s.StartPos + j, Table: s.BlockTable})
+			for g, tab := range s.GroupTables {
+				st.GroupRows[g] = append(st.GroupRows[g], kernels.PagedRow{Pos: s.StartPos + j, Table: tab})
+			}
 		}
 		if !s.NeedsLogits {
 			continue
@@ -126,7 +140,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 			st.LogitRows = append(st.LogitRows, r)
 		}
 	}
-	st.KV = exec.KV{K: kv.K, V: kv.V, BlockSize: kv.BlockSize}
+	st.KV = exec.KV{K: kv.K, V: kv.V, BlockSize: kv.BlockSize, Group: kv.Group}
 	switch {
 	case cap(dst) >= nl*cfg.Vocab:
 		st.Out = dst
@@ -140,6 +154,9 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	}
 	logits, err := prog.Run(st)
 	clear(st.Rows) // drop the callers' block tables
+	for g := range st.GroupRows {
+		clear(st.GroupRows[g])
+	}
 	st.KV, st.Out = exec.KV{}, nil
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -151,4 +168,34 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 		return nil, nil
 	}
 	return logits[:nl*cfg.Vocab], nil
+}
+
+// groupTable is s's block table of KV group g.
+func (s *BatchSeq) groupTable(g int) []int32 {
+	if g == 0 {
+		return s.BlockTable
+	}
+	return s.GroupTables[g-1]
+}
+
+// checkTable checks sequence si's table of group g for positions start..end-1: it covers them,
+// and every block from the one holding the first position the group's window lets the first
+// row read (position 0 without a window) is inside the group's pool.
+func (kv *PagedKV) checkTable(si, g int, table []int32, start, end int) error {
+	bs := kv.BlockSize
+	if len(table)*bs < end {
+		return fmt.Errorf("model: forward batch: sequence %d: %d blocks of %d slots do not cover positions 0..%d",
+			si, len(table), bs, end-1)
+	}
+	first := 0
+	if w := kv.groupWindow(g); w > 0 {
+		first = max(0, start-w+1) / bs
+	}
+	nb := kv.groupBlocks(g)
+	for _, blk := range table[first : (end+bs-1)/bs] {
+		if blk < 0 || int(blk) >= nb {
+			return fmt.Errorf("model: forward batch: sequence %d: block %d outside the pool of %d", si, blk, nb)
+		}
+	}
+	return nil
 }

@@ -10,11 +10,19 @@ import "fmt"
 
 // PagedKV is the KV pool of a model. K[l] and V[l] are layer l's rows.
 type PagedKV struct {
-	K, V      [][]float32 // per layer [NumBlocks*BlockSize*KVDim] and [NumBlocks*BlockSize*VDim]
-	NumBlocks int
-	BlockSize int // token slots per block
-	KVDim     int // a K row's width (KVHeads*HeadDim; MLA: latent + RoPE key)
-	VDim      int // a V row's width (KVHeads*HeadDim; MLA: 0)
+	K, V      [][]float32 // per layer [NumBlocks*BlockSize*KVDim] and [NumBlocks*BlockSize*VDim] (with groups: its group's blocks)
+	NumBlocks int         // group 0's blocks
+	BlockSize int         // token slots per block
+	KVDim     int         // a K row's width (KVHeads*HeadDim; MLA: latent + RoPE key)
+	VDim      int         // a V row's width (KVHeads*HeadDim; MLA: 0)
+
+	// KV groups (kvgroups.go), set by NewPagedKVGroups: Group[l] is layer l's group (nil: every
+	// layer in group 0), GroupBlocks[g] group g's pool in blocks (nil: one group of NumBlocks),
+	// Windows[g] its window (0 or absent: none). A sequence's table of a windowed group may
+	// hold -1 for blocks wholly before the window of its first row.
+	Group       []int
+	GroupBlocks []int
+	Windows     []int
 }
 
 // PrefaultLimit is the largest pool NewPagedKV commits up front; a larger one is reserved and
@@ -57,7 +65,14 @@ func prefaulted(n int) []float32 {
 
 // Bytes is the memory the pool holds.
 func (kv *PagedKV) Bytes() int64 {
-	return int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * int64(kv.KVDim+kv.VDim) * 4
+	if kv.GroupBlocks == nil {
+		return int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * int64(kv.KVDim+kv.VDim) * 4
+	}
+	var n int64
+	for l := range kv.K {
+		n += int64(len(kv.K[l])+len(kv.V[l])) * 4
+	}
+	return n
 }
 
 // slot returns the pool row of position pos through table.

@@ -154,10 +154,14 @@ func (o *qkvRopeOp) run(p *Program) error {
 	}
 	if o.kvLayer >= 0 {
 		st := p.step
-		if err := checkSlots(st, o.kvLayer, o.kvh*o.hd); err != nil {
+		rows, err := st.layerRows(o.kvLayer)
+		if err != nil {
 			return err
 		}
-		o.kc, o.vc, o.prows, o.bs = st.KV.K[o.kvLayer], st.KV.V[o.kvLayer], st.Rows, st.KV.BlockSize
+		if err := checkSlots(st, rows, o.kvLayer, o.kvh*o.hd); err != nil {
+			return err
+		}
+		o.kc, o.vc, o.prows, o.bs = st.KV.K[o.kvLayer], st.KV.V[o.kvLayer], rows, st.KV.BlockSize
 	}
 	n := len(pos)
 	if n*o.heads*o.hd < parallelMin {
@@ -231,13 +235,14 @@ func (p *Program) compileAttention(n *graph.Node) (instr, error) {
 	return o, nil
 }
 
-// checkSlots checks that every row's KV slot of layer is inside the pool.
-func checkSlots(st *Step, layer, kvd int) error {
+// checkSlots checks that every row's KV slot of layer is inside the pool (rows: the step's
+// rows of layer's KV group).
+func checkSlots(st *Step, rows []kernels.PagedRow, layer, kvd int) error {
 	if layer >= len(st.KV.K) {
 		return fmt.Errorf("layer %d: the paged KV has %d layers", layer, len(st.KV.K))
 	}
 	kc, vc, bs := st.KV.K[layer], st.KV.V[layer], st.KV.BlockSize
-	for i, row := range st.Rows {
+	for i, row := range rows {
 		b := row.Pos / bs
 		if b >= len(row.Table) {
 			return fmt.Errorf("row %d at position %d: its table has %d blocks of %d", i, row.Pos, len(row.Table), bs)
@@ -253,16 +258,20 @@ func checkSlots(st *Step, layer, kvd int) error {
 func (o *attentionOp) run(p *Program) error {
 	st := p.step
 	kvd, bs := o.kvh*o.hd, st.KV.BlockSize
+	rows, err := st.layerRows(o.layer)
+	if err != nil {
+		return err
+	}
 	if !o.written {
-		if err := checkSlots(st, o.layer, kvd); err != nil {
+		if err := checkSlots(st, rows, o.layer, kvd); err != nil {
 			return err
 		}
 		kc, vc, k, v := st.KV.K[o.layer], st.KV.V[o.layer], p.f32(o.k), p.f32(o.v)
-		for i, row := range st.Rows {
+		for i, row := range rows {
 			r := int(row.Table[row.Pos/bs])*bs + row.Pos%bs
 			copy(kc[r*kvd:(r+1)*kvd], k[i*kvd:(i+1)*kvd])
 			copy(vc[r*kvd:(r+1)*kvd], v[i*kvd:(i+1)*kvd])
 		}
 	}
-	return o.attn.RunOpts(p.pool, p.f32(o.out), p.f32(o.q), st.KV.K[o.layer], st.KV.V[o.layer], st.Rows, o.heads, o.kvh, o.hd, bs, o.opts)
+	return o.attn.RunOpts(p.pool, p.f32(o.out), p.f32(o.q), st.KV.K[o.layer], st.KV.V[o.layer], rows, o.heads, o.kvh, o.hd, bs, o.opts)
 }

@@ -63,7 +63,11 @@ func (o *mlaOp) run(p *Program) error {
 	pos := p.vals[o.pos].ints
 	cs := o.tab.table(p, pos)
 	cd, kd := p.f32(o.c), p.f32(o.kpe)
-	for i, row := range st.Rows {
+	rows, err := st.layerRows(o.layer)
+	if err != nil {
+		return err
+	}
+	for i, row := range rows {
 		b := row.Pos / bs
 		if b >= len(row.Table) || row.Table[b] < 0 {
 			return fmt.Errorf("row %d at position %d: its table has %d blocks of %d", i, row.Pos, len(row.Table), bs)
@@ -78,8 +82,8 @@ func (o *mlaOp) run(p *Program) error {
 		o.tab.rope.Apply(dst[o.r:], 1, o.rope, cs[i*o.rope:(i+1)*o.rope])
 	}
 	// Every row's earlier positions are in the pool now (rows of one step included).
-	o.qd, o.od, o.cs, o.kc, o.rows, o.bs = p.f32(o.q), p.f32(o.out), cs, kc, st.Rows, bs
-	n := len(st.Rows)
+	o.qd, o.od, o.cs, o.kc, o.rows, o.bs = p.f32(o.q), p.f32(o.out), cs, kc, rows, bs
+	n := len(rows)
 	if n*o.h*o.r < parallelMin {
 		o.attend(0, n)
 	} else {

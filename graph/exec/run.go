@@ -14,7 +14,11 @@ type Step struct {
 	Tokens []int // the rows' token ids (input "tokens")
 	// Rows are each row's position (input "pos") and its sequence's block table (rows of one
 	// sequence share one table slice, which must cover the row's position).
-	Rows      []kernels.PagedRow
+	Rows []kernels.PagedRow
+	// GroupRows, when KV.Group puts layers in KV groups other than 0 (layers attending under
+	// another window, with block tables of their own), holds group g's rows in GroupRows[g-1]:
+	// the same positions as Rows, each with its sequence's table of that group.
+	GroupRows [][]kernels.PagedRow
 	LogitRows []int // the rows whose output is wanted (input "logit_rows"), in output order
 	KV        KV
 	// Out, when it has the capacity, receives the output (otherwise a buffer of the Program's,
@@ -26,6 +30,22 @@ type Step struct {
 type KV struct {
 	K, V      [][]float32
 	BlockSize int
+	// Group, when set, is each layer's KV group: layer l's slots are found through the block
+	// tables of group Group[l] (Step.Rows for group 0, Step.GroupRows otherwise). Nil: every
+	// layer uses Step.Rows.
+	Group []int
+}
+
+// layerRows returns the rows whose block tables address layer's KV slots.
+func (st *Step) layerRows(layer int) ([]kernels.PagedRow, error) {
+	if st.KV.Group == nil || layer >= len(st.KV.Group) || st.KV.Group[layer] == 0 {
+		return st.Rows, nil
+	}
+	g := st.KV.Group[layer]
+	if g < 0 || g > len(st.GroupRows) || len(st.GroupRows[g-1]) != len(st.Rows) {
+		return nil, fmt.Errorf("layer %d in KV group %d: the step has rows for %d groups", layer, g, len(st.GroupRows)+1)
+	}
+	return st.GroupRows[g-1], nil
 }
 
 // Run executes the graph over st and returns its output ([len(LogitRows), vocab] for a model).
