@@ -34,8 +34,17 @@ func historyHashes(tokens []int) []uint64 {
 }
 
 type fakeRunner struct {
-	bs    int
-	slots [][]kvSlot // [block][offset]
+	bs     int
+	slots  [][]kvSlot // [block][offset]
+	window int        // > 0: a row at p reads only positions p-window+1..p (a windowed KV group)
+}
+
+// first is the first position a chunk starting at start reads.
+func (r *fakeRunner) first(start int) int {
+	if r.window > 0 {
+		return max(0, start-r.window+1)
+	}
+	return 0
 }
 
 func newFakeRunner(numBlocks, blockSizeTokens int) *fakeRunner {

@@ -66,6 +66,7 @@ type opRunner struct {
 	// finishedPrompt is the prompt length of each sequence in outputs.
 	finishedPrompt map[SeqID]int
 	totals         *opTotals
+	groupRunners   []*fakeRunner // KV groups 1.. (kvgroups_test.go)
 }
 
 // opTotals sums counters over many runs, to show what the random test exercised.
@@ -88,15 +89,31 @@ func (t *opTotals) add(s *Scheduler) {
 	t.evictions += bs.Evictions
 }
 
-func newOpRunner(data []byte) (*opRunner, error) {
+func newOpRunner(data []byte) (*opRunner, error) { return newOpRunnerGroups(data, nil) }
+
+// newOpRunnerGroups is newOpRunner with groups, if set, adding KV groups to the configuration
+// from the byte stream (kvgroups_test.go).
+func newOpRunnerGroups(data []byte, groups func(*Config, *byteSource)) (*opRunner, error) {
 	src := &byteSource{data: data}
 	cfg := configFromBytes(src)
+	if groups != nil {
+		groups(&cfg, src)
+	}
 	s, err := NewScheduler(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &opRunner{s: s, runner: newFakeRunner(cfg.NumBlocks, cfg.BlockSizeTokens), src: src,
-		outputs: map[SeqID][]int{}, finishedPrompt: map[SeqID]int{}}, nil
+	o := &opRunner{s: s, runner: newFakeRunner(cfg.NumBlocks, cfg.BlockSizeTokens), src: src,
+		outputs: map[SeqID][]int{}, finishedPrompt: map[SeqID]int{}}
+	if len(cfg.KVGroups) > 0 {
+		o.runner.window = cfg.KVGroups[0].Window
+	}
+	for g := 1; g < len(cfg.KVGroups); g++ {
+		r := newFakeRunner(cfg.groupBlocks(g), cfg.BlockSizeTokens)
+		r.window = cfg.KVGroups[g].Window
+		o.groupRunners = append(o.groupRunners, r)
+	}
+	return o, nil
 }
 
 func (o *opRunner) add() {
@@ -150,6 +167,9 @@ func (o *opRunner) step(abortOne bool) error {
 	if err != nil {
 		return err
 	}
+	if err := o.runGroups(plan); err != nil {
+		return err
+	}
 	if abortOne && len(plan.Seqs) > 0 {
 		o.s.Abort(plan.Seqs[o.src.next()%len(plan.Seqs)].ID)
 	}
@@ -161,6 +181,9 @@ func (o *opRunner) step(abortOne bool) error {
 	}
 	outs, err := o.s.UpdateTokens(plan, sampled)
 	if err != nil {
+		return err
+	}
+	if err := o.checkWindows(); err != nil {
 		return err
 	}
 	for _, out := range outs {
@@ -229,11 +252,15 @@ func (o *opRunner) drain() error {
 			return err
 		}
 	}
-	return o.s.blocks.checkEmpty()
+	return o.s.checkEmpty()
 }
 
 func runOps(data []byte, totals *opTotals) error {
-	o, err := newOpRunner(data)
+	return runOpsGroups(data, totals, nil)
+}
+
+func runOpsGroups(data []byte, totals *opTotals, groups func(*Config, *byteSource)) error {
+	o, err := newOpRunnerGroups(data, groups)
 	if err != nil {
 		return err
 	}

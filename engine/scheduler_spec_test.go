@@ -40,7 +40,7 @@ func (r *fakeRunner) runSpec(s *Scheduler, plan *StepPlan) (map[SeqID][]int, err
 			}
 			r.slots[b][p%r.bs] = kvSlot{tok: tok, pos: p, ctx: ctx[p], valid: true}
 		}
-		for p := range end {
+		for p := r.first(ss.StartPos); p < end; p++ {
 			sl := r.slots[ss.BlockTable[p/r.bs]][p%r.bs]
 			if !sl.valid || sl.pos != p || sl.tok != hist[p] || sl.ctx != ctx[p] {
 				return nil, fmt.Errorf("seq %d: pos %d reads %+v, want token %d", ss.ID, p, sl, hist[p])
