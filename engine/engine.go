@@ -50,6 +50,11 @@ type Options struct {
 	// OutputBuffer is the capacity of each request's Output channel. When a client reads
 	// slower than tokens come, deltas are merged rather than blocking the step loop.
 	OutputBuffer int
+	// SingleKVPool keeps one block pool and one block table per sequence for every layer even
+	// when the model's layers attend under different windows (Gemma 2): nothing is released
+	// before a window. Off (the default), each window's layers get their own pool
+	// (kvgroups_size.go) and a windowed group's blocks per sequence stop growing past the window.
+	SingleKVPool bool
 	// Speculative turns on speculative decoding (engine_spec.go; zero value: off).
 	Speculative SpecOptions
 	// OnStep, if set, is called by the step loop after every step (keep it quick).
@@ -267,7 +272,10 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 		return nil, fmt.Errorf("engine: KV cache of %d blocks holds %d tokens (%d B/token), less than the maximum model length %d",
 			cfg.NumBlocks, cfg.NumBlocks*cfg.BlockSizeTokens, per, cfg.MaxModelLenTokens)
 	}
-	layout := planKVGroups(m, &cfg, opts.KVCacheBytes)
+	layout := kvLayout{}
+	if cfg.KVGroups = nil; !opts.SingleKVPool {
+		layout = planKVGroups(m, &cfg, opts.KVCacheBytes)
+	}
 	sched, err := NewScheduler(cfg)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,11 @@ func checkNoLeaks(t *testing.T, e *Engine) {
 	if free := bm.NumFreeBlocks(); free != e.cfg.NumBlocks {
 		t.Errorf("%d of %d blocks free after the test", free, e.cfg.NumBlocks)
 	}
+	for g := 1; g < e.sched.NumKVGroups(); g++ {
+		if err := e.sched.GroupBlocks(g).checkEmpty(); err != nil {
+			t.Errorf("KV group %d: %v", g, err)
+		}
+	}
 	if st := e.Stats(); st.FreeBlocks != st.NumBlocks || st.Running+st.Waiting != 0 {
 		t.Errorf("stats after the test: %+v", st)
 	}
