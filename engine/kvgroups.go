@@ -178,3 +178,20 @@ func (s *Scheduler) groupTables(id SeqID) [][]BlockID {
 	}
 	return out
 }
+
+// KVGroupsString describes the KV groups for a log line: "window W: N blocks" each ("all"
+// for the windowless group), "" without groups.
+func (c Config) KVGroupsString() string {
+	var out string
+	for g, kg := range c.KVGroups {
+		w := "all"
+		if kg.Window > 0 {
+			w = fmt.Sprintf("window %d", kg.Window)
+		}
+		if g > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s: %d blocks", w, c.groupBlocks(g))
+	}
+	return out
+}

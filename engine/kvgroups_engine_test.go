@@ -158,8 +158,15 @@ func TestKVGroupsGemma2Window(t *testing.T) {
 				}
 			}
 		}
-		if u := e.sched.KVUsage(); u < 0 || u > 1 {
-			t.Errorf("KV usage %v", u)
+		// /metrics' vllm:kv_cache_usage_perc: both groups' held blocks weighed by their bytes
+		var used, total float64
+		for g, kg := range e.cfg.KVGroups {
+			bm := e.sched.GroupBlocks(g)
+			used += float64((bm.NumBlocks() - bm.NumFreeBlocks()) * int(kg.BytesPerToken))
+			total += float64(bm.NumBlocks() * int(kg.BytesPerToken))
+		}
+		if u := e.snapshot().KVUsage; math.Abs(u-used/total) > 1e-12 || (u <= 0 && len(e.sched.running) > 0) {
+			t.Errorf("KV usage %v, want %v", u, used/total)
 		}
 	})
 	cfg := e.Config()

@@ -191,6 +191,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		log.Warn(note)
 	}
 	eo.Scheduler = sc
+	eo.KVCacheBytes = kvBytes // the engine splits it between KV groups (windowed layers) when the model has them
 	eo.MaxQueuedRequests = *maxQueued
 	eo.BatchInvariant = *invariant
 	eo.OnStep = srv.StepHook
@@ -216,6 +217,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	cfg := eng.Config()
 	log.Info("ready", "model", b.Name, "max_model_len", cfg.MaxModelLenTokens, "kv_blocks", cfg.NumBlocks,
 		"block_size", cfg.BlockSizeTokens, "threads", mf.threads)
+	if len(cfg.KVGroups) > 0 {
+		log.Info("KV groups: windowed layers release blocks before the window", "groups", cfg.KVGroupsString())
+	}
 
 	select {
 	case <-ctx.Done():
