@@ -179,19 +179,26 @@ func TestKVGroupsGemma2Window(t *testing.T) {
 	if maxHeld[1] > local || maxHeld[0] < longest-1 {
 		t.Errorf("blocks per sequence: local at most %d (want <= %d), global up to %d (want about %d)", maxHeld[1], local, maxHeld[0], longest)
 	}
-	var tab strings.Builder
-	fmt.Fprintf(&tab, "tokens  global KV bytes  local KV bytes\n")
-	for _, n := range []int{10, 16, 32, 64, 128, 208} {
-		v := bytesAt[n]
-		fmt.Fprintf(&tab, "%6d  %15d  %14d\n", n, v[0], v[1])
-	}
-	t.Logf("window %d, blocks of %d: max blocks per sequence: global %d, local %d\n%s", swaWindow, swaBlock, maxHeld[0], maxHeld[1], tab.String())
 	if b := bytesAt[208]; b[1] > int64(local*swaBlock)*cfg.KVGroups[1].BytesPerToken || b[0] < 200*cfg.KVGroups[0].BytesPerToken {
 		t.Errorf("KV bytes at 208 tokens: global %d, local %d", b[0], b[1])
 	}
 
-	// The same engine with one pool for every layer (nothing released): bit-identical.
-	toks1, lps1, e1 := swaRun(t, m, func(o *Options) { o.SingleKVPool = true }, nil)
+	// The same engine with one pool for every layer (nothing released): bit-identical. Its
+	// local layers' bytes per sequence, for the table.
+	single := map[int]int64{}
+	toks1, lps1, e1 := swaRun(t, m, func(o *Options) { o.SingleKVPool = true }, func(e *Engine) {
+		if len(e.sched.running) > 0 {
+			q := e.sched.running[0]
+			single[q.NumComputedTokens] = int64(e.sched.Blocks().NumHeldBlocks(q.ID)*swaBlock) * cfg.KVGroups[1].BytesPerToken
+		}
+	})
+	var tab strings.Builder
+	fmt.Fprintf(&tab, "tokens  global KV bytes  local KV bytes  local, one pool\n")
+	for _, n := range []int{10, 16, 32, 64, 128, 208} {
+		v := bytesAt[n]
+		fmt.Fprintf(&tab, "%6d  %15d  %14d  %15d\n", n, v[0], v[1], single[n])
+	}
+	t.Logf("window %d, blocks of %d: max blocks per sequence: global %d, local %d\n%s", swaWindow, swaBlock, maxHeld[0], maxHeld[1], tab.String())
 	if e1.sched.NumKVGroups() != 1 || e1.Config().KVGroups != nil {
 		t.Fatalf("SingleKVPool: %d groups", e1.sched.NumKVGroups())
 	}
