@@ -32,8 +32,14 @@ const (
 // gemma2Window loads a random-weight Gemma 2 of 4 layers (2 local, 2 global) with window w.
 func gemma2Window(t *testing.T, w int) *model.Model {
 	t.Helper()
-	p, err := synth.Options{Arch: "gemma2", Dim: 32, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 64,
-		Vocab: 300, CtxLen: 1024, SlidingWindow: w, AttnSoftcap: 20, FinalSoftcap: 10, Seed: 21, Std: 0.3}.Plan()
+	return synthModel(t, synth.Options{Arch: "gemma2", Dim: 32, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 64,
+		Vocab: 300, CtxLen: 1024, SlidingWindow: w, AttnSoftcap: 20, FinalSoftcap: 10, Seed: 21, Std: 0.3})
+}
+
+// synthModel writes o's random-weight model as GGUF and loads it.
+func synthModel(t *testing.T, o synth.Options) *model.Model {
+	t.Helper()
+	p, err := o.Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,5 +275,68 @@ func TestPlanKVGroups(t *testing.T) {
 	planKVGroups(m, &cfg, 0)
 	if cfg.KVGroups != nil {
 		t.Errorf("window %d, model length %d: groups %+v", swaWindow, swaWindow, cfg.KVGroups)
+	}
+}
+
+// TestKVGroupsPhi3Window: Phi-3 with a window: one windowed group (every layer), whose blocks
+// per sequence stop growing; outputs equal the unpaged forward; no leaks.
+func TestKVGroupsPhi3Window(t *testing.T) {
+	m := synthModel(t, synth.Options{Arch: "phi3", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300,
+		CtxLen: 1024, SlidingWindow: swaWindow, Std: 0.25, Seed: 5})
+	maxHeld := 0
+	toks, lps, e := swaRun(t, m, nil, func(e *Engine) {
+		for _, q := range e.sched.running {
+			maxHeld = max(maxHeld, e.sched.Blocks().NumHeldBlocks(q.ID))
+		}
+	})
+	if g := e.Config().KVGroups; len(g) != 1 || g[0].Window != swaWindow || e.sched.NumKVGroups() != 1 {
+		t.Fatalf("KV groups %+v", g)
+	}
+	if local := (swaWindow+swaBlock-1)/swaBlock + 1; maxHeld > local {
+		t.Errorf("%d blocks per sequence, want at most %d", maxHeld, local)
+	}
+	for i, p := range swaPrompts {
+		want, wlp := forwardGreedy(t, m, p, swaGen)
+		if fmt.Sprint(want) != fmt.Sprint(toks[i]) {
+			t.Errorf("request %d: engine %v, unpaged forward %v", i, toks[i], want)
+			continue
+		}
+		for j := range wlp {
+			if math.Abs(wlp[j]-lps[i][j]) > 1e-4 {
+				t.Fatalf("request %d token %d: logprob %v, unpaged forward %v", i, j, lps[i][j], wlp[j])
+			}
+		}
+	}
+}
+
+// TestKVGroupsPrefixHit: a prompt run twice: the second run hits the prefix in both groups
+// (the local group's released blocks stayed cached) and still gives the unpaged forward's
+// tokens.
+func TestKVGroupsPrefixHit(t *testing.T) {
+	m := gemma2Window(t, swaWindow)
+	o := DefaultOptions()
+	o.BatchInvariant = true
+	o.Scheduler.BlockSizeTokens, o.Scheduler.NumBlocks, o.Scheduler.MaxModelLenTokens = swaBlock, 128, 256
+	e, err := New(m, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdownAndCheck(t, e) })
+	prompt := make([]int, 30)
+	for i := range prompt {
+		prompt[i] = (i*13 + 5) % 300
+	}
+	want, _ := forwardGreedy(t, m, prompt, 20)
+	for run := range 2 {
+		ch, err := e.Add(context.Background(), Request{ID: fmt.Sprint(run), Prompt: prompt, MaxTokens: 20, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := collect(ch); fmt.Sprint(r.tokens) != fmt.Sprint(want) {
+			t.Errorf("run %d: %v, unpaged forward %v", run, r.tokens, want)
+		}
+	}
+	if hit := e.Stats().PrefixHitTokens; hit != 28 {
+		t.Errorf("prefix hit %d tokens, want 28 (7 full blocks of the 30-token prompt)", hit)
 	}
 }
