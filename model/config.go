@@ -49,6 +49,13 @@ type Config struct {
 	FinalSoftcap  float64
 	AttnScalar    float64
 
+	// Gemma 3 (family_gemma3.go): every SlidingPattern-th layer is global, the others local
+	// (0 = Gemma 2's even layers local); the local layers' RoPE base (0 = RopeTheta); the
+	// global layers' linear RoPE scaling factor (angles divided by it; 0 = none).
+	SlidingPattern int
+	RopeLocalTheta float64
+	RopeLinear     float64
+
 	// DeepSeek-V2 (family_deepseek2.go): multi-head latent attention. KVLoraRank > 0 makes the
 	// attention MLA: HeadDim is a q/k head's width (qk_nope_head_dim + RopeDim), VHeadDim a v
 	// head's, and the KV cache holds per token the latent (KVLoraRank) and the shared RoPE key
