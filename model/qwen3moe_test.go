@@ -147,7 +147,7 @@ func TestQwen3MoeBadConfig(t *testing.T) {
 		{"mlp_only_layers", []int{1}, "mlp_only_layers"},
 		{"norm_topk_prob", "yes", "norm_topk_prob"},
 		{"num_experts_per_tok", 6, "num_experts_per_tok"},
-		{"num_experts", 4, "expert_count = 4"},                    // the tensors hold 5
+		{"num_experts", 4, "expert_count = 4"},                      // the tensors hold 5
 		{"moe_intermediate_size", 16, "expert_feed_forward_length"}, // the tensors are 32 wide
 		{"moe_intermediate_size", -1, "moe_intermediate_size"},
 		{"attention_bias", true, "attention_bias"},
