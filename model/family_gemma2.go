@@ -221,7 +221,8 @@ func gemma2ToHF(c *Config, hc *hfdir.Config) {
 	hc.Raw["query_pre_attn_scalar"] = c.AttnScalar
 }
 
-// gemma2Names is Gemma 2's Hugging Face naming (no lm_head: the output is the embedding).
+// gemma2Names is Gemma 2's and Gemma 3's Hugging Face naming (no lm_head: the output is the
+// embedding; q_norm and k_norm are Gemma 3's).
 var gemma2Names = NameMap{
 	Global: map[string]string{
 		"model.embed_tokens.weight": "token_embd.weight",
@@ -234,6 +235,8 @@ var gemma2Names = NameMap{
 		"self_attn.k_proj.weight":           "attn_k.weight",
 		"self_attn.v_proj.weight":           "attn_v.weight",
 		"self_attn.o_proj.weight":           "attn_output.weight",
+		"self_attn.q_norm.weight":           "attn_q_norm.weight", // Gemma 3's
+		"self_attn.k_norm.weight":           "attn_k_norm.weight",
 		"post_attention_layernorm.weight":   "post_attention_norm.weight",
 		"pre_feedforward_layernorm.weight":  "ffn_norm.weight",
 		"post_feedforward_layernorm.weight": "post_ffw_norm.weight",

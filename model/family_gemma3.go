@@ -19,7 +19,6 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
@@ -37,17 +36,13 @@ const (
 )
 
 func init() {
-	names := NameMap{Global: gemma2Names.Global, BlockPrefix: gemma2Names.BlockPrefix,
-		Block: maps.Clone(gemma2Names.Block), Skip: gemma2Names.Skip}
-	names.Block["self_attn.q_norm.weight"] = "attn_q_norm.weight"
-	names.Block["self_attn.k_norm.weight"] = "attn_k_norm.weight"
 	Register(&Family{
 		Arch: "gemma3", HFModelType: "gemma3_text", HFArchitecture: "Gemma3ForCausalLM",
 		RopeTheta: 1e6, NormEps: 1e-6,
 		Fix:      gemma3Fix,
 		FromGGUF: gemma3FromGGUF, ToGGUF: gemma3ToGGUF,
 		FromHF: gemma3FromHF, ToHF: gemma3ToHF,
-		Shapes: gemma2Shapes, Build: buildGemma2, Names: names,
+		Shapes: gemma2Shapes, Build: buildGemma2, Names: gemma2Names,
 		FromHFTensor: func(c *Config, name string) TensorFunc { return gemma2NormShift(name, 1) },
 		ToHFTensor:   func(c *Config, name string) TensorFunc { return gemma2NormShift(name, -1) },
 	})
