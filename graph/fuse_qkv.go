@@ -49,7 +49,7 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 			qr.Attrs.Int("head_dim", 0) != att.Attrs.Int("head_dim", -1) || kr.Attrs.Int("head_dim", 0) != att.Attrs.Int("head_dim", -1) ||
 			qr.Attrs.Int("heads", 0) != att.Attrs.Int("heads", -1) || kr.Attrs.Int("heads", 0) != att.Attrs.Int("kv_heads", -1) ||
 			qr.Attrs.Float("theta", 0) != kr.Attrs.Float("theta", 1) || qr.Attrs.Int("neox", 0) != kr.Attrs.Int("neox", 0) ||
-			qr.Attrs.Float("mscale", 1) != kr.Attrs.Float("mscale", 1) {
+			qr.Attrs.Float("mscale", 1) != kr.Attrs.Float("mscale", 1) || qr.Attrs.Float("freq_scale", 1) != kr.Attrs.Float("freq_scale", 1) {
 			continue
 		}
 		q, k, v := qr.Args[0], kr.Args[0], att.Args[2]
@@ -61,6 +61,9 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 		}
 		if m, ok := qr.Attrs["mscale"]; ok {
 			attrs["mscale"] = m
+		}
+		if fs, ok := qr.Attrs["freq_scale"]; ok {
+			attrs["freq_scale"] = fs
 		}
 		var norms []*Value
 		qn, kn := sole(q, "rms_norm"), sole(k, "rms_norm")

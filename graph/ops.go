@@ -10,6 +10,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -139,8 +140,8 @@ func init() {
 		}})
 	register(&OpDef{Name: "rope", MinArgs: 2, MaxArgs: 3,
 		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}},
-		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1)",
+			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}, {"freq_scale", AttrFloat, false}},
+		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1); freq_scale multiplies every angle (linear scaling: 1/factor, Gemma 3's global layers; default 1)",
 		Infer: ropeType})
 	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 3,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},
@@ -229,6 +230,9 @@ func ropeType(a []Type, at Attrs) ([]Type, error) {
 	}
 	if err := want(a[1].DType == tensor.I32 && a[1].Shape.Equal(x.Shape[:1]), "pos must be i32[%v], is %v", x.Shape[0], a[1]); err != nil {
 		return nil, err
+	}
+	if fs := at.Float("freq_scale", 1); !(fs > 0) || math.IsInf(fs, 0) {
+		return nil, fmt.Errorf("freq_scale %v: must be positive and finite", fs)
 	}
 	if len(a) == 3 {
 		if err := want(isFloat(a[2]) && a[2].Shape.Equal(Dims(int(hd/2))), "freqs must be f32[%d], are %v", hd/2, a[2]); err != nil {

@@ -69,7 +69,7 @@ func init() {
 		Doc: "gradient of softcap: dy * (1 - tanh²(x/cap)), args (dy, x)", Infer: sameTypes})
 	register(&OpDef{Name: "rope_grad", MinArgs: 2, MaxArgs: 3,
 		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}},
+			{"neox", AttrInt, false}, {"freq_scale", AttrFloat, false}},
 		Doc:   "gradient of rope (args dy, pos[, freqs], rope's attributes): dy rotated by the negative angles (the rotation's transpose)",
 		Infer: ropeType})
 	register(&OpDef{Name: "attention_grad", MinArgs: 4, MaxArgs: 4,

@@ -16,6 +16,9 @@ type Rope struct {
 	NeoX    bool      // rotate-half pairing instead of adjacent pairs
 	Factors []float32 // optional per-frequency divisors, [Dims/2] (Llama 3 scaling, Phi-3's LongRoPE)
 	Mscale  float32   // magnitude of cos and sin (LongRoPE's attention factor); 0 means 1
+	// FreqScale multiplies every angle (linear RoPE scaling, ggml's freq_scale = 1/factor:
+	// Gemma 3's global layers); 0 means 1.
+	FreqScale float32
 }
 
 // NewRope validates the parameters and returns a Rope.
@@ -35,6 +38,7 @@ func NewRope(dims int, base float64, neox bool, factors []float32) (*Rope, error
 // Table fills cs ([Dims]: cos, sin interleaved per pair) for position pos. Angles are built as
 // ggml does: θ_0 = pos, θ_{i+1} = θ_i * base^(-2/Dims) in float32, divided by Factors[i]; cos
 // and sin are then multiplied by Mscale (when set), as ggml's rope multiplies by its attn_factor.
+// FreqScale (when set) multiplies the angle after the divisor, as ggml's freq_scale does.
 func (r *Rope) Table(cs []float32, pos int) {
 	scale := float32(math.Pow(r.Base, -2/float64(r.Dims)))
 	theta := float32(pos)
@@ -42,6 +46,9 @@ func (r *Rope) Table(cs []float32, pos int) {
 		t := theta
 		if r.Factors != nil {
 			t = theta / r.Factors[i]
+		}
+		if r.FreqScale != 0 && r.FreqScale != 1 {
+			t *= r.FreqScale
 		}
 		s, c := math.Sincos(float64(t))
 		cs[2*i], cs[2*i+1] = float32(c), float32(s)

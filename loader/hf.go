@@ -80,8 +80,8 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 				case e >= shape[0]:
 					return fmt.Errorf("%s: tensor %s is expert %d, but %s gives num_local_experts = %d", f.Path, t.Name, e, cfgFile, shape[0])
 				case !slices.Equal(t.Shape, shape[1:]):
-					return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)",
-						f.Path, t.Name, t.Shape, cfgFile, shape[1:])
+					return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)%s",
+						f.Path, t.Name, t.Shape, cfgFile, shape[1:], model.ExpertNote(&cfg, g))
 				case t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16:
 					return fmt.Errorf("%s: tensor %s has dtype %s; weights must be F32, F16 or BF16", f.Path, t.Name, t.Type)
 				}
@@ -104,8 +104,8 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 					f.Path, t.Name, cfgFile, cfg.Arch, cfg.Tied, model.ExpertNote(&cfg, g))
 			}
 			if !slices.Equal(t.Shape, shape) {
-				return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)",
-					f.Path, t.Name, t.Shape, cfgFile, shape)
+				return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)%s",
+					f.Path, t.Name, t.Shape, cfgFile, shape, model.ExpertNote(&cfg, g))
 			}
 			if t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16 {
 				return fmt.Errorf("%s: tensor %s has dtype %s; weights must be F32, F16 or BF16", f.Path, t.Name, t.Type)

@@ -1,6 +1,6 @@
 // Package model implements decoder-only transformers on CPU, one registered Family per
-// architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3, deepseek2
-// today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
+// architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe,
+// gemma2, gemma3, phi3, deepseek2 today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
 // llama2.c and Hugging Face checkpoints, and the forward pass with a KV cache through the graph
 // each family's builder writes.
 //
@@ -48,6 +48,13 @@ type Config struct {
 	AttnSoftcap   float64
 	FinalSoftcap  float64
 	AttnScalar    float64
+
+	// Gemma 3 (family_gemma3.go): every SlidingPattern-th layer is global, the others local
+	// (0 = Gemma 2's even layers local); the local layers' RoPE base (0 = RopeTheta); the
+	// global layers' linear RoPE scaling factor (angles divided by it; 0 = none).
+	SlidingPattern int
+	RopeLocalTheta float64
+	RopeLinear     float64
 
 	// DeepSeek-V2 (family_deepseek2.go): multi-head latent attention. KVLoraRank > 0 makes the
 	// attention MLA: HeadDim is a q/k head's width (qk_nope_head_dim + RopeDim), VHeadDim a v

@@ -74,9 +74,16 @@ func gemma2LlamaCppScalar(c *Config) float64 {
 	return float64(c.HeadDim)
 }
 
-// IsLocalLayer reports whether layer l of c attends through a sliding window.
+// IsLocalLayer reports whether layer l of c attends through a sliding window: Gemma 2's even
+// layers, or with a SlidingPattern p (Gemma 3) every layer but each p-th.
 func (c *Config) IsLocalLayer(l int) bool {
-	return c.Arch == "gemma2" && c.SlidingWindow > 0 && l%2 == 0
+	if c.SlidingWindow <= 0 {
+		return false
+	}
+	if c.SlidingPattern > 0 {
+		return (l+1)%c.SlidingPattern != 0
+	}
+	return c.Arch == "gemma2" && l%2 == 0
 }
 
 // checkGemma checks the Gemma fields (any family may leave them zero).
@@ -84,11 +91,15 @@ func (c *Config) checkGemma() error {
 	if c.SlidingWindow < 0 {
 		return fmt.Errorf("model: config sliding_window = %d, must not be negative", c.SlidingWindow)
 	}
+	if c.SlidingPattern < 0 || c.SlidingPattern > MaxLayers+1 {
+		return fmt.Errorf("model: config sliding_window_pattern = %d out of range [0, %d]", c.SlidingPattern, MaxLayers+1)
+	}
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"attn_logit_softcapping", c.AttnSoftcap}, {"final_logit_softcapping", c.FinalSoftcap},
-		{"query_pre_attn_scalar", c.AttnScalar}} {
+		{"query_pre_attn_scalar", c.AttnScalar}, {"rope_local_base_freq", c.RopeLocalTheta},
+		{"rope_scaling.factor", c.RopeLinear}} {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("model: config %s = %v, must be finite and not negative", f.name, f.v)
 		}
@@ -210,7 +221,8 @@ func gemma2ToHF(c *Config, hc *hfdir.Config) {
 	hc.Raw["query_pre_attn_scalar"] = c.AttnScalar
 }
 
-// gemma2Names is Gemma 2's Hugging Face naming (no lm_head: the output is the embedding).
+// gemma2Names is Gemma 2's and Gemma 3's Hugging Face naming (no lm_head: the output is the
+// embedding; q_norm and k_norm are Gemma 3's).
 var gemma2Names = NameMap{
 	Global: map[string]string{
 		"model.embed_tokens.weight": "token_embd.weight",
@@ -223,6 +235,8 @@ var gemma2Names = NameMap{
 		"self_attn.k_proj.weight":           "attn_k.weight",
 		"self_attn.v_proj.weight":           "attn_v.weight",
 		"self_attn.o_proj.weight":           "attn_output.weight",
+		"self_attn.q_norm.weight":           "attn_q_norm.weight", // Gemma 3's
+		"self_attn.k_norm.weight":           "attn_k_norm.weight",
 		"post_attention_layernorm.weight":   "post_attention_norm.weight",
 		"pre_feedforward_layernorm.weight":  "ffn_norm.weight",
 		"post_feedforward_layernorm.weight": "post_ffw_norm.weight",
@@ -233,7 +247,7 @@ var gemma2Names = NameMap{
 	Skip: []string{"self_attn.rotary_emb.inv_freq"},
 }
 
-// gemma2Shapes lists Gemma 2's tensors by llama.cpp's names.
+// gemma2Shapes lists Gemma 2's tensors by llama.cpp's names (with QKNorm, Gemma 3's).
 func gemma2Shapes(c *Config) map[string][]int {
 	s := map[string][]int{
 		"token_embd.weight":  {c.Vocab, c.Dim},
@@ -246,6 +260,10 @@ func gemma2Shapes(c *Config) map[string][]int {
 		s[p+"attn_k.weight"] = []int{c.KVDim(), c.Dim}
 		s[p+"attn_v.weight"] = []int{c.KVDim(), c.Dim}
 		s[p+"attn_output.weight"] = []int{c.Dim, c.QDim()}
+		if c.QKNorm { // Gemma 3
+			s[p+"attn_q_norm.weight"] = []int{c.HeadDim}
+			s[p+"attn_k_norm.weight"] = []int{c.HeadDim}
+		}
 		s[p+"post_attention_norm.weight"] = []int{c.Dim}
 		s[p+"ffn_norm.weight"] = []int{c.Dim}
 		s[p+"ffn_gate.weight"] = []int{c.FFN, c.Dim}

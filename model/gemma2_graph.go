@@ -11,6 +11,11 @@
 //	logits = softcap((rms_norm(x)·output_norm)·token_embdᵀ)
 //
 // The norm weights are GGUF's, 1 + Hugging Face's (see family_gemma2.go).
+//
+// Gemma 3 (family_gemma3.go) is the same block with per-head rms_norm of q and k before RoPE
+// (QKNorm), no soft-caps, its local layers every layer but each SlidingPattern-th, RoPE base
+// RopeLocalTheta on the local layers and RopeTheta, with linear scaling by RopeLinear
+// (rope freq_scale = 1/RopeLinear), on the global ones.
 package model
 
 import (
@@ -25,10 +30,10 @@ import (
 // (Llama 3 RoPE divisors) does not apply: Gemma 2 has no RoPE scaling.
 func buildGemma2(cfg *Config, dtype func(name string) tensor.DType, withFreqs bool) (*graph.Graph, error) {
 	if withFreqs {
-		return nil, fmt.Errorf("model: gemma2 has no RoPE frequency scaling (rope_freqs.weight)")
+		return nil, fmt.Errorf("model: %s has no RoPE frequency divisors (rope_freqs.weight)", cfg.Arch)
 	}
 	if cfg.AttnScalar <= 0 {
-		return nil, fmt.Errorf("model: gemma2 query_pre_attn_scalar = %v, must be positive", cfg.AttnScalar)
+		return nil, fmt.Errorf("model: %s query_pre_attn_scalar = %v, must be positive", cfg.Arch, cfg.AttnScalar)
 	}
 	n, s := graph.Sym("n"), graph.Sym("s")
 	b := graph.NewBuilder(cfg.Arch)
@@ -43,9 +48,16 @@ func buildGemma2(cfg *Config, dtype func(name string) tensor.DType, withFreqs bo
 	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
 	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
 	eps := graph.Attrs{"eps": graph.Float(float64(cfg.NormEps))}
-	rope := func(x *graph.Value, heads int) *graph.Value {
-		return b.Op("rope", graph.Attrs{"heads": graph.Int(int64(heads)), "head_dim": graph.Int(int64(cfg.HeadDim)),
-			"theta": graph.Float(cfg.RopeTheta), "neox": graph.Int(1)}, x, pos)
+	rope := func(x *graph.Value, heads int, local bool) *graph.Value {
+		a := graph.Attrs{"heads": graph.Int(int64(heads)), "head_dim": graph.Int(int64(cfg.HeadDim)),
+			"theta": graph.Float(cfg.RopeTheta), "neox": graph.Int(1)}
+		switch {
+		case local && cfg.RopeLocalTheta > 0:
+			a["theta"] = graph.Float(cfg.RopeLocalTheta)
+		case !local && cfg.RopeLinear > 0 && cfg.RopeLinear != 1:
+			a["freq_scale"] = graph.Float(1 / cfg.RopeLinear)
+		}
+		return b.Op("rope", a, x, pos)
 	}
 	norm := func(x *graph.Value, name string) *graph.Value { return b.Op("rms_norm", eps, x, vec(name, cfg.Dim)) }
 
@@ -57,14 +69,19 @@ func buildGemma2(cfg *Config, dtype func(name string) tensor.DType, withFreqs bo
 		q := b.Op("matmul", nil, h, mat(p+"attn_q.weight", cfg.QDim(), cfg.Dim))
 		k := b.Op("matmul", nil, h, mat(p+"attn_k.weight", cfg.KVDim(), cfg.Dim))
 		v := b.Op("matmul", nil, h, mat(p+"attn_v.weight", cfg.KVDim(), cfg.Dim))
-		q, k = rope(q, cfg.Heads), rope(k, cfg.KVHeads)
+		if cfg.QKNorm {
+			q = b.Op("rms_norm", eps, q, vec(p+"attn_q_norm.weight", cfg.HeadDim))
+			k = b.Op("rms_norm", eps, k, vec(p+"attn_k_norm.weight", cfg.HeadDim))
+		}
+		local := cfg.IsLocalLayer(l)
+		q, k = rope(q, cfg.Heads, local), rope(k, cfg.KVHeads, local)
 		a := graph.Attrs{"layer": graph.Int(int64(l)), "heads": graph.Int(int64(cfg.Heads)),
 			"kv_heads": graph.Int(int64(cfg.KVHeads)), "head_dim": graph.Int(int64(cfg.HeadDim)),
 			"scale": graph.Float(1 / math.Sqrt(cfg.AttnScalar))}
 		if cfg.AttnSoftcap > 0 {
 			a["softcap"] = graph.Float(cfg.AttnSoftcap)
 		}
-		if cfg.IsLocalLayer(l) {
+		if local {
 			a["window"] = graph.Int(int64(cfg.SlidingWindow))
 		}
 		att := b.Op("attention", a, q, k, v)

@@ -91,8 +91,9 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		c.NormEps = float32(v)
 	}
-	if typ, ok := f.String(arch + ".rope.scaling.type"); ok && typ != "none" && typ != "llama3" {
-		return c, fmt.Errorf("%s.rope.scaling.type %q is not supported", arch, typ)
+	scaling, _ := f.String(arch + ".rope.scaling.type")
+	if scaling != "" && scaling != "none" && scaling != "llama3" && scaling != "linear" {
+		return c, fmt.Errorf("%s.rope.scaling.type %q is not supported", arch, scaling)
 	}
 	embd, ok := f.Tensor("token_embd.weight")
 	if !ok || len(embd.Shape) != 2 {
@@ -108,6 +109,9 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		if err := fam.FromGGUF(f, &c); err != nil {
 			return c, err
 		}
+	}
+	if scaling == "linear" && c.RopeLinear == 0 { // a family that reads it sets RopeLinear (gemma3)
+		return c, fmt.Errorf("%s.rope.scaling.type \"linear\" is not supported for %s", arch, arch)
 	}
 	if err := c.Validate(); err != nil {
 		return c, err

@@ -42,6 +42,10 @@ type Options struct {
 	// soft-caps and query_pre_attn_scalar (zero: the family's defaults).
 	SlidingWindow                         int
 	AttnSoftcap, FinalSoftcap, AttnScalar float64
+	// gemma3: every SlidingPattern-th layer global, the local layers' RoPE base, the global
+	// layers' linear RoPE scaling factor (zero: the family's defaults; no scaling).
+	SlidingPattern             int
+	RopeLocalTheta, RopeLinear float64
 	// deepseek2: the low-rank widths of q (0: a plain attn_q) and of the KV latent, the rotated
 	// part of a q/k head, a v head's width, the leading dense blocks, the routed experts'
 	// weight scale, renormalised top-k and sigmoid scores (zero: the family's defaults).
@@ -76,6 +80,7 @@ func (o Options) Config() (model.Config, error) {
 		NormEps: o.NormEps, Tied: o.Tied, Experts: o.Experts, ExpertsUsed: o.ExpertsUsed,
 		ExpertFFN: o.ExpertFFN, SharedFFN: o.SharedFFN, SlidingWindow: o.SlidingWindow,
 		AttnSoftcap: o.AttnSoftcap, FinalSoftcap: o.FinalSoftcap, AttnScalar: o.AttnScalar,
+		SlidingPattern: o.SlidingPattern, RopeLocalTheta: o.RopeLocalTheta, RopeLinear: o.RopeLinear,
 		QLoraRank: o.QLoraRank, KVLoraRank: o.KVLoraRank, RopeDim: o.RopeDim, VHeadDim: o.VHeadDim,
 		DenseLead: o.DenseLead, ExpertsScale: o.ExpertsScale, ExpertsNorm: o.ExpertsNorm, ExpertsSigmoid: o.ExpertsSigmoid}
 	def := func(p *int, v int) {
@@ -113,6 +118,14 @@ func (o Options) Config() (model.Config, error) {
 		}
 		if fam.Fix != nil {
 			fam.Fix(&c)
+		}
+		for _, f := range []struct {
+			name      string
+			asked, is float64
+		}{{"attn_logit_softcapping", o.AttnSoftcap, c.AttnSoftcap}, {"final_logit_softcapping", o.FinalSoftcap, c.FinalSoftcap}} {
+			if f.asked != 0 && f.asked != f.is {
+				return c, fmt.Errorf("synth: %s = %v: architecture %s has no soft-capping", f.name, f.asked, c.Arch)
+			}
 		}
 		if o.RopeOrigCtx > 0 {
 			if fam.ConfigTensors == nil {

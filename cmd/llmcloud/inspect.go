@@ -256,10 +256,16 @@ func printInspect(w io.Writer, r *inspectReport) {
 			fmt.Fprintf(w, ", llama3 rope scaling %+v", *s)
 		}
 		if c.Experts > 0 {
-			fmt.Fprintf(w, ", %d experts (%d per token)", c.Experts, c.ExpertsUsed)
+			fmt.Fprintf(w, ", %d experts (%d per token, renormalised %v)", c.Experts, c.ExpertsUsed, c.ExpertsNorm)
 		}
 		if c.SlidingWindow > 0 {
 			fmt.Fprintf(w, ", sliding window %d", c.SlidingWindow)
+		}
+		if c.SlidingPattern > 0 {
+			fmt.Fprintf(w, ", a global layer every %d (local layers' rope theta %g)", c.SlidingPattern, c.RopeLocalTheta)
+		}
+		if c.RopeLinear > 0 {
+			fmt.Fprintf(w, ", linear rope scaling %g on the global layers", c.RopeLinear)
 		}
 		if c.AttnSoftcap > 0 || c.FinalSoftcap > 0 || c.AttnScalar > 0 {
 			fmt.Fprintf(w, ", attn soft-cap %g, final soft-cap %g, query_pre_attn_scalar %g",

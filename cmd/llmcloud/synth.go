@@ -44,7 +44,10 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
 	out := fs.String("o", "", "output: *.gguf, else a Hugging Face directory")
-	window := fs.Int("window", 0, "sliding-window attention span (gemma2: of the local layers, default 4096; phi3: of every layer, default none)")
+	window := fs.Int("window", 0, "sliding-window attention span (gemma2, gemma3: of the local layers, default 4096; phi3: of every layer, default none)")
+	pattern := fs.Int("window-pattern", 0, "gemma3: every N-th layer global, the others local (default 6)")
+	localTheta := fs.Float64("rope-local-theta", 0, "gemma3: RoPE base of the local layers (default 10000)")
+	ropeLinear := fs.Float64("rope-linear", 0, "gemma3: linear RoPE scaling factor of the global layers (default none)")
 	attnCap := fs.Float64("attn-softcap", 0, "gemma2: attention logit soft-cap (default 50)")
 	finalCap := fs.Float64("final-softcap", 0, "gemma2: final logit soft-cap (default 30)")
 	qScalar := fs.Float64("query-scalar", 0, "gemma2: query_pre_attn_scalar, scores scaled by its 1/sqrt (default: head dim)")
@@ -108,6 +111,15 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	o.Std = *std
 	if set["window"] {
 		o.SlidingWindow = *window
+	}
+	if set["window-pattern"] {
+		o.SlidingPattern = *pattern
+	}
+	if set["rope-local-theta"] {
+		o.RopeLocalTheta = *localTheta
+	}
+	if set["rope-linear"] {
+		o.RopeLinear = *ropeLinear
 	}
 	if set["attn-softcap"] {
 		o.AttnSoftcap = *attnCap

@@ -27,9 +27,10 @@ type ropeTable struct {
 // ropeFor returns the table for these attributes and divisors (shared by every node using it).
 func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 	hd, theta, neox := int(a.Int("head_dim", 0)), a.Float("theta", 0), a.Int("neox", 0) != 0
-	mscale := float32(a.Float("mscale", 1))
+	mscale, fscale := float32(a.Float("mscale", 1)), float32(a.Float("freq_scale", 1))
 	for _, t := range p.ropes {
-		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs && t.rope.Mscale == mscale {
+		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs && t.rope.Mscale == mscale &&
+			t.rope.FreqScale == fscale {
 			return t, nil
 		}
 	}
@@ -44,7 +45,7 @@ func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Mscale = mscale
+	r.Mscale, r.FreqScale = mscale, fscale
 	t := &ropeTable{rope: r, freqs: freqs}
 	p.ropes = append(p.ropes, t)
 	return t, nil

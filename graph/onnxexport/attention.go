@@ -114,6 +114,9 @@ func (e *exporter) rope(n *graph.Node) error {
 	if m := n.Attrs.Float("mscale", 1); m != 1 {
 		return fmt.Errorf("rope with mscale %g (LongRoPE's attention factor) has no ONNX mapping yet", m)
 	}
+	if s := n.Attrs.Float("freq_scale", 1); s != 1 {
+		return fmt.Errorf("rope with freq_scale %g (linear RoPE scaling) has no ONNX mapping yet", s)
+	}
 	var freqs *graph.Value
 	if len(n.Args) == 3 {
 		freqs = n.Args[2]

@@ -52,13 +52,16 @@ func opCases(r *rand.Rand) []opCase {
 		}
 		return pos
 	}
-	ropeCase := func(neox int64, freqs bool) opCase {
+	ropeCase := func(neox int64, freqs bool, freqScale ...float64) opCase {
 		n, heads, hd := in(1, 6), in(1, 3), 2*in(1, 4)
 		pos := seqs(n)
 		pos[n-1] += 5 // a position past the batch's rows
-		return opCase{name: fmt.Sprintf("rope neox=%d freqs=%v", neox, freqs), ints: map[string][]int32{"pos": pos},
+		return opCase{name: fmt.Sprintf("rope neox=%d freqs=%v freq_scale=%v", neox, freqs, freqScale), ints: map[string][]int32{"pos": pos},
 			build: func(b *graph.Builder) []*graph.Value {
 				a := graph.Attrs{"heads": graph.Int(int64(heads)), "head_dim": graph.Int(int64(hd)), "theta": graph.Float(100), "neox": graph.Int(neox)}
+				if len(freqScale) > 0 { // linear scaling (Gemma 3's global layers)
+					a["freq_scale"] = graph.Float(freqScale[0])
+				}
 				args := []*graph.Value{b.Weight("x", f32(n, heads*hd)), b.Input("pos", i32(n))}
 				if freqs {
 					args = append(args, b.Weight("c_freqs", f32(hd/2)))
@@ -108,7 +111,7 @@ func opCases(r *rand.Rand) []opCase {
 	if S > 1 {
 		targets[r.Intn(S)] = -1 // an ignored row
 	}
-	return append([]opCase{
+	cases := append([]opCase{
 		{name: "matmul", build: func(b *graph.Builder) []*graph.Value {
 			return []*graph.Value{b.Op("matmul", nil, b.Weight("x", f32(2, R, K)), b.Weight("w", f32(N, K)))}
 		}},
@@ -151,6 +154,9 @@ func opCases(r *rand.Rand) []opCase {
 			return []*graph.Value{b.Op("cross_entropy", nil, b.Weight("z", f32(S, V)), b.Input("t", i32(S)))}
 		}},
 	}, append(commCases(r), moeCases(r)...)...)
+	// Last, so that the shapes the cases above draw stay those they always drew.
+	cases = append(cases, ropeCase(1, false, 0.25)) // linear RoPE scaling (Gemma 3's global layers)
+	return cases
 }
 
 // lossGraph appends loss = Σ_i sum(out_i * R_i) to the case's graph.

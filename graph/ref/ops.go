@@ -117,6 +117,7 @@ func ropeTables(pos, freqs *Tensor, a graph.Attrs) (*kernels.Rope, [][]float32, 
 		return nil, nil, err
 	}
 	r.Mscale = float32(a.Float("mscale", 1))
+	r.FreqScale = float32(a.Float("freq_scale", 1))
 	cs := make([][]float32, len(pos.I))
 	for i, p := range pos.I {
 		cs[i] = make([]float32, hd)

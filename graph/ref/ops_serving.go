@@ -34,7 +34,7 @@ func init() {
 			rargs = append(rargs, t[i])
 		}
 		ra := graph.Attrs{"heads": a["heads"], "head_dim": a["head_dim"], "theta": a["theta"], "neox": graph.Int(a.Int("neox", 0)),
-			"mscale": graph.Float(a.Float("mscale", 1))}
+			"mscale": graph.Float(a.Float("mscale", 1)), "freq_scale": graph.Float(a.Float("freq_scale", 1))}
 		rargs[0] = q
 		rq, err := rope(rargs, ra, 1)
 		if err != nil {

@@ -198,6 +198,7 @@ func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
 		return nil, err
 	}
 	r.Mscale = float32(n.Attrs.Float("mscale", 1)) // rope_grad: the transpose keeps the magnitude
+	r.FreqScale = float32(n.Attrs.Float("freq_scale", 1))
 	cs := make([]float32, p.maxT*hd)
 	for t := 0; t < p.maxT; t++ {
 		r.Table(cs[t*hd:(t+1)*hd], t)
