@@ -63,6 +63,12 @@ func init() {
 			return f32Like(a[1:]), nil
 		}})
 	gradRules["moe"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
+		if g, _, _ := MoEGroups(n.Attrs); MoEBiasArgs(n.Attrs) != 0 || g > 1 {
+			if gb.err == nil {
+				gb.err = fmt.Errorf("%s: moe with a selection bias or grouped top-k has no backward", n.Name())
+			}
+			return make([]*Value, len(n.Args))
+		}
 		return gb.op("moe_grad", n.Attrs, append([]*Value{dys[0]}, n.Args...)...)
 	}
 	gradRules["moe_aux"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {

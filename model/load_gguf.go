@@ -91,7 +91,8 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
 		c.NormEps = float32(v)
 	}
-	if typ, ok := f.String(arch + ".rope.scaling.type"); ok && typ != "none" && typ != "llama3" {
+	typ, _ := f.String(arch + ".rope.scaling.type")
+	if typ != "" && typ != "none" && typ != "llama3" && typ != "yarn" {
 		return c, fmt.Errorf("%s.rope.scaling.type %q is not supported", arch, typ)
 	}
 	embd, ok := f.Tensor("token_embd.weight")
@@ -108,6 +109,9 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		if err := fam.FromGGUF(f, &c); err != nil {
 			return c, err
 		}
+	}
+	if typ == "yarn" && c.Yarn == nil {
+		return c, fmt.Errorf("%s.rope.scaling.type \"yarn\" is not supported for %s (deepseek2 only)", arch, arch)
 	}
 	if err := c.Validate(); err != nil {
 		return c, err

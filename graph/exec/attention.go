@@ -28,8 +28,10 @@ type ropeTable struct {
 func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 	hd, theta, neox := int(a.Int("head_dim", 0)), a.Float("theta", 0), a.Int("neox", 0) != 0
 	mscale := float32(a.Float("mscale", 1))
+	yarn := yarnOf(a)
 	for _, t := range p.ropes {
-		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs && t.rope.Mscale == mscale {
+		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs && t.rope.Mscale == mscale &&
+			(t.rope.Yarn == nil) == (yarn == nil) && (yarn == nil || *t.rope.Yarn == *yarn) {
 			return t, nil
 		}
 	}
@@ -45,9 +47,23 @@ func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 		return nil, err
 	}
 	r.Mscale = mscale
+	if yarn != nil {
+		if err := r.SetYarn(*yarn); err != nil {
+			return nil, err
+		}
+	}
 	t := &ropeTable{rope: r, freqs: freqs}
 	p.ropes = append(p.ropes, t)
 	return t, nil
+}
+
+// yarnOf returns the YaRN scaling of the attributes yarn_* (graph/ops_mla.go), nil if none.
+func yarnOf(a graph.Attrs) *kernels.Yarn {
+	if _, ok := a["yarn_factor"]; !ok {
+		return nil
+	}
+	return &kernels.Yarn{Factor: a.Float("yarn_factor", 1), OrigCtx: int(a.Int("yarn_orig_ctx", 0)),
+		BetaFast: a.Float("yarn_beta_fast", 32), BetaSlow: a.Float("yarn_beta_slow", 1)}
 }
 
 // table returns the rows' cos/sin ([n, head_dim]), filling it on the run's first use.

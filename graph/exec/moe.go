@@ -46,6 +46,11 @@ type moeOp struct {
 	sGate, sUp, sDown, sInp *tensor.Tensor
 	sf                      int
 	sg, su, sy, sl          []float32
+	// DeepSeek-V3 routing (graph/ops_moe_route.go): the selection bias (nil: none), grouped
+	// top-k, and the biased (masked) scores the choice is made on.
+	bias                         []float32
+	groups, groupsUsed, groupTop int
+	choice                       []float64
 }
 
 func (p *Program) compileMoE(n *graph.Node) (instr, error) {
@@ -73,7 +78,14 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		}
 	}
 	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
-	if len(n.Args) >= 8 {
+	nargs := len(n.Args) - graph.MoEBiasArgs(n.Attrs)
+	if nargs < len(n.Args) {
+		if o.bias = p.vals[p.ids[n.Args[nargs]]].vec; len(o.bias) != o.e {
+			return nil, fmt.Errorf("argument %s: the selection bias must be an f32[%d] weight", n.Args[nargs], o.e)
+		}
+	}
+	o.groups, o.groupsUsed, o.groupTop = graph.MoEGroups(n.Attrs)
+	if nargs >= 8 {
 		if o.sGate, err = p.weightArg(n, 5); err != nil {
 			return nil, err
 		}
@@ -83,7 +95,7 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		if o.sDown, err = p.weightArg(n, 7); err != nil {
 			return nil, err
 		}
-		if len(n.Args) == 9 {
+		if nargs == 9 {
 			if o.sInp, err = p.weightArg(n, 8); err != nil {
 				return nil, err
 			}
@@ -91,7 +103,7 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		o.sf = o.sGate.Shape[0]
 	}
 	o.count, o.start = make([]int, o.e), make([]int, o.e+1)
-	o.scores, o.loads = make([]float64, o.e), make([]uint64, o.e)
+	o.scores, o.choice, o.loads = make([]float64, o.e), make([]float64, o.e), make([]uint64, o.e)
 	o.outsBuf, o.wsBuf = make([][]float32, 2), make([]*tensor.Tensor, 2)
 	return o, nil
 }
@@ -260,14 +272,18 @@ func (o *moeOp) route(logits []float32, sel []int, wts []float32) {
 			s[i] /= sum
 		}
 	}
+	c := s
+	if o.bias != nil || o.groups > 1 {
+		c = o.choose(s)
+	}
 	var total float64
 	for j := range sel {
 		best := -1
-		for i, v := range s {
+		for i, v := range c {
 			if taken(sel[:j], i) {
 				continue
 			}
-			if best < 0 || v > s[best] {
+			if best < 0 || v > c[best] {
 				best = i
 			}
 		}
@@ -281,6 +297,66 @@ func (o *moeOp) route(logits []float32, sel []int, wts []float32) {
 		}
 		wts[j] = float32(w * o.scale)
 	}
+}
+
+// choose returns the scores the experts are chosen on: s plus the selection bias, and with
+// grouped top-k -Inf outside the groupsUsed groups whose groupTop best scores sum highest
+// (ties: the lower group).
+func (o *moeOp) choose(s []float64) []float64 {
+	c := o.choice
+	for i, v := range s {
+		c[i] = v
+		if o.bias != nil {
+			c[i] += float64(o.bias[i])
+		}
+	}
+	if o.groups <= 1 {
+		return c
+	}
+	size := len(c) / o.groups
+	var gs [64]float64
+	var top [8]float64
+	gsc := gs[:0]
+	if o.groups > len(gs) {
+		gsc = make([]float64, 0, o.groups)
+	}
+	for g := 0; g < o.groups; g++ {
+		t := top[:0]
+		if o.groupTop > len(top) {
+			t = make([]float64, 0, o.groupTop)
+		}
+		for _, v := range c[g*size : (g+1)*size] { // keep the groupTop largest, descending
+			if len(t) < o.groupTop {
+				t = append(t, v)
+			} else if v > t[len(t)-1] {
+				t[len(t)-1] = v
+			} else {
+				continue
+			}
+			for j := len(t) - 1; j > 0 && t[j] > t[j-1]; j-- {
+				t[j], t[j-1] = t[j-1], t[j]
+			}
+		}
+		var sum float64
+		for _, v := range t {
+			sum += v
+		}
+		gsc = append(gsc, sum)
+	}
+	for g := range gsc { // rank of group g: the groups before it in (score desc, index asc)
+		rank := 0
+		for h, v := range gsc {
+			if v > gsc[g] || (v == gsc[g] && h < g) {
+				rank++
+			}
+		}
+		if rank >= o.groupsUsed {
+			for i := g * size; i < (g+1)*size; i++ {
+				c[i] = math.Inf(-1)
+			}
+		}
+	}
+	return c
 }
 
 func taken(sel []int, i int) bool {

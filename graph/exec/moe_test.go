@@ -20,6 +20,7 @@ type moeCase struct {
 	attrs         graph.Attrs
 	Fs            int  // a shared expert of this width (0: none)
 	gated         bool // with its sigmoid gate
+	bias          bool // with a selection bias (DeepSeek-V3; the attribute bias=1)
 }
 
 // moeGraph is embedding -> moe -> gather_rows.
@@ -45,6 +46,10 @@ func moeGraph(t *testing.T, c moeCase, dt tensor.DType) *graph.Graph {
 		if c.gated {
 			args = append(args, b.Weight("si", graph.T(tensor.F32, graph.D(1), graph.D(c.D))))
 		}
+	}
+	if c.bias {
+		a["bias"] = graph.Int(1)
+		args = append(args, b.Weight("bias", graph.T(tensor.F32, graph.D(c.E))))
 	}
 	y := b.Op("moe", a, args...)
 	b.Output(b.Op("gather_rows", nil, y, rows))
@@ -77,6 +82,9 @@ func moeWeights(t *testing.T, c moeCase, dt tensor.DType, seed uint64) map[strin
 		if c.gated {
 			ws["si"] = rnd("si", 0.3, 1, c.D)
 		}
+	}
+	if c.bias {
+		ws["bias"] = rnd("bias", 0.3, c.E)
 	}
 	return ws
 }

@@ -117,6 +117,9 @@ func ropeTables(pos, freqs *Tensor, a graph.Attrs) (*kernels.Rope, [][]float32, 
 		return nil, nil, err
 	}
 	r.Mscale = float32(a.Float("mscale", 1))
+	if cs := yarnTables(pos.I, a); cs != nil {
+		return r, cs, nil
+	}
 	cs := make([][]float32, len(pos.I))
 	for i, p := range pos.I {
 		cs[i] = make([]float32, hd)
