@@ -199,8 +199,7 @@ func deepseek2ToGGUF(c *Config) []gguf.KV {
 	if c.ExpertsSigmoid {
 		gating = 2
 	}
-	kv = append(kv, deepseek3ToGGUF(c)...)
-	return append(kv,
+	kv = append(kv,
 		gguf.KV{Key: a + "attention.kv_lora_rank", Value: gguf.U32(uint32(c.KVLoraRank))},
 		gguf.KV{Key: a + "expert_feed_forward_length", Value: gguf.U32(uint32(c.ExpertWidth()))},
 		gguf.KV{Key: a + "expert_shared_count", Value: gguf.U32(uint32(c.SharedFFN / c.ExpertWidth()))},
@@ -208,6 +207,7 @@ func deepseek2ToGGUF(c *Config) []gguf.KV {
 		gguf.KV{Key: a + "expert_weights_norm", Value: gguf.Bool(c.ExpertsNorm)},
 		gguf.KV{Key: a + "expert_gating_func", Value: gguf.U32(gating)},
 	)
+	return append(kv, deepseek3ToGGUF(c)...)
 }
 
 // deepseek2FromHF reads config.json's MLA and routing fields (deepseek_v2 and deepseek_v3);
