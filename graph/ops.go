@@ -142,14 +142,15 @@ func init() {
 			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}},
 		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1)",
 		Infer: ropeType})
-	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 3,
+	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 4,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},
 			{"head_dim", AttrInt, true}, {"window", AttrInt, false}, {"softcap", AttrFloat, false},
 			{"scale", AttrFloat, false}},
 		Doc: "causal attention of q f32[n,heads*hd] over k, v f32[n,kv_heads*hd] and the earlier positions of each row's sequence " +
 			"(serving: k, v are written into the layer's paged KV cache first; training: the batch is whole sequences); " +
 			"window > 0 limits each row to that many latest positions (itself included); softcap > 0 caps each score s as softcap·tanh(s/softcap); " +
-			"scale > 0 multiplies q·k instead of 1/sqrt(head_dim)",
+			"scale > 0 multiplies q·k instead of 1/sqrt(head_dim); a 4th argument sinks f32[heads] (gpt-oss) is a learned logit per head " +
+			"that joins each row's softmax denominator (exp(sink) next to the scores' exps) and weighs no value",
 		Infer: attentionType})
 	register(&OpDef{Name: "gather_rows", MinArgs: 2, MaxArgs: 2,
 		Doc: "rows idx i32[s] of x f32[n,D] -> f32[s,D]",
@@ -257,6 +258,12 @@ func attentionType(a []Type, at Attrs) ([]Type, error) {
 	kt := Type{tensor.F32, Shape{q.Shape[0], D(int(kvh * hd))}}
 	if err := want(k.Equal(kt) && v.Equal(kt), "k and v must be %v, are %v and %v", kt, k, v); err != nil {
 		return nil, err
+	}
+	if len(a) == 4 {
+		st := Type{tensor.F32, Shape{D(int(heads))}}
+		if err := want(a[3].Equal(st), "sinks must be %v (one per head), is %v", st, a[3]); err != nil {
+			return nil, err
+		}
 	}
 	return []Type{q}, nil
 }

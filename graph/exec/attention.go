@@ -236,6 +236,11 @@ func (p *Program) compileAttention(n *graph.Node) (instr, error) {
 		hd: int(a.Int("head_dim", 0)),
 		opts: kernels.AttnOpts{Window: int(a.Int("window", 0)), Softcap: float32(a.Float("softcap", 0)),
 			Scale: float32(a.Float("scale", 0))}}
+	if len(n.Args) == 4 {
+		if o.opts.Sinks = p.vals[p.ids[n.Args[3]]].vec; len(o.opts.Sinks) != o.heads {
+			return nil, fmt.Errorf("argument %s: the sinks must be an f32[%d] weight", n.Args[3], o.heads)
+		}
+	}
 	// k and v straight from a qkv_rope of the same head layout: that op writes them into the
 	// cache in its pass over the rows.
 	k, v := n.Args[1], n.Args[2]

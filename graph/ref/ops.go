@@ -222,6 +222,10 @@ func init() {
 		return one(rope(t, a, 1))
 	}
 	opFuncs["attention"] = func(c *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
+		if len(t) == 4 {
+			y, err := attentionSinks(c, t[0], t[1], t[2], t[3], a)
+			return one(y, err)
+		}
 		y, _, _, _, err := attention(c, t[0], t[1], t[2], nil, a)
 		return one(y, err)
 	}
