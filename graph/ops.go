@@ -138,9 +138,10 @@ func init() {
 			return []Type{a[0]}, nil
 		}})
 	register(&OpDef{Name: "rope", MinArgs: 2, MaxArgs: 3,
-		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}},
-		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1)",
+		Attrs: append([]AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
+			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}}, YarnAttrs...),
+		Doc: "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1); " +
+			"yarn_factor (yarn_orig_ctx, yarn_beta_fast, yarn_beta_slow): YaRN scaling as ggml's rope with ext_factor 1 (gpt-oss, DeepSeek)",
 		Infer: ropeType})
 	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 4,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},
@@ -222,6 +223,9 @@ func unaryType(a []Type, _ Attrs) ([]Type, error) {
 func ropeType(a []Type, at Attrs) ([]Type, error) {
 	heads, hd := at.Int("heads", 0), at.Int("head_dim", 0)
 	x := a[0]
+	if err := yarnAttrs(at); err != nil {
+		return nil, err
+	}
 	if err := want(heads > 0 && hd > 0 && hd%2 == 0, "heads %d, head_dim %d: want positive, head_dim even", heads, hd); err != nil {
 		return nil, err
 	}

@@ -72,6 +72,20 @@ func mlaType(a []Type, at Attrs) ([]Type, error) {
 	return []Type{{tensor.F32, Shape{n, D(int(h * vd))}}}, nil
 }
 
+// YarnAttrs are the YaRN attributes of rope, qkv_rope and mla_attention (a factor >= 1, the
+// original context, the ramp's betas): ggml's rope with ext_factor 1 (kernels.Yarn).
+var YarnAttrs = []AttrSpec{{"yarn_factor", AttrFloat, false}, {"yarn_orig_ctx", AttrInt, false},
+	{"yarn_beta_fast", AttrFloat, false}, {"yarn_beta_slow", AttrFloat, false}}
+
+// CopyYarn copies from's YaRN attributes (those of YarnAttrs present) into to.
+func CopyYarn(to, from Attrs) {
+	for _, s := range YarnAttrs {
+		if v, ok := from[s.Name]; ok {
+			to[s.Name] = v
+		}
+	}
+}
+
 // yarnAttrs checks the YaRN attributes: none, or a factor >= 1 with a positive original
 // context and positive betas; mscale positive when given.
 func yarnAttrs(at Attrs) error {
