@@ -63,9 +63,9 @@ func init() {
 			return f32Like(a[1:]), nil
 		}})
 	gradRules["moe"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
-		if g, _, _ := MoEGroups(n.Attrs); MoEBiasArgs(n.Attrs) != 0 || g > 1 {
+		if !MoEPlain(n.Attrs) {
 			if gb.err == nil {
-				gb.err = fmt.Errorf("%s: moe with a selection bias or grouped top-k has no backward", n.Name())
+				gb.err = fmt.Errorf("%s: moe with a selection bias, grouped top-k, expert biases or swiglu_oai has no backward", n.Name())
 			}
 			return make([]*Value, len(n.Args))
 		}

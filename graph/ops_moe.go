@@ -37,15 +37,18 @@ const (
 )
 
 func init() {
-	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 10,
+	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 14,
 		Attrs: []AttrSpec{{"experts_used", AttrInt, true}, {"gating", AttrString, false},
 			{"norm", AttrInt, false}, {"scale", AttrFloat, false}, {"bias", AttrInt, false},
-			{"groups", AttrInt, false}, {"groups_used", AttrInt, false}, {"group_top", AttrInt, false}},
+			{"groups", AttrInt, false}, {"groups_used", AttrInt, false}, {"group_top", AttrInt, false},
+			{"expert_bias", AttrInt, false}, {"act", AttrString, false}, {"alpha", AttrFloat, false}, {"limit", AttrFloat, false}},
 		Doc: "mixture of experts: x f32[n,D], router [E,D], gate [E,F,D], up [E,F,D], down [E,D,F] (any weight dtypes) -> " +
 			"f32[n,D]: per row, scores = gating(x·routerᵀ) (softmax or sigmoid), the experts_used highest (ties: lower index), " +
 			"their scores (divided by their sum if norm=1, times scale) weighting down_e(silu(gate_e x) * up_e x); " +
 			"then, with shared gate [Fs,D], up [Fs,D], down [D,Fs] (and gate_inp [1,D]), plus (sigmoid(x·gate_inpᵀ) times) the shared expert's output; " +
-			"bias=1: a last argument f32[E] added to the scores for choosing; groups, groups_used, group_top: grouped top-k",
+			"bias=1: a last argument f32[E] added to the scores for choosing; groups, groups_used, group_top: grouped top-k; " +
+			"expert_bias=1 (gpt-oss): four arguments before it, biases of the router f32[E], gate and up f32[E,F], down f32[E,D]; " +
+			"act swiglu_oai: the experts' activation is swiglu_oai(gate, up) (alpha, limit)",
 		Infer: moeType})
 }
 
@@ -65,7 +68,7 @@ func moeType(a []Type, at Attrs) ([]Type, error) {
 	if err := moeRouteAttrs(a, at, e.N); err != nil {
 		return nil, err
 	}
-	a = a[:len(a)-MoEBiasArgs(at)]
+	a = a[:len(a)-MoETail(at)]
 	if err := want(len(gate.Shape) == 3 && gate.Shape[0] == e && gate.Shape[1].Known() && gate.Shape[1].N > 0 && gate.Shape[2] == d,
 		"gate must be [%v,F,%v], is %v", e, d, gate); err != nil {
 		return nil, err
@@ -148,7 +151,7 @@ func moeCost(n *Node, env CostEnv) (Cost, error) {
 	}
 	r := int64(rows)
 	f64 := 2*r*e*d + 5*r*e + r*k*(6*f*d+6*f+2*d)
-	if len(n.Args)-MoEBiasArgs(n.Attrs) >= 8 { // the shared expert (and its gate) over every row
+	if len(n.Args)-MoETail(n.Attrs) >= 8 { // the shared expert (and its gate) over every row
 		fs := int64(n.Args[5].Type.Shape[0].N)
 		for _, w := range n.Args[5:] {
 			v, ok := w.Type.Bytes(nil)

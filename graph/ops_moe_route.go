@@ -16,6 +16,34 @@ func MoEBiasArgs(at Attrs) int {
 	return 0
 }
 
+// MoEExpertBiases reports whether a moe node has gpt-oss's biases (attribute expert_bias=1):
+// four arguments before the selection bias, the router's f32[E], the experts' gate and up
+// f32[E,F] and down f32[E,D].
+func MoEExpertBiases(at Attrs) bool { return at.Int("expert_bias", 0) != 0 }
+
+// MoETail is the number of arguments after the routed and shared experts' weights: the
+// expert biases and the selection bias.
+func MoETail(at Attrs) int {
+	n := MoEBiasArgs(at)
+	if MoEExpertBiases(at) {
+		n += 4
+	}
+	return n
+}
+
+// MoEPlain reports whether a moe node routes and activates as the trainer can (no selection
+// bias, groups, expert biases or gpt-oss activation).
+func MoEPlain(at Attrs) bool {
+	g, _, _ := MoEGroups(at)
+	return MoETail(at) == 0 && g <= 1 && at.Str("act", MoESwiGLU) == MoESwiGLU
+}
+
+// MoE activations (the act attribute).
+const (
+	MoESwiGLU    = "swiglu"
+	MoESwiGLUOAI = "swiglu_oai"
+)
+
 // MoEGroups returns the grouped top-k attributes: groups (1: none), groups used, group_top.
 func MoEGroups(at Attrs) (groups, used, top int) {
 	g := int(at.Int("groups", 1))
@@ -32,6 +60,32 @@ func moeRouteAttrs(a []Type, at Attrs, e int) error {
 		}
 	default:
 		return fmt.Errorf("bias = %d: want 0 or 1", b)
+	}
+	if eb := at.Int("expert_bias", 0); eb != 0 {
+		end := len(a) - MoEBiasArgs(at)
+		gt := a[2]
+		if err := want(eb == 1 && end >= 9, "expert_bias = %d: want 1 with four bias arguments", eb); err != nil {
+			return err
+		}
+		if len(gt.Shape) == 3 {
+			e, f, d := gt.Shape[0], gt.Shape[1], gt.Shape[2]
+			for i, s := range []Shape{{e}, {e, f}, {e, f}, {e, d}} {
+				b := a[end-4+i]
+				if err := want(b.Equal(Type{tensor.F32, s}), "expert bias %d (router, gate, up, down) must be f32%v, is %v", i, s, b); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	switch act := at.Str("act", MoESwiGLU); act {
+	case MoESwiGLU:
+	case MoESwiGLUOAI:
+		al, l := at.Float("alpha", 1.702), at.Float("limit", 7)
+		if err := want(al > 0 && l > 0 && al < 1e6 && l < 1e30, "alpha %v, limit %v: want positive", al, l); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("act %q: want %q or %q", act, MoESwiGLU, MoESwiGLUOAI)
 	}
 	g, u, top := MoEGroups(at)
 	k := int(at.Int("experts_used", 0))

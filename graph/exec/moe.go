@@ -51,6 +51,10 @@ type moeOp struct {
 	bias                         []float32
 	groups, groupsUsed, groupTop int
 	choice                       []float64
+	// gpt-oss (nil: none): biases of the router [E], the experts' gate, up [E*F] and down
+	// [E*D]; the swiglu_oai activation.
+	rb, gb, ub, db []float32
+	oai            *swigluOAIOp
 }
 
 func (p *Program) compileMoE(n *graph.Node) (instr, error) {
@@ -78,11 +82,23 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		}
 	}
 	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
-	nargs := len(n.Args) - graph.MoEBiasArgs(n.Attrs)
-	if nargs < len(n.Args) {
-		if o.bias = p.vals[p.ids[n.Args[nargs]]].vec; len(o.bias) != o.e {
-			return nil, fmt.Errorf("argument %s: the selection bias must be an f32[%d] weight", n.Args[nargs], o.e)
+	nargs := len(n.Args) - graph.MoETail(n.Attrs)
+	if graph.MoEBiasArgs(n.Attrs) == 1 {
+		last := n.Args[len(n.Args)-1]
+		if o.bias = p.vals[p.ids[last]].vec; len(o.bias) != o.e {
+			return nil, fmt.Errorf("argument %s: the selection bias must be an f32[%d] weight", last, o.e)
 		}
+	}
+	if graph.MoEExpertBiases(n.Attrs) {
+		for i, dst := range []*[]float32{&o.rb, &o.gb, &o.ub, &o.db} {
+			v := n.Args[nargs+i]
+			if *dst = p.vals[p.ids[v]].vec; *dst == nil {
+				return nil, fmt.Errorf("argument %s: the expert biases must be f32 weights", v)
+			}
+		}
+	}
+	if n.Attrs.Str("act", graph.MoESwiGLU) == graph.MoESwiGLUOAI {
+		o.oai = &swigluOAIOp{alpha: float32(n.Attrs.Float("alpha", 1.702)), limit: float32(n.Attrs.Float("limit", 7))}
 	}
 	o.groups, o.groupsUsed, o.groupTop = graph.MoEGroups(n.Attrs)
 	if nargs >= 8 {
@@ -132,6 +148,11 @@ func (o *moeOp) run(p *Program) error {
 	o.sel, o.order = o.sel[:n*k], o.order[:n*k]
 	if err := o.matmul(p, o.logits, x, o.router, n); err != nil {
 		return err
+	}
+	if o.rb != nil {
+		for r := 0; r < n; r++ {
+			kernels.Axpy(o.logits[r*E:(r+1)*E], 1, o.rb)
+		}
 	}
 	clear(o.count)
 	for r := 0; r < n; r++ {
@@ -186,11 +207,26 @@ func (o *moeOp) run(p *Program) error {
 				return err
 			}
 		}
+		if o.gb != nil {
+			for i := 0; i < c; i++ {
+				kernels.Axpy(g[i*F:(i+1)*F], 1, o.gb[e*F:(e+1)*F])
+				kernels.Axpy(u[i*F:(i+1)*F], 1, o.ub[e*F:(e+1)*F])
+			}
+		}
 		for i := 0; i < c; i++ {
-			kernels.SwiGLU(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+			if o.oai != nil {
+				o.oai.span(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+			} else {
+				kernels.SwiGLU(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+			}
 		}
 		if err := o.matmul(p, ys, g, o.down[e], c); err != nil {
 			return err
+		}
+		if o.db != nil {
+			for i := 0; i < c; i++ {
+				kernels.Axpy(ys[i*D:(i+1)*D], 1, o.db[e*D:(e+1)*D])
+			}
 		}
 		for i, sc := range idx {
 			r, w := sc/k, o.wts[sc]

@@ -3,6 +3,7 @@ package exec_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/graph"
@@ -99,4 +100,65 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// randMXFP4 is a random MXFP4 tensor of the shape (last dimension a multiple of 32): scales
+// near sd, random E2M1 nibbles.
+func randMXFP4(rng *rand.Rand, name string, shape []int, sd float64) *tensor.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	e := 127 + int(math.Round(math.Log2(sd)))
+	data := make([]byte, n/32*17)
+	for b := 0; b < n/32; b++ {
+		data[b*17] = byte(e - 2 + rng.IntN(3))
+		for j := 1; j < 17; j++ {
+			data[b*17+j] = byte(rng.IntN(256))
+		}
+	}
+	return &tensor.Tensor{Name: name, Type: tensor.MXFP4, Shape: append([]int(nil), shape...), Data: data}
+}
+
+// TestMoEGptOssMatchesReference: gpt-oss's experts (router and expert biases, swiglu_oai with
+// gates and ups crossing the limit, softmax over the chosen experts' logits = softmax then
+// renormalised top-k), in F32 and with MXFP4 experts, against graph/ref.
+func TestMoEGptOssMatchesReference(t *testing.T) {
+	oai := graph.Attrs{"norm": graph.Int(1), "act": graph.Str(graph.MoESwiGLUOAI)}
+	small := graph.Attrs{"norm": graph.Int(1), "act": graph.Str(graph.MoESwiGLUOAI), "alpha": graph.Float(1.3), "limit": graph.Float(0.8)}
+	for _, tc := range []struct {
+		name string
+		c    moeCase
+		dt   tensor.DType
+		tol  float64
+	}{
+		{"f32", moeCase{V: 13, D: 64, F: 32, E: 8, K: 4, expertBias: true, attrs: oai}, tensor.F32, 1e-5},
+		{"f32 limit 0.8", moeCase{V: 13, D: 64, F: 32, E: 8, K: 2, expertBias: true, attrs: small}, tensor.F32, 1e-5},
+		{"mxfp4 experts", moeCase{V: 13, D: 64, F: 64, E: 4, K: 2, expertBias: true, attrs: oai}, tensor.MXFP4, 1e-5},
+		{"mxfp4 plain swiglu", moeCase{V: 13, D: 64, F: 32, E: 4, K: 2, attrs: graph.Attrs{"norm": graph.Int(1)}}, tensor.MXFP4, 1e-5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := moeGraph(t, tc.c, tc.dt)
+			ws := moeWeights(t, tc.c, tc.dt, 4)
+			p, err := exec.Compile(g, ws, exec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks := []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 0, 7, 12, 11, 10}
+			got, err := p.Run(moeStep(toks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := moeRef(t, g, ws, toks)
+			var big, diff float64
+			for i, w := range want {
+				big = math.Max(big, math.Abs(w))
+				diff = math.Max(diff, math.Abs(float64(got[i])-w))
+			}
+			if diff > tc.tol*big {
+				t.Errorf("max |kernel - ref| = %.3g of the largest |output| %.3g", diff, big)
+			}
+			t.Logf("max |kernel - ref| %.3g (largest |output| %.3g), expert loads %v", diff, big, p.ExpertLoads()["r"])
+		})
+	}
 }

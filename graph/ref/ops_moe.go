@@ -94,20 +94,32 @@ func init() {
 			bias = t[len(t)-1].F
 			t = t[:len(t)-1]
 		}
+		// gpt-oss: biases of the router, the experts' gate, up and down; its activation.
+		zero := func(n int) []float64 { return make([]float64, n) }
+		rb, gb, ub, db := zero(E), zero(E*F), zero(E*F), zero(E*D)
+		if graph.MoEExpertBiases(a) {
+			rb, gb, ub, db = t[len(t)-4].F, t[len(t)-3].F, t[len(t)-2].F, t[len(t)-1].F
+			t = t[:len(t)-4]
+		}
+		act := func(g, u float64) float64 { return silu(g) * u }
+		if a.Str("act", graph.MoESwiGLU) == graph.MoESwiGLUOAI {
+			al, l := a.Float("alpha", 1.702), a.Float("limit", 7)
+			act = func(g, u float64) float64 { return SwigluOAI(g, u, al, l) }
+		}
 		for r := 0; r < n; r++ {
 			xr := x.F[r*D : (r+1)*D]
 			for e := 0; e < E; e++ {
-				logits[e] = dot(xr, router.F[e*D:(e+1)*D])
+				logits[e] = dot(xr, router.F[e*D:(e+1)*D]) + rb[e]
 			}
 			experts, weights := MoERouteBias(logits, bias, k, a)
 			for i, e := range experts {
 				for j := 0; j < F; j++ {
-					g := dot(xr, gate.F[(e*F+j)*D:(e*F+j+1)*D])
-					u := dot(xr, up.F[(e*F+j)*D:(e*F+j+1)*D])
-					h[j] = silu(g) * u
+					g := dot(xr, gate.F[(e*F+j)*D:(e*F+j+1)*D]) + gb[e*F+j]
+					u := dot(xr, up.F[(e*F+j)*D:(e*F+j+1)*D]) + ub[e*F+j]
+					h[j] = act(g, u)
 				}
 				for o := 0; o < D; o++ {
-					y.F[r*D+o] += weights[i] * dot(h, down.F[(e*D+o)*F:(e*D+o+1)*F])
+					y.F[r*D+o] += weights[i] * (dot(h, down.F[(e*D+o)*F:(e*D+o+1)*F]) + db[e*D+o])
 				}
 			}
 		}

@@ -204,8 +204,8 @@ func (p *Program) moeWeights(args []*graph.Value) moeWeights {
 }
 
 func (p *Program) moe(n *graph.Node) (func(), error) {
-	if g, _, _ := graph.MoEGroups(n.Attrs); graph.MoEBiasArgs(n.Attrs) != 0 || g > 1 {
-		return nil, fmt.Errorf("%s: the trainer has no moe with a selection bias or grouped top-k", n.Name())
+	if !graph.MoEPlain(n.Attrs) {
+		return nil, fmt.Errorf("%s: the trainer has no moe with a selection bias, grouped top-k, expert biases or swiglu_oai", n.Name())
 	}
 	gt := n.Args[2].Type.Shape
 	E, F, D := gt[0].N, gt[1].N, gt[2].N
