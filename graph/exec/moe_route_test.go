@@ -75,6 +75,9 @@ func TestMoERoutingBadAttrs(t *testing.T) {
 		{graph.Attrs{"groups": graph.Int(4), "groups_used": graph.Int(1)}, false, "groups_used"}, // 2 experts < K 3
 		{graph.Attrs{"groups": graph.Int(4), "groups_used": graph.Int(2), "group_top": graph.Int(3)}, false, "group_top"},
 		{graph.Attrs{"bias": graph.Int(1)}, false, "bias"},
+		{graph.Attrs{"expert_bias": graph.Int(1)}, false, "expert_bias"},
+		{graph.Attrs{"act": graph.Str("gelu")}, false, "act"},
+		{graph.Attrs{"act": graph.Str(graph.MoESwiGLUOAI), "limit": graph.Float(-1)}, false, "limit"},
 	} {
 		n := graph.Sym("n")
 		b := graph.NewBuilder("bad")
