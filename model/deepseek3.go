@@ -198,15 +198,26 @@ func deepseek3ToGGUF(c *Config) []gguf.KV {
 func deepseek3FromHF(hc *hfdir.Config, c *Config, num func(string) (float64, bool, error)) error {
 	c.ExpertsBias = false
 	method, _ := hc.Raw["topk_method"].(string)
+	if method == "" { // transformers' defaults: DeepseekV2Config greedy, DeepseekV3Config noaux_tc
+		method = "greedy"
+		if hc.ModelType == "deepseek_v3" {
+			method = "noaux_tc"
+		}
+	}
+	if hc.ModelType == "deepseek_v3" { // and DeepseekV3Config's other defaults
+		if _, ok := hc.Raw["norm_topk_prob"]; !ok {
+			c.ExpertsNorm = true
+		}
+		if _, ok := hc.Raw["scoring_func"]; !ok {
+			c.ExpertsSigmoid = true
+		}
+	}
 	switch method {
-	case "", "greedy", "group_limited_greedy":
+	case "greedy", "group_limited_greedy":
 	case "noaux_tc":
 		c.ExpertsBias = true
 	default:
 		return fmt.Errorf("config.json topk_method = %q: want greedy, group_limited_greedy or noaux_tc", method)
-	}
-	if hc.ModelType == "deepseek_v3" && method == "" {
-		c.ExpertsBias = true // transformers' DeepseekV3 always has e_score_correction_bias
 	}
 	var g, u float64
 	var err error

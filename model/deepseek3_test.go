@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/eval"
+	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
@@ -137,6 +138,56 @@ func TestDeepseek3BadConfig(t *testing.T) {
 		tc.edit(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: error %v, want one naming it", tc.field, err)
+		}
+	}
+}
+
+// TestDeepseek3HFConfig: config.json fields and transformers' defaults (DeepseekV3Config:
+// noaux_tc, sigmoid, renormalised; DeepseekV2Config: greedy, so n_group alone groups nothing),
+// DeepSeek-V2's real rope_scaling, and refusals naming the field.
+func TestDeepseek3HFConfig(t *testing.T) {
+	base := `"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+		"num_key_value_heads": 4, "vocab_size": 300, "max_position_embeddings": 512, "kv_lora_rank": 32, "q_lora_rank": 48,
+		"qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 8, "num_experts_per_tok": 2,
+		"moe_intermediate_size": 16, "n_shared_experts": 1, "first_k_dense_replace": 1`
+	for _, tc := range []struct {
+		name, json string
+		check      func(c model.Config) bool
+		err        string
+	}{
+		{"v3 defaults", `"model_type": "deepseek_v3", "n_group": 4, "topk_group": 2`, func(c model.Config) bool {
+			return c.ExpertsBias && c.ExpertsSigmoid && c.ExpertsNorm && c.ExpertGroups == 4 && c.ExpertGroupsUsed == 2
+		}, ""},
+		{"v2 greedy default", `"model_type": "deepseek_v2", "n_group": 4, "topk_group": 1`, func(c model.Config) bool {
+			return !c.ExpertsBias && !c.ExpertsSigmoid && c.ExpertGroups == 0
+		}, ""},
+		{"v2 grouped, yarn", `"model_type": "deepseek_v2", "topk_method": "group_limited_greedy", "n_group": 4, "topk_group": 2,
+			"rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 128, "beta_fast": 32, "beta_slow": 1,
+			"mscale": 0.707, "mscale_all_dim": 0.707}`, func(c model.Config) bool {
+			return c.ExpertGroups == 4 && c.Yarn != nil && c.Yarn.Factor == 40 && c.Yarn.OrigCtx == 128 && math.Abs(c.Yarn.LogMul-0.0707) < 1e-12
+		}, ""},
+		{"mscale", `"model_type": "deepseek_v2", "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 128,
+			"mscale": 1, "mscale_all_dim": 0.707}`, nil, "mscale"},
+		{"topk_method", `"model_type": "deepseek_v3", "topk_method": "magic"`, nil, "topk_method"},
+		{"topk_group", `"model_type": "deepseek_v3", "n_group": 4, "topk_group": 5`, nil, "expert_group_used_count"},
+		{"rope_scaling", `"model_type": "deepseek_v2", "rope_scaling": {"type": "linear", "factor": 2}`, nil, "rope_scaling"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(dir+"/config.json", []byte("{"+base+", "+tc.json+"}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hc, err := hfdir.ReadConfig(dir + "/config.json")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		c, err := model.ConfigFromHF(hc)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err == "" && !tc.check(c):
+			t.Errorf("%s: config %+v (yarn %+v)", tc.name, c, c.Yarn)
 		}
 	}
 }
