@@ -49,7 +49,8 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 			qr.Attrs.Int("head_dim", 0) != att.Attrs.Int("head_dim", -1) || kr.Attrs.Int("head_dim", 0) != att.Attrs.Int("head_dim", -1) ||
 			qr.Attrs.Int("heads", 0) != att.Attrs.Int("heads", -1) || kr.Attrs.Int("heads", 0) != att.Attrs.Int("kv_heads", -1) ||
 			qr.Attrs.Float("theta", 0) != kr.Attrs.Float("theta", 1) || qr.Attrs.Int("neox", 0) != kr.Attrs.Int("neox", 0) ||
-			qr.Attrs.Float("mscale", 1) != kr.Attrs.Float("mscale", 1) || qr.Attrs.Float("freq_scale", 1) != kr.Attrs.Float("freq_scale", 1) {
+			qr.Attrs.Float("mscale", 1) != kr.Attrs.Float("mscale", 1) || qr.Attrs.Float("freq_scale", 1) != kr.Attrs.Float("freq_scale", 1) ||
+			!sameYarn(qr.Attrs, kr.Attrs) {
 			continue
 		}
 		q, k, v := qr.Args[0], kr.Args[0], att.Args[2]
@@ -65,6 +66,7 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 		if fs, ok := qr.Attrs["freq_scale"]; ok {
 			attrs["freq_scale"] = fs
 		}
+		CopyYarn(attrs, qr.Attrs)
 		var norms []*Value
 		qn, kn := sole(q, "rms_norm"), sole(k, "rms_norm")
 		if qn != nil && kn != nil && vecWeight(qn.Args[1]) && vecWeight(kn.Args[1]) &&
@@ -121,4 +123,16 @@ func fuseQKVRope(in *Graph) (*Graph, Stats, error) {
 	}
 	g.Nodes = nodes
 	return g, st, nil
+}
+
+// sameYarn reports whether a and b have the same YaRN attributes.
+func sameYarn(a, b Attrs) bool {
+	for _, s := range YarnAttrs {
+		va, oka := a[s.Name]
+		vb, okb := b[s.Name]
+		if oka != okb || (oka && va.String() != vb.String()) {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,8 @@
 // (they are [heads, T, T] per sequence, larger than q, k and v together at training lengths).
 package graph
 
+import "fmt"
+
 func init() {
 	gradRules["rope"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
 		args := append([]*Value{dys[0]}, n.Args[1:]...)
@@ -15,6 +17,12 @@ func init() {
 		return out
 	}
 	gradRules["attention"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
+		if len(n.Args) == 4 {
+			if gb.err == nil {
+				gb.err = fmt.Errorf("%s: attention with sinks has no backward", n.Name())
+			}
+			return make([]*Value, 4)
+		}
 		r := gb.op("attention_grad", n.Attrs, dys[0], n.Args[0], n.Args[1], n.Args[2])
 		return []*Value{r[0], r[1], r[2]}
 	}

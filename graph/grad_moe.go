@@ -63,6 +63,12 @@ func init() {
 			return f32Like(a[1:]), nil
 		}})
 	gradRules["moe"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
+		if !MoEPlain(n.Attrs) {
+			if gb.err == nil {
+				gb.err = fmt.Errorf("%s: moe with a selection bias, grouped top-k, expert biases or swiglu_oai has no backward", n.Name())
+			}
+			return make([]*Value, len(n.Args))
+		}
 		return gb.op("moe_grad", n.Attrs, append([]*Value{dys[0]}, n.Args...)...)
 	}
 	gradRules["moe_aux"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {

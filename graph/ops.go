@@ -139,18 +139,20 @@ func init() {
 			return []Type{a[0]}, nil
 		}})
 	register(&OpDef{Name: "rope", MinArgs: 2, MaxArgs: 3,
-		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}, {"freq_scale", AttrFloat, false}},
-		Doc:   "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1); freq_scale multiplies every angle (linear scaling: 1/factor, Gemma 3's global layers; default 1)",
+		Attrs: append([]AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
+			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}, {"freq_scale", AttrFloat, false}}, YarnAttrs...),
+		Doc: "rotary embedding of x f32[n,heads*head_dim] at pos i32[n]; optional freq divisors f32[head_dim/2] (Llama 3, Phi-3 LongRoPE); neox=1 rotates halves, 0 pairs; mscale multiplies cos and sin (LongRoPE's attention factor, default 1); freq_scale multiplies every angle (linear scaling: 1/factor, Gemma 3's global layers; default 1); " +
+			"yarn_factor (yarn_orig_ctx, yarn_beta_fast, yarn_beta_slow): YaRN scaling as ggml's rope with ext_factor 1 (gpt-oss, DeepSeek)",
 		Infer: ropeType})
-	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 3,
+	register(&OpDef{Name: "attention", MinArgs: 3, MaxArgs: 4,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},
 			{"head_dim", AttrInt, true}, {"window", AttrInt, false}, {"softcap", AttrFloat, false},
 			{"scale", AttrFloat, false}},
 		Doc: "causal attention of q f32[n,heads*hd] over k, v f32[n,kv_heads*hd] and the earlier positions of each row's sequence " +
 			"(serving: k, v are written into the layer's paged KV cache first; training: the batch is whole sequences); " +
 			"window > 0 limits each row to that many latest positions (itself included); softcap > 0 caps each score s as softcap·tanh(s/softcap); " +
-			"scale > 0 multiplies q·k instead of 1/sqrt(head_dim)",
+			"scale > 0 multiplies q·k instead of 1/sqrt(head_dim); a 4th argument sinks f32[heads] (gpt-oss) is a learned logit per head " +
+			"that joins each row's softmax denominator (exp(sink) next to the scores' exps) and weighs no value",
 		Infer: attentionType})
 	register(&OpDef{Name: "gather_rows", MinArgs: 2, MaxArgs: 2,
 		Doc: "rows idx i32[s] of x f32[n,D] -> f32[s,D]",
@@ -222,6 +224,9 @@ func unaryType(a []Type, _ Attrs) ([]Type, error) {
 func ropeType(a []Type, at Attrs) ([]Type, error) {
 	heads, hd := at.Int("heads", 0), at.Int("head_dim", 0)
 	x := a[0]
+	if err := yarnAttrs(at); err != nil {
+		return nil, err
+	}
 	if err := want(heads > 0 && hd > 0 && hd%2 == 0, "heads %d, head_dim %d: want positive, head_dim even", heads, hd); err != nil {
 		return nil, err
 	}
@@ -261,6 +266,12 @@ func attentionType(a []Type, at Attrs) ([]Type, error) {
 	kt := Type{tensor.F32, Shape{q.Shape[0], D(int(kvh * hd))}}
 	if err := want(k.Equal(kt) && v.Equal(kt), "k and v must be %v, are %v and %v", kt, k, v); err != nil {
 		return nil, err
+	}
+	if len(a) == 4 {
+		st := Type{tensor.F32, Shape{D(int(heads))}}
+		if err := want(a[3].Equal(st), "sinks must be %v (one per head), is %v", st, a[3]); err != nil {
+			return nil, err
+		}
 	}
 	return []Type{q}, nil
 }

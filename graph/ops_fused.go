@@ -32,7 +32,7 @@ func init() {
 		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"kv_heads", AttrInt, true}, {"head_dim", AttrInt, true},
 			{"theta", AttrFloat, true}, {"neox", AttrInt, false}, {"bias", AttrInt, false},
 			{"qk_norm", AttrInt, false}, {"eps", AttrFloat, false}, {"mscale", AttrFloat, false},
-			{"freq_scale", AttrFloat, false}},
+			{"freq_scale", AttrFloat, false}, YarnAttrs[0], YarnAttrs[1], YarnAttrs[2], YarnAttrs[3]},
 		Doc: "fused, row by row: q, k, v f32[n,..] plus biases bq, bk, bv (bias=1); per-head rms_norm of q, k by qn, kn " +
 			"f32[head_dim] (qk_norm=1, eps); rope of q, k at pos i32[n] (optional freqs f32[head_dim/2], mscale, freq_scale) -> (q, k, v)",
 		Infer: qkvRopeType})

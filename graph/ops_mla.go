@@ -26,10 +26,13 @@ func init() {
 	register(&OpDef{Name: "mla_attention", MinArgs: 5, MaxArgs: 5,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"nope", AttrInt, true},
 			{"rope", AttrInt, true}, {"v_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}, {"scale", AttrFloat, false}},
+			{"neox", AttrInt, false}, {"scale", AttrFloat, false}, {"mscale", AttrFloat, false},
+			{"yarn_factor", AttrFloat, false}, {"yarn_orig_ctx", AttrInt, false}, {"yarn_beta_fast", AttrFloat, false},
+			{"yarn_beta_slow", AttrFloat, false}},
 		Doc: "multi-head latent attention: q f32[n,heads*(nope+rope)], latent c f32[n,R], rope key kpe f32[n,rope], pos i32[n], kv_b [heads*(nope+v_dim),R] -> f32[n,heads*v_dim]; " +
 			"q's rope parts and kpe rotated at pos, [c|kpe] written into the layer's paged K pool (serving), causal attention with k = [W_UK c | kpe], v = W_UV c " +
-			"(the kernel: absorbed into q and the output), scores times scale (default 1/sqrt(nope+rope))",
+			"(the kernel: absorbed into q and the output), scores times scale (default 1/sqrt(nope+rope)); " +
+			"RoPE's cos and sin times mscale (default 1), YaRN-scaled when yarn_factor is set (yarn_orig_ctx, yarn_beta_fast 32, yarn_beta_slow 1: ggml's rope with ext_factor 1)",
 		Infer: mlaType})
 	sideEffectOps["mla_attention"] = true
 }
@@ -42,6 +45,9 @@ func mlaType(a []Type, at Attrs) ([]Type, error) {
 	}
 	if err := want(at.Int("layer", -1) >= 0 && at.Float("scale", 0) >= 0 && at.Float("theta", 0) > 0,
 		"layer %d, scale %v, theta %v: want layer >= 0, scale >= 0, theta > 0", at.Int("layer", -1), at.Float("scale", 0), at.Float("theta", 0)); err != nil {
+		return nil, err
+	}
+	if err := yarnAttrs(at); err != nil {
 		return nil, err
 	}
 	q, c, kpe, pos, kvb := a[0], a[1], a[2], a[3], a[4]
@@ -64,6 +70,40 @@ func mlaType(a []Type, at Attrs) ([]Type, error) {
 		return nil, err
 	}
 	return []Type{{tensor.F32, Shape{n, D(int(h * vd))}}}, nil
+}
+
+// YarnAttrs are the YaRN attributes of rope, qkv_rope and mla_attention (a factor >= 1, the
+// original context, the ramp's betas): ggml's rope with ext_factor 1 (kernels.Yarn).
+var YarnAttrs = []AttrSpec{{"yarn_factor", AttrFloat, false}, {"yarn_orig_ctx", AttrInt, false},
+	{"yarn_beta_fast", AttrFloat, false}, {"yarn_beta_slow", AttrFloat, false}}
+
+// CopyYarn copies from's YaRN attributes (those of YarnAttrs present) into to.
+func CopyYarn(to, from Attrs) {
+	for _, s := range YarnAttrs {
+		if v, ok := from[s.Name]; ok {
+			to[s.Name] = v
+		}
+	}
+}
+
+// yarnAttrs checks the YaRN attributes: none, or a factor >= 1 with a positive original
+// context and positive betas; mscale positive when given.
+func yarnAttrs(at Attrs) error {
+	if _, ok := at["mscale"]; ok && !(at.Float("mscale", 0) > 0) {
+		return fmt.Errorf("mscale %v: want positive", at.Float("mscale", 0))
+	}
+	if _, ok := at["yarn_factor"]; !ok {
+		for _, k := range []string{"yarn_orig_ctx", "yarn_beta_fast", "yarn_beta_slow"} {
+			if _, set := at[k]; set {
+				return fmt.Errorf("%s without yarn_factor", k)
+			}
+		}
+		return nil
+	}
+	f, o := at.Float("yarn_factor", 0), at.Int("yarn_orig_ctx", 0)
+	fast, slow := at.Float("yarn_beta_fast", 32), at.Float("yarn_beta_slow", 1)
+	return want(f >= 1 && f < 1e9 && o > 0 && fast > 0 && slow > 0,
+		"yarn_factor %v, yarn_orig_ctx %d, betas %v/%v: want factor >= 1, a positive context and betas", f, o, fast, slow)
 }
 
 // mlaCost: per row, W_UK absorbed into q and W_UV applied to the context (heads·(nope+v)·R

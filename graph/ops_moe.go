@@ -12,10 +12,16 @@
 //
 // A shared expert (Qwen2-MoE, DeepSeek), which every row runs, follows as three more arguments
 // (its gate [Fs,D], up [Fs,D] and down [D,Fs]), optionally with a fourth, the [1,D] row whose
-// sigmoid scales the shared expert's output per row (Qwen2-MoE's shared_expert_gate). Room is
-// left, as further attributes and arguments, for a selection bias (DeepSeek-V3's
-// e_score_correction_bias, added to the scores for choosing only) and grouped top-k; the type
-// rule refuses them until a kernel runs them.
+// sigmoid scales the shared expert's output per row (Qwen2-MoE's shared_expert_gate).
+//
+// DeepSeek-V3's routing adds (ops_moe_route.go):
+//
+//	bias        1: the last argument is a selection bias f32[E] (e_score_correction_bias),
+//	            added to the scores to choose the experts, not to weigh them
+//	groups      grouped top-k: the experts in this many equal groups, of which the
+//	groups_used best are kept (a group's score: the sum of its group_top best (biased)
+//	group_top   scores; group_top 1 is V2's group_limited_greedy, 2 V3's noaux_tc), the
+//	            top experts_used chosen among their experts
 package graph
 
 import (
@@ -31,13 +37,18 @@ const (
 )
 
 func init() {
-	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 9,
+	register(&OpDef{Name: "moe", MinArgs: 5, MaxArgs: 14,
 		Attrs: []AttrSpec{{"experts_used", AttrInt, true}, {"gating", AttrString, false},
-			{"norm", AttrInt, false}, {"scale", AttrFloat, false}},
+			{"norm", AttrInt, false}, {"scale", AttrFloat, false}, {"bias", AttrInt, false},
+			{"groups", AttrInt, false}, {"groups_used", AttrInt, false}, {"group_top", AttrInt, false},
+			{"expert_bias", AttrInt, false}, {"act", AttrString, false}, {"alpha", AttrFloat, false}, {"limit", AttrFloat, false}},
 		Doc: "mixture of experts: x f32[n,D], router [E,D], gate [E,F,D], up [E,F,D], down [E,D,F] (any weight dtypes) -> " +
 			"f32[n,D]: per row, scores = gating(x·routerᵀ) (softmax or sigmoid), the experts_used highest (ties: lower index), " +
 			"their scores (divided by their sum if norm=1, times scale) weighting down_e(silu(gate_e x) * up_e x); " +
-			"then, with shared gate [Fs,D], up [Fs,D], down [D,Fs] (and gate_inp [1,D]), plus (sigmoid(x·gate_inpᵀ) times) the shared expert's output",
+			"then, with shared gate [Fs,D], up [Fs,D], down [D,Fs] (and gate_inp [1,D]), plus (sigmoid(x·gate_inpᵀ) times) the shared expert's output; " +
+			"bias=1: a last argument f32[E] added to the scores for choosing; groups, groups_used, group_top: grouped top-k; " +
+			"expert_bias=1 (gpt-oss): four arguments before it, biases of the router f32[E], gate and up f32[E,F], down f32[E,D]; " +
+			"act swiglu_oai: the experts' activation is swiglu_oai(gate, up) (alpha, limit)",
 		Infer: moeType})
 }
 
@@ -54,6 +65,10 @@ func moeType(a []Type, at Attrs) ([]Type, error) {
 	if err := want(e.N > 0, "router of %v experts", e); err != nil {
 		return nil, err
 	}
+	if err := moeRouteAttrs(a, at, e.N); err != nil {
+		return nil, err
+	}
+	a = a[:len(a)-MoETail(at)]
 	if err := want(len(gate.Shape) == 3 && gate.Shape[0] == e && gate.Shape[1].Known() && gate.Shape[1].N > 0 && gate.Shape[2] == d,
 		"gate must be [%v,F,%v], is %v", e, d, gate); err != nil {
 		return nil, err
@@ -136,7 +151,7 @@ func moeCost(n *Node, env CostEnv) (Cost, error) {
 	}
 	r := int64(rows)
 	f64 := 2*r*e*d + 5*r*e + r*k*(6*f*d+6*f+2*d)
-	if len(n.Args) >= 8 { // the shared expert (and its gate) over every row
+	if len(n.Args)-MoETail(n.Attrs) >= 8 { // the shared expert (and its gate) over every row
 		fs := int64(n.Args[5].Type.Shape[0].N)
 		for _, w := range n.Args[5:] {
 			v, ok := w.Type.Bytes(nil)

@@ -73,6 +73,8 @@ func matmulQuant(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) bool 
 		matmulQ8(p, out, x, w.Data, w.Type == tensor.Q4_0, m, n, k)
 	case tensor.Q4_K, tensor.Q6_K:
 		matmulK(p, out, x, w.Data, w.Type == tensor.Q6_K, m, n, k)
+	case tensor.MXFP4:
+		matmulMXFP4(p, out, x, w.Data, m, n, k)
 	default:
 		return false
 	}

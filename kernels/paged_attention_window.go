@@ -19,6 +19,14 @@ type AttnOpts struct {
 	Window  int     // > 0: a row at position p attends to positions max(0, p-Window+1)..p
 	Softcap float32 // > 0: each score s becomes Softcap·tanh(s/Softcap)
 	Scale   float32 // > 0: scores are q·k times Scale instead of 1/sqrt(headDim)
+	// Sinks (gpt-oss; nil: none): per query head a logit that joins the softmax's
+	// denominator, exp(Sinks[h]) next to the scores' exps, weighing no value.
+	Sinks []float32
+}
+
+// plain reports whether o is the zero options.
+func (o AttnOpts) plain() bool {
+	return o.Window == 0 && o.Softcap == 0 && o.Scale == 0 && o.Sinks == nil
 }
 
 // First is the first position a row at position pos attends to.
@@ -31,10 +39,10 @@ func (o AttnOpts) First(pos int) int {
 
 // RunOpts is Run with options. With the zero options it is Run itself.
 func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []PagedRow, heads, kvHeads, headDim, blockSize int, o AttnOpts) error {
-	if o == (AttnOpts{}) {
+	if o.plain() {
 		return r.Run(p, out, q, kc, vc, rows, heads, kvHeads, headDim, blockSize)
 	}
-	if heads%kvHeads != 0 || blockSize <= 0 || o.Window < 0 || o.Softcap < 0 || o.Scale < 0 {
+	if heads%kvHeads != 0 || blockSize <= 0 || o.Window < 0 || o.Softcap < 0 || o.Scale < 0 || (o.Sinks != nil && len(o.Sinks) != heads) {
 		return fmt.Errorf("paged attention: %d heads over %d KV heads, block size %d, options %+v", heads, kvHeads, blockSize, o)
 	}
 	kvd := kvHeads * headDim
@@ -72,7 +80,11 @@ func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []Paged
 			for h := kv * group; h < (kv+1)*group; h++ {
 				qh := q[i*qd+h*headDim : i*qd+(h+1)*headDim]
 				oh := out[i*qd+h*headDim : i*qd+(h+1)*headDim]
-				windowHead(oh, qh, kc, vc, row.Table, first, s, kv*headDim, kvd, blockSize, scale, o.Softcap)
+				sink := float32(math.Inf(-1))
+				if o.Sinks != nil {
+					sink = o.Sinks[h]
+				}
+				windowHead(oh, qh, kc, vc, row.Table, first, s, kv*headDim, kvd, blockSize, scale, o.Softcap, sink)
 			}
 		}
 	}
@@ -89,8 +101,9 @@ var windowScratch = sync.Pool{New: func() any { s := make([]float32, 0, 256); re
 
 // windowHead is one query head qh over positions first..first+len(s)-1: scores into s, their
 // softmax, and the weighted sum of values into oh. The head's keys and values start at
-// element off of each pool row of stride elements.
-func windowHead(oh, qh, kc, vc []float32, table []int32, first int, s []float32, off, stride, bs int, scale, softcap float32) {
+// element off of each pool row of stride elements. sink (-Inf: none) joins the softmax's
+// denominator.
+func windowHead(oh, qh, kc, vc []float32, table []int32, first int, s []float32, off, stride, bs int, scale, softcap, sink float32) {
 	hd := len(qh)
 	at := func(p int) int { return (int(table[p/bs])*bs+p%bs)*stride + off }
 	mx := float32(math.Inf(-1))
@@ -103,7 +116,11 @@ func windowHead(oh, qh, kc, vc []float32, table []int32, first int, s []float32,
 		s[j] = v
 		mx = max(mx, v)
 	}
+	mx = max(mx, sink)
 	var sum float32
+	if !math.IsInf(float64(sink), -1) {
+		sum = float32(math.Exp(float64(sink - mx)))
+	}
 	for j, v := range s {
 		e := float32(math.Exp(float64(v - mx)))
 		s[j] = e

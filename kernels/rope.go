@@ -19,6 +19,10 @@ type Rope struct {
 	// FreqScale multiplies every angle (linear RoPE scaling, ggml's freq_scale = 1/factor:
 	// Gemma 3's global layers); 0 means 1.
 	FreqScale float32
+	Yarn      *Yarn // YaRN scaling (rope_yarn.go; set by SetYarn), nil if none
+
+	yarn          []float32 // per pair, the weight of the original angle (YaRN's ramp)
+	yarnFS, yarnM float32   // 1/factor and YaRN's magnitude 1 + 0.1·ln(factor)
 }
 
 // NewRope validates the parameters and returns a Rope.
@@ -39,6 +43,7 @@ func NewRope(dims int, base float64, neox bool, factors []float32) (*Rope, error
 // ggml does: θ_0 = pos, θ_{i+1} = θ_i * base^(-2/Dims) in float32, divided by Factors[i]; cos
 // and sin are then multiplied by Mscale (when set), as ggml's rope multiplies by its attn_factor.
 // FreqScale (when set) multiplies the angle after the divisor, as ggml's freq_scale does.
+// With YaRN (SetYarn) the angle is blended with its interpolation and the magnitude scaled.
 func (r *Rope) Table(cs []float32, pos int) {
 	scale := float32(math.Pow(r.Base, -2/float64(r.Dims)))
 	theta := float32(pos)
@@ -50,10 +55,18 @@ func (r *Rope) Table(cs []float32, pos int) {
 		if r.FreqScale != 0 && r.FreqScale != 1 {
 			t *= r.FreqScale
 		}
+		m := r.Mscale
+		if r.yarn != nil {
+			if m == 0 {
+				m = 1
+			}
+			t = r.yarnFS*t*(1-r.yarn[i]) + t*r.yarn[i]
+			m *= r.yarnM
+		}
 		s, c := math.Sincos(float64(t))
 		cs[2*i], cs[2*i+1] = float32(c), float32(s)
-		if r.Mscale != 0 && r.Mscale != 1 {
-			cs[2*i], cs[2*i+1] = cs[2*i]*r.Mscale, cs[2*i+1]*r.Mscale
+		if m != 0 && m != 1 {
+			cs[2*i], cs[2*i+1] = cs[2*i]*m, cs[2*i+1]*m
 		}
 		theta *= scale
 	}

@@ -65,6 +65,12 @@ type Config struct {
 	QLoraRank, KVLoraRank, RopeDim, VHeadDim, DenseLead int
 	ExpertsScale                                        float64
 	ExpertsSigmoid                                      bool
+	// DeepSeek-V2/V3 (deepseek3.go): YaRN RoPE scaling (nil if none); V3's per-expert
+	// selection bias (exp_probs_b.bias, added to the scores for choosing only); grouped top-k:
+	// ExpertGroups groups of experts, the best ExpertGroupsUsed of them searched (0: none).
+	Yarn                           *Yarn
+	ExpertsBias                    bool
+	ExpertGroups, ExpertGroupsUsed int
 }
 
 // CacheDims are the widths of a token's rows in a layer's K and V pools: KVDim each, or for
@@ -143,6 +149,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.checkGemma(); err != nil {
+		return err
+	}
+	if err := c.checkDeepseek3(); err != nil {
 		return err
 	}
 	if err := c.checkMLA(); err != nil {

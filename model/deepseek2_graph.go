@@ -7,7 +7,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -34,7 +33,8 @@ func buildDeepseek2(cfg *Config, dtype func(name string) tensor.DType, _ bool) (
 	split := graph.Attrs{"sizes": graph.IntList(int64(R), int64(cfg.RopeDim))}
 	mla := graph.Attrs{"heads": graph.Int(int64(H)), "nope": graph.Int(int64(nope)), "rope": graph.Int(int64(cfg.RopeDim)),
 		"v_dim": graph.Int(int64(cfg.VHeadDim)), "theta": graph.Float(cfg.RopeTheta),
-		"scale": graph.Float(1 / math.Sqrt(float64(cfg.HeadDim)))}
+		"scale": graph.Float(deepseekAttnScale(cfg))}
+	deepseekRopeAttrs(cfg, mla)
 	moe := graph.Attrs{"experts_used": graph.Int(int64(cfg.ExpertsUsed))}
 	if cfg.ExpertsNorm {
 		moe["norm"] = graph.Int(1)
@@ -45,6 +45,7 @@ func buildDeepseek2(cfg *Config, dtype func(name string) tensor.DType, _ bool) (
 	if cfg.ExpertsScale != 0 && cfg.ExpertsScale != 1 {
 		moe["scale"] = graph.Float(cfg.ExpertsScale)
 	}
+	deepseekMoEAttrs(cfg, moe)
 
 	x := b.NamedOp("x.in", "embedding", nil, embd, tokens)
 	for l := 0; l < cfg.Layers; l++ {
@@ -77,6 +78,9 @@ func buildDeepseek2(cfg *Config, dtype func(name string) tensor.DType, _ bool) (
 			if fs := cfg.SharedFFN; fs > 0 {
 				args = append(args, mat(p+"ffn_gate_shexp.weight", fs, cfg.Dim), mat(p+"ffn_up_shexp.weight", fs, cfg.Dim),
 					mat(p+"ffn_down_shexp.weight", cfg.Dim, fs))
+			}
+			if cfg.ExpertsBias {
+				args = append(args, vec(p+"exp_probs_b.bias", cfg.Experts))
 			}
 			x = b.NamedOp(fmt.Sprintf("x.%d", l), "add", nil, x, b.Op("moe", moe, args...))
 			continue

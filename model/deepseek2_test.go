@@ -7,6 +7,7 @@ package model_test
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,6 +195,11 @@ func checkDeepseek2Paged(t *testing.T, o synth.Options) {
 	hfDir := filepath.Join(t.TempDir(), "hf")
 	if err := convert.WriteHF(hfDir, convert.FromBundle(bd), convert.Options{}); err != nil {
 		t.Fatal(err)
+	}
+	if cj, err := os.ReadFile(filepath.Join(hfDir, "config.json")); err != nil {
+		t.Fatal(err)
+	} else if o.ExpertsBias != strings.Contains(string(cj), `"deepseek_v3"`) || (o.YarnFactor > 0) != strings.Contains(string(cj), `"yarn"`) {
+		t.Fatalf("config.json (selection bias %v, YaRN %v): %s", o.ExpertsBias, o.YarnFactor > 0, cj)
 	}
 	hb, err := loader.Open(hfDir, loader.Options{})
 	if err != nil {

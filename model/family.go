@@ -82,11 +82,19 @@ type Family struct {
 	// MixtralForCausalLM): ConfigFromHF reads that model_type as this family, and
 	// convert.WriteHF writes them for a configuration with experts.
 	HFMoEModelType, HFMoEArchitecture string
+
+	// HFAltModelType is another config.json model_type read as this family (deepseek2:
+	// deepseek_v3); convert.WriteHF writes it and HFAltArchitecture when HFAltWhen(c) holds.
+	HFAltModelType, HFAltArchitecture string
+	HFAltWhen                         func(c *Config) bool
 }
 
 // HFForm returns the config.json model_type and architectures[0] c is written under: the
 // family's mixture-of-experts form when c has experts and the family has one.
 func (f *Family) HFForm(c *Config) (modelType, architecture string) {
+	if f.HFAltWhen != nil && f.HFAltWhen(c) {
+		return f.HFAltModelType, f.HFAltArchitecture
+	}
 	if c.Experts > 0 && f.HFMoEModelType != "" {
 		return f.HFMoEModelType, f.HFMoEArchitecture
 	}
@@ -118,6 +126,12 @@ func Register(f *Family) {
 		panic(fmt.Sprintf("model: Register: model_type %s registered twice", f.HFModelType))
 	case f.HFMoEModelType != "" && (byHF[f.HFMoEModelType] != nil || !f.Experts || f.HFMoEModelType == f.HFModelType):
 		panic(fmt.Sprintf("model: Register: model_type %s registered twice or without Experts", f.HFMoEModelType))
+	}
+	if f.HFAltModelType != "" {
+		if byHF[f.HFAltModelType] != nil {
+			panic(fmt.Sprintf("model: Register: model_type %s registered twice", f.HFAltModelType))
+		}
+		byHF[f.HFAltModelType] = f
 	}
 	families[f.Arch] = f
 	if f.HFModelType != "" {

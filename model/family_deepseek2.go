@@ -27,6 +27,7 @@ import (
 func init() {
 	Register(&Family{
 		Arch: "deepseek2", HFModelType: "deepseek_v2", HFArchitecture: "DeepseekV2ForCausalLM",
+		HFAltModelType: "deepseek_v3", HFAltArchitecture: "DeepseekV3ForCausalLM", HFAltWhen: deepseekV3,
 		RopeTheta: 10000, NormEps: 1e-6,
 		Experts: true, ExpertsOnly: true,
 		Fix:      deepseek2Fix,
@@ -52,6 +53,7 @@ func deepseek2Names() NameMap {
 		"mlp.shared_experts.gate_proj.weight": "ffn_gate_shexp.weight",
 		"mlp.shared_experts.up_proj.weight":   "ffn_up_shexp.weight",
 		"mlp.shared_experts.down_proj.weight": "ffn_down_shexp.weight",
+		"mlp.gate.e_score_correction_bias":    "exp_probs_b.bias",
 	} {
 		block[hf] = gg
 	}
@@ -179,7 +181,7 @@ func deepseek2FromGGUF(f *gguf.File, c *Config) error {
 			return fmt.Errorf("%sexpert_gating_func = %d: want 1 (softmax) or 2 (sigmoid)", a, v)
 		}
 	}
-	return nil
+	return deepseek3FromGGUF(f, c)
 }
 
 func deepseek2ToGGUF(c *Config) []gguf.KV {
@@ -197,21 +199,19 @@ func deepseek2ToGGUF(c *Config) []gguf.KV {
 	if c.ExpertsSigmoid {
 		gating = 2
 	}
-	return append(kv,
+	kv = append(kv,
 		gguf.KV{Key: a + "attention.kv_lora_rank", Value: gguf.U32(uint32(c.KVLoraRank))},
 		gguf.KV{Key: a + "expert_feed_forward_length", Value: gguf.U32(uint32(c.ExpertWidth()))},
 		gguf.KV{Key: a + "expert_shared_count", Value: gguf.U32(uint32(c.SharedFFN / c.ExpertWidth()))},
 		gguf.KV{Key: a + "expert_weights_scale", Value: gguf.F32(float32(c.ExpertsScale))},
 		gguf.KV{Key: a + "expert_weights_norm", Value: gguf.Bool(c.ExpertsNorm)},
 		gguf.KV{Key: a + "expert_gating_func", Value: gguf.U32(gating)},
-		// llama.cpp requires the key; without YaRN scaling (freq scale 1) it changes nothing.
-		gguf.KV{Key: a + "rope.scaling.yarn_log_multiplier", Value: gguf.F32(0)},
 	)
+	return append(kv, deepseek3ToGGUF(c)...)
 }
 
-// deepseek2FromHF reads config.json's MLA and routing fields. Grouped top-k
-// (topk_method group_limited_greedy / noaux_tc with n_group > 1) is refused: the moe op has no
-// groups yet (llama.cpp c392e5094 has none either).
+// deepseek2FromHF reads config.json's MLA and routing fields (deepseek_v2 and deepseek_v3);
+// YaRN and V3's routing: deepseek3.go.
 func deepseek2FromHF(hc *hfdir.Config, c *Config) error {
 	num := func(key string) (float64, bool, error) {
 		v, ok := hc.Raw[key]
@@ -263,18 +263,10 @@ func deepseek2FromHF(hc *hfdir.Config, c *Config) error {
 	default:
 		return fmt.Errorf("config.json scoring_func = %q: want softmax or sigmoid", s)
 	}
-	if g, ok, _ := num("n_group"); ok && g > 1 {
-		if t, _, _ := num("topk_group"); t < g {
-			return fmt.Errorf("config.json n_group = %v, topk_group = %v: grouped top-k routing is not supported", g, t)
-		}
-	}
 	if f, ok, _ := num("moe_layer_freq"); ok && f != 1 {
 		return fmt.Errorf("config.json moe_layer_freq = %v: only every block after the dense ones a mixture of experts (1) is supported", f)
 	}
-	if hc.RopeScaling != nil {
-		return fmt.Errorf("config.json rope_scaling (%s): YaRN is not supported for deepseek2 yet", hc.RopeScaling.Type)
-	}
-	return nil
+	return deepseek3FromHF(hc, c, num)
 }
 
 func deepseek2ToHF(c *Config, hc *hfdir.Config) {
@@ -295,11 +287,11 @@ func deepseek2ToHF(c *Config, hc *hfdir.Config) {
 		"qk_nope_head_dim": c.HeadDim - c.RopeDim, "v_head_dim": c.VHeadDim, "first_k_dense_replace": c.DenseLead,
 		"moe_intermediate_size": c.ExpertWidth(), "n_shared_experts": c.SharedFFN / c.ExpertWidth(),
 		"n_routed_experts": c.Experts, "num_experts_per_tok": c.ExpertsUsed, "routed_scaling_factor": c.ExpertsScale,
-		"norm_topk_prob": c.ExpertsNorm, "scoring_func": scoring, "topk_method": "greedy", "n_group": 1, "topk_group": 1,
-		"moe_layer_freq": 1,
+		"norm_topk_prob": c.ExpertsNorm, "scoring_func": scoring, "moe_layer_freq": 1,
 	} {
 		hc.Raw[k] = v
 	}
+	deepseek3ToHF(c, hc)
 }
 
 // deepseek2Shapes: every tensor by GGUF name, as llama.cpp's deepseek2 loader wants them.
@@ -334,6 +326,9 @@ func deepseek2Shapes(c *Config) map[string][]int {
 		s[p+"ffn_gate_exps.weight"] = []int{c.Experts, f, c.Dim}
 		s[p+"ffn_up_exps.weight"] = []int{c.Experts, f, c.Dim}
 		s[p+"ffn_down_exps.weight"] = []int{c.Experts, c.Dim, f}
+		if c.ExpertsBias {
+			s[p+"exp_probs_b.bias"] = []int{c.Experts}
+		}
 		if c.SharedFFN > 0 {
 			s[p+"ffn_gate_shexp.weight"] = []int{c.SharedFFN, c.Dim}
 			s[p+"ffn_up_shexp.weight"] = []int{c.SharedFFN, c.Dim}

@@ -92,7 +92,7 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		c.NormEps = float32(v)
 	}
 	scaling, _ := f.String(arch + ".rope.scaling.type")
-	if scaling != "" && scaling != "none" && scaling != "llama3" && scaling != "linear" {
+	if scaling != "" && scaling != "none" && scaling != "llama3" && scaling != "linear" && scaling != "yarn" {
 		return c, fmt.Errorf("%s.rope.scaling.type %q is not supported", arch, scaling)
 	}
 	embd, ok := f.Tensor("token_embd.weight")
@@ -112,6 +112,9 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 	}
 	if scaling == "linear" && c.RopeLinear == 0 { // a family that reads it sets RopeLinear (gemma3)
 		return c, fmt.Errorf("%s.rope.scaling.type \"linear\" is not supported for %s", arch, arch)
+	}
+	if scaling == "yarn" && c.Yarn == nil {
+		return c, fmt.Errorf("%s.rope.scaling.type \"yarn\" is not supported for %s (deepseek2 only)", arch, arch)
 	}
 	if err := c.Validate(); err != nil {
 		return c, err

@@ -48,7 +48,7 @@ func ConfigFromHF(c *hfdir.Config) (Config, error) {
 			return cfg, err
 		}
 	}
-	if rs := c.RopeScaling; rs != nil && rs.Type != "default" && cfg.LongRope == nil && cfg.RopeLinear == 0 { // LongRoPE, linear (gemma3): read by the family
+	if rs := c.RopeScaling; rs != nil && rs.Type != "default" && cfg.LongRope == nil && cfg.RopeLinear == 0 && cfg.Yarn == nil { // LongRoPE, linear (gemma3), YaRN (deepseek2): read by the family
 		if rs.Type != "llama3" {
 			return cfg, fmt.Errorf("rope_scaling type %q is not supported", rs.Type)
 		}

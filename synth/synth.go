@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -52,9 +53,15 @@ type Options struct {
 	QLoraRank, KVLoraRank, RopeDim, VHeadDim, DenseLead int
 	ExpertsScale                                        float64
 	ExpertsNorm, ExpertsSigmoid                         bool
-	Name                                                string
-	Tokenizer                                           *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                                        string
+	// deepseek2: YaRN RoPE scaling (YarnFactor > 0: factor, original context, DeepSeek's
+	// yarn_log_multiplier), V3's selection bias (random, exp_probs_b.bias) and grouped top-k.
+	YarnFactor, YarnLogMul         float64
+	YarnOrigCtx                    int
+	ExpertsBias                    bool
+	ExpertGroups, ExpertGroupsUsed int
+	Name                           string
+	Tokenizer                      *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate                   string
 }
 
 // Presets hold the exact shapes of well-known models.
@@ -82,7 +89,11 @@ func (o Options) Config() (model.Config, error) {
 		AttnSoftcap: o.AttnSoftcap, FinalSoftcap: o.FinalSoftcap, AttnScalar: o.AttnScalar,
 		SlidingPattern: o.SlidingPattern, RopeLocalTheta: o.RopeLocalTheta, RopeLinear: o.RopeLinear,
 		QLoraRank: o.QLoraRank, KVLoraRank: o.KVLoraRank, RopeDim: o.RopeDim, VHeadDim: o.VHeadDim,
-		DenseLead: o.DenseLead, ExpertsScale: o.ExpertsScale, ExpertsNorm: o.ExpertsNorm, ExpertsSigmoid: o.ExpertsSigmoid}
+		DenseLead: o.DenseLead, ExpertsScale: o.ExpertsScale, ExpertsNorm: o.ExpertsNorm, ExpertsSigmoid: o.ExpertsSigmoid,
+		ExpertsBias: o.ExpertsBias, ExpertGroups: o.ExpertGroups, ExpertGroupsUsed: o.ExpertGroupsUsed}
+	if o.YarnFactor > 0 {
+		c.Yarn = &model.Yarn{Yarn: kernels.Yarn{Factor: o.YarnFactor, OrigCtx: o.YarnOrigCtx}, LogMul: o.YarnLogMul}
+	}
 	def := func(p *int, v int) {
 		if *p == 0 {
 			*p = v

@@ -55,6 +55,8 @@ func DequantizeRow(dt DType, src []byte, dst []float32) error {
 		dequantQ4_K(src, dst)
 	case Q6_K:
 		dequantQ6_K(src, dst)
+	case MXFP4:
+		dequantMXFP4(src, dst)
 	default:
 		return fmt.Errorf("dequantize: unsupported dtype %s", dt)
 	}

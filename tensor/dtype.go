@@ -20,7 +20,8 @@ const (
 	Q4_0
 	Q4_K
 	Q6_K
-	I32 // 32-bit integers (e.g. safetensors position ids); not a weight type
+	I32   // 32-bit integers (e.g. safetensors position ids); not a weight type
+	MXFP4 // OCP microscaling FP4 (gpt-oss experts; mxfp4.go): read and multiplied, not written by quantization
 	nDTypes
 )
 
@@ -37,15 +38,17 @@ type dtypeInfo struct {
 //	Q4_0: 32 elems  = f16 d + 16 bytes of nibbles               = 18 bytes
 //	Q4_K: 256 elems = f16 d + f16 dmin + 12 bytes scales + 128  = 144 bytes
 //	Q6_K: 256 elems = 128 ql + 64 qh + 16 int8 scales + f16 d   = 210 bytes
+//	MXFP4: 32 elems = E8M0 scale byte + 16 bytes of E2M1 nibbles = 17 bytes (ggml type 39)
 var dtypes = [nDTypes]dtypeInfo{
-	F32:  {"F32", 0, 1, 4},
-	F16:  {"F16", 1, 1, 2},
-	BF16: {"BF16", 30, 1, 2},
-	Q8_0: {"Q8_0", 8, 32, 34},
-	Q4_0: {"Q4_0", 2, 32, 18},
-	Q4_K: {"Q4_K", 12, 256, 144},
-	Q6_K: {"Q6_K", 14, 256, 210},
-	I32:  {"I32", 26, 1, 4},
+	F32:   {"F32", 0, 1, 4},
+	F16:   {"F16", 1, 1, 2},
+	BF16:  {"BF16", 30, 1, 2},
+	Q8_0:  {"Q8_0", 8, 32, 34},
+	Q4_0:  {"Q4_0", 2, 32, 18},
+	Q4_K:  {"Q4_K", 12, 256, 144},
+	Q6_K:  {"Q6_K", 14, 256, 210},
+	I32:   {"I32", 26, 1, 4},
+	MXFP4: {"MXFP4", 39, 32, 17},
 }
 
 func (t DType) valid() bool { return t >= 0 && t < nDTypes }

@@ -59,6 +59,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	expScale := fs.Float64("experts-scale", 0, "deepseek2: routed experts' weight scale (routed_scaling_factor, default 1)")
 	expNorm := fs.Bool("experts-norm", false, "deepseek2: renormalise the top-k weights (norm_topk_prob)")
 	expSigmoid := fs.Bool("experts-sigmoid", false, "deepseek2: sigmoid router scores (default softmax)")
+	expBias := fs.Bool("experts-bias", false, "deepseek2: DeepSeek-V3's expert selection bias (exp_probs_b.bias, random)")
+	groups := fs.Int("expert-groups", 0, "deepseek2: grouped top-k, the experts in this many groups (n_group)")
+	groupsUsed := fs.Int("expert-groups-used", 0, "deepseek2: grouped top-k, the groups searched (topk_group)")
+	yarnFactor := fs.Float64("yarn-factor", 0, "deepseek2: YaRN RoPE scaling by this factor (default none)")
+	yarnOrig := fs.Int("yarn-orig-ctx", 0, "deepseek2: YaRN's original context")
+	yarnLog := fs.Float64("yarn-log-mul", 0, "deepseek2: rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -91,7 +97,8 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		{"shared-ffn", &o.SharedFFN, *sharedFFN},
 		{"rope-orig-ctx", &o.RopeOrigCtx, *origCtx}, {"q-lora-rank", &o.QLoraRank, *qLora},
 		{"kv-lora-rank", &o.KVLoraRank, *kvLora}, {"rope-dim", &o.RopeDim, *ropeDim}, {"v-head-dim", &o.VHeadDim, *vHeadDim},
-		{"dense-lead", &o.DenseLead, *denseLead}} {
+		{"dense-lead", &o.DenseLead, *denseLead}, {"expert-groups", &o.ExpertGroups, *groups},
+		{"expert-groups-used", &o.ExpertGroupsUsed, *groupsUsed}, {"yarn-orig-ctx", &o.YarnOrigCtx, *yarnOrig}} {
 		if set[f.flag] {
 			*f.dst = f.v
 		}
@@ -131,6 +138,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		o.AttnScalar = *qScalar
 	}
 	o.ExpertsScale, o.ExpertsNorm, o.ExpertsSigmoid = *expScale, *expNorm, *expSigmoid
+	o.ExpertsBias, o.YarnFactor, o.YarnLogMul = *expBias, *yarnFactor, *yarnLog
 	o.Seed = *seed
 	if set["std"] {
 		o.Std = *std

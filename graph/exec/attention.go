@@ -28,9 +28,10 @@ type ropeTable struct {
 func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 	hd, theta, neox := int(a.Int("head_dim", 0)), a.Float("theta", 0), a.Int("neox", 0) != 0
 	mscale, fscale := float32(a.Float("mscale", 1)), float32(a.Float("freq_scale", 1))
+	yarn := yarnOf(a)
 	for _, t := range p.ropes {
 		if t.rope.Dims == hd && t.rope.Base == theta && t.rope.NeoX == neox && t.freqs == freqs && t.rope.Mscale == mscale &&
-			t.rope.FreqScale == fscale {
+			t.rope.FreqScale == fscale && (t.rope.Yarn == nil) == (yarn == nil) && (yarn == nil || *t.rope.Yarn == *yarn) {
 			return t, nil
 		}
 	}
@@ -46,9 +47,23 @@ func (p *Program) ropeFor(a graph.Attrs, freqs int) (*ropeTable, error) {
 		return nil, err
 	}
 	r.Mscale, r.FreqScale = mscale, fscale
+	if yarn != nil {
+		if err := r.SetYarn(*yarn); err != nil {
+			return nil, err
+		}
+	}
 	t := &ropeTable{rope: r, freqs: freqs}
 	p.ropes = append(p.ropes, t)
 	return t, nil
+}
+
+// yarnOf returns the YaRN scaling of the attributes yarn_* (graph/ops_mla.go), nil if none.
+func yarnOf(a graph.Attrs) *kernels.Yarn {
+	if _, ok := a["yarn_factor"]; !ok {
+		return nil
+	}
+	return &kernels.Yarn{Factor: a.Float("yarn_factor", 1), OrigCtx: int(a.Int("yarn_orig_ctx", 0)),
+		BetaFast: a.Float("yarn_beta_fast", 32), BetaSlow: a.Float("yarn_beta_slow", 1)}
 }
 
 // table returns the rows' cos/sin ([n, head_dim]), filling it on the run's first use.
@@ -225,6 +240,11 @@ func (p *Program) compileAttention(n *graph.Node) (instr, error) {
 		hd: int(a.Int("head_dim", 0)),
 		opts: kernels.AttnOpts{Window: int(a.Int("window", 0)), Softcap: float32(a.Float("softcap", 0)),
 			Scale: float32(a.Float("scale", 0))}}
+	if len(n.Args) == 4 {
+		if o.opts.Sinks = p.vals[p.ids[n.Args[3]]].vec; len(o.opts.Sinks) != o.heads {
+			return nil, fmt.Errorf("argument %s: the sinks must be an f32[%d] weight", n.Args[3], o.heads)
+		}
+	}
 	// k and v straight from a qkv_rope of the same head layout: that op writes them into the
 	// cache in its pass over the rows.
 	k, v := n.Args[1], n.Args[2]

@@ -46,6 +46,11 @@ func (p *Program) compileMLA(n *graph.Node) (instr, error) {
 		return nil, fmt.Errorf("weight %s: %w", w.Name, err)
 	}
 	ra := graph.Attrs{"head_dim": graph.Int(int64(o.rope)), "theta": a["theta"], "neox": graph.Int(a.Int("neox", 0))}
+	for _, k := range []string{"mscale", "yarn_factor", "yarn_orig_ctx", "yarn_beta_fast", "yarn_beta_slow"} {
+		if v, ok := a[k]; ok {
+			ra[k] = v
+		}
+	}
 	if o.tab, err = p.ropeFor(ra, -1); err != nil {
 		return nil, err
 	}

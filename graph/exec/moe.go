@@ -46,6 +46,15 @@ type moeOp struct {
 	sGate, sUp, sDown, sInp *tensor.Tensor
 	sf                      int
 	sg, su, sy, sl          []float32
+	// DeepSeek-V3 routing (graph/ops_moe_route.go): the selection bias (nil: none), grouped
+	// top-k, and the biased (masked) scores the choice is made on.
+	bias                         []float32
+	groups, groupsUsed, groupTop int
+	choice                       []float64
+	// gpt-oss (nil: none): biases of the router [E], the experts' gate, up [E*F] and down
+	// [E*D]; the swiglu_oai activation.
+	rb, gb, ub, db []float32
+	oai            *swigluOAIOp
 }
 
 func (p *Program) compileMoE(n *graph.Node) (instr, error) {
@@ -73,7 +82,26 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		}
 	}
 	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
-	if len(n.Args) >= 8 {
+	nargs := len(n.Args) - graph.MoETail(n.Attrs)
+	if graph.MoEBiasArgs(n.Attrs) == 1 {
+		last := n.Args[len(n.Args)-1]
+		if o.bias = p.vals[p.ids[last]].vec; len(o.bias) != o.e {
+			return nil, fmt.Errorf("argument %s: the selection bias must be an f32[%d] weight", last, o.e)
+		}
+	}
+	if graph.MoEExpertBiases(n.Attrs) {
+		for i, dst := range []*[]float32{&o.rb, &o.gb, &o.ub, &o.db} {
+			v := n.Args[nargs+i]
+			if *dst = p.vals[p.ids[v]].vec; *dst == nil {
+				return nil, fmt.Errorf("argument %s: the expert biases must be f32 weights", v)
+			}
+		}
+	}
+	if n.Attrs.Str("act", graph.MoESwiGLU) == graph.MoESwiGLUOAI {
+		o.oai = &swigluOAIOp{alpha: float32(n.Attrs.Float("alpha", 1.702)), limit: float32(n.Attrs.Float("limit", 7))}
+	}
+	o.groups, o.groupsUsed, o.groupTop = graph.MoEGroups(n.Attrs)
+	if nargs >= 8 {
 		if o.sGate, err = p.weightArg(n, 5); err != nil {
 			return nil, err
 		}
@@ -83,7 +111,7 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		if o.sDown, err = p.weightArg(n, 7); err != nil {
 			return nil, err
 		}
-		if len(n.Args) == 9 {
+		if nargs == 9 {
 			if o.sInp, err = p.weightArg(n, 8); err != nil {
 				return nil, err
 			}
@@ -91,7 +119,7 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		o.sf = o.sGate.Shape[0]
 	}
 	o.count, o.start = make([]int, o.e), make([]int, o.e+1)
-	o.scores, o.loads = make([]float64, o.e), make([]uint64, o.e)
+	o.scores, o.choice, o.loads = make([]float64, o.e), make([]float64, o.e), make([]uint64, o.e)
 	o.outsBuf, o.wsBuf = make([][]float32, 2), make([]*tensor.Tensor, 2)
 	return o, nil
 }
@@ -120,6 +148,11 @@ func (o *moeOp) run(p *Program) error {
 	o.sel, o.order = o.sel[:n*k], o.order[:n*k]
 	if err := o.matmul(p, o.logits, x, o.router, n); err != nil {
 		return err
+	}
+	if o.rb != nil {
+		for r := 0; r < n; r++ {
+			kernels.Axpy(o.logits[r*E:(r+1)*E], 1, o.rb)
+		}
 	}
 	clear(o.count)
 	for r := 0; r < n; r++ {
@@ -174,11 +207,26 @@ func (o *moeOp) run(p *Program) error {
 				return err
 			}
 		}
+		if o.gb != nil {
+			for i := 0; i < c; i++ {
+				kernels.Axpy(g[i*F:(i+1)*F], 1, o.gb[e*F:(e+1)*F])
+				kernels.Axpy(u[i*F:(i+1)*F], 1, o.ub[e*F:(e+1)*F])
+			}
+		}
 		for i := 0; i < c; i++ {
-			kernels.SwiGLU(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+			if o.oai != nil {
+				o.oai.span(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+			} else {
+				kernels.SwiGLU(g[i*F:(i+1)*F], g[i*F:(i+1)*F], u[i*F:(i+1)*F])
+			}
 		}
 		if err := o.matmul(p, ys, g, o.down[e], c); err != nil {
 			return err
+		}
+		if o.db != nil {
+			for i := 0; i < c; i++ {
+				kernels.Axpy(ys[i*D:(i+1)*D], 1, o.db[e*D:(e+1)*D])
+			}
 		}
 		for i, sc := range idx {
 			r, w := sc/k, o.wts[sc]
@@ -260,14 +308,18 @@ func (o *moeOp) route(logits []float32, sel []int, wts []float32) {
 			s[i] /= sum
 		}
 	}
+	c := s
+	if o.bias != nil || o.groups > 1 {
+		c = o.choose(s)
+	}
 	var total float64
 	for j := range sel {
 		best := -1
-		for i, v := range s {
+		for i, v := range c {
 			if taken(sel[:j], i) {
 				continue
 			}
-			if best < 0 || v > s[best] {
+			if best < 0 || v > c[best] {
 				best = i
 			}
 		}
@@ -281,6 +333,66 @@ func (o *moeOp) route(logits []float32, sel []int, wts []float32) {
 		}
 		wts[j] = float32(w * o.scale)
 	}
+}
+
+// choose returns the scores the experts are chosen on: s plus the selection bias, and with
+// grouped top-k -Inf outside the groupsUsed groups whose groupTop best scores sum highest
+// (ties: the lower group).
+func (o *moeOp) choose(s []float64) []float64 {
+	c := o.choice
+	for i, v := range s {
+		c[i] = v
+		if o.bias != nil {
+			c[i] += float64(o.bias[i])
+		}
+	}
+	if o.groups <= 1 {
+		return c
+	}
+	size := len(c) / o.groups
+	var gs [64]float64
+	var top [8]float64
+	gsc := gs[:0]
+	if o.groups > len(gs) {
+		gsc = make([]float64, 0, o.groups)
+	}
+	for g := 0; g < o.groups; g++ {
+		t := top[:0]
+		if o.groupTop > len(top) {
+			t = make([]float64, 0, o.groupTop)
+		}
+		for _, v := range c[g*size : (g+1)*size] { // keep the groupTop largest, descending
+			if len(t) < o.groupTop {
+				t = append(t, v)
+			} else if v > t[len(t)-1] {
+				t[len(t)-1] = v
+			} else {
+				continue
+			}
+			for j := len(t) - 1; j > 0 && t[j] > t[j-1]; j-- {
+				t[j], t[j-1] = t[j-1], t[j]
+			}
+		}
+		var sum float64
+		for _, v := range t {
+			sum += v
+		}
+		gsc = append(gsc, sum)
+	}
+	for g := range gsc { // rank of group g: the groups before it in (score desc, index asc)
+		rank := 0
+		for h, v := range gsc {
+			if v > gsc[g] || (v == gsc[g] && h < g) {
+				rank++
+			}
+		}
+		if rank >= o.groupsUsed {
+			for i := g * size; i < (g+1)*size; i++ {
+				c[i] = math.Inf(-1)
+			}
+		}
+	}
+	return c
 }
 
 func taken(sel []int, i int) bool {

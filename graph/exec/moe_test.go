@@ -20,6 +20,8 @@ type moeCase struct {
 	attrs         graph.Attrs
 	Fs            int  // a shared expert of this width (0: none)
 	gated         bool // with its sigmoid gate
+	bias          bool // with a selection bias (DeepSeek-V3; the attribute bias=1)
+	expertBias    bool // with gpt-oss's router and expert biases (expert_bias=1)
 }
 
 // moeGraph is embedding -> moe -> gather_rows.
@@ -46,6 +48,16 @@ func moeGraph(t *testing.T, c moeCase, dt tensor.DType) *graph.Graph {
 			args = append(args, b.Weight("si", graph.T(tensor.F32, graph.D(1), graph.D(c.D))))
 		}
 	}
+	if c.expertBias {
+		a["expert_bias"] = graph.Int(1)
+		args = append(args, b.Weight("rb", graph.T(tensor.F32, graph.D(c.E))),
+			b.Weight("gb", graph.T(tensor.F32, graph.D(c.E), graph.D(c.F))), b.Weight("ub", graph.T(tensor.F32, graph.D(c.E), graph.D(c.F))),
+			b.Weight("db", graph.T(tensor.F32, graph.D(c.E), graph.D(c.D))))
+	}
+	if c.bias {
+		a["bias"] = graph.Int(1)
+		args = append(args, b.Weight("bias", graph.T(tensor.F32, graph.D(c.E))))
+	}
 	y := b.Op("moe", a, args...)
 	b.Output(b.Op("gather_rows", nil, y, rows))
 	gr, err := b.Finish()
@@ -59,6 +71,9 @@ func moeWeights(t *testing.T, c moeCase, dt tensor.DType, seed uint64) map[strin
 	rng := rand.New(rand.NewPCG(seed, 7))
 	rnd := func(name string, sd float64, shape ...int) *tensor.Tensor {
 		w := f32T(name, shape, func(int) float32 { return float32(rng.NormFloat64() * sd) })
+		if strings3(name) && dt == tensor.MXFP4 {
+			return randMXFP4(rng, name, shape, sd)
+		}
 		if strings3(name) && dt != tensor.F32 {
 			q, err := tensor.Convert(w, dt)
 			if err != nil {
@@ -77,6 +92,12 @@ func moeWeights(t *testing.T, c moeCase, dt tensor.DType, seed uint64) map[strin
 		if c.gated {
 			ws["si"] = rnd("si", 0.3, 1, c.D)
 		}
+	}
+	if c.bias {
+		ws["bias"] = rnd("bias", 0.3, c.E)
+	}
+	if c.expertBias {
+		ws["rb"], ws["gb"], ws["ub"], ws["db"] = rnd("rb", 0.5, c.E), rnd("gb", 1, c.E, c.F), rnd("ub", 1, c.E, c.F), rnd("db", 0.5, c.E, c.D)
 	}
 	return ws
 }

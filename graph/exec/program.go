@@ -211,7 +211,7 @@ func bindWeight(x *value, t *tensor.Tensor) error {
 // that argument dies at this node (-1: none).
 func inPlace(op string) []int {
 	switch op {
-	case "add", "mul", "silu", "scale", "softcap", "softmax", "swiglu", "rope", "rms_norm", "gelu", "geglu":
+	case "add", "mul", "silu", "scale", "softcap", "softmax", "swiglu", "rope", "rms_norm", "gelu", "geglu", "swiglu_oai":
 		return []int{0}
 	case "add_rms_norm":
 		return []int{0, -1}

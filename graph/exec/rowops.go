@@ -65,6 +65,9 @@ func (p *Program) compileNode(n *graph.Node) (instr, error) {
 		return &geluOp{x: id(0), u: -1, out: out}, nil
 	case "geglu":
 		return &geluOp{x: id(0), u: id(1), out: out}, nil
+	case "swiglu_oai":
+		return &swigluOAIOp{g: id(0), u: id(1), out: out, alpha: float32(n.Attrs.Float("alpha", 1.702)),
+			limit: float32(n.Attrs.Float("limit", 7))}, nil
 	case "swiglu":
 		o := &swigluOp{g: id(0), u: id(1), out: out, ffn: p.vals[out].last}
 		o.fn = o.rows

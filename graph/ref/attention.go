@@ -87,3 +87,49 @@ func attention(c *ctx, q, k, v, dy *Tensor, a graph.Attrs) (y, dq, dk, dv *Tenso
 	}
 	return y, dq, dk, dv, nil
 }
+
+// attentionSinks is causal attention (window, soft-cap, scale as attention) with a sink per
+// query head: each row's softmax runs over its scores and the head's sink logit, whose share
+// of the probability weighs no value (gpt-oss).
+func attentionSinks(c *ctx, q, k, v, sinks *Tensor, a graph.Attrs) (*Tensor, error) {
+	H, KVH, hd := int(a.Int("heads", 0)), int(a.Int("kv_heads", 0)), int(a.Int("head_dim", 0))
+	window, capv := int(a.Int("window", 0)), a.Float("softcap", 0)
+	n := q.Shape[0]
+	qd, kvd, grp := H*hd, KVH*hd, H/KVH
+	scale := 1 / math.Sqrt(float64(hd))
+	if sc := a.Float("scale", 0); sc > 0 {
+		scale = sc
+	}
+	y := zerosF(q.Shape)
+	for t := 0; t < n; t++ {
+		lo := c.start(t)
+		if window > 0 {
+			lo = max(lo, t-window+1)
+		}
+		m := t - lo + 1
+		for h := 0; h < H; h++ {
+			qo, ko := t*qd+h*hd, (h/grp)*hd
+			s, p := make([]float64, m+1), make([]float64, m+1)
+			for j := 0; j < m; j++ {
+				kr := (lo+j)*kvd + ko
+				var d float64
+				for i := 0; i < hd; i++ {
+					d += q.F[qo+i] * k.F[kr+i]
+				}
+				s[j] = d * scale
+				if capv > 0 {
+					s[j] = capv * math.Tanh(s[j]/capv)
+				}
+			}
+			s[m] = sinks.F[h]
+			softmaxRow(p, s)
+			for j := 0; j < m; j++ {
+				vr := (lo+j)*kvd + ko
+				for i := 0; i < hd; i++ {
+					y.F[qo+i] += p[j] * v.F[vr+i]
+				}
+			}
+		}
+	}
+	return y, nil
+}

@@ -118,6 +118,9 @@ func ropeTables(pos, freqs *Tensor, a graph.Attrs) (*kernels.Rope, [][]float32, 
 	}
 	r.Mscale = float32(a.Float("mscale", 1))
 	r.FreqScale = float32(a.Float("freq_scale", 1))
+	if cs := yarnTables(pos.I, a); cs != nil {
+		return r, cs, nil
+	}
 	cs := make([][]float32, len(pos.I))
 	for i, p := range pos.I {
 		cs[i] = make([]float32, hd)
@@ -220,6 +223,10 @@ func init() {
 		return one(rope(t, a, 1))
 	}
 	opFuncs["attention"] = func(c *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
+		if len(t) == 4 {
+			y, err := attentionSinks(c, t[0], t[1], t[2], t[3], a)
+			return one(y, err)
+		}
 		y, _, _, _, err := attention(c, t[0], t[1], t[2], nil, a)
 		return one(y, err)
 	}

@@ -16,6 +16,11 @@ func init() {
 		H, nope, rp, vd := int(a.Int("heads", 0)), int(a.Int("nope", 0)), int(a.Int("rope", 0)), int(a.Int("v_dim", 0))
 		n, R, hd := q.Shape[0], lat.Shape[1], nope+rp
 		ra := graph.Attrs{"head_dim": graph.Int(int64(rp)), "theta": a["theta"], "neox": graph.Int(a.Int("neox", 0))}
+		for _, k := range []string{"mscale", "yarn_factor", "yarn_orig_ctx", "yarn_beta_fast", "yarn_beta_slow"} {
+			if v, ok := a[k]; ok {
+				ra[k] = v
+			}
+		}
 		// q's rope parts as [n, H*rope], rotated, then put back.
 		qpe := zerosF([]int{n, H * rp})
 		for r := 0; r < n; r++ {

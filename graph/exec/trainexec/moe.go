@@ -7,6 +7,7 @@
 package trainexec
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/llmcloud/llmcloud/graph"
@@ -203,6 +204,9 @@ func (p *Program) moeWeights(args []*graph.Value) moeWeights {
 }
 
 func (p *Program) moe(n *graph.Node) (func(), error) {
+	if !graph.MoEPlain(n.Attrs) {
+		return nil, fmt.Errorf("%s: the trainer has no moe with a selection bias, grouped top-k, expert biases or swiglu_oai", n.Name())
+	}
 	gt := n.Args[2].Type.Shape
 	E, F, D := gt[0].N, gt[1].N, gt[2].N
 	r := newMoERouting(n, E, F, D)

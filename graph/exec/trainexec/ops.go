@@ -199,6 +199,12 @@ func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
 	}
 	r.Mscale = float32(n.Attrs.Float("mscale", 1)) // rope_grad: the transpose keeps the magnitude
 	r.FreqScale = float32(n.Attrs.Float("freq_scale", 1))
+	if _, ok := n.Attrs["yarn_factor"]; ok {
+		if err := r.SetYarn(kernels.Yarn{Factor: n.Attrs.Float("yarn_factor", 1), OrigCtx: int(n.Attrs.Int("yarn_orig_ctx", 0)),
+			BetaFast: n.Attrs.Float("yarn_beta_fast", 32), BetaSlow: n.Attrs.Float("yarn_beta_slow", 1)}); err != nil {
+			return nil, err
+		}
+	}
 	cs := make([]float32, p.maxT*hd)
 	for t := 0; t < p.maxT; t++ {
 		r.Table(cs[t*hd:(t+1)*hd], t)
