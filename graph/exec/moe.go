@@ -92,7 +92,7 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 	}
 	o.count, o.start = make([]int, o.e), make([]int, o.e+1)
 	o.scores, o.loads = make([]float64, o.e), make([]uint64, o.e)
-	o.outsBuf, o.wsBuf = make([][]float32, 2), make([]*tensor.Tensor, 2)
+	o.outsBuf, o.wsBuf = make([][]float32, 2, 2*o.k+3), make([]*tensor.Tensor, 2, 2*o.k+3)
 	return o, nil
 }
 
@@ -113,6 +113,9 @@ func (o *moeOp) matmul(p *Program, out, x []float32, w *tensor.Tensor, m int) er
 func (o *moeOp) run(p *Program) error {
 	x, out := p.f32(o.x), p.f32(o.out)
 	n, E, F, D, k := len(x)/o.d, o.e, o.f, o.d, o.k
+	if n == 1 && !p.invariant {
+		return o.decode(p, x, out)
+	}
 	o.logits, o.wts = grow(o.logits, n*E), grow(o.wts, n*k)
 	if cap(o.sel) < n*k {
 		o.sel, o.order = make([]int, n*k), make([]int, n*k)
