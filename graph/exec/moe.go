@@ -38,7 +38,7 @@ type moeOp struct {
 	xs, g, u, ys   []float32 // an expert's gathered rows, gate and up, and results
 	scores         []float64
 	loads          []uint64 // rows routed to each expert, over the program's runs
-	outsBuf        [][]float32
+	outsBuf, xsBuf [][]float32
 	wsBuf          []*tensor.Tensor
 	fill           []int
 	// The shared expert (nil: none): gate, up [Fs,D], down [D,Fs], its gate row [1,D] (nil:

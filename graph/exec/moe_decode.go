@@ -4,7 +4,8 @@
 // the shared expert's, and the shared expert's gate row) multiplies the same row, so they run
 // as one MatMulShared: the row is quantized once and all their rows are split across the
 // workers in one job (the one-row GEMV kernels), instead of a job and a quantization per
-// expert. The down matrices follow, one per expert; the results are added in ascending expert
+// expert. The down matrices follow as one MatMulEach (each on its own expert's hidden row,
+// all their rows again one job); the results are added in ascending expert
 // order and the shared expert last, as run adds them, so a decode row differs from the same
 // row in a batch only by the GEMV kernels' rounding (as for the dense matmuls).
 package exec
@@ -56,22 +57,29 @@ func (o *moeOp) decode(p *Program, x, out []float32) error {
 	err := p.pool.MatMulShared(outs, x, ws, 1)
 	clear(outs)
 	clear(ws)
-	o.outsBuf, o.wsBuf = outs[:2], ws[:2] // run assigns [0] and [1]
+	outs, ws = outs[:0], ws[:0]
 	if err != nil {
+		o.outsBuf, o.wsBuf = outs[:2], ws[:2] // run assigns [0] and [1]
 		return err
 	}
+	// The down matrices, each on its expert's hidden row, as one job.
+	xs := o.xsBuf[:0]
 	for j, e := range o.sel {
 		g := o.g[j*F : (j+1)*F]
 		kernels.SwiGLU(g, g, o.u[j*F:(j+1)*F])
-		if err := p.pool.MatMul(o.ys[j*D:(j+1)*D], g, o.down[e], 1); err != nil {
-			return err
-		}
+		xs, outs, ws = append(xs, g), append(outs, o.ys[j*D:(j+1)*D]), append(ws, o.down[e])
 	}
 	if o.sGate != nil {
 		kernels.SwiGLU(o.sg, o.sg, o.su)
-		if err := p.pool.MatMul(o.sy, o.sg, o.sDown, 1); err != nil {
-			return err
-		}
+		xs, outs, ws = append(xs, o.sg), append(outs, o.sy), append(ws, o.sDown)
+	}
+	err = p.pool.MatMulEach(outs, xs, ws)
+	clear(xs)
+	clear(outs)
+	clear(ws)
+	o.xsBuf, o.outsBuf, o.wsBuf = xs[:0], outs[:2], ws[:2]
+	if err != nil {
+		return err
 	}
 	clear(out[:D])
 	for j := range o.sel {
