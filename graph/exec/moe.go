@@ -46,6 +46,12 @@ type moeOp struct {
 	sGate, sUp, sDown, sInp *tensor.Tensor
 	sf                      int
 	sg, su, sy, sl          []float32
+	// Experts split across the workers (moe_parallel.go): per-worker buffers, every (row,
+	// choice)'s expert output [n*k, D], the experts with rows, most rows first.
+	scratch []moeScratch
+	yAll    []float32
+	byCount []int
+	packed  bool // Q8_0/Q4_0 experts: not split by expert
 }
 
 func (p *Program) compileMoE(n *graph.Node) (instr, error) {
@@ -73,6 +79,9 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		}
 	}
 	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
+	for _, w := range [][]*tensor.Tensor{o.gate, o.up, o.down} {
+		o.packed = o.packed || w[0].Type == tensor.Q8_0 || w[0].Type == tensor.Q4_0
+	}
 	if len(n.Args) >= 8 {
 		if o.sGate, err = p.weightArg(n, 5); err != nil {
 			return nil, err
@@ -141,6 +150,15 @@ func (o *moeOp) run(p *Program) error {
 	for i, e := range o.sel {
 		o.order[fill[e]] = i
 		fill[e]++
+	}
+	if o.expertsParallel(p, n*k) {
+		if err := o.runParallel(p, x, out, n); err != nil {
+			return err
+		}
+		if o.sGate != nil {
+			return o.shared(p, x, out, n)
+		}
+		return nil
 	}
 	clear(out[:n*D])
 	most := 0
