@@ -18,6 +18,18 @@ type gemvSeg struct {
 	w    []byte
 	dt   tensor.DType
 	n, k int
+	// The segment's own token (MatMulEach: a different input per weight); nil: gemvSegs'
+	// shared one.
+	a8 *q8Acts
+	ak *q8KActs
+}
+
+// acts returns the token layouts of s: its own, else the shared a8, ak.
+func (s *gemvSeg) acts(a8 *q8Acts, ak *q8KActs) (*q8Acts, *q8KActs) {
+	if s.a8 != nil || s.ak != nil {
+		return s.a8, s.ak
+	}
+	return a8, ak
 }
 
 // prep computes the token layouts seg's kernel reads (a8 or ak quantized already); it runs
@@ -130,12 +142,15 @@ var gemvSteal = true
 // steals from the back of the others' (forStealing; gemvSteal = false: forDynamic's shared
 // counter, for benchmarks).
 func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
-	total := 0
+	total, own := 0, false
 	for i := range segs {
-		segs[i].prep(p, a8, ak)
-		total += segs[i].n
+		s := &segs[i]
+		own = own || s.a8 != nil || s.ak != nil
+		s8, sk := s.acts(a8, ak)
+		s.prep(p, s8, sk)
+		total += s.n
 	}
-	if streamsEligible(segs) {
+	if !own && streamsEligible(segs) {
 		gemvStreams(p, segs, a8, ak, total)
 		return
 	}
@@ -149,7 +164,8 @@ func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 		start := 0
 		for i := range segs {
 			s := &segs[i]
-			s.rows(a8, ak, max(lo, start)-start, min(hi, start+s.n)-start)
+			s8, sk := s.acts(a8, ak)
+			s.rows(s8, sk, max(lo, start)-start, min(hi, start+s.n)-start)
 			start += s.n
 		}
 	})

@@ -103,7 +103,7 @@ func MeanSD(xs []float64) (mean, sd float64) {
 type ModelStats struct {
 	Bytes       int64  // all tensor data
 	Params      int64  // all tensor elements
-	DecodeBytes int64  // matrices read per generated token: every block's linear weights and the output matrix
+	DecodeBytes int64  // matrices read per generated token: every block's linear weights (of a mixture of experts, experts_used of the experts) and the output matrix
 	Type        string // dominant weight type by bytes among the linear weights, e.g. Q8_0 (Q4_K_M when Q4_K with Q6_K)
 }
 
@@ -118,7 +118,13 @@ func Stats(m *model.Model) ModelStats {
 			el *= int64(d)
 		}
 		s.Params += el
-		if len(t.Shape) != 2 {
+		switch {
+		case len(t.Shape) == 3 && m.Config.Experts > 0 && t.Shape[0] == m.Config.Experts:
+			// Stacked experts: a token reads experts_used of them.
+			s.DecodeBytes += int64(len(t.Data)) / int64(t.Shape[0]) * int64(m.Config.ExpertsUsed)
+			byType[t.Type] += int64(len(t.Data))
+			continue
+		case len(t.Shape) != 2:
 			continue
 		}
 		if name == "token_embd.weight" && !m.Config.Tied {

@@ -38,7 +38,7 @@ type moeOp struct {
 	xs, g, u, ys   []float32 // an expert's gathered rows, gate and up, and results
 	scores         []float64
 	loads          []uint64 // rows routed to each expert, over the program's runs
-	outsBuf        [][]float32
+	outsBuf, xsBuf [][]float32
 	wsBuf          []*tensor.Tensor
 	fill           []int
 	// The shared expert (nil: none): gate, up [Fs,D], down [D,Fs], its gate row [1,D] (nil:
@@ -55,6 +55,12 @@ type moeOp struct {
 	// [E*D]; the swiglu_oai activation.
 	rb, gb, ub, db []float32
 	oai            *swigluOAIOp
+	// Experts split across the workers (moe_parallel.go): per-worker buffers, every (row,
+	// choice)'s expert output [n*k, D], the experts with rows, most rows first.
+	scratch []moeScratch
+	yAll    []float32
+	byCount []int
+	packed  bool // Q8_0/Q4_0 experts: not split by expert
 }
 
 func (p *Program) compileMoE(n *graph.Node) (instr, error) {
@@ -101,6 +107,9 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 		o.oai = &swigluOAIOp{alpha: float32(n.Attrs.Float("alpha", 1.702)), limit: float32(n.Attrs.Float("limit", 7))}
 	}
 	o.groups, o.groupsUsed, o.groupTop = graph.MoEGroups(n.Attrs)
+	for _, w := range [][]*tensor.Tensor{o.gate, o.up, o.down} {
+		o.packed = o.packed || w[0].Type == tensor.Q8_0 || w[0].Type == tensor.Q4_0
+	}
 	if nargs >= 8 {
 		if o.sGate, err = p.weightArg(n, 5); err != nil {
 			return nil, err
@@ -120,9 +129,14 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 	}
 	o.count, o.start = make([]int, o.e), make([]int, o.e+1)
 	o.scores, o.choice, o.loads = make([]float64, o.e), make([]float64, o.e), make([]uint64, o.e)
-	o.outsBuf, o.wsBuf = make([][]float32, 2), make([]*tensor.Tensor, 2)
+	o.outsBuf, o.wsBuf = make([][]float32, 2, 2*o.k+3), make([]*tensor.Tensor, 2, 2*o.k+3)
 	return o, nil
 }
+
+// plain reports that the op has none of gpt-oss's extras (router and expert biases, the
+// swiglu_oai activation), which only run's grouped path applies: the one-row decode path
+// (moe_decode.go) and the expert-split path (moe_parallel.go) run plain SwiGLU experts.
+func (o *moeOp) plain() bool { return o.rb == nil && o.gb == nil && o.oai == nil }
 
 func grow(b []float32, n int) []float32 {
 	if cap(b) < n {
@@ -141,6 +155,9 @@ func (o *moeOp) matmul(p *Program, out, x []float32, w *tensor.Tensor, m int) er
 func (o *moeOp) run(p *Program) error {
 	x, out := p.f32(o.x), p.f32(o.out)
 	n, E, F, D, k := len(x)/o.d, o.e, o.f, o.d, o.k
+	if n == 1 && !p.invariant && o.plain() {
+		return o.decode(p, x, out)
+	}
 	o.logits, o.wts = grow(o.logits, n*E), grow(o.wts, n*k)
 	if cap(o.sel) < n*k {
 		o.sel, o.order = make([]int, n*k), make([]int, n*k)
@@ -171,6 +188,15 @@ func (o *moeOp) run(p *Program) error {
 	for i, e := range o.sel {
 		o.order[fill[e]] = i
 		fill[e]++
+	}
+	if o.plain() && o.expertsParallel(p, n*k) {
+		if err := o.runParallel(p, x, out, n); err != nil {
+			return err
+		}
+		if o.sGate != nil {
+			return o.shared(p, x, out, n)
+		}
+		return nil
 	}
 	clear(out[:n*D])
 	most := 0

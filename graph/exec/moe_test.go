@@ -1,5 +1,6 @@
 // The moe kernel against graph/ref's float64 moe over the same (dequantized) weights, in every
-// weight dtype of the matmul kernels, and its batch invariance: a row's output does not
+// weight dtype of the matmul kernels (a step of many rows, and rows alone: the one-row decode
+// path of moe_decode.go), and its batch invariance: a row's output does not
 // depend on the other rows of the step.
 package exec_test
 
@@ -202,6 +203,18 @@ func TestMoEKernelMatchesReference(t *testing.T) {
 			var sum uint64
 			for _, l := range loads {
 				sum += l
+			}
+			// Rows alone: the one-row (decode) path against the same reference rows.
+			for i, tok := range toks[:4] {
+				one, err := p.Run(moeStep([]int{tok}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, v := range one {
+					if d := math.Abs(float64(v) - want[i*c.D+j]); d > tc.tol*big {
+						t.Fatalf("row %d alone [%d]: kernel %v, ref %v (tolerance %.3g of %.3g)", i, j, v, want[i*c.D+j], tc.tol, big)
+					}
+				}
 			}
 			if sum != uint64(len(toks)*c.K) {
 				t.Errorf("expert loads %v sum to %d, want %d rows x %d", loads, sum, len(toks), c.K)
