@@ -69,8 +69,8 @@ func init() {
 		Doc: "gradient of softcap: dy * (1 - tanh²(x/cap)), args (dy, x)", Infer: sameTypes})
 	register(&OpDef{Name: "rope_grad", MinArgs: 2, MaxArgs: 3,
 		Attrs: []AttrSpec{{"heads", AttrInt, true}, {"head_dim", AttrInt, true}, {"theta", AttrFloat, true},
-			{"neox", AttrInt, false}, {"freq_scale", AttrFloat, false}},
-		Doc:   "gradient of rope (args dy, pos[, freqs], rope's attributes): dy rotated by the negative angles (the rotation's transpose)",
+			{"neox", AttrInt, false}, {"mscale", AttrFloat, false}, {"freq_scale", AttrFloat, false}},
+		Doc:   "gradient of rope (args dy, pos[, freqs], rope's attributes): dy rotated by the negative angles (the rotation's transpose, cos and sin times mscale)",
 		Infer: ropeType})
 	register(&OpDef{Name: "attention_grad", MinArgs: 4, MaxArgs: 4,
 		Attrs: []AttrSpec{{"layer", AttrInt, true}, {"heads", AttrInt, true}, {"kv_heads", AttrInt, true},

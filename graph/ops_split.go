@@ -1,5 +1,8 @@
 // This file registers split: a row-wise op cutting each row of x into consecutive pieces, the
-// outputs of a fused projection (Phi-3's attn_qkv: q, k, v; its ffn_up: gate, up).
+// outputs of a fused projection (Phi-3's attn_qkv: q, k, v; its ffn_up: gate, up); and concat,
+// its inverse and backward (a piece without a gradient contributes zeros):
+//
+//	(y1, .., yk) = split(x)    dx = concat(dy1, .., dyk)
 package graph
 
 func init() {
@@ -28,4 +31,41 @@ func init() {
 			}
 			return out, nil
 		}})
+	register(&OpDef{Name: "concat", MinArgs: 1, MaxArgs: -1,
+		Doc: "pieces f32[..,s_i] with the same leading dimensions joined along the last dimension -> f32[..,Σs_i] (split's inverse)",
+		Infer: func(a []Type, _ Attrs) ([]Type, error) {
+			sum := 0
+			for i, t := range a {
+				if err := want(isFloat(t) && len(t.Shape) >= 1 && len(t.Shape) == len(a[0].Shape) && rowsOf(t).Equal(rowsOf(a[0])),
+					"piece %d %v must be f32 with the leading dimensions of piece 0 %v", i, t, a[0]); err != nil {
+					return nil, err
+				}
+				last := t.Shape.Last()
+				if err := want(last.Known(), "piece %d's last dimension %v must be known", i, last); err != nil {
+					return nil, err
+				}
+				sum += last.N
+			}
+			return []Type{{a[0].DType, withLast(rowsOf(a[0]), D(sum))}}, nil
+		}})
+	gradRules["split"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
+		parts := make([]*Value, len(dys))
+		for i, d := range dys {
+			parts[i] = d
+			if d == nil {
+				parts[i] = gb.op1("zeros", nil, n.Outs[i])
+			}
+		}
+		return []*Value{gb.op1("concat", nil, parts...)}
+	}
+	gradRules["concat"] = func(gb *gradBuilder, n *Node, dys []*Value, need []bool) []*Value {
+		sizes := make([]int64, len(n.Args))
+		for i, a := range n.Args {
+			sizes[i] = int64(a.Type.Shape.Last().N)
+		}
+		if len(sizes) == 1 {
+			return []*Value{dys[0]}
+		}
+		return gb.op("split", Attrs{"sizes": IntList(sizes...)}, dys[0])
+	}
 }

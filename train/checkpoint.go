@@ -23,6 +23,7 @@ import (
 	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
+	"github.com/llmcloud/llmcloud/train/nn"
 )
 
 // CheckpointVersion is the trainer.json format version written.
@@ -279,7 +280,7 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 		copy(f32Bytes(v), t.Data)
 		ck.Tensors[t.Name] = v
 	}
-	shapes := ck.State.Model.Shapes()
+	shapes := nn.TrainedShapes(&ck.State.Model)
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
 		names = append(names, n)

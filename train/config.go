@@ -21,8 +21,10 @@ type Config struct {
 	Out  string `json:"out" yaml:"out"`   // run directory: checkpoints, log, loss curve
 
 	// Model shape; the vocabulary comes from the data. Arch is the family ("" or "llama",
-	// "mistral", "qwen2", "qwen3"): the family fixes what the architecture implies (Qwen's NeoX
-	// RoPE, qwen2's q/k/v biases, qwen3's q/k norms) and its usual norm epsilon.
+	// "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"; the MoE ones with Experts): the
+	// family fixes what the architecture implies (Qwen's NeoX RoPE, qwen2's q/k/v biases,
+	// qwen3's q/k norms, Gemma's norms, GeGLU and tied output, Phi-3's fused projections) and
+	// its usual norm epsilon.
 	Arch      string  `json:"arch,omitempty" yaml:"arch"`
 	Dim       int     `json:"dim" yaml:"dim"`
 	Layers    int     `json:"layers" yaml:"layers"`
@@ -42,6 +44,15 @@ type Config struct {
 	ExpertsUsed int     `json:"experts-used,omitempty" yaml:"experts-used"`
 	ExpertFFN   int     `json:"expert-ffn,omitempty" yaml:"expert-ffn"`
 	MoEAuxCoef  float64 `json:"moe-aux-loss-coef,omitempty" yaml:"moe-aux-loss-coef"`
+
+	// Gemma 2/3 and Phi-3 (families.go; 0: the family's default): the sliding window of the
+	// local layers, the attention and final-logit soft-caps, the query scalar (scores scaled by
+	// 1/sqrt of it) and Gemma 3's period of global layers.
+	Window         int     `json:"window,omitempty" yaml:"window"`
+	AttnSoftcap    float64 `json:"attn-softcap,omitempty" yaml:"attn-softcap"`
+	FinalSoftcap   float64 `json:"final-softcap,omitempty" yaml:"final-softcap"`
+	QueryScalar    float64 `json:"query-scalar,omitempty" yaml:"query-scalar"`
+	SlidingPattern int     `json:"sliding-pattern,omitempty" yaml:"sliding-pattern"`
 
 	// Batching: each optimizer step sees GradAccum micro-batches of Batch×Seq tokens.
 	Batch     int `json:"batch" yaml:"batch"`
@@ -160,6 +171,9 @@ func (c *Config) Validate() error {
 	if err := c.validateExperts(); err != nil {
 		return err
 	}
+	if err := c.validateFamily(); err != nil {
+		return err
+	}
 	return c.validateParallel()
 }
 
@@ -234,6 +248,7 @@ func (c *Config) ModelConfig(vocab int) model.Config {
 	}
 	if f := model.FamilyOf(c.Arch); f != nil && c.Arch != "llama" {
 		mc.Arch, mc.NormEps = f.Arch, f.NormEps
+		c.setFamily(&mc)
 		if f.Fix != nil {
 			f.Fix(&mc)
 		}

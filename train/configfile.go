@@ -44,7 +44,12 @@ func LoadFile(path string, c *Config) error {
 func BindFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (shards and tokenizer.json from `llmcloud data prepare`)")
 	fs.StringVar(&c.Out, "out", c.Out, "run directory: checkpoints, log.jsonl, loss.png")
-	fs.StringVar(&c.Arch, "arch", c.Arch, "architecture: llama (default; with --experts: Mixtral), mistral, qwen2, qwen3, qwen2moe")
+	fs.StringVar(&c.Arch, "arch", c.Arch, "architecture: llama (default; with --experts: Mixtral), mistral, qwen2, qwen3, qwen2moe, gemma2, gemma3, phi3")
+	fs.IntVar(&c.Window, "window", c.Window, "gemma2/gemma3/phi3: sliding window of the local layers (0 = the family's: gemma 4096, phi3 none)")
+	fs.Float64Var(&c.AttnSoftcap, "attn-softcap", c.AttnSoftcap, "gemma2: attention score soft-cap (0 = 50)")
+	fs.Float64Var(&c.FinalSoftcap, "final-softcap", c.FinalSoftcap, "gemma2: final logit soft-cap (0 = 30)")
+	fs.Float64Var(&c.QueryScalar, "query-scalar", c.QueryScalar, "gemma2/gemma3: query_pre_attn_scalar, scores scaled by 1/sqrt of it (0 = head dim)")
+	fs.IntVar(&c.SlidingPattern, "sliding-pattern", c.SlidingPattern, "gemma3: every N-th layer is global, the others local (0 = 6)")
 	fs.IntVar(&c.Dim, "dim", c.Dim, "model width")
 	fs.IntVar(&c.Layers, "layers", c.Layers, "transformer blocks")
 	fs.IntVar(&c.Heads, "heads", c.Heads, "attention heads")

@@ -6,6 +6,7 @@ package train
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -13,12 +14,14 @@ import (
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
+	"github.com/llmcloud/llmcloud/train/nn"
 )
 
 // ExportName is general.name of exported models unless overridden.
 const ExportName = "llmcloud-trained"
 
-// Plan describes weights (F32, by GGUF name, complete for mc) with the vocabulary of the
+// Plan describes weights (F32, by GGUF name, every trained tensor of mc; the tensors mc itself
+// determines, Phi-3's LongRoPE divisors, are added) with the vocabulary of the
 // tokenizer.json at tokenizerPath ("" = no vocabulary).
 func Plan(mc model.Config, weights map[string][]float32, tokenizerPath string) (*convert.Plan, error) {
 	p := &convert.Plan{Name: ExportName, Config: mc}
@@ -33,6 +36,16 @@ func Plan(mc model.Config, weights map[string][]float32, tokenizerPath string) (
 		p.Vocab, p.ChatTemplate = tok.Vocab(), tmpl
 	}
 	shapes := mc.Shapes()
+	if f := mc.Family(); f != nil && f.ConfigTensors != nil { // not trained: from the configuration
+		weights = maps.Clone(weights)
+		for _, t := range f.ConfigTensors(&mc) {
+			w, err := t.Float32()
+			if err != nil {
+				return nil, fmt.Errorf("train: export: %s: %w", t.Name, err)
+			}
+			weights[t.Name] = w
+		}
+	}
 	for _, name := range convert.OrderNames(shapes) {
 		shape := shapes[name]
 		w, ok := weights[name]
@@ -90,7 +103,7 @@ func ExportCheckpoint(ck *Checkpoint, out string, f Format, typ, tokenizerPath, 
 		tokenizerPath = ck.TokenizerPath
 	}
 	ws := map[string][]float32{}
-	for name := range ck.State.Model.Shapes() {
+	for name := range nn.TrainedShapes(&ck.State.Model) {
 		ws[name] = ck.Tensors["param."+name]
 	}
 	p, err := Plan(ck.State.Model, ws, tokenizerPath)

@@ -27,7 +27,7 @@ type statePart struct {
 // stateParts lists the checkpoint's tensors in the whole model's Params order (the same list
 // on every rank, whatever it holds): param., then (with moments) adam_m. and adam_v. of each.
 func (t *Trainer) stateParts(moments bool) []statePart {
-	shapes := t.Model.Shapes()
+	shapes := nn.TrainedShapes(&t.Model)
 	tpRank, tpSize := t.Net.TP()
 	z := t.par.zero
 	held := map[string]int{}

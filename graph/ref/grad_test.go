@@ -156,6 +156,7 @@ func opCases(r *rand.Rand) []opCase {
 	}, append(commCases(r), moeCases(r)...)...)
 	// Last, so that the shapes the cases above draw stay those they always drew.
 	cases = append(cases, ropeCase(1, false, 0.25)) // linear RoPE scaling (Gemma 3's global layers)
+	cases = append(cases, splitCases(r)...)
 	return cases
 }
 

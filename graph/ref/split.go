@@ -1,4 +1,5 @@
-// This file holds the reference of split: each row of x cut into consecutive pieces.
+// This file holds the references of split (each row of x cut into consecutive pieces) and of
+// concat (the pieces' rows joined: split's inverse and backward).
 package ref
 
 import "github.com/llmcloud/llmcloud/graph"
@@ -23,5 +24,22 @@ func init() {
 			off += s
 		}
 		return out, nil
+	}
+	opFuncs["concat"] = func(_ *ctx, t []*Tensor, _ graph.Attrs) ([]*Tensor, error) {
+		S := 0
+		for _, p := range t {
+			S += p.Last()
+		}
+		rows := len(t[0].F) / t[0].Last()
+		y := zerosF(append(append([]int(nil), t[0].Shape[:len(t[0].Shape)-1]...), S))
+		off := 0
+		for _, p := range t {
+			s := p.Last()
+			for r := 0; r < rows; r++ {
+				copy(y.F[r*S+off:r*S+off+s], p.F[r*s:(r+1)*s])
+			}
+			off += s
+		}
+		return []*Tensor{y}, nil
 	}
 }

@@ -100,7 +100,7 @@ func Units(cfg model.Config, opt Options) ([]Unit, error) {
 		return nil, err
 	}
 	c := &lc
-	shapes := c.Shapes() // the family's tensors, with this rank's shard shapes
+	shapes := TrainedShapes(c) // the family's trained tensors, with this rank's shard shapes
 	if shapes == nil {
 		return nil, fmt.Errorf("nn: architecture %q has no registered family", c.Arch)
 	}
@@ -136,6 +136,19 @@ func Units(cfg model.Config, opt Options) ([]Unit, error) {
 		return nil, fmt.Errorf("nn: architecture %q has tensors outside the blocks that training does not place", c.Arch)
 	}
 	return units, nil
+}
+
+// TrainedShapes is c's tensors (model.Config.Shapes) less those c itself determines
+// (model.Family.ConfigTensors: Phi-3's LongRoPE divisors), which training binds as constants
+// and never updates; nil for an unregistered architecture.
+func TrainedShapes(c *model.Config) map[string][]int {
+	shapes := c.Shapes()
+	if f := c.Family(); f != nil && f.ConfigTensors != nil {
+		for _, t := range f.ConfigTensors(c) {
+			delete(shapes, t.Name)
+		}
+	}
+	return shapes
 }
 
 // llamaBlock is the order of the Llama block's tensors in a unit; a family's further block

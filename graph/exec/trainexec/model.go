@@ -42,8 +42,9 @@ type Options struct {
 }
 
 // ForModel compiles cfg's graph with its loss and backward for batches of up to maxB x maxT
-// tokens over params (every tensor of cfg by its GGUF name; rope_freqs.weight is added from
-// cfg.RopeScaling when it applies).
+// tokens over params (every trained tensor of cfg by its GGUF name; rope_freqs.weight is added
+// from cfg.RopeScaling when it applies, and the tensors cfg itself determines, Phi-3's LongRoPE
+// divisors, from ConfigParams: constants, never trained).
 func ForModel(cfg model.Config, params []Param, maxB, maxT int, pool *kernels.Pool) (*Program, error) {
 	return ForModelWith(cfg, params, maxB, maxT, pool, Options{})
 }
@@ -65,5 +66,28 @@ func forModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernel
 		}
 		params = append(params[:len(params):len(params)], Param{Name: model.RopeFreqsName, W: f})
 	}
+	consts, err := ConfigParams(cfg)
+	if err != nil {
+		return nil, err
+	}
+	params = append(params[:len(params):len(params)], consts...)
 	return forModelStage(g, cfg.Layers, params, maxB, maxT, pool, opt, ar)
+}
+
+// ConfigParams are the constant weights cfg's family derives from the configuration
+// (model.Family.ConfigTensors: Phi-3's LongRoPE divisors), without gradients.
+func ConfigParams(cfg model.Config) ([]Param, error) {
+	f := cfg.Family()
+	if f == nil || f.ConfigTensors == nil {
+		return nil, nil
+	}
+	var ps []Param
+	for _, t := range f.ConfigTensors(&cfg) {
+		w, err := t.Float32()
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, Param{Name: t.Name, W: w})
+	}
+	return ps, nil
 }

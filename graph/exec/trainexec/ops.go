@@ -124,6 +124,9 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	case "moe_aux_grad":
 		return p.moeAuxGrad(n, f)
 	}
+	if fn, ok, err := p.compileFamily(n); ok {
+		return fn, err
+	}
 	if fn, ok, err := p.compileComm(n, f); ok {
 		return fn, err
 	}
@@ -232,9 +235,6 @@ func (p *Program) rope(n *graph.Node, f *fusion, sign int) (func(), error) {
 }
 
 func attnAttrs(n *graph.Node) (kernels.AttnShape, error) {
-	if n.Attrs.Int("window", 0) != 0 || n.Attrs.Float("softcap", 0) != 0 {
-		return kernels.AttnShape{}, fmt.Errorf("sliding windows and soft-capping are not supported in training")
-	}
 	return kernels.AttnShape{H: int(n.Attrs.Int("heads", 0)), KVH: int(n.Attrs.Int("kv_heads", 0)), HD: int(n.Attrs.Int("head_dim", 0))}, nil
 }
 
@@ -242,6 +242,9 @@ func (p *Program) attention(n *graph.Node) (func(), error) {
 	s, err := attnAttrs(n)
 	if err != nil {
 		return nil, err
+	}
+	if o := attnOpts(n); o != (kernels.TrainAttnOpts{}) {
+		return p.attentionWindow(n, s, o)
 	}
 	p.keepSide(n, p.maxB*s.H*p.maxT*p.maxT)
 	q, k, v, out := n.Args[0], n.Args[1], n.Args[2], n.Outs[0]
@@ -263,6 +266,16 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 	}
 	scratch := make([]float32, p.maxB*s.KVH*p.maxT*p.maxT)
 	dq, dk, dv := n.Outs[0], n.Outs[1], n.Outs[2]
+	if o := attnOpts(n); o != (kernels.TrainAttnOpts{}) {
+		return func() {
+			s.B, s.T = p.B, p.T
+			a, b, c := p.cur(dq), p.cur(dk), p.cur(dv)
+			clear(a)
+			clear(b)
+			clear(c)
+			kernels.TrainAttentionWindowGrad(p.pool, a, b, c, p.buf(dy), p.side[fw], p.buf(q), p.buf(k), p.buf(v), scratch, s, o)
+		}, nil
+	}
 	return func() {
 		s.B, s.T = p.B, p.T
 		a, b, c := p.cur(dq), p.cur(dk), p.cur(dv)
