@@ -93,11 +93,20 @@ func TestAdmissionQueueWhenSlotsFull(t *testing.T) {
 	const seqs, queue, maxTok = 4, 3, 6
 	b := openBundle(t, testModels[0].path)
 	var paused, release chan struct{}
+	// The loop holds after its first step until all seqs requests are in, so none of them can
+	// finish before the others run (on a loaded machine the test once waited forever for a
+	// step with all seqs running).
+	added := make(chan struct{})
+	var addedOnce sync.Once
+	closeAdded := func() { addedOnce.Do(func() { close(added) }) }
 	e := newEngine(t, b, func(o *Options) {
 		o.Scheduler.MaxNumSeqs = seqs
 		o.MaxQueuedRequests = queue
 		paused, release = pauseOnStep(t, o, func(m StepMetrics) bool { return m.Running == seqs })
+		inner := o.OnStep
+		o.OnStep = func(m StepMetrics) { <-added; inner(m) }
 	})
+	t.Cleanup(closeAdded) // registered after the engine's Shutdown, so it runs first
 	add := func(i int) (<-chan Output, error) {
 		return e.Add(context.Background(), Request{ID: fmt.Sprint(i), Prompt: []int{1, 2 + i%500, 401},
 			MaxTokens: maxTok, IgnoreEOS: true})
@@ -110,6 +119,7 @@ func TestAdmissionQueueWhenSlotsFull(t *testing.T) {
 		}
 		chans = append(chans, ch)
 	}
+	closeAdded()
 	<-paused // all seqs run (StepMetrics.Running); the loop holds
 	for i := seqs; i < seqs+queue; i++ {
 		ch, err := add(i)
