@@ -66,7 +66,7 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 		return err
 	}
 	defer set.Close()
-	want := cfg.Shapes()
+	want := model.HFShapes(&cfg)
 	seen := map[string]bool{}
 	seenExpert := map[string]int{} // experts' tensors of each stacked GGUF tensor
 	for _, f := range set.Files {
