@@ -1,6 +1,6 @@
 // Package model implements decoder-only transformers on CPU, one registered Family per
 // architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe,
-// gemma2, gemma3, phi3, deepseek2 today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
+// gemma2, gemma3, phi3, deepseek2, gpt-oss today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
 // llama2.c and Hugging Face checkpoints, and the forward pass with a KV cache through the graph
 // each family's builder writes.
 //

@@ -37,10 +37,10 @@ import (
 )
 
 const (
-	gptossArch    = "gpt-oss"
-	gptossWindow  = 128 // gpt-oss's sliding window where a file gives none
-	gptossLimit   = 7.0 // swiglu_limit: llama.cpp's constant
-	gptossGateUp  = "ffn_gate_up_exps" // the HF fused tensor's GGUF-side name (LoadHF splits it)
+	gptossArch   = "gpt-oss"
+	gptossWindow = 128               // gpt-oss's sliding window where a file gives none
+	gptossLimit  = 7.0               // swiglu_limit: llama.cpp's constant
+	gptossGateUp = "hf_gate_up_exps" // the HF fused tensor's GGUF-side name, llmcloud's own (LoadHF splits it)
 )
 
 func init() {
@@ -179,7 +179,14 @@ func gptossFromHF(hc *hfdir.Config, c *Config) error {
 	if act, ok := hc.Raw["hidden_act"]; ok && act != nil && act != "silu" {
 		return fmt.Errorf("config.json hidden_act = %v: gpt-oss's experts use silu (swiglu_oai)", act)
 	}
-	rs := hc.RopeScaling
+	if err := gptossYarnFromHF(hc.RopeScaling, c); err != nil {
+		return err
+	}
+	return checkGptOss(c)
+}
+
+// gptossYarnFromHF reads rope_scaling (yarn or none).
+func gptossYarnFromHF(rs *hfdir.RopeScaling, c *Config) error {
 	if rs == nil || rs.Type == "default" {
 		return nil
 	}

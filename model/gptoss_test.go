@@ -245,3 +245,24 @@ func sameBetas(a, b *model.Yarn) bool {
 	bf, bs := b.Betas()
 	return af == bf && as == bs
 }
+
+// TestGptOssBadGGUF: a GGUF whose gpt-oss.attention.sliding_window is 0 is refused by name.
+func TestGptOssBadGGUF(t *testing.T) {
+	p, err := gptossSynth.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Config.SlidingWindow = 0
+	path := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := convert.WriteGGUF(path, p, convert.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := loader.Open(path, loader.Options{})
+	if err == nil {
+		b.Close()
+		t.Fatal("window 0 loaded")
+	}
+	if !strings.Contains(err.Error(), "gpt-oss.attention.sliding_window") {
+		t.Fatalf("error %q does not name gpt-oss.attention.sliding_window", err)
+	}
+}

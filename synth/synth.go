@@ -61,10 +61,10 @@ type Options struct {
 	ExpertGroups, ExpertGroupsUsed int
 	// ExpertType MXFP4 makes the stacked experts' weights (ffn_*_exps.weight) random MXFP4
 	// blocks (gpt-oss's form; a float writer dequantizes them); 0 or F32: F32 as the rest.
-	ExpertType                     tensor.DType
-	Name                           string
-	Tokenizer                      *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                   string
+	ExpertType   tensor.DType
+	Name         string
+	Tokenizer    *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate string
 }
 
 // Presets hold the exact shapes of well-known models.
