@@ -24,6 +24,7 @@ const DefaultShardBytes = 5_000_000_000
 // WriteHF writes p into the directory dir (created if needed).
 func WriteHF(dir string, p *Plan, opts Options) error {
 	c := p.Config
+	c.HFMXFP4 = false // the experts are written as floats
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("convert: %s: %w", dir, err)
 	}

@@ -71,6 +71,10 @@ type Config struct {
 	Yarn                           *Yarn
 	ExpertsBias                    bool
 	ExpertGroups, ExpertGroupsUsed int
+
+	// gpt-oss (gptoss_mxfp4.go): the Hugging Face checkpoint holds the experts as MXFP4
+	// _blocks/_scales (config.json quantization_config mxfp4); read from config.json only.
+	HFMXFP4 bool
 }
 
 // CacheDims are the widths of a token's rows in a layer's K and V pools: KVDim each, or for

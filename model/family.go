@@ -78,6 +78,10 @@ type Family struct {
 	// GGUF-side names where they differ from Shapes (fused, transposed); nil: Shapes. The
 	// loader checks directories, and convert.WriteHF shapes its tensors, by it.
 	HFShapes func(c *Config) map[string][]int
+	// HFMerge combines tensors a Hugging Face checkpoint stores in parts, under the NameMap's
+	// names, before FromHFTensor (gpt-oss: MXFP4 _blocks and _scales into one MXFP4 tensor).
+	// Nil: none.
+	HFMerge func(c *Config, ws map[string]*tensor.Tensor) error
 
 	// Llama2C says a llama2.c checkpoint can hold the network (its layout is llama's).
 	Llama2C bool

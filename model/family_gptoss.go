@@ -52,7 +52,8 @@ func init() {
 		FromGGUF: gptossFromGGUF, ToGGUF: gptossToGGUF,
 		FromHF: gptossFromHF, ToHF: gptossToHF,
 		Shapes: gptossShapes, Build: buildGptOss, Names: gptossNames,
-		FromHFTensor: gptossFromHFTensor, ToHFTensor: gptossFromHFTensor, // both swap the last two axes
+		FromHFTensor: gptossFromHFTensor, ToHFTensor: gptossToHFTensor,
+		HFMerge: gptossMergeMXFP4,
 		HFInterleaved: map[string][2]string{
 			gptossGateUp + ".weight": {"ffn_gate_exps.weight", "ffn_up_exps.weight"},
 			gptossGateUp + ".bias":   {"ffn_gate_exps.bias", "ffn_up_exps.bias"},
@@ -176,6 +177,17 @@ func gptossFromHF(hc *hfdir.Config, c *Config) error {
 	if v, ok := hc.Raw["attention_bias"]; ok && v != true {
 		return fmt.Errorf("config.json attention_bias = %v: gpt-oss's attention has biases", v)
 	}
+	c.HFMXFP4 = false
+	if q, ok := hc.Raw["quantization_config"]; ok && q != nil {
+		m, isMap := q.(map[string]any)
+		if !isMap || m["quant_method"] != "mxfp4" {
+			return fmt.Errorf("config.json quantization_config = %v: only quant_method mxfp4 is supported", q)
+		}
+		if c.Dim%32 != 0 || c.ExpertWidth()%32 != 0 {
+			return fmt.Errorf("config.json quantization_config mxfp4: hidden_size %d and intermediate_size %d must be multiples of 32", c.Dim, c.ExpertWidth())
+		}
+		c.HFMXFP4 = true
+	}
 	if act, ok := hc.Raw["hidden_act"]; ok && act != nil && act != "silu" {
 		return fmt.Errorf("config.json hidden_act = %v: gpt-oss's experts use silu (swiglu_oai)", act)
 	}
@@ -265,6 +277,11 @@ var gptossNames = NameMap{
 		"mlp.experts.gate_up_proj_bias":   gptossGateUp + ".bias",
 		"mlp.experts.down_proj":           "ffn_down_exps.weight",
 		"mlp.experts.down_proj_bias":      "ffn_down_exps.bias",
+		// MXFP4 (quantization_config mxfp4; gptoss_mxfp4.go)
+		"mlp.experts.gate_up_proj_blocks": gptossGateUp + ".blocks",
+		"mlp.experts.gate_up_proj_scales": gptossGateUp + ".scales",
+		"mlp.experts.down_proj_blocks":    "ffn_down_exps.blocks",
+		"mlp.experts.down_proj_scales":    "ffn_down_exps.scales",
 	},
 	Skip: []string{"self_attn.rotary_emb.inv_freq"},
 }
@@ -312,12 +329,28 @@ func gptossHFShapes(c *Config) map[string][]int {
 		s[p+gptossGateUp+".bias"] = []int{e, 2 * f}
 		s[p+"ffn_down_exps.weight"] = []int{e, f, d}
 	}
+	if c.HFMXFP4 {
+		gptossMXFP4Shapes(c, s)
+	}
 	return s
 }
 
 // gptossFromHFTensor swaps the last two axes of the experts' fused gate/up and down weights
-// (HF x·W against GGUF's W·x); its own inverse.
+// (HF x·W against GGUF's W·x); MXFP4 ones (from _blocks/_scales) are [out, in] already.
 func gptossFromHFTensor(c *Config, name string) TensorFunc {
+	if !hasBlockSuffix(name, gptossGateUp+".weight") && !hasBlockSuffix(name, "ffn_down_exps.weight") {
+		return nil
+	}
+	return func(t *tensor.Tensor) (*tensor.Tensor, error) {
+		if t.Type == tensor.MXFP4 {
+			return t, nil
+		}
+		return SwapLastAxes(t)
+	}
+}
+
+// gptossToHFTensor swaps the last two axes back, dequantizing MXFP4 experts (the float form).
+func gptossToHFTensor(c *Config, name string) TensorFunc {
 	if !hasBlockSuffix(name, gptossGateUp+".weight") && !hasBlockSuffix(name, "ffn_down_exps.weight") {
 		return nil
 	}

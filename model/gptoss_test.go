@@ -266,3 +266,97 @@ func TestGptOssBadGGUF(t *testing.T) {
 		t.Fatalf("error %q does not name gpt-oss.attention.sliding_window", err)
 	}
 }
+
+// TestGptOssMXFP4HFMatchesGGUF: the released checkpoints' form — config.json
+// quantization_config mxfp4, the experts as U8 gate_up_proj_blocks/_scales and
+// down_proj_blocks/_scales ([out, in], nibbles in element order) — made from an MXFP4 GGUF's
+// experts, loads with MXFP4 experts and gives bit-identical logits to the GGUF.
+func TestGptOssMXFP4HFMatchesGGUF(t *testing.T) {
+	o := gptossSynth
+	o.ExpertType = tensor.MXFP4
+	gp, hp := writeGptOss(t, o)
+	mg := openGptOss(t, gp)
+	set, err := safetensors.OpenDir(hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []tensor.Tensor
+	for name, x := range set.Tensors {
+		if strings.HasSuffix(name, ".gate_up_proj") || strings.HasSuffix(name, ".down_proj") {
+			continue
+		}
+		c := *x
+		c.Data = slices.Clone(x.Data)
+		ts = append(ts, c)
+	}
+	set.Close()
+	for l := 0; l < o.Layers; l++ {
+		p := "blk." + string(rune('0'+l)) + "."
+		gu, err := model.JoinInterleaved("gu", mg.Weights[p+"ffn_gate_exps.weight"], mg.Weights[p+"ffn_up_exps.weight"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []struct {
+			hf string
+			t  *tensor.Tensor
+		}{{"gate_up_proj", gu}, {"down_proj", mg.Weights[p+"ffn_down_exps.weight"]}} {
+			b, s, err := model.MXFP4ToHF(w.t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pre := "model.layers." + string(rune('0'+l)) + ".mlp.experts." + w.hf
+			b.Name, s.Name = pre+"_blocks", pre+"_scales"
+			ts = append(ts, *b, *s)
+		}
+	}
+	mx := filepath.Join(t.TempDir(), "mx")
+	if err := os.MkdirAll(mx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		b, err := os.ReadFile(filepath.Join(hp, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mx, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := safetensors.WriteSharded(mx, ts, nil, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	editConfigJSON(t, mx, map[string]any{"quantization_config": map[string]any{"quant_method": "mxfp4",
+		"modules_to_not_convert": []string{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}})
+	mh := openGptOss(t, mx)
+	for _, n := range []string{"blk.0.ffn_gate_exps.weight", "blk.2.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight"} {
+		if mh.Weights[n].Type != tensor.MXFP4 || !slices.Equal(mh.Weights[n].Data, mg.Weights[n].Data) {
+			t.Fatalf("%s: HF MXFP4 read as %s, not the GGUF's blocks", n, mh.Weights[n].Type)
+		}
+	}
+	a, b := forwardLogits(t, mg, gptossSeqs), forwardLogits(t, mh, gptossSeqs)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("logit %d: GGUF %v, MXFP4 HF %v", i, a[i], b[i])
+		}
+	}
+	// The wrong nibble order (ggml's) would decode other values: the repacking matters.
+	w := mg.Weights["blk.0.ffn_gate_exps.weight"]
+	bl, sc, _ := model.MXFP4ToHF(w)
+	copy(bl.Data, w.Data[1:17])
+	back, err := model.MXFP4FromHF("x", bl, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(back.Data[:17], w.Data[:17]) {
+		t.Fatal("ggml's nibble order read as transformers' gives the same block")
+	}
+	// A quant_method other than mxfp4 is refused by name.
+	editConfigJSON(t, mx, map[string]any{"quantization_config": map[string]any{"quant_method": "gptq"}})
+	if bd, err := loader.Open(mx, loader.Options{}); err == nil || !strings.Contains(err.Error(), "quantization_config") {
+		if err == nil {
+			bd.Close()
+		}
+		t.Fatalf("gptq: %v", err)
+	}
+	t.Logf("gpt-oss MXFP4 HF (_blocks/_scales) and GGUF: %d logits bit-identical", len(a))
+}

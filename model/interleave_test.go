@@ -83,3 +83,30 @@ func TestInterleaveLayouts(t *testing.T) {
 		t.Error("join of unequal shapes accepted")
 	}
 }
+
+// TestMXFP4FromHFSpec: transformers' order — element 2j in byte j's low nibble, 2j+1 in its
+// high nibble, E2M1 nibble 1 = 0.5, 2 = 1, 0xB = -1.5 (sign bit 8), scale byte 127 = 2^0,
+// 128 = 2^1 — decodes through ggml's layout to those values.
+func TestMXFP4FromHFSpec(t *testing.T) {
+	blocks := &tensor.Tensor{Name: "b", Type: tensor.U8, Shape: []int{2, 1, 16}, Data: make([]byte, 32)}
+	scales := &tensor.Tensor{Name: "s", Type: tensor.U8, Shape: []int{2, 1}, Data: []byte{127, 128}}
+	blocks.Data[0] = 0x21    // elements 0, 1: 0.5, 1
+	blocks.Data[15] = 0xB0   // elements 30, 31: 0, -1.5
+	blocks.Data[16+8] = 0x07 // row 1, element 16: 6 (times 2)
+	w, err := MXFP4FromHF("w", blocks, scales)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := w.Float32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, 64)
+	want[0], want[1], want[31], want[32+16] = 0.5, 1, -1.5, 12
+	if !slices.Equal(w.Shape, []int{2, 32}) || !slices.Equal(v, want) {
+		t.Fatalf("decoded %v %v, want %v", w.Shape, v, want)
+	}
+	if _, err := MXFP4FromHF("w", scales, scales); err == nil {
+		t.Error("scales as blocks accepted")
+	}
+}

@@ -144,6 +144,11 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 			}
 		}
 	}
+	if fam.HFMerge != nil {
+		if err := fam.HFMerge(&cfg, ws); err != nil {
+			return nil, err
+		}
+	}
 	if fam.FromHFTensor != nil {
 		names := make([]string, 0, len(ws))
 		for name := range ws {

@@ -45,7 +45,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
 	out := fs.String("o", "", "output: *.gguf, else a Hugging Face directory")
-	window := fs.Int("window", 0, "sliding-window attention span (gemma2, gemma3: of the local layers, default 4096; phi3: of every layer, default none)")
+	window := fs.Int("window", 0, "sliding-window attention span (gemma2, gemma3: of the local layers, default 4096; gpt-oss: of the even layers, default 128; phi3: of every layer, default none)")
 	pattern := fs.Int("window-pattern", 0, "gemma3: every N-th layer global, the others local (default 6)")
 	localTheta := fs.Float64("rope-local-theta", 0, "gemma3: RoPE base of the local layers (default 10000)")
 	ropeLinear := fs.Float64("rope-linear", 0, "gemma3: linear RoPE scaling factor of the global layers (default none)")
