@@ -24,6 +24,7 @@ const DefaultShardBytes = 5_000_000_000
 // WriteHF writes p into the directory dir (created if needed).
 func WriteHF(dir string, p *Plan, opts Options) error {
 	c := p.Config
+	c.HFMXFP4 = false // the experts are written as floats
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("convert: %s: %w", dir, err)
 	}
@@ -52,6 +53,7 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 	}
 	var outs []outTensor
 	dtypes := map[tensor.DType]int{}
+	hfShapes := model.HFShapes(&c)
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		if t.Name == model.RopeFreqsName || inConfig[t.Name] {
@@ -68,6 +70,19 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 			outs = append(outs, expertTensors(&fam.Names, t, dt)...)
 			continue
 		}
+		if len(fam.HFInterleaved) > 0 {
+			joined, skip, err := interleavedOut(fam, &c, p, t, dt, hfShapes)
+			if err != nil {
+				return err
+			}
+			if skip {
+				continue
+			}
+			if joined != nil {
+				outs = append(outs, *joined)
+				continue
+			}
+		}
 		name, ok := fam.Names.HF(t.Name)
 		if !ok {
 			return fmt.Errorf("convert: %s: tensor %s has no Hugging Face name", dir, t.Name)
@@ -76,7 +91,11 @@ func WriteHF(dir string, p *Plan, opts Options) error {
 		if fam.ToHFTensor != nil {
 			transform = fam.ToHFTensor(&c, t.Name)
 		}
-		outs = append(outs, outTensor{Name: name, Type: dt, Shape: t.Shape, Gen: converted(t, dt, transform)})
+		shape := t.Shape
+		if s, ok := hfShapes[t.Name]; ok && fam.HFShapes != nil {
+			shape = s // transposed by ToHFTensor (gpt-oss's down_proj)
+		}
+		outs = append(outs, outTensor{Name: name, Type: dt, Shape: shape, Gen: converted(t, dt, transform)})
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("convert: %w", err)

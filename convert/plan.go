@@ -168,7 +168,7 @@ func outType(t *Tensor, opts *Options, floatOnly bool) (tensor.DType, error) {
 	if opts.Type == mixQ4KM && len(t.Shape) >= 2 {
 		want = q4kmType(t.Name, opts.layers, opts.tiedOutput)
 	}
-	if len(t.Shape) < 2 {
+	if len(t.Shape) < 2 || strings.HasSuffix(t.Name, ".bias") { // biases stay F32 (gpt-oss's experts' [E,F])
 		if keep && floatOnly && !t.Type.Quantized() {
 			return t.Type, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/format/safetensors"
@@ -66,7 +67,7 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 		return err
 	}
 	defer set.Close()
-	want := cfg.Shapes()
+	want := model.HFShapes(&cfg)
 	seen := map[string]bool{}
 	seenExpert := map[string]int{} // experts' tensors of each stacked GGUF tensor
 	for _, f := range set.Files {
@@ -107,7 +108,8 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 				return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)%s",
 					f.Path, t.Name, t.Shape, cfgFile, shape, model.ExpertNote(&cfg, g))
 			}
-			if t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16 {
+			packed := t.Type == tensor.U8 && (strings.HasSuffix(g, ".blocks") || strings.HasSuffix(g, ".scales")) // MXFP4 parts (gpt-oss)
+			if t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16 && !packed {
 				return fmt.Errorf("%s: tensor %s has dtype %s; weights must be F32, F16 or BF16", f.Path, t.Name, t.Type)
 			}
 			seen[g] = true

@@ -1,6 +1,6 @@
 // Package model implements decoder-only transformers on CPU, one registered Family per
 // architecture (family.go: llama (with experts: Mixtral), mistral, qwen2, qwen2moe, qwen3, qwen3moe,
-// gemma2, gemma3, phi3, deepseek2 today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
+// gemma2, gemma3, phi3, deepseek2, gpt-oss today): their configuration, their weights under GGUF tensor names, loaders for GGUF,
 // llama2.c and Hugging Face checkpoints, and the forward pass with a KV cache through the graph
 // each family's builder writes.
 //
@@ -71,6 +71,10 @@ type Config struct {
 	Yarn                           *Yarn
 	ExpertsBias                    bool
 	ExpertGroups, ExpertGroupsUsed int
+
+	// gpt-oss (gptoss_mxfp4.go): the Hugging Face checkpoint holds the experts as MXFP4
+	// _blocks/_scales (config.json quantization_config mxfp4); read from config.json only.
+	HFMXFP4 bool
 }
 
 // CacheDims are the widths of a token's rows in a layer's K and V pools: KVDim each, or for

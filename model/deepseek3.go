@@ -43,8 +43,8 @@ func (c *Config) checkDeepseek3() error {
 	if y := c.Yarn; y != nil {
 		fast, slow := y.Betas()
 		switch {
-		case c.Arch != "deepseek2":
-			return fmt.Errorf("model: config rope.scaling.type yarn is supported for deepseek2 only, not %s", c.Arch)
+		case c.Arch != "deepseek2" && c.Arch != gptossArch:
+			return fmt.Errorf("model: config rope.scaling.type yarn is supported for deepseek2 and gpt-oss only, not %s", c.Arch)
 		case !(y.Factor >= 1) || y.Factor > 1e6:
 			return fmt.Errorf("model: config rope.scaling.factor = %v: want [1, 1e6]", y.Factor)
 		case y.OrigCtx <= 0 || y.OrigCtx > 1<<40:

@@ -68,6 +68,21 @@ type Family struct {
 	// values. Nil: none.
 	ConfigTensors func(c *Config) []*tensor.Tensor
 
+	// HFInterleaved lists the GGUF tensor pairs a Hugging Face checkpoint holds as one tensor,
+	// by the GGUF-side block suffix the NameMap gives that tensor: along its axis 1 (after
+	// FromHFTensor) the pair's slices alternate, the first's in the even places (gpt-oss's
+	// gate_up_proj: gate, up). LoadHF splits it; convert.WriteHF joins the pair, then applies
+	// ToHFTensor to the joined tensor. Nil: none.
+	HFInterleaved map[string][2]string
+	// HFShapes gives the shapes of a Hugging Face checkpoint's tensors under the NameMap's
+	// GGUF-side names where they differ from Shapes (fused, transposed); nil: Shapes. The
+	// loader checks directories, and convert.WriteHF shapes its tensors, by it.
+	HFShapes func(c *Config) map[string][]int
+	// HFMerge combines tensors a Hugging Face checkpoint stores in parts, under the NameMap's
+	// names, before FromHFTensor (gpt-oss: MXFP4 _blocks and _scales into one MXFP4 tensor).
+	// Nil: none.
+	HFMerge func(c *Config, ws map[string]*tensor.Tensor) error
+
 	// Llama2C says a llama2.c checkpoint can hold the network (its layout is llama's).
 	Llama2C bool
 

@@ -35,7 +35,7 @@ func TestFamiliesNamesRoundTrip(t *testing.T) {
 			configs = append(configs, c)
 		}
 		for _, c := range configs {
-			for name, shape := range c.Shapes() {
+			for name, shape := range HFShapes(&c) { // the names an HF checkpoint holds (gpt-oss: gate/up fused)
 				if hf, ok := f.Names.ExpertHF(name, 2); ok && len(shape) == 3 {
 					if g, e, ok := f.Names.Expert(hf); !ok || g != name || e != 2 {
 						t.Errorf("%s: %s expert 2 -> %s -> %q %d %v", f.Arch, name, hf, g, e, ok)

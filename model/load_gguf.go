@@ -114,7 +114,7 @@ func configFromGGUF(f *gguf.File) (Config, error) {
 		return c, fmt.Errorf("%s.rope.scaling.type \"linear\" is not supported for %s", arch, arch)
 	}
 	if scaling == "yarn" && c.Yarn == nil {
-		return c, fmt.Errorf("%s.rope.scaling.type \"yarn\" is not supported for %s (deepseek2 only)", arch, arch)
+		return c, fmt.Errorf("%s.rope.scaling.type \"yarn\" is not supported for %s (deepseek2, gpt-oss only)", arch, arch)
 	}
 	if err := c.Validate(); err != nil {
 		return c, err

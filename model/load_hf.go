@@ -144,6 +144,11 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 			}
 		}
 	}
+	if fam.HFMerge != nil {
+		if err := fam.HFMerge(&cfg, ws); err != nil {
+			return nil, err
+		}
+	}
 	if fam.FromHFTensor != nil {
 		names := make([]string, 0, len(ws))
 		for name := range ws {
@@ -160,7 +165,46 @@ func fromHFTensors(cfg Config, hf map[string]*tensor.Tensor) (*Model, error) {
 			}
 		}
 	}
+	if err := splitInterleaved(fam, ws); err != nil {
+		return nil, err
+	}
 	return New(cfg, ws)
+}
+
+// splitInterleaved replaces each tensor of ws that holds a pair of the family's
+// HFInterleaved by the pair.
+func splitInterleaved(fam *Family, ws map[string]*tensor.Tensor) error {
+	if len(fam.HFInterleaved) == 0 {
+		return nil
+	}
+	for name, t := range ws {
+		var l int
+		var suffix string
+		if n, _ := fmt.Sscanf(name, "blk.%d.%s", &l, &suffix); n != 2 {
+			continue
+		}
+		pair, ok := fam.HFInterleaved[suffix]
+		if !ok {
+			continue
+		}
+		p := fmt.Sprintf("blk.%d.", l)
+		a, b, err := SplitInterleaved(t, p+pair[0], p+pair[1])
+		if err != nil {
+			return err
+		}
+		delete(ws, name)
+		ws[a.Name], ws[b.Name] = a, b
+	}
+	return nil
+}
+
+// HFShapes returns the shapes of cfg's tensors as a Hugging Face checkpoint holds them, by
+// the NameMap's GGUF-side names (Family.HFShapes, else Shapes).
+func HFShapes(cfg *Config) map[string][]int {
+	if f := cfg.Family(); f != nil && f.HFShapes != nil {
+		return f.HFShapes(cfg)
+	}
+	return cfg.Shapes()
 }
 
 // PermuteRope reorders the rows of a q/k projection (weight [heads*headDim, in] or bias

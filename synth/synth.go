@@ -59,9 +59,12 @@ type Options struct {
 	YarnOrigCtx                    int
 	ExpertsBias                    bool
 	ExpertGroups, ExpertGroupsUsed int
-	Name                           string
-	Tokenizer                      *tokenizer.Vocab // nil: ByteVocab()
-	ChatTemplate                   string
+	// ExpertType MXFP4 makes the stacked experts' weights (ffn_*_exps.weight) random MXFP4
+	// blocks (gpt-oss's form; a float writer dequantizes them); 0 or F32: F32 as the rest.
+	ExpertType   tensor.DType
+	Name         string
+	Tokenizer    *tokenizer.Vocab // nil: ByteVocab()
+	ChatTemplate string
 }
 
 // Presets hold the exact shapes of well-known models.
@@ -189,6 +192,14 @@ func (o Options) Plan() (*convert.Plan, error) {
 				Load: func() (*tensor.Tensor, error) { return t, nil }})
 			continue
 		}
+		if o.ExpertType == tensor.MXFP4 && len(shape) == 3 && strings.HasSuffix(n, "_exps.weight") {
+			if shape[2]%tensor.MXFP4.BlockElems() != 0 {
+				return nil, fmt.Errorf("synth: %s%v: MXFP4 experts need rows of a multiple of %d", n, shape, tensor.MXFP4.BlockElems())
+			}
+			p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.MXFP4, Shape: shape,
+				Load: func() (*tensor.Tensor, error) { return GenerateMXFP4(n, shape, o.Seed, o.Std), nil }})
+			continue
+		}
 		p.Tensors = append(p.Tensors, convert.Tensor{Name: n, Type: tensor.F32, Shape: shape,
 			Load: func() (*tensor.Tensor, error) { return GenerateStd(n, shape, o.Seed, o.Std), nil }})
 	}
@@ -240,6 +251,34 @@ func GenerateStd(name string, shape []int, seed uint64, std float64) *tensor.Ten
 		}
 	}
 	return &tensor.Tensor{Name: name, Type: tensor.F32, Shape: append([]int(nil), shape...), Data: data}
+}
+
+// GenerateMXFP4 makes tensor name as random MXFP4 blocks (shape's last axis a multiple of 32):
+// uniform nibbles under one E8M0 scale per block near std/2.25 (std 0: 0.02), so the values'
+// spread is near std's; from the stream of (seed, name).
+func GenerateMXFP4(name string, shape []int, seed uint64, std float64) *tensor.Tensor {
+	if std == 0 {
+		std = 0.02
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	blocks := n / tensor.MXFP4.BlockElems()
+	e := 127 + int(math.Round(math.Log2(std/2.25)))
+	e = min(254, max(1, e))
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	data := make([]byte, blocks*tensor.MXFP4.BlockBytes())
+	for b := 0; b < blocks; b++ {
+		blk := data[b*17 : (b+1)*17]
+		blk[0] = byte(e + rng.IntN(3) - 1)
+		for j := 1; j < 17; j++ {
+			blk[j] = byte(rng.IntN(256))
+		}
+	}
+	return &tensor.Tensor{Name: name, Type: tensor.MXFP4, Shape: append([]int(nil), shape...), Data: data}
 }
 
 // ByteVocab is a byte-level BPE vocabulary without merges: the 256 bytes (spelled with GPT-2's

@@ -47,6 +47,10 @@ func DequantizeRow(dt DType, src []byte, dst []float32) error {
 		for i := range dst {
 			dst[i] = float32(int32(binary.LittleEndian.Uint32(src[4*i:])))
 		}
+	case U8:
+		for i := range dst {
+			dst[i] = float32(src[i])
+		}
 	case Q8_0:
 		dequantQ8_0(src, dst)
 	case Q4_0:

@@ -22,6 +22,7 @@ const (
 	Q6_K
 	I32   // 32-bit integers (e.g. safetensors position ids); not a weight type
 	MXFP4 // OCP microscaling FP4 (gpt-oss experts; mxfp4.go): read and multiplied, not written by quantization
+	U8    // bytes (safetensors U8: gpt-oss's MXFP4 _blocks and _scales); not a weight type, no GGUF type
 	nDTypes
 )
 
@@ -49,7 +50,11 @@ var dtypes = [nDTypes]dtypeInfo{
 	Q6_K:  {"Q6_K", 14, 256, 210},
 	I32:   {"I32", 26, 1, 4},
 	MXFP4: {"MXFP4", 39, 32, 17},
+	U8:    {"U8", noGGML, 1, 1},
 }
+
+// noGGML is the type id of a DType GGUF has none for (U8): no ggml type uses it.
+const noGGML = 1 << 31
 
 func (t DType) valid() bool { return t >= 0 && t < nDTypes }
 

@@ -262,7 +262,13 @@ func printInspect(w io.Writer, r *inspectReport) {
 			fmt.Fprintf(w, ", sliding window %d", c.SlidingWindow)
 		}
 		if c.SlidingPattern > 0 {
-			fmt.Fprintf(w, ", a global layer every %d (local layers' rope theta %g)", c.SlidingPattern, c.RopeLocalTheta)
+			fmt.Fprintf(w, ", a global layer every %d", c.SlidingPattern)
+			if c.RopeLocalTheta > 0 {
+				fmt.Fprintf(w, " (local layers' rope theta %g)", c.RopeLocalTheta)
+			}
+		}
+		if y := c.Yarn; y != nil {
+			fmt.Fprintf(w, ", yarn rope scaling %g over %d", y.Factor, y.OrigCtx)
 		}
 		if c.RopeLinear > 0 {
 			fmt.Fprintf(w, ", linear rope scaling %g on the global layers", c.RopeLinear)

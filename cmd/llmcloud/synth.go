@@ -13,6 +13,7 @@ import (
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
+	"github.com/llmcloud/llmcloud/tensor"
 )
 
 func init() {
@@ -44,7 +45,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	tok := fs.String("tokenizer", "", "tokenizer (tokenizer.json, tokenizer.bin, GGUF, HF dir, vocab.json+merges.txt dir); default: 256 bytes + BOS/EOS")
 	name := fs.String("name", "", "model name")
 	out := fs.String("o", "", "output: *.gguf, else a Hugging Face directory")
-	window := fs.Int("window", 0, "sliding-window attention span (gemma2, gemma3: of the local layers, default 4096; phi3: of every layer, default none)")
+	window := fs.Int("window", 0, "sliding-window attention span (gemma2, gemma3: of the local layers, default 4096; gpt-oss: of the even layers, default 128; phi3: of every layer, default none)")
 	pattern := fs.Int("window-pattern", 0, "gemma3: every N-th layer global, the others local (default 6)")
 	localTheta := fs.Float64("rope-local-theta", 0, "gemma3: RoPE base of the local layers (default 10000)")
 	ropeLinear := fs.Float64("rope-linear", 0, "gemma3: linear RoPE scaling factor of the global layers (default none)")
@@ -62,8 +63,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	expBias := fs.Bool("experts-bias", false, "deepseek2: DeepSeek-V3's expert selection bias (exp_probs_b.bias, random)")
 	groups := fs.Int("expert-groups", 0, "deepseek2: grouped top-k, the experts in this many groups (n_group)")
 	groupsUsed := fs.Int("expert-groups-used", 0, "deepseek2: grouped top-k, the groups searched (topk_group)")
-	yarnFactor := fs.Float64("yarn-factor", 0, "deepseek2: YaRN RoPE scaling by this factor (default none)")
-	yarnOrig := fs.Int("yarn-orig-ctx", 0, "deepseek2: YaRN's original context")
+	yarnFactor := fs.Float64("yarn-factor", 0, "deepseek2, gpt-oss: YaRN RoPE scaling by this factor (default none)")
+	yarnOrig := fs.Int("yarn-orig-ctx", 0, "deepseek2, gpt-oss: YaRN's original context")
+	expertType := fs.String("expert-type", "", "mxfp4: the stacked experts' weights in MXFP4 (gpt-oss; kept in GGUF with the default --type, dequantized in a Hugging Face directory)")
 	yarnLog := fs.Float64("yarn-log-mul", 0, "deepseek2: rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -140,6 +142,13 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	o.ExpertsScale, o.ExpertsNorm, o.ExpertsSigmoid = *expScale, *expNorm, *expSigmoid
 	o.ExpertsBias, o.YarnFactor, o.YarnLogMul = *expBias, *yarnFactor, *yarnLog
 	o.Seed = *seed
+	switch strings.ToLower(*expertType) {
+	case "", "f32":
+	case "mxfp4":
+		o.ExpertType = tensor.MXFP4
+	default:
+		return usagef("--expert-type %q: want mxfp4 or f32", *expertType)
+	}
 	if set["std"] {
 		o.Std = *std
 	}

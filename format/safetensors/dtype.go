@@ -10,6 +10,7 @@ var supported = map[string]tensor.DType{
 	"F16":  tensor.F16,
 	"BF16": tensor.BF16,
 	"I32":  tensor.I32,
+	"U8":   tensor.U8,
 }
 
 // known lists every dtype name of the safetensors specification with its size in bits.
@@ -32,4 +33,4 @@ func dtypeName(t tensor.DType) string {
 }
 
 // supportedNames is the human-readable list used in error messages.
-const supportedNames = "F32, F16, BF16, I32"
+const supportedNames = "F32, F16, BF16, I32, U8"

@@ -36,7 +36,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing offsets", rawFile(`{"a":{"dtype":"F32","shape":[1]}}`, buf8[:4]), `missing "data_offsets"`},
 		{"unknown dtype", rawFile(`{"a":{"dtype":"F17","shape":[1],"data_offsets":[0,4]}}`, buf8[:4]), `unknown dtype "F17"`},
 		{"unsupported I64", rawFile(`{"pos":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, buf8), `unsupported dtype I64 in tensor "pos"`},
-		{"unsupported U8", rawFile(`{"m":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}}`, buf8), `unsupported dtype U8 in tensor "m"`},
+		{"unsupported I8", rawFile(`{"m":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}}`, buf8), `unsupported dtype I8 in tensor "m"`},
 		{"unsupported BOOL", rawFile(`{"m":{"dtype":"BOOL","shape":[8],"data_offsets":[0,8]}}`, buf8), `unsupported dtype BOOL`},
 		{"unsupported F64", rawFile(`{"m":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}`, buf8), `unsupported dtype F64`},
 		{"negative dim", rawFile(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, buf8[:4]), "not a valid size"},
