@@ -48,3 +48,38 @@ func TestMatMulEach(t *testing.T) {
 		t.Error("missing outputs accepted")
 	}
 }
+
+// TestMatMulEachStreams checks that the four-stream split of MatMulEach (quant_each_streams.go)
+// gives, bit for bit, the 64-row chunks' results on a mixture of experts' down shapes (two
+// experts' [1024 768] and a shared expert's [1024 2048]) and on shares with rest rows.
+func TestMatMulEachStreams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	pool := NewPool(2)
+	for _, shape := range [][][2]int{{{1024, 768}, {1024, 768}, {1024, 2048}}, {{37, 64}, {5, 128}, {203, 768}}} {
+		var ws []*tensor.Tensor
+		var xs, outs, want [][]float32
+		for _, s := range shape {
+			ws = append(ws, randQuant(t, rng, tensor.Q8_0, s[0], s[1]))
+			xs = append(xs, qRandVec(rng, s[1], 1))
+			outs, want = append(outs, make([]float32, s[0])), append(want, make([]float32, s[0]))
+		}
+		for r := 0; r < 3; r++ {
+			if err := pool.MatMulEach(outs, xs, ws); err != nil {
+				t.Fatal(err)
+			}
+			useEachStreams = false
+			err := pool.MatMulEach(want, xs, ws)
+			useEachStreams = true
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				for j := range want[i] {
+					if outs[i][j] != want[i][j] {
+						t.Fatalf("weight %d [%d %d] out[%d] = %g, the 64-row chunks give %g", i, ws[i].Shape[0], ws[i].Shape[1], j, outs[i][j], want[i][j])
+					}
+				}
+			}
+		}
+	}
+}

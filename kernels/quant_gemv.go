@@ -154,6 +154,10 @@ func gemvSegs(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs) {
 		gemvStreams(p, segs, a8, ak, total)
 		return
 	}
+	if own && eachStreamsEligible(segs) {
+		gemvEachStreams(p, segs)
+		return
+	}
 	const rowsPer = 64
 	split := forStealing
 	if !gemvSteal {
