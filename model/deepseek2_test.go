@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/convert"
-	"github.com/llmcloud/llmcloud/graph/ref"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
@@ -157,32 +156,13 @@ func checkDeepseek2Paged(t *testing.T, o synth.Options) {
 	if c := g.OpCounts(); c["mla_attention"] != m.Config.Layers || c["attention"] != 0 {
 		t.Fatalf("graph ops %v: want one mla_attention per block", c)
 	}
-	vals := map[string]*ref.Tensor{}
-	for name, w := range m.Weights {
-		if vals[name], err = ref.FromTensor(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var toks, pos, rows []int32
-	for _, s := range seqs {
-		for i, tk := range s {
-			rows = append(rows, int32(len(toks)))
-			toks, pos = append(toks, int32(tk)), append(pos, int32(i))
-		}
-	}
-	vals[model.InputTokens] = ref.Ints([]int{len(toks)}, toks)
-	vals[model.InputPositions] = ref.Ints([]int{len(toks)}, pos)
-	vals[model.InputLogitRows] = ref.Ints([]int{len(rows)}, rows)
-	out, err := ref.Run(g, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	refOut := refLogits(t, m, seqs)
 	flat := append(append([]float32(nil), got[0]...), got[1]...)
-	if len(flat) != len(out[0].F) {
-		t.Fatalf("%d logits, reference %d", len(flat), len(out[0].F))
+	if len(flat) != len(refOut) {
+		t.Fatalf("%d logits, reference %d", len(flat), len(refOut))
 	}
 	var maxAbs, maxDiff float64
-	for i, w := range out[0].F {
+	for i, w := range refOut {
 		maxAbs = math.Max(maxAbs, math.Abs(w))
 		maxDiff = math.Max(maxDiff, math.Abs(w-float64(flat[i])))
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/llmcloud/llmcloud/eval"
 	"github.com/llmcloud/llmcloud/format/hfdir"
 	"github.com/llmcloud/llmcloud/format/safetensors"
-	"github.com/llmcloud/llmcloud/graph/ref"
 	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
@@ -187,28 +186,9 @@ func checkMoERefHF(t *testing.T, o synth.Options, modelType, architecture string
 	if c := g.OpCounts(); c["moe"] != m.Config.Layers || c["swiglu"]+c["silu"] != 0 {
 		t.Fatalf("graph ops %v: want one moe per block and no dense feed-forward", c)
 	}
-	vals := map[string]*ref.Tensor{}
-	for name, w := range m.Weights {
-		if vals[name], err = ref.FromTensor(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var toks, pos, rows []int32
-	for _, s := range seqs {
-		for i, tk := range s {
-			rows = append(rows, int32(len(toks)))
-			toks, pos = append(toks, int32(tk)), append(pos, int32(i))
-		}
-	}
-	vals[model.InputTokens] = ref.Ints([]int{len(toks)}, toks)
-	vals[model.InputPositions] = ref.Ints([]int{len(toks)}, pos)
-	vals[model.InputLogitRows] = ref.Ints([]int{len(rows)}, rows)
-	out, err := ref.Run(g, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	refOut := refLogits(t, m, seqs)
 	var maxAbs, maxDiff float64
-	for i, w := range out[0].F {
+	for i, w := range refOut {
 		maxAbs = math.Max(maxAbs, math.Abs(w))
 		maxDiff = math.Max(maxDiff, math.Abs(w-float64(got[i])))
 	}

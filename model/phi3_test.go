@@ -15,7 +15,6 @@ import (
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/graph"
-	"github.com/llmcloud/llmcloud/graph/ref"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
@@ -77,27 +76,8 @@ func checkPhi3Reference(t *testing.T, o synth.Options) {
 	if c := sg.OpCounts(); c["qkv_rope"] != L || c["swiglu"] != L || c["rope"] != 0 {
 		t.Errorf("serving graph ops %v: the passes did not fuse rope and swiglu after the splits", c)
 	}
-	vals := map[string]*ref.Tensor{}
-	for name, w := range m.Weights {
-		if vals[name], err = ref.FromTensor(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var toks, pos, rows []int32
-	for _, s := range seqs {
-		for i, tk := range s {
-			rows = append(rows, int32(len(toks)))
-			toks, pos = append(toks, int32(tk)), append(pos, int32(i))
-		}
-	}
-	vals[model.InputTokens] = ref.Ints([]int{len(toks)}, toks)
-	vals[model.InputPositions] = ref.Ints([]int{len(toks)}, pos)
-	vals[model.InputLogitRows] = ref.Ints([]int{len(rows)}, rows)
-	out, err := ref.Run(g, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := out[0].F
+	refOut := refLogits(t, m, seqs)
+	want := refOut
 	var maxAbs, maxDiff float64
 	for i := range want {
 		maxAbs = math.Max(maxAbs, math.Abs(want[i]))
