@@ -179,12 +179,13 @@ func (s *Scheduler) groupTables(id SeqID) [][]BlockID {
 	return out
 }
 
-// KVGroupsString describes the KV groups for a log line: "window W: N blocks" each ("all"
-// for the windowless group), "" without groups.
+// KVGroupsString describes the KV groups for a log line: "global: N blocks" for the
+// windowless group (its layers attend to every position), "window W: N blocks" for a
+// windowed one; "" without groups.
 func (c Config) KVGroupsString() string {
 	var out string
 	for g, kg := range c.KVGroups {
-		w := "all"
+		w := "global"
 		if kg.Window > 0 {
 			w = fmt.Sprintf("window %d", kg.Window)
 		}
