@@ -80,26 +80,8 @@ func familySetup(t *testing.T, cfg model.Config) (lg, gg *graph.Graph, m *nn.Mod
 		t.Fatalf("nn trains %d tensors, the graph has %d to train", len(m.Params()), len(wrt))
 	}
 	r := rand.New(rand.NewSource(7))
-	for _, p := range m.Params() {
-		for i := range p.W {
-			if strings.Contains(p.Name, "norm") {
-				p.W[i] = float32(1 + 0.1*r.NormFloat64())
-			} else {
-				p.W[i] = float32(0.3 * r.NormFloat64())
-			}
-		}
-		vals[p.Name] = ref.FromF32(p.Shape, p.W)
-	}
-	n := trainB * trainT
-	toks, targets, pos, rows := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-	for i := range toks {
-		toks[i], targets[i] = int32(r.Intn(cfg.Vocab)), int32(r.Intn(cfg.Vocab))
-		pos[i], rows[i] = int32(i%trainT), int32(i)
-	}
-	vals[model.InputTokens] = ref.Ints([]int{n}, toks)
-	vals[model.InputPositions] = ref.Ints([]int{n}, pos)
-	vals[model.InputLogitRows] = ref.Ints([]int{n}, rows)
-	vals["targets"] = ref.Ints([]int{n}, targets)
+	randomParams(r, m, vals)
+	randomBatch(r, cfg.Vocab, vals)
 	return lg, gg, m, vals
 }
 
@@ -114,16 +96,7 @@ func TestFamilyGradMatchesFiniteDifferences(t *testing.T) {
 					t.Fatalf("gradient output %s does not name its weight", gg.Outputs[i+1])
 				}
 			}
-			r := rand.New(rand.NewSource(1))
-			pick := func(_ string, grad []float64) []int {
-				best := 0
-				for i, v := range grad {
-					if math.Abs(v) > math.Abs(grad[best]) {
-						best = i
-					}
-				}
-				return []int{best, r.Intn(len(grad)), r.Intn(len(grad))}
-			}
+			pick := fdPick(rand.New(rand.NewSource(1)), 2)
 			worst := checkFD(t, lg, wrt, vals, 1e-5, pick)
 			t.Logf("%s: %d weights: worst relative difference from finite differences %.2g", name, len(wrt), worst)
 		})
@@ -145,27 +118,7 @@ func TestFamilyGradMatchesTrainNN(t *testing.T) {
 			if lossRel > 1e-5 {
 				t.Errorf("loss: nn %v, graph %v (relative %.2g)", loss, res[0].F[0], lossRel)
 			}
-			grads := map[string][]float64{}
-			for i, o := range gg.Outputs[1:] {
-				grads[strings.TrimPrefix(o.Name, "d.")] = res[i+1].F
-			}
-			worst := 0.0
-			for _, p := range m.Params() {
-				want := grads[p.Name]
-				if len(want) != len(p.G) {
-					t.Fatalf("%s: graph gradient of %d values, nn %d", p.Name, len(want), len(p.G))
-				}
-				var maxAbs, maxDiff float64
-				for i, v := range p.G {
-					maxAbs = math.Max(maxAbs, math.Abs(want[i]))
-					maxDiff = math.Max(maxDiff, math.Abs(float64(v)-want[i]))
-				}
-				rel := maxDiff / maxAbs
-				worst = math.Max(worst, rel)
-				if rel > 1e-4 || maxAbs == 0 {
-					t.Errorf("d loss/d %s: nn differs from the graph by %.3g (max |grad| %.3g, relative %.3g)", p.Name, maxDiff, maxAbs, rel)
-				}
-			}
+			worst := compareNNGrads(t, gg, res, m)
 			t.Logf("%s: loss %.6f (nn %.6f, relative %.2g); %d gradients, worst relative difference %.2g",
 				name, res[0].F[0], loss, lossRel, len(m.Params()), worst)
 		})

@@ -61,16 +61,7 @@ func trainSetup(t *testing.T, cfg model.Config) (lg, gg *graph.Graph, m *nn.Mode
 	}
 	r := rand.New(rand.NewSource(7))
 	vals = map[string]*ref.Tensor{}
-	for _, p := range m.Params() {
-		for i := range p.W {
-			if strings.Contains(p.Name, "norm") {
-				p.W[i] = float32(1 + 0.1*r.NormFloat64())
-			} else {
-				p.W[i] = float32(0.3 * r.NormFloat64())
-			}
-		}
-		vals[p.Name] = ref.FromF32(p.Shape, p.W)
-	}
+	randomParams(r, m, vals)
 	if cfg.RopeScaling != nil {
 		f, err := kernels.Llama3Factors(cfg.HeadDim, cfg.RopeTheta, *cfg.RopeScaling)
 		if err != nil {
@@ -78,16 +69,7 @@ func trainSetup(t *testing.T, cfg model.Config) (lg, gg *graph.Graph, m *nn.Mode
 		}
 		vals[model.RopeFreqsName] = ref.FromF32([]int{len(f)}, f)
 	}
-	n := trainB * trainT
-	toks, targets, pos, rows := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-	for i := range toks {
-		toks[i], targets[i] = int32(r.Intn(cfg.Vocab)), int32(r.Intn(cfg.Vocab))
-		pos[i], rows[i] = int32(i%trainT), int32(i)
-	}
-	vals[model.InputTokens] = ref.Ints([]int{n}, toks)
-	vals[model.InputPositions] = ref.Ints([]int{n}, pos)
-	vals[model.InputLogitRows] = ref.Ints([]int{n}, rows)
-	vals["targets"] = ref.Ints([]int{n}, targets)
+	randomBatch(r, cfg.Vocab, vals)
 	return lg, gg, m, vals
 }
 
@@ -102,17 +84,7 @@ func TestLlamaGradMatchesFiniteDifferences(t *testing.T) {
 					t.Fatalf("gradient output %s does not name its weight", gg.Outputs[i+1])
 				}
 			}
-			r := rand.New(rand.NewSource(1))
-			// Per tensor: the entry of largest gradient and 3 random ones.
-			pick := func(_ string, grad []float64) []int {
-				best := 0
-				for i, v := range grad {
-					if math.Abs(v) > math.Abs(grad[best]) {
-						best = i
-					}
-				}
-				return []int{best, r.Intn(len(grad)), r.Intn(len(grad)), r.Intn(len(grad))}
-			}
+			pick := fdPick(rand.New(rand.NewSource(1)), 3)
 			worst := checkFD(t, lg, wrt, vals, 1e-5, pick)
 			t.Logf("%s: %d weights, 4 entries each: worst relative difference from finite differences %.2g", name, len(wrt), worst)
 		})
@@ -134,27 +106,7 @@ func TestLlamaGradMatchesTrainNN(t *testing.T) {
 			if lossRel > 1e-5 {
 				t.Errorf("loss: nn %v, graph %v (relative %.2g)", loss, res[0].F[0], lossRel)
 			}
-			grads := map[string][]float64{}
-			for i, o := range gg.Outputs[1:] {
-				grads[strings.TrimPrefix(o.Name, "d.")] = res[i+1].F
-			}
-			worst := 0.0
-			for _, p := range m.Params() {
-				want := grads[p.Name]
-				if len(want) != len(p.G) {
-					t.Fatalf("%s: graph gradient of %d values, nn %d", p.Name, len(want), len(p.G))
-				}
-				var maxAbs, maxDiff float64
-				for i, v := range p.G {
-					maxAbs = math.Max(maxAbs, math.Abs(want[i]))
-					maxDiff = math.Max(maxDiff, math.Abs(float64(v)-want[i]))
-				}
-				rel := maxDiff / maxAbs
-				worst = math.Max(worst, rel)
-				if rel > 1e-4 || maxAbs == 0 {
-					t.Errorf("d loss/d %s: nn differs from the graph by %.3g (max |grad| %.3g, relative %.3g)", p.Name, maxDiff, maxAbs, rel)
-				}
-			}
+			worst := compareNNGrads(t, gg, res, m)
 			t.Logf("%s: loss %.6f (nn %.6f, relative %.2g); %d gradients, worst relative difference %.2g",
 				name, res[0].F[0], loss, lossRel, len(m.Params()), worst)
 		})
@@ -197,4 +149,80 @@ func TestLlamaGradAfterFusion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomParams gives m's parameters random values (norms near 1, the rest N(0, 0.3²)) and
+// binds them in vals under their names.
+func randomParams(r *rand.Rand, m *nn.Model, vals map[string]*ref.Tensor) {
+	for _, p := range m.Params() {
+		for i := range p.W {
+			if strings.Contains(p.Name, "norm") {
+				p.W[i] = float32(1 + 0.1*r.NormFloat64())
+			} else {
+				p.W[i] = float32(0.3 * r.NormFloat64())
+			}
+		}
+		vals[p.Name] = ref.FromF32(p.Shape, p.W)
+	}
+}
+
+// randomBatch binds trainB sequences of trainT random tokens, their positions, every row as
+// a logit row, and random targets.
+func randomBatch(r *rand.Rand, vocab int, vals map[string]*ref.Tensor) {
+	n := trainB * trainT
+	toks, targets, pos, rows := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	for i := range toks {
+		toks[i], targets[i] = int32(r.Intn(vocab)), int32(r.Intn(vocab))
+		pos[i], rows[i] = int32(i%trainT), int32(i)
+	}
+	vals[model.InputTokens] = ref.Ints([]int{n}, toks)
+	vals[model.InputPositions] = ref.Ints([]int{n}, pos)
+	vals[model.InputLogitRows] = ref.Ints([]int{n}, rows)
+	vals["targets"] = ref.Ints([]int{n}, targets)
+}
+
+// fdPick picks, per tensor, the entry of largest gradient and extra random ones for checkFD.
+func fdPick(r *rand.Rand, extra int) func(string, []float64) []int {
+	return func(_ string, grad []float64) []int {
+		best := 0
+		for i, v := range grad {
+			if math.Abs(v) > math.Abs(grad[best]) {
+				best = i
+			}
+		}
+		out := []int{best}
+		for range extra {
+			out = append(out, r.Intn(len(grad)))
+		}
+		return out
+	}
+}
+
+// compareNNGrads checks train/nn's gradients in m against the graph's (res: gg run by Run,
+// the loss then one "d.<weight>" output per weight), within 1e-4 relative per tensor, and
+// returns the worst relative difference.
+func compareNNGrads(t *testing.T, gg *graph.Graph, res []*ref.Tensor, m *nn.Model) float64 {
+	t.Helper()
+	grads := map[string][]float64{}
+	for i, o := range gg.Outputs[1:] {
+		grads[strings.TrimPrefix(o.Name, "d.")] = res[i+1].F
+	}
+	worst := 0.0
+	for _, p := range m.Params() {
+		want := grads[p.Name]
+		if len(want) != len(p.G) {
+			t.Fatalf("%s: graph gradient of %d values, nn %d", p.Name, len(want), len(p.G))
+		}
+		var maxAbs, maxDiff float64
+		for i, v := range p.G {
+			maxAbs = math.Max(maxAbs, math.Abs(want[i]))
+			maxDiff = math.Max(maxDiff, math.Abs(float64(v)-want[i]))
+		}
+		rel := maxDiff / maxAbs
+		worst = math.Max(worst, rel)
+		if rel > 1e-4 || maxAbs == 0 {
+			t.Errorf("d loss/d %s: nn differs from the graph by %.3g (max |grad| %.3g, relative %.3g)", p.Name, maxDiff, maxAbs, rel)
+		}
+	}
+	return worst
 }

@@ -58,26 +58,8 @@ func moeSetup(t *testing.T, cfg model.Config) (lg, gg *graph.Graph, m *nn.Model,
 	}
 	r := rand.New(rand.NewSource(7))
 	vals = map[string]*ref.Tensor{}
-	for _, p := range m.Params() {
-		for i := range p.W {
-			if strings.Contains(p.Name, "norm") {
-				p.W[i] = float32(1 + 0.1*r.NormFloat64())
-			} else {
-				p.W[i] = float32(0.3 * r.NormFloat64())
-			}
-		}
-		vals[p.Name] = ref.FromF32(p.Shape, p.W)
-	}
-	n := trainB * trainT
-	toks, targets, pos, rows := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-	for i := range toks {
-		toks[i], targets[i] = int32(r.Intn(cfg.Vocab)), int32(r.Intn(cfg.Vocab))
-		pos[i], rows[i] = int32(i%trainT), int32(i)
-	}
-	vals[model.InputTokens] = ref.Ints([]int{n}, toks)
-	vals[model.InputPositions] = ref.Ints([]int{n}, pos)
-	vals[model.InputLogitRows] = ref.Ints([]int{n}, rows)
-	vals["targets"] = ref.Ints([]int{n}, targets)
+	randomParams(r, m, vals)
+	randomBatch(r, cfg.Vocab, vals)
 	return lg, gg, m, vals
 }
 
@@ -89,16 +71,7 @@ func TestMoEGradMatchesFiniteDifferences(t *testing.T) {
 			for i := range wrt {
 				wrt[i] = lg.Value(strings.TrimPrefix(gg.Outputs[i+1].Name, "d."))
 			}
-			r := rand.New(rand.NewSource(1))
-			pick := func(_ string, grad []float64) []int {
-				best := 0
-				for i, v := range grad {
-					if math.Abs(v) > math.Abs(grad[best]) {
-						best = i
-					}
-				}
-				return []int{best, r.Intn(len(grad)), r.Intn(len(grad))}
-			}
+			pick := fdPick(rand.New(rand.NewSource(1)), 2)
 			worst := checkFD(t, lg, wrt, vals, 1e-5, pick)
 			t.Logf("%s: %d weights: worst relative difference from finite differences %.2g", name, len(wrt), worst)
 		})
@@ -133,27 +106,7 @@ func TestMoEGradMatchesTrainNN(t *testing.T) {
 			if math.Abs(float64(m.AuxLoss())-aux) > 1e-5*aux || aux < 1 {
 				t.Errorf("aux loss: nn %v, graph %v", m.AuxLoss(), aux)
 			}
-			grads := map[string][]float64{}
-			for i, o := range gg.Outputs[1:] {
-				grads[strings.TrimPrefix(o.Name, "d.")] = res[i+1].F
-			}
-			worst := 0.0
-			for _, p := range m.Params() {
-				want := grads[p.Name]
-				if len(want) != len(p.G) {
-					t.Fatalf("%s: graph gradient of %d values, nn %d", p.Name, len(want), len(p.G))
-				}
-				var maxAbs, maxDiff float64
-				for i, v := range p.G {
-					maxAbs = math.Max(maxAbs, math.Abs(want[i]))
-					maxDiff = math.Max(maxDiff, math.Abs(float64(v)-want[i]))
-				}
-				rel := maxDiff / maxAbs
-				worst = math.Max(worst, rel)
-				if rel > 1e-4 || maxAbs == 0 {
-					t.Errorf("d loss/d %s: nn differs from the graph by %.3g (max |grad| %.3g, relative %.3g)", p.Name, maxDiff, maxAbs, rel)
-				}
-			}
+			worst := compareNNGrads(t, gg, res, m)
 			t.Logf("%s: loss %.6f (nn %.6f + %g x aux %.4f); %d gradients, worst relative difference %.2g",
 				name, res[0].F[0], loss, moeAuxCoef, m.AuxLoss(), len(m.Params()), worst)
 		})
