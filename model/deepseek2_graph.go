@@ -13,20 +13,9 @@ import (
 )
 
 func buildDeepseek2(cfg *Config, dtype func(name string) tensor.DType, _ bool) (*graph.Graph, error) {
-	n, s := graph.Sym("n"), graph.Sym("s")
-	b := graph.NewBuilder(cfg.Arch)
-	mat := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
-	}
-	experts := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(cfg.Experts), graph.D(rows), graph.D(cols)))
-	}
-	vec := func(name string, size int) *graph.Value {
-		return b.Weight(name, graph.T(tensor.F32, graph.D(size)))
-	}
-	tokens := b.Input(InputTokens, graph.T(tensor.I32, n))
-	pos := b.Input(InputPositions, graph.T(tensor.I32, n))
-	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
+	nb := newNetBuilder(cfg, dtype)
+	b, mat, experts, vec := nb.Builder, nb.mat, nb.experts, nb.vec
+	tokens, pos, rows := nb.tokens, nb.pos, nb.rows
 	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
 	eps := graph.Attrs{"eps": graph.Float(float64(cfg.NormEps))}
 	nope, R, H := cfg.HeadDim-cfg.RopeDim, cfg.KVLoraRank, cfg.Heads

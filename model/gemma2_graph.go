@@ -35,17 +35,9 @@ func buildGemma2(cfg *Config, dtype func(name string) tensor.DType, withFreqs bo
 	if cfg.AttnScalar <= 0 {
 		return nil, fmt.Errorf("model: %s query_pre_attn_scalar = %v, must be positive", cfg.Arch, cfg.AttnScalar)
 	}
-	n, s := graph.Sym("n"), graph.Sym("s")
-	b := graph.NewBuilder(cfg.Arch)
-	mat := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
-	}
-	vec := func(name string, size int) *graph.Value {
-		return b.Weight(name, graph.T(tensor.F32, graph.D(size)))
-	}
-	tokens := b.Input(InputTokens, graph.T(tensor.I32, n))
-	pos := b.Input(InputPositions, graph.T(tensor.I32, n))
-	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
+	nb := newNetBuilder(cfg, dtype)
+	b, mat, vec := nb.Builder, nb.mat, nb.vec
+	tokens, pos, rows := nb.tokens, nb.pos, nb.rows
 	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
 	eps := graph.Attrs{"eps": graph.Float(float64(cfg.NormEps))}
 	rope := func(x *graph.Value, heads int, local bool) *graph.Value {

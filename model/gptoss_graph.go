@@ -27,24 +27,9 @@ func buildGptOss(cfg *Config, dtype func(name string) tensor.DType, withFreqs bo
 	if err := checkGptOss(cfg); err != nil {
 		return nil, err
 	}
-	n, s := graph.Sym("n"), graph.Sym("s")
-	b := graph.NewBuilder(cfg.Arch)
-	mat := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
-	}
-	experts := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(cfg.Experts), graph.D(rows), graph.D(cols)))
-	}
-	vec := func(name string, size ...int) *graph.Value {
-		dims := make([]graph.Dim, len(size))
-		for i, d := range size {
-			dims[i] = graph.D(d)
-		}
-		return b.Weight(name, graph.T(tensor.F32, dims...))
-	}
-	tokens := b.Input(InputTokens, graph.T(tensor.I32, n))
-	pos := b.Input(InputPositions, graph.T(tensor.I32, n))
-	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
+	nb := newNetBuilder(cfg, dtype)
+	b, mat, experts, vec := nb.Builder, nb.mat, nb.experts, nb.vec
+	tokens, pos, rows := nb.tokens, nb.pos, nb.rows
 	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
 	eps := graph.Attrs{"eps": graph.Float(float64(cfg.NormEps))}
 	rope := func(x *graph.Value, heads int) *graph.Value {

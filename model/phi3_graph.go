@@ -15,17 +15,9 @@ import (
 // buildPhi3 writes the phi3 network (BuildGraph has checked cfg and set dtype). withFreqs
 // (rope_freqs.weight, which llama.cpp prefers to the LongRoPE pair) takes precedence.
 func buildPhi3(cfg *Config, dtype func(name string) tensor.DType, withFreqs bool) (*graph.Graph, error) {
-	n, s := graph.Sym("n"), graph.Sym("s")
-	b := graph.NewBuilder(cfg.Arch)
-	mat := func(name string, rows, cols int) *graph.Value {
-		return b.Weight(name, graph.T(dtype(name), graph.D(rows), graph.D(cols)))
-	}
-	vec := func(name string, size int) *graph.Value {
-		return b.Weight(name, graph.T(tensor.F32, graph.D(size)))
-	}
-	tokens := b.Input(InputTokens, graph.T(tensor.I32, n))
-	pos := b.Input(InputPositions, graph.T(tensor.I32, n))
-	rows := b.Input(InputLogitRows, graph.T(tensor.I32, s))
+	nb := newNetBuilder(cfg, dtype)
+	b, mat, vec := nb.Builder, nb.mat, nb.vec
+	tokens, pos, rows := nb.tokens, nb.pos, nb.rows
 	embd := mat("token_embd.weight", cfg.Vocab, cfg.Dim)
 	var freqs *graph.Value
 	mscale := 1.0
