@@ -118,27 +118,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		o.Name = *name
 	}
 	o.Std = *std
-	if set["window"] {
-		o.SlidingWindow = *window
-	}
-	if set["window-pattern"] {
-		o.SlidingPattern = *pattern
-	}
-	if set["rope-local-theta"] {
-		o.RopeLocalTheta = *localTheta
-	}
-	if set["rope-linear"] {
-		o.RopeLinear = *ropeLinear
-	}
-	if set["attn-softcap"] {
-		o.AttnSoftcap = *attnCap
-	}
-	if set["final-softcap"] {
-		o.FinalSoftcap = *finalCap
-	}
-	if set["query-scalar"] {
-		o.AttnScalar = *qScalar
-	}
+	// Zero (the flags' default) means the family's default in synth.Options.
+	o.SlidingWindow, o.SlidingPattern, o.RopeLocalTheta, o.RopeLinear = *window, *pattern, *localTheta, *ropeLinear
+	o.AttnSoftcap, o.FinalSoftcap, o.AttnScalar = *attnCap, *finalCap, *qScalar
 	o.ExpertsScale, o.ExpertsNorm, o.ExpertsSigmoid = *expScale, *expNorm, *expSigmoid
 	o.ExpertsBias, o.YarnFactor, o.YarnLogMul = *expBias, *yarnFactor, *yarnLog
 	o.Seed = *seed
