@@ -44,6 +44,10 @@ func (p *Pool) MatMul(out, x []float32, w *tensor.Tensor, m int) error {
 	// Fast paths (AVX2 assembly where the CPU has it) for float and quantized weights; each
 	// reports false when it does not handle the case, and the reference below runs instead.
 	if !Reference {
+		if w.Type == tensor.W8A8 { // int8 x int8 GEMM, per-token activation scales (w8a8.go)
+			matmulW8A8(p, out, x, w, m, n, k)
+			return nil
+		}
 		if w.Type.Quantized() {
 			if matmulQuant(p, out, x, w, m, n, k) {
 				return nil

@@ -51,6 +51,8 @@ func DequantizeRow(dt DType, src []byte, dst []float32) error {
 		for i := range dst {
 			dst[i] = float32(src[i])
 		}
+	case W8A8:
+		dequantW8A8(src, dst)
 	case Q8_0:
 		dequantQ8_0(src, dst)
 	case Q4_0:

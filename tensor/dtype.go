@@ -23,6 +23,7 @@ const (
 	I32   // 32-bit integers (e.g. safetensors position ids); not a weight type
 	MXFP4 // OCP microscaling FP4 (gpt-oss experts; mxfp4.go): read and multiplied, not written by quantization
 	U8    // bytes (safetensors U8: gpt-oss's MXFP4 _blocks and _scales); not a weight type, no GGUF type
+	W8A8  // int8 weights with one float32 scale per row (w8a8.go): made at load by --w8a8, no GGUF type
 	nDTypes
 )
 
@@ -51,6 +52,7 @@ var dtypes = [nDTypes]dtypeInfo{
 	I32:   {"I32", 26, 1, 4},
 	MXFP4: {"MXFP4", 39, 32, 17},
 	U8:    {"U8", noGGML, 1, 1},
+	W8A8:  {"W8A8", noGGML, 1, 1}, // a row is k int8 values + 4 bytes of scale: see RowBytes
 }
 
 // noGGML is the type id of a DType GGUF has none for (U8): no ggml type uses it.
@@ -85,6 +87,9 @@ func (t DType) GGMLType() uint32 { return dtypes[t].ggml }
 func (t DType) RowBytes(n int) (int, error) {
 	if !t.valid() {
 		return 0, fmt.Errorf("unknown dtype %d", int(t))
+	}
+	if t == W8A8 {
+		return n + 4, nil
 	}
 	be := dtypes[t].blockElems
 	if n%be != 0 {

@@ -1,0 +1,55 @@
+// This file installs the W8A8 tiles of w8a8_amd64.s: AVX-512 VNNI where the CPU has it
+// (VPDPBUSD, unsigned weights), else AVX2 (VPMADDUBSW on |w| and sign(w)·q).
+package kernels
+
+import "unsafe"
+
+//go:noescape
+func w8TileZ1x8(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
+
+//go:noescape
+func w8TileZ2x8(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
+
+//go:noescape
+func w8TileZ1x1(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
+
+//go:noescape
+func w8TileA1x4(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
+
+//go:noescape
+func w8TileA1x1(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
+
+// w8VNNI and w8AVX2 are the assembly sets (w8VNNI.g1p8 == nil: not available).
+var (
+	w8VNNI = w8Kernels{name: "vnni", unsigned: true, g1p8: w8TileZ1x8, g2p8: w8TileZ2x8, g1p1: w8TileZ1x1}
+	w8AVX2 = w8Kernels{name: "avx2", g1p8: w8A1x8, g2p8: w8A2x8, g1p1: w8TileA1x1}
+)
+
+// w8A1x8 runs the AVX2 4-token tile on both halves of a wide panel.
+func w8A1x8(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int) {
+	w8TileA1x4(w, gbytes, xs, nq, dx, cx, out, ostride)
+	w8TileA1x4(w, gbytes, (*byte)(unsafe.Add(unsafe.Pointer(xs), 16)), nq,
+		(*float32)(unsafe.Add(unsafe.Pointer(dx), 16)), (*int32)(unsafe.Add(unsafe.Pointer(cx), 16)),
+		(*float32)(unsafe.Add(unsafe.Pointer(out), 16*ostride)), ostride)
+}
+
+// w8A2x8 runs w8A1x8 on two groups.
+func w8A2x8(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int) {
+	w8A1x8(w, gbytes, xs, nq, dx, cx, out, ostride)
+	w8A1x8((*byte)(unsafe.Add(unsafe.Pointer(w), gbytes)), gbytes, xs, nq, dx, cx,
+		(*float32)(unsafe.Add(unsafe.Pointer(out), 4*w8Rows)), ostride)
+}
+
+func init() {
+	switch {
+	case hasQuantVNNI:
+		w8Active = w8VNNI
+	case hasQuantAVX2:
+		w8Active = w8AVX2
+	default:
+		w8VNNI, w8AVX2 = w8Kernels{}, w8Kernels{}
+	}
+	if !hasQuantVNNI {
+		w8VNNI = w8Kernels{}
+	}
+}
