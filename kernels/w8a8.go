@@ -178,9 +178,18 @@ func quantizeW8(p *Pool, x []float32, m, k int) *w8Acts {
 }
 
 // quantizeToken writes token t's values into its panel slots, its scale and correction.
+// The first multiple of 16 values go through w8AmaxFast / w8QuantFast where installed
+// (AVX-512: same float32 product and round-half-even, so the same bytes).
 func (a *w8Acts) quantizeToken(t int, x []float32) {
+	k16 := 0
+	if w8QuantFast != nil {
+		k16 = a.k &^ 15
+	}
 	var amax float32
-	for _, v := range x {
+	if k16 > 0 {
+		amax = w8AmaxFast(x[:k16])
+	}
+	for _, v := range x[k16:] {
 		amax = max(amax, abs32(v))
 	}
 	pan, lane := t/a.width, t%a.width
@@ -195,8 +204,11 @@ func (a *w8Acts) quantizeToken(t int, x []float32) {
 		return
 	}
 	id := 127 / amax
+	if k16 > 0 {
+		sum = w8QuantFast(x[:k16], id, &base[4*lane], st)
+	}
 	var quad [4]int8
-	for j := 0; j < a.nq; j++ {
+	for j := k16 / 4; j < a.nq; j++ {
 		quad = [4]int8{}
 		for b := 0; b < 4 && 4*j+b < a.k; b++ {
 			q := int8(math.RoundToEven(float64(x[4*j+b] * id)))
@@ -207,6 +219,13 @@ func (a *w8Acts) quantizeToken(t int, x []float32) {
 	}
 	a.dx[t], a.cx[t] = amax/127, 128*sum
 }
+
+// w8AmaxFast (max |x|, len(x) a multiple of 16) and w8QuantFast (quantize len(x) values, a
+// multiple of 16, quad i to dst + i·st, returning Σq) are the assembly quantizer, or nil.
+var (
+	w8AmaxFast  func(x []float32) float32
+	w8QuantFast func(x []float32, id float32, dst *byte, st int) int32
+)
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 

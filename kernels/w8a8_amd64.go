@@ -19,6 +19,32 @@ func w8TileA1x4(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, o
 //go:noescape
 func w8TileA1x1(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
 
+//go:noescape
+func w8AmaxZ(x *float32, n16 int, m *[16]float32)
+
+//go:noescape
+func w8QuantZ(x *float32, n16 int, id float32, dst *byte, st int, sums *[16]int32)
+
+func w8AmaxAsm(x []float32) float32 {
+	var m [16]float32
+	w8AmaxZ(&x[0], len(x)/16, &m)
+	r := m[0]
+	for _, v := range m[1:] {
+		r = max(r, v)
+	}
+	return r
+}
+
+func w8QuantAsm(x []float32, id float32, dst *byte, st int) int32 {
+	var s [16]int32
+	w8QuantZ(&x[0], len(x)/16, id, dst, st, &s)
+	var r int32
+	for _, v := range s {
+		r += v
+	}
+	return r
+}
+
 // w8VNNI and w8AVX2 are the assembly sets (w8VNNI.g1p8 == nil: not available).
 var (
 	w8VNNI = w8Kernels{name: "vnni", unsigned: true, g1p8: w8TileZ1x8, g2p8: w8TileZ2x8, g1p1: w8TileZ1x1}
@@ -44,6 +70,7 @@ func init() {
 	switch {
 	case hasQuantVNNI:
 		w8Active = w8VNNI
+		w8AmaxFast, w8QuantFast = w8AmaxAsm, w8QuantAsm
 	case hasQuantAVX2:
 		w8Active = w8AVX2
 	default:

@@ -294,6 +294,58 @@ w8TileZ1x1_done:
 	VZEROUPPER
 	RET
 
+// func w8AmaxZ(x *float32, n16 int, m *[16]float32): lane-wise max |x| over n16 x 16 values
+TEXT ·w8AmaxZ(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n16+8(FP), CX
+	MOVQ m+16(FP), DI
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z1
+	VPXORD Z0, Z0, Z0
+	TESTQ CX, CX
+	JZ w8AmaxZ_done
+w8AmaxZ_loop:
+	VPANDD (SI), Z1, Z2
+	VMAXPS Z2, Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JNZ w8AmaxZ_loop
+w8AmaxZ_done:
+	VMOVUPS Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func w8QuantZ(x *float32, n16 int, id float32, dst *byte, st int, sums *[16]int32):
+// q = int8(round-even(x·id)); values 4i..4i+3 to dst + i·st; lane-wise Σq to sums
+TEXT ·w8QuantZ(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ n16+8(FP), CX
+	VBROADCASTSS id+16(FP), Z1
+	MOVQ dst+24(FP), DI
+	MOVQ st+32(FP), BX
+	MOVQ sums+40(FP), DX
+	VPXORD Z2, Z2, Z2
+	TESTQ CX, CX
+	JZ w8QuantZ_done
+w8QuantZ_loop:
+	VMULPS (SI), Z1, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD Z0, Z2, Z2
+	VPMOVSDB Z0, X3
+	VMOVD X3, (DI)
+	VPEXTRD $1, X3, (DI)(BX*1)
+	LEAQ (DI)(BX*2), R8
+	VPEXTRD $2, X3, (R8)
+	VPEXTRD $3, X3, (R8)(BX*1)
+	LEAQ (R8)(BX*2), DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ w8QuantZ_loop
+w8QuantZ_done:
+	VMOVDQU32 Z2, (DX)
+	VZEROUPPER
+	RET
+
 // func w8TileA1x4(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
 TEXT ·w8TileA1x4(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), AX

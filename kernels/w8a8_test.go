@@ -125,7 +125,9 @@ func (a *w8Acts) q(t, i int) int8 {
 	return int8(a.x[pan*a.width*a.nq*4+(i/4)*4*a.width+4*lane+i%4])
 }
 
-func le32(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // TestMatMulW8A8: MatMul sends W8A8 weights to the int8 path (bit-identical per row whatever m
 // is, so batch-invariant), MatMulShared and MatMulInvariant agree with it, and Reference
@@ -179,6 +181,43 @@ func TestMatMulW8A8(t *testing.T) {
 		}
 		if math.Abs(float64(ref[i]-out[i])) > 0.501*amax/127*wa+1e-4*math.Abs(float64(ref[i]))+1e-5 {
 			t.Fatalf("reference out[%d] = %g, int8 path %g", i, ref[i], out[i])
+		}
+	}
+}
+
+// TestW8QuantAsm: the assembly activation quantizer writes the same bytes, scales and
+// corrections as the Go one (ties at .5 included), for wide and one-token panels and k with
+// a tail past the last multiple of 16.
+func TestW8QuantAsm(t *testing.T) {
+	if w8QuantFast == nil {
+		t.Skip("no assembly quantizer on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, k := range []int{16, 48, 100, 2048} {
+		for _, m := range []int{1, 5, 8, 19} {
+			x := w8X(rng, m, k)
+			for i := 2 * k; i < len(x); i += 3 { // values on rounding ties: x·127/amax = j + 0.5
+				x[i] = float32(i%50) + 0.5
+			}
+			for tk := 2; tk < m; tk++ {
+				x[tk*k] = 127 // amax 127: id = 1
+			}
+			fa, fq := w8AmaxFast, w8QuantFast
+			w8AmaxFast, w8QuantFast = nil, nil
+			g := quantizeW8(Serial, x, m, k)
+			w8AmaxFast, w8QuantFast = fa, fq
+			gx, gd, gc := append([]byte(nil), g.x...), append([]float32(nil), g.dx...), append([]int32(nil), g.cx...)
+			a := quantizeW8(Serial, x, m, k)
+			for i := range gx {
+				if gx[i] != a.x[i] {
+					t.Fatalf("k=%d m=%d: byte %d = %d, Go %d", k, m, i, int8(a.x[i]), int8(gx[i]))
+				}
+			}
+			for i := range gd {
+				if gd[i] != a.dx[i] || gc[i] != a.cx[i] {
+					t.Fatalf("k=%d m=%d token %d: dx %g cx %d, Go %g %d", k, m, i, a.dx[i], a.cx[i], gd[i], gc[i])
+				}
+			}
 		}
 	}
 }
