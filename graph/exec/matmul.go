@@ -37,6 +37,7 @@ func (p *Program) compileMatMul(n *graph.Node) (instr, error) {
 func (o *matmulOp) run(p *Program) error {
 	x := p.f32(o.x)
 	m := len(x) / o.k
+	observe(o.w, x, o.k)
 	if p.invariant {
 		return p.pool.MatMulInvariant(p.f32(o.out), x, o.w, m)
 	}
@@ -69,6 +70,9 @@ func (p *Program) compileMatMulMulti(n *graph.Node) (instr, error) {
 func (o *matmulMultiOp) run(p *Program) error {
 	x := p.f32(o.x)
 	m := len(x) / o.k
+	for _, w := range o.ws {
+		observe(w, x, o.k)
+	}
 	if p.invariant && m == 1 {
 		for i, w := range o.ws {
 			if err := p.pool.MatMulInvariant(p.f32(o.outs[i]), x, w, m); err != nil {
