@@ -16,7 +16,7 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 	if len(outs) != len(ws) {
 		return fmt.Errorf("matmul: %d outputs for %d weights", len(outs), len(ws))
 	}
-	var q8, qk []int // indexes of weights using blocks of 32 / Q8_K
+	var q8, qk, w8 []int // indexes of weights using blocks of 32 / Q8_K / W8A8
 	var k int
 	var f16 []*tensor.Tensor // F16 weights run as one job of dynamic items (float_gemm_items.go)
 	var f16Outs [][]float32
@@ -30,6 +30,10 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 					w.Name, n, kf, len(x), len(outs[i]), m*kf, m*n, m)
 			}
 			f16, f16Outs = append(f16, w), append(f16Outs, outs[i])
+			continue
+		}
+		if !Reference && w.Type == tensor.W8A8 && len(w.Shape) == 2 { // one int8 quantization for all (w8a8.go)
+			w8 = append(w8, i)
 			continue
 		}
 		if Reference || !quantAsmShared(w) {
@@ -58,6 +62,11 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 	}
 	if len(f16) > 0 {
 		matmulF16Multi(p, f16Outs, x, f16, m, f16[0].Shape[1])
+	}
+	if len(w8) > 0 {
+		if err := matmulW8A8Shared(p, outs, x, ws, w8, m); err != nil {
+			return err
+		}
 	}
 	if m == 0 || len(q8)+len(qk) == 0 {
 		return nil

@@ -24,6 +24,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"sync"
 	"unsafe"
@@ -231,11 +232,53 @@ func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) 
 
 // matmulW8A8 computes out = x · wᵀ for a W8A8 weight w [n, k] with the active kernels.
 func matmulW8A8(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) {
+	if k == 0 {
+		clear(out[:m*n])
+		return
+	}
 	kn := w8Active
 	pk := w8PackOf(p, w, kn.unsigned)
 	a := quantizeW8(p, x, m, k)
 	defer w8ActPool.Put(a)
 	w8Run(p, kn, out, a, pk)
+}
+
+// matmulW8A8Shared computes outs[i] = x · ws[i]ᵀ for the W8A8 weights ws[i], i in idx, all
+// with the same k, quantizing x once.
+func matmulW8A8Shared(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tensor, idx []int, m int) error {
+	k := ws[idx[0]].Shape[1]
+	for _, i := range idx {
+		w := ws[i]
+		n := w.Shape[0]
+		if err := w.Check(); err != nil {
+			return fmt.Errorf("matmul: %w", err)
+		}
+		if w.Shape[1] != k {
+			return fmt.Errorf("matmul: weight %s has k=%d, the other weights sharing x %d", w.Name, w.Shape[1], k)
+		}
+		if m < 0 || len(x) < m*k || len(outs[i]) < m*n {
+			return fmt.Errorf("matmul: weight %s [%d %d]: x has %d values and out %d, want %d and %d for m=%d",
+				w.Name, n, k, len(x), len(outs[i]), m*k, m*n, m)
+		}
+	}
+	if m == 0 {
+		return nil
+	}
+	if k == 0 {
+		for _, i := range idx {
+			clear(outs[i][:m*ws[i].Shape[0]])
+		}
+		return nil
+	}
+	kn := w8Active
+	a := quantizeW8(p, x, m, k)
+	defer w8ActPool.Put(a)
+	for _, i := range idx {
+		if ws[i].Shape[0] > 0 {
+			w8Run(p, kn, outs[i], a, w8PackOf(p, ws[i], kn.unsigned))
+		}
+	}
+	return nil
 }
 
 // w8Chunk is the number of panels per work item: their values (~256 KiB) stay in L2 while
