@@ -2,7 +2,10 @@ package model
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,8 +33,27 @@ func w8a8TestWeights(cfg Config) map[string]*tensor.Tensor {
 
 var w8a8Cached map[string]*tensor.Tensor
 
+// w8a8MakeWeights: randWeights' distribution, drawn in name order (deterministic).
 func w8a8MakeWeights(cfg Config) map[string]*tensor.Tensor {
-	ws := randWeights(cfg, 21)
+	r := rand.New(rand.NewPCG(21, 8))
+	ws := map[string]*tensor.Tensor{}
+	shapes := cfg.Shapes()
+	for _, name := range slices.Sorted(maps.Keys(shapes)) {
+		shape := shapes[name]
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		b := make([]byte, 4*n)
+		for i := 0; i < n; i++ {
+			v := r.NormFloat64() * 0.2
+			if len(shape) == 1 && strings.HasSuffix(name, "norm.weight") {
+				v = 1 + 0.1*r.NormFloat64()
+			}
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+		}
+		ws[name] = &tensor.Tensor{Name: name, Type: tensor.F32, Shape: shape, Data: b}
+	}
 	for name, t := range ws {
 		if strings.HasSuffix(name, "attn_norm.weight") || strings.HasSuffix(name, "ffn_norm.weight") {
 			for _, j := range []int{3, 17, 40} {
