@@ -19,6 +19,8 @@ func w8TileA1x4(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, o
 //go:noescape
 func w8TileA1x1(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int)
 
+func w8PeakZ(iters int) // in w8a8_amd64.s; w8a8_bench_test.go
+
 //go:noescape
 func w8AmaxZ(x *float32, n16 int, m *[16]float32)
 

@@ -70,3 +70,21 @@ func benchW8(b *testing.B, p *Pool, out, x []float32, w *tensor.Tensor, m, th in
 		b.ReportMetric(ops/(threadCPU()-cpu0)/1e9, "GOP/thread-s")
 	}
 }
+
+// BenchmarkW8A8Peak: 16 independent register-only VPDPBUSD per iteration, the int8 peak of
+// one core (GOP/s, 2 ops per multiply-add) that the tiles are measured against.
+func BenchmarkW8A8Peak(b *testing.B) {
+	if w8VNNI.g1p8 == nil {
+		b.Skip("no AVX-512 VNNI")
+	}
+	const iters = 1 << 16
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	for b.Loop() {
+		w8PeakZ(iters)
+	}
+	ops := 2 * 64 * 16 * float64(iters) * float64(b.N)
+	b.ReportMetric(ops/b.Elapsed().Seconds()/1e9, "GOP/s")
+	b.ReportMetric(ops/(threadCPU()-cpu0)/1e9, "GOP/thread-s")
+}

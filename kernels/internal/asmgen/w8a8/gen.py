@@ -117,6 +117,16 @@ def quantZ():
     L('w8QuantZ_done')
     I('VMOVDQU32 Z2, (DX)'); I('VZEROUPPER'); I('RET'); out.append('')
 
-tileZ(1); tileZ(2); tileZ1x1(); quantZ()
+def peakZ():
+    out.append('// func w8PeakZ(iters int): 16 independent VPDPBUSD per iteration (the int8 peak, for benchmarks)')
+    out.append('TEXT ·w8PeakZ(SB), NOSPLIT, $0-8')
+    I('MOVQ iters+0(FP), CX')
+    for i in range(18): I(f'VPXORD Z{i}, Z{i}, Z{i}')
+    L('w8PeakZ_loop')
+    for i in range(16): I(f'VPDPBUSD Z{16 + i % 2}, Z{17 - i % 2}, Z{i}')
+    I('DECQ CX'); I('JNZ w8PeakZ_loop')
+    I('VZEROUPPER'); I('RET'); out.append('')
+
+tileZ(1); tileZ(2); tileZ1x1(); quantZ(); peakZ()
 tileA(4, 32, 'w8TileA1x4'); tileA(1, 4, 'w8TileA1x1')
 print('\n'.join(out))
