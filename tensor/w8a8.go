@@ -16,10 +16,11 @@ import (
 // q = round-half-even(x/d) (all zero, d = 0, for a zero row).
 func QuantizeRowW8A8(src []float32, dst []byte) {
 	k := len(src)
-	var amax float32
+	var bits uint32 // max |x| compared as bits (the order of non-negative floats)
 	for _, v := range src {
-		amax = max(amax, abs32(v))
+		bits = max(bits, math.Float32bits(v)&^(1<<31))
 	}
+	amax := math.Float32frombits(bits)
 	d := amax / 127
 	if amax == 0 {
 		clear(dst[:k])
@@ -28,8 +29,10 @@ func QuantizeRowW8A8(src []float32, dst []byte) {
 	}
 	id := 127 / amax
 	for i, v := range src {
-		q := math.RoundToEven(float64(v * id))
-		dst[i] = byte(int8(max(-127, min(127, q))))
+		// |v·id| <= 127: adding and subtracting 1.5·2^23 rounds to the nearest integer, ties
+		// to even (float32 arithmetic in round-to-nearest-even mode), as math.RoundToEven.
+		r := (v*id + 12582912) - 12582912
+		dst[i] = byte(int8(max(-127, min(127, int32(r)))))
 	}
 	binary.LittleEndian.PutUint32(dst[k:], math.Float32bits(d))
 }
