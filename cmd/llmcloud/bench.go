@@ -85,7 +85,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	defer b.Close()
 	m := b.Model
 	m.Pool = kernels.NewPool(*threads)
-	if err := w8.apply(b, stderr); err != nil {
+	if err := w8.apply(b); err != nil {
 		return err
 	}
 	if sp.on {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 
@@ -73,7 +72,7 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 		return nil, usagef("--threads must be at least 1")
 	}
 	b.Model.Pool = kernels.NewPool(m.threads)
-	if err := m.w8a8.apply(b, os.Stderr); err != nil {
+	if err := m.w8a8.apply(b); err != nil {
 		b.Close()
 		return nil, err
 	}

@@ -22,9 +22,11 @@ type w8a8Flags struct {
 	saveStats string
 	alpha     float64
 	tokens    int
+	log       io.Writer // the command's stderr
 }
 
 func (f *w8a8Flags) register(fs *flag.FlagSet) {
+	f.log = fs.Output()
 	fs.BoolVar(&f.on, "w8a8", false, "run the block matmuls in W8A8: int8 weights (one scale per output channel, made at load) x int8 activations (one scale per token); with --w8a8-calibration, SmoothQuant's scales first")
 	fs.StringVar(&f.calib, "w8a8-calibration", "", "with --w8a8: calibration text (per-channel max |x| is collected on it) or a .json of statistics saved by --w8a8-save-stats; unset: no smoothing")
 	fs.StringVar(&f.saveStats, "w8a8-save-stats", "", "with --w8a8-calibration TEXT: write the collected statistics to this .json for reuse")
@@ -32,8 +34,9 @@ func (f *w8a8Flags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.tokens, "w8a8-calib-tokens", 8192, "calibration tokens to run (from the start of the text)")
 }
 
-// apply converts b's model when --w8a8 is set, logging what it did to w.
-func (f *w8a8Flags) apply(b *loader.Bundle, w io.Writer) error {
+// apply converts b's model when --w8a8 is set, logging what it did to the command's stderr.
+func (f *w8a8Flags) apply(b *loader.Bundle) error {
+	w := f.log
 	if !f.on {
 		if f.calib != "" || f.saveStats != "" {
 			return usagef("--w8a8-calibration and --w8a8-save-stats need --w8a8")
