@@ -286,25 +286,28 @@ func matmulW8A8Shared(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tenso
 func w8Chunk(nq int) int { return max(1, (256<<10)/(nq*4*w8Panel)) }
 
 // w8Run runs the tiles over every group and panel: items of 2 groups x a chunk of panels,
-// taken dynamically (one token: items of 4 groups, stolen from the back).
+// taken dynamically; with fewer than w8Wide tokens, items of 4 groups (each group meeting
+// every token while in L1), stolen from the back.
 func w8Run(p *Pool, kn w8Kernels, out []float32, a *w8Acts, pk *w8Pack) {
 	n, nq, gb := pk.n, pk.nq, pk.gbytes
 	pstride := a.width * nq * 4
 	if a.width == 1 {
 		const gpi = 4
 		nit := (pk.ng + gpi - 1) / gpi
-		runItems(p, 1, nit*a.m, func(c int) {
-			t, g0 := c/nit, c%nit*gpi
+		runItems(p, 1, nit, func(c int) {
+			g0 := c * gpi
 			var tail [w8Rows]float32
 			for g := g0; g < min(g0+gpi, pk.ng); g++ {
 				r := g * w8Rows
-				dst, os := &out[t*n+r], n
-				if r+w8Rows > n {
-					dst = &tail[0]
-				}
-				kn.g1p1(&pk.data[g*gb], gb, &a.x[t*pstride], nq, &a.dx[t], &a.cx[t], dst, os)
-				if r+w8Rows > n {
-					copy(out[t*n+r:t*n+n], tail[:])
+				for t := 0; t < a.m; t++ { // the group's weights stay in L1 across the tokens
+					dst, os := &out[t*n+r], n
+					if r+w8Rows > n {
+						dst = &tail[0]
+					}
+					kn.g1p1(&pk.data[g*gb], gb, &a.x[t*pstride], nq, &a.dx[t], &a.cx[t], dst, os)
+					if r+w8Rows > n {
+						copy(out[t*n+r:t*n+n], tail[:])
+					}
 				}
 			}
 		})
