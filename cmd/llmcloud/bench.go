@@ -52,6 +52,8 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("repetitions", 5, "timed runs of each test (after one warm-up)")
 	fs.IntVar(reps, "r", 5, "shorthand for --repetitions")
 	noBW := fs.Bool("no-bandwidth", false, "skip the memory bandwidth measurement")
+	var kvDType string
+	registerKVDType(fs, &kvDType)
 	var sp specFlags
 	sp.register(fs, true)
 	specPrompt := fs.String("prompt", benchSpecPrompt, "with speculative decoding: the prompt text of the tg test (acceptance depends on the text)")
@@ -83,6 +85,9 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	defer b.Close()
 	m := b.Model
 	m.Pool = kernels.NewPool(*threads)
+	if err := setKVDType(m, kvDType); err != nil {
+		return err
+	}
 	if sp.on {
 		if *gen < 2 {
 			return usagef("with speculative decoding -n must be at least 2")

@@ -20,12 +20,14 @@ type modelFlags struct {
 	model     string
 	tokenizer string
 	threads   int
+	kvDType   string
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model, see `llmcloud models`)")
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
+	registerKVDType(fs, &m.kvDType)
 }
 
 // useDefault points m at the built-in default model (package defaultmodel) when no model was
@@ -70,6 +72,10 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 		return nil, usagef("--threads must be at least 1")
 	}
 	b.Model.Pool = kernels.NewPool(m.threads)
+	if err := setKVDType(b.Model, m.kvDType); err != nil {
+		b.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
