@@ -211,3 +211,45 @@ func BenchmarkKVLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPagedAttentionKV times attention over 1024 cached positions in blocks of 16 for
+// each cache type, on TinyLlama's heads (32 over 4 KV heads of 64) and the default model's (8
+// over 4 of 32): one decode row, and a prefill chunk of 128 rows.
+func BenchmarkPagedAttentionKV(b *testing.B) {
+	for _, sh := range []struct {
+		name           string
+		heads, kvh, hd int
+	}{{"tinyllama", 32, 4, 64}, {"default", 8, 4, 32}} {
+		const bs, ctx = 16, 1024 + 128
+		heads, kvh, hd := sh.heads, sh.kvh, sh.hd
+		r := rand.New(rand.NewPCG(1, 1))
+		f := newPagedFixture(r, ctx, bs, heads, kvh, hd)
+		pool := NewPool(1)
+		for _, n := range []int{1, 128} {
+			var rows []PagedRow
+			for i := range n {
+				rows = append(rows, PagedRow{Pos: 1024 + i, Table: f.table})
+			}
+			q := make([]float32, n*heads*hd)
+			out := make([]float32, len(q))
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			for _, typ := range []KVDType{KVF32, KVF16, KVBF16, KVQ8, KVFP8} {
+				kv := KVLayer{K: f.kc, V: f.vc}
+				if typ != KVF32 {
+					var t testing.T
+					kv, _ = quantFixture(&t, f, typ)
+				}
+				b.Run(fmt.Sprintf("%s/rows=%d/%v", sh.name, n, typ), func(b *testing.B) {
+					var a PagedAttention
+					for b.Loop() {
+						if err := a.RunLayer(pool, out, q, kv, rows, heads, kvh, hd, bs, AttnOpts{}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
