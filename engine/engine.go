@@ -34,7 +34,8 @@ type Options struct {
 	// in KVCacheBytes when that is set; MaxModelLenTokens 0 means the model's context length capped by
 	// the pool (see DefaultMaxModelLen).
 	Scheduler Config
-	// KVCacheBytes is the memory of the paged KV pool (f32 K and V rows; see KVBytesPerToken).
+	// KVCacheBytes is the memory of the paged KV pool (K and V rows in the model's
+	// KVCacheDType, scales included; see model.Config.KVCacheBytesPerToken).
 	// 0 keeps Scheduler.NumBlocks.
 	KVCacheBytes int64
 	// MaxQueuedRequests bounds the requests that must wait for a run slot: an arriving
@@ -259,7 +260,7 @@ type event struct {
 func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error) {
 	cfg := opts.Scheduler
 	mc := &m.Config
-	per := mc.KVBytesPerToken(4)
+	per := m.KVBytesPerTokenCache()
 	if opts.KVCacheBytes > 0 {
 		cfg.NumBlocks = NumBlocksForBudget(opts.KVCacheBytes, cfg.BlockSizeTokens, per)
 	}

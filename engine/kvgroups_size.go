@@ -41,8 +41,7 @@ func planKVGroups(m *model.Model, cfg *Config, budget int64) kvLayout {
 		full = []model.KVGroup{{Layers: fullLayers}}
 	}
 	groups := append(full, win...)
-	kd, vd := mc.CacheDims()
-	perLayer := int64(kd+vd) * 4 // f32 K and V rows of one layer
+	perLayer := m.KVBytesPerTokenCache() / int64(max(mc.Layers, 1)) // K and V rows of one layer
 	bs := cfg.BlockSizeTokens
 	cfg.KVGroups = make([]KVGroup, len(groups))
 	var spent int64

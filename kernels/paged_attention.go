@@ -21,7 +21,7 @@ import (
 // kc[r*stride : r*stride+headDim]); table holds at least ceil(nPos/blockSize) block ids;
 // scratch needs AttentionScratch(g) values.
 func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int32, blockSize, nPos, stride, headDim int, scratch []float32) {
-	pagedAttentionTile(out, q, 0, 1, g, nPos-1, kc, vc, table, blockSize, stride, headDim, scratch)
+	pagedAttentionTile(out, q, 0, 1, g, nPos-1, &kvSrc{f32: kc}, &kvSrc{f32: vc}, table, blockSize, stride, headDim, scratch)
 }
 
 // pagedAttentionTile is PagedAttentionGroup for nt consecutive query tokens of one sequence at
@@ -30,7 +30,9 @@ func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int3
 // tile, and scores come from the GEMM micro-kernels (attnScores), whose per-score order does
 // not depend on the tile, so each token's result is exactly what it gets alone.
 // scratch needs AttentionScratch(nt*g) values.
-func pagedAttentionTile(out, q []float32, ldq, nt, g, pos0 int, kc, vc []float32, table []int32, blockSize, stride, headDim int, scratch []float32) {
+// kc and vc are the f32 pools or the quantized ones (kvsrc.go), whose segments are dequantized
+// into a small scratch before the same kernels run on them.
+func pagedAttentionTile(out, q []float32, ldq, nt, g, pos0 int, kc, vc *kvSrc, table []int32, blockSize, stride, headDim int, scratch []float32) {
 	const B = AttnBlock
 	scale := float32(1 / math.Sqrt(float64(headDim)))
 	nr := nt * g // (token, head) pairs; pair t*g+j has scores s[(t*g+j)*B:]
@@ -51,14 +53,14 @@ func pagedAttentionTile(out, q []float32, ldq, nt, g, pos0 int, kc, vc []float32
 			p := p0 + i0
 			seg := min(nb-i0, blockSize-p%blockSize)
 			r0 := int(table[p/blockSize])*blockSize + p%blockSize
-			kp := kc[r0*stride : (r0+seg-1)*stride+headDim]
+			kp, ks := kc.seg(r0, seg, stride, headDim)
 			if g >= nt { // rows: the heads of one token
 				for t := 0; t < nt; t++ {
-					attnScores(s[t*g*B+i0:], B, q[t*ldq:], headDim, g, kp, stride, seg, headDim, scale)
+					attnScores(s[t*g*B+i0:], B, q[t*ldq:], headDim, g, kp, ks, seg, headDim, scale)
 				}
 			} else { // rows: one head of every token
 				for j := 0; j < g; j++ {
-					attnScores(s[j*B+i0:], g*B, q[j*headDim:], ldq, nt, kp, stride, seg, headDim, scale)
+					attnScores(s[j*B+i0:], g*B, q[j*headDim:], ldq, nt, kp, ks, seg, headDim, scale)
 				}
 			}
 			i0 += seg
@@ -73,15 +75,15 @@ func pagedAttentionTile(out, q []float32, ldq, nt, g, pos0 int, kc, vc []float32
 			p := p0 + i0
 			seg := min(nb-i0, blockSize-p%blockSize)
 			r0 := int(table[p/blockSize])*blockSize + p%blockSize
-			vp := vc[r0*stride : (r0+seg-1)*stride+headDim]
+			vp, vs := vc.seg(r0, seg, stride, headDim)
 			n0 := pos0 + 1 - p0 - i0 // values token 0 sees in the segment (token t: n0+t)
 			if g >= nt {
 				for t := 0; t < nt; t++ {
-					attnPVRows(out[t*ldq:], headDim, s[t*g*B+i0:], B, g, vp, stride, headDim, seg, n0+t, 0, fast)
+					attnPVRows(out[t*ldq:], headDim, s[t*g*B+i0:], B, g, vp, vs, headDim, seg, n0+t, 0, fast)
 				}
 			} else {
 				for j := 0; j < g; j++ {
-					attnPVRows(out[j*headDim:], ldq, s[j*B+i0:], g*B, nt, vp, stride, headDim, seg, n0, 1, fast)
+					attnPVRows(out[j*headDim:], ldq, s[j*B+i0:], g*B, nt, vp, vs, headDim, seg, n0, 1, fast)
 				}
 			}
 			i0 += seg
@@ -185,7 +187,8 @@ type PagedAttention struct {
 type pagedTile struct{ first, n int }
 
 type pagedArgs struct {
-	out, q, kc, vc                               []float32
+	out, q                                       []float32
+	kv                                           KVLayer
 	rows                                         []PagedRow
 	tiles                                        []pagedTile // kept across calls
 	heads, kvHeads, headDim, blockSize, nsub, sg int
@@ -194,10 +197,19 @@ type pagedArgs struct {
 // Run computes out ([len(rows), heads*headDim]) from q (same shape) and one layer's pool kc,
 // vc ([numBlocks*blockSize, kvHeads*headDim]). Query head h reads KV head h/(heads/kvHeads).
 func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow, heads, kvHeads, headDim, blockSize int) error {
+	return r.run(p, out, q, KVLayer{K: kc, V: vc}, rows, heads, kvHeads, headDim, blockSize)
+}
+
+// run is Run over a layer's pools in any format (kvsrc.go).
+func (r *PagedAttention) run(p *Pool, out, q []float32, kv KVLayer, rows []PagedRow, heads, kvHeads, headDim, blockSize int) error {
 	if heads%kvHeads != 0 || blockSize <= 0 {
 		return fmt.Errorf("paged attention: %d heads over %d KV heads, block size %d", heads, kvHeads, blockSize)
 	}
 	kvd := kvHeads * headDim
+	poolRows, err := kv.poolRows(kvd)
+	if err != nil {
+		return err
+	}
 	work := 0
 	for i, row := range rows {
 		nb := (row.Pos + blockSize) / blockSize
@@ -205,7 +217,7 @@ func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow,
 			return fmt.Errorf("paged attention: row %d at position %d has a table of %d blocks", i, row.Pos, len(row.Table))
 		}
 		for _, b := range row.Table[:nb] {
-			if b < 0 || (int(b)+1)*blockSize*kvd > len(kc) || (int(b)+1)*blockSize*kvd > len(vc) {
+			if b < 0 || (int(b)+1)*blockSize > poolRows {
 				return fmt.Errorf("paged attention: row %d: block %d outside the pool", i, b)
 			}
 		}
@@ -214,7 +226,7 @@ func (r *PagedAttention) Run(p *Pool, out, q, kc, vc []float32, rows []PagedRow,
 	if r.fn == nil {
 		r.fn = r.a.run
 	}
-	r.a = pagedArgs{out: out, q: q, kc: kc, vc: vc, rows: rows, tiles: r.a.tiles[:0], heads: heads, kvHeads: kvHeads, headDim: headDim, blockSize: blockSize}
+	r.a = pagedArgs{out: out, q: q, kv: kv, rows: rows, tiles: r.a.tiles[:0], heads: heads, kvHeads: kvHeads, headDim: headDim, blockSize: blockSize}
 	group := heads / kvHeads
 	nsub := 1
 	for nsub < group && (group%nsub != 0 || group/nsub > attnMaxGroup || len(rows)*kvHeads*nsub < p.Workers()) {
@@ -260,6 +272,12 @@ func (a *pagedArgs) run(lo, hi int) {
 	bp := attnScratch.Get().(*[attnScratchLen]float32)
 	defer attnScratch.Put(bp)
 	buf := bp
+	var ks, vs kvSrc // the K and V pools, with one segment's scratch when quantized
+	if a.kv.quantized() {
+		sp := getKVScratch(min(AttnBlock, a.blockSize) * a.headDim)
+		defer kvScratch.Put(sp)
+		ks.buf, vs.buf = *sp, *sp // a K segment is used up before any V segment is loaded
+	}
 	perTile := a.kvHeads * a.nsub
 	n := len(a.tiles)
 	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim
@@ -277,7 +295,9 @@ func (a *pagedArgs) run(lo, hi int) {
 		qo := tl.first*qd + h0*hd
 		end := qo + (tl.n-1)*qd + a.sg*hd
 		row := a.rows[tl.first]
-		pagedAttentionTile(a.out[qo:end], a.q[qo:end], qd, tl.n, a.sg, row.Pos, a.kc[off:], a.vc[off:],
+		ks.at(a.kv.K, a.kv.KQ, a.kv.Fmt, off)
+		vs.at(a.kv.V, a.kv.VQ, a.kv.Fmt, off)
+		pagedAttentionTile(a.out[qo:end], a.q[qo:end], qd, tl.n, a.sg, row.Pos, &ks, &vs,
 			row.Table, a.blockSize, kvd, hd, buf[:])
 	}
 }

@@ -39,13 +39,22 @@ func (o AttnOpts) First(pos int) int {
 
 // RunOpts is Run with options. With the zero options it is Run itself.
 func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []PagedRow, heads, kvHeads, headDim, blockSize int, o AttnOpts) error {
+	return r.RunLayer(p, out, q, KVLayer{K: kc, V: vc}, rows, heads, kvHeads, headDim, blockSize, o)
+}
+
+// RunLayer is RunOpts over a layer's pools in any KV cache format (kvsrc.go).
+func (r *PagedAttention) RunLayer(p *Pool, out, q []float32, kv KVLayer, rows []PagedRow, heads, kvHeads, headDim, blockSize int, o AttnOpts) error {
 	if o.plain() {
-		return r.Run(p, out, q, kc, vc, rows, heads, kvHeads, headDim, blockSize)
+		return r.run(p, out, q, kv, rows, heads, kvHeads, headDim, blockSize)
 	}
 	if heads%kvHeads != 0 || blockSize <= 0 || o.Window < 0 || o.Softcap < 0 || o.Scale < 0 || (o.Sinks != nil && len(o.Sinks) != heads) {
 		return fmt.Errorf("paged attention: %d heads over %d KV heads, block size %d, options %+v", heads, kvHeads, blockSize, o)
 	}
 	kvd := kvHeads * headDim
+	poolRows, err := kv.poolRows(kvd)
+	if err != nil {
+		return err
+	}
 	work := 0
 	for i, row := range rows {
 		nb := (row.Pos + blockSize) / blockSize
@@ -54,7 +63,7 @@ func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []Paged
 		}
 		lo := o.First(row.Pos)
 		for _, b := range row.Table[lo/blockSize : nb] {
-			if b < 0 || (int(b)+1)*blockSize*kvd > len(kc) || (int(b)+1)*blockSize*kvd > len(vc) {
+			if b < 0 || (int(b)+1)*blockSize > poolRows {
 				return fmt.Errorf("paged attention: row %d: block %d outside the pool", i, b)
 			}
 		}
@@ -68,8 +77,14 @@ func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []Paged
 	fn := func(lo, hi int) {
 		sp := windowScratch.Get().(*[]float32)
 		defer windowScratch.Put(sp)
+		var ks, vs kvSrc
+		if kv.quantized() {
+			bp := getKVScratch(headDim)
+			defer kvScratch.Put(bp)
+			ks.buf, vs.buf = *bp, *bp // keys are used up before values are read
+		}
 		for it := lo; it < hi; it++ {
-			i, kv := it/kvHeads, it%kvHeads
+			i, kvh := it/kvHeads, it%kvHeads
 			row := rows[i]
 			first := o.First(row.Pos)
 			n := row.Pos - first + 1
@@ -77,14 +92,16 @@ func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []Paged
 				*sp = make([]float32, n)
 			}
 			s := (*sp)[:n]
-			for h := kv * group; h < (kv+1)*group; h++ {
+			for h := kvh * group; h < (kvh+1)*group; h++ {
 				qh := q[i*qd+h*headDim : i*qd+(h+1)*headDim]
 				oh := out[i*qd+h*headDim : i*qd+(h+1)*headDim]
 				sink := float32(math.Inf(-1))
 				if o.Sinks != nil {
 					sink = o.Sinks[h]
 				}
-				windowHead(oh, qh, kc, vc, row.Table, first, s, kv*headDim, kvd, blockSize, scale, o.Softcap, sink)
+				ks.at(kv.K, kv.KQ, kv.Fmt, kvh*headDim)
+				vs.at(kv.V, kv.VQ, kv.Fmt, kvh*headDim)
+				windowHead(oh, qh, &ks, &vs, row.Table, first, s, kvd, blockSize, scale, o.Softcap, sink)
 			}
 		}
 	}
@@ -100,16 +117,15 @@ func (r *PagedAttention) RunOpts(p *Pool, out, q, kc, vc []float32, rows []Paged
 var windowScratch = sync.Pool{New: func() any { s := make([]float32, 0, 256); return &s }}
 
 // windowHead is one query head qh over positions first..first+len(s)-1: scores into s, their
-// softmax, and the weighted sum of values into oh. The head's keys and values start at
-// element off of each pool row of stride elements. sink (-Inf: none) joins the softmax's
-// denominator.
-func windowHead(oh, qh, kc, vc []float32, table []int32, first int, s []float32, off, stride, bs int, scale, softcap, sink float32) {
+// softmax, and the weighted sum of values into oh. kc and vc are the head's keys and values
+// in pools of rows of stride elements. sink (-Inf: none) joins the softmax's denominator.
+func windowHead(oh, qh []float32, kc, vc *kvSrc, table []int32, first int, s []float32, stride, bs int, scale, softcap, sink float32) {
 	hd := len(qh)
-	at := func(p int) int { return (int(table[p/bs])*bs+p%bs)*stride + off }
+	at := func(p int) int { return int(table[p/bs])*bs + p%bs }
 	mx := float32(math.Inf(-1))
 	for j := range s {
-		r := at(first + j)
-		v := Dot(qh, kc[r:r+hd]) * scale
+		kr, _ := kc.seg(at(first+j), 1, stride, hd)
+		v := Dot(qh, kr) * scale
 		if softcap > 0 {
 			v = softcap * float32(math.Tanh(float64(v/softcap)))
 		}
@@ -128,7 +144,7 @@ func windowHead(oh, qh, kc, vc []float32, table []int32, first int, s []float32,
 	}
 	clear(oh)
 	for j, w := range s {
-		r := at(first + j)
-		Axpy(oh, w/sum, vc[r:r+hd])
+		vr, _ := vc.seg(at(first+j), 1, stride, hd)
+		Axpy(oh, w/sum, vr)
 	}
 }

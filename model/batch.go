@@ -140,7 +140,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 			st.LogitRows = append(st.LogitRows, r)
 		}
 	}
-	st.KV = exec.KV{K: kv.K, V: kv.V, BlockSize: kv.BlockSize, Group: kv.Group}
+	st.KV = exec.KV{K: kv.K, V: kv.V, KQ: kv.KQ, VQ: kv.VQ, KFmt: kv.KFmt, VFmt: kv.VFmt, BlockSize: kv.BlockSize, Group: kv.Group}
 	switch {
 	case cap(dst) >= nl*cfg.Vocab:
 		st.Out = dst

@@ -13,8 +13,11 @@ import (
 // 0..Len-1 hold the keys/values (after RoPE) of the positions processed so far.
 type Cache struct {
 	K, V [][]float32
-	Len  int // positions filled
-	Max  int // capacity in positions
+	// KQ, VQ hold the rows in the model's KVCacheDType when it is not f32 (K and V's layers
+	// are then nil; kvdtype.go).
+	KQ, VQ [][]byte
+	Len    int // positions filled
+	Max    int // capacity in positions
 
 	batch *Batch      // the batched forward's state (compiled graph and its buffers)
 	view  PagedKV     // K and V as a pool of one block of Max positions
@@ -27,10 +30,14 @@ func (m *Model) NewCache(maxTokens int) *Cache {
 	maxTokens = max(maxTokens, 0)
 	c := &Cache{Max: maxTokens}
 	kd, vd := m.Config.CacheDims()
-	for range m.Config.Layers {
-		c.K = append(c.K, make([]float32, maxTokens*kd))
-		c.V = append(c.V, make([]float32, maxTokens*vd))
+	c.view = PagedKV{NumBlocks: 1, BlockSize: max(maxTokens, 1), KVDim: kd, VDim: vd}
+	if err := c.view.setFormats(m, m.KVCacheDType); err != nil {
+		c.view = PagedKV{NumBlocks: 1, BlockSize: max(maxTokens, 1), KVDim: kd, VDim: vd} // SetKVCacheDType checked it
 	}
+	for range m.Config.Layers {
+		c.view.addLayer(maxTokens, false)
+	}
+	c.K, c.V, c.KQ, c.VQ = c.view.K, c.view.V, c.view.KQ, c.view.VQ
 	return c
 }
 
@@ -71,7 +78,7 @@ func (m *Model) ForwardTo(dst []float32, c *Cache, tokens []int, start int, allL
 		c.batch = &Batch{}
 	}
 	kd, vd := cfg.CacheDims()
-	c.view = PagedKV{K: c.K, V: c.V, NumBlocks: 1, BlockSize: c.Max, KVDim: kd, VDim: vd}
+	c.view = PagedKV{K: c.K, V: c.V, KQ: c.KQ, VQ: c.VQ, KFmt: c.view.KFmt, VFmt: c.view.VFmt, NumBlocks: 1, BlockSize: c.Max, KVDim: kd, VDim: vd}
 	c.seq[0] = BatchSeq{Tokens: tokens, StartPos: start, BlockTable: c.table[:], NeedsLogits: true, allLogits: allLogits}
 	logits, err := m.forwardBatch(dst, true, c.batch, &c.view, c.seq[:])
 	c.seq[0].Tokens = nil // do not keep the caller's slice

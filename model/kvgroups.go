@@ -74,22 +74,20 @@ func (m *Model) NewPagedKVGroups(groups []KVGroup, numBlocks []int, blockSize in
 	kd, vd := m.Config.CacheDims()
 	kv := &PagedKV{NumBlocks: numBlocks[0], BlockSize: blockSize, KVDim: kd, VDim: vd,
 		Group: LayerGroups(groups, m.Config.Layers), GroupBlocks: slices.Clone(numBlocks)}
+	if err := kv.setFormats(m, m.KVCacheDType); err != nil {
+		return nil, err
+	}
 	var total int64
 	for g, gr := range groups {
 		if numBlocks[g] <= 0 || blockSize <= 0 {
 			return nil, fmt.Errorf("model: paged KV group %d of %d blocks of %d tokens", g, numBlocks[g], blockSize)
 		}
 		kv.Windows = append(kv.Windows, gr.Window)
-		total += int64(len(gr.Layers)) * int64(numBlocks[g]*blockSize*(kd+vd)) * 4
+		total += int64(len(gr.Layers)) * int64(numBlocks[g]*blockSize) * kv.rowBytes()
 	}
 	commit := total <= PrefaultLimit
 	for l := range m.Config.Layers {
-		slots := numBlocks[kv.Group[l]] * blockSize
-		if commit {
-			kv.K, kv.V = append(kv.K, prefaulted(slots*kd)), append(kv.V, prefaulted(slots*vd))
-		} else {
-			kv.K, kv.V = append(kv.K, make([]float32, slots*kd)), append(kv.V, make([]float32, slots*vd))
-		}
+		kv.addLayer(numBlocks[kv.Group[l]]*blockSize, commit)
 	}
 	return kv, nil
 }

@@ -23,6 +23,10 @@ type Model struct {
 	// Pool runs the kernels; nil means kernels.Default. Set kernels.Serial for the
 	// single-threaded reference path.
 	Pool *kernels.Pool
+	// KVCacheDType is the storage type of the KV caches made from the model (NewCache,
+	// NewPagedKV; kvdtype.go): f32, the zero value, or f16, bf16, q8_0, fp8. Set it with
+	// SetKVCacheDType before making them.
+	KVCacheDType kernels.KVDType
 
 	rope   *kernels.Rope
 	closer func() error

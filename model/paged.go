@@ -6,15 +6,24 @@
 // table[p/BlockSize]. The serving engine's block manager decides which blocks a sequence holds.
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/llmcloud/llmcloud/kernels"
+)
 
 // PagedKV is the KV pool of a model. K[l] and V[l] are layer l's rows.
 type PagedKV struct {
-	K, V      [][]float32 // per layer [NumBlocks*BlockSize*KVDim] and [NumBlocks*BlockSize*VDim] (with groups: its group's blocks)
-	NumBlocks int         // group 0's blocks
-	BlockSize int         // token slots per block
-	KVDim     int         // a K row's width (KVHeads*HeadDim; MLA: latent + RoPE key)
-	VDim      int         // a V row's width (KVHeads*HeadDim; MLA: 0)
+	K, V [][]float32 // per layer [NumBlocks*BlockSize*KVDim] and [NumBlocks*BlockSize*VDim] (with groups: its group's blocks)
+	// KQ, VQ hold the rows instead of K and V (whose layers are then nil) when the cache's
+	// type is not f32 (Model.KVCacheDType, kvdtype.go): per layer NumBlocks*BlockSize rows of
+	// KFmt.RowBytes and VFmt.RowBytes bytes. KFmt and VFmt are the zero value for f32.
+	KQ, VQ     [][]byte
+	KFmt, VFmt kernels.KVFormat
+	NumBlocks  int // group 0's blocks
+	BlockSize  int // token slots per block
+	KVDim      int // a K row's width (KVHeads*HeadDim; MLA: latent + RoPE key)
+	VDim       int // a V row's width (KVHeads*HeadDim; MLA: 0)
 
 	// KV groups (kvgroups.go), set by NewPagedKVGroups: Group[l] is layer l's group (nil: every
 	// layer in group 0), GroupBlocks[g] group g's pool in blocks (nil: one group of NumBlocks),
@@ -38,16 +47,12 @@ func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
 	}
 	kd, vd := m.Config.CacheDims()
 	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kd, VDim: vd}
-	nk, nv := numBlocks*blockSize*kd, numBlocks*blockSize*vd
-	commit := int64(m.Config.Layers)*int64(nk+nv)*4 <= PrefaultLimit
+	if err := kv.setFormats(m, m.KVCacheDType); err != nil {
+		return nil, err
+	}
+	commit := int64(m.Config.Layers)*int64(numBlocks*blockSize)*kv.rowBytes() <= PrefaultLimit
 	for range m.Config.Layers {
-		if commit {
-			kv.K = append(kv.K, prefaulted(nk))
-			kv.V = append(kv.V, prefaulted(nv))
-		} else {
-			kv.K = append(kv.K, make([]float32, nk))
-			kv.V = append(kv.V, make([]float32, nv))
-		}
+		kv.addLayer(numBlocks*blockSize, commit)
 	}
 	return kv, nil
 }
@@ -66,11 +71,14 @@ func prefaulted(n int) []float32 {
 // Bytes is the memory the pool holds.
 func (kv *PagedKV) Bytes() int64 {
 	if kv.GroupBlocks == nil {
-		return int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * int64(kv.KVDim+kv.VDim) * 4
+		return int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * kv.rowBytes()
 	}
 	var n int64
 	for l := range kv.K {
 		n += int64(len(kv.K[l])+len(kv.V[l])) * 4
+		if l < len(kv.KQ) {
+			n += int64(len(kv.KQ[l]) + len(kv.VQ[l]))
+		}
 	}
 	return n
 }

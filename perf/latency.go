@@ -14,6 +14,9 @@ type LatencyOptions struct {
 	Prompt      int // pp test: one batched forward of Prompt tokens from an empty cache (0 = skip)
 	Gen         int // tg test: Gen single-token decodes from an empty cache (0 = skip)
 	Repetitions int // timed runs of each test, after one warm-up run
+	// Depth (llama-bench's -d) runs both tests after a context of Depth tokens, prefilled
+	// once untimed: pp then processes positions Depth.., tg decodes from position Depth.
+	Depth int
 }
 
 // LatencyResult holds tokens/s of every timed repetition.
@@ -28,21 +31,32 @@ type LatencyResult struct {
 func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 	var res LatencyResult
 	reps := max(o.Repetitions, 1)
-	c := m.NewCache(max(o.Prompt, o.Gen, 1))
+	d := max(o.Depth, 0)
+	c := m.NewCache(d + max(o.Prompt, o.Gen, 1))
 	var logits []float32
-	if o.Prompt > 0 {
-		ids := make([]int, o.Prompt)
-		x := uint64(0x9E3779B97F4A7C15)
+	x := uint64(0x9E3779B97F4A7C15)
+	rnd := func(n int) []int {
+		ids := make([]int, n)
 		for i := range ids {
 			x ^= x << 13
 			x ^= x >> 7
 			x ^= x << 17
 			ids[i] = int(x % uint64(m.Config.Vocab))
 		}
+		return ids
+	}
+	if d > 0 {
+		var err error
+		if logits, err = m.ForwardTo(logits, c, rnd(d), 0, false); err != nil {
+			return res, fmt.Errorf("depth %d: %w", d, err)
+		}
+	}
+	if o.Prompt > 0 {
+		ids := rnd(o.Prompt)
 		for r := 0; r <= reps; r++ {
 			t0 := time.Now()
 			var err error
-			if logits, err = m.ForwardTo(logits, c, ids, 0, false); err != nil {
+			if logits, err = m.ForwardTo(logits, c, ids, d, false); err != nil {
 				return res, fmt.Errorf("pp%d: %w", o.Prompt, err)
 			}
 			if r > 0 {
@@ -56,7 +70,7 @@ func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 			t0 := time.Now()
 			for i := 0; i < o.Gen; i++ {
 				var err error
-				if logits, err = m.ForwardTo(logits, c, tok, i, false); err != nil {
+				if logits, err = m.ForwardTo(logits, c, tok, d+i, false); err != nil {
 					return res, fmt.Errorf("tg%d: %w", o.Gen, err)
 				}
 				tok[0] = argmax(logits)

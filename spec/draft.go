@@ -87,7 +87,7 @@ func NewDraft(m *model.Model, opts DraftOptions) (*Draft, error) {
 		if ctx <= 0 {
 			ctx = 2048
 		}
-		perTok := m.Config.KVBytesPerToken(4)
+		perTok := m.KVBytesPerTokenCache()
 		opts.KVTokens = int(min(int64(64*ctx), DefaultDraftKVBytes/max(perTok, 1)))
 	}
 	if ctx := m.Config.CtxLen; opts.MaxLen == 0 || ctx > 0 && opts.MaxLen > ctx {

@@ -47,6 +47,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&path, "m", "", "shorthand for --model")
 	prompt := fs.Int("p", 512, "pp test: prompt tokens in one batch (0 = skip)")
 	gen := fs.Int("n", 128, "tg test: generated tokens (0 = skip)")
+	depth := fs.Int("d", 0, "run both tests after a context of this many tokens (llama-bench's -d; 0 = empty cache)")
 	threads := fs.Int("threads", runtime.NumCPU(), "compute threads")
 	fs.IntVar(threads, "t", runtime.NumCPU(), "shorthand for --threads")
 	reps := fs.Int("repetitions", 5, "timed runs of each test (after one warm-up)")
@@ -54,6 +55,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	noBW := fs.Bool("no-bandwidth", false, "skip the memory bandwidth measurement")
 	var w8 w8a8Flags
 	w8.register(fs)
+	kvDType := fs.String("kv-cache-dtype", "auto", kvDTypeHelp+"; a comma-separated list runs the tests once per type in this process")
 	var sp specFlags
 	sp.register(fs, true)
 	specPrompt := fs.String("prompt", benchSpecPrompt, "with speculative decoding: the prompt text of the tg test (acceptance depends on the text)")
@@ -88,6 +90,12 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	if err := w8.apply(b); err != nil {
 		return err
 	}
+	kvTypes := strings.Split(*kvDType, ",")
+	for _, s := range kvTypes {
+		if err := setKVDType(m, s); err != nil {
+			return err
+		}
+	}
 	if sp.on {
 		if *gen < 2 {
 			return usagef("with speculative decoding -n must be at least 2")
@@ -103,10 +111,18 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	if *gen > 0 && !*noBW {
 		bwBefore = perf.ReadBandwidth()
 	}
-	res, err := perf.Latency(m, perf.LatencyOptions{Prompt: *prompt, Gen: *gen, Repetitions: *reps})
-	if err != nil {
-		return err
+	var runs []perf.LatencyResult
+	for _, s := range kvTypes {
+		if err := setKVDType(m, s); err != nil {
+			return err
+		}
+		res, err := perf.Latency(m, perf.LatencyOptions{Prompt: *prompt, Gen: *gen, Repetitions: *reps, Depth: *depth})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, res)
 	}
+	res := runs[len(runs)-1]
 	st := perf.Stats(m)
 	desc := fmt.Sprintf("%s %s %s", m.Config.Arch, shortParams(st.Params), st.Type)
 	fmt.Fprintln(stdout, "| model | size | params | backend | threads | test | t/s |")
@@ -117,11 +133,20 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 			desc, perf.SizeString(st.Bytes), perf.ParamsString(st.Params), "CPU", *threads, test,
 			fmt.Sprintf("%.2f ± %.2f", mean, sd))
 	}
-	if *prompt > 0 {
-		row(fmt.Sprintf("pp%d", *prompt), res.PP)
-	}
-	if *gen > 0 {
-		row(fmt.Sprintf("tg%d", *gen), res.TG)
+	for i, s := range kvTypes {
+		at := ""
+		if *depth > 0 {
+			at = fmt.Sprintf(" @ d%d", *depth)
+		}
+		if t, _ := kernels.ParseKVDType(s); t != kernels.KVF32 || len(kvTypes) > 1 {
+			at += " kv " + t.String()
+		}
+		if *prompt > 0 {
+			row(fmt.Sprintf("pp%d%s", *prompt, at), runs[i].PP)
+		}
+		if *gen > 0 {
+			row(fmt.Sprintf("tg%d%s", *gen, at), runs[i].TG)
+		}
 	}
 	fmt.Fprintln(stdout)
 	if *gen > 0 {

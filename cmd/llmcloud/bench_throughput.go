@@ -65,7 +65,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.Close()
 	m := b.Model
-	per := m.Config.KVBytesPerToken(4)
+	per := m.KVBytesPerTokenCache()
 	if *kvMem != "" {
 		if o.Engine.KVCacheBytes, err = parseBytes(*kvMem); err != nil {
 			return usagef("--kv-cache-memory: %v", err)
@@ -104,8 +104,8 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Elapsed: %.2f s, %d steps (%.2f s forward, %.2f s sampling), mean TTFT %.3f s\n",
 		res.ElapsedSeconds, res.Steps, res.ForwardSeconds, res.SampleSeconds, res.MeanTTFTSeconds)
 	fmt.Fprintf(stdout, "Decode-only steps: %d, mean batch %.1f, %.2f tokens/s\n", res.DecodeSteps, res.MeanDecodeBatch, res.DecodeTokensPerSecond)
-	fmt.Fprintf(stdout, "KV cache: %d blocks of %d tokens (%.1f MiB), %d preemptions, %d prefix-hit tokens; batch invariant %v\n",
-		res.NumBlocks, res.BlockSize, float64(int64(res.NumBlocks*res.BlockSize)*per)/(1<<20), res.Preemptions, res.PrefixHitTokens, res.BatchInvariant)
+	fmt.Fprintf(stdout, "KV cache: %d blocks of %d tokens (%.1f MiB, %s, %d B/token), %d preemptions, %d prefix-hit tokens; batch invariant %v\n",
+		res.NumBlocks, res.BlockSize, float64(int64(res.NumBlocks*res.BlockSize)*per)/(1<<20), m.KVCacheDType, per, res.Preemptions, res.PrefixHitTokens, res.BatchInvariant)
 	if res.SpecDrafts > 0 {
 		fmt.Fprintf(stdout, "Speculation: %d drafts, %d draft tokens, %d accepted (%.1f%%), mean acceptance length %.2f\n",
 			res.SpecDrafts, res.SpecDraftTokens, res.SpecAcceptedTokens, 100*res.SpecAcceptanceRate, res.SpecMeanAccepted)

@@ -83,6 +83,6 @@ func oneSeqEngine(b *loader.Bundle, maxLen int, so *engine.SpecOptions) (*engine
 			return nil, err
 		}
 	}
-	eo.KVCacheBytes = int64((maxLen+slack+bs-1)/bs*bs) * m.Config.KVBytesPerToken(4)
+	eo.KVCacheBytes = int64((maxLen+slack+bs-1)/bs*bs) * m.KVBytesPerTokenCache()
 	return engine.New(m, b.Tok, eo)
 }

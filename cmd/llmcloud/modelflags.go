@@ -21,6 +21,7 @@ type modelFlags struct {
 	tokenizer string
 	threads   int
 	w8a8      w8a8Flags
+	kvDType   string
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -28,6 +29,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 	m.w8a8.register(fs)
+	registerKVDType(fs, &m.kvDType)
 }
 
 // useDefault points m at the built-in default model (package defaultmodel) when no model was
@@ -73,6 +75,10 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 	}
 	b.Model.Pool = kernels.NewPool(m.threads)
 	if err := m.w8a8.apply(b); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := setKVDType(b.Model, m.kvDType); err != nil {
 		b.Close()
 		return nil, err
 	}

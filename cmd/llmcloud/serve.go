@@ -182,7 +182,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 			RepetitionPenalty: g.RepetitionPenalty, MaxNewTokens: g.MaxNewTokens}
 	}
 	eo := engine.DefaultOptions()
-	note, err := sizeKV(&sc, &b.Model.Config, *maxLen, kvBytes, defaultKVBudget())
+	note, err := sizeKV(&sc, &b.Model.Config, b.Model.KVCacheDType, *maxLen, kvBytes, defaultKVBudget())
 	if err != nil {
 		hs.Close()
 		return err
@@ -216,7 +216,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	srv.Attach(b, eng)
 	cfg := eng.Config()
 	log.Info("ready", "model", b.Name, "max_model_len", cfg.MaxModelLenTokens, "kv_blocks", cfg.NumBlocks,
-		"block_size", cfg.BlockSizeTokens, "threads", mf.threads)
+		"block_size", cfg.BlockSizeTokens, "kv_cache_dtype", b.Model.KVCacheDType, "kv_bytes_per_token", b.Model.KVBytesPerTokenCache(),
+		"threads", mf.threads)
 	if len(cfg.KVGroups) > 0 {
 		log.Info("KV groups: windowed layers release blocks before the window", "groups", cfg.KVGroupsString())
 	}

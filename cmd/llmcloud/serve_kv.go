@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/internal/sysmem"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -28,8 +29,8 @@ func defaultKVBudget() int64 {
 // (0 = the model's context length, capped by the pool), kvBytes is --kv-cache-memory (0 = the
 // scheduler's default blocks, grown to one maximum-length sequence within budget). It returns
 // a note for the log when the context length was capped, "" otherwise.
-func sizeKV(sc *engine.Config, mc *model.Config, maxLen int, kvBytes, budget int64) (string, error) {
-	per := mc.KVBytesPerToken(4)
+func sizeKV(sc *engine.Config, mc *model.Config, kvType kernels.KVDType, maxLen int, kvBytes, budget int64) (string, error) {
+	per := mc.KVCacheBytesPerToken(kvType)
 	if kvBytes > 0 {
 		sc.NumBlocks = engine.NumBlocksForBudget(kvBytes, sc.BlockSizeTokens, per)
 		budget = kvBytes

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -45,7 +46,7 @@ func TestSizeKVAbsurdContext(t *testing.T) {
 			sc.BlockSizeTokens = 16
 			c := mc
 			c.CtxLen = tc.ctx
-			note, err := sizeKV(&sc, &c, tc.maxLen, tc.kvBytes, budget)
+			note, err := sizeKV(&sc, &c, kernels.KVF32, tc.maxLen, tc.kvBytes, budget)
 			if tc.wantErrMatch != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErrMatch) {
 					t.Fatalf("error %v, want %q", err, tc.wantErrMatch)

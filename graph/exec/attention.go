@@ -95,7 +95,7 @@ type qkvRopeOp struct {
 	kvLayer int
 	// per run
 	qd, kd, vd, cs []float32
-	kc, vc         []float32
+	kv             *KV // the step's pool (its layer kvLayer)
 	prows          []kernels.PagedRow
 	bs             int
 	fn             func(lo, hi int)
@@ -177,7 +177,7 @@ func (o *qkvRopeOp) run(p *Program) error {
 		if err := checkSlots(st, rows, o.kvLayer, o.kvh*o.hd); err != nil {
 			return err
 		}
-		o.kc, o.vc, o.prows, o.bs = st.KV.K[o.kvLayer], st.KV.V[o.kvLayer], rows, st.KV.BlockSize
+		o.kv, o.prows, o.bs = &st.KV, rows, st.KV.BlockSize
 	}
 	n := len(pos)
 	if n*o.heads*o.hd < parallelMin {
@@ -185,7 +185,7 @@ func (o *qkvRopeOp) run(p *Program) error {
 	} else {
 		p.pool.For(n, 16, o.fn)
 	}
-	o.qd, o.kd, o.vd, o.cs, o.kc, o.vc, o.prows = nil, nil, nil, nil, nil, nil, nil
+	o.qd, o.kd, o.vd, o.cs, o.kv, o.prows = nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -216,11 +216,9 @@ func (o *qkvRopeOp) rows(lo, hi int) {
 		}
 		r.Apply(qi, o.heads, hd, cs)
 		r.Apply(ki, o.kvh, hd, cs)
-		if o.kc != nil {
+		if o.kv != nil {
 			row := o.prows[i]
-			s := int(row.Table[row.Pos/o.bs])*o.bs + row.Pos%o.bs
-			copy(o.kc[s*kvd:(s+1)*kvd], ki)
-			copy(o.vc[s*kvd:(s+1)*kvd], vi)
+			o.kv.store(o.kvLayer, int(row.Table[row.Pos/o.bs])*o.bs+row.Pos%o.bs, ki, vi)
 		}
 	}
 }
@@ -262,14 +260,18 @@ func checkSlots(st *Step, rows []kernels.PagedRow, layer, kvd int) error {
 	if layer >= len(st.KV.K) {
 		return fmt.Errorf("layer %d: the paged KV has %d layers", layer, len(st.KV.K))
 	}
-	kc, vc, bs := st.KV.K[layer], st.KV.V[layer], st.KV.BlockSize
+	bs := st.KV.BlockSize
+	n, err := st.KV.poolRows(layer, kvd, kvd)
+	if err != nil {
+		return err
+	}
 	for i, row := range rows {
 		b := row.Pos / bs
 		if b >= len(row.Table) {
 			return fmt.Errorf("row %d at position %d: its table has %d blocks of %d", i, row.Pos, len(row.Table), bs)
 		}
 		r := int(row.Table[b])*bs + row.Pos%bs
-		if row.Table[b] < 0 || (r+1)*kvd > len(kc) || (r+1)*kvd > len(vc) {
+		if row.Table[b] < 0 || r >= n {
 			return fmt.Errorf("row %d: block %d outside the pool", i, row.Table[b])
 		}
 	}
@@ -287,12 +289,11 @@ func (o *attentionOp) run(p *Program) error {
 		if err := checkSlots(st, rows, o.layer, kvd); err != nil {
 			return err
 		}
-		kc, vc, k, v := st.KV.K[o.layer], st.KV.V[o.layer], p.f32(o.k), p.f32(o.v)
+		k, v := p.f32(o.k), p.f32(o.v)
 		for i, row := range rows {
 			r := int(row.Table[row.Pos/bs])*bs + row.Pos%bs
-			copy(kc[r*kvd:(r+1)*kvd], k[i*kvd:(i+1)*kvd])
-			copy(vc[r*kvd:(r+1)*kvd], v[i*kvd:(i+1)*kvd])
+			st.KV.store(o.layer, r, k[i*kvd:(i+1)*kvd], v[i*kvd:(i+1)*kvd])
 		}
 	}
-	return o.attn.RunOpts(p.pool, p.f32(o.out), p.f32(o.q), st.KV.K[o.layer], st.KV.V[o.layer], rows, o.heads, o.kvh, o.hd, bs, o.opts)
+	return o.attn.RunLayer(p.pool, p.f32(o.out), p.f32(o.q), st.KV.layer(o.layer), rows, o.heads, o.kvh, o.hd, bs, o.opts)
 }

@@ -23,7 +23,10 @@ type mlaOp struct {
 	scale                    float32
 	tab                      *ropeTable
 	fn                       func(lo, hi int)
-	qd, cd, kd, od, cs, kc   []float32 // per run
+	qd, cd, kd, od, cs, kc   []float32        // per run
+	kq                       []byte           // per run: the layer's rows when the cache is not f32
+	kf                       kernels.KVFormat // their format
+	tmp                      []float32        // a row being quantized
 	rows                     []kernels.PagedRow
 	bs                       int
 }
@@ -65,6 +68,17 @@ func (o *mlaOp) run(p *Program) error {
 		return fmt.Errorf("layer %d: the paged KV has %d layers", o.layer, len(st.KV.K))
 	}
 	kc, bs := st.KV.K[o.layer], st.KV.BlockSize
+	nrows, err := st.KV.poolRows(o.layer, w, 0)
+	if err != nil {
+		return err
+	}
+	var kq []byte
+	if st.KV.quantized() {
+		kq = st.KV.KQ[o.layer]
+		if cap(o.tmp) < w {
+			o.tmp = make([]float32, w)
+		}
+	}
 	pos := p.vals[o.pos].ints
 	cs := o.tab.table(p, pos)
 	cd, kd := p.f32(o.c), p.f32(o.kpe)
@@ -78,23 +92,32 @@ func (o *mlaOp) run(p *Program) error {
 			return fmt.Errorf("row %d at position %d: its table has %d blocks of %d", i, row.Pos, len(row.Table), bs)
 		}
 		s := int(row.Table[b])*bs + row.Pos%bs
-		if (s+1)*w > len(kc) {
-			return fmt.Errorf("row %d: block %d outside the pool of %d rows of %d", i, row.Table[b], len(kc)/max(w, 1), w)
+		if s >= nrows {
+			return fmt.Errorf("row %d: block %d outside the pool of %d rows of %d", i, row.Table[b], nrows, w)
 		}
-		dst := kc[s*w : (s+1)*w]
+		var dst []float32
+		if kq != nil {
+			dst = o.tmp[:w]
+		} else {
+			dst = kc[s*w : (s+1)*w]
+		}
 		copy(dst[:o.r], cd[i*o.r:(i+1)*o.r])
 		copy(dst[o.r:], kd[i*o.rope:(i+1)*o.rope])
 		o.tab.rope.Apply(dst[o.r:], 1, o.rope, cs[i*o.rope:(i+1)*o.rope])
+		if kq != nil {
+			st.KV.KFmt.StoreRow(kq, s, dst)
+		}
 	}
 	// Every row's earlier positions are in the pool now (rows of one step included).
 	o.qd, o.od, o.cs, o.kc, o.rows, o.bs = p.f32(o.q), p.f32(o.out), cs, kc, rows, bs
+	o.kq, o.kf = kq, st.KV.KFmt
 	n := len(rows)
 	if n*o.h*o.r < parallelMin {
 		o.attend(0, n)
 	} else {
 		p.pool.For(n, 1, o.fn)
 	}
-	o.qd, o.od, o.cs, o.kc, o.rows = nil, nil, nil, nil, nil
+	o.qd, o.od, o.cs, o.kc, o.rows, o.kq = nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -103,6 +126,17 @@ func (o *mlaOp) attend(lo, hi int) {
 	hd, w, R := o.nope+o.rope, o.r+o.rope, o.r
 	qa := make([]float32, w) // [W_UK_hᵀ q_nope | rotated q_pe]
 	ctx := make([]float32, R)
+	var kb []float32 // a dequantized row of a quantized cache
+	if o.kq != nil {
+		kb = make([]float32, w)
+	}
+	cached := func(s int) []float32 {
+		if o.kq == nil {
+			return o.kc[s*w : (s+1)*w]
+		}
+		o.kf.LoadRows(kb, o.kq, s, 1, 0, w)
+		return kb
+	}
 	var sc []float32
 	for i := lo; i < hi; i++ {
 		row := o.rows[i]
@@ -122,7 +156,7 @@ func (o *mlaOp) attend(lo, hi int) {
 			m := float32(math.Inf(-1))
 			for t := range sc {
 				s := int(row.Table[t/o.bs])*o.bs + t%o.bs
-				sc[t] = kernels.Dot(qa, o.kc[s*w:(s+1)*w]) * o.scale
+				sc[t] = kernels.Dot(qa, cached(s)) * o.scale
 				m = max(m, sc[t])
 			}
 			var sum float32
@@ -133,7 +167,7 @@ func (o *mlaOp) attend(lo, hi int) {
 			clear(ctx)
 			for t := range sc {
 				s := int(row.Table[t/o.bs])*o.bs + t%o.bs
-				kernels.Axpy(ctx, sc[t]/sum, o.kc[s*w:s*w+R])
+				kernels.Axpy(ctx, sc[t]/sum, cached(s)[:R])
 			}
 			out := o.od[(i*o.h+h)*o.vd : (i*o.h+h+1)*o.vd]
 			wv := base + o.nope*R

@@ -28,8 +28,12 @@ type Step struct {
 
 // KV is the paged KV pool: per layer K and V rows [numBlocks*BlockSize, kvDim].
 type KV struct {
-	K, V      [][]float32
-	BlockSize int
+	K, V [][]float32
+	// KQ, VQ hold the layers' rows instead when the cache is not f32: byte rows in KFmt and
+	// VFmt (kernels/kvcache.go; K and V's layers are then nil).
+	KQ, VQ     [][]byte
+	KFmt, VFmt kernels.KVFormat
+	BlockSize  int
 	// Group, when set, is each layer's KV group: layer l's slots are found through the block
 	// tables of group Group[l] (Step.Rows for group 0, Step.GroupRows otherwise). Nil: every
 	// layer uses Step.Rows.
