@@ -232,6 +232,10 @@ func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, err
 	rb := len(t.Data) / rows
 	hd := rows / heads
 	out := &tensor.Tensor{Name: t.Name, Type: t.Type, Shape: append([]int(nil), t.Shape...), Data: make([]byte, len(t.Data))}
+	var order []int // zero-corrected (HF AWQ/GPTQ) weights: the corrections' rows move too
+	if t.Zero != nil {
+		order = make([]int, rows)
+	}
 	for h := 0; h < heads; h++ {
 		for i := 0; i < hd/2; i++ {
 			for s := 0; s < 2; s++ {
@@ -241,8 +245,14 @@ func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, err
 					dst, src = half, pair
 				}
 				copy(out.Data[dst*rb:(dst+1)*rb], t.Data[src*rb:(src+1)*rb])
+				if order != nil {
+					order[dst] = src
+				}
 			}
 		}
+	}
+	if order != nil {
+		out.Zero = t.Zero.PermuteRows(t.Cols(), order)
 	}
 	return out, nil
 }

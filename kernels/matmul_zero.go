@@ -1,0 +1,86 @@
+// This file multiplies by the zero-corrected weights Q4_0Z and Q8_0Z (tensor/groupzero.go:
+// Hugging Face AWQ / GPTQ checkpoints repacked at load). Such a weight is Q4_0 (Q8_0) rows
+// plus a float32 constant per row and group of columns, so
+//
+//	out[i][r] = Σ_j base[r][j]·xs[i][j] + Σ_g Corr[r][g]·S[i][g],   S[i][g] = Σ_{j in g} xs[i][j]
+//
+// where xs is the token in the weight's stored column order (x itself unless GPTQ act-order
+// sorted the columns). The first term is the Q4_0 (Q8_0) matmul on its fast kernels (decode and
+// prefill alike), the second a float matmul with the [n, k/Group] corrections, 1/Group of
+// the work and 4/Group bytes per weight (0.25 bit for groups of 128).
+package kernels
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+var zeroBufs sync.Pool // *[]float32 scratch of matmulZero
+
+func getZeroBuf(n int) *[]float32 {
+	b, _ := zeroBufs.Get().(*[]float32)
+	if b == nil {
+		b = new([]float32)
+	}
+	if cap(*b) < n {
+		*b = make([]float32, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
+// matmulZero computes out = x · wᵀ for a Q4_0Z / Q8_0Z weight w [n, k].
+func (p *Pool) matmulZero(out, x []float32, w *tensor.Tensor, m, n, k int) error {
+	if err := w.CheckZero(); err != nil {
+		return fmt.Errorf("matmul: %w", err)
+	}
+	z := w.Zero
+	ng := k / z.Group
+	xs := x[:m*k]
+	if z.Perm != nil {
+		pb := getZeroBuf(m * k)
+		defer zeroBufs.Put(pb)
+		xs = *pb
+		for i := 0; i < m; i++ {
+			src, dst := x[i*k:(i+1)*k], xs[i*k:(i+1)*k]
+			for j, c := range z.Perm {
+				dst[j] = src[c]
+			}
+		}
+	}
+	if err := p.MatMul(out, xs, w.Base(), m); err != nil {
+		return err
+	}
+	sb := getZeroBuf(m*ng + m*n)
+	defer zeroBufs.Put(sb)
+	sums, corr := (*sb)[:m*ng], (*sb)[m*ng:]
+	groupSums(sums, xs, m, k, z.Group)
+	ct := &tensor.Tensor{Name: w.Name + " (zero corrections)", Type: tensor.F32, Shape: []int{n, ng},
+		Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(z.Corr))), 4*len(z.Corr))}
+	if err := p.MatMul(corr, sums, ct, m); err != nil {
+		return err
+	}
+	Add(out[:m*n], corr)
+	return nil
+}
+
+// groupSums sets sums[i*(k/g)+c] to the sum of token i's values in group c (g columns each).
+func groupSums(sums, xs []float32, m, k, g int) {
+	ng := k / g
+	for i := 0; i < m; i++ {
+		for c := 0; c < ng; c++ {
+			var s0, s1, s2, s3 float32
+			v := xs[i*k+c*g : i*k+(c+1)*g]
+			for j := 0; j+4 <= len(v); j += 4 {
+				s0 += v[j]
+				s1 += v[j+1]
+				s2 += v[j+2]
+				s3 += v[j+3]
+			}
+			sums[i*ng+c] = (s0 + s1) + (s2 + s3)
+		}
+	}
+}
