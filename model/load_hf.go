@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/format/hfquant"
 	"github.com/llmcloud/llmcloud/format/safetensors"
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -72,7 +73,26 @@ func LoadHF(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := fromHFTensors(cfg, set.Tensors)
+	ts := set.Tensors
+	if qc, ok, err := hfquant.FromRaw(d.Config.Raw); err != nil {
+		set.Close()
+		return nil, fmt.Errorf("model: %s: %w", dir, err)
+	} else if ok { // AWQ / GPTQ: each linear's packed tensors become one weight
+		shapes := HFShapes(&cfg)
+		want := func(name string) ([]int, bool) {
+			g, err := HFName(&cfg, name)
+			if err != nil {
+				return nil, false
+			}
+			s, ok := shapes[g]
+			return s, ok
+		}
+		if ts, err = hfquant.Repack(qc, ts, want); err != nil {
+			set.Close()
+			return nil, fmt.Errorf("model: %s: %w", dir, err)
+		}
+	}
+	m, err := fromHFTensors(cfg, ts)
 	if err != nil {
 		set.Close()
 		return nil, fmt.Errorf("model: %s: %w", dir, err)
