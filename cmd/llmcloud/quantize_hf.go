@@ -90,3 +90,24 @@ func toJSONNumbers(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// hfQuantLayout describes an AWQ/GPTQ config.json's quantization_config for inspect: the
+// method, bits, group size, desc_act, sym, the packing, and how llmcloud runs it ("" for
+// other checkpoints).
+func hfQuantLayout(raw map[string]any) string {
+	c, ok, err := hfquant.FromRaw(raw)
+	switch {
+	case err != nil:
+		return "invalid: " + err.Error()
+	case !ok:
+		return ""
+	}
+	run := "Q4_0Z (Q4_0 rows with d = scale, plus an f32 correction per row and group)"
+	if c.Bits == 8 {
+		run = "Q8_0Z (Q8_0 rows with d = scale, plus an f32 correction per row and group)"
+	}
+	if c.DescAct {
+		run += ", input columns sorted by g_idx group"
+	}
+	return c.Layout() + "; loaded losslessly as " + run
+}
