@@ -6,14 +6,14 @@
 //
 // where xs is the token in the weight's stored column order (x itself unless GPTQ act-order
 // sorted the columns). The first term is the Q4_0 (Q8_0) matmul on its fast kernels (decode and
-// prefill alike), the second a float matmul with the [n, k/Group] corrections, 1/Group of
-// the work and 4/Group bytes per weight (0.25 bit for groups of 128).
+// prefill alike), the second k/Group vector updates (axpy) of each token's output with the
+// group-major [k/Group, n] corrections, 1/Group of the work and 4/Group bytes per weight
+// (0.25 bit for groups of 128).
 package kernels
 
 import (
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -54,16 +54,19 @@ func (p *Pool) matmulZero(out, x []float32, w *tensor.Tensor, m, n, k int) error
 	if err := p.MatMul(out, xs, w.Base(), m); err != nil {
 		return err
 	}
-	sb := getZeroBuf(m*ng + m*n)
+	sb := getZeroBuf(m * ng)
 	defer zeroBufs.Put(sb)
-	sums, corr := (*sb)[:m*ng], (*sb)[m*ng:]
+	sums := *sb
 	groupSums(sums, xs, m, k, z.Group)
-	ct := &tensor.Tensor{Name: w.Name + " (zero corrections)", Type: tensor.F32, Shape: []int{n, ng},
-		Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(z.Corr))), 4*len(z.Corr))}
-	if err := p.MatMul(corr, sums, ct, m); err != nil {
-		return err
-	}
-	Add(out[:m*n], corr)
+	// out[i][r] += Σ_g sums[i][g]·Corr[g][r]: per token and group one axpy over a row range.
+	p.For(n, 512, func(lo, hi int) {
+		for i := 0; i < m; i++ {
+			o := out[i*n+lo : i*n+hi]
+			for g := 0; g < ng; g++ {
+				Axpy(o, sums[i*ng+g], z.Corr[g*n+lo:g*n+hi])
+			}
+		}
+	})
 	return nil
 }
 

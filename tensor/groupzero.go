@@ -12,10 +12,11 @@ package tensor
 import "fmt"
 
 // GroupZero is what a Q4_0Z / Q8_0Z weight [n, k] adds to its Q4_0 / Q8_0 rows:
-// w[r][Perm[j]] = base[r][j] + Corr[r*(k/Group) + j/Group] (Perm nil: the identity).
+// w[r][Perm[j]] = base[r][j] + Corr[(j/Group)*n + r] (Perm nil: the identity). Corr is
+// group-major so that a token's correction is k/Group vector updates of the output (axpy).
 type GroupZero struct {
 	Group int       // stored columns per group: a multiple of 32 that divides k
-	Corr  []float32 // [n, k/Group], row-major
+	Corr  []float32 // [k/Group, n], row-major: the n rows' corrections of group 0, then group 1, ...
 	Perm  []int32   // nil, or the k input columns: stored column j is input column Perm[j]
 }
 
@@ -73,7 +74,6 @@ func (t *Tensor) DequantizeZero() ([]float32, error) {
 	n, k := t.Shape[0], t.Shape[1]
 	bt, _ := ZeroBase(t.Type)
 	rb, _ := bt.RowBytes(k)
-	ng := k / t.Zero.Group
 	out := make([]float32, n*k)
 	row := make([]float32, k)
 	for r := 0; r < n; r++ {
@@ -86,7 +86,7 @@ func (t *Tensor) DequantizeZero() ([]float32, error) {
 			if t.Zero.Perm != nil {
 				c = int(t.Zero.Perm[j])
 			}
-			dst[c] = v + t.Zero.Corr[r*ng+j/t.Zero.Group]
+			dst[c] = v + t.Zero.Corr[(j/t.Zero.Group)*n+r]
 		}
 	}
 	return out, nil
@@ -95,10 +95,12 @@ func (t *Tensor) DequantizeZero() ([]float32, error) {
 // PermuteRows returns the corrections of a zero-corrected weight with its rows reordered
 // as rows[new] = old (used when whole rows move, e.g. the q/k RoPE permutation).
 func (z *GroupZero) PermuteRows(k int, order []int) *GroupZero {
-	ng := k / z.Group
-	c := make([]float32, len(order)*ng)
-	for dst, src := range order {
-		copy(c[dst*ng:(dst+1)*ng], z.Corr[src*ng:(src+1)*ng])
+	n := len(order)
+	c := make([]float32, len(z.Corr))
+	for g := 0; g < k/z.Group; g++ {
+		for dst, src := range order {
+			c[g*n+dst] = z.Corr[g*n+src]
+		}
 	}
 	return &GroupZero{Group: z.Group, Corr: c, Perm: z.Perm}
 }

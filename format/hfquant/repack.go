@@ -127,7 +127,7 @@ func (l *Linear) Weight(name string) (*tensor.Tensor, error) {
 		for g := 0; g < ng; g++ {
 			gid := l.GroupOf(col(g * group))
 			s, z := l.Scales[gid*l.Out+o], l.Zeros[gid*l.Out+o]
-			t.Zero.Corr[o*ng+g] = s * float32(mid-z)
+			t.Zero.Corr[g*l.Out+o] = s * float32(mid-z)
 			d := tensor.F32ToF16(s)
 			for b := g * group / 32; b < (g+1)*group/32; b++ {
 				blk := t.Data[(o*nb+b)*bb : (o*nb+b+1)*bb]
