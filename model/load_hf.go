@@ -7,6 +7,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -74,6 +75,7 @@ func LoadHF(dir string) (*Model, error) {
 		return nil, err
 	}
 	ts := set.Tensors
+	closer := set.Close
 	if qc, ok, err := hfquant.FromRaw(d.Config.Raw); err != nil {
 		set.Close()
 		return nil, fmt.Errorf("model: %s: %w", dir, err)
@@ -87,17 +89,20 @@ func LoadHF(dir string) (*Model, error) {
 			s, ok := shapes[g]
 			return s, ok
 		}
-		if ts, err = hfquant.Repack(qc, ts, want); err != nil {
+		var release func() error
+		if ts, release, err = hfquant.Repack(qc, ts, want); err != nil {
 			set.Close()
 			return nil, fmt.Errorf("model: %s: %w", dir, err)
 		}
+		closeSet := set.Close
+		closer = func() error { return errors.Join(closeSet(), release()) }
 	}
 	m, err := fromHFTensors(cfg, ts)
 	if err != nil {
-		set.Close()
+		closer()
 		return nil, fmt.Errorf("model: %s: %w", dir, err)
 	}
-	m.closer = set.Close
+	m.closer = closer
 	return m, nil
 }
 
@@ -255,6 +260,9 @@ func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, err
 	var order []int // zero-corrected (HF AWQ/GPTQ) weights: the corrections' rows move too
 	if t.Zero != nil {
 		order = make([]int, rows)
+		// Their Data was made at load (hfquant.Repack, huge pages): permuted in place.
+		src := slices.Clone(t.Data)
+		out.Data, t = t.Data, &tensor.Tensor{Name: t.Name, Type: t.Type, Shape: t.Shape, Data: src, Zero: t.Zero}
 	}
 	for h := 0; h < heads; h++ {
 		for i := 0; i < hd/2; i++ {

@@ -40,7 +40,7 @@ func TestRepackBadShapes(t *testing.T) {
 		case 5:
 			c.GroupSize = []int{32, 128, -1}[r.Intn(3)]
 		}
-		_, err := Repack(&c, ts, func(string) ([]int, bool) { return []int{16, 128}, true })
+		_, _, err := Repack(&c, ts, func(string) ([]int, bool) { return []int{16, 128}, true })
 		if err != nil && !strings.Contains(err.Error(), "l.") {
 			t.Fatalf("error names no tensor: %v", err)
 		}

@@ -10,7 +10,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unsafe"
 
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -60,47 +62,77 @@ func Collect(c *Config, ts map[string]*tensor.Tensor) ([]*Parts, error) {
 
 // Repack returns ts with each quantized linear's tensors replaced by its weight
 // (prefix.weight, [out, in]). want, if not nil, gives the [out, in] that config.json implies
-// for a weight name (ok false: unknown), checked before any unpacking.
-func Repack(c *Config, ts map[string]*tensor.Tensor, want func(name string) ([]int, bool)) (map[string]*tensor.Tensor, error) {
+// for a weight name (ok false: unknown), checked before any unpacking. The repacked weights
+// live in one region of huge-page-backed memory (decode streams them: 2 MiB pages spare the
+// TLB); release unmaps it, once nothing uses the weights.
+func Repack(c *Config, ts map[string]*tensor.Tensor, want func(name string) ([]int, bool)) (out map[string]*tensor.Tensor, release func() error, err error) {
 	parts, err := Collect(c, ts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make(map[string]*tensor.Tensor, len(ts))
+	out = make(map[string]*tensor.Tensor, len(ts))
 	for name, t := range ts {
 		out[name] = t
 	}
+	total := 0
 	for _, p := range parts {
 		o, i, err := Shape(c, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		name := p.Prefix + ".weight"
 		if want != nil {
 			if w, ok := want(name); ok && (len(w) != 2 || w[0] != o || w[1] != i) {
-				return nil, fmt.Errorf("tensor %s has shape %v, so with quantization_config.bits = %d and group_size = %d the weight %s is [%d %d], but config.json implies %v",
+				return nil, nil, fmt.Errorf("tensor %s has shape %v, so with quantization_config.bits = %d and group_size = %d the weight %s is [%d %d], but config.json implies %v",
 					p.QWeight.Name, p.QWeight.Shape, c.Bits, c.GroupSize, name, o, i, w)
 			}
 		}
+		total += arenaBytes(o*i/32*34) + arenaBytes(4*o*i/32) // at most: Q8_0 blocks, groups of 32
+	}
+	var arena []byte
+	release = func() error { return nil }
+	if total > 0 {
+		if arena, release, err = mmap.AnonHuge(total); err != nil {
+			arena, release = make([]byte, total), func() error { return nil }
+		}
+	}
+	alloc := func(n int) []byte {
+		if len(arena) < arenaBytes(n) {
+			return make([]byte, n)
+		}
+		b := arena[:n:n]
+		arena = arena[arenaBytes(n):]
+		return b
+	}
+	for _, p := range parts {
 		l, err := Unpack(c, p)
 		if err != nil {
-			return nil, err
+			release()
+			return nil, nil, err
 		}
-		w, err := l.Weight(name)
+		w, err := l.weight(p.Prefix+".weight", alloc)
 		if err != nil {
-			return nil, err
+			release()
+			return nil, nil, err
 		}
 		for _, s := range partSuffixes {
 			delete(out, p.Prefix+s)
 		}
-		out[name] = w
+		out[w.Name] = w
 	}
-	return out, nil
+	return out, release, nil
 }
+
+// arenaBytes rounds n up to a multiple of 64 (each allocation starts on a cache line).
+func arenaBytes(n int) int { return (n + 63) &^ 63 }
 
 // Weight is l as an llmcloud weight [Out, In]: Q4_0Z (4 bits) or Q8_0Z (8 bits) when exact,
 // else F32.
 func (l *Linear) Weight(name string) (*tensor.Tensor, error) {
+	return l.weight(name, func(n int) []byte { return make([]byte, n) })
+}
+
+func (l *Linear) weight(name string, alloc func(int) []byte) (*tensor.Tensor, error) {
 	perm, group, ok := l.blockOrder()
 	for _, s := range l.Scales {
 		if tensor.F16ToF32(tensor.F32ToF16(s)) != s {
@@ -116,8 +148,11 @@ func (l *Linear) Weight(name string) (*tensor.Tensor, error) {
 		dt, bb, mid = tensor.Q8_0Z, 34, 128
 	}
 	nb, ng := l.In/32, l.In/group
-	t := &tensor.Tensor{Name: name, Type: dt, Shape: []int{l.Out, l.In}, Data: make([]byte, l.Out*nb*bb),
-		Zero: &tensor.GroupZero{Group: group, Corr: make([]float32, l.Out*ng), Perm: perm}}
+	cb := alloc(4 * l.Out * ng)
+	corr := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(cb))), l.Out*ng)
+	t := &tensor.Tensor{Name: name, Type: dt, Shape: []int{l.Out, l.In}, Data: alloc(l.Out * nb * bb),
+		Zero: &tensor.GroupZero{Group: group, Corr: corr, Perm: perm}}
+	clear(t.Data)
 	col := func(j int) int { return j }
 	if perm != nil {
 		col = func(j int) int { return int(perm[j]) }

@@ -178,10 +178,11 @@ func TestRepackMatchesSpec(t *testing.T) {
 			} else {
 				ts = sc.gptqTensors("layer.q_proj", c.v1)
 			}
-			got, err := Repack(&c.cfg, ts, func(string) ([]int, bool) { return []int{c.out, c.in}, true })
+			got, release, err := Repack(&c.cfg, ts, func(string) ([]int, bool) { return []int{c.out, c.in}, true })
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer release()
 			if len(got) != 1 {
 				t.Fatalf("%d tensors after repack, want 1", len(got))
 			}
