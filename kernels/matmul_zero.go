@@ -59,16 +59,27 @@ func (p *Pool) matmulZero(out, x []float32, w *tensor.Tensor, m, n, k int) error
 	sums := *sb
 	groupSums(sums, xs, m, k, z.Group)
 	// out[i][r] += Σ_g sums[i][g]·Corr[g][r]: per token and group one axpy over a row range.
-	p.For(n, 512, func(lo, hi int) {
+	corr := func(lo, hi int) {
 		for i := 0; i < m; i++ {
 			o := out[i*n+lo : i*n+hi]
 			for g := 0; g < ng; g++ {
 				Axpy(o, sums[i*ng+g], z.Corr[g*n+lo:g*n+hi])
 			}
 		}
-	})
+	}
+	if m*n*ng < zeroSerialMax {
+		corr(0, n) // decode: cheaper here than waking the pool again
+	} else {
+		p.For(n, 512, corr)
+	}
 	return nil
 }
+
+// zeroSerialMax is the number of correction multiply-adds below which they run on the
+// calling goroutine: one decode token's corrections of a TinyLlama matrix (at most 5632x44)
+// stream 0.1-1 MB, a few microseconds to tens, about what one more pool dispatch costs on a
+// loaded host (BenchmarkZeroDecodeLayers).
+var zeroSerialMax = 1 << 18
 
 // groupSums sets sums[i*(k/g)+c] to the sum of token i's values in group c (g columns each).
 func groupSums(sums, xs []float32, m, k, g int) {
