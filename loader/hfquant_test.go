@@ -6,6 +6,8 @@ package loader_test
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,6 +26,40 @@ import (
 // directory whose linears are the dequantized values; it returns those two.
 func writeQuantHF(t *testing.T, c *hfquant.Config) (quant, deq string) {
 	t.Helper()
+	return writeQuantHFWith(t, c, hfquant.RTNQuantizer(c))
+}
+
+// actOrder wraps RTN as GPTQ's act-order does: the groups are formed over a (here random)
+// column order, so g_idx is not i/G.
+func actOrder(c *hfquant.Config) hfquant.Quantizer {
+	rtn := hfquant.RTNQuantizer(c)
+	return func(name string, w []float32, out, in int) (*hfquant.Linear, error) {
+		perm := rand.New(rand.NewPCG(uint64(in), uint64(out))).Perm(in)
+		pw := make([]float32, len(w))
+		for o := 0; o < out; o++ {
+			for j, src := range perm {
+				pw[o*in+j] = w[o*in+src]
+			}
+		}
+		l, err := rtn(name, pw, out, in)
+		if err != nil {
+			return nil, err
+		}
+		codes := make([]uint8, len(l.Codes))
+		l.GIdx = make([]int32, in)
+		for j, src := range perm {
+			l.GIdx[src] = int32(j / l.Group)
+			for o := 0; o < out; o++ {
+				codes[o*in+src] = l.Codes[o*in+j]
+			}
+		}
+		l.Codes = codes
+		return l, nil
+	}
+}
+
+func writeQuantHFWith(t *testing.T, c *hfquant.Config, q hfquant.Quantizer) (quant, deq string) {
+	t.Helper()
 	o := synth.Options{Arch: "llama", Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Seed: 7, Std: 0.05}
 	p, err := o.Plan()
 	if err != nil {
@@ -35,7 +71,7 @@ func writeQuantHF(t *testing.T, c *hfquant.Config) (quant, deq string) {
 		t.Fatal(err)
 	}
 	lin := map[string]*hfquant.Linear{}
-	rtn := hfquant.RTNQuantizer(c)
+	rtn := q
 	quant, deq = filepath.Join(root, "quant"), filepath.Join(root, "deq")
 	n, err := hfquant.WriteDir(float, quant, c, func(name string, w []float32, out, in int) (*hfquant.Linear, error) {
 		l, err := rtn(name, w, out, in)
@@ -85,9 +121,14 @@ func TestQuantHFLogits(t *testing.T) {
 		{Method: "awq", Bits: 4, GroupSize: 64, ZeroPoint: true, Version: "gemm"},
 		{Method: "gptq", Bits: 4, GroupSize: 128, CheckpointFormat: "gptq"},
 		{Method: "gptq", Bits: 8, GroupSize: 32, CheckpointFormat: "gptq"},
+		{Method: "gptq", Bits: 4, GroupSize: 32, DescAct: true, CheckpointFormat: "gptq"},
 	} {
-		t.Run(c.Method+map[int]string{4: "4", 8: "8"}[c.Bits], func(t *testing.T) {
-			qdir, ddir := writeQuantHF(t, c)
+		t.Run(fmt.Sprintf("%s%d-desc_act=%v", c.Method, c.Bits, c.DescAct), func(t *testing.T) {
+			q := hfquant.RTNQuantizer(c)
+			if c.DescAct {
+				q = actOrder(c)
+			}
+			qdir, ddir := writeQuantHFWith(t, c, q)
 			qb, err := loader.Open(qdir, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -102,8 +143,8 @@ func TestQuantHFLogits(t *testing.T) {
 			if c.Bits == 8 {
 				want = tensor.Q8_0Z
 			}
-			if w := qb.Model.Weights["blk.0.attn_q.weight"]; w == nil || w.Type != want {
-				t.Fatalf("blk.0.attn_q.weight: %v, want %s", w, want)
+			if w := qb.Model.Weights["blk.0.attn_q.weight"]; w == nil || w.Type != want || (w.Zero.Perm != nil) != c.DescAct {
+				t.Fatalf("blk.0.attn_q.weight: %v, want %s (column order permuted: %v)", w, want, c.DescAct)
 			}
 			toks := []int{1, 40, 77, 120, 3, 200, 9, 64, 31, 250}
 			qc, dc := qb.Model.NewCache(32), db.Model.NewCache(32)
