@@ -7,8 +7,8 @@ package loader_test
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
