@@ -154,7 +154,7 @@ func quantizedLinears(cfgFile string, set *safetensors.Set) (map[string]*tensor.
 	if err != nil {
 		return nil, nil, err
 	}
-	qc, ok, err := hfquant.FromRaw(raw.Raw)
+	qc, ok, err := hfquant.ForDir(filepath.Dir(cfgFile), raw.Raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cfgFile, err)
 	}

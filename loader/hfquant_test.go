@@ -6,6 +6,7 @@ package loader_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -210,5 +211,33 @@ func TestQuantHFErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQuantHFQuantizeConfigFile: an older AutoGPTQ checkpoint keeps its settings in
+// quantize_config.json (no quant_method) instead of config.json's quantization_config.
+func TestQuantHFQuantizeConfigFile(t *testing.T) {
+	c := &hfquant.Config{Method: "gptq", Bits: 4, GroupSize: 64, CheckpointFormat: "gptq"}
+	qdir, _ := writeQuantHF(t, c)
+	path := filepath.Join(qdir, "config.json")
+	raw, _ := os.ReadFile(path)
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	q := m["quantization_config"].(map[string]any)
+	delete(m, "quantization_config")
+	delete(q, "quant_method")
+	for name, v := range map[string]any{"config.json": m, "quantize_config.json": q} {
+		b, _ := json.Marshal(v)
+		os.WriteFile(filepath.Join(qdir, name), b, 0o644)
+	}
+	b, err := loader.Open(qdir, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if w := b.Model.Weights["blk.1.ffn_down.weight"]; w == nil || w.Type != tensor.Q4_0Z {
+		t.Fatalf("blk.1.ffn_down.weight: %v, want Q4_0Z", w)
 	}
 }

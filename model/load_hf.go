@@ -76,7 +76,7 @@ func LoadHF(dir string) (*Model, error) {
 	}
 	ts := set.Tensors
 	closer := set.Close
-	if qc, ok, err := hfquant.FromRaw(d.Config.Raw); err != nil {
+	if qc, ok, err := hfquant.ForDir(dir, d.Config.Raw); err != nil {
 		set.Close()
 		return nil, fmt.Errorf("model: %s: %w", dir, err)
 	} else if ok { // AWQ / GPTQ: each linear's packed tensors become one weight

@@ -144,7 +144,7 @@ func inspect(path string) (*inspectReport, error) {
 		}
 		if c, err := hfdir.ReadConfig(filepath.Join(path, hfdir.ConfigFile)); err == nil {
 			r.Arch = c.ModelType
-			r.Quant = hfQuantLayout(c.Raw)
+			r.Quant = hfQuantLayout(path, c.Raw)
 			keys := make([]string, 0, len(c.Raw))
 			for k := range c.Raw {
 				keys = append(keys, k)

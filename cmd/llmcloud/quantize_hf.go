@@ -94,8 +94,8 @@ func toJSONNumbers(m map[string]any) map[string]any {
 // hfQuantLayout describes an AWQ/GPTQ config.json's quantization_config for inspect: the
 // method, bits, group size, desc_act, sym, the packing, and how llmcloud runs it ("" for
 // other checkpoints).
-func hfQuantLayout(raw map[string]any) string {
-	c, ok, err := hfquant.FromRaw(raw)
+func hfQuantLayout(dir string, raw map[string]any) string {
+	c, ok, err := hfquant.ForDir(dir, raw)
 	switch {
 	case err != nil:
 		return "invalid: " + err.Error()

@@ -18,8 +18,13 @@
 package hfquant
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -190,4 +195,38 @@ func (c *Config) Raw() map[string]any {
 	return map[string]any{"quant_method": "gptq", "bits": c.Bits, "group_size": c.GroupSize,
 		"desc_act": c.DescAct, "sym": c.Sym, "checkpoint_format": f, "damp_percent": 0.01,
 		"true_sequential": true, "static_groups": false}
+}
+
+// QuantizeConfigFile is where older AutoGPTQ checkpoints keep their quantization settings
+// instead of config.json's quantization_config.
+const QuantizeConfigFile = "quantize_config.json"
+
+// ForDir is FromRaw for the model directory dir whose config.json decoded to raw: when raw has
+// no quantization_config, dir's quantize_config.json (if any) is read instead, its
+// quant_method defaulting to gptq (AutoGPTQ wrote none).
+func ForDir(dir string, raw map[string]any) (c *Config, ok bool, err error) {
+	if _, has := raw["quantization_config"]; has {
+		return FromRaw(raw)
+	}
+	path := filepath.Join(dir, QuantizeConfigFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("hfquant: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, false, fmt.Errorf("hfquant: %s: bad JSON: %v", path, err)
+	}
+	if _, has := m["quant_method"]; !has {
+		m["quant_method"] = "gptq"
+	}
+	if c, ok, err = FromRaw(map[string]any{"quantization_config": m}); err != nil {
+		return nil, true, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, ok, nil
 }
