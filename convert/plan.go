@@ -185,6 +185,10 @@ func outType(t *Tensor, opts *Options, floatOnly bool) (tensor.DType, error) {
 			opts.warnf("%s: %s cannot be stored in this format, writing F32", t.Name, want)
 			want = tensor.F32
 		}
+		if _, z := tensor.ZeroBase(want); z { // HF AWQ/GPTQ (GGUF has no such type): F32, exact
+			opts.warnf("%s: %s (an AWQ/GPTQ weight) has no GGUF type, writing F32", t.Name, want)
+			want = tensor.F32
+		}
 	}
 	if floatOnly && want.Quantized() {
 		return 0, fmt.Errorf("convert: weight type %s: Hugging Face safetensors output holds only f32, f16 or bf16", want)
@@ -232,6 +236,16 @@ func convertRows(src *tensor.Tensor, dt tensor.DType) ([]byte, error) {
 		return nil, fmt.Errorf("convert: %s: %w", src.Name, err)
 	}
 	out := make([]byte, rows*rb)
+	if _, ok := tensor.ZeroBase(src.Type); ok { // HF AWQ/GPTQ weights: rows need their corrections
+		vals, err := src.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("convert: %w", err)
+		}
+		if err := tensor.QuantizeRow(dt, vals, out); err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", src.Name, err)
+		}
+		return out, nil
+	}
 	buf := make([]float32, cols)
 	for r := 0; r < rows; r++ {
 		if err := tensor.DequantizeRow(src.Type, src.RowData(r), buf); err != nil {

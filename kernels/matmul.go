@@ -37,6 +37,9 @@ func (p *Pool) MatMul(out, x []float32, w *tensor.Tensor, m int) error {
 	if m == 0 || n == 0 {
 		return nil
 	}
+	if _, ok := tensor.ZeroBase(w.Type); ok { // HF AWQ/GPTQ, repacked (matmul_zero.go)
+		return p.matmulZero(out, x, w, m, n, k)
+	}
 	rowBytes, err := w.Type.RowBytes(k)
 	if err != nil {
 		return fmt.Errorf("matmul: weight %s: %w", w.Name, err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/format/hfquant"
 	"github.com/llmcloud/llmcloud/format/safetensors"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -70,9 +71,20 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 	want := model.HFShapes(&cfg)
 	seen := map[string]bool{}
 	seenExpert := map[string]int{} // experts' tensors of each stacked GGUF tensor
+	quant, qnote, err := quantizedLinears(cfgFile, set)
+	if err != nil {
+		return err
+	}
 	for _, f := range set.Files {
 		for i := range f.Tensors {
 			t := &f.Tensors[i]
+			note := ""
+			if lt, ok := quant[t.Name]; ok { // AWQ/GPTQ part: checked as the weight it packs
+				if lt == nil {
+					continue
+				}
+				t, note = lt, qnote[lt.Name]
+			}
 			if g, e, ok := model.HFExpertName(&cfg, t.Name); ok {
 				shape, ok := want[g]
 				switch {
@@ -105,8 +117,8 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 					f.Path, t.Name, cfgFile, cfg.Arch, cfg.Tied, model.ExpertNote(&cfg, g))
 			}
 			if !slices.Equal(t.Shape, shape) {
-				return fmt.Errorf("%s: tensor %s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)%s",
-					f.Path, t.Name, t.Shape, cfgFile, shape, model.ExpertNote(&cfg, g))
+				return fmt.Errorf("%s: tensor %s%s has shape %v but %s implies %v (a tensor shape that disagrees with config.json)%s",
+					f.Path, t.Name, note, t.Shape, cfgFile, shape, model.ExpertNote(&cfg, g))
 			}
 			packed := t.Type == tensor.U8 && (strings.HasSuffix(g, ".blocks") || strings.HasSuffix(g, ".scales")) // MXFP4 parts (gpt-oss)
 			if t.Type != tensor.F32 && t.Type != tensor.F16 && t.Type != tensor.BF16 && !packed {
@@ -132,4 +144,40 @@ func checkHFTensors(dir, cfgFile string, cfg model.Config) error {
 			dir, len(missing), cfgFile, missing[0], model.ExpertNote(&cfg, missing[0]))
 	}
 	return nil
+}
+
+// quantizedLinears maps the tensors of an AWQ/GPTQ checkpoint's quantized linears: each
+// .qweight to the F16 weight [out, in] it packs (after checking its parts against
+// quantization_config and each other), the other parts to nil. Other checkpoints: nil.
+func quantizedLinears(cfgFile string, set *safetensors.Set) (map[string]*tensor.Tensor, map[string]string, error) {
+	raw, err := hfdir.ReadConfig(cfgFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	qc, ok, err := hfquant.ForDir(filepath.Dir(cfgFile), raw.Raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cfgFile, err)
+	}
+	if !ok {
+		return nil, nil, nil
+	}
+	parts, err := hfquant.Collect(qc, set.Tensors)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", filepath.Dir(cfgFile), err)
+	}
+	m, notes := map[string]*tensor.Tensor{}, map[string]string{}
+	for _, p := range parts {
+		out, in, err := hfquant.Shape(qc, p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w (%s)", filepath.Dir(cfgFile), err, cfgFile)
+		}
+		notes[p.Prefix+".weight"] = fmt.Sprintf(" (unpacked from %s %v with quantization_config.bits = %d, group_size = %d)", p.QWeight.Name, p.QWeight.Shape, qc.Bits, qc.GroupSize)
+		for _, t := range []*tensor.Tensor{p.QZeros, p.Scales, p.GIdx} {
+			if t != nil {
+				m[t.Name] = nil
+			}
+		}
+		m[p.QWeight.Name] = &tensor.Tensor{Name: p.Prefix + ".weight", Type: tensor.F16, Shape: []int{out, in}}
+	}
+	return m, notes, nil
 }

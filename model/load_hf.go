@@ -7,11 +7,13 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/format/hfquant"
 	"github.com/llmcloud/llmcloud/format/safetensors"
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -72,12 +74,35 @@ func LoadHF(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := fromHFTensors(cfg, set.Tensors)
-	if err != nil {
+	ts := set.Tensors
+	closer := set.Close
+	if qc, ok, err := hfquant.ForDir(dir, d.Config.Raw); err != nil {
 		set.Close()
 		return nil, fmt.Errorf("model: %s: %w", dir, err)
+	} else if ok { // AWQ / GPTQ: each linear's packed tensors become one weight
+		shapes := HFShapes(&cfg)
+		want := func(name string) ([]int, bool) {
+			g, err := HFName(&cfg, name)
+			if err != nil {
+				return nil, false
+			}
+			s, ok := shapes[g]
+			return s, ok
+		}
+		var release func() error
+		if ts, release, err = hfquant.Repack(qc, ts, want); err != nil {
+			set.Close()
+			return nil, fmt.Errorf("model: %s: %w", dir, err)
+		}
+		closeSet := set.Close
+		closer = func() error { return errors.Join(closeSet(), release()) }
 	}
-	m.closer = set.Close
+	m, err := fromHFTensors(cfg, ts)
+	if err != nil {
+		closer()
+		return nil, fmt.Errorf("model: %s: %w", dir, err)
+	}
+	m.closer = closer
 	return m, nil
 }
 
@@ -232,6 +257,13 @@ func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, err
 	rb := len(t.Data) / rows
 	hd := rows / heads
 	out := &tensor.Tensor{Name: t.Name, Type: t.Type, Shape: append([]int(nil), t.Shape...), Data: make([]byte, len(t.Data))}
+	var order []int // zero-corrected (HF AWQ/GPTQ) weights: the corrections' rows move too
+	if t.Zero != nil {
+		order = make([]int, rows)
+		// Their Data was made at load (hfquant.Repack, huge pages): permuted in place.
+		src := slices.Clone(t.Data)
+		out.Data, t = t.Data, &tensor.Tensor{Name: t.Name, Type: t.Type, Shape: t.Shape, Data: src, Zero: t.Zero}
+	}
 	for h := 0; h < heads; h++ {
 		for i := 0; i < hd/2; i++ {
 			for s := 0; s < 2; s++ {
@@ -241,8 +273,14 @@ func permuteRope(t *tensor.Tensor, heads int, inverse bool) (*tensor.Tensor, err
 					dst, src = half, pair
 				}
 				copy(out.Data[dst*rb:(dst+1)*rb], t.Data[src*rb:(src+1)*rb])
+				if order != nil {
+					order[dst] = src
+				}
 			}
 		}
+	}
+	if order != nil {
+		out.Zero = t.Zero.PermuteRows(t.Cols(), order)
 	}
 	return out, nil
 }

@@ -7,6 +7,9 @@ import "fmt"
 
 // Float32 returns all elements of t as float32 (row-major), dequantizing if needed.
 func (t *Tensor) Float32() ([]float32, error) {
+	if _, ok := ZeroBase(t.Type); ok {
+		return t.DequantizeZero()
+	}
 	if err := t.Check(); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,8 @@ const (
 	MXFP4 // OCP microscaling FP4 (gpt-oss experts; mxfp4.go): read and multiplied, not written by quantization
 	U8    // bytes (safetensors U8: gpt-oss's MXFP4 _blocks and _scales); not a weight type, no GGUF type
 	W8A8  // int8 weights with one float32 scale per row (w8a8.go): made at load by --w8a8, no GGUF type
+	Q4_0Z // Q4_0 rows plus per-group zero corrections (Tensor.Zero; HF AWQ/GPTQ 4-bit, groupzero.go); no GGUF type
+	Q8_0Z // Q8_0 rows plus per-group zero corrections (Tensor.Zero; HF GPTQ 8-bit, groupzero.go); no GGUF type
 	nDTypes
 )
 
@@ -53,6 +55,8 @@ var dtypes = [nDTypes]dtypeInfo{
 	MXFP4: {"MXFP4", 39, 32, 17},
 	U8:    {"U8", noGGML, 1, 1},
 	W8A8:  {"W8A8", noGGML, 1, 1}, // a row is k int8 values + 4 bytes of scale: see RowBytes
+	Q4_0Z: {"Q4_0Z", noGGML, 32, 18},
+	Q8_0Z: {"Q8_0Z", noGGML, 32, 34},
 }
 
 // noGGML is the type id of a DType GGUF has none for (U8): no ggml type uses it.

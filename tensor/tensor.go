@@ -10,6 +10,7 @@ type Tensor struct {
 	Type  DType
 	Shape []int // row-major, outermost first; a linear weight is [out, in]
 	Data  []byte
+	Zero  *GroupZero // Q4_0Z/Q8_0Z only: the per-group zero corrections (groupzero.go)
 }
 
 // Elems is the number of elements (the product of Shape; 1 for a scalar).

@@ -56,6 +56,7 @@ type inspectReport struct {
 	Arch        string          `json:"architecture,omitempty"`
 	Config      *model.Config   `json:"config,omitempty"`
 	LoadError   string          `json:"load_error,omitempty"`
+	Quant       string          `json:"quantization,omitempty"` // HF AWQ/GPTQ layout (quantize_hf.go)
 	Tensors     []inspectTensor `json:"tensors"`
 	TotalParams int64           `json:"total_params"`
 	TotalBytes  int64           `json:"total_bytes"`
@@ -143,6 +144,7 @@ func inspect(path string) (*inspectReport, error) {
 		}
 		if c, err := hfdir.ReadConfig(filepath.Join(path, hfdir.ConfigFile)); err == nil {
 			r.Arch = c.ModelType
+			r.Quant = hfQuantLayout(path, c.Raw)
 			keys := make([]string, 0, len(c.Raw))
 			for k := range c.Raw {
 				keys = append(keys, k)
@@ -288,6 +290,9 @@ func printInspect(w io.Writer, r *inspectReport) {
 	}
 	if r.LoadError != "" {
 		fmt.Fprintf(w, "cannot load as a model: %s\n", r.LoadError)
+	}
+	if r.Quant != "" {
+		fmt.Fprintf(w, "quantization: %s\n", r.Quant)
 	}
 	fmt.Fprintf(w, "tensors: %d, %d parameters (%.2f M), %d bytes (%.2f MiB)\n", len(r.Tensors), r.TotalParams,
 		float64(r.TotalParams)/1e6, r.TotalBytes, float64(r.TotalBytes)/(1<<20))
