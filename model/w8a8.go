@@ -77,9 +77,11 @@ func (m *Model) ApplyW8A8(o W8A8Options) (W8A8Report, error) {
 		name := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", l, s) }
 		for _, g := range w8a8Groups {
 			var mats []*tensor.Tensor
+			var keys []string // the weights' names in m.Weights (a tensor's own Name may be its file's)
 			for _, s := range g.ws {
 				if t := ws[name(s)]; t != nil && len(t.Shape) == 2 {
 					mats = append(mats, t)
+					keys = append(keys, name(s))
 				}
 			}
 			if len(mats) == 0 {
@@ -106,15 +108,15 @@ func (m *Model) ApplyW8A8(o W8A8Options) (W8A8Report, error) {
 				for j := range nw {
 					nw[j] /= scale[j]
 				}
-				ws[norm.Name] = f32Tensor(norm.Name, nw)
+				ws[name(g.norm)] = f32Tensor(norm.Name, nw)
 			}
-			for _, t := range mats {
+			for i, t := range mats {
 				nt, err := toW8A8(pool, t, scale)
 				if err != nil {
 					return rep, err
 				}
 				rep.add(t, nt, scale != nil)
-				ws[t.Name] = nt
+				ws[keys[i]] = nt
 			}
 		}
 		for _, s := range w8a8Plain {
@@ -127,7 +129,7 @@ func (m *Model) ApplyW8A8(o W8A8Options) (W8A8Report, error) {
 				return rep, err
 			}
 			rep.add(t, nt, false)
-			ws[t.Name] = nt
+			ws[name(s)] = nt
 		}
 	}
 	if err := m.prepareServing(); err != nil {
@@ -169,6 +171,10 @@ func smoothScales(pool *kernels.Pool, xmax []float32, mats []*tensor.Tensor, alp
 
 // colMaxAbs folds the per-column max |w| of t into cm.
 func colMaxAbs(pool *kernels.Pool, t *tensor.Tensor, cm []float32) error {
+	t, err := rowReadable(t)
+	if err != nil {
+		return err
+	}
 	n, k := t.Shape[0], t.Shape[1]
 	parts := make([][]float32, n)
 	var firstErr error
@@ -203,6 +209,10 @@ func colMaxAbs(pool *kernels.Pool, t *tensor.Tensor, cm []float32) error {
 // toW8A8 returns t ([n, k], any dtype) as a W8A8 tensor, column j multiplied by scale[j]
 // first when scale is set.
 func toW8A8(pool *kernels.Pool, t *tensor.Tensor, scale []float32) (*tensor.Tensor, error) {
+	t, err := rowReadable(t)
+	if err != nil {
+		return nil, err
+	}
 	n, k := t.Shape[0], t.Shape[1]
 	rb, _ := tensor.W8A8.RowBytes(k)
 	data := make([]byte, n*rb)
@@ -226,4 +236,18 @@ func toW8A8(pool *kernels.Pool, t *tensor.Tensor, scale []float32) (*tensor.Tens
 		}
 	}
 	return &tensor.Tensor{Name: t.Name, Type: tensor.W8A8, Shape: []int{n, k}, Data: data}, nil
+}
+
+// rowReadable returns t itself, or for a zero-corrected weight (Q4_0Z/Q8_0Z from an AWQ or GPTQ
+// checkpoint, whose rows alone do not hold the weight) an F32 copy, so rows dequantize on
+// their own.
+func rowReadable(t *tensor.Tensor) (*tensor.Tensor, error) {
+	if _, ok := tensor.ZeroBase(t.Type); !ok {
+		return t, nil
+	}
+	f, err := tensor.Convert(t, tensor.F32)
+	if err != nil {
+		return nil, fmt.Errorf("w8a8: %w", err)
+	}
+	return f, nil
 }
