@@ -10,7 +10,6 @@ package calib
 import (
 	"fmt"
 	"math/rand"
-	"strings"
 
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -54,7 +53,8 @@ type Options struct {
 	Ctx     int  // tokens per chunk (each starts with BOS, as perplexity); 0: 512
 	Hessian bool // collect X^T X
 	Samples int  // input rows kept per activation (0: none)
-	// Include selects the weights observed (nil: every 2-D weight but the output head).
+	// Include selects the weights observed (nil: every matrix a matmul reads, the output head
+	// too: every row's logits are computed so it sees every row).
 	Include func(name string) bool
 	// Progress, when set, is called after each chunk with the tokens done and the total.
 	Progress func(done, total int)
@@ -71,7 +71,7 @@ type Collector struct {
 // NewCollector makes a collector.
 func NewCollector(opts Options) *Collector {
 	if opts.Include == nil {
-		opts.Include = func(name string) bool { return name != "output.weight" && !strings.HasPrefix(name, "token_embd") }
+		opts.Include = func(string) bool { return true }
 	}
 	return &Collector{opts: opts, ByW: map[string]*Stats{}}
 }
@@ -218,7 +218,7 @@ func Run(m *model.Model, ids []int, bos int, opts Options) (*Collector, error) {
 		c.chunk = ch + 1
 		copy(chunk, ids[ch*ctx:(ch+1)*ctx])
 		chunk[0] = bos
-		if _, err := m.ForwardBatch(b, kv, []model.BatchSeq{{Tokens: chunk, BlockTable: table, NeedsLogits: true}}); err != nil {
+		if _, err := m.ForwardBatch(b, kv, []model.BatchSeq{{Tokens: chunk, BlockTable: table, NeedsLogits: true, NumLogits: ctx}}); err != nil {
 			return nil, fmt.Errorf("calib: chunk %d: %w", ch, err)
 		}
 		if opts.Progress != nil {
