@@ -24,6 +24,15 @@ type awqGroup struct {
 	bias string   // prev's bias, if any
 }
 
+// fitType is the type convert writes rows of k in when dt is asked for: a K-quant whose
+// super-block does not divide k falls back to Q8_0 (convert's outType).
+func fitType(dt tensor.DType, k int) tensor.DType {
+	if k%dt.BlockElems() != 0 && (dt == tensor.Q4_K || dt == tensor.Q6_K) && k%32 == 0 {
+		return tensor.Q8_0
+	}
+	return dt
+}
+
 func foldAWQ(p *convert.Plan, cal Calibration, o Options) error {
 	c := p.Config
 	if !awqArchs[c.Arch] || c.Experts > 0 {
@@ -92,10 +101,10 @@ func foldAWQ(p *convert.Plan, cal Calibration, o Options) error {
 				if len(w)%k != 0 {
 					return fmt.Errorf("quant: awq: %s has %d values, not rows of %d", n, len(w), k)
 				}
-				ws, rows, dts = append(ws, w), append(rows, len(w)/k), append(dts, dt)
+				ws, rows, dts = append(ws, w), append(rows, len(w)/k), append(dts, fitType(dt, k))
 			}
-			if k%dt.BlockElems() != 0 {
-				o.logf("awq: %s: rows of %d do not fit %s's blocks, not scaled", g.ws[0], k, dt)
+			if k%dts[0].BlockElems() != 0 {
+				o.logf("awq: %s: rows of %d do not fit %s's blocks, not scaled", g.ws[0], k, dts[0])
 				continue
 			}
 			res, err := AWQSearch(ws, rows, dts, k, st.MeanAbs(), st.Samples, o.AWQGrid)

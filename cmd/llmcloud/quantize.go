@@ -120,10 +120,14 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		}
 		widest := max(b.Model.Config.Dim, b.Model.Config.FFN)
 		need := minCalibTokens(*method, c, widest)
-		use := min(len(ids), max(*calTokens, need))
-		if use < need || use/c*c < need {
+		need = (need + c - 1) / c * c // whole chunks
+		if *calTokens < need {
+			return fmt.Errorf("--calib-tokens %d: --method %s needs at least %d calibration tokens (whole chunks of %d)", *calTokens, *method, need, c)
+		}
+		use := min(len(ids), *calTokens)
+		if use/c*c < need {
 			return fmt.Errorf("calibration text %s: %d tokens; --method %s needs at least %d (whole chunks of %d)",
-				*calText, len(ids), *method, (need+c-1)/c*c, c)
+				*calText, len(ids), *method, need, c)
 		}
 		ids = ids[:use/c*c]
 		hess, samples := quant.Needs(*method)

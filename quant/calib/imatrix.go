@@ -31,8 +31,12 @@ func (c *Collector) Imatrix(dataset string) *Imatrix {
 	im := &Imatrix{Values: map[string][]float32{}, Calls: map[string]int{}, Chunks: c.chunk, Dataset: dataset}
 	for name, s := range c.ByW {
 		if s.Rows > 0 {
-			im.Values[name] = s.MeanSq()
-			im.Calls[name] = max(s.Calls, 1)
+			nc := max(s.Calls, 1)
+			v := s.MeanSq()
+			for i := range v {
+				v[i] = v[i] * float32(nc) / float32(nc) // as a reader of the file gets it back
+			}
+			im.Values[name], im.Calls[name] = v, nc
 		}
 	}
 	return im
