@@ -24,13 +24,13 @@ func init() {
 	register("quantize", "quantize a model to GGUF with calibration (imatrix, AWQ, GPTQ) or round-to-nearest", runQuantize)
 }
 
-// minCalibTokens is the least calibration a method accepts: imatrix one chunk; AWQ 256 tokens
+// minCalibTokens is the least calibration a method accepts: imatrix one chunk; AWQ 512 tokens
 // of samples; GPTQ as many tokens as the widest input it inverts a Hessian for (fewer leave
 // X^T X rank-deficient: GPTQ then fits the calibration text, not the model).
 func minCalibTokens(method string, ctx, widest int) int {
 	switch method {
 	case "awq":
-		return max(ctx, 256)
+		return max(ctx, 512)
 	case "gptq":
 		return max(ctx, widest)
 	}
