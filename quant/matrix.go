@@ -5,6 +5,7 @@ package quant
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -77,11 +78,28 @@ func Imatrix(dt tensor.DType, w []float32, rows, cols int, imp []float32) ([]byt
 	iw := importance(imp)
 	rb := cols / f.unit * f.bytes
 	out := make([]byte, rows*rb)
+	bw := make([]float32, f.unit)
 	for r := 0; r < rows; r++ {
 		for u := 0; u < cols/f.unit; u++ {
 			c0 := u * f.unit
-			f.encodeWeighted(w[r*cols+c0:r*cols+c0+f.unit], iw[c0:c0+f.unit], out[r*rb+u*f.bytes:r*rb+(u+1)*f.bytes])
+			x := w[r*cols+c0 : r*cols+c0+f.unit]
+			elementWeights(bw, x, iw[c0:c0+f.unit])
+			f.encodeWeighted(x, bw, out[r*rb+u*f.bytes:r*rb+(u+1)*f.bytes])
 		}
 	}
 	return out, nil
+}
+
+// elementWeights sets dst_j = imp_j * sqrt(sigma2 + x_j²), sigma2 = 2 mean(x²) over the block:
+// the column importance times a term that also favours the block's large weights (the weighting
+// llama.cpp found best for perplexity with an importance matrix).
+func elementWeights(dst, x, imp []float32) {
+	var s2 float32
+	for _, v := range x {
+		s2 += v * v
+	}
+	sigma2 := 2 * s2 / float32(len(x))
+	for j, v := range x {
+		dst[j] = imp[j] * float32(math.Sqrt(float64(sigma2+v*v)))
+	}
 }
