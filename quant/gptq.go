@@ -77,7 +77,7 @@ func GPTQ(dt tensor.DType, w []float32, rows, cols int, h []float64, o GPTQOptio
 	L := make([]int, rows*cols)
 	ng := f.unit / f.group
 	dg, mg := make([]float32, rows*ng), make([]float32, rows*ng) // the current block's grids
-	xs, bw := make([]float32, f.unit), make([]float32, f.unit)
+	xs := make([]float32, f.unit)
 	errs := make([]float32, o.Block*rows)
 	for c0 := 0; c0 < cols; c0 += o.Block {
 		c1 := min(c0+o.Block, cols)
@@ -89,8 +89,7 @@ func GPTQ(dt tensor.DType, w []float32, rows, cols int, h []float64, o GPTQOptio
 						xs[i] = wt[(j+i)*rows+r]
 					}
 					blk := out[r*rb+bi*f.bytes : r*rb+(bi+1)*f.bytes]
-					elementWeights(bw, xs, imp[j:j+f.unit])
-					f.encodeWeighted(xs, bw, blk)
+					f.encodeWeighted(xs, imp[j:j+f.unit], blk)
 					f.parseGrid(blk, dg[r*ng:(r+1)*ng], mg[r*ng:(r+1)*ng])
 				}
 			}
