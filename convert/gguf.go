@@ -69,7 +69,11 @@ func WriteGGUF(path string, p *Plan, opts Options) error {
 		if len(t.Shape) >= 2 {
 			weightTypes = append(weightTypes, dt)
 		}
-		outs = append(outs, outTensor{Name: t.Name, Type: dt, Shape: t.Shape, Gen: converted(t, dt, nil)})
+		gen := converted(t, dt, nil)
+		if opts.Quantize != nil && dt.Quantized() && len(t.Shape) == 2 {
+			gen = quantizedBy(t, dt, opts.Quantize, gen)
+		}
+		outs = append(outs, outTensor{Name: t.Name, Type: dt, Shape: t.Shape, Gen: gen})
 	}
 	name := p.Name
 	if opts.Name != "" {
@@ -84,6 +88,24 @@ func WriteGGUF(path string, p *Plan, opts Options) error {
 		return fmt.Errorf("convert: %s: %w", path, err)
 	}
 	return writeGGUFStream(path, kvs, outs)
+}
+
+// quantizedBy is the generator of t's bytes through q, falling back to rtn where q declines.
+func quantizedBy(t *Tensor, dt tensor.DType, q func(string, *tensor.Tensor, tensor.DType) ([]byte, error), rtn func() ([]byte, error)) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		src, err := t.Load()
+		if err != nil {
+			return nil, err
+		}
+		data, err := q(t.Name, src, dt)
+		if err != nil {
+			return nil, fmt.Errorf("convert: %s: %w", t.Name, err)
+		}
+		if data == nil {
+			return rtn()
+		}
+		return data, nil
+	}
 }
 
 func hasTensor(ts []Tensor, name string) bool {

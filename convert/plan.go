@@ -47,6 +47,10 @@ type Options struct {
 	ShardBytes int64
 	// Warn receives warnings (e.g. a fallback type); nil discards them.
 	Warn func(msg string)
+	// Quantize, when set, encodes a 2-D tensor whose output type dt is block-quantized (GGUF
+	// output; package quant's calibrated methods): it returns the tensor's bytes in dt, or nil
+	// and no error to leave it to the reference round-to-nearest quantizers.
+	Quantize func(name string, src *tensor.Tensor, dt tensor.DType) ([]byte, error)
 
 	layers     int  // set by the writers for the q4_k_m mix
 	tiedOutput bool // no output.weight: token_embd.weight is the output

@@ -50,6 +50,9 @@ type Batch struct {
 	// KeepHidden makes each forward keep the hidden rows (hidden.go) that produced its logits,
 	// for Hidden. Off, it costs nothing.
 	KeepHidden bool
+	// Observer, when set, sees every matmul's input rows and weight names (calibration,
+	// package quant/calib).
+	Observer exec.MatMulObserver
 
 	prog   *exec.Program
 	progOf *Model // the model prog was compiled for

@@ -81,6 +81,7 @@ func (m *Model) program(b *Batch) (*exec.Program, error) {
 	b.prog.SetPool(m.pool())
 	b.prog.SetInvariant(b.Invariant)
 	b.prog.SetRecorder(b.Recorder)
+	b.prog.SetMatMulObserver(b.Observer)
 	return b.prog, nil
 }
 

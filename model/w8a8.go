@@ -90,7 +90,7 @@ func (m *Model) ApplyW8A8(o W8A8Options) (W8A8Report, error) {
 			k := mats[0].Shape[1]
 			var scale []float32
 			norm := ws[name(g.norm)]
-			if st := o.Stats[mats[0].Name]; st != nil && alpha >= 0 && norm != nil {
+			if st := o.Stats[keys[0]]; st != nil && alpha >= 0 && norm != nil {
 				if len(st) != k {
 					return rep, fmt.Errorf("w8a8: calibration statistics of %s have %d channels, the weight %d", mats[0].Name, len(st), k)
 				}

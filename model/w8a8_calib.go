@@ -1,5 +1,5 @@
 // This file collects W8A8 calibration statistics: the per-input-channel max |x| of every
-// matmul the model runs, through the executor's observer hook (graph/exec/observe.go). It is
+// matmul the model runs, through the executor's observer hook (graph/exec/observe.go, attached to a Batch). It is
 // the minimal observer SmoothQuant needs; `llmcloud quantize`'s calibration hooks collect
 // more (and may replace it).
 package model
@@ -10,9 +10,6 @@ import (
 	"math"
 	"os"
 	"sync"
-
-	"github.com/llmcloud/llmcloud/graph/exec"
-	"github.com/llmcloud/llmcloud/tensor"
 )
 
 // W8A8Stats are per-weight, per-input-channel max |x| seen during calibration.
@@ -26,36 +23,57 @@ type W8A8Stats struct {
 // NewW8A8Stats returns empty statistics.
 func NewW8A8Stats() *W8A8Stats { return &W8A8Stats{Max: map[string][]float32{}} }
 
-// Observe folds the rows of x ([m, k]), the input of w's matmul, into the statistics.
-func (s *W8A8Stats) Observe(w *tensor.Tensor, x []float32, m, k int) {
+// Observe folds the rows of x ([m, k]), the input of the named weights' matmul (several for a
+// fused q/k/v or gate/up), into the statistics: an exec.MatMulObserver.
+func (s *W8A8Stats) Observe(x []float32, m, k int, weights []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	mx := s.Max[w.Name]
-	if mx == nil {
-		mx = make([]float32, k)
-		s.Max[w.Name] = mx
-		if s.first == "" {
-			s.first = w.Name
+	for _, name := range weights {
+		mx := s.Max[name]
+		if mx == nil {
+			mx = make([]float32, k)
+			s.Max[name] = mx
+			if s.first == "" {
+				s.first = name
+			}
 		}
-	}
-	if len(mx) != k {
-		return
-	}
-	if w.Name == s.first {
-		s.Tokens += m
-	}
-	for i := 0; i < m; i++ {
-		for j, v := range x[i*k : (i+1)*k] {
-			mx[j] = max(mx[j], float32(math.Abs(float64(v))))
+		if len(mx) != k {
+			continue
+		}
+		if name == s.first {
+			s.Tokens += m
+		}
+		for i := 0; i < m; i++ {
+			for j, v := range x[i*k : (i+1)*k] {
+				mx[j] = max(mx[j], float32(math.Abs(float64(v))))
+			}
 		}
 	}
 }
 
-// Collect runs fn (the calibration forward passes) with s observing every matmul.
-func (s *W8A8Stats) Collect(fn func() error) error {
-	old := exec.SetMatMulObserver(s.Observe)
-	defer exec.SetMatMulObserver(old)
-	return fn()
+// Run runs m over ids in chunks of ctx tokens (each chunk its own sequence; a shorter tail
+// is run too) with s observing every matmul.
+func (s *W8A8Stats) Run(m *Model, ids []int, ctx int) error {
+	if ctx < 1 {
+		return fmt.Errorf("w8a8 calibration: chunk length %d", ctx)
+	}
+	const bs = 16
+	kv, err := m.NewPagedKV((ctx+bs-1)/bs, bs)
+	if err != nil {
+		return err
+	}
+	table := make([]int32, (ctx+bs-1)/bs)
+	for i := range table {
+		table[i] = int32(i)
+	}
+	b := &Batch{Observer: s.Observe}
+	for lo := 0; lo < len(ids); lo += ctx {
+		chunk := ids[lo:min(lo+ctx, len(ids))]
+		if _, err := m.ForwardBatch(b, kv, []BatchSeq{{Tokens: chunk, BlockTable: table, NeedsLogits: true}}); err != nil {
+			return fmt.Errorf("w8a8 calibration: tokens %d..%d: %w", lo, lo+len(chunk)-1, err)
+		}
+	}
+	return nil
 }
 
 // Save writes s as JSON to path.

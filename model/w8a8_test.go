@@ -86,10 +86,10 @@ func TestApplyW8A8(t *testing.T) {
 		t.Fatal(err)
 	}
 	stats := NewW8A8Stats()
-	var want []float32
-	if err := stats.Collect(func() error { want = w8a8Logits(t, base, toks); return nil }); err != nil {
+	if err := stats.Run(base, toks, len(toks)); err != nil {
 		t.Fatal(err)
 	}
+	want := w8a8Logits(t, base, toks)
 	if stats.Tokens != len(toks) || len(stats.Max["blk.0.attn_q.weight"]) != cfg.Dim || len(stats.Max["blk.1.ffn_down.weight"]) != cfg.FFN {
 		t.Fatalf("statistics: %d tokens, %d inputs", stats.Tokens, len(stats.Max))
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmcloud/llmcloud/eval"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -101,12 +100,8 @@ func (f *w8a8Flags) calibrate(b *loader.Bundle, w io.Writer) (*model.W8A8Stats, 
 	ids = ids[:min(len(ids), max(f.tokens, 2))]
 	chunks := max(1, len(ids)/ctx)
 	s := model.NewW8A8Stats()
-	err = s.Collect(func() error {
-		_, err := eval.PerplexityChunks(b.Model, ids, min(ctx, len(ids)), chunks)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("w8a8 calibration: %w", err)
+	if err := s.Run(b.Model, ids[:chunks*min(ctx, len(ids))], min(ctx, len(ids))); err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(w, "w8a8: calibration on %d tokens of %s (%d matmul inputs)\n", s.Tokens, f.calib, len(s.Max))
 	if f.saveStats != "" {

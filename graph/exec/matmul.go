@@ -24,6 +24,7 @@ type matmulOp struct {
 	x, out int
 	w      *tensor.Tensor
 	k      int
+	names  []string // the weight's name, for the observer
 }
 
 func (p *Program) compileMatMul(n *graph.Node) (instr, error) {
@@ -31,13 +32,15 @@ func (p *Program) compileMatMul(n *graph.Node) (instr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &matmulOp{x: p.ids[n.Args[0]], out: p.ids[n.Outs[0]], w: w, k: w.Shape[1]}, nil
+	return &matmulOp{x: p.ids[n.Args[0]], out: p.ids[n.Outs[0]], w: w, k: w.Shape[1], names: []string{n.Args[1].Name}}, nil
 }
 
 func (o *matmulOp) run(p *Program) error {
 	x := p.f32(o.x)
 	m := len(x) / o.k
-	observe(o.w, x, o.k)
+	if p.observe != nil {
+		p.observe(x, m, o.k, o.names)
+	}
 	if p.invariant {
 		return p.pool.MatMulInvariant(p.f32(o.out), x, o.w, m)
 	}
@@ -45,11 +48,12 @@ func (o *matmulOp) run(p *Program) error {
 }
 
 type matmulMultiOp struct {
-	x    int
-	outs []int
-	ws   []*tensor.Tensor
-	k    int
-	bufs [][]float32 // the outputs' data, reused argument of MatMulShared
+	x     int
+	outs  []int
+	ws    []*tensor.Tensor
+	names []string // the weights' names, for the observer
+	k     int
+	bufs  [][]float32 // the outputs' data, reused argument of MatMulShared
 }
 
 func (p *Program) compileMatMulMulti(n *graph.Node) (instr, error) {
@@ -60,6 +64,7 @@ func (p *Program) compileMatMulMulti(n *graph.Node) (instr, error) {
 			return nil, err
 		}
 		o.ws = append(o.ws, w)
+		o.names = append(o.names, n.Args[i].Name)
 		o.outs = append(o.outs, p.ids[n.Outs[i-1]])
 	}
 	o.k = o.ws[0].Shape[1]
@@ -70,8 +75,8 @@ func (p *Program) compileMatMulMulti(n *graph.Node) (instr, error) {
 func (o *matmulMultiOp) run(p *Program) error {
 	x := p.f32(o.x)
 	m := len(x) / o.k
-	for _, w := range o.ws {
-		observe(w, x, o.k)
+	if p.observe != nil {
+		p.observe(x, m, o.k, o.names)
 	}
 	if p.invariant && m == 1 {
 		for i, w := range o.ws {

@@ -1,37 +1,14 @@
-// This file is the matmul observer: a hook that sees the input of every weight matmul the
-// serving executor runs (W8A8 calibration collects per-channel max |x| with it: model/
-// w8a8_calib.go). Unset (the default) it costs one atomic load per matmul.
+// This file is the executor's matmul observer: with one attached (SetMatMulObserver), every
+// matmul and matmul_multi node hands it its input rows and the names of the weights that
+// multiply them before it runs, so calibration (package quant/calib; model.W8A8Stats for
+// SmoothQuant) sees the activations of the one model graph in the same forward pass that
+// serves. Without one, Run checks a nil func once per matmul.
 package exec
 
-import (
-	"sync/atomic"
+// MatMulObserver receives a matmul's input x ([rows, k], valid only during the call) and the
+// names of the weight matrices it multiplies (several for matmul_multi: q/k/v or gate/up
+// after fusion).
+type MatMulObserver func(x []float32, rows, k int, weights []string)
 
-	"github.com/llmcloud/llmcloud/tensor"
-)
-
-// MatMulObserver, when set, is called before each matmul with its weight ([n, k]) and input
-// x ([m, k] row-major). It runs on the executor's goroutine; x must not be kept or changed.
-type MatMulObserver func(w *tensor.Tensor, x []float32, m, k int)
-
-var observer atomic.Pointer[MatMulObserver]
-
-// SetMatMulObserver installs fn (nil removes it) and returns the previous one.
-func SetMatMulObserver(fn MatMulObserver) MatMulObserver {
-	var old *MatMulObserver
-	if fn == nil {
-		old = observer.Swap(nil)
-	} else {
-		old = observer.Swap(&fn)
-	}
-	if old == nil {
-		return nil
-	}
-	return *old
-}
-
-// observe calls the observer, if any, for the matmul of w on x ([m, k]).
-func observe(w *tensor.Tensor, x []float32, k int) {
-	if fn := observer.Load(); fn != nil && k > 0 {
-		(*fn)(w, x, len(x)/k, k)
-	}
-}
+// SetMatMulObserver attaches obs to p (nil: none).
+func (p *Program) SetMatMulObserver(obs MatMulObserver) { p.observe = obs }

@@ -81,6 +81,7 @@ type Program struct {
 	step       *Step
 	runs       uint64          // Run calls so far (rope tables are filled once per run)
 	prof       *programProfile // nil: profiling off (profile.go)
+	observe    MatMulObserver  // nil: no matmul observer (observe.go)
 }
 
 // Compile binds g to weights (by the graph's weight names) and prepares it to run.

@@ -1,0 +1,189 @@
+// The quantize command: llmcloud quantize IN OUT --type T [--method M] [--calibration TEXT]:
+// a model written as GGUF with calibrated 4/6/8-bit weights. Calibration statistics come from
+// running the model's graph over the text (package quant/calib); the methods are package
+// quant's: rtn (what `convert --type` writes, byte for byte), imatrix, awq, gptq.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/quant"
+	"github.com/llmcloud/llmcloud/quant/calib"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+func init() {
+	register("quantize", "quantize a model to GGUF with calibration (imatrix, AWQ, GPTQ) or round-to-nearest", runQuantize)
+}
+
+// minCalibTokens is the least calibration a method accepts: imatrix one chunk; AWQ 512 tokens
+// of samples; GPTQ as many tokens as the widest input it inverts a Hessian for (fewer leave
+// X^T X rank-deficient: GPTQ then fits the calibration text, not the model).
+func minCalibTokens(method string, ctx, widest int) int {
+	switch method {
+	case "awq":
+		return max(ctx, 512)
+	case "gptq":
+		return max(ctx, widest)
+	}
+	return ctx
+}
+
+func runQuantize(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("quantize", stderr)
+	typ := fs.String("type", "", "weight type: q4_0, q4_k, q4_k_m, q6_k, q8_0 (required)")
+	method := fs.String("method", "rtn", "rtn (round to nearest, as convert --type), imatrix, awq or gptq")
+	calText := fs.String("calibration", "", "calibration text file (imatrix, awq, gptq; never the evaluation text)")
+	calTokens := fs.Int("calib-tokens", 8192, "calibration tokens to use from the start of the text")
+	ctx := fs.Int("ctx", 512, "tokens per calibration chunk (each starts with BOS)")
+	group := fs.Int("group-size", 0, "quantization group: GGUF block types fix it (q4_0, q8_0, q4_k: 32; q6_k: 16); 0 or that value")
+	gptqBlock := fs.Int("gptq-block", 0, "GPTQ lazy-update batch in columns (0: 128, 256 for K-quants)")
+	damp := fs.Float64("damp", 0.01, "GPTQ damping, relative to the Hessian's mean diagonal")
+	imOut := fs.String("imatrix-out", "", "write the importance matrix (llama.cpp's imatrix .dat layout) here")
+	imIn := fs.String("imatrix", "", "read the importance matrix from this .dat file instead of calibrating (imatrix method)")
+	tok := fs.String("tokenizer", "", "tokenizer to use instead of the model's own")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: llmcloud quantize IN OUT --type q4_0|q4_k|q4_k_m|q6_k|q8_0 [--method rtn|imatrix|awq|gptq]")
+		fmt.Fprintln(stderr, "       [--calibration TEXT] [--calib-tokens N] [--group-size N] [--imatrix-out FILE] [--imatrix FILE]")
+		fmt.Fprintln(stderr, "OUT is GGUF (llama.cpp loads it); see docs/quantization.md")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want IN and OUT, got %d arguments", len(pos))
+	}
+	in, out := pos[0], pos[1]
+	if !strings.HasSuffix(out, ".gguf") {
+		return usagef("OUT %s: quantize writes GGUF (a name ending in .gguf)", out)
+	}
+	var dt tensor.DType
+	switch *typ {
+	case "q4_0", "q4_k", "q6_k", "q8_0":
+		dt, _ = tensor.Parse(*typ)
+	case "q4_k_m":
+		dt = tensor.Q4_K
+	default:
+		return usagef("--type %q: want q4_0, q4_k, q4_k_m, q6_k or q8_0", *typ)
+	}
+	if fixed := map[tensor.DType]int{tensor.Q4_0: 32, tensor.Q8_0: 32, tensor.Q4_K: 32, tensor.Q6_K: 16}[dt]; *group != 0 && *group != fixed {
+		return usagef("--group-size %d: %s's group is fixed at %d by the GGUF block format", *group, *typ, fixed)
+	}
+	switch *method {
+	case "rtn", "imatrix", "awq", "gptq":
+	default:
+		return usagef("--method %q: want rtn, imatrix, awq or gptq", *method)
+	}
+	needCal := *method != "rtn" && !(*method == "imatrix" && *imIn != "")
+	if needCal && *calText == "" {
+		return usagef("--method %s needs --calibration TEXT", *method)
+	}
+	if *imIn != "" && *method != "imatrix" {
+		return usagef("--imatrix FILE is read by --method imatrix")
+	}
+	b, err := loader.Open(in, loader.Options{Tokenizer: *tok})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	p := convert.FromBundle(b)
+	cal := quant.Calibration{}
+	if *imIn != "" {
+		im, err := calib.ReadImatrix(*imIn)
+		if err != nil {
+			return err
+		}
+		cal.Imp = im.Values
+	}
+	if needCal {
+		text, err := os.ReadFile(*calText)
+		if err != nil {
+			return err
+		}
+		ids := b.Tok.Encode(string(text), true, false)
+		if b.Tok.BOS() < 0 {
+			return fmt.Errorf("the tokenizer has no BOS token; calibration chunks start with one")
+		}
+		c := *ctx
+		if n := b.Model.Config.CtxLen; n > 0 && c > n {
+			c = n
+		}
+		widest := max(b.Model.Config.Dim, b.Model.Config.FFN)
+		need := minCalibTokens(*method, c, widest)
+		need = (need + c - 1) / c * c // whole chunks
+		if *calTokens < need {
+			return fmt.Errorf("--calib-tokens %d: --method %s needs at least %d calibration tokens (whole chunks of %d)", *calTokens, *method, need, c)
+		}
+		use := min(len(ids), *calTokens)
+		if use/c*c < need {
+			return fmt.Errorf("calibration text %s: %d tokens; --method %s needs at least %d (whole chunks of %d)",
+				*calText, len(ids), *method, need, c)
+		}
+		ids = ids[:use/c*c]
+		hess, samples := quant.Needs(*method)
+		nSamples := 0
+		if samples {
+			nSamples = 512
+		}
+		bar := progressbar.NewOptions(len(ids), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("calibrate"), progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
+		col, err := calib.Run(b.Model, ids, b.Tok.BOS(), calib.Options{Ctx: c, Hessian: hess, Samples: nSamples,
+			Progress: func(done, _ int) { bar.Set(done) }})
+		bar.Finish()
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return err
+		}
+		im := col.Imatrix(*calText)
+		cal.Imp, cal.Stats = im.Values, col.ByW
+		if *imOut != "" {
+			if err := im.WriteFile(*imOut); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "wrote the importance matrix of %d weights to %s\n", len(im.Values), *imOut)
+		}
+	}
+	hook, err := quant.Prepare(p, cal, quant.Options{Method: *method, Type: dt,
+		GPTQ: quant.GPTQOptions{Damp: *damp, Block: *gptqBlock},
+		Log:  func(msg string) { fmt.Fprintln(stderr, msg) }})
+	if err != nil {
+		return err
+	}
+	n2 := 0
+	for _, t := range p.Tensors {
+		if len(t.Shape) == 2 {
+			n2++
+		}
+	}
+	bar := progressbar.NewOptions(n2, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("quantize "+*method),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
+	opts := convert.Options{Type: *typ, Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }}
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if len(t.Shape) == 2 {
+			load := t.Load
+			t.Load = func() (*tensor.Tensor, error) { bar.Add(1); return load() }
+		}
+	}
+	if hook != nil {
+		opts.Quantize = hook
+	}
+	if err := convert.WriteGGUF(out, p, opts); err != nil {
+		return err
+	}
+	bar.Finish()
+	fmt.Fprintln(stderr)
+	fmt.Fprintf(stdout, "wrote %s (%s, method %s, %d tensors) from %s\n", out, *typ, *method, len(p.Tensors), in)
+	return nil
+}
