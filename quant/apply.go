@@ -27,6 +27,9 @@ type Options struct {
 	Type    tensor.DType // the 4-bit type AWQ's search quantizes with (q4_k_m: Q4_K)
 	GPTQ    GPTQOptions
 	AWQGrid int
+	// Grid, when set, is the integer group grid (Hugging Face AWQ/GPTQ) AWQ's search rounds
+	// onto instead of Type's blocks.
+	Grid *IntGrid
 	// Log receives one line per AWQ group searched (nil: none).
 	Log func(msg string)
 }

@@ -28,6 +28,40 @@ type AWQResult struct {
 // input whose per-channel mean |x| is meanAbs, on samples x [n, k]; grid+1 alphas in [0, 1]
 // (grid 0: 20).
 func AWQSearch(ws [][]float32, rows []int, dts []tensor.DType, k int, meanAbs, x []float32, grid int) (AWQResult, error) {
+	rounds := make([]Rounder, len(dts))
+	for i, dt := range dts {
+		rounds[i] = blockRounder(dt)
+	}
+	return AWQSearchRound(ws, rows, rounds, k, meanAbs, x, grid)
+}
+
+// Rounder returns the dequantized round-to-nearest form of w [rows, k] on some grid.
+type Rounder func(w []float32, rows, k int) ([]float32, error)
+
+// blockRounder rounds to the GGUF block type dt with the reference quantizer.
+func blockRounder(dt tensor.DType) Rounder {
+	return func(w []float32, rows, k int) ([]float32, error) {
+		data, err := RTN(dt, w, rows, k)
+		if err != nil {
+			return nil, err
+		}
+		return Dequantize(dt, data, rows, k)
+	}
+}
+
+// IntRounder rounds to the integer group grid g (Hugging Face AWQ/GPTQ).
+func IntRounder(g IntGrid) Rounder {
+	return func(w []float32, rows, k int) ([]float32, error) {
+		l, err := RTNInt(w, rows, k, g)
+		if err != nil {
+			return nil, err
+		}
+		return l.Float32(), nil
+	}
+}
+
+// AWQSearchRound is AWQSearch with weight i rounded by rounds[i].
+func AWQSearchRound(ws [][]float32, rows []int, rounds []Rounder, k int, meanAbs, x []float32, grid int) (AWQResult, error) {
 	var res AWQResult
 	if len(meanAbs) != k || len(x) == 0 || len(x)%k != 0 {
 		return res, fmt.Errorf("quant: awq: %d channel magnitudes and %d sample values for %d channels", len(meanAbs), len(x), k)
@@ -42,7 +76,7 @@ func AWQSearch(ws [][]float32, rows []int, dts []tensor.DType, k int, meanAbs, x
 		s := awqScales(meanAbs, alpha)
 		var total float64
 		for i, w := range ws {
-			q, err := scaledRTN(dts[i], w, rows[i], k, s)
+			q, err := scaledRTN(rounds[i], w, rows[i], k, s)
 			if err != nil {
 				return res, err
 			}
@@ -79,15 +113,10 @@ func awqScales(meanAbs []float32, alpha float64) []float32 {
 	return s
 }
 
-// scaledRTN is Q(W diag(s)) diag(1/s): w's columns scaled, quantized by round-to-nearest,
-// dequantized and unscaled.
-func scaledRTN(dt tensor.DType, w []float32, rows, k int, s []float32) ([]float32, error) {
-	ws := ScaleCols(w, rows, k, s)
-	data, err := RTN(dt, ws, rows, k)
-	if err != nil {
-		return nil, err
-	}
-	q, err := Dequantize(dt, data, rows, k)
+// scaledRTN is Q(W diag(s)) diag(1/s): w's columns scaled, rounded by round, dequantized and
+// unscaled.
+func scaledRTN(round Rounder, w []float32, rows, k int, s []float32) ([]float32, error) {
+	q, err := round(ScaleCols(w, rows, k, s), rows, k)
 	if err != nil {
 		return nil, err
 	}

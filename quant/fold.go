@@ -93,6 +93,7 @@ func foldAWQ(p *convert.Plan, cal Calibration, o Options) error {
 			var ws [][]float32
 			var rows []int
 			var dts []tensor.DType
+			var rounds []Rounder
 			for _, n := range g.ws {
 				w, err := get(n)
 				if err != nil {
@@ -102,12 +103,22 @@ func foldAWQ(p *convert.Plan, cal Calibration, o Options) error {
 					return fmt.Errorf("quant: awq: %s has %d values, not rows of %d", n, len(w), k)
 				}
 				ws, rows, dts = append(ws, w), append(rows, len(w)/k), append(dts, fitType(dt, k))
+				if o.Grid != nil {
+					rounds = append(rounds, IntRounder(*o.Grid))
+				} else {
+					rounds = append(rounds, blockRounder(dts[len(dts)-1]))
+				}
 			}
-			if k%dts[0].BlockElems() != 0 {
+			if o.Grid != nil {
+				if k%o.Grid.group(k) != 0 {
+					o.logf("awq: %s: rows of %d are not whole groups of %d, not scaled", g.ws[0], k, o.Grid.group(k))
+					continue
+				}
+			} else if k%dts[0].BlockElems() != 0 {
 				o.logf("awq: %s: rows of %d do not fit %s's blocks, not scaled", g.ws[0], k, dts[0])
 				continue
 			}
-			res, err := AWQSearch(ws, rows, dts, k, st.MeanAbs(), st.Samples, o.AWQGrid)
+			res, err := AWQSearchRound(ws, rows, rounds, k, st.MeanAbs(), st.Samples, o.AWQGrid)
 			if err != nil {
 				return fmt.Errorf("quant: awq: %s: %w", g.ws[0], err)
 			}

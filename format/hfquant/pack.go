@@ -113,24 +113,37 @@ func RTN(w []float32, out, in, bits, group, minZero int) (*Linear, error) {
 		return nil, fmt.Errorf("hfquant: cannot quantize [%d %d] (%d values) to %d bits in groups of %d", out, in, len(w), bits, group)
 	}
 	ng := in / group
-	maxq := float64(int(1)<<bits - 1)
 	l := &Linear{Out: out, In: in, Bits: bits, Group: group, Codes: make([]uint8, out*in),
 		Scales: make([]float32, ng*out), Zeros: make([]int32, ng*out)}
 	for o := 0; o < out; o++ {
 		for g := 0; g < ng; g++ {
 			v := w[o*in+g*group : o*in+(g+1)*group]
-			lo, hi := float64(v[0]), float64(v[0])
-			for _, x := range v {
-				lo, hi = min(lo, float64(x)), max(hi, float64(x))
-			}
-			s := float64(tensor.F16ToF32(tensor.F32ToF16(float32(max((hi-lo)/maxq, 1e-5)))))
-			z := math.Max(float64(minZero), math.Min(maxq, math.RoundToEven(-lo/s)))
-			l.Scales[g*out+o], l.Zeros[g*out+o] = float32(s), int32(z)
+			s, z := GroupParams(v, bits, minZero)
+			l.Scales[g*out+o], l.Zeros[g*out+o] = s, z
 			for j, x := range v {
-				q := math.Max(0, math.Min(maxq, math.RoundToEven(float64(x)/s)+z))
-				l.Codes[o*in+g*group+j] = uint8(q)
+				l.Codes[o*in+g*group+j] = Code(x, s, z, bits)
 			}
 		}
 	}
 	return l, nil
+}
+
+// GroupParams is the round-to-nearest grid of one group of values v at bits per value: the
+// fp16 scale s = (max−min)/(2^bits−1) (at least 1e-5) and the zero z = round(−min/s) clamped
+// to [minZero, 2^bits−1].
+func GroupParams(v []float32, bits, minZero int) (s float32, z int32) {
+	maxq := float64(int(1)<<bits - 1)
+	lo, hi := float64(v[0]), float64(v[0])
+	for _, x := range v {
+		lo, hi = min(lo, float64(x)), max(hi, float64(x))
+	}
+	sd := float64(tensor.F16ToF32(tensor.F32ToF16(float32(max((hi-lo)/maxq, 1e-5)))))
+	zd := math.Max(float64(minZero), math.Min(maxq, math.RoundToEven(-lo/sd)))
+	return float32(sd), int32(zd)
+}
+
+// Code is x's nearest code on the grid (s, z): clamp(round(x/s) + z, 0, 2^bits−1).
+func Code(x, s float32, z int32, bits int) uint8 {
+	maxq := float64(int(1)<<bits - 1)
+	return uint8(math.Max(0, math.Min(maxq, math.RoundToEven(float64(x)/float64(s))+float64(z))))
 }
