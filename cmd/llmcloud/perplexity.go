@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/eval"
+	"github.com/llmcloud/llmcloud/loader"
 )
 
 func init() {
@@ -23,6 +24,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	file := fs.String("file", "", "text file to score")
 	ctx := fs.Int("ctx", 512, "tokens per chunk (unset: 512, or the model's context length if shorter)")
 	chunks := fs.Int("chunks", -1, "score at most this many chunks (-1 = all)")
+	klBase := fs.String("kl-base", "", "also report the mean KL divergence of the model's token distributions from this base model's (e.g. the F16 original; any format llmcloud opens)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -55,6 +57,9 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "%s: %d tokens, %d chunks of %d\n", *file, len(ids), len(ids) / *ctx, *ctx)
 	t0 := time.Now()
+	if *klBase != "" {
+		return perplexityKL(b, *klBase, ids, *ctx, *chunks, t0, stdout, stderr)
+	}
 	res, err := eval.PerplexityChunks(b.Model, ids, *ctx, *chunks)
 	if err != nil {
 		return err
@@ -65,5 +70,26 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stderr)
 	fmt.Fprintf(stderr, "scored %d tokens in %.1f s\n", res.Scored, time.Since(t0).Seconds())
 	fmt.Fprintf(stdout, "PPL = %.4f +/- %.5f\n", res.PPL, res.Err)
+	return nil
+}
+
+// perplexityKL scores the model and the base model at path together: perplexity as above, and
+// the mean KL divergence KL(P_base || P_model) over the same positions (llama-perplexity
+// --kl-divergence's measure).
+func perplexityKL(b *loader.Bundle, path string, ids []int, ctx, chunks int, t0 time.Time, stdout, stderr io.Writer) error {
+	base, err := loader.Open(path, loader.Options{})
+	if err != nil {
+		return fmt.Errorf("--kl-base: %w", err)
+	}
+	defer base.Close()
+	res, err := eval.KLDivergence(base.Model, b.Model, ids, ctx, chunks)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "scored %d tokens in %.1f s (both models)\n", res.Scored, time.Since(t0).Seconds())
+	fmt.Fprintf(stdout, "PPL = %.4f +/- %.5f\n", res.PPL, res.Err)
+	fmt.Fprintf(stdout, "base PPL = %.4f\n", res.BasePPL)
+	fmt.Fprintf(stdout, "KLD = %.6f +/- %.6f\n", res.KLD, res.KLDErr)
+	fmt.Fprintf(stdout, "same top token = %.3f%%\n", 100*res.Top1)
 	return nil
 }

@@ -1,10 +1,12 @@
 // The quantize command: llmcloud quantize IN OUT --type T [--method M] [--calibration TEXT]:
-// a model written as GGUF with calibrated 4/6/8-bit weights. Calibration statistics come from
+// a model written as GGUF with calibrated 4/6/8-bit weights; with --format awq|gptq, a Hugging
+// Face AWQ/GPTQ checkpoint directory instead (quantize_hf.go). Calibration statistics come from
 // running the model's graph over the text (package quant/calib); the methods are package
 // quant's: rtn (what `convert --type` writes, byte for byte), imatrix, awq, gptq.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/llmcloud/llmcloud/convert"
+	"github.com/llmcloud/llmcloud/format/hfquant"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/quant"
 	"github.com/llmcloud/llmcloud/quant/calib"
@@ -21,7 +24,7 @@ import (
 )
 
 func init() {
-	register("quantize", "quantize a model to GGUF with calibration (imatrix, AWQ, GPTQ) or round-to-nearest", runQuantize)
+	register("quantize", "quantize a model to GGUF or HF AWQ/GPTQ with calibration (imatrix, AWQ, GPTQ) or round-to-nearest", runQuantize)
 }
 
 // minCalibTokens is the least calibration a method accepts: imatrix one chunk; AWQ 512 tokens
@@ -39,13 +42,16 @@ func minCalibTokens(method string, ctx, widest int) int {
 
 func runQuantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", stderr)
-	typ := fs.String("type", "", "weight type: q4_0, q4_k, q4_k_m, q6_k, q8_0 (required)")
-	method := fs.String("method", "rtn", "rtn (round to nearest, as convert --type), imatrix, awq or gptq")
+	format := fs.String("format", "gguf", "output: gguf (a file; --type), or awq / gptq (a Hugging Face AWQ/GPTQ checkpoint directory)")
+	typ := fs.String("type", "", "GGUF weight type: q4_0, q4_k, q4_k_m, q6_k, q8_0 (required with --format gguf)")
+	method := fs.String("method", "rtn", "rtn (round to nearest, as convert --type), imatrix (gguf only), awq or gptq")
 	calText := fs.String("calibration", "", "calibration text file (imatrix, awq, gptq; never the evaluation text)")
 	calTokens := fs.Int("calib-tokens", 8192, "calibration tokens to use from the start of the text")
 	ctx := fs.Int("ctx", 512, "tokens per calibration chunk (each starts with BOS)")
-	group := fs.Int("group-size", 0, "quantization group: GGUF block types fix it (q4_0, q8_0, q4_k: 32; q6_k: 16); 0 or that value")
-	gptqBlock := fs.Int("gptq-block", 0, "GPTQ lazy-update batch in columns (0: 128, 256 for K-quants)")
+	group := fs.Int("group-size", 0, "quantization group: GGUF block types fix it (q4_0, q8_0, q4_k: 32; q6_k: 16), 0 or that value; awq/gptq: input columns per scale and zero (0: 128; -1: one group per row, gptq only)")
+	bits := fs.Int("bits", 4, "awq/gptq: bits per weight, 4 (awq, gptq) or 8 (gptq)")
+	descAct := fs.Bool("desc-act", false, "--format gptq --method gptq: act-order (columns by decreasing Hessian diagonal, written with g_idx)")
+	gptqBlock := fs.Int("gptq-block", 0, "GPTQ lazy-update batch in columns (0: 128, 256 for GGUF K-quants)")
 	damp := fs.Float64("damp", 0.01, "GPTQ damping, relative to the Hessian's mean diagonal")
 	imOut := fs.String("imatrix-out", "", "write the importance matrix (llama.cpp's imatrix .dat layout) here")
 	imIn := fs.String("imatrix", "", "read the importance matrix from this .dat file instead of calibrating (imatrix method)")
@@ -53,7 +59,9 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud quantize IN OUT --type q4_0|q4_k|q4_k_m|q6_k|q8_0 [--method rtn|imatrix|awq|gptq]")
 		fmt.Fprintln(stderr, "       [--calibration TEXT] [--calib-tokens N] [--group-size N] [--imatrix-out FILE] [--imatrix FILE]")
-		fmt.Fprintln(stderr, "OUT is GGUF (llama.cpp loads it); see docs/quantization.md")
+		fmt.Fprintln(stderr, "       llmcloud quantize IN OUTDIR --format awq|gptq [--bits 4|8] [--group-size 128] [--desc-act]")
+		fmt.Fprintln(stderr, "       [--method rtn|awq|gptq] [--calibration TEXT]")
+		fmt.Fprintln(stderr, "OUT is GGUF (llama.cpp loads it); OUTDIR a Hugging Face AWQ/GPTQ checkpoint; see docs/quantization.md")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -63,21 +71,56 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 2 {
 		return usagef("want IN and OUT, got %d arguments", len(pos))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	in, out := pos[0], pos[1]
-	if !strings.HasSuffix(out, ".gguf") {
-		return usagef("OUT %s: quantize writes GGUF (a name ending in .gguf)", out)
-	}
 	var dt tensor.DType
-	switch *typ {
-	case "q4_0", "q4_k", "q6_k", "q8_0":
-		dt, _ = tensor.Parse(*typ)
-	case "q4_k_m":
-		dt = tensor.Q4_K
+	var hfc *hfquant.Config
+	switch *format {
+	case "gguf":
+		if !strings.HasSuffix(out, ".gguf") {
+			return usagef("OUT %s: --format gguf writes GGUF (a name ending in .gguf)", out)
+		}
+		switch *typ {
+		case "q4_0", "q4_k", "q6_k", "q8_0":
+			dt, _ = tensor.Parse(*typ)
+		case "q4_k_m":
+			dt = tensor.Q4_K
+		default:
+			return usagef("--type %q: want q4_0, q4_k, q4_k_m, q6_k or q8_0", *typ)
+		}
+		if fixed := map[tensor.DType]int{tensor.Q4_0: 32, tensor.Q8_0: 32, tensor.Q4_K: 32, tensor.Q6_K: 16}[dt]; *group != 0 && *group != fixed {
+			return usagef("--group-size %d: %s's group is fixed at %d by the GGUF block format", *group, *typ, fixed)
+		}
+		for _, f := range []string{"bits", "desc-act"} {
+			if set[f] {
+				return usagef("--%s is for --format awq or gptq (a GGUF --type fixes its bits)", f)
+			}
+		}
+	case "awq", "gptq":
+		if *typ != "" {
+			return usagef("--type %s is for --format gguf; --format %s takes --bits and --group-size", *typ, *format)
+		}
+		if strings.HasSuffix(out, ".gguf") {
+			return usagef("OUT %s: --format %s writes a Hugging Face directory, not a .gguf file", out, *format)
+		}
+		if *group == 0 {
+			*group = 128
+		}
+		if *method == "imatrix" {
+			return usagef("--method imatrix writes GGUF block headers; --format %s takes rtn, awq or gptq", *format)
+		}
+		if *descAct && (*format != "gptq" || *method != "gptq") {
+			return usagef("--desc-act is GPTQ's act-order: it needs --format gptq --method gptq")
+		}
+		hfc = &hfquant.Config{Method: *format, Bits: *bits, GroupSize: *group, ZeroPoint: true, Version: "gemm",
+			CheckpointFormat: "gptq", DescAct: *descAct}
+		// Validate through the reader, so that what is written is what it accepts.
+		if _, _, err := hfquant.FromRaw(map[string]any{"quantization_config": toJSONNumbers(hfc.Raw())}); err != nil {
+			return usagef("%v", err)
+		}
 	default:
-		return usagef("--type %q: want q4_0, q4_k, q4_k_m, q6_k or q8_0", *typ)
-	}
-	if fixed := map[tensor.DType]int{tensor.Q4_0: 32, tensor.Q8_0: 32, tensor.Q4_K: 32, tensor.Q6_K: 16}[dt]; *group != 0 && *group != fixed {
-		return usagef("--group-size %d: %s's group is fixed at %d by the GGUF block format", *group, *typ, fixed)
+		return usagef("--format %q: want gguf, awq or gptq", *format)
 	}
 	switch *method {
 	case "rtn", "imatrix", "awq", "gptq":
@@ -106,53 +149,13 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		cal.Imp = im.Values
 	}
 	if needCal {
-		text, err := os.ReadFile(*calText)
-		if err != nil {
+		if cal, err = calibrate(b, *method, *calText, *calTokens, *ctx, *imOut, stderr); err != nil {
 			return err
 		}
-		ids := b.Tok.Encode(string(text), true, false)
-		if b.Tok.BOS() < 0 {
-			return fmt.Errorf("the tokenizer has no BOS token; calibration chunks start with one")
-		}
-		c := *ctx
-		if n := b.Model.Config.CtxLen; n > 0 && c > n {
-			c = n
-		}
-		widest := max(b.Model.Config.Dim, b.Model.Config.FFN)
-		need := minCalibTokens(*method, c, widest)
-		need = (need + c - 1) / c * c // whole chunks
-		if *calTokens < need {
-			return fmt.Errorf("--calib-tokens %d: --method %s needs at least %d calibration tokens (whole chunks of %d)", *calTokens, *method, need, c)
-		}
-		use := min(len(ids), *calTokens)
-		if use/c*c < need {
-			return fmt.Errorf("calibration text %s: %d tokens; --method %s needs at least %d (whole chunks of %d)",
-				*calText, len(ids), *method, need, c)
-		}
-		ids = ids[:use/c*c]
-		hess, samples := quant.Needs(*method)
-		nSamples := 0
-		if samples {
-			nSamples = 512
-		}
-		bar := progressbar.NewOptions(len(ids), progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("calibrate"), progressbar.OptionShowCount(),
-			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
-		col, err := calib.Run(b.Model, ids, b.Tok.BOS(), calib.Options{Ctx: c, Hessian: hess, Samples: nSamples,
-			Progress: func(done, _ int) { bar.Set(done) }})
-		bar.Finish()
-		fmt.Fprintln(stderr)
-		if err != nil {
-			return err
-		}
-		im := col.Imatrix(*calText)
-		cal.Imp, cal.Stats = im.Values, col.ByW
-		if *imOut != "" {
-			if err := im.WriteFile(*imOut); err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "wrote the importance matrix of %d weights to %s\n", len(im.Values), *imOut)
-		}
+	}
+	if hfc != nil {
+		return quantizeHF(b, p, cal, hfc, hfOptions{in: in, out: out, method: *method,
+			gptq: quant.GPTQIntOptions{Damp: *damp, Block: *gptqBlock, ActOrder: *descAct}}, stdout, stderr)
 	}
 	hook, err := quant.Prepare(p, cal, quant.Options{Method: *method, Type: dt,
 		GPTQ: quant.GPTQOptions{Damp: *damp, Block: *gptqBlock},
@@ -186,4 +189,58 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stderr)
 	fmt.Fprintf(stdout, "wrote %s (%s, method %s, %d tensors) from %s\n", out, *typ, *method, len(p.Tensors), in)
 	return nil
+}
+
+// calibrate runs b's model over the first calTokens tokens of the text file calText (chunks
+// of ctx) and collects what method needs; imOut, if set, receives the importance matrix.
+func calibrate(b *loader.Bundle, method, calText string, calTokens, ctx int, imOut string, stderr io.Writer) (quant.Calibration, error) {
+	var cal quant.Calibration
+	text, err := os.ReadFile(calText)
+	if err != nil {
+		return cal, err
+	}
+	ids := b.Tok.Encode(string(text), true, false)
+	if b.Tok.BOS() < 0 {
+		return cal, fmt.Errorf("the tokenizer has no BOS token; calibration chunks start with one")
+	}
+	c := ctx
+	if n := b.Model.Config.CtxLen; n > 0 && c > n {
+		c = n
+	}
+	widest := max(b.Model.Config.Dim, b.Model.Config.FFN)
+	need := minCalibTokens(method, c, widest)
+	need = (need + c - 1) / c * c // whole chunks
+	if calTokens < need {
+		return cal, fmt.Errorf("--calib-tokens %d: --method %s needs at least %d calibration tokens (whole chunks of %d)", calTokens, method, need, c)
+	}
+	use := min(len(ids), calTokens)
+	if use/c*c < need {
+		return cal, fmt.Errorf("calibration text %s: %d tokens; --method %s needs at least %d (whole chunks of %d)",
+			calText, len(ids), method, need, c)
+	}
+	ids = ids[:use/c*c]
+	hess, samples := quant.Needs(method)
+	nSamples := 0
+	if samples {
+		nSamples = 512
+	}
+	bar := progressbar.NewOptions(len(ids), progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("calibrate"), progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
+	col, err := calib.Run(b.Model, ids, b.Tok.BOS(), calib.Options{Ctx: c, Hessian: hess, Samples: nSamples,
+		Progress: func(done, _ int) { bar.Set(done) }})
+	bar.Finish()
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return cal, err
+	}
+	im := col.Imatrix(calText)
+	cal.Imp, cal.Stats = im.Values, col.ByW
+	if imOut != "" {
+		if err := im.WriteFile(imOut); err != nil {
+			return cal, err
+		}
+		fmt.Fprintf(stderr, "wrote the importance matrix of %d weights to %s\n", len(im.Values), imOut)
+	}
+	return cal, nil
 }

@@ -1,9 +1,13 @@
-// The quantize-hf command: llmcloud quantize-hf IN OUTDIR --format awq|gptq — any model
-// llmcloud opens, written as a Hugging Face AWQ or GPTQ checkpoint (config.json with
-// quantization_config, safetensors with qweight/qzeros/scales[/g_idx], the tokenizer files as
-// convert writes them). The model is first written as a float Hugging Face directory (a
-// temporary directory beside OUTDIR, removed afterwards), then each decoder linear is
-// quantized (round to nearest, asymmetric, per group) and packed (format/hfquant).
+// This file is `llmcloud quantize IN OUTDIR --format awq|gptq`: any model llmcloud opens,
+// written as a Hugging Face AWQ or GPTQ checkpoint (config.json with quantization_config,
+// safetensors with qweight/qzeros/scales[/g_idx], the tokenizer files as convert writes them).
+// The model is first written as a float Hugging Face directory (a temporary directory beside
+// OUTDIR, removed afterwards), then each decoder linear is quantized onto the asymmetric
+// per-group integer grid and packed (format/hfquant): --method rtn rounds to nearest, gptq
+// runs GPTQ with the calibration Hessian (optionally act-order, --desc-act), awq searches
+// per-input-channel scales, folds them into the preceding norm or linear (before the float
+// directory is written), then rounds. `quantize-hf` is the same command with --format awq as
+// its default.
 package main
 
 import (
@@ -11,70 +15,97 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/hfquant"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/quant"
+	"github.com/llmcloud/llmcloud/tensor"
 )
 
 func init() {
-	register("quantize-hf", "write a Hugging Face AWQ or GPTQ checkpoint (round-to-nearest int4/int8)", runQuantizeHF)
+	register("quantize-hf", "quantize --format awq|gptq (default awq): a Hugging Face AWQ or GPTQ checkpoint", runQuantizeHF)
 }
 
+// runQuantizeHF is quantize with --format awq unless the arguments say otherwise.
 func runQuantizeHF(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("quantize-hf", stderr)
-	format := fs.String("format", "awq", "checkpoint format: awq (AutoAWQ GEMM, 4-bit) or gptq (AutoGPTQ, checkpoint_format gptq)")
-	bits := fs.Int("bits", 4, "bits per weight: 4 (awq, gptq) or 8 (gptq)")
-	group := fs.Int("group-size", 128, "input columns per scale/zero group (-1: one group per row, gptq only)")
-	method := fs.String("method", "rtn", "quantization method: rtn (round to nearest, asymmetric)")
-	tok := fs.String("tokenizer", "", "tokenizer to use instead of the model's own (file or directory)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmcloud quantize-hf IN OUTDIR --format awq|gptq [--bits 4|8] [--group-size 128] [--method rtn]")
-		fmt.Fprintln(stderr, "IN: any model llmcloud opens (GGUF, Hugging Face directory, llama2.c); OUTDIR: the Hugging Face directory to write")
-		fs.PrintDefaults()
+	return runQuantize(append([]string{"--format", "awq"}, args...), stdout, stderr)
+}
+
+type hfOptions struct {
+	in, out string
+	method  string
+	gptq    quant.GPTQIntOptions
+}
+
+// quantizeHF writes the plan p of the model b (statistics cal) as the checkpoint c at o.out.
+func quantizeHF(b *loader.Bundle, p *convert.Plan, cal quant.Calibration, c *hfquant.Config, o hfOptions, stdout, stderr io.Writer) error {
+	minZero := 0
+	if c.V1Zeros() {
+		minZero = 1
 	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
+	grid := quant.IntGrid{Bits: c.Bits, Group: c.GroupSize, MinZero: minZero}
+	if o.method == "awq" {
+		if _, err := quant.Prepare(p, cal, quant.Options{Method: "awq", Type: tensor.Q4_0, Grid: &grid,
+			Log: func(msg string) { fmt.Fprintln(stderr, msg) }}); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.out)), 0o755); err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want IN and OUTDIR, got %d arguments", len(pos))
-	}
-	in, out := pos[0], pos[1]
-	if *method != "rtn" {
-		return usagef("--method %q: only rtn is supported here (calibrated methods: llmcloud quantize)", *method)
-	}
-	c := &hfquant.Config{Method: *format, Bits: *bits, GroupSize: *group, ZeroPoint: true, Version: "gemm", CheckpointFormat: "gptq"}
-	// Validate through the reader, so that what is written is what it accepts.
-	if _, _, err := hfquant.FromRaw(map[string]any{"quantization_config": toJSONNumbers(c.Raw())}); err != nil {
-		return usagef("%v", err)
-	}
-	if *format != "awq" && *format != "gptq" {
-		return usagef("--format %q: want awq or gptq", *format)
-	}
-	b, err := loader.Open(in, loader.Options{Tokenizer: *tok})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".quantize-hf-*")
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(o.out)), ".quantize-hf-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	p := convert.FromBundle(b)
 	if err := convert.WriteHF(tmp, p, convert.Options{}); err != nil { // quantized inputs dequantize to F32: expected, no warning
 		return err
 	}
-	n, err := hfquant.WriteDir(tmp, out, c, hfquant.RTNQuantizer(c))
+	n2 := 0
+	for _, t := range p.Tensors {
+		if len(t.Shape) == 2 && strings.HasPrefix(t.Name, "blk.") {
+			n2++
+		}
+	}
+	bar := progressbar.NewOptions(n2, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("quantize "+o.method),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
+	q := func(name string, w []float32, rows, cols int) (*hfquant.Linear, error) {
+		bar.Add(1)
+		if o.method != "gptq" {
+			return quant.RTNInt(w, rows, cols, grid)
+		}
+		gname, err := model.HFName(&b.Model.Config, name)
+		if err != nil {
+			return nil, err
+		}
+		st := cal.Stats[gname]
+		if st == nil || st.H == nil {
+			fmt.Fprintf(stderr, "warning: %s (%s): no calibration Hessian, rounded to nearest\n", name, gname)
+			return quant.RTNInt(w, rows, cols, grid)
+		}
+		if st.Cols != cols {
+			return nil, fmt.Errorf("the Hessian of %s has %d columns, the tensor %d", gname, st.Cols, cols)
+		}
+		return quant.GPTQInt(w, rows, cols, st.H, grid, o.gptq)
+	}
+	n, err := hfquant.WriteDir(tmp, o.out, c, q)
 	if err != nil {
 		return err
 	}
+	bar.Finish()
+	fmt.Fprintln(stderr)
+	how := o.method
+	if o.gptq.ActOrder {
+		how += " (act-order)"
+	}
 	fmt.Fprintf(stdout, "wrote %s (Hugging Face %s, %d-bit, group %d, %d linears quantized by %s) from %s (%s)\n",
-		out, *format, *bits, *group, n, *method, in, b.Format)
+		o.out, c.Method, c.Bits, c.GroupSize, n, how, o.in, b.Format)
 	return nil
 }
 
