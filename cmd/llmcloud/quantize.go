@@ -78,6 +78,11 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	var hfc *hfquant.Config
 	switch *format {
 	case "gguf":
+		for _, f := range []string{"bits", "desc-act"} {
+			if set[f] {
+				return usagef("--%s is for --format awq or gptq (a GGUF --type fixes its bits)", f)
+			}
+		}
 		if !strings.HasSuffix(out, ".gguf") {
 			return usagef("OUT %s: --format gguf writes GGUF (a name ending in .gguf)", out)
 		}
@@ -91,11 +96,6 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		}
 		if fixed := map[tensor.DType]int{tensor.Q4_0: 32, tensor.Q8_0: 32, tensor.Q4_K: 32, tensor.Q6_K: 16}[dt]; *group != 0 && *group != fixed {
 			return usagef("--group-size %d: %s's group is fixed at %d by the GGUF block format", *group, *typ, fixed)
-		}
-		for _, f := range []string{"bits", "desc-act"} {
-			if set[f] {
-				return usagef("--%s is for --format awq or gptq (a GGUF --type fixes its bits)", f)
-			}
 		}
 	case "awq", "gptq":
 		if *typ != "" {
