@@ -47,6 +47,8 @@ type Pair struct {
 	Scale  float32 // alpha/Rank, or alpha/√Rank with use_rslora
 	// SrcA and SrcB are the tensor names the pair was read from (for error messages).
 	SrcA, SrcB string
+
+	bT []float32 // Bᵀ [Rank, Out] for the run-time kernel (prepare)
 }
 
 // Weight is the GGUF name of the base weight p adapts, e.g. blk.3.attn_q.weight.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/format/safetensors"
+	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -205,22 +207,49 @@ func TestWrongBase(t *testing.T) {
 	}
 }
 
-func TestAddRowsMatchesReference(t *testing.T) {
+// TestApplySegsMatchesReference: the gathered low-rank products of interleaved segments of two
+// adapters (and base rows) equal the plain float64 reference row by row.
+func TestApplySegsMatchesReference(t *testing.T) {
+	for _, ref := range []bool{false, true} { // the assembly Dot/Axpy, and the pure-Go ones
+		kernels.Reference = ref
+		testApplySegs(t)
+	}
+	kernels.Reference = false
+}
+
+func testApplySegs(t *testing.T) {
 	cfg := testConfig()
-	a := randomAdapter(t, &cfg, 16, 4)
-	p := a.Pairs["blk.0.ffn_down.weight"]
-	const m = 5
+	pairs := map[uint32]*Pair{
+		3: randomAdapter(t, &cfg, 16, 4).Pairs["blk.0.ffn_down.weight"],
+		5: randomAdapter(t, &cfg, 8, 5).Pairs["blk.0.ffn_down.weight"],
+	}
+	p := pairs[3]
+	const m = 9
+	segs := []exec.LoRASeg{seg(0, 2, 3), seg(2, 3, 0), seg(3, 6, 5), seg(6, 7, 3), seg(7, 9, 5)}
 	x := synth.GenerateStd("x", []int{m, p.In}, 9, 1)
 	xv, _ := x.Float32()
 	o1, o2 := make([]float32, m*p.Out), make([]float32, m*p.Out)
 	for i := range o1 {
 		o1[i], o2[i] = float32(i%7), float32(i%7)
 	}
-	p.addRows(o1, xv, 0, m)
-	p.addRowsRef(o2, xv, 0, m)
-	for i := range o1 {
-		if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*(1+math.Abs(float64(o2[i]))) {
-			t.Fatalf("row value %d: %g vs reference %g", i, o1[i], o2[i])
+	if err := applySegs(nil, segs, func(id uint32) *Pair { return pairs[id] }, "w", o1, xv, m, p.In, p.Out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		if s.Adapter != 0 {
+			pairs[s.Adapter].addRowsRef(o2, xv, s.Start, s.End)
 		}
 	}
+	for i := range o1 {
+		if d := math.Abs(float64(o1[i] - o2[i])); d > 1e-5*(1+math.Abs(float64(o2[i]))) {
+			t.Fatalf("value %d (row %d): %g vs reference %g", i, i/p.Out, o1[i], o2[i])
+		}
+	}
+	if err := applySegs(nil, []exec.LoRASeg{seg(0, 10, 3)}, func(id uint32) *Pair { return pairs[id] }, "w", o1, xv, m, p.In, p.Out); err == nil {
+		t.Fatal("a segment past the batch was accepted")
+	}
+}
+
+func seg(start, end int, a uint32) exec.LoRASeg {
+	return exec.LoRASeg{Start: start, End: end, Adapter: a}
 }

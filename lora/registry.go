@@ -67,6 +67,9 @@ func (r *Registry) Add(name, path string, a *Adapter) (uint32, error) {
 	case a.Rank() > maxRank:
 		return 0, fmt.Errorf("lora: adapter %q (%s) has rank %d, above --max-lora-rank %d", name, path, a.Rank(), maxRank)
 	}
+	for _, p := range a.Pairs {
+		p.prepare() // before the snapshot is published: the executor only reads pairs
+	}
 	r.next++
 	e := &Entry{Name: name, Path: path, ID: r.next, Adapter: a}
 	s := &snapshot{byName: map[string]*Entry{name: e}, byID: map[uint32]*Entry{e.ID: e}, byWeight: map[string]map[uint32]*Pair{}}
