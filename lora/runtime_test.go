@@ -173,3 +173,62 @@ func TestPEFTPermutationMerges(t *testing.T) {
 		}
 	}
 }
+
+// TestEightAdaptersDecodeInvariant: 8 adapters (ranks 8 and 16) and the base, 9 sequences
+// prefilled then decoded a step as one batch: each sequence's logits equal those of the
+// sequence run alone (batch-invariant mode), at both steps.
+func TestEightAdaptersDecodeInvariant(t *testing.T) {
+	cfg := testConfig()
+	m := testModel(t, cfg, 12)
+	reg := &Registry{}
+	ids := []uint32{0}
+	for i := range 8 {
+		id, err := reg.Add(string(rune('a'+i)), "", randomAdapter(t, &cfg, 8+8*(i%2), uint64(40+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	run := func(which []int) map[int][2][]float32 {
+		kv, err := m.NewPagedKV(2*len(ids), 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &model.Batch{Invariant: true, LoRA: reg}
+		seq := func(i, start int, toks []int) model.BatchSeq {
+			return model.BatchSeq{Tokens: toks, StartPos: start, BlockTable: []int32{int32(2 * i), int32(2*i + 1)}, NeedsLogits: true, Adapter: ids[i]}
+		}
+		out := map[int][2][]float32{}
+		for step := 0; step < 2; step++ {
+			var bs []model.BatchSeq
+			for _, i := range which {
+				p := []int{1 + i, 7, 9 + 3*i, 20, 5, 2*i + 1}
+				if step == 0 {
+					bs = append(bs, seq(i, 0, p))
+				} else {
+					bs = append(bs, seq(i, len(p), []int{40 + i}))
+				}
+			}
+			lg, err := m.ForwardBatch(b, kv, bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, i := range which {
+				o := out[i]
+				o[step] = slices.Clone(lg[j*cfg.Vocab : (j+1)*cfg.Vocab])
+				out[i] = o
+			}
+		}
+		return out
+	}
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	together := run(all)
+	for _, i := range all {
+		alone := run([]int{i})[i]
+		for step := range 2 {
+			if !slices.Equal(alone[step], together[i][step]) {
+				t.Errorf("sequence %d (adapter %d) step %d: batched logits differ from alone", i, ids[i], step)
+			}
+		}
+	}
+}
