@@ -151,3 +151,33 @@ func (p *Pair) check() error {
 	}
 	return nil
 }
+
+// New returns an empty adapter of configuration c (training fills it with Set, then writes it
+// with WritePEFT or WriteGGUF).
+func New(name string, c Config) *Adapter {
+	if c.PeftType == "" {
+		c.PeftType = "LORA"
+	}
+	return &Adapter{Name: name, Config: c, Pairs: map[string]*Pair{}}
+}
+
+// Set stores the pair of layer's module mod (a PEFT name): A [r, in] and B [out, r] row-major
+// in llmcloud's layout (q/k rows as the base model holds them), r = len(A)/in; its alpha and
+// scale come from the adapter's config (rank_pattern, alpha_pattern, use_rslora).
+func (a *Adapter) Set(layer int, mod string, A, B []float32, in, out int) error {
+	if _, ok := Modules[mod]; !ok {
+		return fmt.Errorf("lora: module %q is not one of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", mod)
+	}
+	if in <= 0 || out <= 0 || len(A)%in != 0 {
+		return fmt.Errorf("lora: layer %d %s: A has %d values, not a multiple of in = %d", layer, mod, len(A), in)
+	}
+	r := len(A) / in
+	_, alpha := a.Config.moduleParams(modulePath(layer, mod))
+	p := &Pair{Layer: layer, Module: mod, Rank: r, In: in, Out: out, A: A, B: B, Alpha: alpha,
+		Scale: ScaleOf(alpha, r, a.Config.UseRSLoRA), SrcA: PEFTName(layer, mod, "A"), SrcB: PEFTName(layer, mod, "B")}
+	if err := p.check(); err != nil {
+		return err
+	}
+	a.Pairs[p.Weight()] = p
+	return nil
+}

@@ -253,3 +253,24 @@ func testApplySegs(t *testing.T) {
 func seg(start, end int, a uint32) exec.LoRASeg {
 	return exec.LoRASeg{Start: start, End: end, Adapter: a}
 }
+
+func TestNewSet(t *testing.T) {
+	cfg := testConfig()
+	a := New("t", Config{R: 4, LoraAlpha: 8, TargetModules: Targets{List: []string{"v_proj"}}})
+	if err := a.Set(1, "v_proj", make([]float32, 4*cfg.Dim), make([]float32, cfg.KVDim()*4), cfg.Dim, cfg.KVDim()); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Pairs["blk.1.attn_v.weight"]; p == nil || p.Scale != 2 || p.Rank != 4 {
+		t.Fatalf("pair %+v", p)
+	}
+	if err := a.Set(0, "v_proj", make([]float32, 4*cfg.Dim), make([]float32, 3), cfg.Dim, cfg.KVDim()); err == nil {
+		t.Fatal("a B of the wrong size was accepted")
+	}
+	dir := t.TempDir()
+	if err := WritePEFT(dir, a, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadPEFT(dir, &cfg); err != nil || len(b.Pairs) != 1 {
+		t.Fatalf("%v %v", b, err)
+	}
+}
