@@ -202,6 +202,7 @@ type Model struct {
 	Created     int64  `json:"created"`
 	OwnedBy     string `json:"owned_by"`
 	Root        string `json:"root,omitempty"`
+	Parent      string `json:"parent,omitempty"` // a LoRA adapter's base model (vLLM)
 	MaxModelLen int    `json:"max_model_len,omitempty"`
 }
 

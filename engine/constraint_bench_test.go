@@ -133,7 +133,7 @@ func newBenchStepper(b *testing.B, m *model.Model, name string, batch int, temp 
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &benchStepper{s: s, r: newRunner(m, kv, false), smp: map[SeqID]*seqSampler{}, name: name}
+	st := &benchStepper{s: s, r: newRunner(m, kv, false, nil), smp: map[SeqID]*seqSampler{}, name: name}
 	st.r.masks.inline = name == "after-forward"
 	r := rand.New(rand.NewPCG(3, 3))
 	for i := range batch {

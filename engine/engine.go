@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/profile"
 	"github.com/llmcloud/llmcloud/sample"
@@ -58,6 +59,9 @@ type Options struct {
 	SingleKVPool bool
 	// Speculative turns on speculative decoding (engine_spec.go; zero value: off).
 	Speculative SpecOptions
+	// LoRA applies the run-time adapters of requests with an Adapter id (package lora's
+	// Registry); nil: requests must not name one.
+	LoRA exec.Adapters
 	// OnStep, if set, is called by the step loop after every step (keep it quick).
 	OnStep func(StepMetrics)
 	// Now is the clock (nil = time.Now).
@@ -83,6 +87,9 @@ type Request struct {
 	IgnoreEOS    bool          // keep going past the tokenizer's end-of-generation ids
 	Priority     int           // PolicyPriority: lower runs first
 	CacheSalt    string        // prefix-cache isolation: only equal salts share blocks
+	// Adapter is the run-time LoRA adapter's id in Options.LoRA (0: the base model). It is part
+	// of the prefix-cache key: blocks computed under one adapter never serve another.
+	Adapter uint32
 	// Constraint, if set, limits every sampled token to those it allows (structured output);
 	// the request ends with FinishStop when it is Done, and with FinishAbort and Err when it
 	// fails (rejects the token, panics, allows nothing). One per request (it holds state); the
@@ -293,7 +300,7 @@ func New(m *model.Model, tok *tokenizer.Tokenizer, opts Options) (*Engine, error
 		opts.OutputBuffer = 64
 	}
 	e := &Engine{m: m, tok: tok, opts: opts, cfg: cfg, now: opts.Now, sched: sched, spec: spec,
-		runner: newRunner(m, kv, opts.BatchInvariant), live: map[string]*reqState{},
+		runner: newRunner(m, kv, opts.BatchInvariant, opts.LoRA), live: map[string]*reqState{},
 		accepting: true, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if e.now == nil {
 		e.now = time.Now
@@ -321,6 +328,9 @@ func (e *Engine) Config() Config { return e.cfg }
 // closed after the one with Finished set. Cancelling ctx aborts the request.
 func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 	if err := e.validate(r); err != nil {
+		return nil, err
+	}
+	if err := e.validateAdapter(&r); err != nil {
 		return nil, err
 	}
 	smp, err := sample.New(r.Params)

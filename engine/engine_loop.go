@@ -82,7 +82,7 @@ func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
 		return
 	}
 	_, err := e.sched.AddRequest(SeqRequest{ID: st.seq, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
-		StopTokenIDs: stopIDs, Priority: r.Priority, ArrivalTime: int64(st.seq), CacheSalt: r.CacheSalt})
+		StopTokenIDs: stopIDs, Priority: r.Priority, ArrivalTime: int64(st.seq), CacheSalt: adapterSalt(r.CacheSalt, r.Adapter), Adapter: r.Adapter})
 	if err != nil {
 		e.finish(st, bySeq, FinishAbort, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/sample"
@@ -39,9 +40,10 @@ type runner struct {
 	masks    *maskFiller
 }
 
-func newRunner(m *model.Model, kv *model.PagedKV, invariant bool) *runner {
+func newRunner(m *model.Model, kv *model.PagedKV, invariant bool, adapters exec.Adapters) *runner {
 	r := &runner{m: m, kv: kv, masks: newMaskFiller()}
 	r.b.Invariant = invariant
+	r.b.LoRA = adapters
 	r.sampleFn = r.sample
 	return r
 }
@@ -82,7 +84,7 @@ func (r *runner) execute(plan *StepPlan, samplerOf func(SeqID) *seqSampler) (ste
 			t = append(t, int32(b))
 		}
 		r.tables[i] = t
-		bs := model.BatchSeq{Tokens: ss.Tokens, StartPos: ss.StartPos, BlockTable: t, NeedsLogits: ss.NeedsLogits}
+		bs := model.BatchSeq{Tokens: ss.Tokens, StartPos: ss.StartPos, BlockTable: t, NeedsLogits: ss.NeedsLogits, Adapter: ss.Adapter}
 		if ss.GroupTables != nil {
 			bs.GroupTables = r.groupTables(i, ss.GroupTables)
 		}

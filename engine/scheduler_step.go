@@ -25,6 +25,7 @@ type ScheduledSeq struct {
 	// NumDrafts > 0 marks a speculative decode: Tokens is the last known token followed by
 	// NumDrafts draft tokens (SetDraft), and all NumDrafts+1 rows' logits are verified.
 	NumDrafts int
+	Adapter   uint32 // the sequence's run-time LoRA adapter (0: none)
 }
 
 // StepPlan is what one step runs: a ragged batch of prefill chunks and decode tokens.
@@ -131,6 +132,7 @@ func (s *Scheduler) Schedule() *StepPlan {
 			NeedsLogits: start+known == seq.NumTokens(),
 			Prefill:     start+known < seq.NumTokens() || known > 1,
 			NumDrafts:   k,
+			Adapter:     seq.Adapter,
 		})
 		plan.NumBatchedTokens += n
 	}

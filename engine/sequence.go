@@ -47,6 +47,7 @@ type SeqRequest struct {
 	Priority     int   // priority policy: lower runs first
 	ArrivalTime  int64 // FCFS order and priority ties
 	CacheSalt    string
+	Adapter      uint32 // the run-time LoRA adapter (0: none), carried to the executor
 }
 
 // Sequence is a request under way. The scheduler owns it; callers read it.

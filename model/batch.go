@@ -35,6 +35,8 @@ type BatchSeq struct {
 	// NumLogits, with NeedsLogits, asks for the logits of the last NumLogits rows instead
 	// (speculative decoding verifies a token and its drafts in one row each); 0 means 1.
 	NumLogits int
+	// Adapter is the run-time LoRA adapter's id in Batch.LoRA (0: the base model alone).
+	Adapter uint32
 
 	allLogits bool // with NeedsLogits: the logits of every row (Forward's allLogits)
 }
@@ -53,6 +55,9 @@ type Batch struct {
 	// Observer, when set, sees every matmul's input rows and weight names (calibration,
 	// package quant/calib).
 	Observer exec.MatMulObserver
+	// LoRA, when set, adds the adapters of the sequences with an Adapter id after each matmul
+	// (package lora's Registry).
+	LoRA exec.Adapters
 
 	prog   *exec.Program
 	progOf *Model // the model prog was compiled for
@@ -124,7 +129,12 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	for g := range st.GroupRows {
 		st.GroupRows[g] = st.GroupRows[g][:0]
 	}
+	st.LoRA, st.LoRASegs = nil, st.LoRASegs[:0]
 	for _, s := range seqs {
+		if s.Adapter != 0 && b.LoRA != nil {
+			st.LoRA = b.LoRA
+			st.LoRASegs = append(st.LoRASegs, exec.LoRASeg{Start: len(st.Tokens), End: len(st.Tokens) + len(s.Tokens), Adapter: s.Adapter})
+		}
 		for j, t := range s.Tokens {
 			st.Tokens = append(st.Tokens, t)
 			st.Rows = append(st.Rows, kernels.PagedRow{Pos: s.StartPos + j, Table: s.BlockTable})
@@ -160,7 +170,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	for g := range st.GroupRows {
 		clear(st.GroupRows[g])
 	}
-	st.KV, st.Out = exec.KV{}, nil
+	st.KV, st.Out, st.LoRA = exec.KV{}, nil, nil
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

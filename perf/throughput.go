@@ -28,6 +28,9 @@ type ThroughputOptions struct {
 	Temperature float64 // sampling temperature (vLLM's benchmark uses 1.0); 0 = greedy
 	Seed        uint64  // prompts and sampling seeds
 	Engine      engine.Options
+	// Adapters, when not empty, spreads the requests over run-time LoRA adapters: request i
+	// uses Adapters[i%len(Adapters)] (ids in Engine.LoRA; 0 is the base model).
+	Adapters []uint32
 }
 
 // ThroughputResult is the run's outcome; the JSON keys of the first group are vLLM's.
@@ -132,8 +135,11 @@ func Throughput(m *model.Model, tok *tokenizer.Tokenizer, o ThroughputOptions) (
 	chans := make([]<-chan engine.Output, len(prompts))
 	for i, p := range prompts {
 		params := sample.Params{Temperature: o.Temperature, Seed: o.Seed + uint64(i)}
-		ch, err := e.Add(context.Background(), engine.Request{ID: fmt.Sprint(i), Prompt: p, Params: params,
-			MaxTokens: o.OutputLen, IgnoreEOS: true})
+		r := engine.Request{ID: fmt.Sprint(i), Prompt: p, Params: params, MaxTokens: o.OutputLen, IgnoreEOS: true}
+		if len(o.Adapters) > 0 {
+			r.Adapter = o.Adapters[i%len(o.Adapters)]
+		}
+		ch, err := e.Add(context.Background(), r)
 		if err != nil {
 			return res, err
 		}

@@ -57,6 +57,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, st *state) {
 		s.fail(w, e)
 		return
 	}
+	g.adapter = st.adapterOf(model)
 	if e := refuseBestOf(body, g.n); e != nil {
 		s.fail(w, e)
 		return

@@ -37,6 +37,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, st *s
 		s.fail(w, e)
 		return
 	}
+	g.adapter = st.adapterOf(model)
 	g.kind = "cmpl"
 	if e := refuseBestOf(body, g.n); e != nil {
 		s.fail(w, e)

@@ -32,6 +32,7 @@ type genRequest struct {
 	// promptParam names the field the prompts came from ("prompt", "messages", "input").
 	promptParam string
 	cacheSalt   string
+	adapter     uint32 // the run-time LoRA adapter the request's model names (0: the base)
 	params      sample.Params
 	seedSet     bool
 	stop        []string
@@ -215,7 +216,7 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 			} else if pi*g.n+i > 0 {
 				p.Seed = s.randomSeed()
 			}
-			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p, CacheSalt: g.cacheSalt,
+			r := engine.Request{ID: fmt.Sprintf("%s-%d", id, pi*g.n+i), Prompt: prompt, Params: p, CacheSalt: g.cacheSalt, Adapter: g.adapter,
 				MaxTokens: g.maxTokens, Stop: g.stop, StopTokenIDs: g.stopIDs, IgnoreEOS: g.ignoreEOS}
 			if g.constraint != nil {
 				r.Constraint = g.constraint()

@@ -110,6 +110,7 @@ func (s *Server) prepareResponses(r *http.Request, st *state, req *api.Responses
 	if e != nil {
 		return nil, e
 	}
+	g.adapter = st.adapterOf(model)
 	g.kind = "resp"
 	if cp, e := st.compileSpec(spec); e != nil {
 		return nil, e

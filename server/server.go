@@ -23,6 +23,7 @@ import (
 	"github.com/llmcloud/llmcloud/api"
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/lora"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -63,6 +64,11 @@ type Options struct {
 	// ProfilerDir enables POST /start_profile and /stop_profile, which write traces here
 	// (profile.go); empty: the endpoints answer 404.
 	ProfilerDir string
+	// LoRA, when set, serves run-time LoRA adapters (vLLM's --enable-lora): a request whose
+	// model is an adapter's name runs with it, /v1/models lists them, and POST
+	// /v1/load_lora_adapter and /v1/unload_lora_adapter change them (lora.go). The engine must
+	// be made with engine.Options.LoRA set to the same registry.
+	LoRA *lora.Registry
 }
 
 // Server is the HTTP front of one model.
@@ -92,7 +98,8 @@ type state struct {
 	names       []string
 	tmpl        string
 	maxModelLen int
-	grammars    *grammarCache // structured output: compiled grammars and the Vocab
+	grammars    *grammarCache  // structured output: compiled grammars and the Vocab
+	lora        *lora.Registry // run-time LoRA adapters (nil: not enabled; lora.go)
 }
 
 // New returns a server that answers 503 on every model endpoint until Attach.
@@ -130,6 +137,7 @@ func New(opts Options) *Server {
 	s.route("GET", "/version", http.HandlerFunc(s.handleVersion))
 	s.route("GET", "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	s.routeProfiler()
+	s.routeLoRA()
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.accessLog(s.requireKey(s.mux))
 	return s
@@ -151,7 +159,7 @@ func (s *Server) StepHook(m engine.StepMetrics) { s.metrics.observeStep(m) }
 func (s *Server) Attach(b *loader.Bundle, eng *engine.Engine) {
 	st := &state{b: b, eng: eng, names: s.opts.ServedModelNames, tmpl: b.ChatTemplate,
 		maxModelLen: eng.Config().MaxModelLenTokens,
-		grammars:    newGrammarCache(b.Tok, b.Model.Config.Vocab, s.opts.Grammar)}
+		grammars:    newGrammarCache(b.Tok, b.Model.Config.Vocab, s.opts.Grammar), lora: s.opts.LoRA}
 	if len(st.names) == 0 {
 		st.names = []string{b.Name}
 	}
@@ -220,6 +228,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request, st *state)
 		list.Data = append(list.Data, api.Model{ID: n, Object: "model", Created: s.started,
 			OwnedBy: "llmcloud", Root: st.b.Name, MaxModelLen: st.maxModelLen})
 	}
+	list.Data = append(list.Data, s.adapterModels(st)...)
 	writeJSON(w, http.StatusOK, list)
 }
 
@@ -232,6 +241,9 @@ func (st *state) checkModel(name string) (string, *apiError) {
 		if n == name {
 			return n, nil
 		}
+	}
+	if st.adapterOf(name) != 0 {
+		return name, nil
 	}
 	return "", &apiError{status: http.StatusNotFound, code: "model_not_found", param: "model",
 		msg: fmt.Sprintf("the model %q does not exist (served: %s)", name, strings.Join(st.names, ", "))}

@@ -39,6 +39,7 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 	noChunk := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
 	fs.BoolVar(&o.Engine.BatchInvariant, "batch-invariant", o.Engine.BatchInvariant, "bit-identical results whatever the batch (a lone row's matmuls run on the GEMM kernels)")
 	jsonOut := fs.String("output-json", "", "also write the results to this JSON file")
+	lb := registerBenchLoRAFlags(fs)
 	var sp specFlags
 	sp.register(fs, true)
 	pos, err := parseInterleaved(fs, args)
@@ -92,6 +93,9 @@ func runBenchThroughput(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "Speculative decoding: %s\n", sp.describe())
+	}
+	if err := lb.setup(b, &o, stdout); err != nil {
+		return err
 	}
 	res, err := perf.Throughput(m, b.Tok, o)
 	if err != nil {

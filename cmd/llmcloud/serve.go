@@ -75,7 +75,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	var sp specFlags
 	sp.register(fs, false)
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
+	lf := registerLoRAFlags(fs)
 	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	pos = lf.takeModules(pos)
+	loraReg, err := lf.parse()
 	if err != nil {
 		return err
 	}
@@ -142,7 +148,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
-		ReasoningParser: *reasoningParser, ProfilerDir: *profDir}
+		ReasoningParser: *reasoningParser, ProfilerDir: *profDir, LoRA: loraReg}
 	if set["seed"] && *seed >= 0 {
 		s := uint64(*seed)
 		opts.Seed = &s
@@ -207,6 +213,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 			return err
 		}
 		log.Info("speculative decoding", "config", sp.describe())
+	}
+	if err := lf.load(loraReg, b, &eo, log); err != nil {
+		hs.Close()
+		return err
 	}
 	eng, err := engine.New(b.Model, b.Tok, eo)
 	if err != nil {

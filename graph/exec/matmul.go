@@ -41,10 +41,16 @@ func (o *matmulOp) run(p *Program) error {
 	if p.observe != nil {
 		p.observe(x, m, o.k, o.names)
 	}
+	var err error
 	if p.invariant {
-		return p.pool.MatMulInvariant(p.f32(o.out), x, o.w, m)
+		err = p.pool.MatMulInvariant(p.f32(o.out), x, o.w, m)
+	} else {
+		err = p.pool.MatMul(p.f32(o.out), x, o.w, m)
 	}
-	return p.pool.MatMul(p.f32(o.out), x, o.w, m)
+	if err != nil {
+		return err
+	}
+	return p.addLoRA(o.names[0], p.f32(o.out), x, m, o.k, o.w.Shape[0])
 }
 
 type matmulMultiOp struct {
@@ -84,12 +90,20 @@ func (o *matmulMultiOp) run(p *Program) error {
 				return err
 			}
 		}
-		return nil
+	} else {
+		for i, id := range o.outs {
+			o.bufs[i] = p.f32(id)
+		}
+		err := p.pool.MatMulShared(o.bufs, x, o.ws, m)
+		clear(o.bufs)
+		if err != nil {
+			return err
+		}
 	}
-	for i, id := range o.outs {
-		o.bufs[i] = p.f32(id)
+	for i, w := range o.ws {
+		if err := p.addLoRA(o.names[i], p.f32(o.outs[i]), x, m, o.k, w.Shape[0]); err != nil {
+			return err
+		}
 	}
-	err := p.pool.MatMulShared(o.bufs, x, o.ws, m)
-	clear(o.bufs)
-	return err
+	return nil
 }

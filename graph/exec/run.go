@@ -21,6 +21,10 @@ type Step struct {
 	GroupRows [][]kernels.PagedRow
 	LogitRows []int // the rows whose output is wanted (input "logit_rows"), in output order
 	KV        KV
+	// LoRA, with LoRASegs, adds run-time adapters' updates after each matmul (lora.go); nil
+	// or no segments: the base model alone.
+	LoRA     Adapters
+	LoRASegs []LoRASeg
 	// Out, when it has the capacity, receives the output (otherwise a buffer of the Program's,
 	// valid until its next Run).
 	Out []float32
