@@ -165,6 +165,9 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	var lossSum, auxSum float64
 	for i := range c.GradAccum {
 		t.data.Train.Next(t.x, t.y)
+		if err := t.setDocs(t.data.Train); err != nil {
+			return StepStats{}, err
+		}
 		x, y := t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq)
 		lossSum += float64(t.Net.Forward(x, y, t.par.rows, c.Seq))
 		auxSum += float64(t.Net.AuxLoss())
@@ -230,6 +233,9 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 	var sum float64
 	for range c.EvalBatches {
 		v.Next(t.x, t.y)
+		if err := t.setDocs(v); err != nil {
+			return 0, 0, false, err
+		}
 		sum += float64(t.Net.Forward(t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq), t.par.rows, c.Seq))
 	}
 	loss = sum / float64(c.EvalBatches)
