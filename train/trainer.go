@@ -34,6 +34,9 @@ type Data struct {
 	Val           Batches // nil: no validation
 	Vocab         int     // vocabulary size of the tokens
 	TokenizerPath string  // tokenizer.json of the tokens ("" = none; exports then have no vocabulary)
+	// Adapter, when not nil, trains low-rank adapters on its frozen base instead of every
+	// weight (fine-tuning; nn.Options.Adapter).
+	Adapter *nn.Adapter
 }
 
 // StepStats describe one optimizer step.
@@ -98,6 +101,7 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, er
 	if par.pipe != nil {
 		opt, maxRows = par.pipe.netOptions(opt), par.pipe.mbRows
 	}
+	opt.Adapter = d.Adapter
 	if err := par.prepare(cfg, mc, &opt); err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ type Message struct {
 // Example is one conversation, with where it came from.
 type Example struct {
 	Messages []Message
+	Task     string // the line's optional "task" field (the generated dataset's, for per-task accuracy)
 	File     string
 	Line     int
 }
@@ -58,7 +59,11 @@ func ReadFile(path string) ([]Example, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sft: %s:%d: %w", path, n, err)
 		}
-		out = append(out, Example{Messages: msgs, File: path, Line: n})
+		var t struct {
+			Task string `json:"task"`
+		}
+		json.Unmarshal(b, &t) // valid JSON: ParseLine read it
+		out = append(out, Example{Messages: msgs, Task: t.Task, File: path, Line: n})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("sft: %s: %w", path, err)
