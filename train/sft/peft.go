@@ -34,7 +34,6 @@ type PEFTAdapter struct {
 	Targets   []string             // GGUF block names (attn_q, ...)
 	Tensors   map[string][]float32 // by nn.AdapterNames: blk.N.attn_q.weight.lora_a [r, in], .lora_b [out, r]
 	ShapeOf   map[string][]int
-	BaseModel string // informational: general.name of the base
 }
 
 // WritePEFT writes a into dir: lora_A.weight [r, in] and lora_B.weight [out, r] of each
