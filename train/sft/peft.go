@@ -26,14 +26,14 @@ var PEFTModules = map[string]string{"q_proj": "attn_q", "k_proj": "attn_k", "v_p
 
 // PEFTAdapter is what WritePEFT writes.
 type PEFTAdapter struct {
-	Config    model.Config
-	Base      string // base_model_name_or_path
-	Rank      int
-	Alpha     float64
-	Dropout   float64
-	Targets   []string             // GGUF block names (attn_q, ...)
-	Tensors   map[string][]float32 // by nn.AdapterNames: blk.N.attn_q.weight.lora_a [r, in], .lora_b [out, r]
-	ShapeOf   map[string][]int
+	Config  model.Config
+	Base    string // base_model_name_or_path
+	Rank    int
+	Alpha   float64
+	Dropout float64
+	Targets []string             // GGUF block names (attn_q, ...)
+	Tensors map[string][]float32 // by nn.AdapterNames: blk.N.attn_q.weight.lora_a [r, in], .lora_b [out, r]
+	ShapeOf map[string][]int
 }
 
 // WritePEFT writes a into dir: lora_A.weight [r, in] and lora_B.weight [out, r] of each
