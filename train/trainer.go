@@ -259,7 +259,7 @@ func (t *Trainer) state() (*State, []namedF32, error) {
 	st := &State{Version: CheckpointVersion, Step: t.step, Tokens: t.tokens,
 		LoaderPosition: t.data.Train.Position(), LoaderEpoch: t.data.Train.Epoch(), RNG: rng,
 		AdamStep: t.opt.T, ElapsedSeconds: t.elapsed.Seconds(), TrainLoss: t.last,
-		Config: t.Cfg, Model: t.Model}
+		Config: t.Cfg, Model: t.Model, Adapter: t.Net.Adapted()}
 	ts, err := t.gather(t.stateParts(true))
 	if err != nil {
 		return nil, nil, err
