@@ -12,6 +12,15 @@ type TrainAttnOpts struct {
 	Window  int     // > 0: row t sees keys [t-Window+1, t]
 	Softcap float32 // > 0: scores become Softcap·tanh(s/Softcap) before the softmax
 	Scale   float32 // > 0: multiplies q·k instead of 1/√hd
+	// Starts, when not nil, holds for each of the B*T rows the first row of its document
+	// (packed sequences: row t sees keys [Starts[b*T+t], t] of its batch row b; the values
+	// must not decrease along a batch row and lie in [0, t]). It combines with Window.
+	Starts []int32
+}
+
+// Plain reports whether o asks for nothing: plain causal attention scaled by 1/√hd.
+func (o TrainAttnOpts) Plain() bool {
+	return o.Window == 0 && o.Softcap == 0 && o.Scale == 0 && o.Starts == nil
 }
 
 // SideSize is the number of floats TrainAttentionWindow keeps for the backward of an
@@ -30,12 +39,16 @@ func (o TrainAttnOpts) scale(hd int) float32 {
 	return float32(1 / math.Sqrt(float64(hd)))
 }
 
-// first is the first key row t sees.
-func (o TrainAttnOpts) first(t int) int {
+// first is the first key row t of batch row b (of T rows) sees.
+func (o TrainAttnOpts) first(b, T, t int) int {
+	f := 0
 	if o.Window > 0 {
-		return max(0, t-o.Window+1)
+		f = max(0, t-o.Window+1)
 	}
-	return 0
+	if o.Starts != nil {
+		f = max(f, int(o.Starts[b*T+t]))
+	}
+	return f
 }
 
 // TrainAttentionWindow is TrainAttention with o's options. side holds o.SideSize(B, H, T)
@@ -57,13 +70,13 @@ func TrainAttentionWindow(p *Pool, out, side, q, k, v []float32, s AttnShape, o 
 			pr := side[bh*T*T : (bh+1)*T*T]
 			for t0 := 0; t0 < T; t0 += trainAttnBlock {
 				t1 := min(t0+trainAttnBlock, T) // rows [t0, t1) see keys [k0, t1)
-				k0 := o.first(t0)
+				k0 := o.first(b, T, t0)
 				qm := Mat{Data: q[(b*T+t0)*qd+h*hd:], Stride: qd}
 				km := Mat{Data: k[(b*T+k0)*kvd+kh*hd:], Stride: kvd, T: true}
 				Serial.Gemm(t1-t0, t1-k0, hd, qm, km, pr[t0*T+k0:], T, false)
 				for t := t0; t < t1; t++ {
 					row := pr[t*T : (t+1)*T]
-					u0 := o.first(t)
+					u0 := o.first(b, T, t)
 					mx := float32(math.Inf(-1))
 					for u := u0; u <= t; u++ {
 						x := row[u] * scale
@@ -115,7 +128,7 @@ func TrainAttentionWindowGrad(p *Pool, dq, dk, dv, dout, side, q, k, v, scratch 
 				pr := side[bh*T*T : (bh+1)*T*T]
 				for t0 := 0; t0 < T; t0 += trainAttnBlock {
 					t1 := min(t0+trainAttnBlock, T)
-					k0 := o.first(t0)
+					k0 := o.first(b, T, t0)
 					kOff := (b*T+k0)*kvd + kh*hd
 					qOff := (b*T+t0)*qd + h*hd
 					dy := Mat{Data: dout[qOff:], Stride: qd}
@@ -126,7 +139,7 @@ func TrainAttentionWindowGrad(p *Pool, dq, dk, dv, dout, side, q, k, v, scratch 
 					Serial.Gemm(nk, hd, t1-t0, Mat{Data: pb, Stride: T, T: true}, dy, dv[kOff:], kvd, true)
 					for t := t0; t < t1; t++ {
 						prow, drow := pr[t*T:(t+1)*T], ds[t*T:(t+1)*T]
-						u0 := o.first(t)
+						u0 := o.first(b, T, t)
 						var sum float32
 						for u := u0; u <= t; u++ {
 							sum += prow[u] * drow[u]

@@ -118,13 +118,18 @@ func TrainResidual(out, a, b []float32) {
 // subtracted) and losses[i] = −log probs[i][targets[i]], and returns the mean loss over the N
 // rows (summed in row order in float64). A row whose target probability underflows float32
 // gets its loss from an exact float64 log-sum-exp instead. logits, probs are (N,V), targets,
-// losses are (N).
+// losses are (N). A row whose target is negative (IgnoreTarget: a position outside the loss
+// mask) gets loss 0 and is left out of the mean; the mean of no rows is 0.
 func TrainCrossEntropy(p *Pool, losses, probs, logits []float32, targets []int32, N, V int) float32 {
 	p.For(N, TrainRowChunk(V), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row, pr := logits[i*V:(i+1)*V], probs[i*V:(i+1)*V]
 			copy(pr, row)
 			Softmax(pr)
+			if targets[i] < 0 {
+				losses[i] = 0
+				continue
+			}
 			if pt := pr[targets[i]]; pt > 1e-30 {
 				losses[i] = -float32(math.Log(float64(pt)))
 				continue
@@ -136,16 +141,38 @@ func TrainCrossEntropy(p *Pool, losses, probs, logits []float32, targets []int32
 	for _, l := range losses[:N] {
 		sum += float64(l)
 	}
-	return float32(sum / float64(N))
+	n := CountTargets(targets[:N])
+	if n == 0 {
+		return 0
+	}
+	return float32(sum / float64(n))
+}
+
+// IgnoreTarget is the target of a position that takes no part in the loss.
+const IgnoreTarget = -1
+
+// CountTargets is the number of targets that take part in the loss (not negative).
+func CountTargets(targets []int32) int {
+	n := 0
+	for _, t := range targets {
+		if t >= 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // TrainCrossEntropyGrad turns probs, in place, into dlogits = dloss·(probs − onehot(targets)),
 // the gradient of dloss·losses[i] for every row (dloss = 1/N for the mean). probs is (N,V),
-// targets (N).
+// targets (N). A row whose target is negative gets a zero gradient.
 func TrainCrossEntropyGrad(p *Pool, probs []float32, targets []int32, N, V int, dloss float32) {
 	p.For(N, TrainRowChunk(V), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			d := probs[i*V : (i+1)*V]
+			if targets[i] < 0 {
+				clear(d)
+				continue
+			}
 			Scale(d, dloss)
 			d[targets[i]] -= dloss
 		}

@@ -50,6 +50,9 @@ type State struct {
 	TrainLoss      float32      `json:"train_loss"`      // loss of the last step
 	Config         Config       `json:"config"`
 	Model          model.Config `json:"model"`
+	// Adapter is set for a fine-tuning run of low-rank adapters: the tensors are the adapters'
+	// A and B matrices (and moments), not the model's.
+	Adapter bool `json:"adapter,omitempty"`
 }
 
 // Checkpoint is a loaded checkpoint: its state and its tensors (F32, by full name).
@@ -281,6 +284,9 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 		ck.Tensors[t.Name] = v
 	}
 	shapes := nn.TrainedShapes(&ck.State.Model)
+	if st.Adapter { // Restore checks the adapter's tensors against the model it builds
+		shapes = nil
+	}
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
 		names = append(names, n)

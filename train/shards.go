@@ -27,7 +27,13 @@ type statePart struct {
 // stateParts lists the checkpoint's tensors in the whole model's Params order (the same list
 // on every rank, whatever it holds): param., then (with moments) adam_m. and adam_v. of each.
 func (t *Trainer) stateParts(moments bool) []statePart {
-	shapes := nn.TrainedShapes(&t.Model)
+	shapes, names := nn.TrainedShapes(&t.Model), modelTensorNames(t.Model)
+	if t.Net.Adapted() { // an adapter's run: its A and B matrices only (the base is not trained)
+		shapes, names = map[string][]int{}, nil
+		for _, p := range t.Net.Params() {
+			shapes[p.Name], names = p.Shape, append(names, p.Name)
+		}
+	}
 	tpRank, tpSize := t.Net.TP()
 	z := t.par.zero
 	held := map[string]int{}
@@ -35,7 +41,7 @@ func (t *Trainer) stateParts(moments bool) []statePart {
 		held[p.Name] = i
 	}
 	var out []statePart
-	for _, name := range modelTensorNames(t.Model) {
+	for _, name := range names {
 		full := shapes[name]
 		i, ok := held[name]
 		if !ok { // another pipeline stage's tensor: nothing to put or take here

@@ -34,6 +34,9 @@ type Data struct {
 	Val           Batches // nil: no validation
 	Vocab         int     // vocabulary size of the tokens
 	TokenizerPath string  // tokenizer.json of the tokens ("" = none; exports then have no vocabulary)
+	// Adapter, when not nil, trains low-rank adapters on its frozen base instead of every
+	// weight (fine-tuning; nn.Options.Adapter).
+	Adapter *nn.Adapter
 }
 
 // StepStats describe one optimizer step.
@@ -98,6 +101,7 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, er
 	if par.pipe != nil {
 		opt, maxRows = par.pipe.netOptions(opt), par.pipe.mbRows
 	}
+	opt.Adapter = d.Adapter
 	if err := par.prepare(cfg, mc, &opt); err != nil {
 		return nil, err
 	}
@@ -165,6 +169,9 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	var lossSum, auxSum float64
 	for i := range c.GradAccum {
 		t.data.Train.Next(t.x, t.y)
+		if err := t.setDocs(t.data.Train); err != nil {
+			return StepStats{}, err
+		}
 		x, y := t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq)
 		lossSum += float64(t.Net.Forward(x, y, t.par.rows, c.Seq))
 		auxSum += float64(t.Net.AuxLoss())
@@ -230,6 +237,9 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 	var sum float64
 	for range c.EvalBatches {
 		v.Next(t.x, t.y)
+		if err := t.setDocs(v); err != nil {
+			return 0, 0, false, err
+		}
 		sum += float64(t.Net.Forward(t.par.myRows(t.x, c.Seq), t.par.myRows(t.y, c.Seq), t.par.rows, c.Seq))
 	}
 	loss = sum / float64(c.EvalBatches)
@@ -249,7 +259,7 @@ func (t *Trainer) state() (*State, []namedF32, error) {
 	st := &State{Version: CheckpointVersion, Step: t.step, Tokens: t.tokens,
 		LoaderPosition: t.data.Train.Position(), LoaderEpoch: t.data.Train.Epoch(), RNG: rng,
 		AdamStep: t.opt.T, ElapsedSeconds: t.elapsed.Seconds(), TrainLoss: t.last,
-		Config: t.Cfg, Model: t.Model}
+		Config: t.Cfg, Model: t.Model, Adapter: t.Net.Adapted()}
 	ts, err := t.gather(t.stateParts(true))
 	if err != nil {
 		return nil, nil, err

@@ -14,12 +14,16 @@ func init() {
 }
 
 func runData(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "sft-tasks" {
+		return runDataSFTTasks(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "distill" {
 		return runDataDistill(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "prepare" {
 		fmt.Fprintln(stderr, "usage: llmcloud data prepare --tokenizer DIR|tokenizer.json --input FILE [--val-input FILE | --val-fraction F] -o DIR")
 		fmt.Fprintln(stderr, "       llmcloud data distill [--model FILE] --docs N -o FILE [--temperature T --top-p P --max-repeat R]")
+		fmt.Fprintln(stderr, "       llmcloud data sft-tasks -o DIR [--train N --test N --seed S]   (fine-tuning's demonstration dataset)")
 		if len(args) == 0 {
 			return usagef("which data command? (prepare, distill)")
 		}

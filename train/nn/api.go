@@ -20,7 +20,7 @@ package nn
 import "fmt"
 
 // Validate reports whether Forward accepts this batch: 1 <= B <= maxB, 1 <= T <= maxT,
-// B*T tokens (and targets, when not nil) in [0, Vocab).
+// B*T tokens (and targets, when not nil) in [0, Vocab); a target may be -1 (no loss there).
 func (m *Model) Validate(tokens, targets []int32, B, T int) error {
 	if err := m.checkShape(B, T); err != nil {
 		return err
@@ -30,6 +30,18 @@ func (m *Model) Validate(tokens, targets []int32, B, T int) error {
 	}
 	if targets != nil {
 		return m.checkIDs("target", targets, B*T)
+	}
+	return nil
+}
+
+// SetDocStarts makes the following Forward/Backward calls on B x T batches attend within
+// packed documents: starts[b*T+t] is the first row of row t's document (trainexec.SetDocStarts);
+// nil returns to plain causal attention.
+func (m *Model) SetDocStarts(starts []int32, B, T int) error {
+	for _, p := range m.progs {
+		if err := p.SetDocStarts(starts, B, T); err != nil {
+			return fmt.Errorf("nn: %w", err)
+		}
 	}
 	return nil
 }
@@ -47,6 +59,9 @@ func (m *Model) checkIDs(what string, ids []int32, n int) error {
 		return fmt.Errorf("nn: %d %ss for %d positions", len(ids), what, n)
 	}
 	for i, t := range ids[:n] {
+		if what == "target" && t == -1 { // outside the loss mask (kernels.IgnoreTarget)
+			continue
+		}
 		if t < 0 || int(t) >= m.Cfg.Vocab {
 			return fmt.Errorf("nn: %s %d at position %d outside the vocabulary [0, %d)", what, t, i, m.Cfg.Vocab)
 		}

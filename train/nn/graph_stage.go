@@ -11,6 +11,9 @@ func (m *Model) buildSlots(params []trainexec.Param) (*trainexec.Program, error)
 	opt := m.execOptions()
 	opt.FirstBlock, opt.EndBlock, opt.Recompute = m.lo, m.hi, m.opt.Recompute
 	opt.MoEAuxCoef = m.opt.MoEAuxCoef
+	if m.opt.Adapter != nil {
+		params = m.adapterExec(params, &opt)
+	}
 	ps, err := trainexec.ForModelSlots(m.Cfg, params, m.maxB, m.maxT, m.pool, opt, len(m.slots))
 	if err != nil {
 		return nil, err

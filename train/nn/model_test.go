@@ -279,7 +279,7 @@ func TestRefusals(t *testing.T) {
 		"B too big":     m.Validate(good, nil, 3, 4),
 		"short tokens":  m.Validate(good, nil, 2, 4),
 		"bad token":     m.Validate([]int32{1, 2, 11, 0}, nil, 1, 4),
-		"negative":      m.Validate(good, []int32{0, -1, 0, 0}, 1, 4),
+		"negative":      m.Validate(good, []int32{0, -2, 0, 0}, 1, 4),
 		"short targets": m.Validate(good, []int32{0}, 1, 4),
 	} {
 		if err == nil {

@@ -74,6 +74,10 @@ type Options struct {
 	// A hook whose communication fails panics with a *CommError: Forward and Backward let it
 	// through (defer CatchComm to recover it), StageForward and StageBackward return it.
 	GradReady func(unit int)
+
+	// Adapter, when not nil, trains low-rank adapters on a frozen base (adapter.go): the
+	// parameters are the adapters' matrices only.
+	Adapter *Adapter
 }
 
 // Unit is one unit's parameters: their names and shapes (W and G nil) in layout order and
@@ -91,6 +95,9 @@ func NumUnits(cfg model.Config) int { return cfg.Layers + 2 }
 // pipeline stages' blocks) come back empty. Storage and hooks in opt do not matter. Callers
 // use it to allocate W/G storage before NewWith.
 func Units(cfg model.Config, opt Options) ([]Unit, error) {
+	if opt.Adapter != nil {
+		return adapterUnits(cfg, &opt)
+	}
 	lo, hi, err := opt.blockRange(cfg)
 	if err != nil {
 		return nil, err
@@ -270,6 +277,10 @@ func (m *Model) ready(u int) {
 // keeps its shard, so its weights are the unsplit model's. Units sharing storage are written
 // one after another.
 func (m *Model) Init(seed uint64) {
+	if m.opt.Adapter != nil {
+		m.initAdapter(seed)
+		return
+	}
 	m.pool.For(len(m.params), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			initParam(&m.params[i], m.Cfg, m.opt.TP, seed)

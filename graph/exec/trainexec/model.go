@@ -5,6 +5,7 @@
 package trainexec
 
 import (
+	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/model"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	// MoEAuxCoef weighs the load-balancing loss of a mixture of experts' routers (the mean
 	// over its moe layers of graph's moe_aux) added to the loss; 0: none.
 	MoEAuxCoef float64
+	// Transform, when not nil, rewrites the model's graph before the loss and backward are
+	// added (fine-tuning's low-rank adapters: graph.WithLowRank); params bind the weights it adds.
+	Transform func(*graph.Graph) (*graph.Graph, error)
 }
 
 // ForModel compiles cfg's graph with its loss and backward for batches of up to maxB x maxT
@@ -58,6 +62,11 @@ func forModelWith(cfg model.Config, params []Param, maxB, maxT int, pool *kernel
 	g, err := model.BuildGraph(&cfg, nil, cfg.RopeScaling != nil)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Transform != nil {
+		if g, err = opt.Transform(g); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.RopeScaling != nil {
 		f, err := kernels.Llama3Factors(cfg.HeadDim, cfg.RopeTheta, *cfg.RopeScaling)

@@ -243,13 +243,17 @@ func (p *Program) attention(n *graph.Node) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if o := attnOpts(n); o != (kernels.TrainAttnOpts{}) {
+	if o := attnOpts(n); !o.Plain() {
 		return p.attentionWindow(n, s, o)
 	}
 	p.keepSide(n, p.maxB*s.H*p.maxT*p.maxT)
 	q, k, v, out := n.Args[0], n.Args[1], n.Args[2], n.Outs[0]
 	return func() {
 		s.B, s.T = p.B, p.T
+		if st := p.docStarts; st != nil { // packed documents (docmask.go)
+			kernels.TrainAttentionWindow(p.pool, p.buf(out), p.side[n], p.buf(q), p.buf(k), p.buf(v), s, kernels.TrainAttnOpts{Starts: st})
+			return
+		}
 		kernels.TrainAttention(p.pool, p.buf(out), p.side[n], p.buf(q), p.buf(k), p.buf(v), s)
 	}, nil
 }
@@ -266,13 +270,14 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 	}
 	scratch := make([]float32, p.maxB*s.KVH*p.maxT*p.maxT)
 	dq, dk, dv := n.Outs[0], n.Outs[1], n.Outs[2]
-	if o := attnOpts(n); o != (kernels.TrainAttnOpts{}) {
+	if o := attnOpts(n); !o.Plain() {
 		return func() {
 			s.B, s.T = p.B, p.T
 			a, b, c := p.cur(dq), p.cur(dk), p.cur(dv)
 			clear(a)
 			clear(b)
 			clear(c)
+			o.Starts = p.docStarts
 			kernels.TrainAttentionWindowGrad(p.pool, a, b, c, p.buf(dy), p.side[fw], p.buf(q), p.buf(k), p.buf(v), scratch, s, o)
 		}, nil
 	}
@@ -282,6 +287,10 @@ func (p *Program) attentionGrad(n *graph.Node) (func(), error) {
 		clear(a)
 		clear(b)
 		clear(c)
+		if st := p.docStarts; st != nil {
+			kernels.TrainAttentionWindowGrad(p.pool, a, b, c, p.buf(dy), p.side[fw], p.buf(q), p.buf(k), p.buf(v), scratch, s, kernels.TrainAttnOpts{Starts: st})
+			return
+		}
 		kernels.TrainAttentionGrad(p.pool, a, b, c, p.buf(dy), p.side[fw], p.buf(q), p.buf(k), p.buf(v), scratch, s)
 	}, nil
 }
@@ -312,7 +321,8 @@ func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	p.bufs[n.Outs[0]] = probs
 	V := p.inner[z]
 	return func() {
-		kernels.TrainCrossEntropyGrad(p.pool, probs, p.ints[t.Name], p.N, V, p.scale*p.buf(dl)[0]/float32(p.N))
+		tg := p.ints[t.Name]
+		kernels.TrainCrossEntropyGrad(p.pool, probs, tg, p.N, V, p.scale*p.buf(dl)[0]/float32(max(kernels.CountTargets(tg[:p.N]), 1)))
 	}, nil
 }
 

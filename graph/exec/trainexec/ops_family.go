@@ -125,6 +125,7 @@ func (p *Program) attentionWindow(n *graph.Node, s kernels.AttnShape, o kernels.
 	q, k, v, out := n.Args[0], n.Args[1], n.Args[2], n.Outs[0]
 	return func() {
 		s.B, s.T = p.B, p.T
+		o.Starts = p.docStarts
 		kernels.TrainAttentionWindow(p.pool, p.buf(out), p.side[n], p.buf(q), p.buf(k), p.buf(v), s, o)
 	}, nil
 }

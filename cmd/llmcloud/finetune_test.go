@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/train/nn"
+)
+
+// The trainer's network holding the base's dequantized weights gives the engine's logits.
+func TestFinetuneBaseWeightsGiveEngineLogits(t *testing.T) {
+	b, err := openBase("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	base, _, err := baseWeights(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := b.Tok.Encode("Once upon a time, there was a little girl named Lily. User: What is 2 + 3?\nAssistant: 5\n", false, true)
+	T := len(ids)
+	net, err := nn.New(b.Model.Config, 1, T, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range net.Params() {
+		copy(p.W, base[p.Name])
+	}
+	x := make([]int32, T)
+	for i, id := range ids {
+		x[i] = int32(id)
+	}
+	net.Forward(x, nil, 1, T)
+	got := net.Logits()
+	cache := b.Model.NewCache(T)
+	V := b.Model.Config.Vocab
+	for i, id := range ids {
+		want, err := b.Model.Forward(cache, []int{id}, i, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var maxd, maxv float64
+		for j := range V {
+			maxd = max(maxd, math.Abs(float64(got[i*V+j]-want[j])))
+			maxv = max(maxv, math.Abs(float64(want[j])))
+		}
+		if maxd > 2e-2*maxv { // the engine multiplies Q8_0 weights by quantized activations
+			t.Fatalf("position %d: trainer logits differ from the engine's by %g (largest %g)", i, maxd, maxv)
+		}
+	}
+}
+
+// A LoRA run of 4 steps and one of 2 steps resumed to 4 write the same adapter; a bad line
+// is an error naming the file and line.
+func TestFinetuneResumeAndBadLine(t *testing.T) {
+	dir := t.TempDir()
+	var so, se bytes.Buffer
+	if err := runData([]string{"sft-tasks", "-o", dir, "--train", "20", "--test", "2"}, &so, &se); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "train.jsonl")
+	run := func(out string, steps int, extra ...string) {
+		t.Helper()
+		args := append([]string{"--data", data, "--out", out, "--method", "lora", "--lora-r", "2", "--lora-target", "q_proj,down_proj",
+			"--steps", fmt.Sprint(steps), "--batch", "2", "--seq", "64", "--warmup", "1", "--threads", "2"}, extra...)
+		var o, e bytes.Buffer
+		if err := runFinetune(args, &o, &e); err != nil {
+			t.Fatalf("%v\n%s", err, e.String())
+		}
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	run(a, 4)
+	run(b, 2)
+	run(b, 4, "--resume", "latest")
+	fa, err := os.ReadFile(filepath.Join(a, "adapter", "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.ReadFile(filepath.Join(b, "adapter", "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fa, fb) {
+		t.Fatal("the resumed run's adapter differs from the straight run's")
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"instruction\":\"a\",\"output\":\"b\"}\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n"), 0o644)
+	var o, e bytes.Buffer
+	err = runFinetune([]string{"--data", bad, "--out", filepath.Join(dir, "c"), "--steps", "1"}, &o, &e)
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2: no assistant turn") {
+		t.Fatalf("error %v", err)
+	}
+}
