@@ -23,6 +23,7 @@ import (
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/defaultmodel"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/lora"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/train"
 	"github.com/llmcloud/llmcloud/train/nn"
@@ -211,7 +212,7 @@ func finetune(f finetuneFlags, cfg train.Config, fs *flag.FlagSet, stdout, stder
 	if f.method == "lora" {
 		ad = &nn.Adapter{Rank: f.rank, Alpha: f.alpha, Base: base}
 		for _, m := range strings.Split(f.targets, ",") {
-			g, ok := sft.PEFTModules[strings.TrimSpace(m)]
+			g, ok := lora.Modules[strings.TrimSpace(m)]
 			if !ok {
 				return usagef("--lora-target %q: want some of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", m)
 			}
@@ -288,9 +289,12 @@ func writeFinetuned(f finetuneFlags, t *train.Trainer, b *loader.Bundle, base ma
 		return writeGGUF(filepath.Join(f.out, "model.gguf"), ws)
 	}
 	dir := filepath.Join(f.out, "adapter")
-	err := sft.WritePEFT(dir, &sft.PEFTAdapter{Config: mc, Base: b.Path, Rank: ad.Rank, Alpha: ad.Alpha, Dropout: f.dropout,
+	la, err := sft.ToLoRA(filepath.Base(f.out), &sft.PEFTAdapter{Config: mc, Base: b.Path, Rank: ad.Rank, Alpha: ad.Alpha, Dropout: f.dropout,
 		Targets: ad.Targets, Tensors: ws, ShapeOf: shapes})
 	if err != nil {
+		return err
+	}
+	if err := lora.WritePEFT(dir, la, &mc); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (adapter_config.json, adapter_model.safetensors)\n", dir)

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/defaultmodel"
+	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/lora"
 	"github.com/llmcloud/llmcloud/train/nn"
 )
 
@@ -88,6 +91,23 @@ func TestFinetuneResumeAndBadLine(t *testing.T) {
 	}
 	if !bytes.Equal(fa, fb) {
 		t.Fatal("the resumed run's adapter differs from the straight run's")
+	}
+	// The adapter is one the server loads on its base (package lora's reader and checks).
+	bp, err := defaultmodel.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := loader.Open(bp, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bb.Close()
+	la, err := lora.Open(filepath.Join(a, "adapter"), &bb.Model.Config, bb.Model.Weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if la.Rank() != 2 || len(la.Pairs) != 2*bb.Model.Config.Layers {
+		t.Fatalf("adapter rank %d, %d pairs", la.Rank(), len(la.Pairs))
 	}
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"instruction\":\"a\",\"output\":\"b\"}\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n"), 0o644)

@@ -1,30 +1,20 @@
-// This file writes a trained adapter as PEFT saves one (adapter_config.json and
-// adapter_model.safetensors, F32, PEFT's tensor names), a small writer of its own until the
-// adapter format package takes over.
+// This file turns a trained adapter (the trainer's A/B parameters) into a lora.Adapter, which
+// package lora writes in PEFT's format or as llama.cpp's GGUF adapter, and merges it into the
+// base's float weights for a merged model file.
 package sft
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"io"
-	"math"
-	"os"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 
-	"github.com/llmcloud/llmcloud/internal/atomicfile"
+	"github.com/llmcloud/llmcloud/lora"
 	"github.com/llmcloud/llmcloud/model"
-	"github.com/llmcloud/llmcloud/tensor"
 	"github.com/llmcloud/llmcloud/train/nn"
 )
 
-// PEFTModules maps PEFT's (Hugging Face's) module names to the GGUF block weights (nn.AdapterTargets).
-var PEFTModules = map[string]string{"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
-	"gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}
-
-// PEFTAdapter is what WritePEFT writes.
+// PEFTAdapter is a trained adapter as the trainer holds it.
 type PEFTAdapter struct {
 	Config  model.Config
 	Base    string // base_model_name_or_path
@@ -36,120 +26,38 @@ type PEFTAdapter struct {
 	ShapeOf map[string][]int
 }
 
-// WritePEFT writes a into dir: lora_A.weight [r, in] and lora_B.weight [out, r] of each
-// target under base_model.model.<Hugging Face module name>, with B's rows put in Hugging Face's
-// order where the family reorders them (Llama's q/k projections: rotate-half).
-func WritePEFT(dir string, a *PEFTAdapter) error {
-	fam := a.Config.Family()
-	if fam == nil {
-		return fmt.Errorf("sft: adapter: architecture %q has no family", a.Config.Arch)
-	}
-	type entry struct {
-		name  string
-		shape []int
-		data  []float32
-	}
-	var ents []entry
-	for w := range a.Tensors {
-		base, ok := strings.CutSuffix(w, ".lora_a")
-		if !ok {
-			continue
-		}
-		hf, ok := fam.Names.HF(base)
-		if !ok {
-			return fmt.Errorf("sft: adapter: %s has no Hugging Face name", base)
-		}
-		mod := "base_model.model." + strings.TrimSuffix(hf, ".weight")
-		an, bn := nn.AdapterNames(base)
-		A, B := a.Tensors[an], a.Tensors[bn]
-		as, bs := a.ShapeOf[an], a.ShapeOf[bn]
-		if B == nil || len(as) != 2 || len(bs) != 2 {
-			return fmt.Errorf("sft: adapter: %s: A or B missing", base)
-		}
-		if fam.ToHFTensor != nil {
-			if f := fam.ToHFTensor(&a.Config, base); f != nil {
-				t := &tensor.Tensor{Name: base, Type: tensor.F32, Shape: slices.Clone(bs), Data: f32Bytes(B)}
-				t, err := f(t)
-				if err != nil {
-					return fmt.Errorf("sft: adapter: %s: %w", bn, err)
-				}
-				B = bytesF32(t.Data)
-			}
-		}
-		ents = append(ents, entry{mod + ".lora_A.weight", as, A}, entry{mod + ".lora_B.weight", bs, B})
-	}
-	slices.SortFunc(ents, func(x, y entry) int { return strings.Compare(x.name, y.name) })
-	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
-	off := 0
-	for _, e := range ents {
-		header[e.name] = map[string]any{"dtype": "F32", "shape": e.shape, "data_offsets": []int{off, off + 4*len(e.data)}}
-		off += 4 * len(e.data)
-	}
-	hb, err := json.Marshal(header)
-	if err != nil {
-		return err
-	}
-	for len(hb)%8 != 0 {
-		hb = append(hb, ' ')
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("sft: adapter: %w", err)
-	}
-	err = atomicfile.Write(filepath.Join(dir, "adapter_model.safetensors"), func(w io.Writer) error {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(hb)))
-		if _, err := w.Write(n[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(hb); err != nil {
-			return err
-		}
-		for _, e := range ents {
-			if _, err := w.Write(f32Bytes(e.data)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sft: adapter: %w", err)
-	}
+// ToLoRA returns a as a lora.Adapter (package lora writes it in PEFT's format, with B's q/k rows
+// in Hugging Face's order, or as llama.cpp's GGUF adapter, and serves it).
+func ToLoRA(name string, a *PEFTAdapter) (*lora.Adapter, error) {
 	var mods []string
-	for hf, g := range PEFTModules {
+	for hf, g := range lora.Modules {
 		if slices.Contains(a.Targets, g) {
 			mods = append(mods, hf)
 		}
 	}
 	slices.Sort(mods)
-	cfg := map[string]any{"peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": a.Base,
-		"r": a.Rank, "lora_alpha": a.Alpha, "lora_dropout": a.Dropout, "target_modules": mods, "bias": "none",
-		"fan_in_fan_out": false, "inference_mode": true, "init_lora_weights": true, "modules_to_save": nil,
-		"use_rslora": false, "use_dora": false, "layers_to_transform": nil, "rank_pattern": map[string]any{},
-		"alpha_pattern": map[string]any{}, "revision": nil}
-	cb, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
+	ad := lora.New(name, lora.Config{TaskType: "CAUSAL_LM", R: a.Rank, LoraAlpha: a.Alpha, LoraDropout: a.Dropout,
+		TargetModules: lora.Targets{List: mods}, BaseModel: a.Base, Bias: "none", InferenceMode: true})
+	for _, w := range slices.Sorted(maps.Keys(a.Tensors)) {
+		base, ok := strings.CutSuffix(w, ".lora_a")
+		if !ok {
+			continue
+		}
+		layer, mod, ok := lora.ParseWeight(base)
+		if !ok {
+			return nil, fmt.Errorf("sft: adapter: %s is not a weight LoRA targets", base)
+		}
+		an, bn := nn.AdapterNames(base)
+		A, B := a.Tensors[an], a.Tensors[bn]
+		as, bs := a.ShapeOf[an], a.ShapeOf[bn]
+		if B == nil || len(as) != 2 || len(bs) != 2 {
+			return nil, fmt.Errorf("sft: adapter: %s: A or B missing", base)
+		}
+		if err := ad.Set(layer, mod, A, B, as[1], bs[0]); err != nil {
+			return nil, fmt.Errorf("sft: adapter: %w", err)
+		}
 	}
-	return atomicfile.Write(filepath.Join(dir, "adapter_config.json"), func(w io.Writer) error {
-		_, err := w.Write(append(cb, '\n'))
-		return err
-	})
-}
-
-func f32Bytes(x []float32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	return b
-}
-
-func bytesF32(b []byte) []float32 {
-	x := make([]float32, len(b)/4)
-	for i := range x {
-		x[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return x
+	return ad, nil
 }
 
 // Merge returns base's weights with each adapted weight replaced by W + (alpha/r)·B·A

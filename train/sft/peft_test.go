@@ -9,13 +9,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/lora"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
 	"github.com/llmcloud/llmcloud/train/nn"
 	"github.com/llmcloud/llmcloud/train/sft"
 )
 
-// The written adapter has PEFT's names, shapes, config fields and data; q/k B rows come back
+// The trained pairs, through lora.WritePEFT, have PEFT's names, shapes, config fields and data; q/k B rows come back
 // to GGUF order through PermuteRope; Merge adds (alpha/r)·B·A.
 func TestWritePEFT(t *testing.T) {
 	cfg := model.Config{Arch: "llama", Dim: 16, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 8,
@@ -36,8 +37,12 @@ func TestWritePEFT(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := sft.WritePEFT(dir, &sft.PEFTAdapter{Config: cfg, Base: "base.gguf", Rank: r, Alpha: 4, Targets: []string{"attn_q", "attn_k", "ffn_down"},
-		Tensors: ws, ShapeOf: sh}); err != nil {
+	ad, err := sft.ToLoRA("t", &sft.PEFTAdapter{Config: cfg, Base: "base.gguf", Rank: r, Alpha: 4, Targets: []string{"attn_q", "attn_k", "ffn_down"},
+		Tensors: ws, ShapeOf: sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lora.WritePEFT(dir, ad, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	var conf map[string]any
