@@ -442,3 +442,19 @@ func (p *Pool) SetBF16(w *BF16Weights) { p.bf16 = w }
 
 // BF16 is the pool's bf16 weights (nil: f32 mode).
 func (p *Pool) BF16() *BF16Weights { return p.bf16 }
+
+// serialBF16 is Serial in bf16 mode (no registered weights): the per-task products of a
+// bf16-mode pool's attention.
+var serialBF16 = func() *Pool {
+	p := NewPool(1)
+	p.bf16 = &BF16Weights{}
+	return p
+}()
+
+// serial is the one-worker pool for work inside a task of p: Serial, or serialBF16 in bf16 mode.
+func (p *Pool) serial() *Pool {
+	if p.bf16 != nil {
+		return serialBF16
+	}
+	return Serial
+}

@@ -50,7 +50,7 @@ func (t *Trainer) skipStep(start time.Time, loss, lr, norm float64, why string) 
 	t.tokens += t.Cfg.TokensPerStep()
 	d := time.Since(start)
 	t.elapsed += d
-	t.log.Warn("non-finite step skipped", "step", t.step, "why", why)
+	t.log.Warn("step skipped", "step", t.step, "why", why)
 	return StepStats{Step: t.step, Loss: float32(loss), LR: lr, GradNorm: norm, Tokens: t.tokens,
 		Duration: d, Skipped: why}
 }

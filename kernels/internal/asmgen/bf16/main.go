@@ -25,8 +25,8 @@ func vdpbf16psBcst(dst, src1, base, disp int) []byte {
 	}
 	inv := func(bit int) byte { return byte(1 - bit) }
 	p0 := inv(dst>>3&1)<<7 | 1<<6 | 1<<5 | inv(dst>>4&1)<<4 | 0b10 // ~R ~X ~B ~R' 00 mm=0F38
-	p1 := byte(0)<<7 | byte(^src1&0xf)<<3 | 1<<2 | 0b10                // W0 ~vvvv 1 pp=F3
-	p2 := byte(0b10)<<5 | 1<<4 | inv(src1>>4&1)<<3                     // z0 L'L=512 b=1 ~V' aaa=0
+	p1 := byte(0)<<7 | byte(^src1&0xf)<<3 | 1<<2 | 0b10            // W0 ~vvvv 1 pp=F3
+	p2 := byte(0b10)<<5 | 1<<4 | inv(src1>>4&1)<<3                 // z0 L'L=512 b=1 ~V' aaa=0
 	b := []byte{0x62, p0, p1, p2, 0x52}
 	if disp == 0 {
 		return append(b, byte(dst&7)<<3|byte(base))
