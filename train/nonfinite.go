@@ -96,6 +96,6 @@ func (t *Trainer) stopBad(sum *Summary, first int, last StepStats) (*Summary, er
 		sum.Checkpoint = dir
 		where = "checkpoint " + dir + " holds the weights of step " + strconv.Itoa(first-1)
 	}
-	return sum, fmt.Errorf("train: stopped at step %d: %d non-finite steps in a row since step %d (last: %s); %s",
+	return sum, fmt.Errorf("train: stopped at step %d: %d skipped steps (non-finite or spikes) in a row since step %d (last: %s); %s",
 		last.Step, last.Step-first+1, first, last.Skipped, where)
 }
