@@ -93,7 +93,7 @@ func checkGemmBF16(t *testing.T, p *Pool, r *rand.Rand, m, n, k int, ta, tb, acc
 }
 
 func TestGemmBF16MatchesRef(t *testing.T) {
-	shapes := [][3]int{{1, 1, 1}, {8, 32, 16}, {9, 33, 17}, {16, 64, 32}, {37, 70, 300}, {64, 96, 512}, {150, 40, 48}, {5, 200, 33}}
+	shapes := [][3]int{{1, 1, 1}, {8, 32, 16}, {9, 33, 17}, {16, 64, 32}, {37, 70, 300}, {150, 40, 48}, {5, 200, 33}}
 	bf16Paths(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
 		for _, workers := range []int{1, 3} {
