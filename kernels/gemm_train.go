@@ -61,6 +61,10 @@ func (p *Pool) Gemm(m, n, k int, a, b Mat, c []float32, ldc int, acc bool) {
 		}
 		return
 	}
+	if p.bf16 != nil && !Reference && BF16Fast() && m*n*k >= gemmMinFlops {
+		gemmBF16(p, m, n, k, p.operand(a), p.operand(b), c, ldc, acc)
+		return
+	}
 	if !Reference && gemmFast(p, m, n, k, a, b, c, ldc, acc) {
 		return
 	}

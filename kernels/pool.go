@@ -33,6 +33,8 @@ type Pool struct {
 	callerWake     chan struct{}
 
 	tracer atomic.Pointer[tracerRef] // nil: off (pool_trace.go)
+
+	bf16 *BF16Weights // non-nil: bf16 mode (gemm_bf16.go)
 }
 
 // poolSlot is one part of a job and the worker that prefers it. state is seq<<1 when job seq's

@@ -76,6 +76,7 @@ func TrainAttention(p *Pool, out, att, q, k, v []float32, s AttnShape) {
 	B, T, H, hd := s.B, s.T, s.H, s.HD
 	qd, kvd, grp := s.QD(), s.KVD(), s.H/s.KVH
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	sp, bf := p.serial(), p.bf16 != nil
 	p.For(B*H, 1, func(lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, h := bh/H, bh%H
@@ -85,7 +86,7 @@ func TrainAttention(p *Pool, out, att, q, k, v []float32, s AttnShape) {
 				t1 := min(t0+trainAttnBlock, T) // rows [t0, t1) see keys [0, t1)
 				qm := Mat{Data: q[(b*T+t0)*qd+h*hd:], Stride: qd}
 				km := Mat{Data: k[b*T*kvd+kh*hd:], Stride: kvd, T: true}
-				Serial.Gemm(t1-t0, t1, hd, qm, km, pr[t0*T:], T, false)
+				sp.Gemm(t1-t0, t1, hd, qm, km, pr[t0*T:], T, false)
 				for t := t0; t < t1; t++ {
 					row := pr[t*T : (t+1)*T]
 					mx := float32(math.Inf(-1))
@@ -94,10 +95,14 @@ func TrainAttention(p *Pool, out, att, q, k, v []float32, s AttnShape) {
 						mx = max(mx, row[u])
 					}
 					var sum float64
-					for u := 0; u <= t; u++ {
-						e := float32(math.Exp(float64(row[u] - mx)))
-						row[u] = e
-						sum += float64(e)
+					if bf { // bf16 mode: the vectorized exp (relative error ~2e-7)
+						sum = ExpSub(row[:t+1], mx)
+					} else {
+						for u := 0; u <= t; u++ {
+							e := float32(math.Exp(float64(row[u] - mx)))
+							row[u] = e
+							sum += float64(e)
+						}
 					}
 					inv := float32(1 / sum)
 					for u := 0; u <= t; u++ {
@@ -106,7 +111,7 @@ func TrainAttention(p *Pool, out, att, q, k, v []float32, s AttnShape) {
 					clear(row[t+1:])
 				}
 				vm := Mat{Data: v[b*T*kvd+kh*hd:], Stride: kvd}
-				Serial.Gemm(t1-t0, hd, t1, Mat{Data: pr[t0*T:], Stride: T}, vm, out[(b*T+t0)*qd+h*hd:], qd, false)
+				sp.Gemm(t1-t0, hd, t1, Mat{Data: pr[t0*T:], Stride: T}, vm, out[(b*T+t0)*qd+h*hd:], qd, false)
 			}
 		}
 	})
@@ -121,6 +126,7 @@ func TrainAttentionGrad(p *Pool, dq, dk, dv, dout, att, q, k, v, scratch []float
 	B, T, H, KVH, hd := s.B, s.T, s.H, s.KVH, s.HD
 	qd, kvd, grp := s.QD(), s.KVD(), s.H/s.KVH
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	sp := p.serial()
 	p.For(B*KVH, 1, func(lo, hi int) {
 		for bk := lo; bk < hi; bk++ {
 			b, kh := bk/KVH, bk%KVH
@@ -134,8 +140,8 @@ func TrainAttentionGrad(p *Pool, dq, dk, dv, dout, att, q, k, v, scratch []float
 					dy := Mat{Data: dout[qOff:], Stride: qd}
 					pb := pr[t0*T:]
 					dsb := ds[t0*T:]
-					Serial.Gemm(t1-t0, t1, hd, dy, Mat{Data: v[kOff:], Stride: kvd, T: true}, dsb, T, false)
-					Serial.Gemm(t1, hd, t1-t0, Mat{Data: pb, Stride: T, T: true}, dy, dv[kOff:], kvd, true)
+					sp.Gemm(t1-t0, t1, hd, dy, Mat{Data: v[kOff:], Stride: kvd, T: true}, dsb, T, false)
+					sp.Gemm(t1, hd, t1-t0, Mat{Data: pb, Stride: T, T: true}, dy, dv[kOff:], kvd, true)
 					for t := t0; t < t1; t++ {
 						prow, drow := pr[t*T:(t+1)*T], ds[t*T:(t+1)*T]
 						var sum float32
@@ -147,8 +153,8 @@ func TrainAttentionGrad(p *Pool, dq, dk, dv, dout, att, q, k, v, scratch []float
 						}
 						clear(drow[t+1 : t1])
 					}
-					Serial.Gemm(t1-t0, hd, t1, Mat{Data: dsb, Stride: T}, Mat{Data: k[kOff:], Stride: kvd}, dq[qOff:], qd, true)
-					Serial.Gemm(t1, hd, t1-t0, Mat{Data: dsb, Stride: T, T: true}, Mat{Data: q[qOff:], Stride: qd}, dk[kOff:], kvd, true)
+					sp.Gemm(t1-t0, hd, t1, Mat{Data: dsb, Stride: T}, Mat{Data: k[kOff:], Stride: kvd}, dq[qOff:], qd, true)
+					sp.Gemm(t1, hd, t1-t0, Mat{Data: dsb, Stride: T, T: true}, Mat{Data: q[qOff:], Stride: qd}, dk[kOff:], kvd, true)
 				}
 			}
 		}

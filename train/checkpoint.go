@@ -52,7 +52,8 @@ type State struct {
 	Model          model.Config `json:"model"`
 	// Adapter is set for a fine-tuning run of low-rank adapters: the tensors are the adapters'
 	// A and B matrices (and moments), not the model's.
-	Adapter bool `json:"adapter,omitempty"`
+	Adapter    bool      `json:"adapter,omitempty"`
+	SpikeNorms []float64 `json:"spike_norms,omitempty"` // the loss-spike test's recent gradient norms (spike.go)
 }
 
 // Checkpoint is a loaded checkpoint: its state and its tensors (F32, by full name).

@@ -99,6 +99,16 @@ type Config struct {
 	// memory, one more forward per step (HFU then exceeds MFU).
 	Recompute bool `json:"recompute" yaml:"recompute"`
 
+	// Mixed precision and loss spikes (precision.go, spike.go): Precision "bf16" runs the
+	// matrix products on bf16 operands (fp32 master weights, optimizer state and
+	// accumulation); SpikeThreshold k > 0 skips a step whose gradient norm exceeds k x the
+	// median of the last SpikeWindow taken steps' norms; InjectSpike multiplies that step's
+	// loss (and so its gradient) by 1000, for tests and demos.
+	Precision      string  `json:"precision,omitempty" yaml:"precision"`
+	SpikeThreshold float64 `json:"spike-threshold,omitempty" yaml:"spike-threshold"`
+	SpikeWindow    int     `json:"spike-window,omitempty" yaml:"spike-window"`
+	InjectSpike    int     `json:"inject-spike,omitempty" yaml:"inject-spike"`
+
 	// Export at the end of the run ("" = none); ExportType is a convert weight type.
 	ExportGGUF string `json:"export-gguf" yaml:"export-gguf"`
 	ExportHF   string `json:"export-hf" yaml:"export-hf"`
@@ -167,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Arch != "" && model.FamilyOf(c.Arch) == nil {
 		return fmt.Errorf("train: --arch %q is not a registered architecture", c.Arch)
+	}
+	if err := c.validatePrecision(); err != nil {
+		return err
 	}
 	if err := c.validateExperts(); err != nil {
 		return err

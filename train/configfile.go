@@ -90,6 +90,7 @@ func BindFlags(fs *flag.FlagSet, c *Config) {
 	fs.Float64Var(&c.BucketMB, "bucket-mb", c.BucketMB, "data-parallel gradient bucket size in MiB (0 = 4)")
 	fs.BoolVar(&c.Recompute, "recompute", c.Recompute, "recompute each block's forward in backward instead of keeping its activations (activation checkpointing)")
 	fs.Float64Var(&c.TimeoutSec, "timeout", c.TimeoutSec, "seconds a collective may wait for the other ranks before the run fails naming them (0 = 60)")
+	bindPrecisionFlags(fs, c)
 	fs.StringVar(&c.ExportGGUF, "export-gguf", c.ExportGGUF, "write the trained model to this GGUF file at the end")
 	fs.StringVar(&c.ExportHF, "export-hf", c.ExportHF, "write the trained model to this Hugging Face directory at the end")
 	fs.StringVar(&c.ExportType, "export-type", c.ExportType, "weight type of the exports (f32 default, f16, bf16, q8_0, ...)")

@@ -34,6 +34,8 @@ type Record struct {
 	ValPPL     float64  `json:"val_ppl,omitempty"`
 	// Skipped says why a training step's update was skipped ("loss NaN", "grad_norm +Inf").
 	Skipped string `json:"skipped,omitempty"`
+	// Spikes counts the steps of this run skipped as loss spikes so far (spike.go).
+	Spikes int `json:"spikes,omitempty"`
 	// NonFinite lists the fields whose values JSON cannot hold, as "name=NaN"; those fields
 	// are written as absent (null pointers or zero).
 	NonFinite []string `json:"non_finite,omitempty"`

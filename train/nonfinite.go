@@ -50,7 +50,7 @@ func (t *Trainer) skipStep(start time.Time, loss, lr, norm float64, why string) 
 	t.tokens += t.Cfg.TokensPerStep()
 	d := time.Since(start)
 	t.elapsed += d
-	t.log.Warn("non-finite step skipped", "step", t.step, "why", why)
+	t.log.Warn("step skipped", "step", t.step, "why", why)
 	return StepStats{Step: t.step, Loss: float32(loss), LR: lr, GradNorm: norm, Tokens: t.tokens,
 		Duration: d, Skipped: why}
 }
@@ -96,6 +96,6 @@ func (t *Trainer) stopBad(sum *Summary, first int, last StepStats) (*Summary, er
 		sum.Checkpoint = dir
 		where = "checkpoint " + dir + " holds the weights of step " + strconv.Itoa(first-1)
 	}
-	return sum, fmt.Errorf("train: stopped at step %d: %d non-finite steps in a row since step %d (last: %s); %s",
+	return sum, fmt.Errorf("train: stopped at step %d: %d skipped steps (non-finite or spikes) in a row since step %d (last: %s); %s",
 		last.Step, last.Step-first+1, first, last.Skipped, where)
 }

@@ -131,7 +131,7 @@ func (t *Trainer) Run(ctx context.Context, o RunOptions) (*Summary, error) {
 			tps, mfu, hfu := pr.rates(c.TokensPerStep(), s.Duration)
 			if err := rl.add(Record{Step: s.Step, Loss: &loss, LR: s.LR, GradNorm: s.GradNorm, AuxLoss: float64(s.AuxLoss), Tokens: s.Tokens,
 				StepMs: float64(s.Duration.Microseconds()) / 1000, TokensPerS: tps, MFU: mfu, HFU: hfu,
-				Skipped: s.Skipped}); err != nil {
+				Skipped: s.Skipped, Spikes: t.spikeCount()}); err != nil {
 				return nil, fmt.Errorf("train: log: %w", err)
 			}
 		}

@@ -145,6 +145,9 @@ func (t *Trainer) stepPipeline(start time.Time) (StepStats, error) {
 	if why := nonFinite(loss, norm); why != "" {
 		return t.skipStep(start, loss, lr, norm, why), nil
 	}
+	if why := t.spike.check(t.step+1, norm); why != "" {
+		return t.skipStep(start, loss, lr, norm, why), nil
+	}
 	if err := t.par.update(t.opt, h, norm); err != nil {
 		return StepStats{}, err
 	}

@@ -76,6 +76,7 @@ type Trainer struct {
 	par *parallel // this rank's part of a distributed run (a 1x1x1 grid in one process)
 
 	injectNaN func(step int) bool // test hook: make this 1-based step's loss NaN (nil: never)
+	spike     *spikeGuard         // loss-spike test (spike.go; nil: off)
 }
 
 // New builds the model and optimizer for cfg on d and initializes the weights from cfg.Seed:
@@ -116,6 +117,10 @@ func newLocal(cfg Config, d Data, log *slog.Logger, par *parallel) (*Trainer, er
 		return nil, err
 	}
 	if t.injectNaN, err = nanHookFromEnv(); err != nil {
+		return nil, err
+	}
+	t.spike = newSpikeGuard(&cfg)
+	if err := t.setupPrecision(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -165,6 +170,7 @@ func (t *Trainer) Step() (st StepStats, err error) {
 		return t.stepPipeline(start)
 	}
 	c := &t.Cfg
+	t.syncBF16()
 	t.par.beginStep(t.Net)
 	var lossSum, auxSum float64
 	for i := range c.GradAccum {
@@ -179,7 +185,7 @@ func (t *Trainer) Step() (st StepStats, err error) {
 		t.Net.Backward()
 		t.par.endBackward()
 	}
-	loss := t.injected(lossSum / float64(c.GradAccum))
+	loss := t.injectSpike(t.injected(lossSum / float64(c.GradAccum)))
 	if err := t.par.finishGrads(); err != nil {
 		return StepStats{}, err
 	}
@@ -195,6 +201,9 @@ func (t *Trainer) Step() (st StepStats, err error) {
 		return StepStats{}, err
 	}
 	if why := nonFinite(loss, norm); why != "" {
+		return t.skipStep(start, loss, lr, norm, why), nil
+	}
+	if why := t.spike.check(t.step+1, norm); why != "" {
 		return t.skipStep(start, loss, lr, norm, why), nil
 	}
 	if err := t.par.update(t.opt, h, norm); err != nil {
@@ -234,6 +243,7 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 		return loss, math.Exp(loss), true, nil
 	}
 	c := &t.Cfg
+	t.syncBF16()
 	var sum float64
 	for range c.EvalBatches {
 		v.Next(t.x, t.y)
@@ -260,6 +270,9 @@ func (t *Trainer) state() (*State, []namedF32, error) {
 		LoaderPosition: t.data.Train.Position(), LoaderEpoch: t.data.Train.Epoch(), RNG: rng,
 		AdamStep: t.opt.T, ElapsedSeconds: t.elapsed.Seconds(), TrainLoss: t.last,
 		Config: t.Cfg, Model: t.Model, Adapter: t.Net.Adapted()}
+	if t.spike != nil {
+		st.SpikeNorms = t.spike.norms
+	}
 	ts, err := t.gather(t.stateParts(true))
 	if err != nil {
 		return nil, nil, err
@@ -306,6 +319,9 @@ func (t *Trainer) Restore(ck *Checkpoint) error {
 		return fmt.Errorf("train: checkpoint %s: %w", ck.Dir, err)
 	}
 	t.opt.T = ck.State.AdamStep
+	if t.spike != nil {
+		t.spike.norms = append([]float64(nil), ck.State.SpikeNorms...)
+	}
 	t.step, t.tokens, t.last = ck.State.Step, ck.State.Tokens, ck.State.TrainLoss
 	t.elapsed = time.Duration(ck.State.ElapsedSeconds * float64(time.Second))
 	return nil
