@@ -10,6 +10,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/llmcloud/llmcloud/api"
 
@@ -121,4 +122,15 @@ func LoadAdapter(reg *lora.Registry, m *model.Model, name, path string) (uint32,
 	}
 	a.Name = name
 	return reg.Add(name, path, a)
+}
+
+// servedNames are the model names a request may ask for: the base's, then the loaded adapters'.
+func (st *state) servedNames() []string {
+	names := slices.Clone(st.names)
+	if st.lora != nil {
+		for _, e := range st.lora.List() {
+			names = append(names, e.Name)
+		}
+	}
+	return names
 }

@@ -246,7 +246,7 @@ func (st *state) checkModel(name string) (string, *apiError) {
 		return name, nil
 	}
 	return "", &apiError{status: http.StatusNotFound, code: "model_not_found", param: "model",
-		msg: fmt.Sprintf("the model %q does not exist (served: %s)", name, strings.Join(st.names, ", "))}
+		msg: fmt.Sprintf("the model %q does not exist (served: %s)", name, strings.Join(st.servedNames(), ", "))}
 }
 
 // apiError is an error with its HTTP status and OpenAI fields.

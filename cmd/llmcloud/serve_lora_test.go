@@ -139,8 +139,9 @@ func TestServeLoRA(t *testing.T) {
 	// Unknown adapter: 404 in OpenAI's shape.
 	code, body := postJSON(t, url+"/v1/completions", `{"model": "nope", "prompt": "x", "max_tokens": 2}`)
 	var eb api.ErrorResponse
-	if code != 404 || json.Unmarshal(body, &eb) != nil || eb.Error.Code != "model_not_found" || eb.Error.Type != "invalid_request_error" {
-		t.Errorf("unknown adapter: %d %s", code, body)
+	if code != 404 || json.Unmarshal(body, &eb) != nil || eb.Error.Code != "model_not_found" || eb.Error.Type != "invalid_request_error" ||
+		!strings.Contains(eb.Error.Message, ", a, b)") {
+		t.Errorf("unknown adapter (want 404 naming the served base and adapters a, b): %d %s", code, body)
 	}
 	// Rank above --max-lora-rank, an adapter for another base, a duplicate name, one past --max-loras.
 	if code, body = postJSON(t, url+"/v1/load_lora_adapter", `{"lora_name": "big", "lora_path": "`+big+`"}`); code != 400 || !strings.Contains(string(body), "above --max-lora-rank 16") {
