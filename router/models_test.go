@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +162,18 @@ func TestModelAffinityWildcards(t *testing.T) {
 		}
 		if got := backendOf(t, front.URL, "/v1/completions", modelBody("other-lora")); got != "b" {
 			t.Fatalf("a model nobody lists went to %s, not the bare replica", got)
+		}
+	}
+}
+
+// BenchmarkParseModel: the cost of reading "model" from a request body (round-robin and
+// least-load parse bodies only for it, and only while some backend lists models).
+func BenchmarkParseModel(b *testing.B) {
+	body := []byte(`{"model":"test","prompt":"` + strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20) + `","max_tokens":1,"stream":true,"user":"u1"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if in := parseInput(body, "", false, false, true); in.Model != "test" {
+			b.Fatal(in)
 		}
 	}
 }
