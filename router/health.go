@@ -1,5 +1,6 @@
 // Active health checks and load scrapes: every HealthInterval each backend gets GET /health
-// (200 = up) and, when up, GET /metrics for its load. A refused or reset connection or a
+// (200 = up) and, when up, GET /metrics for its load and GET /v1/models for the models and
+// adapters it serves (models.go). A refused or reset connection or a
 // non-200 answer ejects at once; a probe that times out (HealthTimeout) ejects on the second in
 // a row, or on the first when corroborated: requests wait on the backend and it sent nothing
 // since the probe went out, while a healthy peer did (so the router was not just descheduled). One good probe brings a backend back (a latency outlier only after
@@ -89,6 +90,7 @@ func (r *Router) check(ctx context.Context, b *backend) {
 	if err != nil {
 		r.log.Debug("router: no load metrics", "backend", b.url, "err", err)
 	}
+	r.refreshModels(pctx, b)
 }
 
 // probeHealth GETs b's /health: nil on 200.

@@ -1,5 +1,5 @@
-// The routing input of a request: its session key and the text its prefix is hashed over,
-// parsed from the JSON body once and only when the policy reads them.
+// The routing input of a request: its model, session key and the text its prefix is hashed
+// over, parsed from the JSON body once and only when the router or the policy reads them.
 
 package router
 
@@ -16,6 +16,7 @@ const SessionHeader = "X-Session-ID"
 
 // routeBody holds the request fields policies read; the rest of the body is skipped.
 type routeBody struct {
+	Model    string          `json:"model"`
 	User     string          `json:"user"`
 	Prompt   json.RawMessage `json:"prompt"`
 	Messages []struct {
@@ -24,14 +25,15 @@ type routeBody struct {
 	} `json:"messages"`
 }
 
-type userOnly struct {
-	User string `json:"user"`
+type userModel struct {
+	Model string `json:"model"`
+	User  string `json:"user"`
 }
 
-// parseInput fills the Input fields a policy wants from a request body (session: the "user"
-// field when header is ""; prompt: see PromptText). A body that is not JSON gives an empty
-// Input: the upstream server is the one to reject it.
-func parseInput(body []byte, header string, wantSession, wantPrompt bool) Input {
+// parseInput fills the Input fields wanted from a request body (session: the "user" field when
+// header is ""; prompt: see PromptText; model: the "model" field). A body that is not JSON
+// gives an empty Input: the upstream server is the one to reject it.
+func parseInput(body []byte, header string, wantSession, wantPrompt, wantModel bool) Input {
 	in := Input{SessionKey: header}
 	switch {
 	case wantPrompt:
@@ -42,11 +44,15 @@ func parseInput(body []byte, header string, wantSession, wantPrompt bool) Input 
 		if in.SessionKey == "" {
 			in.SessionKey = b.User
 		}
+		in.Model = b.Model
 		in.Prompt = promptText(&b)
-	case wantSession && header == "":
-		var b userOnly
+	case wantModel || (wantSession && header == ""):
+		var b userModel
 		if json.Unmarshal(body, &b) == nil {
-			in.SessionKey = b.User
+			if in.SessionKey == "" {
+				in.SessionKey = b.User
+			}
+			in.Model = b.Model
 		}
 	}
 	return in

@@ -71,15 +71,15 @@ func TestPromptText(t *testing.T) {
 		{`{"prompt":{"x":1}}`, "", ""},
 	}
 	for _, tc := range tests {
-		in := parseInput([]byte(tc.body), "", true, true)
+		in := parseInput([]byte(tc.body), "", true, true, false)
 		if in.SessionKey != tc.session || in.Prompt != tc.prompt {
 			t.Errorf("%s: got %+v", tc.body, in)
 		}
 	}
-	if in := parseInput([]byte(`{"user":"u"}`), "hdr", true, false); in.SessionKey != "hdr" {
+	if in := parseInput([]byte(`{"user":"u"}`), "hdr", true, false, false); in.SessionKey != "hdr" {
 		t.Errorf("header does not win: %+v", in)
 	}
-	if in := parseInput([]byte(`{"user":"u","prompt":"p"}`), "", true, false); in.SessionKey != "u" || in.Prompt != "" {
+	if in := parseInput([]byte(`{"user":"u","prompt":"p"}`), "", true, false, false); in.SessionKey != "u" || in.Prompt != "" {
 		t.Errorf("session only: %+v", in)
 	}
 }

@@ -23,6 +23,7 @@ type Candidate struct {
 type Input struct {
 	SessionKey string // X-Session-ID header, else the body's "user" field ("" = none)
 	Prompt     string // completions: the prompt; chat: the rendered messages ("" = not parsed)
+	Model      string // the body's "model" ("" = none, or not parsed: no backend lists models)
 }
 
 // Decision is a policy's choice.

@@ -59,15 +59,20 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	var in Input
-	if r.wantSess || r.wantText {
-		in = parseInput(body, req.Header.Get(SessionHeader), r.wantSess, r.wantText)
+	wantModel := len(body) > 0 && r.listing.Load() > 0
+	if r.wantSess || r.wantText || wantModel {
+		in = parseInput(body, req.Header.Get(SessionHeader), r.wantSess, r.wantText, wantModel)
 	}
 	var tried [4]*backend
 	excl := tried[:0]
 	var saved *savedResponse
 	limit, bonus := r.opts.MaxRetries, false
 	for attempt := 0; attempt <= limit; attempt++ {
-		b := r.pick(in, excl)
+		b, unknown := r.pick(in, excl)
+		if unknown {
+			r.modelNotFound(w, in.Model)
+			return
+		}
 		if b == nil {
 			break
 		}
@@ -105,14 +110,22 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 
 // pick asks the policy for a backend not in excl among the healthy ones and those not yet
 // probed; when there is none, among all (a last resort that finds recovered backends faster
-// than the probes). It returns nil when excl holds every backend.
-func (r *Router) pick(in Input, excl []*backend) *backend {
+// than the probes). Only backends that may serve the request's model are considered
+// (models.go). It returns nil when excl holds every such backend, and unknown when no backend
+// serves the model at all.
+func (r *Router) pick(in Input, excl []*backend) (b *backend, unknown bool) {
 	r.mu.RLock()
 	n := len(r.backends)
 	cands := make([]Candidate, 0, n)
 	bs := make([]*backend, 0, n)
+	match, all := r.eligible(in.Model)
+	served := all || n == 0 // a model some backend may serve (no backends: 503, not 404)
 	for tier := 0; tier < 2 && len(cands) == 0; tier++ {
 		for _, b := range r.backends {
+			if !all && !match(b) {
+				continue
+			}
+			served = true
 			ok := tier == 1 || b.healthy || !b.probed
 			if !ok || containsBackend(excl, b) {
 				continue
@@ -124,7 +137,7 @@ func (r *Router) pick(in Input, excl []*backend) *backend {
 	}
 	r.mu.RUnlock()
 	if len(cands) == 0 {
-		return nil
+		return nil, !served
 	}
 	r.pmu.Lock()
 	d := r.policy.Pick(in, cands)
@@ -137,9 +150,9 @@ func (r *Router) pick(in Input, excl []*backend) *backend {
 		}
 	}
 	if d.Index < 0 || d.Index >= len(bs) {
-		return bs[0]
+		return bs[0], false
 	}
-	return bs[d.Index]
+	return bs[d.Index], false
 }
 
 func containsBackend(bs []*backend, b *backend) bool {

@@ -56,17 +56,18 @@ type Options struct {
 
 // BackendStatus is a snapshot of one backend.
 type BackendStatus struct {
-	URL       string  `json:"url"`
-	Healthy   bool    `json:"healthy"`
-	Inflight  int     `json:"inflight"`
-	Running   float64 `json:"running"`
-	Waiting   float64 `json:"waiting"`
-	KVUsage   float64 `json:"kv_usage"`
-	Requests  int64   `json:"requests"` // upstream attempts
-	Failures  int64   `json:"failures"` // attempts that failed (no response, 5xx, cut mid-body)
-	LastError string  `json:"last_error,omitempty"`
-	Reason    string  `json:"ejected_by,omitempty"`   // probe, request, stall, latency, ttfb (when not healthy)
-	ProbeRTT  float64 `json:"probe_rtt_ms,omitempty"` // EWMA of the health probes' round trips
+	URL       string   `json:"url"`
+	Healthy   bool     `json:"healthy"`
+	Inflight  int      `json:"inflight"`
+	Running   float64  `json:"running"`
+	Waiting   float64  `json:"waiting"`
+	KVUsage   float64  `json:"kv_usage"`
+	Requests  int64    `json:"requests"` // upstream attempts
+	Failures  int64    `json:"failures"` // attempts that failed (no response, 5xx, cut mid-body)
+	LastError string   `json:"last_error,omitempty"`
+	Reason    string   `json:"ejected_by,omitempty"`   // probe, request, stall, latency, ttfb (when not healthy)
+	ProbeRTT  float64  `json:"probe_rtt_ms,omitempty"` // EWMA of the health probes' round trips
+	Models    []string `json:"models,omitempty"`       // what its GET /v1/models lists (none: it may serve any model)
 }
 
 // backend is one replica. The atomics are touched on the hot path; the rest under Router.mu.
@@ -81,17 +82,19 @@ type backend struct {
 	lastByte atomic.Int64 // Router.now() when the backend last sent any byte
 	calls    callSet      // requests in flight, cancelled on ejection (outlier.go)
 
-	healthy    bool
-	probed     bool      // a probe or a response has said something about it
-	timeouts   int       // consecutive probe timeouts
-	reason     string    // why it was last ejected: probe, request, stall, latency, ttfb
-	rtt        float64   // EWMA of probe round trips, seconds (0: no sample yet)
-	outUntil   time.Time // latency ejection: probes do not bring it back before this
-	load       Load
-	lastError  string
-	inflightG  prometheus.Gauge
-	latencyObs prometheus.Observer
-	ttfbObs    prometheus.Observer
+	healthy     bool
+	probed      bool      // a probe or a response has said something about it
+	timeouts    int       // consecutive probe timeouts
+	reason      string    // why it was last ejected: probe, request, stall, latency, ttfb
+	rtt         float64   // EWMA of probe round trips, seconds (0: no sample yet)
+	outUntil    time.Time // latency ejection: probes do not bring it back before this
+	load        Load
+	models      []string // GET /v1/models ids, sorted; nil: lists none (a wildcard) (models.go)
+	modelsKnown bool     // models has been fetched at least once
+	lastError   string
+	inflightG   prometheus.Gauge
+	latencyObs  prometheus.Observer
+	ttfbObs     prometheus.Observer
 }
 
 // Router routes requests to backends. Create it with New.
@@ -112,7 +115,8 @@ type Router struct {
 	epoch     time.Time     // Router.now counts from here (monotonic)
 
 	mu       sync.RWMutex
-	backends []*backend // sorted by URL
+	backends []*backend   // sorted by URL
+	listing  atomic.Int64 // backends that list models (written under mu)
 
 	pmu sync.Mutex // serializes the policy
 }
@@ -258,6 +262,7 @@ func (r *Router) SetBackends(urls []string) {
 	}
 	slices.SortFunc(next, func(a, b *backend) int { return cmp.Compare(a.url, b.url) })
 	r.backends = next
+	r.recountListing()
 	r.mu.Unlock()
 
 	if len(removed) > 0 && r.pool != nil {
@@ -309,7 +314,7 @@ func (r *Router) Backends() []BackendStatus {
 		out[i] = BackendStatus{URL: b.url, Healthy: b.healthy, Inflight: int(b.inflight.Load()),
 			Running: b.load.Running, Waiting: b.load.Waiting, KVUsage: b.load.KVUsage,
 			Requests: b.requests.Load(), Failures: b.failures.Load(), LastError: b.lastError,
-			ProbeRTT: math.Round(b.rtt*1e6) / 1e3}
+			ProbeRTT: math.Round(b.rtt*1e6) / 1e3, Models: b.models}
 		if !b.healthy && b.probed {
 			out[i].Reason = b.reason
 		}

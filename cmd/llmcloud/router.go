@@ -60,7 +60,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	fs.StringVar(&f.k8sNamespace, "k8s-namespace", "", "kubernetes discovery: namespace (default: the pod's own)")
 	fs.StringVar(&f.k8sSel, "k8s-selector", "", "kubernetes discovery: label selector of the EndpointSlices, e.g. kubernetes.io/service-name=llmcloud")
 	fs.IntVar(&f.k8sPort, "k8s-port", 8000, "kubernetes discovery: the replicas' HTTP port")
-	fs.DurationVar(&f.health, "health-interval", time.Second, "period of the active GET /health probes")
+	fs.DurationVar(&f.health, "health-interval", time.Second, "period of the active GET /health probes, /metrics load scrapes and /v1/models polls (model and LoRA adapter affinity)")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 500*time.Millisecond, "limit of one GET /health probe (a timeout ejects on the second in a row, or the first when requests wait and the backend sends nothing)")
 	fs.DurationVar(&f.timeout, "request-timeout", 600*time.Second, "limit of one upstream request")
 	fs.DurationVar(&f.ttfb, "ttfb-timeout", 120*time.Second, "from sending a request upstream to its first response byte; else the backend is ejected and the request retried elsewhere. For non-streamed requests this bounds the whole generation (llmcloud serve answers at the end)")

@@ -1,7 +1,8 @@
 // Package routertest is a fast OpenAI-compatible replica for testing and measuring the router:
 // POST /v1/completions and /v1/chat/completions answer with Tokens chunks (streamed as SSE, one
 // flush per token, ITL apart, or as one JSON body), GET /health, GET /v1/models, and GET /metrics
-// with vLLM's load gauges (the requests it is serving as vllm:num_requests_running). It does
+// with vLLM's load gauges (the requests it is serving as vllm:num_requests_running); /v1/models
+// lists "test" or what SetModels says. It does
 // no model work, so the router's own cost shows. Request headers steer single requests:
 // X-Test-Status answers with that status and an OpenAI error body, X-Test-Tokens, X-Test-TTFT
 // and X-Test-ITL override the token count, the first token's delay and the gap. Every answer carries X-Backend (the name) and
@@ -31,7 +32,13 @@ type Backend struct {
 	canceled atomic.Int64
 	hdelay   atomic.Int64                  // GET /health waits this long (ns)
 	frozen   atomic.Pointer[chan struct{}] // non-nil while frozen; closed by Thaw
+	models   atomic.Pointer[[]string]      // GET /v1/models lists these (nil: "test"; empty: 404)
 }
+
+// SetModels makes GET /v1/models list ids, the first as the base model and the rest as its
+// adapters (parent = the first), as llmcloud serve --enable-lora does; with no ids it answers
+// 404 (a replica that lists no models). Before any call it lists "test".
+func (b *Backend) SetModels(ids ...string) { b.models.Store(&ids) }
 
 // SetHealthDelay makes GET /health wait d before answering.
 func (b *Backend) SetHealthDelay(d time.Duration) { b.hdelay.Store(int64(d)) }
@@ -120,7 +127,25 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		h.Set("Content-Type", "application/json")
-		w.Write([]byte(`{"object":"list","data":[{"id":"test","object":"model"}]}`))
+		ids := b.models.Load()
+		if ids == nil {
+			w.Write([]byte(`{"object":"list","data":[{"id":"test","object":"model"}]}`))
+			return
+		}
+		if len(*ids) == 0 {
+			writeError(w, http.StatusNotFound, "no route GET /v1/models")
+			return
+		}
+		var data []map[string]string
+		for i, id := range *ids {
+			m := map[string]string{"id": id, "object": "model", "owned_by": "routertest"}
+			if i > 0 {
+				m["parent"] = (*ids)[0]
+			}
+			data = append(data, m)
+		}
+		out, _ := json.Marshal(map[string]any{"object": "list", "data": data})
+		w.Write(out)
 		return
 	}
 	chat := r.URL.Path == "/v1/chat/completions"
