@@ -70,7 +70,13 @@ func (p *Pool) MatMul(out, x []float32, w *tensor.Tensor, m int) error {
 	p.For(n, 16, func(lo, hi int) {
 		buf := make([]float32, k)
 		for r := lo; r < hi; r++ {
-			if err := tensor.DequantizeRow(w.Type, w.Data[r*rowBytes:(r+1)*rowBytes], buf); err != nil {
+			var src []byte
+			if w.Type == tensor.W8A8 { // packed groups: a copy of the row (tensor/w8a8_pack.go)
+				src = w.RowData(r)
+			} else {
+				src = w.Data[r*rowBytes : (r+1)*rowBytes]
+			}
+			if err := tensor.DequantizeRow(w.Type, src, buf); err != nil {
 				errs <- fmt.Errorf("matmul: weight %s row %d: %w", w.Name, r, err)
 				return
 			}

@@ -5,11 +5,11 @@
 // float work, unlike Q8_0 (blocks of 32, a convert and an FMA per block).
 //
 // Layouts:
-//   - The weight is packed once (w8PackOf, cached per tensor): rows in groups of 16; per group
-//     nq = ceil(k/4) registers of 64 bytes (register j holds bytes 4j..4j+3 of row r in its
-//     dword lane r), then the 16 row scales (float32). On AVX-512 VNNI the bytes are stored
-//     as w+128 (unsigned, VPDPBUSD's first operand); on AVX2 as w (the |w| / sign(w) trick
-//     of VPMADDUBSW).
+//   - The weight is stored packed (tensor/w8a8_pack.go, made at conversion; the tiles read
+//     it in place): rows in groups of 16; per group nq = ceil(k/4) registers of 64 bytes
+//     (register j holds bytes 4j..4j+3 of row r in its dword lane r), then the 16 row scales
+//     (float32). The bytes are w+128 (unsigned, VPDPBUSD's first operand); the AVX2 tiles
+//     flip them back to w on load (one VPXOR) for the |w| / sign(w) trick of VPMADDUBSW.
 //   - The activations (w8Acts) are int8 in panels: with m >= w8Wide, panels of 8 tokens
 //     where quad j of the 8 tokens is 32 consecutive bytes (token t at 4t), so a tile
 //     broadcasts each token's four values from a constant offset; with fewer tokens, one
@@ -46,7 +46,7 @@ type w8Tile func(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, 
 // w8Kernels is one set of tiles and the pack format they read.
 type w8Kernels struct {
 	name             string
-	unsigned         bool // weights stored as w+128
+	unsigned         bool // sums are Σ(w+128)·q, corrected by cx (else the tile flips to w)
 	g1p8, g2p8, g1p1 w8Tile
 }
 
@@ -57,87 +57,17 @@ var (
 	w8Active = w8Go
 )
 
-// w8Pack is a packed W8A8 weight [n, k].
+// w8Pack is a W8A8 weight [n, k] in its stored layout (tensor/w8a8_pack.go): the tiles read
+// the tensor's data in place, nothing is copied.
 type w8Pack struct {
 	n, k, nq, ng, gbytes int
-	unsigned             bool
 	data                 []byte
 }
 
-// newW8Pack packs the W8A8 rows in data ([n, k], k+4 bytes per row) into 16-row groups.
-func newW8Pack(p *Pool, data []byte, n, k int, unsigned bool) *w8Pack {
-	nq := (k + 3) / 4
-	ng := (n + w8Rows - 1) / w8Rows
-	pk := &w8Pack{n: n, k: k, nq: nq, ng: ng, gbytes: nq*64 + 4*w8Rows, unsigned: unsigned}
-	pk.data = make([]byte, ng*pk.gbytes)
-	var flip byte
-	if unsigned {
-		flip = 0x80
-	}
-	p.For(ng, 4, func(lo, hi int) {
-		for g := lo; g < hi; g++ {
-			dst := pk.data[g*pk.gbytes : (g+1)*pk.gbytes]
-			for r := 0; r < w8Rows; r++ {
-				row := g*w8Rows + r
-				if row >= n {
-					for j := 0; j < nq; j++ { // zero rows: w = 0
-						for b := 0; b < 4; b++ {
-							dst[64*j+4*r+b] = flip
-						}
-					}
-					continue
-				}
-				src := data[row*(k+4) : (row+1)*(k+4)]
-				for i := 0; i < 4*nq; i++ {
-					var v byte
-					if i < k {
-						v = src[i]
-					}
-					dst[64*(i/4)+4*r+i%4] = v ^ flip
-				}
-				copy(dst[nq*64+4*r:nq*64+4*r+4], src[k:k+4])
-			}
-		}
-	})
-	return pk
-}
-
-// w8Packs caches the packs per weight data and format.
-var w8Packs = struct {
-	sync.Mutex
-	m map[w8Key]*w8Pack
-}{m: map[w8Key]*w8Pack{}}
-
-type w8Key struct {
-	data     *byte
-	n, k     int
-	unsigned bool
-}
-
-// w8PackOf returns the pack of w for the active kernels, making it on first use.
-func w8PackOf(p *Pool, w *tensor.Tensor, unsigned bool) *w8Pack {
+// w8PackOf returns the view of w's packed data.
+func w8PackOf(w *tensor.Tensor) *w8Pack {
 	n, k := w.Shape[0], w.Shape[1]
-	key := w8Key{&w.Data[0], n, k, unsigned}
-	w8Packs.Lock()
-	defer w8Packs.Unlock()
-	if pk := w8Packs.m[key]; pk != nil {
-		return pk
-	}
-	pk := newW8Pack(p, w.Data, n, k, unsigned)
-	w8Packs.m[key] = pk
-	return pk
-}
-
-// DropPackW8A8 forgets the packs of w (call it before w's data is reused).
-func DropPackW8A8(w *tensor.Tensor) {
-	if len(w.Data) == 0 || len(w.Shape) != 2 {
-		return
-	}
-	w8Packs.Lock()
-	defer w8Packs.Unlock()
-	for _, u := range []bool{false, true} {
-		delete(w8Packs.m, w8Key{&w.Data[0], w.Shape[0], w.Shape[1], u})
-	}
+	return &w8Pack{n: n, k: k, nq: (k + 3) / 4, ng: (n + w8Rows - 1) / w8Rows, gbytes: tensor.W8A8GroupBytes(k), data: w.Data}
 }
 
 // w8Acts are activations quantized per token, in panels.
@@ -237,7 +167,7 @@ func matmulW8A8(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) {
 		return
 	}
 	kn := w8Active
-	pk := w8PackOf(p, w, kn.unsigned)
+	pk := w8PackOf(w)
 	a := quantizeW8(p, x, m, k)
 	defer w8ActPool.Put(a)
 	w8Run(p, kn, out, a, pk)
@@ -275,7 +205,7 @@ func matmulW8A8Shared(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tenso
 	defer w8ActPool.Put(a)
 	for _, i := range idx {
 		if ws[i].Shape[0] > 0 {
-			w8Run(p, kn, outs[i], a, w8PackOf(p, ws[i], kn.unsigned))
+			w8Run(p, kn, outs[i], a, w8PackOf(ws[i]))
 		}
 	}
 	return nil
@@ -347,8 +277,9 @@ func w8Run(p *Pool, kn w8Kernels, out []float32, a *w8Acts, pk *w8Pack) {
 }
 
 // refW8Tile returns the Go twin of the G-group x T-token tile (T = 8: a wide panel, T = 1:
-// a one-token panel). With unsigned weights the sums are Σ(w+128)·q - cx, else Σ w·q; the
-// epilogue is out = float32(float32(s)·dw)·dx.
+// a one-token panel). The stored bytes are w+128: with unsigned the sums are Σ(w+128)·q - cx,
+// else Σ w·q (the byte flipped back to w, as the AVX2 tiles do); the epilogue is
+// out = float32(float32(s)·dw)·dx.
 func refW8Tile(G, T int, unsigned bool) w8Tile {
 	return func(w *byte, gbytes int, xs *byte, nq int, dx *float32, cx *int32, out *float32, ostride int) {
 		ws := unsafe.Slice(w, (G-1)*gbytes+gbytes)
@@ -362,7 +293,7 @@ func refW8Tile(G, T int, unsigned bool) w8Tile {
 					var s int32
 					for j := 0; j < nq; j++ {
 						for b := 0; b < 4; b++ {
-							wv := int32(int8(gw[64*j+4*r+b]))
+							wv := int32(int8(gw[64*j+4*r+b] ^ 0x80))
 							if unsigned {
 								wv = int32(gw[64*j+4*r+b])
 							}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,7 +26,17 @@ func w8Weight(rng *rand.Rand, n, k int) (*tensor.Tensor, []float32) {
 			panic(err)
 		}
 	}
-	return &tensor.Tensor{Name: "w", Type: tensor.W8A8, Shape: []int{n, k}, Data: data}, f
+	packed, err := tensor.PackW8A8(data, n, k)
+	if err != nil {
+		panic(err)
+	}
+	w := &tensor.Tensor{Name: "w", Type: tensor.W8A8, Shape: []int{n, k}, Data: packed}
+	for r := 0; r < n; r++ { // the packed rows read back as written
+		if got := w.RowData(r); string(got) != string(data[r*(k+4):(r+1)*(k+4)]) {
+			panic(fmt.Sprintf("w8a8 n=%d k=%d: row %d reads back as %v, want %v", n, k, r, got, data[r*(k+4):(r+1)*(k+4)]))
+		}
+	}
+	return w, f
 }
 
 func w8X(rng *rand.Rand, m, k int) []float32 {
@@ -71,17 +82,18 @@ func TestW8A8Paths(t *testing.T) {
 					for i := range out {
 						out[i] = 7 // canary
 					}
-					pk := newW8Pack(pool, w.Data, n, k, kn.unsigned)
+					pk := w8PackOf(w)
 					a := quantizeW8(pool, x, m, k)
 					w8Run(pool, kn, out[:m*n], a, pk)
 					// float64 of the quantized math
 					for tk := 0; tk < m; tk++ {
 						for r := 0; r < n; r++ {
 							var s int64
+							wr := w.RowData(r)
 							for i := 0; i < k; i++ {
-								s += int64(int8(w.Data[r*(k+4)+i])) * int64(a.q(tk, i))
+								s += int64(int8(wr[i])) * int64(a.q(tk, i))
 							}
-							dw := float64(math.Float32frombits(le32(w.Data[r*(k+4)+k:])))
+							dw := float64(math.Float32frombits(le32(wr[k:])))
 							want := float64(s) * dw * float64(a.dx[tk])
 							if d := math.Abs(float64(out[tk*n+r]) - want); d > 1e-6*math.Abs(want)+1e-30 {
 								t.Fatalf("%s n=%d k=%d m=%d out[%d,%d] = %g, want %g", kn.name, n, k, m, tk, r, out[tk*n+r], want)
@@ -175,7 +187,7 @@ func TestMatMulW8A8(t *testing.T) {
 			amax = max(amax, math.Abs(float64(v)))
 		}
 		wrow := make([]float32, 256)
-		tensor.DequantizeRow(tensor.W8A8, w.Data[i%45*260:i%45*260+260], wrow)
+		tensor.DequantizeRow(tensor.W8A8, w.RowData(i%45), wrow)
 		for _, v := range wrow {
 			wa += math.Abs(float64(v))
 		}

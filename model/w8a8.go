@@ -214,11 +214,11 @@ func toW8A8(pool *kernels.Pool, t *tensor.Tensor, scale []float32) (*tensor.Tens
 		return nil, err
 	}
 	n, k := t.Shape[0], t.Shape[1]
-	rb, _ := tensor.W8A8.RowBytes(k)
-	data := make([]byte, n*rb)
+	data := tensor.NewW8A8Data(n, k) // the kernels' packed layout, written row by row
 	errs := make([]error, n)
 	pool.For(n, 64, func(lo, hi int) {
 		row := make([]float32, k)
+		q := make([]byte, k+4)
 		for r := lo; r < hi; r++ {
 			if err := tensor.DequantizeRow(t.Type, t.RowData(r), row); err != nil {
 				errs[r] = fmt.Errorf("w8a8: %s row %d: %w", t.Name, r, err)
@@ -227,7 +227,8 @@ func toW8A8(pool *kernels.Pool, t *tensor.Tensor, scale []float32) (*tensor.Tens
 			for j := range scale {
 				row[j] *= scale[j]
 			}
-			tensor.QuantizeRowW8A8(row, data[r*rb:(r+1)*rb])
+			tensor.QuantizeRowW8A8(row, q)
+			tensor.W8A8SetRow(data, k, r, q)
 		}
 	})
 	for _, err := range errs {

@@ -14,6 +14,15 @@ func (t *Tensor) Float32() ([]float32, error) {
 		return nil, err
 	}
 	out := make([]float32, t.Elems())
+	if t.Type == W8A8 { // packed rows (w8a8_pack.go)
+		k := t.Cols()
+		for r := 0; r < t.Rows(); r++ {
+			if err := DequantizeRow(W8A8, t.RowData(r), out[r*k:(r+1)*k]); err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+			}
+		}
+		return out, nil
+	}
 	if err := DequantizeRow(t.Type, t.Data, out); err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
 	}

@@ -47,6 +47,9 @@ func ByteSize(dt DType, shape []int) (int, error) {
 			rows *= d
 		}
 	}
+	if dt == W8A8 { // packed groups of rows (w8a8_pack.go)
+		return W8A8Bytes(rows, cols), nil
+	}
 	rb, err := dt.RowBytes(cols)
 	if err != nil {
 		return 0, err
@@ -66,8 +69,14 @@ func (t *Tensor) Check() error {
 	return nil
 }
 
-// RowData returns the bytes of row r (rows as defined by Rows/Cols).
+// RowData returns the bytes of row r (rows as defined by Rows/Cols). For W8A8, whose rows
+// are interleaved in packed groups, it returns a copy of the row in its row form.
 func (t *Tensor) RowData(r int) []byte {
+	if t.Type == W8A8 {
+		row := make([]byte, t.Cols()+4)
+		W8A8GetRow(t.Data, t.Cols(), r, row)
+		return row
+	}
 	rb, _ := t.Type.RowBytes(t.Cols())
 	return t.Data[r*rb : (r+1)*rb]
 }

@@ -62,7 +62,9 @@ def tileZ1x1():
 
 def avx2_step(toks, xstep):
     # Y8/Y9 = |w| halves, Y10/Y11 = w halves, Y12 = int16 ones
+    # the stored bytes are w+128: flip them back to w
     I('VMOVDQU (AX), Y10'); I('VMOVDQU 32(AX), Y11')
+    I('VPXOR w8flip<>(SB), Y10, Y10'); I('VPXOR w8flip<>(SB), Y11, Y11')
     I('VPABSB Y10, Y8'); I('VPABSB Y11, Y9')
     for t in range(toks):
         I(f'VPBROADCASTD {4*t}(SI), Y15')
@@ -129,4 +131,6 @@ def peakZ():
 
 tileZ(1); tileZ(2); tileZ1x1(); quantZ(); peakZ()
 tileA(4, 32, 'w8TileA1x4'); tileA(1, 4, 'w8TileA1x1')
+for i in range(4): out.append(f'DATA w8flip<>+{8*i}(SB)/8, $0x8080808080808080')
+out.append('GLOBL w8flip<>(SB), RODATA|NOPTR, $32')
 print('\n'.join(out))
