@@ -131,18 +131,7 @@ func GemmBF16Ref(m, n, k int, a, b Mat, c []float32, ldc int, acc bool) {
 // accumulation; shapes and panics as Gemm. Operands registered in the pool's BF16Weights are
 // read from their bf16 copies.
 func (p *Pool) GemmBF16(m, n, k int, a, b Mat, c []float32, ldc int, acc bool) {
-	a.check("A", m, k)
-	b.check("B", k, n)
-	Mat{Data: c, Stride: ldc}.check("C", m, n)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !acc {
-			for i := 0; i < m; i++ {
-				clear(c[i*ldc : i*ldc+n])
-			}
-		}
+	if gemmEmpty(m, n, k, a, b, c, ldc, acc) {
 		return
 	}
 	gemmBF16(p, m, n, k, p.operand(a), p.operand(b), c, ldc, acc)

@@ -47,18 +47,7 @@ func (m Mat) check(name string, rows, cols int) {
 // op(A) is [m, k], op(B) is [k, n], C is [m, n] with row stride ldc; C must not alias A or B.
 // Operands that do not fit their slices are a programming error and panic.
 func (p *Pool) Gemm(m, n, k int, a, b Mat, c []float32, ldc int, acc bool) {
-	a.check("A", m, k)
-	b.check("B", k, n)
-	Mat{Data: c, Stride: ldc}.check("C", m, n)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !acc {
-			for i := 0; i < m; i++ {
-				clear(c[i*ldc : i*ldc+n])
-			}
-		}
+	if gemmEmpty(m, n, k, a, b, c, ldc, acc) {
 		return
 	}
 	if p.bf16 != nil && !Reference && BF16Fast() && m*n*k >= gemmMinFlops {
@@ -103,4 +92,24 @@ func GemmRef(m, n, k int, a, b Mat, c []float32, ldc int, acc bool) {
 	b.check("B", k, n)
 	Mat{Data: c, Stride: ldc}.check("C", m, n)
 	gemmRef(m, k, a, b, c, ldc, acc, 0, n)
+}
+
+// gemmEmpty checks a GEMM's operands (a programming error panics) and does the whole product
+// when it has no work: nothing for m or n = 0, C cleared (or kept, with acc) for k = 0.
+func gemmEmpty(m, n, k int, a, b Mat, c []float32, ldc int, acc bool) bool {
+	a.check("A", m, k)
+	b.check("B", k, n)
+	Mat{Data: c, Stride: ldc}.check("C", m, n)
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 {
+		if !acc {
+			for i := 0; i < m; i++ {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
+		return true
+	}
+	return false
 }
