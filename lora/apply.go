@@ -11,6 +11,7 @@ package lora
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/kernels"
@@ -113,36 +114,75 @@ func applySegs(pool *kernels.Pool, segs []exec.LoRASeg, pairOf func(uint32) *Pai
 	return nil
 }
 
-// run computes the job's update and adds it to its rows of out.
+// run computes the job's update and adds it to its rows of out: the rows of all its segments
+// gathered (in decode, one row per sequence), split over pool's workers when there are enough.
 func (j *job) run(pool *kernels.Pool, segs []exec.LoRASeg, out, x []float32, k, n int) {
 	p := j.p
 	p.prepare()
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	rows := sc.rows[:0]
 	for _, t := range segs {
-		if t.Adapter != j.id || t.End == t.Start {
+		if t.Adapter != j.id {
 			continue
 		}
-		if pool != nil && (t.End-t.Start)*p.Rank*(k+n) >= 1<<17 {
-			pool.For(t.End-t.Start, 1, func(lo, hi int) { p.addRows(out, x, t.Start+lo, t.Start+hi, k, n) })
-			continue
+		for i := t.Start; i < t.End; i++ {
+			rows = append(rows, int32(i))
 		}
-		p.addRows(out, x, t.Start, t.End, k, n)
 	}
+	sc.rows = rows
+	if pool != nil && len(rows)*p.Rank*(k+n) >= 1<<17 {
+		pool.For(len(rows), 1, func(lo, hi int) {
+			s := scratchPool.Get().(*scratch)
+			p.addRows(out, x, rows[lo:hi], k, n, &s.t)
+			scratchPool.Put(s)
+		})
+		return
+	}
+	p.addRows(out, x, rows, k, n, &sc.t)
 }
 
-// addRows adds p's update to rows [lo, hi) of out ([m, n]) from x ([m, k]): per row, the
-// rank-r intermediate t = scale·(A·x) by r dot products, then out += Σ_j t_j·Bᵀ_j by r axpys
-// over Bᵀ's rows (the row's own operations, always in this order: batch invariant).
-func (p *Pair) addRows(out, x []float32, lo, hi, k, n int) {
-	var buf [MaxRank]float32
-	t := buf[:p.Rank]
-	for i := lo; i < hi; i++ {
-		xr := x[i*k : (i+1)*k]
-		for j := range t {
-			t[j] = p.Scale * kernels.Dot(xr, p.A[j*k:(j+1)*k])
+// scratch is a job's buffers (pooled: a stack array would escape to the heap, one allocation per
+// adapter and matmul).
+type scratch struct {
+	t    [rowBlock]float32
+	rows []int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// rowBlock is the number of floats of addRows' rank-r intermediates (a block of rows at a time).
+const rowBlock = 4096
+
+// addRows adds p's update to the given rows of out ([m, n]) from x ([m, k]), Punica/S-LoRA
+// style: A and Bᵀ are read once for a block of rows. Per row, the rank-r intermediate
+// t = scale·(A·x) (A's rows four at a time outer, the rows inner: each 4-row group of A is
+// loaded once and reused from cache for every row), then out += Σ_j t_j·Bᵀ_j (Bᵀ's columns in
+// chunks outer, the rows inner, each output chunk kept in registers over all j). A row's bits
+// depend only on the row, A and B (kernels.LowRankDots and LowRankAxpys): batch invariant.
+func (p *Pair) addRows(out, x []float32, rows []int32, k, n int, buf *[rowBlock]float32) {
+	r := p.Rank
+	per := max(1, rowBlock/r)
+	for len(rows) > 0 {
+		blk := rows[:min(per, len(rows))]
+		rows = rows[len(blk):]
+		t := buf[:len(blk)*r]
+		for j0 := 0; j0 < r; j0 += 4 {
+			j1 := min(j0+4, r)
+			a := p.A[j0*k : j1*k]
+			for b, i := range blk {
+				kernels.LowRankDots(t[b*r+j0:b*r+j1], a, x[int(i)*k:int(i+1)*k], k)
+			}
 		}
-		or := out[i*n : (i+1)*n]
-		for j, tj := range t {
-			kernels.Axpy(or, tj, p.bT[j*n:(j+1)*n])
+		for b := range blk {
+			kernels.Scale(t[b*r:(b+1)*r], p.Scale)
+		}
+		const chunk = 256 // a multiple of 8 (kernels.LowRankAxpys' pieces)
+		for c := 0; c < n; c += chunk {
+			c1 := min(c+chunk, n)
+			for b, i := range blk {
+				kernels.LowRankAxpys(out[int(i)*n+c:int(i)*n+c1], t[b*r:(b+1)*r], p.bT[c:], n)
+			}
 		}
 	}
 }
