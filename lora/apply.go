@@ -1,11 +1,12 @@
 // This file applies adapters at run time: for a matmul y = x·Wᵀ over a batch whose rows belong
 // to sequences with different adapters, each segment (a sequence's contiguous rows) with
-// adapter s gets y += scale_s·(x·A_sᵀ)·B_sᵀ (S-LoRA/Punica's segmented low-rank products). Each
-// row is computed from that row alone in a fixed order (dot products with A's rows, then axpys
-// of Bᵀ's rows), so a sequence's output does not depend on the other sequences of the batch,
-// their adapters, or how rows are split over threads. Rows of one adapter are not gathered into
-// a GEMM: at ranks 8-64 the products are thin, and on the float GEMM kernels (measured on the
-// default model) they cost 4x more than the per-row dots and axpys.
+// adapter s gets y += scale_s·(x·A_sᵀ)·B_sᵀ (S-LoRA/Punica's segmented low-rank products). The
+// rows of one adapter (across segments) are done together, reading its A and Bᵀ once for all of
+// them (addRows), but each row's bits come from that row alone in a fixed order (dot products
+// with A's rows four at a time, then an FMA chain over Bᵀ's rows per output column), so a
+// sequence's output does not depend on the other sequences of the batch, their adapters, or how
+// rows are split over threads. Not a GEMM: at ranks 8-64 the products are thin, and on the float
+// GEMM kernels (measured on the default model) they cost 4x more than per-row dots and axpys.
 package lora
 
 import (
