@@ -109,57 +109,15 @@ func TestGemma2PagedMatchesReference(t *testing.T) {
 	}
 	want := refLogits(t, m, seqs)
 
-	const bs = 4
-	kv, err := m.NewPagedKV(16, bs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables := [][]int32{{0, 2, 4, 6, 8, 10}, {1, 3, 5, 7, 9}}
-	var got []float32
-	var batch model.Batch
 	// Prefill: the first 9 and 6 tokens of each as one batch; then one token per step.
-	pre := []int{9, 6}
-	per := make([][]float32, 2)
-	l, err := m.ForwardBatch(&batch, kv, []model.BatchSeq{
-		{Tokens: seqs[0][:pre[0]], BlockTable: tables[0], NeedsLogits: true, NumLogits: pre[0]},
-		{Tokens: seqs[1][:pre[1]], BlockTable: tables[1], NeedsLogits: true, NumLogits: pre[1]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	per[0] = append(per[0], l[:pre[0]*c.Vocab]...)
-	per[1] = append(per[1], l[pre[0]*c.Vocab:]...)
-	for step := 0; ; step++ {
-		var bseqs []model.BatchSeq
-		var who []int
-		for i, s := range seqs {
-			if p := pre[i] + step; p < len(s) {
-				bseqs = append(bseqs, model.BatchSeq{Tokens: s[p : p+1], StartPos: p, BlockTable: tables[i], NeedsLogits: true})
-				who = append(who, i)
-			}
-		}
-		if len(bseqs) == 0 {
-			break
-		}
-		l, err := m.ForwardBatch(&batch, kv, bseqs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, i := range who {
-			per[i] = append(per[i], l[j*c.Vocab:(j+1)*c.Vocab]...)
-		}
-	}
-	got = append(per[0], per[1]...)
+	got := pagedLogits(t, m, seqs, []int{9, 6})
 	if len(got) != len(want) {
 		t.Fatalf("%d logits, the reference %d", len(got), len(want))
 	}
-	var maxAbs, maxDiff float64
-	for i := range want {
-		maxAbs = math.Max(maxAbs, math.Abs(want[i]))
-		maxDiff = math.Max(maxDiff, math.Abs(want[i]-float64(got[i])))
-	}
-	t.Logf("gemma2 window 5, 23+17 tokens: max |logit| %.3g, paged executor vs float64 reference: max diff %.3g", maxAbs, maxDiff)
-	if maxAbs < 0.5 || maxAbs > 3 || maxDiff > 1e-4*maxAbs {
-		t.Fatalf("paged vs reference: max diff %.3g at max |logit| %.3g", maxDiff, maxAbs)
+	diff, maxAbs := maxDiff(want, got)
+	t.Logf("gemma2 window 5, 23+17 tokens: max |logit| %.3g, paged executor vs float64 reference: max diff %.3g", maxAbs, diff)
+	if maxAbs < 0.5 || maxAbs > 3 || diff > 1e-4*maxAbs {
+		t.Fatalf("paged vs reference: max diff %.3g at max |logit| %.3g", diff, maxAbs)
 	}
 
 	// The single-sequence path (Model.Forward) agrees too.
