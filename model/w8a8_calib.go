@@ -54,24 +54,8 @@ func (s *W8A8Stats) Observe(x []float32, m, k int, weights []string) {
 // Run runs m over ids in chunks of ctx tokens (each chunk its own sequence; a shorter tail
 // is run too) with s observing every matmul.
 func (s *W8A8Stats) Run(m *Model, ids []int, ctx int) error {
-	if ctx < 1 {
-		return fmt.Errorf("w8a8 calibration: chunk length %d", ctx)
-	}
-	const bs = 16
-	kv, err := m.NewPagedKV((ctx+bs-1)/bs, bs)
-	if err != nil {
-		return err
-	}
-	table := make([]int32, (ctx+bs-1)/bs)
-	for i := range table {
-		table[i] = int32(i)
-	}
-	b := &Batch{Observer: s.Observe}
-	for lo := 0; lo < len(ids); lo += ctx {
-		chunk := ids[lo:min(lo+ctx, len(ids))]
-		if _, err := m.ForwardBatch(b, kv, []BatchSeq{{Tokens: chunk, BlockTable: table, NeedsLogits: true}}); err != nil {
-			return fmt.Errorf("w8a8 calibration: tokens %d..%d: %w", lo, lo+len(chunk)-1, err)
-		}
+	if err := m.ObserveChunks(ids, ctx, -1, false, s.Observe, nil); err != nil {
+		return fmt.Errorf("w8a8 calibration: %w", err)
 	}
 	return nil
 }

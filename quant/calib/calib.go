@@ -202,28 +202,18 @@ func Run(m *model.Model, ids []int, bos int, opts Options) (*Collector, error) {
 	if nChunks == 0 {
 		return nil, fmt.Errorf("calib: %d calibration tokens is less than one chunk of %d", len(ids), ctx)
 	}
-	const bs = 16
-	kv, err := m.NewPagedKV((ctx+bs-1)/bs, bs)
-	if err != nil {
-		return nil, err
-	}
-	table := make([]int32, (ctx+bs-1)/bs)
-	for i := range table {
-		table[i] = int32(i)
-	}
 	c := NewCollector(opts)
-	b := &model.Batch{Observer: c.Observe}
-	chunk := make([]int, ctx)
-	for ch := 0; ch < nChunks; ch++ {
+	err := m.ObserveChunks(ids[:nChunks*ctx], ctx, bos, true, c.Observe, func(ch int) {
+		if opts.Progress != nil && ch > 0 {
+			opts.Progress(ch*ctx, nChunks*ctx)
+		}
 		c.chunk = ch + 1
-		copy(chunk, ids[ch*ctx:(ch+1)*ctx])
-		chunk[0] = bos
-		if _, err := m.ForwardBatch(b, kv, []model.BatchSeq{{Tokens: chunk, BlockTable: table, NeedsLogits: true, NumLogits: ctx}}); err != nil {
-			return nil, fmt.Errorf("calib: chunk %d: %w", ch, err)
-		}
-		if opts.Progress != nil {
-			opts.Progress((ch+1)*ctx, nChunks*ctx)
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calib: %w", err)
+	}
+	if opts.Progress != nil {
+		opts.Progress(nChunks*ctx, nChunks*ctx)
 	}
 	c.Finish()
 	return c, nil
