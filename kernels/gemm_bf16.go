@@ -40,17 +40,20 @@ type bf16Kernel struct {
 	name   string
 	mr, nr int
 	fn     func(kp int, a *uint32, b *uint32, c *float32, ldc int, acc int)
+	amx    bool // the AMX kernel: blocks go to gemmBF16BlockAMX (gemm_bf16_amx.go)
 }
 
 const bf16KCP = 128 // pairs per k block (k blocks of 256, as Gemm's AVX2 path)
 
 var (
-	bf16Kernel512 = bf16Kernel{"avx512bf16-8x32", 8, 32, gemmBF16x8x32}
-	bf16KernelAVX = bf16Kernel{"avx2-4x16", 4, 16, gemmBF16x4x16}
-	bf16KernelGo  = bf16Kernel{"go-8x32", 8, 32, gemmBF16Go8x32}
+	bf16Kernel512 = bf16Kernel{"avx512bf16-8x32", 8, 32, gemmBF16x8x32, false}
+	bf16KernelAVX = bf16Kernel{"avx2-4x16", 4, 16, gemmBF16x4x16, false}
+	bf16KernelGo  = bf16Kernel{"go-8x32", 8, 32, gemmBF16Go8x32, false}
 	// bf16Active is the micro-kernel GemmBF16 uses (tests switch it to cover every path).
 	bf16Active = func() bf16Kernel {
 		switch {
+		case useAMXBF16:
+			return bf16KernelAMX
 		case useBF16Asm:
 			return bf16Kernel512
 		case useBF16AVX2:
@@ -175,14 +178,21 @@ func gemmBF16(p *Pool, m, n, k int, a, b bop, c []float32, ldc int, acc bool) {
 	if !splitM && nPanels < p.workers {
 		splitM = mPanels > nPanels
 	}
+	block := func(i0, i1, j0, j1 int) {
+		if kr.amx {
+			gemmBF16BlockAMX(m, n, k, a, b, c, ldc, acc, i0, i1, j0, j1)
+			return
+		}
+		gemmBF16Block(kr, m, n, k, a, b, c, ldc, acc, i0, i1, j0, j1)
+	}
 	if splitM {
 		p.For(mPanels, max(1, (1<<20)/(n*k*kr.mr)), func(lo, hi int) {
-			gemmBF16Block(kr, m, n, k, a, b, c, ldc, acc, lo*kr.mr, min(hi*kr.mr, m), 0, n)
+			block(lo*kr.mr, min(hi*kr.mr, m), 0, n)
 		})
 		return
 	}
 	p.For(nPanels, max(1, (1<<20)/(m*k*kr.nr)), func(lo, hi int) {
-		gemmBF16Block(kr, m, n, k, a, b, c, ldc, acc, 0, m, lo*kr.nr, min(hi*kr.nr, n))
+		block(0, m, lo*kr.nr, min(hi*kr.nr, n))
 	})
 }
 
@@ -206,7 +216,7 @@ func gemmBF16Block(kr bf16Kernel, m, n, k int, a, b bop, c []float32, ldc int, a
 		for pc := 0; pc < k; pc += 2 * bf16KCP {
 			kc := min(2*bf16KCP, k-pc)
 			kcp := (kc + 1) / 2
-			packB16(buf, b, k, n, nr0, pc, kc, jc, nc)
+			packB16(buf.b[:], buf.tmp[:], b, k, n, nr0, pc, kc, jc, nc, kcp)
 			flag := 0
 			if acc || pc > 0 {
 				flag = 1
@@ -307,12 +317,14 @@ func packA16Go(dst []uint32, a bop, m, k, mr0, ic, mc, pc, kc int) {
 }
 
 // packB16 packs k [pc, pc+kc) x columns [jc, jc+nc) of op(B) (k x n) into nr-column pair
-// panels: buf.b[jr*kcp + q*nr + j] = pair(op(B)[pc+2q][jc+jr+j], op(B)[pc+2q+1][...]).
-func packB16(buf *bf16Buf, b bop, k, n, nr0, pc, kc, jc, nc int) {
+// panels of kps >= kcp pairs (the AMX kernel's are padded to 16): dst[jr*kps + q*nr + j] =
+// pair(op(B)[pc+2q][jc+jr+j], op(B)[pc+2q+1][...]), pairs q >= kcp zero. tmp is scratch.
+func packB16(dst, tmp []uint32, b bop, k, n, nr0, pc, kc, jc, nc, kps int) {
 	kcp := (kc + 1) / 2
 	for jr := 0; jr < nc; jr += nr0 {
 		nr := min(nr0, nc-jr)
-		d := buf.b[jr*kcp : (jr+nr0)*kcp]
+		d := dst[jr*kps : (jr+nr0)*kps]
+		clear(d[kcp*nr0:])
 		j0 := jc + jr
 		full := nr == nr0 && nr0 == 32 && bf16Convert
 		switch {
@@ -326,7 +338,7 @@ func packB16(buf *bf16Buf, b bop, k, n, nr0, pc, kc, jc, nc int) {
 		case full && b.t && kc%16 == 0 && (b.h == nil || b.stride%2 == 0):
 			// op(B)'s columns are stored rows, pairs contiguous: 32 rows as words (the bf16
 			// copy read in place, or rounded into tmp), then 8x8 word transposes.
-			src, sw := buf.tmp[:], kcp // words of row h at src[h*sw:]
+			src, sw := tmp, kcp // words of row h at src[h*sw:]
 			if b.h != nil {
 				lo := (j0*b.stride + pc) / 2
 				_ = b.h[(j0+31)*b.stride+pc+kc-1]
@@ -336,7 +348,7 @@ func packB16(buf *bf16Buf, b bop, k, n, nr0, pc, kc, jc, nc int) {
 				for h := 0; h < 32; h++ {
 					row := b.f[(j0+h)*b.stride+pc:]
 					_ = row[kc-1]
-					cvtPairsBF16(&buf.tmp[h*kcp], &row[0], kcp)
+					cvtPairsBF16(&tmp[h*kcp], &row[0], kcp)
 				}
 			}
 			for h := 0; h < 32; h += 8 {

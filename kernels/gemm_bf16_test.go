@@ -45,6 +45,9 @@ func bf16Paths(t *testing.T, f func(t *testing.T)) {
 	if useBF16Asm {
 		ks = append(ks, bf16Kernel512)
 	}
+	if useAMXBF16 {
+		ks = append(ks, bf16KernelAMX)
+	}
 	for _, k := range ks {
 		for _, conv := range []bool{false, true} {
 			if conv && !useBF16Asm {
