@@ -30,6 +30,8 @@ type Options struct {
 	// Invariant makes every row's result independent of the rest of the batch (matmuls through
 	// kernels.MatMulInvariant for a lone row).
 	Invariant bool
+	// TP is the tensor-parallel group of a graph sharded by graph.ShardTPServing (nil: none).
+	TP Collective
 }
 
 // value is the executor's record of one graph value.
@@ -82,6 +84,7 @@ type Program struct {
 	runs       uint64          // Run calls so far (rope tables are filled once per run)
 	prof       *programProfile // nil: profiling off (profile.go)
 	observe    MatMulObserver  // nil: no matmul observer (observe.go)
+	tp         Collective      // the tensor-parallel group (tp.go), nil without one
 }
 
 // Compile binds g to weights (by the graph's weight names) and prepares it to run.
@@ -92,7 +95,7 @@ func Compile(g *graph.Graph, weights map[string]*tensor.Tensor, opts Options) (*
 	if len(g.Outputs) != 1 {
 		return nil, fmt.Errorf("exec: the serving executor runs graphs of one output, %s has %d", g.Name, len(g.Outputs))
 	}
-	p := &Program{g: g, pool: opts.Pool, invariant: opts.Invariant, ids: map[*graph.Value]int{},
+	p := &Program{g: g, pool: opts.Pool, invariant: opts.Invariant, tp: opts.TP, ids: map[*graph.Value]int{},
 		inputs: map[string]int{}, env: map[string]int{}, byNode: map[*graph.Node]instr{}}
 	if p.pool == nil {
 		p.pool = kernels.Default
@@ -212,7 +215,7 @@ func bindWeight(x *value, t *tensor.Tensor) error {
 // that argument dies at this node (-1: none).
 func inPlace(op string) []int {
 	switch op {
-	case "add", "mul", "silu", "scale", "softcap", "softmax", "swiglu", "rope", "rms_norm", "gelu", "geglu", "swiglu_oai":
+	case "add", "mul", "silu", "scale", "softcap", "softmax", "swiglu", "rope", "rms_norm", "gelu", "geglu", "swiglu_oai", "all_reduce_sum":
 		return []int{0}
 	case "add_rms_norm":
 		return []int{0, -1}
