@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tokenizer"
 )
@@ -32,6 +33,9 @@ type Options struct {
 	// llama2.c tokenizer.bin, or a Hugging Face directory. Required for llama2.c checkpoints
 	// that have no tokenizer.bin (or a single tok*.bin) beside them.
 	Tokenizer string
+	// TP, when set, loads the model as one rank of this tensor-parallel group
+	// (model.LoadGGUFTP; GGUF files only).
+	TP exec.Collective
 }
 
 // Defaults are a model's own default sampling settings (generation_config.json, or a GGUF
@@ -73,9 +77,12 @@ func Open(path string, opts Options) (*Bundle, error) {
 		return nil, err
 	}
 	var b *Bundle
+	if opts.TP != nil && fmtName != GGUF {
+		return nil, fmt.Errorf("%s: tensor-parallel serving loads GGUF files only, this is %s", path, fmtName)
+	}
 	switch fmtName {
 	case GGUF:
-		b, err = openGGUF(path)
+		b, err = openGGUF(path, opts.TP)
 	case HF:
 		b, err = openHF(path, opts)
 	case Llama2C:
@@ -134,13 +141,17 @@ func Detect(path string) (Format, error) {
 	return "", fmt.Errorf("%s: unknown model format (not GGUF, not a llama2.c .bin, not a Hugging Face directory)", path)
 }
 
-func openGGUF(path string) (*Bundle, error) {
+func openGGUF(path string, tp exec.Collective) (*Bundle, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	b := &Bundle{Path: path, Format: GGUF, Meta: f.KVs, closers: []func() error{f.Close}}
-	b.Model, err = model.LoadGGUF(f)
+	if tp != nil {
+		b.Model, err = model.LoadGGUFTP(f, tp)
+	} else {
+		b.Model, err = model.LoadGGUF(f)
+	}
 	if err != nil {
 		b.Close()
 		return nil, err

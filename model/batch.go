@@ -77,7 +77,7 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 // into a new slice if fresh is set, or into b's buffer.
 func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
 	cfg := &m.Config
-	if kd, vd := cfg.CacheDims(); len(kv.K) != cfg.Layers || kv.KVDim != kd || kv.VDim != vd {
+	if kd, vd := m.cacheDims(); len(kv.K) != cfg.Layers || kv.KVDim != kd || kv.VDim != vd {
 		return nil, fmt.Errorf("model: forward batch: paged KV has %d layers of %d+%d, model %d of %d+%d",
 			len(kv.K), kv.KVDim, kv.VDim, cfg.Layers, kd, vd)
 	}
@@ -118,6 +118,11 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	prog, err := m.program(b)
 	if err != nil {
 		return nil, err
+	}
+	if m.OnForward != nil {
+		if err := m.OnForward(seqs); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
 	}
 	st := &b.step
 	st.Tokens, st.Rows, st.LogitRows = st.Tokens[:0], st.Rows[:0], st.LogitRows[:0]

@@ -45,7 +45,7 @@ func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
 	if numBlocks <= 0 || blockSize <= 0 {
 		return nil, fmt.Errorf("model: paged KV of %d blocks of %d tokens", numBlocks, blockSize)
 	}
-	kd, vd := m.Config.CacheDims()
+	kd, vd := m.cacheDims()
 	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kd, VDim: vd}
 	if err := kv.setFormats(m, m.KVCacheDType); err != nil {
 		return nil, err

@@ -24,12 +24,22 @@ func (m *Model) prepareServing() error {
 	if err != nil {
 		return err
 	}
+	if m.tp != nil {
+		if g, err = graph.ShardTPServing(g, m.tp.Rank(), m.tp.Size()); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+	}
 	if g, _, err = graph.RunPasses(g, graph.ServingPipeline()...); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	ws := make(map[string]*tensor.Tensor, len(m.Weights)+1)
 	for _, v := range g.Weights {
 		t := m.Weights[v.Name]
+		if m.tp != nil {
+			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size()); err != nil {
+				return err
+			}
+		}
 		if t != nil && len(t.Shape) == 1 && t.Type != tensor.F32 {
 			f, err := t.Float32()
 			if err != nil {
@@ -54,7 +64,7 @@ func (m *Model) prepareServing() error {
 		}
 		m.expertPacks = prepackExperts(ws) // and each expert of a mixture of experts
 	}
-	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
+	if _, err := exec.Compile(g, ws, exec.Options{TP: m.tp}); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
@@ -72,7 +82,7 @@ func f32Tensor(name string, f []float32) *tensor.Tensor {
 // pool and b's invariance.
 func (m *Model) program(b *Batch) (*exec.Program, error) {
 	if b.prog == nil || b.progOf != m {
-		p, err := exec.Compile(m.sg, m.sws, exec.Options{})
+		p, err := exec.Compile(m.sg, m.sws, exec.Options{TP: m.tp})
 		if err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
