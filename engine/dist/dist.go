@@ -1,0 +1,138 @@
+// Package dist runs the serving engine's model over the ranks of a tensor-parallel group
+// (docs/distributed-serving.md). Rank 0 runs the engine: its model (model.NewTP, one rank's
+// shard) calls the Leader before every forward, which broadcasts the batch on a control group;
+// every other rank runs Work, which receives each batch and runs the same forward over its
+// own shard and paged KV cache, the graph's all-reduces and the logits' all-gather pairing
+// up across ranks on the world group. Rank 0 alone samples.
+//
+// Idle, rank 0 pings the ranks every PingInterval (a broadcast then a barrier), so a rank
+// that died or hangs is found within the collective timeout even without traffic; the
+// Leader then reports it on Failed, every later forward fails at once, and the server exits.
+package dist
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/llmcloud/llmcloud/comm"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PingInterval is how often an idle rank 0 checks that every rank is alive.
+const PingInterval = time.Second
+
+// Ranks is this process's membership of a serving group: the world group, which the sharded
+// model's collectives run on, and a control group of the same ranks for the steps, so rank
+// 0's pings never interleave with a forward's collectives.
+type Ranks struct {
+	World *comm.Group
+	ctrl  *comm.Group
+}
+
+// Join joins the group env describes (comm.Init: rank 0 serves the rendezvous on
+// env.MasterAddr:MasterPort) with every collective bounded by timeout.
+func Join(env comm.Env, timeout time.Duration, log *slog.Logger) (*Ranks, error) {
+	opts := comm.DefaultOptions()
+	if timeout > 0 {
+		opts.Timeout = timeout
+	}
+	w, err := comm.Init(env, opts, log, prometheus.NewRegistry())
+	if err != nil {
+		return nil, fmt.Errorf("rank %d of %d: %w", env.Rank, env.WorldSize, err)
+	}
+	all := make([]int, env.WorldSize)
+	for i := range all {
+		all[i] = i
+	}
+	ctrl, err := w.NewGroup(all)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("rank %d of %d: control group: %w", env.Rank, env.WorldSize, err)
+	}
+	return &Ranks{World: w, ctrl: ctrl}, nil
+}
+
+// Close leaves the group (the control group first).
+func (r *Ranks) Close() error {
+	r.ctrl.Close()
+	return r.World.Close()
+}
+
+// Setup is what every rank must agree on before the first step: the KV pool's shape (rank
+// 0's engine sizes it, the others follow) and the model's, checked on arrival.
+type Setup struct {
+	NumBlocks, BlockSize int
+	KVDType              string
+	// Shape: layers, dim, heads, KV heads, head dim, feed-forward width, vocabulary.
+	Shape [7]int
+}
+
+func (s Setup) encode() []byte {
+	b := make([]byte, 0, 64)
+	for _, v := range append([]int{s.NumBlocks, s.BlockSize}, s.Shape[:]...) {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return append(b, s.KVDType...)
+}
+
+func decodeSetup(b []byte) (Setup, error) {
+	var s Setup
+	if len(b) < 9*8 {
+		return s, fmt.Errorf("dist: setup message of %d bytes", len(b))
+	}
+	v := func(i int) int { return int(binary.LittleEndian.Uint64(b[8*i:])) }
+	s.NumBlocks, s.BlockSize = v(0), v(1)
+	for i := range s.Shape {
+		s.Shape[i] = v(2 + i)
+	}
+	s.KVDType = string(b[9*8:])
+	return s, nil
+}
+
+// header is one control message's first part.
+func header(kind, n int, step uint64) []byte {
+	h := make([]byte, headerBytes)
+	binary.LittleEndian.PutUint32(h, uint32(kind))
+	binary.LittleEndian.PutUint32(h[4:], uint32(n))
+	binary.LittleEndian.PutUint64(h[8:], step)
+	return h
+}
+
+// sender is rank 0's side of the control group: one message at a time.
+type sender struct {
+	mu   sync.Mutex
+	ctrl *comm.Group
+	step uint64
+	last time.Time
+}
+
+// send broadcasts a header and body; a ping is followed by a barrier (every rank answers).
+func (s *sender) send(kind int, body []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sendLocked(kind, body)
+}
+
+func (s *sender) sendLocked(kind int, body []byte) error {
+	if kind == msgStep {
+		s.step++
+	}
+	if err := s.ctrl.Broadcast(header(kind, len(body), s.step), 0); err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		if err := s.ctrl.Broadcast(body, 0); err != nil {
+			return err
+		}
+	}
+	if kind == msgPing {
+		if err := s.ctrl.Barrier(); err != nil {
+			return err
+		}
+	}
+	s.last = time.Now()
+	return nil
+}
