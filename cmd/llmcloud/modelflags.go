@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/defaultmodel"
+	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/sample"
@@ -22,6 +23,7 @@ type modelFlags struct {
 	threads   int
 	w8a8      w8a8Flags
 	kvDType   string
+	tp        exec.Collective // the tensor-parallel group the model is one rank of (serve_parallel.go), nil: none
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -61,7 +63,7 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 	if m.model == "" {
 		return nil, usagef("--model is required")
 	}
-	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer})
+	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer, TP: m.tp})
 	if err != nil {
 		return nil, err
 	}
