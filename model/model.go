@@ -38,6 +38,7 @@ type Model struct {
 	sg     *graph.Graph              // the serving graph (serving.go)
 	sws    map[string]*tensor.Tensor // the weights it binds
 	tp     exec.Collective           // the tensor-parallel group of a NewTP model (tp.go), else nil
+	mapped bool                      // Weights alias a file mapping (LoadGGUFTP)
 	// expertPacks are the expert slices registered for Q8_0/Q4_0 packs (experts_pack.go)
 	expertPacks []*tensor.Tensor
 }
@@ -45,11 +46,12 @@ type Model struct {
 // New validates ws against cfg (every required tensor present with the right shape, nothing
 // unexpected) and returns the model. Errors name the offending tensor.
 func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
-	return newModel(cfg, ws, nil)
+	return newModel(cfg, ws, nil, false)
 }
 
-// newModel is New, as one rank of the tensor-parallel group tp when it is not nil (tp.go).
-func newModel(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Model, error) {
+// newModel is New, as one rank of the tensor-parallel group tp when it is not nil (tp.go);
+// mapped says ws alias a file mapping (mmap.Map), whose pages a rank may release.
+func newModel(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective, mapped bool) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -87,7 +89,7 @@ func newModel(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Mo
 		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)%s",
 			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm, expertNote(&cfg, extra[0]))
 	}
-	m := &Model{Config: cfg, Weights: ws, tp: tp}
+	m := &Model{Config: cfg, Weights: ws, tp: tp, mapped: mapped}
 	var err error
 	var factors []float32
 	if t, ok := ws[RopeFreqsName]; ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -53,11 +54,13 @@ func NewTP(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Model
 	if err := CheckTP(&cfg, tp.Size()); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	return newModel(cfg, ws, tp)
+	return newModel(cfg, ws, tp, false)
 }
 
 // LoadGGUFTP is LoadGGUF for one rank of the tensor-parallel group tp (NewTP): the model's
-// tensors alias f's mapping, and only this rank's blocks of them are read.
+// tensors alias f's mapping, and only this rank's blocks of them are read; the pages of the
+// matrices whose column blocks were copied are released from the process (mmap.Release), so
+// the rank's resident weights are its shard.
 func LoadGGUFTP(f *gguf.File, tp exec.Collective) (*Model, error) {
 	cfg, err := ConfigFromGGUF(f)
 	if err != nil {
@@ -67,7 +70,10 @@ func LoadGGUFTP(f *gguf.File, tp exec.Collective) (*Model, error) {
 	for i := range f.Tensors {
 		ws[f.Tensors[i].Name] = &f.Tensors[i]
 	}
-	m, err := NewTP(cfg, ws, tp)
+	if err := CheckTP(&cfg, tp.Size()); err != nil {
+		return nil, fmt.Errorf("%s: model: %w", f.Path, err)
+	}
+	m, err := newModel(cfg, ws, tp, true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
@@ -110,7 +116,8 @@ func (m *Model) WeightBytes() int64 {
 }
 
 // tpShard is this rank's block of the weight t (graph.TPSplitDim), t itself when replicated.
-func tpShard(t *tensor.Tensor, rank, size int) (*tensor.Tensor, error) {
+// With release, t's pages are released after its column block was copied (t is mapped).
+func tpShard(t *tensor.Tensor, rank, size int, release bool) (*tensor.Tensor, error) {
 	if t == nil || size == 1 || graph.TPSplitDim(t.Name) < 0 {
 		return t, nil
 	}
@@ -153,6 +160,9 @@ func tpShard(t *tensor.Tensor, rank, size int) (*tensor.Tensor, error) {
 	s.Data = make([]byte, R*kb)
 	for r := range R {
 		copy(s.Data[r*kb:(r+1)*kb], t.Data[r*rb+rank*kb:r*rb+(rank+1)*kb])
+	}
+	if release {
+		mmap.Release(t.Data)
 	}
 	return &s, s.Check()
 }

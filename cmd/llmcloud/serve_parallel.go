@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -197,8 +198,33 @@ func (p *parallelFlags) logShard(b *loader.Bundle) {
 	for _, t := range b.Model.Weights {
 		whole += int64(len(t.Data))
 	}
+	file, anon := residentBytes()
 	p.log.Info("tensor-parallel shard loaded", "rank", p.ranks.World.Rank(), "of", p.ranks.World.Size(),
-		"weight_bytes", b.Model.WeightBytes(), "model_weight_bytes", whole)
+		"weight_bytes", b.Model.WeightBytes(), "model_weight_bytes", whole, "rss_file_bytes", file, "rss_anon_bytes", anon)
+}
+
+// residentBytes are the process's resident file-backed pages (the model file's mapped pages
+// that were read) and anonymous ones (copies, KV cache, heap), from /proc/self/status; 0 when
+// unknown.
+func residentBytes() (file, anon int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "RssFile:":
+			file = n << 10
+		case "RssAnon:":
+			anon = n << 10
+		}
+	}
+	return file, anon
 }
 
 // launch starts ranks 1..worldSize-1 of a local group as children of this process, their
