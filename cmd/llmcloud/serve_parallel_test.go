@@ -216,3 +216,54 @@ func TestServeTensorParallelRankKilled(t *testing.T) {
 		p.Release()
 	}
 }
+
+// A rank that hangs (stopped) mid-stream fails the group once a collective has waited
+// --distributed-timeout: the stream ends, the server stops with an error naming the rank.
+func TestServeTensorParallelRankHangs(t *testing.T) {
+	t.Setenv(asMainEnv, "1")
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	run(t, "synth", "-o", path, "--dim", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--vocab", "264", "--ctx", "8192")
+	url, logs, stop := startServe(t, path, "--threads", "1", "-tp", "2", "--distributed-timeout", "1s")
+	m := startedRank.FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no pid of rank 1 in the log:\n%s", logs)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	r := streamCompletion(t, url, 8000)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	done := make(chan string, 1)
+	go func() {
+		for {
+			data, err := r.Next()
+			if err != nil {
+				done <- "ended: " + err.Error()
+				return
+			}
+			if s := string(data); strings.Contains(s, `"error"`) || strings.Contains(s, `"finish_reason":"abort"`) {
+				done <- s
+			}
+		}
+	}()
+	select {
+	case s := <-done:
+		t.Logf("stream ended %v after the stop: %.200s", time.Since(t0).Round(time.Millisecond), s)
+	case <-time.After(8 * time.Second):
+		t.Fatalf("stream still open 8 s after rank 1 was stopped:\n%s", logs)
+	}
+	deadline := time.After(8 * time.Second)
+	for !strings.Contains(logs.String(), "stopping: the tensor-parallel group failed") {
+		select {
+		case <-deadline:
+			t.Fatalf("the server did not stop:\n%s", logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if err := stop(); err == nil || !strings.Contains(err.Error(), "rank 1") {
+		t.Errorf("serve returned %v, want an error naming rank 1", err)
+	}
+}
