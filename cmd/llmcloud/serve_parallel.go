@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type parallelFlags struct {
 	exited chan rankExit // children that ended (rank 0 of a local launch)
 	wg     sync.WaitGroup
 	log    *slog.Logger
+	fs     *flag.FlagSet
 }
 
 type rankExit struct {
@@ -57,7 +59,7 @@ type rankExit struct {
 }
 
 func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
-	p := &parallelFlags{}
+	p := &parallelFlags{fs: fs}
 	for _, n := range []string{"tensor-parallel-size", "tp"} {
 		fs.IntVar(&p.tp, n, 1, "tensor-parallel ranks: the model's heads, feed-forward and vocabulary split over this many processes (started on this host unless --distributed-init)")
 	}
@@ -103,6 +105,11 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 		return usagef("speculative decoding with --tensor-parallel-size %d is not supported yet", p.tp)
 	case mf.w8a8.on:
 		return usagef("--w8a8 with --tensor-parallel-size %d is not supported yet", p.tp)
+	}
+	threads := false
+	p.fs.Visit(func(f *flag.Flag) { threads = threads || f.Name == "threads" })
+	if !threads { // the ranks share this host's cores (a remote rank: pass --threads)
+		mf.threads = max(1, runtime.NumCPU()/p.worldSize)
 	}
 	if p.initAddr != "" {
 		if _, _, err := net.SplitHostPort(p.initAddr); err != nil {
