@@ -18,10 +18,11 @@ func TPSplitDim(name string) int {
 }
 
 // ShardTPServing returns the serving graph of rank (of size ranks) for g, a model.BuildGraph
-// graph without a loss: ShardTP's graph, its tp_copy nodes (identities forward, whose only
-// job is the backward all-reduce) removed, and the vocab-parallel logits followed by an
-// all_gather_last, so every rank's output is the whole [rows, vocab] logits. Size 1 gives a
-// copy of g.
+// graph without a loss (or a pipeline stage of one, graph.Cut): ShardTP's graph, its tp_copy
+// nodes (identities forward, whose only job is the backward all-reduce) removed, and the
+// vocab-parallel logits followed by an all_gather_last, so every rank's output is the whole
+// [rows, vocab] logits (a stage ending before them outputs the residual stream, whole on
+// every rank). Size 1 gives a copy of g.
 func ShardTPServing(g *Graph, rank, size int) (*Graph, error) {
 	sg, err := ShardTP(g, rank, size)
 	if err != nil || size == 1 {
@@ -50,7 +51,12 @@ func ShardTPServing(g *Graph, rank, size int) (*Graph, error) {
 		out = b
 	}
 	if d := out.Def; d == nil || d.Op != "matmul" || TPSplitDim(d.Args[1].Name) != 0 {
-		return nil, fmt.Errorf("graph: tensor-parallel serving shard: the output %s is not the vocab-parallel output matmul", out)
+		// A pipeline stage before the last (graph.Cut): its output is the residual stream,
+		// whole on every rank after the all-reduces.
+		if err := Verify(sg); err != nil {
+			return nil, fmt.Errorf("graph: tensor-parallel serving shard: %w", err)
+		}
+		return sg, nil
 	}
 	part := &Value{Name: out.Name + ".part", Type: out.Type, Kind: KindResult, Def: out.Def, Index: out.Index}
 	out.Def.Outs[out.Index] = part
