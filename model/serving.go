@@ -24,6 +24,12 @@ func (m *Model) prepareServing() error {
 	if err != nil {
 		return err
 	}
+	in, out := m.stageCut()
+	if in != "" || out != "" {
+		if g, err = graph.Cut(g, in, out); err != nil {
+			return fmt.Errorf("model: pipeline stage %d of %d: %w", m.part.Stage, m.part.Stages, err)
+		}
+	}
 	if m.tp != nil {
 		if g, err = graph.ShardTPServing(g, m.tp.Rank(), m.tp.Size()); err != nil {
 			return fmt.Errorf("model: %w", err)
@@ -64,7 +70,7 @@ func (m *Model) prepareServing() error {
 		}
 		m.expertPacks = prepackExperts(ws) // and each expert of a mixture of experts
 	}
-	if _, err := exec.Compile(g, ws, exec.Options{TP: m.tp}); err != nil {
+	if _, err := exec.Compile(g, ws, m.execOptions()); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
@@ -82,7 +88,7 @@ func f32Tensor(name string, f []float32) *tensor.Tensor {
 // pool and b's invariance.
 func (m *Model) program(b *Batch) (*exec.Program, error) {
 	if b.prog == nil || b.progOf != m {
-		p, err := exec.Compile(m.sg, m.sws, exec.Options{TP: m.tp})
+		p, err := exec.Compile(m.sg, m.sws, m.execOptions())
 		if err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
@@ -106,4 +112,10 @@ func f16PacksFit(ws map[string]*tensor.Tensor, avail int64) bool {
 		}
 	}
 	return n == 0 || avail == 0 || n <= avail/4
+}
+
+// execOptions are the executor's options for m's serving graph.
+func (m *Model) execOptions() exec.Options {
+	in, _ := m.stageCut()
+	return exec.Options{TP: m.tp, Hidden: in}
 }

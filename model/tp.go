@@ -54,7 +54,7 @@ func NewTP(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Model
 	if err := CheckTP(&cfg, tp.Size()); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	return newModel(cfg, ws, tp, false)
+	return newModel(cfg, ws, Part{TP: tp}, false)
 }
 
 // LoadGGUFTP is LoadGGUF for one rank of the tensor-parallel group tp (NewTP): the model's
@@ -62,22 +62,7 @@ func NewTP(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Model
 // matrices whose column blocks were copied are released from the process (mmap.Release), so
 // the rank's resident weights are its shard.
 func LoadGGUFTP(f *gguf.File, tp exec.Collective) (*Model, error) {
-	cfg, err := ConfigFromGGUF(f)
-	if err != nil {
-		return nil, err
-	}
-	ws := make(map[string]*tensor.Tensor, len(f.Tensors))
-	for i := range f.Tensors {
-		ws[f.Tensors[i].Name] = &f.Tensors[i]
-	}
-	if err := CheckTP(&cfg, tp.Size()); err != nil {
-		return nil, fmt.Errorf("%s: model: %w", f.Path, err)
-	}
-	m, err := newModel(cfg, ws, tp, true)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.Path, err)
-	}
-	return m, nil
+	return LoadGGUFPart(f, Part{TP: tp})
 }
 
 // TPSize is the number of tensor-parallel ranks m is one of (1: the whole model).
@@ -88,14 +73,17 @@ func (m *Model) TPSize() int {
 	return m.tp.Size()
 }
 
-// cacheConfig is m's configuration as far as its KV caches go: this rank's KV heads.
+// cacheConfig is m's configuration as far as its KV caches go: this rank's KV heads and its
+// stage's layers.
 func (m *Model) cacheConfig() *Config {
-	if m.TPSize() == 1 {
+	lo, hi := m.Layers()
+	if m.TPSize() == 1 && hi-lo == m.Config.Layers {
 		return &m.Config
 	}
 	c := m.Config
 	c.Heads /= m.TPSize()
 	c.KVHeads /= m.TPSize()
+	c.Layers = hi - lo
 	return &c
 }
 

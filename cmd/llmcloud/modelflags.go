@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/llmcloud/llmcloud/defaultmodel"
-	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/sample"
 )
 
@@ -23,7 +23,7 @@ type modelFlags struct {
 	threads   int
 	w8a8      w8a8Flags
 	kvDType   string
-	tp        exec.Collective // the tensor-parallel group the model is one rank of (serve_parallel.go), nil: none
+	part      model.Part // the part of a distributed group's model this rank serves (serve_parallel.go)
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -63,7 +63,7 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 	if m.model == "" {
 		return nil, usagef("--model is required")
 	}
-	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer, TP: m.tp})
+	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer, Part: m.part})
 	if err != nil {
 		return nil, err
 	}

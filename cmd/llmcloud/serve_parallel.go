@@ -1,8 +1,9 @@
-// The distributed side of `llmcloud serve`: --tensor-parallel-size T (-tp) serves the model
-// from T rank processes, each holding its shard of the weights and of the KV cache. Rank 0 is
-// this process: it starts ranks 1..T-1 as `llmcloud serve ... --distributed-init
-// 127.0.0.1:PORT --rank R --world-size T` (the same flags a rank on another host is started
-// with), runs the HTTP server and the engine, and broadcasts every step (package engine/dist).
+// The distributed side of `llmcloud serve`: --tensor-parallel-size T (-tp) and
+// --pipeline-parallel-size P (-pp) serve the model from T·P rank processes, each holding its
+// shard of one stage's weights and KV cache. Rank 0 is this process: it starts ranks
+// 1..T·P-1 as `llmcloud serve ... --distributed-init 127.0.0.1:PORT --rank R --world-size N`
+// (the same flags a rank on another host is started with), runs the HTTP server and the
+// engine, and broadcasts every step (package engine/dist).
 // A rank that dies or hangs fails the group: rank 0 names it, fails the requests in flight and
 // exits nonzero. See docs/distributed-serving.md.
 package main
@@ -64,7 +65,7 @@ func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
 		fs.IntVar(&p.tp, n, 1, "tensor-parallel ranks: the model's heads, feed-forward and vocabulary split over this many processes (started on this host unless --distributed-init)")
 	}
 	for _, n := range []string{"pipeline-parallel-size", "pp"} {
-		fs.IntVar(&p.pp, n, 1, "pipeline-parallel stages (only 1 is supported yet)")
+		fs.IntVar(&p.pp, n, 1, "pipeline-parallel stages: the layers cut into this many runs, each served by --tensor-parallel-size processes (started on this host unless --distributed-init)")
 	}
 	fs.StringVar(&p.initAddr, "distributed-init", "", "HOST:PORT of rank 0's rendezvous: join a serving group as --rank of --world-size (rank 0 serves HTTP; the local launch uses 127.0.0.1 and a free port)")
 	fs.IntVar(&p.rank, "rank", 0, "with --distributed-init: this process's rank (0 runs the server and the engine)")
@@ -74,16 +75,13 @@ func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
 }
 
 // on reports whether serving is distributed.
-func (p *parallelFlags) on() bool { return p.tp > 1 || p.initAddr != "" }
+func (p *parallelFlags) on() bool { return p.tp > 1 || p.pp > 1 || p.initAddr != "" }
 
 // check validates the flags and, when serving is distributed, the model against them, before
 // any rank is started.
 func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	if p.tp < 1 || p.pp < 1 {
 		return usagef("--tensor-parallel-size %d and --pipeline-parallel-size %d must be at least 1", p.tp, p.pp)
-	}
-	if p.pp > 1 {
-		return usagef("--pipeline-parallel-size %d: pipeline-parallel serving is not implemented yet (only tensor parallelism)", p.pp)
 	}
 	if !p.on() {
 		if p.rank != 0 || p.worldSize != 0 {
@@ -126,6 +124,9 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 		return fmt.Errorf("%s: %w", mf.model, err)
 	}
 	if err := model.CheckTP(&cfg, p.tp); err != nil {
+		return usagef("%s: %v", mf.model, err)
+	}
+	if err := model.CheckPipeline(&cfg, p.pp); err != nil {
 		return usagef("%s: %v", mf.model, err)
 	}
 	return nil
@@ -171,7 +172,7 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	}
 	jc := make(chan joined, 1)
 	go func() {
-		r, err := dist.Join(env, p.timeout, log)
+		r, err := dist.Join(env, dist.Layout{TP: p.tp, PP: p.pp}, p.timeout, log)
 		jc <- joined{r, err}
 	}()
 	select {
@@ -185,9 +186,9 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	mf.tp = p.ranks.World
+	mf.part = p.ranks.Part()
 	if env.Rank == 0 {
-		log.Info("tensor-parallel group formed", "ranks", env.WorldSize, "rendezvous", net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort)))
+		log.Info("serving group formed", "ranks", env.WorldSize, "tensor_parallel", p.tp, "pipeline_parallel", p.pp, "rendezvous", net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort)))
 		return false, nil
 	}
 	b, err := mf.open()
@@ -206,8 +207,10 @@ func (p *parallelFlags) logShard(b *loader.Bundle) {
 		whole += int64(len(t.Data))
 	}
 	file, anon := residentBytes()
-	p.log.Info("tensor-parallel shard loaded", "rank", p.ranks.World.Rank(), "of", p.ranks.World.Size(),
-		"weight_bytes", b.Model.WeightBytes(), "model_weight_bytes", whole, "rss_file_bytes", file, "rss_anon_bytes", anon)
+	lo, hi := b.Model.Layers()
+	p.log.Info("model part loaded", "rank", p.ranks.World.Rank(), "of", p.ranks.World.Size(),
+		"weight_bytes", b.Model.WeightBytes(), "model_weight_bytes", whole, "tp", p.tp, "layers", fmt.Sprintf("%d-%d", lo, hi-1),
+		"rss_file_bytes", file, "rss_anon_bytes", anon)
 }
 
 // residentBytes are the process's resident file-backed pages (the model file's mapped pages

@@ -81,26 +81,32 @@ func (a completion) same(b completion, tol float64) bool {
 	return true
 }
 
-var shardLine = regexp.MustCompile(`tensor-parallel shard loaded" rank=(\d+) of=(\d+) weight_bytes=(\d+) model_weight_bytes=(\d+)`)
+var shardLine = regexp.MustCompile(`model part loaded" rank=(\d+) of=(\d+) weight_bytes=(\d+) model_weight_bytes=(\d+)`)
 
-// checkShards checks that every rank of a TP=T server logged its shard at 1/T of the model's
-// weight bytes, ±5%.
-func checkShards(t *testing.T, logs string, T int) {
+// checkShards checks that every rank of a TP=T, PP=P server logged its part: without a
+// pipeline 1/T of the model's weight bytes, ±5%; with one, the ranks' parts add up to the
+// model (+5% for the norms every tensor-parallel rank holds).
+func checkShards(t *testing.T, logs string, T, P int) {
 	t.Helper()
 	seen := map[string]bool{}
+	var sum, all float64
 	for _, m := range shardLine.FindAllStringSubmatch(logs, -1) {
 		w, _ := strconv.ParseFloat(m[3], 64)
-		all, _ := strconv.ParseFloat(m[4], 64)
-		if m[2] != strconv.Itoa(T) {
-			t.Errorf("rank %s: of %s, want %d", m[1], m[2], T)
+		all, _ = strconv.ParseFloat(m[4], 64)
+		sum += w
+		if m[2] != strconv.Itoa(T*P) {
+			t.Errorf("rank %s: of %s, want %d", m[1], m[2], T*P)
 		}
-		if r := w * float64(T) / all; r < 0.95 || r > 1.05 {
+		if r := w * float64(T) / all; P == 1 && (r < 0.95 || r > 1.05) {
 			t.Errorf("rank %s of %d holds %.0f of %.0f weight bytes: %.3f of its 1/%d share", m[1], T, w, all, r, T)
 		}
 		seen[m[1]] = true
 	}
-	if len(seen) != T {
-		t.Errorf("%d ranks logged their shard, want %d:\n%s", len(seen), T, logs)
+	if len(seen) != T*P {
+		t.Errorf("%d ranks logged their part, want %d:\n%s", len(seen), T*P, logs)
+	}
+	if f := sum / all; f < 0.99 || f > 1.05 {
+		t.Errorf("TP=%d PP=%d: the ranks hold %.0f weight bytes together, the model %.0f", T, P, sum, all)
 	}
 }
 
@@ -116,19 +122,20 @@ func TestServeTensorParallelGreedy(t *testing.T) {
 			want = append(want, greedy(t, url, p, 20))
 		}
 		stop()
-		for _, T := range []int{2, 4} {
-			url, logs, stop := startServe(t, path, "--threads", "1", "-tp", strconv.Itoa(T))
+		for _, c := range [][2]int{{2, 1}, {4, 1}, {1, 2}, {2, 2}} {
+			T, P := c[0], c[1]
+			url, logs, stop := startServe(t, path, "--threads", "1", "-tp", strconv.Itoa(T), "--pipeline-parallel-size", strconv.Itoa(P))
 			for i, p := range prompts {
 				if got := greedy(t, url, p, 20); !got.same(want[i], 1e-3) {
-					t.Errorf("%s TP=%d prompt %q: %q %v, the single process %q %v", arch, T, p, got.tokens, got.logprobs, want[i].tokens, want[i].logprobs)
+					t.Errorf("%s TP=%d PP=%d prompt %q: %q %v, the single process %q %v", arch, T, P, p, got.tokens, got.logprobs, want[i].tokens, want[i].logprobs)
 				}
 			}
 			if err := stop(); err != nil {
-				t.Errorf("%s TP=%d: serve: %v", arch, T, err)
+				t.Errorf("%s TP=%d PP=%d: serve: %v", arch, T, P, err)
 			}
-			checkShards(t, logs.String(), T)
-			if n := strings.Count(logs.String(), "tensor-parallel rank stopping"); n != T-1 {
-				t.Errorf("%s TP=%d: %d ranks stopped in order, want %d", arch, T, n, T-1)
+			checkShards(t, logs.String(), T, P)
+			if n := strings.Count(logs.String(), "tensor-parallel rank stopping"); n != T*P-1 {
+				t.Errorf("%s TP=%d PP=%d: %d ranks stopped in order, want %d", arch, T, P, n, T*P-1)
 			}
 		}
 	}
@@ -146,7 +153,8 @@ func TestServeTensorParallelBadSize(t *testing.T) {
 		{[]string{"--tensor-parallel-size", "8"}, "tensor-parallel size 8 does not divide the KV heads (4)"},
 		{[]string{"-tp", "0"}, "must be at least 1"},
 		{[]string{"-tp", "2", "--world-size", "3", "--distributed-init", "127.0.0.1:1"}, "--world-size 3 is not --tensor-parallel-size 2"},
-		{[]string{"-pp", "2"}, "pipeline-parallel serving is not implemented"},
+		{[]string{"-pp", "3"}, "pipeline-parallel size 3 does not divide the layers (2)"},
+		{[]string{"-tp", "2", "-pp", "2", "--rank", "4", "--distributed-init", "127.0.0.1:1"}, "--rank 4 is outside the group of 4"},
 	} {
 		var logs strings.Builder
 		err := serve(t.Context(), append([]string{path, "--port", "0"}, c.args...), &logs, nil)
@@ -161,13 +169,19 @@ func TestServeTensorParallelBadSize(t *testing.T) {
 
 var startedRank = regexp.MustCompile(`started rank" rank=1 pid=(\d+)`)
 
-// Killing a rank mid-stream ends the streams in flight (an error, not a hang) and the server
-// with an error naming the rank.
+// Killing a rank mid-stream (a tensor-parallel rank, or the last pipeline stage) ends the
+// streams in flight (an error, not a hang) and the server with an error naming the rank.
 func TestServeTensorParallelRankKilled(t *testing.T) {
 	t.Setenv(asMainEnv, "1")
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	run(t, "synth", "-o", path, "--dim", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--vocab", "264", "--ctx", "8192")
-	url, logs, stop := startServe(t, path, "--threads", "1", "-tp", "2", "--distributed-timeout", "5s")
+	for _, flag := range []string{"-tp", "-pp"} {
+		t.Run(flag, func(t *testing.T) { killRank(t, path, flag) })
+	}
+}
+
+func killRank(t *testing.T, path, flag string) {
+	url, logs, stop := startServe(t, path, "--threads", "1", flag, "2", "--distributed-timeout", "5s")
 	m := startedRank.FindStringSubmatch(logs.String())
 	if m == nil {
 		t.Fatalf("no pid of rank 1 in the log:\n%s", logs)

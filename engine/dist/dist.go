@@ -18,23 +18,47 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/comm"
+	"github.com/llmcloud/llmcloud/model"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // PingInterval is how often an idle rank 0 checks that every rank is alive.
 const PingInterval = time.Second
 
-// Ranks is this process's membership of a serving group: the world group, which the sharded
-// model's collectives run on, and a control group of the same ranks for the steps, so rank
-// 0's pings never interleave with a forward's collectives.
+// Layout is the shape of a serving group: PP pipeline stages of TP tensor-parallel ranks each,
+// rank r in stage r/TP as its tensor-parallel rank r%TP. Rank 0 (stage 0) runs the engine.
+type Layout struct{ TP, PP int }
+
+func (l Layout) stage(rank int) int  { return rank / l.TP }
+func (l Layout) tpRank(rank int) int { return rank % l.TP }
+
+// Ranks is this process's membership of a serving group: the world group (activations between
+// stages), the tensor-parallel group of its stage, which the sharded model's collectives run
+// on (the world itself without a pipeline), and a control group of all ranks for the steps,
+// so rank 0's pings never interleave with a forward's collectives.
 type Ranks struct {
-	World *comm.Group
-	ctrl  *comm.Group
+	World  *comm.Group
+	TP     *comm.Group // nil when Layout.TP is 1
+	Layout Layout
+	ctrl   *comm.Group
+}
+
+// Part is the model part this rank serves.
+func (r *Ranks) Part() model.Part {
+	p := model.Part{Stage: r.Layout.stage(r.World.Rank()), Stages: r.Layout.PP}
+	if r.TP != nil {
+		p.TP = r.TP
+	}
+	return p
 }
 
 // Join joins the group env describes (comm.Init: rank 0 serves the rendezvous on
-// env.MasterAddr:MasterPort) with every collective bounded by timeout.
-func Join(env comm.Env, timeout time.Duration, log *slog.Logger) (*Ranks, error) {
+// env.MasterAddr:MasterPort) with every collective bounded by timeout; env.WorldSize must be
+// l.TP·l.PP.
+func Join(env comm.Env, l Layout, timeout time.Duration, log *slog.Logger) (*Ranks, error) {
+	if l.TP < 1 || l.PP < 1 || l.TP*l.PP != env.WorldSize {
+		return nil, fmt.Errorf("dist: %d ranks are not %d tensor-parallel x %d pipeline stages", env.WorldSize, l.TP, l.PP)
+	}
 	opts := comm.DefaultOptions()
 	if timeout > 0 {
 		opts.Timeout = timeout
@@ -52,7 +76,28 @@ func Join(env comm.Env, timeout time.Duration, log *slog.Logger) (*Ranks, error)
 		w.Close()
 		return nil, fmt.Errorf("rank %d of %d: control group: %w", env.Rank, env.WorldSize, err)
 	}
-	return &Ranks{World: w, ctrl: ctrl}, nil
+	r := &Ranks{World: w, Layout: l, ctrl: ctrl}
+	switch {
+	case l.TP == 1:
+	case l.PP == 1:
+		r.TP = w
+	default:
+		for s := range l.PP { // every rank makes every stage's group, in the same order
+			ranks := make([]int, l.TP)
+			for i := range ranks {
+				ranks[i] = s*l.TP + i
+			}
+			g, err := w.NewGroup(ranks)
+			if err != nil {
+				w.Close()
+				return nil, fmt.Errorf("rank %d of %d: stage %d's tensor-parallel group: %w", env.Rank, env.WorldSize, s, err)
+			}
+			if g != nil {
+				r.TP = g
+			}
+		}
+	}
+	return r, nil
 }
 
 // Close leaves the group (the control group first).

@@ -24,7 +24,7 @@ import (
 
 func writeModel(t *testing.T, arch, typ string) string {
 	t.Helper()
-	o := synth.Options{Arch: arch, Dim: 64, Layers: 2, Heads: 8, KVHeads: 4, HeadDim: 8, FFN: 128, Vocab: 264, CtxLen: 64, Seed: 3, Std: 0.1}
+	o := synth.Options{Arch: arch, Dim: 64, Layers: 4, Heads: 8, KVHeads: 4, HeadDim: 8, FFN: 128, Vocab: 264, CtxLen: 64, Seed: 3, Std: 0.1}
 	p, err := o.Plan()
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func loadShard(path string, r *Ranks) (*model.Model, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := model.LoadGGUFTP(f, r.World)
+	m, err := model.LoadGGUFPart(f, r.Part())
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -72,8 +72,9 @@ func batches() [][]model.BatchSeq {
 func TestTensorParallelLogits(t *testing.T) {
 	for _, c := range []struct {
 		arch, typ string
-		sizes     []int
-	}{{"llama", "f32", []int{2, 4}}, {"qwen3", "f32", []int{2, 4}}, {"qwen2", "f16", []int{2}}, {"llama", "q8_0", []int{2}}} {
+		layouts   []Layout
+	}{{"llama", "f32", []Layout{{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 4}}}, {"qwen3", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}},
+		{"qwen2", "f16", []Layout{{2, 1}}}, {"llama", "q8_0", []Layout{{2, 1}, {1, 2}}}} {
 		path := writeModel(t, c.arch, c.typ)
 		whole, err := model.OpenGGUF(path)
 		if err != nil {
@@ -92,24 +93,29 @@ func TestTensorParallelLogits(t *testing.T) {
 			}
 			want = append(want, slices.Clone(l))
 		}
-		for _, size := range c.sizes {
+		for _, lay := range c.layouts {
 			idle := time.Duration(0)
-			if c.arch == "llama" && c.typ == "f32" && size == 2 {
+			if c.arch == "llama" && c.typ == "f32" && lay == (Layout{2, 2}) {
 				idle = PingInterval * 3 / 2
 			}
-			got, bytes, err := runGroup(t, path, size, idle)
+			got, bytes, err := runGroup(t, path, lay, idle)
 			if err != nil {
-				t.Fatalf("%s %s TP=%d: %v", c.arch, c.typ, size, err)
+				t.Fatalf("%s %s %+v: %v", c.arch, c.typ, lay, err)
 			}
 			for i := range want {
 				if d := maxDiff(got[i], want[i]); len(got[i]) != len(want[i]) || d > 2e-4 {
-					t.Errorf("%s %s TP=%d batch %d: %d logits, max difference %g from the whole model's", c.arch, c.typ, size, i, len(got[i]), d)
+					t.Errorf("%s %s %+v batch %d: %d logits, max difference %g from the whole model's", c.arch, c.typ, lay, i, len(got[i]), d)
 				}
 			}
+			var sum int64
 			for r, n := range bytes {
-				if f := float64(n*int64(size)) / float64(whole.WeightBytes()); f < 0.95 || f > 1.05 {
-					t.Errorf("%s TP=%d rank %d binds %d of %d weight bytes (%.3f of its share)", c.arch, size, r, n, whole.WeightBytes(), f)
+				sum += n
+				if f := float64(n*int64(lay.TP)) / float64(whole.WeightBytes()); lay.PP == 1 && (f < 0.95 || f > 1.05) {
+					t.Errorf("%s TP=%d rank %d binds %d of %d weight bytes (%.3f of its share)", c.arch, lay.TP, r, n, whole.WeightBytes(), f)
 				}
+			}
+			if f := float64(sum) / float64(whole.WeightBytes()); f < 0.99 || f > 1.05 {
+				t.Errorf("%s %+v: the ranks bind %d weight bytes together, the model %d", c.arch, lay, sum, whole.WeightBytes())
 			}
 		}
 		whole.Close()
@@ -118,7 +124,8 @@ func TestTensorParallelLogits(t *testing.T) {
 
 // runGroup runs batches() on size ranks of path (idle between the first two) and returns rank
 // 0's logits and every rank's weight bytes.
-func runGroup(t *testing.T, path string, size int, idle time.Duration) ([][]float32, []int64, error) {
+func runGroup(t *testing.T, path string, lay Layout, idle time.Duration) ([][]float32, []int64, error) {
+	size := lay.TP * lay.PP
 	port := freePort(t)
 	log := slog.New(slog.DiscardHandler)
 	errs := make([]error, size)
@@ -130,7 +137,7 @@ func runGroup(t *testing.T, path string, size int, idle time.Duration) ([][]floa
 		go func() {
 			defer wg.Done()
 			errs[r] = func() error {
-				rk, err := Join(comm.Env{Rank: r, WorldSize: size, MasterAddr: "127.0.0.1", MasterPort: port}, 10*time.Second, log)
+				rk, err := Join(comm.Env{Rank: r, WorldSize: size, MasterAddr: "127.0.0.1", MasterPort: port}, lay, 10*time.Second, log)
 				if err != nil {
 					return err
 				}
@@ -188,7 +195,7 @@ func maxDiff(a, b []float32) float64 {
 // naming the weight.
 func TestTensorParallelQuantBlocks(t *testing.T) {
 	path := writeModel(t, "llama", "q8_0")
-	_, _, err := runGroup(t, path, 4, 0)
+	_, _, err := runGroup(t, path, Layout{4, 1}, 0)
 	if err == nil || !strings.Contains(err.Error(), "columns per rank are not whole Q8_0 blocks") {
 		t.Errorf("TP=4 of 64-column Q8_0 attn_output: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmcloud/llmcloud/comm"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -18,6 +19,7 @@ type Leader struct {
 	s      sender
 	log    *slog.Logger
 	buf    []byte
+	logits []float32
 	failed chan struct{}
 	once   sync.Once
 	err    error
@@ -38,6 +40,9 @@ func NewLeader(r *Ranks, m *model.Model, setup Setup, log *slog.Logger) (*Leader
 		return nil, fmt.Errorf("dist: setup: %w", err)
 	}
 	m.OnForward = l.forward
+	if r.Layout.PP > 1 {
+		m.OnStageOutput = l.pipe
+	}
 	go l.pinger()
 	return l, nil
 }
@@ -64,6 +69,36 @@ func (l *Leader) forward(seqs []model.BatchSeq) error {
 		return l.err
 	}
 	return nil
+}
+
+// pipe is m.OnStageOutput: stage 0's output to stage 1, the logits back from the last stage.
+func (l *Leader) pipe(out []float32, seqs []model.BatchSeq) ([]float32, error) {
+	lay := l.r.Layout
+	if err := l.r.World.Send(comm.AsBytes(out), lay.TP); err != nil {
+		l.fail(err)
+		return nil, l.err
+	}
+	n := logitRows(seqs) * l.m.Config.Vocab
+	if cap(l.logits) < n {
+		l.logits = make([]float32, n)
+	}
+	lg := l.logits[:n]
+	if err := l.r.World.Recv(comm.AsBytes(lg), (lay.PP-1)*lay.TP); err != nil {
+		l.fail(err)
+		return nil, l.err
+	}
+	return lg, nil
+}
+
+// logitRows is the number of logits rows a batch asks for.
+func logitRows(seqs []model.BatchSeq) int {
+	n := 0
+	for _, s := range seqs {
+		if s.NeedsLogits {
+			n += max(s.NumLogits, 1)
+		}
+	}
+	return n
 }
 
 // Fail records err (a failed forward's collective, say) as the group's failure.
@@ -122,7 +157,7 @@ func (l *Leader) pinger() {
 func (l *Leader) Close() error {
 	close(l.stop)
 	<-l.done
-	l.m.OnForward = nil
+	l.m.OnForward, l.m.OnStageOutput = nil, nil
 	if l.Err() != nil {
 		return l.Err()
 	}

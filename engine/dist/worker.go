@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/llmcloud/llmcloud/comm"
 	"github.com/llmcloud/llmcloud/model"
 )
 
@@ -60,6 +61,9 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 		"kv_bytes", kv.Bytes())
 	var b model.Batch
 	var seqs []model.BatchSeq
+	lay := r.Layout
+	stage, t := lay.stage(me), lay.tpRank(me)
+	var hidden []float32
 	var steps int
 	var busy time.Duration
 	for {
@@ -80,8 +84,31 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 				return fmt.Errorf("rank %d: step %d: %w", me, step, err)
 			}
 			t0 := time.Now()
-			if _, err := m.ForwardBatch(&b, kv, seqs); err != nil {
+			if stage > 0 { // the residual stream from the same tensor-parallel rank of the stage before
+				n := 0
+				for _, s := range seqs {
+					n += len(s.Tokens)
+				}
+				if cap(hidden) < n*m.Config.Dim {
+					hidden = make([]float32, n*m.Config.Dim)
+				}
+				b.StageInput = hidden[:n*m.Config.Dim]
+				if err := r.World.Recv(comm.AsBytes(b.StageInput), (stage-1)*lay.TP+t); err != nil {
+					return fmt.Errorf("rank %d: step %d: activations from stage %d: %w", me, step, stage-1, err)
+				}
+			}
+			out, err := m.ForwardBatch(&b, kv, seqs)
+			if err != nil {
 				return fmt.Errorf("rank %d: step %d: %w", me, step, err)
+			}
+			switch {
+			case stage < lay.PP-1:
+				err = r.World.Send(comm.AsBytes(out), (stage+1)*lay.TP+t)
+			case lay.PP > 1 && t == 0: // the last stage: the logits to rank 0
+				err = r.World.Send(comm.AsBytes(out), 0)
+			}
+			if err != nil {
+				return fmt.Errorf("rank %d: step %d: sending stage %d's output: %w", me, step, stage, err)
 			}
 			busy += time.Since(t0)
 			steps++
