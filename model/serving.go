@@ -42,7 +42,7 @@ func (m *Model) prepareServing() error {
 	for _, v := range g.Weights {
 		t := m.Weights[v.Name]
 		if m.tp != nil {
-			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.mapped); err != nil {
+			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.mapped, false); err != nil {
 				return err
 			}
 		}

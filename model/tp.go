@@ -103,9 +103,17 @@ func (m *Model) WeightBytes() int64 {
 	return n
 }
 
+// CheckTPTensor reports why t cannot be split over size tensor-parallel ranks (before any
+// rank loads it): a split dimension size does not divide, or a column block that is not whole
+// quantization blocks.
+func CheckTPTensor(t *tensor.Tensor, size int) error {
+	_, err := tpShard(t, 0, size, false, true)
+	return err
+}
+
 // tpShard is this rank's block of the weight t (graph.TPSplitDim), t itself when replicated.
 // With release, t's pages are released after its column block was copied (t is mapped).
-func tpShard(t *tensor.Tensor, rank, size int, release bool) (*tensor.Tensor, error) {
+func tpShard(t *tensor.Tensor, rank, size int, release, checkOnly bool) (*tensor.Tensor, error) {
 	if t == nil || size == 1 || graph.TPSplitDim(t.Name) < 0 {
 		return t, nil
 	}
@@ -143,6 +151,9 @@ func tpShard(t *tensor.Tensor, rank, size int, release bool) (*tensor.Tensor, er
 	kb, err := t.Type.RowBytes(k)
 	if err != nil || kb*size != rb {
 		return nil, fmt.Errorf("model: tensor-parallel size %d: %s's %d columns per rank are not whole %s blocks", size, t.Name, k, t.Type)
+	}
+	if checkOnly {
+		return t, nil
 	}
 	s.Shape[1] = k
 	s.Data = make([]byte, R*kb)

@@ -129,6 +129,11 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	if err := model.CheckPipeline(&cfg, p.pp); err != nil {
 		return usagef("%s: %v", mf.model, err)
 	}
+	for i := range f.Tensors {
+		if err := model.CheckTPTensor(&f.Tensors[i], p.tp); err != nil {
+			return usagef("%s: %v", mf.model, err)
+		}
+	}
 	return nil
 }
 
@@ -284,14 +289,14 @@ func (p *parallelFlags) launch(args []string, env comm.Env, stderr io.Writer) er
 
 // attach makes rank 0's engine drive the group: the other ranks get the KV pool's shape and
 // then every step.
-func (p *parallelFlags) attach(b *loader.Bundle, eng *engine.Engine) error {
+func (p *parallelFlags) attach(b *loader.Bundle, eng *engine.Engine, invariant bool) error {
 	if p.ranks == nil {
 		return nil
 	}
 	p.logShard(b)
 	cfg := eng.Config()
 	l, err := dist.NewLeader(p.ranks, b.Model, dist.Setup{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSizeTokens,
-		KVDType: b.Model.KVCacheDType.String()}, p.log)
+		KVDType: b.Model.KVCacheDType.String(), Invariant: invariant}, p.log)
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,13 @@ func TestServeTensorParallelBadSize(t *testing.T) {
 			t.Errorf("%v: ranks were started before the error", c.args)
 		}
 	}
+	q8 := filepath.Join(t.TempDir(), "q8.gguf")
+	run(t, "synth", "-o", q8, "--dim", "64", "--layers", "2", "--heads", "8", "--ffn", "128", "--vocab", "264", "--type", "q8_0")
+	var logs strings.Builder
+	err := serve(t.Context(), []string{q8, "--port", "0", "-tp", "4"}, &logs, nil)
+	if err == nil || !strings.Contains(err.Error(), "blk.0.attn_output.weight's 16 columns per rank are not whole Q8_0 blocks") || strings.Contains(logs.String(), "started rank") {
+		t.Errorf("TP=4 of a Q8_0 model of 64 columns: %v\n%s", err, logs.String())
+	}
 }
 
 var startedRank = regexp.MustCompile(`started rank" rank=1 pid=(\d+)`)

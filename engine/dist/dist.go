@@ -111,13 +111,18 @@ func (r *Ranks) Close() error {
 type Setup struct {
 	NumBlocks, BlockSize int
 	KVDType              string
+	Invariant            bool // the engine's batch invariance (model.Batch.Invariant), every rank's
 	// Shape: layers, dim, heads, KV heads, head dim, feed-forward width, vocabulary.
 	Shape [7]int
 }
 
 func (s Setup) encode() []byte {
 	b := make([]byte, 0, 64)
-	for _, v := range append([]int{s.NumBlocks, s.BlockSize}, s.Shape[:]...) {
+	inv := 0
+	if s.Invariant {
+		inv = 1
+	}
+	for _, v := range append([]int{s.NumBlocks, s.BlockSize, inv}, s.Shape[:]...) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
 	return append(b, s.KVDType...)
@@ -125,15 +130,15 @@ func (s Setup) encode() []byte {
 
 func decodeSetup(b []byte) (Setup, error) {
 	var s Setup
-	if len(b) < 9*8 {
+	if len(b) < 10*8 {
 		return s, fmt.Errorf("dist: setup message of %d bytes", len(b))
 	}
 	v := func(i int) int { return int(binary.LittleEndian.Uint64(b[8*i:])) }
-	s.NumBlocks, s.BlockSize = v(0), v(1)
+	s.NumBlocks, s.BlockSize, s.Invariant = v(0), v(1), v(2) != 0
 	for i := range s.Shape {
-		s.Shape[i] = v(2 + i)
+		s.Shape[i] = v(3 + i)
 	}
-	s.KVDType = string(b[9*8:])
+	s.KVDType = string(b[10*8:])
 	return s, nil
 }
 

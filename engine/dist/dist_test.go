@@ -4,6 +4,7 @@
 package dist
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -195,7 +196,22 @@ func maxDiff(a, b []float32) float64 {
 // naming the weight.
 func TestTensorParallelQuantBlocks(t *testing.T) {
 	path := writeModel(t, "llama", "q8_0")
-	_, _, err := runGroup(t, path, Layout{4, 1}, 0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cerr error
+	for i := range f.Tensors {
+		cerr = errors.Join(cerr, model.CheckTPTensor(&f.Tensors[i], 4))
+		if err := model.CheckTPTensor(&f.Tensors[i], 2); err != nil {
+			t.Errorf("TP=2: %v", err)
+		}
+	}
+	if cerr == nil || !strings.Contains(cerr.Error(), "columns per rank are not whole Q8_0 blocks") {
+		t.Errorf("CheckTPTensor, TP=4 of 64-column Q8_0 attn_output: %v", cerr)
+	}
+	_, _, err = runGroup(t, path, Layout{4, 1}, 0)
 	if err == nil || !strings.Contains(err.Error(), "columns per rank are not whole Q8_0 blocks") {
 		t.Errorf("TP=4 of 64-column Q8_0 attn_output: %v", err)
 	}

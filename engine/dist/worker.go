@@ -60,6 +60,7 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 	log.Info("tensor-parallel rank ready", "rank", me, "kv_blocks", setup.NumBlocks, "block_size", setup.BlockSize,
 		"kv_bytes", kv.Bytes())
 	var b model.Batch
+	b.Invariant = setup.Invariant
 	var seqs []model.BatchSeq
 	lay := r.Layout
 	stage, t := lay.stage(me), lay.tpRank(me)
