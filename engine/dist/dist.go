@@ -1,9 +1,11 @@
-// Package dist runs the serving engine's model over the ranks of a tensor-parallel group
-// (docs/distributed-serving.md). Rank 0 runs the engine: its model (model.NewTP, one rank's
-// shard) calls the Leader before every forward, which broadcasts the batch on a control group;
-// every other rank runs Work, which receives each batch and runs the same forward over its
-// own shard and paged KV cache, the graph's all-reduces and the logits' all-gather pairing
-// up across ranks on the world group. Rank 0 alone samples.
+// Package dist runs the serving engine's model over the ranks of a serving group
+// (docs/distributed-serving.md): PP pipeline stages of TP tensor-parallel ranks (Layout).
+// Rank 0 runs the engine: its model (model.LoadGGUFPart, one rank's part) calls the Leader
+// before every forward, which broadcasts the batch on a control group; every other rank runs
+// Work, which receives each batch and runs the same forward over its own part and paged KV
+// cache, the graph's all-reduces and the logits' all-gather pairing up across the stage's
+// tensor-parallel group, the residual stream passed from stage to stage and the logits from
+// the last stage back to rank 0. Rank 0 alone samples.
 //
 // Idle, rank 0 pings the ranks every PingInterval (a broadcast then a barrier), so a rank
 // that died or hangs is found within the collective timeout even without traffic; the
