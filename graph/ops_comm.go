@@ -66,3 +66,23 @@ func crossEntropyShardType(a []Type, at Attrs) ([]Type, error) {
 	}
 	return ops["cross_entropy"].Infer(a, nil)
 }
+
+func init() {
+	register(&OpDef{Name: "all_gather_last", MinArgs: 1, MaxArgs: 1,
+		Attrs: []AttrSpec{{"size", AttrInt, true}, {"what", AttrString, false}},
+		Doc: "collective: x f32[..,C] is this rank's block of C columns of a value of size·C columns, blocks in rank order; " +
+			"-> f32[..,size·C], the whole value on every rank (serving's vocab-parallel logits, ShardTPServing)",
+		Infer: func(a []Type, at Attrs) ([]Type, error) {
+			size := at.Int("size", 0)
+			if err := want(size >= 1, "size must be >= 1, is %d", size); err != nil {
+				return nil, err
+			}
+			if err := want(isFloat(a[0]) && len(a[0].Shape) >= 1 && a[0].Shape.Last().Known(), "x must be f32[..,C], is %v", a[0]); err != nil {
+				return nil, err
+			}
+			t := a[0]
+			t.Shape = append(Shape(nil), t.Shape...)
+			t.Shape[len(t.Shape)-1] = D(t.Shape.Last().N * int(size))
+			return []Type{t}, nil
+		}})
+}

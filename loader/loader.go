@@ -32,6 +32,9 @@ type Options struct {
 	// llama2.c tokenizer.bin, or a Hugging Face directory. Required for llama2.c checkpoints
 	// that have no tokenizer.bin (or a single tok*.bin) beside them.
 	Tokenizer string
+	// Part, when not the zero value, loads one rank's part of the model: its tensor-parallel
+	// shard and pipeline stage (model.LoadGGUFPart; GGUF files only).
+	Part model.Part
 }
 
 // Defaults are a model's own default sampling settings (generation_config.json, or a GGUF
@@ -73,9 +76,13 @@ func Open(path string, opts Options) (*Bundle, error) {
 		return nil, err
 	}
 	var b *Bundle
+	dist := opts.Part.TP != nil || opts.Part.Stages > 1
+	if dist && fmtName != GGUF {
+		return nil, fmt.Errorf("%s: tensor-parallel serving loads GGUF files only, this is %s", path, fmtName)
+	}
 	switch fmtName {
 	case GGUF:
-		b, err = openGGUF(path)
+		b, err = openGGUF(path, opts.Part)
 	case HF:
 		b, err = openHF(path, opts)
 	case Llama2C:
@@ -134,13 +141,17 @@ func Detect(path string) (Format, error) {
 	return "", fmt.Errorf("%s: unknown model format (not GGUF, not a llama2.c .bin, not a Hugging Face directory)", path)
 }
 
-func openGGUF(path string) (*Bundle, error) {
+func openGGUF(path string, part model.Part) (*Bundle, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	b := &Bundle{Path: path, Format: GGUF, Meta: f.KVs, closers: []func() error{f.Close}}
-	b.Model, err = model.LoadGGUF(f)
+	if part.TP != nil || part.Stages > 1 {
+		b.Model, err = model.LoadGGUFPart(f, part)
+	} else {
+		b.Model, err = model.LoadGGUF(f)
+	}
 	if err != nil {
 		b.Close()
 		return nil, err

@@ -58,6 +58,9 @@ type Batch struct {
 	// LoRA, when set, adds the adapters of the sequences with an Adapter id after each matmul
 	// (package lora's Registry).
 	LoRA exec.Adapters
+	// StageInput is a later pipeline stage's input (Part): the residual stream of the batch's
+	// rows, [rows, Dim], as the stage before output it.
+	StageInput []float32
 
 	prog   *exec.Program
 	progOf *Model // the model prog was compiled for
@@ -77,7 +80,7 @@ func (m *Model) ForwardBatch(b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32,
 // into a new slice if fresh is set, or into b's buffer.
 func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, seqs []BatchSeq) ([]float32, error) {
 	cfg := &m.Config
-	if kd, vd := cfg.CacheDims(); len(kv.K) != cfg.Layers || kv.KVDim != kd || kv.VDim != vd {
+	if kd, vd := m.cacheDims(); len(kv.K) != cfg.Layers || kv.KVDim != kd || kv.VDim != vd {
 		return nil, fmt.Errorf("model: forward batch: paged KV has %d layers of %d+%d, model %d of %d+%d",
 			len(kv.K), kv.KVDim, kv.VDim, cfg.Layers, kd, vd)
 	}
@@ -119,6 +122,11 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	if err != nil {
 		return nil, err
 	}
+	if m.OnForward != nil {
+		if err := m.OnForward(seqs); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
 	st := &b.step
 	st.Tokens, st.Rows, st.LogitRows = st.Tokens[:0], st.Rows[:0], st.LogitRows[:0]
 	ng := kv.numGroups()
@@ -154,6 +162,10 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 		}
 	}
 	st.KV = exec.KV{K: kv.K, V: kv.V, KQ: kv.KQ, VQ: kv.VQ, KFmt: kv.KFmt, VFmt: kv.VFmt, BlockSize: kv.BlockSize, Group: kv.Group}
+	st.Hidden = b.StageInput
+	if !m.LastStage() { // the residual stream of every row goes to the next stage
+		return m.forwardStage(b, prog, seqs, n)
+	}
 	switch {
 	case cap(dst) >= nl*cfg.Vocab:
 		st.Out = dst
@@ -170,7 +182,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	for g := range st.GroupRows {
 		clear(st.GroupRows[g])
 	}
-	st.KV, st.Out, st.LoRA = exec.KV{}, nil, nil
+	st.KV, st.Out, st.LoRA, st.Hidden = exec.KV{}, nil, nil, nil
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

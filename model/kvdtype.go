@@ -41,8 +41,11 @@ func (c *Config) KVCacheBytesPerToken(t kernels.KVDType) int64 {
 	return int64(c.Layers) * int64(k.RowBytes+v.RowBytes)
 }
 
-// KVBytesPerTokenCache is the bytes per token of m's caches (m.KVCacheDType).
-func (m *Model) KVBytesPerTokenCache() int64 { return m.Config.KVCacheBytesPerToken(m.KVCacheDType) }
+// KVBytesPerTokenCache is the bytes per token of m's caches (m.KVCacheDType): with tensor
+// parallelism, of this rank's KV heads.
+func (m *Model) KVBytesPerTokenCache() int64 {
+	return m.cacheConfig().KVCacheBytesPerToken(m.KVCacheDType)
+}
 
 // SetKVCacheDType sets the type of m's caches made from now on.
 func (m *Model) SetKVCacheDType(t kernels.KVDType) error {
@@ -75,7 +78,7 @@ func (kv *PagedKV) addLayer(slots int, commit bool) {
 
 // setFormats sets kv's row formats for type t of m.
 func (kv *PagedKV) setFormats(m *Model, t kernels.KVDType) error {
-	k, v, err := m.Config.KVFormats(t)
+	k, v, err := m.cacheConfig().KVFormats(t)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func (m *Model) NewPagedKVGroups(groups []KVGroup, numBlocks []int, blockSize in
 		}
 		return kv, err
 	}
-	kd, vd := m.Config.CacheDims()
+	kd, vd := m.cacheDims()
 	kv := &PagedKV{NumBlocks: numBlocks[0], BlockSize: blockSize, KVDim: kd, VDim: vd,
 		Group: LayerGroups(groups, m.Config.Layers), GroupBlocks: slices.Clone(numBlocks)}
 	if err := kv.setFormats(m, m.KVCacheDType); err != nil {

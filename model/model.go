@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -27,11 +28,22 @@ type Model struct {
 	// NewPagedKV; kvdtype.go): f32, the zero value, or f16, bf16, q8_0, fp8. Set it with
 	// SetKVCacheDType before making them.
 	KVCacheDType kernels.KVDType
+	// OnForward, when set, is called by ForwardBatch with each batch once it is checked and
+	// just before it runs; an error fails the forward. Tensor-parallel serving's rank 0 sends
+	// the batch to the other ranks there (package engine/dist), which run it too.
+	OnForward func(seqs []BatchSeq) error
+	// OnStageOutput, when set on a pipeline stage before the last (Part), gets the stage's
+	// output (the residual stream of every row) and returns the batch's logits, which
+	// ForwardBatch returns: rank 0 sends it down the pipeline and receives the logits there.
+	OnStageOutput func(out []float32, seqs []BatchSeq) ([]float32, error)
 
 	rope   *kernels.Rope
 	closer func() error
 	sg     *graph.Graph              // the serving graph (serving.go)
 	sws    map[string]*tensor.Tensor // the weights it binds
+	tp     exec.Collective           // the tensor-parallel group of a NewTP model (tp.go), else nil
+	part   Part                      // the part of a distributed group's model (pipeline.go)
+	mapped bool                      // Weights alias a file mapping (LoadGGUFTP)
 	// expertPacks are the expert slices registered for Q8_0/Q4_0 packs (experts_pack.go)
 	expertPacks []*tensor.Tensor
 }
@@ -39,6 +51,12 @@ type Model struct {
 // New validates ws against cfg (every required tensor present with the right shape, nothing
 // unexpected) and returns the model. Errors name the offending tensor.
 func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
+	return newModel(cfg, ws, Part{}, false)
+}
+
+// newModel is New, as one rank's part of a distributed group's model (pipeline.go, tp.go);
+// mapped says ws alias a file mapping (mmap.Map), whose pages a rank may release.
+func newModel(cfg Config, ws map[string]*tensor.Tensor, part Part, mapped bool) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,7 +94,7 @@ func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
 		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)%s",
 			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm, expertNote(&cfg, extra[0]))
 	}
-	m := &Model{Config: cfg, Weights: ws}
+	m := &Model{Config: cfg, Weights: ws, tp: part.TP, part: part, mapped: mapped}
 	var err error
 	var factors []float32
 	if t, ok := ws[RopeFreqsName]; ok {

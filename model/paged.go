@@ -45,13 +45,18 @@ func (m *Model) NewPagedKV(numBlocks, blockSize int) (*PagedKV, error) {
 	if numBlocks <= 0 || blockSize <= 0 {
 		return nil, fmt.Errorf("model: paged KV of %d blocks of %d tokens", numBlocks, blockSize)
 	}
-	kd, vd := m.Config.CacheDims()
+	kd, vd := m.cacheDims()
 	kv := &PagedKV{NumBlocks: numBlocks, BlockSize: blockSize, KVDim: kd, VDim: vd}
 	if err := kv.setFormats(m, m.KVCacheDType); err != nil {
 		return nil, err
 	}
-	commit := int64(m.Config.Layers)*int64(numBlocks*blockSize)*kv.rowBytes() <= PrefaultLimit
-	for range m.Config.Layers {
+	lo, hi := m.Layers() // a pipeline stage holds its own layers' rows only
+	commit := int64(hi-lo)*int64(numBlocks*blockSize)*kv.rowBytes() <= PrefaultLimit
+	for l := range m.Config.Layers {
+		if l < lo || l >= hi {
+			kv.addLayer(0, false)
+			continue
+		}
 		kv.addLayer(numBlocks*blockSize, commit)
 	}
 	return kv, nil
@@ -71,7 +76,13 @@ func prefaulted(n int) []float32 {
 // Bytes is the memory the pool holds.
 func (kv *PagedKV) Bytes() int64 {
 	if kv.GroupBlocks == nil {
-		return int64(len(kv.K)) * int64(kv.NumBlocks) * int64(kv.BlockSize) * kv.rowBytes()
+		n := 0
+		for l := range kv.K {
+			if len(kv.K[l]) > 0 || (l < len(kv.KQ) && len(kv.KQ[l]) > 0) {
+				n++
+			}
+		}
+		return int64(n) * int64(kv.NumBlocks) * int64(kv.BlockSize) * kv.rowBytes()
 	}
 	var n int64
 	for l := range kv.K {

@@ -24,12 +24,28 @@ func (m *Model) prepareServing() error {
 	if err != nil {
 		return err
 	}
+	in, out := m.stageCut()
+	if in != "" || out != "" {
+		if g, err = graph.Cut(g, in, out); err != nil {
+			return fmt.Errorf("model: pipeline stage %d of %d: %w", m.part.Stage, m.part.Stages, err)
+		}
+	}
+	if m.tp != nil {
+		if g, err = graph.ShardTPServing(g, m.tp.Rank(), m.tp.Size()); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+	}
 	if g, _, err = graph.RunPasses(g, graph.ServingPipeline()...); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	ws := make(map[string]*tensor.Tensor, len(m.Weights)+1)
 	for _, v := range g.Weights {
 		t := m.Weights[v.Name]
+		if m.tp != nil {
+			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.mapped, false); err != nil {
+				return err
+			}
+		}
 		if t != nil && len(t.Shape) == 1 && t.Type != tensor.F32 {
 			f, err := t.Float32()
 			if err != nil {
@@ -54,7 +70,7 @@ func (m *Model) prepareServing() error {
 		}
 		m.expertPacks = prepackExperts(ws) // and each expert of a mixture of experts
 	}
-	if _, err := exec.Compile(g, ws, exec.Options{}); err != nil {
+	if _, err := exec.Compile(g, ws, m.execOptions()); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
@@ -72,7 +88,7 @@ func f32Tensor(name string, f []float32) *tensor.Tensor {
 // pool and b's invariance.
 func (m *Model) program(b *Batch) (*exec.Program, error) {
 	if b.prog == nil || b.progOf != m {
-		p, err := exec.Compile(m.sg, m.sws, exec.Options{})
+		p, err := exec.Compile(m.sg, m.sws, m.execOptions())
 		if err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
@@ -96,4 +112,10 @@ func f16PacksFit(ws map[string]*tensor.Tensor, avail int64) bool {
 		}
 	}
 	return n == 0 || avail == 0 || n <= avail/4
+}
+
+// execOptions are the executor's options for m's serving graph.
+func (m *Model) execOptions() exec.Options {
+	in, _ := m.stageCut()
+	return exec.Options{TP: m.tp, Hidden: in}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/llmcloud/llmcloud/defaultmodel"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/sample"
 )
 
@@ -22,6 +23,7 @@ type modelFlags struct {
 	threads   int
 	w8a8      w8a8Flags
 	kvDType   string
+	part      model.Part // the part of a distributed group's model this rank serves (serve_parallel.go)
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -61,7 +63,7 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 	if m.model == "" {
 		return nil, usagef("--model is required")
 	}
-	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer})
+	b, err := loader.Open(m.model, loader.Options{Tokenizer: m.tokenizer, Part: m.part})
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	sp.register(fs, false)
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	lf := registerLoRAFlags(fs)
+	pf := registerParallelFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -144,6 +145,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if err := mf.useDefault(log); err != nil {
 		return err
+	}
+	if err := pf.check(&mf, lf, sp.on); err != nil {
+		return err
+	}
+	if pf.on() {
+		defer pf.close()
+		if worker, err := pf.start(ctx, args, &mf, log, stderr); worker || err != nil {
+			return err
+		}
 	}
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
@@ -223,6 +233,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		hs.Close()
 		return err
 	}
+	if err := pf.attach(b, eng, *invariant); err != nil { // before requests reach the engine
+		hs.Close()
+		eng.Shutdown(context.Background())
+		return err
+	}
 	srv.Attach(b, eng)
 	cfg := eng.Config()
 	log.Info("ready", "model", b.Name, "max_model_len", cfg.MaxModelLenTokens, "kv_blocks", cfg.NumBlocks,
@@ -237,6 +252,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	case err := <-serveErr:
 		eng.Shutdown(context.Background())
 		return err
+	case <-pf.failed():
+		return pf.stopServing(srv, eng, hs)
 	}
 	timeout := time.Duration(*shutdownSec * float64(time.Second))
 	log.Info("shutting down", "timeout", timeout)

@@ -30,6 +30,11 @@ type Options struct {
 	// Invariant makes every row's result independent of the rest of the batch (matmuls through
 	// kernels.MatMulInvariant for a lone row).
 	Invariant bool
+	// TP is the tensor-parallel group of a graph sharded by graph.ShardTPServing (nil: none).
+	TP Collective
+	// Hidden names an f32[rows, width] input fed from Step.Hidden: a later pipeline stage's
+	// graph (graph.Cut) reads the residual stream the stage before computed ("": none).
+	Hidden string
 }
 
 // value is the executor's record of one graph value.
@@ -82,6 +87,8 @@ type Program struct {
 	runs       uint64          // Run calls so far (rope tables are filled once per run)
 	prof       *programProfile // nil: profiling off (profile.go)
 	observe    MatMulObserver  // nil: no matmul observer (observe.go)
+	tp         Collective      // the tensor-parallel group (tp.go), nil without one
+	hidden     int             // the Options.Hidden input's value id, -1: none
 }
 
 // Compile binds g to weights (by the graph's weight names) and prepares it to run.
@@ -92,7 +99,7 @@ func Compile(g *graph.Graph, weights map[string]*tensor.Tensor, opts Options) (*
 	if len(g.Outputs) != 1 {
 		return nil, fmt.Errorf("exec: the serving executor runs graphs of one output, %s has %d", g.Name, len(g.Outputs))
 	}
-	p := &Program{g: g, pool: opts.Pool, invariant: opts.Invariant, ids: map[*graph.Value]int{},
+	p := &Program{g: g, pool: opts.Pool, invariant: opts.Invariant, tp: opts.TP, hidden: -1, ids: map[*graph.Value]int{},
 		inputs: map[string]int{}, env: map[string]int{}, byNode: map[*graph.Node]instr{}}
 	if p.pool == nil {
 		p.pool = kernels.Default
@@ -122,6 +129,17 @@ func Compile(g *graph.Graph, weights map[string]*tensor.Tensor, opts Options) (*
 		return x, nil
 	}
 	for _, v := range g.Inputs {
+		if opts.Hidden != "" && v.Name == opts.Hidden {
+			if v.Type.DType != tensor.F32 || len(v.Type.Shape) != 2 || v.Type.Shape[0].Known() {
+				return nil, fmt.Errorf("exec: hidden input %s must be f32[symbol, width], is %v", v, v.Type)
+			}
+			x, err := add(v)
+			if err != nil {
+				return nil, err
+			}
+			p.hidden = p.ids[x.v]
+			continue
+		}
 		switch v.Name {
 		case InputTokens, InputPositions, InputLogitRows:
 		default:
@@ -212,7 +230,7 @@ func bindWeight(x *value, t *tensor.Tensor) error {
 // that argument dies at this node (-1: none).
 func inPlace(op string) []int {
 	switch op {
-	case "add", "mul", "silu", "scale", "softcap", "softmax", "swiglu", "rope", "rms_norm", "gelu", "geglu", "swiglu_oai":
+	case "add", "mul", "silu", "scale", "softcap", "softmax", "swiglu", "rope", "rms_norm", "gelu", "geglu", "swiglu_oai", "all_reduce_sum":
 		return []int{0}
 	case "add_rms_norm":
 		return []int{0, -1}

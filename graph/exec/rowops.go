@@ -18,6 +18,9 @@ import (
 func (p *Program) compileNode(n *graph.Node) (instr, error) {
 	id := func(i int) int { return p.ids[n.Args[i]] }
 	out := p.ids[n.Outs[0]]
+	if in, ok, err := p.compileTP(n); ok {
+		return in, err
+	}
 	switch n.Op {
 	case "matmul":
 		return p.compileMatMul(n)

@@ -25,6 +25,8 @@ type Step struct {
 	// or no segments: the base model alone.
 	LoRA     Adapters
 	LoRASegs []LoRASeg
+	// Hidden is the input Options.Hidden names: [rows, width] (a later pipeline stage's).
+	Hidden []float32
 	// Out, when it has the capacity, receives the output (otherwise a buffer of the Program's,
 	// valid until its next Run).
 	Out []float32
@@ -104,6 +106,13 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 		}
 		p.viewsOK = true
 	}
+	if p.hidden >= 0 {
+		h := p.vals[p.hidden]
+		if len(st.Hidden) != n*h.inner {
+			return nil, fmt.Errorf("exec: hidden input of %d values for %d rows of %d", len(st.Hidden), n, h.inner)
+		}
+		h.data = st.Hidden
+	}
 	out := p.vals[p.out]
 	out.data = p.outBuf
 	if need := len(out.data); cap(st.Out) >= need {
@@ -113,6 +122,9 @@ func (p *Program) Run(st *Step) ([]float32, error) {
 	p.runs++
 	defer func() {
 		p.step = nil
+		if p.hidden >= 0 {
+			p.vals[p.hidden].data = nil
+		}
 		for _, id := range p.inputOrder {
 			p.vals[id].ints = nil
 		}

@@ -18,6 +18,12 @@ func init() {
 	}
 	opFuncs["tp_copy"] = ident
 	opFuncs["all_reduce_sum"] = ident
+	opFuncs["all_gather_last"] = func(c *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
+		if n := a.Int("size", 0); n != 1 {
+			return nil, fmt.Errorf("all_gather_last of %d ranks in a group of one", n)
+		}
+		return ident(c, t, a)
+	}
 	opFuncs["embedding_shard"] = func(_ *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
 		tab, ids, lo := t[0], t[1], int(a.Int("lo", 0))
 		V, D := tab.Shape[0], tab.Shape[1]
