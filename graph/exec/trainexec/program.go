@@ -31,10 +31,14 @@ const (
 )
 
 // Param is one weight of the graph: its values and, for a trained weight, the gradient buffer
-// Backward adds into (nil G: a constant, e.g. rope_freqs.weight).
+// Backward adds into (nil G: a constant, e.g. rope_freqs.weight). A frozen matrix may instead
+// be bound in its stored type (Q, W nil: a quantized base under low-rank adapters, QLoRA): the
+// matmuls reading it run the serving kernels (kernels.Pool.MatMul forward, MatMulDX for the
+// input gradient) and an embedding dequantizes the rows it looks up; any other op refuses it.
 type Param struct {
 	Name string
 	W, G []float32
+	Q    *tensor.Tensor
 }
 
 // Program is a model graph with its backward, compiled for batches of up to maxB x maxT
@@ -113,6 +117,12 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 			return nil, fmt.Errorf("trainexec: weight %s not bound", w)
 		}
 		n, _ := w.Type.Shape.Elems(nil)
+		if pr.Q != nil {
+			if err := checkQuant(w, pr); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if w.Type.DType != tensor.F32 || len(pr.W) != n || (pr.G != nil && len(pr.G) != n) {
 			return nil, fmt.Errorf("trainexec: weight %s %v bound to %d values (gradient %d); want f32", w, w.Type, len(pr.W), len(pr.G))
 		}
@@ -156,7 +166,9 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 		if err := p.shape(w); err != nil {
 			return nil, err
 		}
-		p.bufs[w] = p.params[w.Name].W
+		if p.params[w.Name].Q == nil {
+			p.bufs[w] = p.params[w.Name].W
+		}
 	}
 	f := newFusion(p, g, wrt)
 	p.at = f.index
