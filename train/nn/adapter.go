@@ -139,7 +139,7 @@ func (m *Model) adapterExec(params []trainexec.Param, opt *trainexec.Options) []
 	for _, p := range m.params {
 		if w, ok := strings.CutSuffix(p.Name, ".lora_a"); ok {
 			an, bn := AdapterNames(w)
-			branches[w] = graph.LowRank{A: an, B: bn, Rank: a.Rank, Scale: a.Scale()}
+			branches[w] = graph.LowRank{A: an, B: bn, Rank: a.Rank, Scale: a.Scale(), Dropout: a.Dropout}
 		}
 	}
 	opt.Transform = func(g *graph.Graph) (*graph.Graph, error) { return graph.WithLowRank(g, branches) }
@@ -161,6 +161,15 @@ func (m *Model) adapterExec(params []trainexec.Param, opt *trainexec.Options) []
 		params = append(params, trainexec.Param{Name: name, W: a.Base[name]})
 	}
 	return params
+}
+
+// SetDropout turns the adapters' dropout on for the following Forward and Backward calls,
+// with the masks of (seed, key) (the trainer's key: its step and micro-batch), or off
+// (evaluation, the default). A model without adapter dropout ignores it.
+func (m *Model) SetDropout(on bool, seed, key uint64) {
+	for _, p := range m.progs {
+		p.SetDropout(on, seed, key)
+	}
 }
 
 // Adapted reports whether the model trains an adapter (its Params are A and B matrices).

@@ -88,6 +88,8 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	case "constant":
 		v := float32(n.Attrs.Float("value", 0))
 		return func() { p.buf(out)[0] = v }, nil
+	case "dropout":
+		return p.dropout(n), nil
 	case "zeros":
 		return func() { clear(p.cur(out)) }, nil
 	case "matmul_dx":

@@ -80,6 +80,7 @@ type Program struct {
 	auxSum     float64 // the moe_aux nodes' unweighted losses of the last Forward (moe_aux.go)
 	auxN       int
 	docStarts  []int32 // packed documents: each row's document start (docmask.go); nil: none
+	drop       dropoutState
 }
 
 // New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
