@@ -20,9 +20,9 @@ var qloraCfg = model.Config{Arch: "llama", Dim: 256, Layers: 1, Heads: 4, KVHead
 
 // quantBase returns a random base's matrices quantized to dt, the same base dequantized to F32
 // (norms included), and the norms alone.
-func quantBase(t *testing.T, dt tensor.DType) (q map[string]*tensor.Tensor, deq, norms map[string][]float32) {
+func quantBase(t testing.TB, cfg model.Config, dt tensor.DType) (q map[string]*tensor.Tensor, deq, norms map[string][]float32) {
 	t.Helper()
-	base, err := nn.New(qloraCfg, 2, 8, nil)
+	base, err := nn.New(cfg, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func adapterOn(t *testing.T, a *nn.Adapter) *nn.Model {
 func TestQLoRAMatchesDequantizedBase(t *testing.T) {
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_K} {
 		t.Run(dt.String(), func(t *testing.T) {
-			q, deq, norms := quantBase(t, dt)
+			q, deq, norms := quantBase(t, qloraCfg, dt)
 			mk := func(quant bool) *nn.Model {
 				a := &nn.Adapter{Targets: nn.AdapterTargets, Rank: 4, Alpha: 8, Base: deq}
 				if quant {
@@ -135,7 +135,7 @@ func TestQLoRAMatchesDequantizedBase(t *testing.T) {
 }
 
 func TestQLoRARefusesMisshapenBase(t *testing.T) {
-	q, _, norms := quantBase(t, tensor.Q8_0)
+	q, _, norms := quantBase(t, qloraCfg, tensor.Q8_0)
 	w := q["blk.0.attn_q.weight"]
 	q["blk.0.attn_q.weight"] = &tensor.Tensor{Name: w.Name, Type: w.Type, Shape: []int{w.Shape[1], w.Shape[0] / 2}, Data: w.Data[:len(w.Data)/2]}
 	a := &nn.Adapter{Targets: []string{"attn_q"}, Rank: 2, Alpha: 4, Base: norms, Quant: q}
