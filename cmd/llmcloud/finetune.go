@@ -23,6 +23,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/defaultmodel"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/lora"
 	"github.com/llmcloud/llmcloud/model"
@@ -116,7 +117,8 @@ func openBase(path string) (*loader.Bundle, error) {
 	return loader.Open(path, loader.Options{})
 }
 
-// baseWeights reads every trained tensor of b: as F32 (dequantized), except with keep the
+// baseWeights reads every trained tensor of b: as F32 (an F32 tensor in place, others
+// dequantized), except with keep the
 // matrices stored in another type (Q8_0, Q4_K, F16, ...), which stay as they are (QLoRA: the
 // frozen base is read by the quantized kernels). It reports the types met.
 func baseWeights(b *loader.Bundle, keep bool) (map[string][]float32, map[string]*tensor.Tensor, map[string]int, error) {
@@ -129,6 +131,10 @@ func baseWeights(b *loader.Bundle, keep bool) (map[string][]float32, map[string]
 		types[t.Type.String()]++
 		if keep && len(t.Shape) == 2 && t.Type != tensor.F32 {
 			qs[name] = t
+			continue
+		}
+		if v := kernels.F32View(t.Data); t.Type == tensor.F32 && len(v) == t.Elems() {
+			ws[name] = v // read in place (the file's pages), never written: no second copy
 			continue
 		}
 		w, err := t.Float32()
