@@ -21,3 +21,21 @@ func init() {
 		return []*Value{gb.op1("dropout", n.Attrs, dys[0])}
 	}
 }
+
+// mix64 is SplitMix64's finalizer, a bijection of uint64 that scatters nearby inputs.
+func mix64(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// DropoutKeep reports whether element i of the dropout node with this salt is kept (with
+// probability 1-p) in training with the executor's seed and key. graph/ref runs dropout with
+// seed and key 0, a fixed mask, so that its gradient can be checked.
+func DropoutKeep(seed, key, salt uint64, i int, p float64) bool {
+	h := mix64(mix64(mix64(seed^0x9e3779b97f4a7c15)+key)+salt) + uint64(i)*0x9e3779b97f4a7c15
+	u := float64(mix64(h)>>11) / (1 << 53) // uniform in [0, 1)
+	return u >= p
+}

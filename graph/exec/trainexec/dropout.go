@@ -22,23 +22,6 @@ func (p *Program) SetDropout(on bool, seed, key uint64) {
 	p.drop = dropoutState{on: on, seed: seed, key: key}
 }
 
-// mix64 is SplitMix64's finalizer, a bijection of uint64 that scatters nearby inputs.
-func mix64(z uint64) uint64 {
-	z ^= z >> 30
-	z *= 0xbf58476d1ce4e5b9
-	z ^= z >> 27
-	z *= 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// DropoutKeep reports whether element i of the dropout node with this salt is kept, with
-// probability 1-p, for (seed, key).
-func DropoutKeep(seed, key, salt uint64, i int, p float64) bool {
-	h := mix64(mix64(mix64(seed^0x9e3779b97f4a7c15)+key)+salt) + uint64(i)*0x9e3779b97f4a7c15
-	u := float64(mix64(h)>>11) / (1 << 53) // uniform in [0, 1)
-	return u >= p
-}
-
 func (p *Program) dropout(n *graph.Node) func() {
 	prob := n.Attrs.Float("p", 0)
 	salt := uint64(n.Attrs.Int("salt", 0))
@@ -53,7 +36,7 @@ func (p *Program) dropout(n *graph.Node) func() {
 		}
 		p.pool.For(len(o), 4096, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				if DropoutKeep(d.seed, d.key, salt, i, prob) {
+				if graph.DropoutKeep(d.seed, d.key, salt, i, prob) {
 					o[i] = xs[i] * scale
 				} else {
 					o[i] = 0
