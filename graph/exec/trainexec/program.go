@@ -1,6 +1,7 @@
 // Package trainexec is the training executor: it differentiates a model graph (graph.WithLoss
-// then graph.Grad) and runs the forward and backward graph with F32 weights over B whole
-// sequences of T rows, adding the weight gradients into buffers the trainer owns.
+// then graph.Grad) and runs the forward and backward graph with F32 weights (a frozen matrix
+// may stay in its stored type, e.g. Q4_K: quant.go) over B whole sequences of T rows, adding
+// the weight gradients into buffers the trainer owns.
 //
 // Every op runs the same float operations, in the same order, as train/nn's hand-written
 // layers did until main be94aba (both called kernels/train_rows.go and
