@@ -10,12 +10,14 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// LowRank is one adapted weight's branch: the names of its A and B weights, its rank and the
-// scale s of its product.
+// LowRank is one adapted weight's branch: the names of its A and B weights, its rank, the
+// scale s of its product and the dropout probability of its input (0: none), so that the
+// branch is s·((dropout(x)·Aᵀ)·Bᵀ) in training.
 type LowRank struct {
-	A, B  string
-	Rank  int
-	Scale float64
+	A, B    string
+	Rank    int
+	Scale   float64
+	Dropout float64
 }
 
 // WithLowRank returns a copy of g in which every matmul whose weight argument is a key of
@@ -76,7 +78,17 @@ func WithLowRank(g *Graph, adapters map[string]LowRank) (*Graph, error) {
 		out.Weights = append(out.Weights, a, b)
 		y := n.Outs[0]
 		base := "lora." + w.Name
-		xa, err := appendOp(&nodes, fresh(base+".xa"), "matmul", nil, n.Args[0], a)
+		x := n.Args[0]
+		if lr.Dropout != 0 {
+			// Each branch draws its own mask (salt: the branch's rank in the graph), as
+			// PEFT's per-module dropout layers do.
+			d, err := appendOp(&nodes, fresh(base+".drop"), "dropout", Attrs{"p": Float(lr.Dropout), "salt": Int(int64(len(used)))}, x)
+			if err != nil {
+				return nil, err
+			}
+			x = d
+		}
+		xa, err := appendOp(&nodes, fresh(base+".xa"), "matmul", nil, x, a)
 		if err != nil {
 			return nil, err
 		}

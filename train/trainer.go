@@ -174,6 +174,8 @@ func (t *Trainer) Step() (st StepStats, err error) {
 	t.par.beginStep(t.Net)
 	var lossSum, auxSum float64
 	for i := range c.GradAccum {
+		// LoRA dropout's masks: one per step, micro-batch and data-parallel rank.
+		t.Net.SetDropout(true, c.Seed, (uint64(t.step)*uint64(c.GradAccum)+uint64(i))<<16|uint64(t.Rank()))
 		t.data.Train.Next(t.x, t.y)
 		if err := t.setDocs(t.data.Train); err != nil {
 			return StepStats{}, err
@@ -244,6 +246,7 @@ func (t *Trainer) Eval() (loss, ppl float64, ok bool, err error) {
 	}
 	c := &t.Cfg
 	t.syncBF16()
+	t.Net.SetDropout(false, 0, 0)
 	var sum float64
 	for range c.EvalBatches {
 		v.Next(t.x, t.y)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,9 +23,11 @@ import (
 
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/defaultmodel"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/lora"
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
 	"github.com/llmcloud/llmcloud/train"
 	"github.com/llmcloud/llmcloud/train/nn"
 	"github.com/llmcloud/llmcloud/train/sft"
@@ -54,7 +57,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.method, "method", "full", "full (every weight) or lora (low-rank adapters on the frozen base)")
 	fs.IntVar(&f.rank, "lora-r", 8, "LoRA rank")
 	fs.Float64Var(&f.alpha, "lora-alpha", 16, "LoRA alpha (the product is scaled by alpha/r)")
-	fs.Float64Var(&f.dropout, "lora-dropout", 0, "LoRA dropout: recorded in adapter_config.json; only 0 is trained (the graph has no dropout op yet)")
+	fs.Float64Var(&f.dropout, "lora-dropout", 0, "LoRA dropout: probability of zeroing the adapters' input in training (PEFT's lora_dropout; never at evaluation or serving)")
 	fs.StringVar(&f.targets, "lora-target", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", "LoRA target modules (PEFT names)")
 	fs.BoolVar(&f.merge, "merge", false, "lora: also write RUN/merged.gguf, the base with the adapter merged in")
 	fs.BoolVar(&f.noPack, "no-pack", false, "one example per row (default: pack short examples into each row, attending within each)")
@@ -92,8 +95,8 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	if f.method != "full" && f.method != "lora" {
 		return usagef("--method %q: want full or lora", f.method)
 	}
-	if f.dropout != 0 {
-		fmt.Fprintf(stderr, "finetune: --lora-dropout %g is recorded in adapter_config.json but not applied in training (no dropout op in the training graph)\n", f.dropout)
+	if f.dropout < 0 || f.dropout >= 1 {
+		return usagef("--lora-dropout %g: want a probability in [0, 1)", f.dropout)
 	}
 	if cfg.LR == 0 {
 		cfg.LR = map[string]float64{"full": 1e-4, "lora": 1e-3}[f.method]
@@ -114,22 +117,46 @@ func openBase(path string) (*loader.Bundle, error) {
 	return loader.Open(path, loader.Options{})
 }
 
-// baseWeights dequantizes every trained tensor of b to F32, reporting the types met.
-func baseWeights(b *loader.Bundle) (map[string][]float32, map[string]int, error) {
-	ws, types := map[string][]float32{}, map[string]int{}
+// baseWeights reads every trained tensor of b: as F32 (an F32 tensor in place, others
+// dequantized), except with keep the
+// matrices stored in another type (Q8_0, Q4_K, F16, ...), which stay as they are (QLoRA: the
+// frozen base is read by the quantized kernels). It reports the types met.
+func baseWeights(b *loader.Bundle, keep bool) (map[string][]float32, map[string]*tensor.Tensor, map[string]int, error) {
+	ws, qs, types := map[string][]float32{}, map[string]*tensor.Tensor{}, map[string]int{}
 	for name := range nn.TrainedShapes(&b.Model.Config) {
 		t := b.Model.Weights[name]
 		if t == nil {
-			return nil, nil, fmt.Errorf("finetune: base %s has no tensor %s", b.Path, name)
+			return nil, nil, nil, fmt.Errorf("finetune: base %s has no tensor %s", b.Path, name)
+		}
+		types[t.Type.String()]++
+		if keep && len(t.Shape) == 2 && t.Type != tensor.F32 {
+			qs[name] = t
+			continue
+		}
+		if v := kernels.F32View(t.Data); t.Type == tensor.F32 && len(v) == t.Elems() {
+			ws[name] = v // read in place (the file's pages), never written: no second copy
+			continue
 		}
 		w, err := t.Float32()
 		if err != nil {
-			return nil, nil, fmt.Errorf("finetune: base %s: %s: %w", b.Path, name, err)
+			return nil, nil, nil, fmt.Errorf("finetune: base %s: %s: %w", b.Path, name, err)
 		}
 		ws[name] = w
-		types[t.Type.String()]++
 	}
-	return ws, types, nil
+	return ws, qs, types, nil
+}
+
+// dequantized is base with the stored-type matrices of quant dequantized (for --merge).
+func dequantized(base map[string][]float32, quant map[string]*tensor.Tensor) (map[string][]float32, error) {
+	out := maps.Clone(base)
+	for name, t := range quant {
+		w, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("finetune: %s: %w", name, err)
+		}
+		out[name] = w
+	}
+	return out, nil
 }
 
 // trainConfigFor fills cfg's model shape from the base's and checks the trainer builds it.
@@ -178,7 +205,7 @@ func finetune(f finetuneFlags, cfg train.Config, fs *flag.FlagSet, stdout, stder
 	if err := trainConfigFor(&cfg, mc); err != nil {
 		return err
 	}
-	base, types, err := baseWeights(b)
+	base, quant, types, err := baseWeights(b, f.method == "lora")
 	if err != nil {
 		return err
 	}
@@ -187,8 +214,13 @@ func finetune(f finetuneFlags, cfg train.Config, fs *flag.FlagSet, stdout, stder
 		tl = append(tl, fmt.Sprintf("%d %s", n, t))
 	}
 	slices.Sort(tl)
-	fmt.Fprintf(stderr, "base %s (%s): %s tensors, read as F32 (the training matmul is F32; a quantized base is dequantized%s)\n",
-		b.Path, b.Name, strings.Join(tl, ", "), map[bool]string{true: " and frozen", false: ""}[f.method == "lora"])
+	switch {
+	case len(quant) > 0:
+		fmt.Fprintf(stderr, "base %s (%s): %s tensors; the %d frozen matrices stay in their stored type (QLoRA: quantized forward, dx from the quantized blocks)\n",
+			b.Path, b.Name, strings.Join(tl, ", "), len(quant))
+	default:
+		fmt.Fprintf(stderr, "base %s (%s): %s tensors, read as F32\n", b.Path, b.Name, strings.Join(tl, ", "))
+	}
 	r := &sft.Renderer{Template: b.ChatTemplate, Tok: b.Tok}
 	if b.ChatTemplate == "" {
 		fmt.Fprintln(stderr, "the model has no chat template: using the server's plain User:/Assistant: transcript")
@@ -210,7 +242,7 @@ func finetune(f finetuneFlags, cfg train.Config, fs *flag.FlagSet, stdout, stder
 	}
 	var ad *nn.Adapter
 	if f.method == "lora" {
-		ad = &nn.Adapter{Rank: f.rank, Alpha: f.alpha, Base: base}
+		ad = &nn.Adapter{Rank: f.rank, Alpha: f.alpha, Base: base, Quant: quant, Dropout: f.dropout}
 		for _, m := range strings.Split(f.targets, ",") {
 			g, ok := lora.Modules[strings.TrimSpace(m)]
 			if !ok {
@@ -261,6 +293,11 @@ func finetune(f finetuneFlags, cfg train.Config, fs *flag.FlagSet, stdout, stder
 		fmt.Fprintf(stdout, ", val loss %.4f", sum.ValLoss)
 	}
 	fmt.Fprintf(stdout, "\ncheckpoint %s\n", sum.Checkpoint)
+	if f.merge && len(quant) > 0 {
+		if base, err = dequantized(base, quant); err != nil {
+			return err
+		}
+	}
 	return writeFinetuned(f, t, b, base, ad, stdout)
 }
 

@@ -22,7 +22,7 @@ func TestFinetuneBaseWeightsGiveEngineLogits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	base, _, err := baseWeights(b)
+	base, _, _, err := baseWeights(b, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,9 @@ func TestFinetuneBaseWeightsGiveEngineLogits(t *testing.T) {
 	}
 }
 
-// A LoRA run of 4 steps and one of 2 steps resumed to 4 write the same adapter; a bad line
-// is an error naming the file and line.
+// A LoRA run of 4 steps and one of 2 steps resumed to 4 write the same adapter (on the
+// built-in Q8_0 base kept quantized, with LoRA dropout); a bad line is an error naming the
+// file and line.
 func TestFinetuneResumeAndBadLine(t *testing.T) {
 	dir := t.TempDir()
 	var so, se bytes.Buffer
@@ -71,7 +72,7 @@ func TestFinetuneResumeAndBadLine(t *testing.T) {
 	run := func(out string, steps int, extra ...string) {
 		t.Helper()
 		args := append([]string{"--data", data, "--out", out, "--method", "lora", "--lora-r", "2", "--lora-target", "q_proj,down_proj",
-			"--steps", fmt.Sprint(steps), "--batch", "2", "--seq", "64", "--warmup", "1", "--threads", "2"}, extra...)
+			"--steps", fmt.Sprint(steps), "--batch", "2", "--seq", "64", "--warmup", "1", "--threads", "2", "--lora-dropout", "0.1"}, extra...)
 		var o, e bytes.Buffer
 		if err := runFinetune(args, &o, &e); err != nil {
 			t.Fatalf("%v\n%s", err, e.String())
@@ -91,6 +92,13 @@ func TestFinetuneResumeAndBadLine(t *testing.T) {
 	}
 	if !bytes.Equal(fa, fb) {
 		t.Fatal("the resumed run's adapter differs from the straight run's")
+	}
+	cj, err := os.ReadFile(filepath.Join(a, "adapter", "adapter_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cj), `"lora_dropout": 0.1`) {
+		t.Fatalf("adapter_config.json without lora_dropout 0.1:\n%s", cj)
 	}
 	// The adapter is one the server loads on its base (package lora's reader and checks).
 	bp, err := defaultmodel.Path()

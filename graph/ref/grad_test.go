@@ -139,6 +139,7 @@ func opCases(r *rand.Rand) []opCase {
 			return []*graph.Value{b.Op("mul", nil, x, x), b.Op("add", nil, x, x)}
 		}},
 		un("silu", nil), un("softmax", nil), un("scale", graph.Attrs{"by": graph.Float(-1.5)}),
+		un("dropout", graph.Attrs{"p": graph.Float(0.4), "salt": graph.Int(3)}),
 		un("softcap", graph.Attrs{"cap": graph.Float(1.5)}), un("sum_rows", graph.Attrs{"keep": graph.Int(1)}),
 		un("sum_rows", graph.Attrs{"keep": graph.Int(0)}),
 		{name: "swiglu", build: func(b *graph.Builder) []*graph.Value {

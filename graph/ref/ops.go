@@ -215,6 +215,18 @@ func init() {
 		by := a.Float("by", 0)
 		return []*Tensor{unary(t[0], func(v float64) float64 { return v * by })}, nil
 	}
+	opFuncs["dropout"] = func(_ *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
+		// Training's dropout with seed and key 0: a fixed mask (graph.DropoutKeep).
+		p, salt := a.Float("p", 0), uint64(a.Int("salt", 0))
+		x := t[0]
+		y := zerosF(x.Shape)
+		for i, v := range x.F {
+			if graph.DropoutKeep(0, 0, salt, i, p) {
+				y.F[i] = v / (1 - p)
+			}
+		}
+		return []*Tensor{y}, nil
+	}
 	opFuncs["softcap"] = func(_ *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
 		c := a.Float("cap", 0)
 		return []*Tensor{unary(t[0], func(v float64) float64 { return c * math.Tanh(v/c) })}, nil

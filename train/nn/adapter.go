@@ -14,6 +14,7 @@ import (
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec/trainexec"
 	"github.com/llmcloud/llmcloud/model"
+	"github.com/llmcloud/llmcloud/tensor"
 )
 
 // AdapterTargets are the block weights an adapter may target, by their GGUF block names, in
@@ -28,6 +29,14 @@ type Adapter struct {
 	// Base holds every trained tensor of the model (TrainedShapes), F32, by GGUF name; the
 	// model reads it, never writes it.
 	Base map[string][]float32
+	// Quant holds base matrices kept in their stored type (Q8_0, Q4_K, F16, ...: QLoRA-style,
+	// the frozen base never dequantized as a whole), by GGUF name, in place of their entry in
+	// Base; the training matmuls read them through the quantized kernels
+	// (trainexec.Param.Q).
+	Quant map[string]*tensor.Tensor
+	// Dropout is the probability with which the low-rank branch's input is zeroed in
+	// training (PEFT's lora_dropout; never in evaluation).
+	Dropout float64
 }
 
 // Scale is alpha/rank, the factor of the low-rank product.
@@ -56,7 +65,16 @@ func (a *Adapter) check(cfg model.Config, opt *Options) error {
 	if (opt.TP != nil && opt.TP.Size() > 1) || opt.FirstBlock != 0 || (opt.EndBlock != 0 && opt.EndBlock != cfg.Layers) {
 		return fmt.Errorf("nn: adapters train the whole model in one process (no tensor or pipeline parallelism)")
 	}
+	if a.Dropout < 0 || a.Dropout >= 1 {
+		return fmt.Errorf("nn: adapter dropout %g outside [0, 1)", a.Dropout)
+	}
 	for name, shape := range TrainedShapes(&cfg) {
+		if q, ok := a.Quant[name]; ok {
+			if len(shape) != 2 || !slices.Equal(q.Shape, shape) {
+				return fmt.Errorf("nn: adapter base: %s is %s %v, want a matrix of shape %v", name, q.Type, q.Shape, shape)
+			}
+			continue
+		}
 		if w, ok := a.Base[name]; !ok || len(w) != numel(shape) {
 			return fmt.Errorf("nn: adapter base: %s missing or not of shape %v", name, shape)
 		}
@@ -121,19 +139,37 @@ func (m *Model) adapterExec(params []trainexec.Param, opt *trainexec.Options) []
 	for _, p := range m.params {
 		if w, ok := strings.CutSuffix(p.Name, ".lora_a"); ok {
 			an, bn := AdapterNames(w)
-			branches[w] = graph.LowRank{A: an, B: bn, Rank: a.Rank, Scale: a.Scale()}
+			branches[w] = graph.LowRank{A: an, B: bn, Rank: a.Rank, Scale: a.Scale(), Dropout: a.Dropout}
 		}
 	}
 	opt.Transform = func(g *graph.Graph) (*graph.Graph, error) { return graph.WithLowRank(g, branches) }
-	names := make([]string, 0, len(a.Base))
+	names := make([]string, 0, len(a.Base)+len(a.Quant))
 	for name := range a.Base {
+		if _, ok := a.Quant[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	for name := range a.Quant {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
+		if q, ok := a.Quant[name]; ok {
+			params = append(params, trainexec.Param{Name: name, Q: q})
+			continue
+		}
 		params = append(params, trainexec.Param{Name: name, W: a.Base[name]})
 	}
 	return params
+}
+
+// SetDropout turns the adapters' dropout on for the following Forward and Backward calls,
+// with the masks of (seed, key) (the trainer's key: its step and micro-batch), or off
+// (evaluation, the default). A model without adapter dropout ignores it.
+func (m *Model) SetDropout(on bool, seed, key uint64) {
+	for _, p := range m.progs {
+		p.SetDropout(on, seed, key)
+	}
 }
 
 // Adapted reports whether the model trains an adapter (its Params are A and B matrices).

@@ -18,6 +18,9 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	if ls, ok := f.dxSum[n]; ok {
 		return p.matmulDxSum(n.Outs[0], ls), nil
 	}
+	if fn, ok, err := p.compileQuant(n); ok {
+		return fn, err
+	}
 	if gv, ok := f.swFwd[n]; ok {
 		out, g, u := n.Outs[0], gv[0], gv[1]
 		return func() {
@@ -85,6 +88,8 @@ func (p *Program) compile(n *graph.Node, f *fusion) (func(), error) {
 	case "constant":
 		v := float32(n.Attrs.Float("value", 0))
 		return func() { p.buf(out)[0] = v }, nil
+	case "dropout":
+		return p.dropout(n), nil
 	case "zeros":
 		return func() { clear(p.cur(out)) }, nil
 	case "matmul_dx":
@@ -331,6 +336,10 @@ func (p *Program) matmulDxSum(out *graph.Value, ls []*graph.Node) func() {
 	return func() {
 		for i, l := range ls {
 			dy, w := l.Args[0], l.Args[1]
+			if q := p.quant(w); q != nil {
+				p.matmulDX(p.buf(out), p.buf(dy), q, i > 0)
+				continue
+			}
 			OC, C := w.Type.Shape[0].N, w.Type.Shape[1].N
 			p.pool.Gemm(p.N, C, OC, kernels.Mat{Data: p.buf(dy), Stride: OC}, kernels.Mat{Data: p.buf(w), Stride: C}, p.buf(out), C, i > 0)
 		}

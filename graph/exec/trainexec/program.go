@@ -1,6 +1,7 @@
 // Package trainexec is the training executor: it differentiates a model graph (graph.WithLoss
-// then graph.Grad) and runs the forward and backward graph with F32 weights over B whole
-// sequences of T rows, adding the weight gradients into buffers the trainer owns.
+// then graph.Grad) and runs the forward and backward graph with F32 weights (a frozen matrix
+// may stay in its stored type, e.g. Q4_K: quant.go) over B whole sequences of T rows, adding
+// the weight gradients into buffers the trainer owns.
 //
 // Every op runs the same float operations, in the same order, as train/nn's hand-written
 // layers did until main be94aba (both called kernels/train_rows.go and
@@ -31,10 +32,14 @@ const (
 )
 
 // Param is one weight of the graph: its values and, for a trained weight, the gradient buffer
-// Backward adds into (nil G: a constant, e.g. rope_freqs.weight).
+// Backward adds into (nil G: a constant, e.g. rope_freqs.weight). A frozen matrix may instead
+// be bound in its stored type (Q, W nil: a quantized base under low-rank adapters, QLoRA): the
+// matmuls reading it run the serving kernels (kernels.Pool.MatMul forward, MatMulDX for the
+// input gradient) and an embedding dequantizes the rows it looks up; any other op refuses it.
 type Param struct {
 	Name string
 	W, G []float32
+	Q    *tensor.Tensor
 }
 
 // Program is a model graph with its backward, compiled for batches of up to maxB x maxT
@@ -76,6 +81,7 @@ type Program struct {
 	auxSum     float64 // the moe_aux nodes' unweighted losses of the last Forward (moe_aux.go)
 	auxN       int
 	docStarts  []int32 // packed documents: each row's document start (docmask.go); nil: none
+	drop       dropoutState
 }
 
 // New builds the loss (mean cross-entropy of logits against targets) and the backward of fwd
@@ -113,6 +119,12 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 			return nil, fmt.Errorf("trainexec: weight %s not bound", w)
 		}
 		n, _ := w.Type.Shape.Elems(nil)
+		if pr.Q != nil {
+			if err := checkQuant(w, pr); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if w.Type.DType != tensor.F32 || len(pr.W) != n || (pr.G != nil && len(pr.G) != n) {
 			return nil, fmt.Errorf("trainexec: weight %s %v bound to %d values (gradient %d); want f32", w, w.Type, len(pr.W), len(pr.G))
 		}
@@ -156,7 +168,9 @@ func build(fwd *graph.Graph, params []Param, maxB, maxT int, pool *kernels.Pool,
 		if err := p.shape(w); err != nil {
 			return nil, err
 		}
-		p.bufs[w] = p.params[w.Name].W
+		if p.params[w.Name].Q == nil {
+			p.bufs[w] = p.params[w.Name].W
+		}
 	}
 	f := newFusion(p, g, wrt)
 	p.at = f.index
