@@ -90,6 +90,11 @@ type Request struct {
 	// Adapter is the run-time LoRA adapter's id in Options.LoRA (0: the base model). It is part
 	// of the prefix-cache key: blocks computed under one adapter never serve another.
 	Adapter uint32
+	// ImportKV, if set, holds the KV rows of the prompt's leading full blocks computed by
+	// another engine of the same model (its ExportKV, in KVLayout's layout): admission installs
+	// them in the prefix cache, so the prompt's prefill starts after them (kvtransfer.go).
+	// Blocks that cannot be installed are computed as usual.
+	ImportKV [][]byte
 	// Constraint, if set, limits every sampled token to those it allows (structured output);
 	// the request ends with FinishStop when it is Done, and with FinishAbort and Err when it
 	// fails (rejects the token, panics, allows nothing). One per request (it holds state); the
@@ -255,11 +260,13 @@ type eventKind int
 const (
 	evAdd eventKind = iota
 	evAbort
+	evExport // kvtransfer.go
 )
 
 type event struct {
 	kind eventKind
 	r    *reqState
+	x    *exportReq // evExport
 }
 
 // New builds an engine for m (tok may be nil: then Outputs carry no text and no EOS is known)
@@ -383,6 +390,9 @@ func (e *Engine) validate(r Request) error {
 			ErrPromptTooLong, r.ID, len(r.Prompt), len(r.Prompt)-e.cfg.MaxNumBatchedTokens, e.cfg.MaxNumBatchedTokens)
 	case r.MaxTokens < 0:
 		return fmt.Errorf("engine: request %s: negative max tokens %d", r.ID, r.MaxTokens)
+	}
+	if err := e.validateImport(r); err != nil {
+		return err
 	}
 	vocab := e.m.Config.Vocab
 	for i, t := range r.Prompt {
