@@ -54,7 +54,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	var f routerFlags
 	fs.StringVar(&f.host, "host", "0.0.0.0", "address to listen on")
 	fs.IntVar(&f.port, "port", 8080, "port to listen on (0 = any free port)")
-	fs.StringVar(&f.policy, "policy", router.RoundRobin, "routing policy: round-robin, least-load, session or prefix")
+	fs.StringVar(&f.policy, "policy", router.RoundRobin, "routing policy: round-robin, least-load, session, prefix or pd (disaggregated prefill/decode over the replicas' --kv-role; docs/disaggregated.md)")
 	fs.Var(&f.backends, "backend", "backend base URL, e.g. http://10.0.0.5:8000 (repeatable or comma-separated; static discovery)")
 	fs.StringVar(&f.discovery, "discovery", "static", "where backends come from: static (--backend) or kubernetes (EndpointSlices)")
 	fs.StringVar(&f.k8sNamespace, "k8s-namespace", "", "kubernetes discovery: namespace (default: the pod's own)")
