@@ -8,7 +8,9 @@
 // (package kvtransfer) and decodes. When there is no producer or no consumer to pair, the request
 // goes to one replica, chosen least-loaded among all, as an ordinary request; when the prefill
 // fails, the consumer gets the request without the header and computes the prompt itself; when
-// the consumer fails before its first byte, the ordinary retries take over. Every other path
+// the consumer fails before its first byte, the ordinary retries take over. A prompt shorter
+// than Options.PDMinPromptBytes (the prompt text, or the chat's messages as the router reads
+// them) goes to a consumer alone, which computes it. Every other path
 // (models, tokenize, ...) is routed least-loaded.
 
 package router
@@ -44,6 +46,7 @@ const (
 	pdPrefillFailed = "prefill_failed" // the consumer computed the prompt itself
 	pdNoPair        = "no_pair"        // no producer/consumer pair: one ordinary replica
 	pdDecodeFailed  = "decode_failed"  // the consumer failed before answering: ordinary retries
+	pdShort         = "short_prompt"   // under PDMinPromptBytes: the consumer computed it
 )
 
 type pdMetrics struct {
@@ -54,11 +57,11 @@ type pdMetrics struct {
 func newPDMetrics(reg prometheus.Registerer) (*pdMetrics, error) {
 	m := &pdMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmcloud_router_pd_requests_total",
-			Help: "Requests under --policy pd, by outcome: disaggregated, prefill_failed (the consumer recomputed the prompt), no_pair (one ordinary replica), decode_failed (ordinary retries)."}, []string{"outcome"}),
+			Help: "Requests under --policy pd, by outcome: disaggregated, prefill_failed (the consumer recomputed the prompt), no_pair (one ordinary replica), decode_failed (ordinary retries), short_prompt (under --pd-min-prompt-bytes: the consumer alone)."}, []string{"outcome"}),
 		prefill: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "llmcloud_router_pd_prefill_seconds",
 			Help: "Time of the prefill request on the producer.", Buckets: latencyBuckets}),
 	}
-	for _, o := range []string{pdDisaggregated, pdPrefillFailed, pdNoPair, pdDecodeFailed} {
+	for _, o := range []string{pdDisaggregated, pdPrefillFailed, pdNoPair, pdDecodeFailed, pdShort} {
 		m.requests.WithLabelValues(o)
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.prefill} {
@@ -90,7 +93,9 @@ func (r *Router) servePD(w http.ResponseWriter, req *http.Request, body []byte, 
 	}
 	outcome := pdDisaggregated
 	dreq := req.Clone(req.Context())
-	if err := r.prefill(req, pbody, id, prod); err != nil {
+	if len(in.Prompt) < r.opts.PDMinPromptBytes {
+		outcome = pdShort
+	} else if err := r.prefill(req, pbody, id, prod); err != nil {
 		r.log.Warn("router: prefill failed: the consumer computes the prompt", "producer", prod.url, "request_id", id, "err", err)
 		outcome = pdPrefillFailed
 	} else {

@@ -85,7 +85,7 @@ func needs(p Policy) (session, prompt bool) {
 	switch p.Name() {
 	case Session:
 		return true, false
-	case Prefix:
+	case Prefix, PD:
 		return false, true
 	}
 	return false, false

@@ -52,6 +52,10 @@ type Options struct {
 	Logger         *slog.Logger  // default: discard
 	Registerer     prometheus.Registerer
 	Client         *http.Client // optional: its Transport carries upstream requests
+	// PDMinPromptBytes: under policy pd, a prompt (or rendered chat) shorter than this goes to
+	// a consumer alone, which computes it itself (a short prompt gains nothing from a transfer);
+	// 0: every generation is disaggregated.
+	PDMinPromptBytes int
 }
 
 // BackendStatus is a snapshot of one backend.

@@ -247,7 +247,8 @@ func startRouter(t *testing.T, n int, args ...string) string {
 // TestRouterPD: through `router --policy pd` over a producer and a consumer, streamed and plain
 // greedy completions equal one ordinary replica's, the consumer decodes with the transferred KV
 // (its prefix-cache hits) and the producer computes the prompts; with the producer killed,
-// requests still complete on the consumer alone (no_pair).
+// requests still complete on the consumer alone (no_pair); under --pd-min-prompt-bytes a short
+// prompt goes to the consumer alone.
 func TestRouterPD(t *testing.T) {
 	path := pdModel(t)
 	common := []string{path, "--threads", "1", "--batch-invariant"}
@@ -274,9 +275,22 @@ func TestRouterPD(t *testing.T) {
 	if d := pdMetric(t, rt, `llmcloud_router_pd_requests_total{outcome="disaggregated"}`); d < 3 {
 		t.Errorf("disaggregated requests %v", d)
 	}
+	// Under --pd-min-prompt-bytes a short prompt goes to the consumer alone.
+	rt2 := startRouter(t, 2, "--policy", "pd", "--pd-min-prompt-bytes", "1000", "--backend", prod+","+cons)
+	deadline = time.Now().Add(10 * time.Second)
+	short := pdPrompt(100, 30)
+	want, _ := pdComplete(t, plain, short, 8, false, nil)
+	for time.Now().Before(deadline) && pdMetric(t, rt2, `llmcloud_router_pd_requests_total{outcome="short_prompt"}`) == 0 {
+		if got, _ := pdComplete(t, rt2, short, 8, false, nil); got != want {
+			t.Fatalf("short prompt: %q, one replica %q", got, want)
+		}
+	}
+	if n := pdMetric(t, rt2, `llmcloud_router_pd_requests_total{outcome="disaggregated"}`); n != 0 {
+		t.Errorf("a short prompt was disaggregated (%v)", n)
+	}
 	stopProd()
 	prompt := pdPrompt(500, 20)
-	want, _ := pdComplete(t, plain, prompt, 8, true, nil)
+	want, _ = pdComplete(t, plain, prompt, 8, true, nil)
 	for range 3 {
 		if got, _ := pdComplete(t, rt, prompt, 8, true, nil); got != want {
 			t.Fatalf("producer down: %q, one replica %q", got, want)
