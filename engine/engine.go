@@ -95,6 +95,9 @@ type Request struct {
 	// them in the prefix cache, so the prompt's prefill starts after them (kvtransfer.go).
 	// Blocks that cannot be installed are computed as usual.
 	ImportKV [][]byte
+	// HoldKV keeps a copy of the prompt's KV blocks when the request finishes, for the next
+	// ExportKV of the same prompt (a prefill replica's request; kvtransfer_hold.go).
+	HoldKV bool
 	// Constraint, if set, limits every sampled token to those it allows (structured output);
 	// the request ends with FinishStop when it is Done, and with FinishAbort and Err when it
 	// fails (rejects the token, panics, allows nothing). One per request (it holds state); the
@@ -253,6 +256,9 @@ type Engine struct {
 	done      chan struct{}
 
 	profiler atomic.Pointer[profile.Recorder] // nil: off (profile.go)
+
+	held      map[BlockHash]heldKV // under mu: HoldKV copies (kvtransfer_hold.go)
+	heldBytes int64
 }
 
 type eventKind int

@@ -306,6 +306,9 @@ func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason stri
 		return
 	}
 	st.finished = true
+	if st.req.HoldKV && reason != FinishAbort {
+		e.holdKV(st) // before the final Output: its client asks for the export next
+	}
 	if reason != FinishAbort {
 		text, stopped := st.stop.flush()
 		d.Text += text

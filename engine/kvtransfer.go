@@ -41,13 +41,18 @@ func (e *Engine) KVLayout() (model.BlockLayout, error) {
 // ExportKV returns the KV rows of prompt's leading full blocks that the prefix cache holds
 // under cacheSalt and adapter (at most the blocks before the prompt's last token, as a prefix
 // hit would use), one []byte per block in KVLayout's layout; none (and no error) when nothing is
-// cached. The copy is made by the step loop between steps.
+// cached. A copy kept by a finished HoldKV request of the same prompt is returned at once
+// (kvtransfer_hold.go); otherwise the step loop copies between two steps.
 func (e *Engine) ExportKV(ctx context.Context, prompt []int, cacheSalt string, adapter uint32) ([][]byte, error) {
 	if _, err := e.KVLayout(); err != nil {
 		return nil, err
 	}
 	x := &exportReq{prompt: prompt, salt: adapterSalt(cacheSalt, adapter), reply: make(chan exportResult, 1)}
 	e.mu.Lock()
+	if blocks, ok := e.takeHeld(prompt, x.salt); ok {
+		e.mu.Unlock()
+		return blocks, nil
+	}
 	if !e.accepting {
 		e.mu.Unlock()
 		return nil, ErrShutdown
@@ -65,21 +70,26 @@ func (e *Engine) ExportKV(ctx context.Context, prompt []int, cacheSalt string, a
 
 // exportKV answers x (step loop).
 func (e *Engine) exportKV(x *exportReq) {
-	ids, _ := e.sched.blocks.GetComputedBlocks(x.prompt, x.salt)
+	blocks, err := e.copyBlocks(x.prompt, x.salt)
+	x.reply <- exportResult{blocks: blocks, err: err}
+}
+
+// copyBlocks copies the rows of prompt's cached leading blocks under salt (step loop).
+func (e *Engine) copyBlocks(prompt []int, salt string) ([][]byte, error) {
+	ids, _ := e.sched.blocks.GetComputedBlocks(prompt, salt)
 	l, err := e.runner.kv.BlockLayout()
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]byte, 0, len(ids))
 	for _, b := range ids {
+		buf, err := e.runner.kv.ReadBlock(make([]byte, 0, l.BlockBytes()), int(b))
 		if err != nil {
-			break
+			return nil, err
 		}
-		var buf []byte
-		buf, err = e.runner.kv.ReadBlock(make([]byte, 0, l.BlockBytes()), int(b))
 		out = append(out, buf)
 	}
-	if err != nil {
-		out = nil
-	}
-	x.reply <- exportResult{blocks: out, err: err}
+	return out, nil
 }
 
 // validateImport checks r.ImportKV against the pool's layout (Add).

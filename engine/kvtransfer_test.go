@@ -35,7 +35,9 @@ func greedy(id string, prompt []int, n int) Request {
 // TestKVTransferEngines: a prompt prefilled by one engine (a request with one output token, as
 // a prefill replica runs it), exported and imported by another, continues there to exactly the
 // greedy tokens a lone engine gives, and the consumer computed only the prompt's last partial
-// block; for f32, f16 and q8_0 caches. No block stays referenced anywhere.
+// block; for f32, f16 and q8_0 caches. The producer's request holds its KV (HoldKV): the first
+// export hands that copy over and forgets it, a second copies the cache, the same bytes. No
+// block stays referenced anywhere.
 func TestKVTransferEngines(t *testing.T) {
 	m := synthModel(t, synth.Options{Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128,
 		Vocab: 300, CtxLen: 256, Seed: 5, Std: 0.3})
@@ -53,9 +55,17 @@ func TestKVTransferEngines(t *testing.T) {
 			want := runAll(t, alone, []Request{greedy("a", prompt, 12)})["a"]
 
 			prod := kvTransferEngine(t, m, 64)
-			first := runAll(t, prod, []Request{greedy("p", prompt, 1)})["p"]
+			pr := greedy("p", prompt, 1)
+			pr.HoldKV = true
+			first := runAll(t, prod, []Request{pr})["p"]
 			if first.tokens[0] != want.tokens[0] {
 				t.Fatalf("producer's first token %d, alone %d", first.tokens[0], want.tokens[0])
+			}
+			prod.mu.Lock()
+			held, heldBytes := len(prod.held), prod.heldBytes
+			prod.mu.Unlock()
+			if held != 1 || heldBytes == 0 {
+				t.Fatalf("%d copies (%d bytes) held after the HoldKV request", held, heldBytes)
 			}
 			blocks, err := prod.ExportKV(context.Background(), prompt, "", 0)
 			if err != nil {
@@ -63,6 +73,21 @@ func TestKVTransferEngines(t *testing.T) {
 			}
 			if n := (len(prompt) - 1) / 16; len(blocks) != n {
 				t.Fatalf("exported %d blocks, want %d", len(blocks), n)
+			}
+			prod.mu.Lock()
+			held, heldBytes = len(prod.held), prod.heldBytes
+			prod.mu.Unlock()
+			if held != 0 || heldBytes != 0 {
+				t.Errorf("after the export %d copies (%d bytes) still held", held, heldBytes)
+			}
+			again, err := prod.ExportKV(context.Background(), prompt, "", 0) // from the cache this time
+			if err != nil || len(again) != len(blocks) {
+				t.Fatalf("second export: %d blocks, %v", len(again), err)
+			}
+			for i := range again {
+				if !slices.Equal(again[i], blocks[i]) {
+					t.Fatalf("block %d: the held copy and the cache differ", i)
+				}
 			}
 			cons := kvTransferEngine(t, m, 64)
 			r := greedy("c", prompt, 12)

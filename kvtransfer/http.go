@@ -25,6 +25,11 @@ const ExportPath = "/v1/kv/export"
 // prefilled its prompt (set by the router's pd policy).
 const SourceHeader = "X-KV-Transfer-Source"
 
+// HoldHeader, on a completion request to a producer, asks it to keep the prompt's KV when the
+// request finishes, for the consumer's export that follows (set by the router's pd policy on
+// its prefill request).
+const HoldHeader = "X-KV-Transfer-Hold"
+
 // ContentType is the media type of a transfer.
 const ContentType = "application/vnd.llmcloud.kv"
 

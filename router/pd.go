@@ -2,7 +2,7 @@
 // kv_role (llmcloud serve --kv-role: producer, consumer, both; absent: none), polled with the
 // model lists (models.go). A completion or chat completion goes first to the least-loaded
 // healthy producer, rewritten to compute its prompt and one token (max_tokens 1, not
-// streamed); then the original request goes to the least-loaded healthy consumer other than
+// streamed), with X-KV-Transfer-Hold (the producer keeps the prompt's KV for the export); then the original request goes to the least-loaded healthy consumer other than
 // that producer, with X-KV-Transfer-Source naming the producer, and that consumer's answer
 // (SSE or not) is the client's. The consumer fetches the prompt's KV blocks from the producer
 // (package kvtransfer) and decodes. When there is no producer or no consumer to pair, the request
@@ -162,6 +162,7 @@ func (r *Router) prefill(req *http.Request, body []byte, id string, prod *backen
 	preq := req.Clone(ctx)
 	preq.ContentLength = int64(len(body))
 	preq.Header.Del("Content-Length")
+	preq.Header.Set(kvtransfer.HoldHeader, "1")
 	resp, err := r.send(ctx, preq, body, id+"-prefill", prod)
 	if err != nil {
 		r.m.requests.WithLabelValues(prod.url, "error").Inc()

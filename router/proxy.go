@@ -68,6 +68,7 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	excl := tried[:0]
 	var saved *savedResponse
 	req.Header.Del(kvtransfer.SourceHeader) // only the pd policy names a producer (pd.go)
+	req.Header.Del(kvtransfer.HoldHeader)
 	if r.pd != nil && pdRequest(req) {
 		done, d := r.servePD(w, req, body, id, in, &saved)
 		if done {

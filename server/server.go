@@ -77,6 +77,9 @@ type Options struct {
 	// prompt is added to the engine (engine.Request.ImportKV; nil rows: compute it here). It
 	// reads what it needs (the producer's address) from ctx, the request's context.
 	KVImport func(ctx context.Context, prompt []int, cacheSalt string, adapter uint32) [][]byte
+	// KVHold, when set, reports from a request's context whether its prompt's KV is to be kept
+	// for an export when it finishes (engine.Request.HoldKV: a producer's prefill request).
+	KVHold func(ctx context.Context) bool
 }
 
 // Server is the HTTP front of one model.

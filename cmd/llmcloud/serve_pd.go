@@ -4,7 +4,9 @@
 // X-KV-Transfer-Source header (set by `llmcloud router --policy pd`), fetches the prompt's
 // blocks from that producer and installs them in its prefix cache before the request runs. A
 // fetch that fails for any reason is logged and counted, and the consumer computes the prompt
-// itself. docs/disaggregated.md describes the whole.
+// itself. A producer's request with X-KV-Transfer-Hold (the router's prefill request) keeps a
+// copy of its prompt's KV when it finishes, so the export does not wait for the producer's next
+// step boundary. docs/disaggregated.md describes the whole.
 package main
 
 import (
@@ -86,6 +88,9 @@ func (p *pdFlags) serverOptions(opts *server.Options, apiKey string, log *slog.L
 	if p.consumes() {
 		opts.KVImport = p.fetch
 	}
+	if p.produces() {
+		opts.KVHold = func(ctx context.Context) bool { return ctx.Value(kvHoldKey{}) != nil }
+	}
 }
 
 // handler wraps srv's handler: the producer's export endpoint, and the consumer's reading of
@@ -104,11 +109,17 @@ func (p *pdFlags) handler(srv *server.Server) http.Handler {
 		if src := r.Header.Get(kvtransfer.SourceHeader); src != "" && p.consumes() {
 			r = r.WithContext(context.WithValue(r.Context(), kvSourceKey{}, src))
 		}
+		if r.Header.Get(kvtransfer.HoldHeader) != "" && p.produces() {
+			r = r.WithContext(context.WithValue(r.Context(), kvHoldKey{}, true))
+		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-type kvSourceKey struct{}
+type (
+	kvSourceKey struct{}
+	kvHoldKey   struct{}
+)
 
 // attach gives the hooks the engine once it is built.
 func (p *pdFlags) attach(eng *engine.Engine) error {
