@@ -10,7 +10,8 @@
 # of merit. Results: OUT/{ordinary,pd}-{short,long}.json and OUT/summary.txt.
 #
 # Usage: scripts/pd-bench.sh [OUT]   (env: LLMCLOUD=path to a built binary, CPUS="0 1",
-#        LONG_LEN=2000 LONG_N=16 LONG_RATE=0.25 SHORT_N=48 SHORT_RATE=1 PD_MIN_PROMPT_BYTES=1024)
+#        LONG_LEN=2000 LONG_N=16 LONG_RATE=0.3 SHORT_N=32 SHORT_RATE=0.5 PD_MIN_PROMPT_BYTES=1024,
+#        ORDER="ordinary pd" or "pd ordinary": which configuration runs first)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/docs/benchmarks/pd}"
@@ -19,15 +20,17 @@ work="$(mktemp -d)"
 bin="${LLMCLOUD:-$work/llmcloud}"
 [ -x "$bin" ] || (cd "$root" && go build -o "$bin" ./cmd/llmcloud)
 read -r cpu0 cpu1 <<<"${CPUS:-0 1}"
-long_len="${LONG_LEN:-2000}" long_n="${LONG_N:-16}" long_rate="${LONG_RATE:-0.25}"
-short_n="${SHORT_N:-48}" short_rate="${SHORT_RATE:-1}"
+long_len="${LONG_LEN:-2000}" long_n="${LONG_N:-16}" long_rate="${LONG_RATE:-0.3}"
+short_n="${SHORT_N:-32}" short_rate="${SHORT_RATE:-0.5}"
 pd_min="${PD_MIN_PROMPT_BYTES:-1024}" # the chats (64 tokens) go to the consumer alone
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 model="$work/m.gguf"
-"$bin" synth -ctx 4096 -dim 256 -layers 6 -heads 8 -kv-heads 4 -ffn 768 -seed 1 -std 0.05 -o "$model"
+# The Llama 2 vocabulary (testdata), so that bench serve's token counts are the server's.
+"$bin" synth -ctx 4096 -dim 256 -layers 6 -heads 8 -kv-heads 4 -ffn 768 -seed 1 -std 0.05 \
+  -tokenizer "$root/testdata/models/llama2-tokenizer/tokenizer.bin" -vocab 32000 -o "$model"
 
 start() { # name cpu port args...
   local name=$1 cpu=$2 port=$3; shift 3
@@ -65,23 +68,28 @@ workload() { # label base
 }
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
 
-echo "== (a) ordinary: 2 replicas, router --policy least-load   load: $(cat /proc/loadavg)" | tee "$out/summary.txt"
-start a1 "$cpu0" 18301
-start a2 "$cpu1" 18302
-wait_up http://127.0.0.1:18301; wait_up http://127.0.0.1:18302
-router 18300 least-load http://127.0.0.1:18301,http://127.0.0.1:18302
-workload ordinary http://127.0.0.1:18300
-stop_all
-
-echo "== (b) pd: producer + consumer, router --policy pd   load: $(cat /proc/loadavg)" | tee -a "$out/summary.txt"
-start prod "$cpu0" 18311 --kv-role producer
-start cons "$cpu1" 18312 --kv-role consumer
-wait_up http://127.0.0.1:18311; wait_up http://127.0.0.1:18312
-router 18310 pd http://127.0.0.1:18311,http://127.0.0.1:18312 --pd-min-prompt-bytes "$pd_min"
-workload pd http://127.0.0.1:18310
-curl -s http://127.0.0.1:18312/metrics | grep -E '^llmcloud:kv_transfer_(bytes_total|failures_total|seconds_(sum|count))' >"$out/pd-consumer-metrics.txt"
-curl -s http://127.0.0.1:18310/metrics | grep -E '^llmcloud_router_pd_requests_total' >>"$out/pd-consumer-metrics.txt"
-stop_all
+run_ordinary() {
+  echo "== (a) ordinary: 2 replicas, router --policy least-load   load: $(cat /proc/loadavg)" | tee -a "$out/summary.txt"
+  start a1 "$cpu0" 18301
+  start a2 "$cpu1" 18302
+  wait_up http://127.0.0.1:18301; wait_up http://127.0.0.1:18302
+  router 18300 least-load http://127.0.0.1:18301,http://127.0.0.1:18302
+  workload ordinary http://127.0.0.1:18300
+  stop_all
+}
+run_pd() {
+  echo "== (b) pd: producer + consumer, router --policy pd   load: $(cat /proc/loadavg)" | tee -a "$out/summary.txt"
+  start prod "$cpu0" 18311 --kv-role producer
+  start cons "$cpu1" 18312 --kv-role consumer
+  wait_up http://127.0.0.1:18311; wait_up http://127.0.0.1:18312
+  router 18310 pd http://127.0.0.1:18311,http://127.0.0.1:18312 --pd-min-prompt-bytes "$pd_min"
+  workload pd http://127.0.0.1:18310
+  curl -s http://127.0.0.1:18312/metrics | grep -E '^llmcloud:kv_transfer_(bytes_total|failures_total|seconds_(sum|count))' >"$out/pd-consumer-metrics.txt"
+  curl -s http://127.0.0.1:18310/metrics | grep -E '^llmcloud_router_pd_requests_total' >>"$out/pd-consumer-metrics.txt"
+  stop_all
+}
+: >"$out/summary.txt"
+for c in ${ORDER:-ordinary pd}; do "run_$c"; done
 echo "== after   load: $(cat /proc/loadavg)" | tee -a "$out/summary.txt"
 
 for f in ordinary-short pd-short ordinary-long pd-long; do
