@@ -10,6 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -295,5 +298,46 @@ func TestRouterPD(t *testing.T) {
 		if got, _ := pdComplete(t, rt, prompt, 8, true, nil); got != want {
 			t.Fatalf("producer down: %q, one replica %q", got, want)
 		}
+	}
+}
+
+// TestRouterPDProducerDiesMidPrefill: the producer's prefill connections die after the request
+// is sent (a proxy that passes everything else to a real producer, and closes the connection
+// of every completion it receives, as a killed process would): every request still completes
+// with one ordinary replica's greedy text, the first through the consumer computing the prompt
+// itself (prefill_failed), and none fails.
+func TestRouterPDProducerDiesMidPrefill(t *testing.T) {
+	path := pdModel(t)
+	common := []string{path, "--threads", "1", "--batch-invariant"}
+	plain, _, _ := startServe(t, common...)
+	prod, _, _ := startServe(t, append(common, "--kv-role", "producer")...)
+	cons, _, _ := startServe(t, append(common, "--kv-role", "consumer")...)
+	target, _ := url.Parse(prod)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	dying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/completions" {
+			io.Copy(io.Discard, r.Body)
+			panic(http.ErrAbortHandler) // the connection is closed without an answer
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer dying.Close()
+	rt := startRouter(t, 2, "--policy", "pd", "--backend", dying.URL+","+cons)
+	deadline := time.Now().Add(10 * time.Second) // until the roles are known and a prefill was tried
+	for time.Now().Before(deadline) && pdMetric(t, rt, `llmcloud_router_pd_requests_total{outcome="prefill_failed"}`) == 0 {
+		pdComplete(t, rt, "warm up", 2, false, nil)
+	}
+	if pdMetric(t, rt, `llmcloud_router_pd_requests_total{outcome="prefill_failed"}`) == 0 {
+		t.Fatal("no prefill was tried on the dying producer")
+	}
+	for i, stream := range []bool{false, true, false} {
+		prompt := pdPrompt(500, 40+i)
+		want, _ := pdComplete(t, plain, prompt, 8, stream, nil)
+		if got, _ := pdComplete(t, rt, prompt, 8, stream, nil); got != want {
+			t.Fatalf("request %d: %q, one replica %q", i, got, want)
+		}
+	}
+	if n := pdMetric(t, rt, `llmcloud_router_client_requests_total{code="200"}`); n < 4 {
+		t.Errorf("%v requests answered 200", n)
 	}
 }
