@@ -204,6 +204,9 @@ type Model struct {
 	Root        string `json:"root,omitempty"`
 	Parent      string `json:"parent,omitempty"` // a LoRA adapter's base model (vLLM)
 	MaxModelLen int    `json:"max_model_len,omitempty"`
+	// KVRole is an llmcloud replica's part in disaggregated prefill/decode (serve --kv-role:
+	// producer, consumer or both; absent: none), read by the router's pd policy.
+	KVRole string `json:"kv_role,omitempty"`
 }
 
 // TokenizeRequest is the body of POST /tokenize: a prompt, or chat messages rendered through

@@ -90,6 +90,14 @@ type Request struct {
 	// Adapter is the run-time LoRA adapter's id in Options.LoRA (0: the base model). It is part
 	// of the prefix-cache key: blocks computed under one adapter never serve another.
 	Adapter uint32
+	// ImportKV, if set, holds the KV rows of the prompt's leading full blocks computed by
+	// another engine of the same model (its ExportKV, in KVLayout's layout): admission installs
+	// them in the prefix cache, so the prompt's prefill starts after them (kvtransfer.go).
+	// Blocks that cannot be installed are computed as usual.
+	ImportKV [][]byte
+	// HoldKV keeps a copy of the prompt's KV blocks when the request finishes, for the next
+	// ExportKV of the same prompt (a prefill replica's request; kvtransfer_hold.go).
+	HoldKV bool
 	// Constraint, if set, limits every sampled token to those it allows (structured output);
 	// the request ends with FinishStop when it is Done, and with FinishAbort and Err when it
 	// fails (rejects the token, panics, allows nothing). One per request (it holds state); the
@@ -248,6 +256,9 @@ type Engine struct {
 	done      chan struct{}
 
 	profiler atomic.Pointer[profile.Recorder] // nil: off (profile.go)
+
+	held      map[BlockHash]heldKV // under mu: HoldKV copies (kvtransfer_hold.go)
+	heldBytes int64
 }
 
 type eventKind int
@@ -255,11 +266,13 @@ type eventKind int
 const (
 	evAdd eventKind = iota
 	evAbort
+	evExport // kvtransfer.go
 )
 
 type event struct {
 	kind eventKind
 	r    *reqState
+	x    *exportReq // evExport
 }
 
 // New builds an engine for m (tok may be nil: then Outputs carry no text and no EOS is known)
@@ -383,6 +396,9 @@ func (e *Engine) validate(r Request) error {
 			ErrPromptTooLong, r.ID, len(r.Prompt), len(r.Prompt)-e.cfg.MaxNumBatchedTokens, e.cfg.MaxNumBatchedTokens)
 	case r.MaxTokens < 0:
 		return fmt.Errorf("engine: request %s: negative max tokens %d", r.ID, r.MaxTokens)
+	}
+	if err := e.validateImport(r); err != nil {
+		return err
 	}
 	vocab := e.m.Config.Vocab
 	for i, t := range r.Prompt {

@@ -35,6 +35,8 @@ func (e *Engine) loop() {
 			switch ev.kind {
 			case evAdd:
 				e.admit(st, bySeq)
+			case evExport:
+				e.exportKV(ev.x)
 			case evAbort:
 				if !st.finished {
 					_ = e.sched.Abort(st.seq)
@@ -77,6 +79,11 @@ func (e *Engine) admit(st *reqState, bySeq map[SeqID]*reqState) {
 		stopIDs = append(stopIDs, e.eog...)
 	}
 	bySeq[st.seq] = st
+	if len(r.ImportKV) > 0 {
+		// Add checked the rows' layout; a block that cannot be installed is recomputed.
+		_, _ = e.importKV(st)
+		st.req.ImportKV = nil // installed or not, the rows are not needed again
+	}
 	if c := r.Constraint; c != nil && c.Done() {
 		e.finish(st, bySeq, FinishStop, nil) // the grammar allows nothing at all: an empty output
 		return
@@ -299,6 +306,9 @@ func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason stri
 		return
 	}
 	st.finished = true
+	if st.req.HoldKV && reason != FinishAbort {
+		e.holdKV(st) // before the final Output: its client asks for the export next
+	}
 	if reason != FinishAbort {
 		text, stopped := st.stop.flush()
 		d.Text += text

@@ -30,43 +30,53 @@ func (e *errNotModelList) Error() string { return e.msg }
 // FetchModels GETs baseURL/v1/models and returns the ids it lists, sorted. An answer other
 // than a JSON model list, or an empty list, is an error.
 func FetchModels(ctx context.Context, c *http.Client, baseURL string) ([]string, error) {
+	ids, _, err := fetchModels(ctx, c, baseURL)
+	return ids, err
+}
+
+// fetchModels is FetchModels, also returning the replica's kv_role (pd.go; "" = none).
+func fetchModels(ctx context.Context, c *http.Client, baseURL string) ([]string, string, error) {
 	if c == nil {
 		c = http.DefaultClient
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/v1/models", nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil, &errNotModelList{fmt.Sprintf("GET %s/v1/models: %s", baseURL, resp.Status)}
+		return nil, "", &errNotModelList{fmt.Sprintf("GET %s/v1/models: %s", baseURL, resp.Status)}
 	}
 	var list api.ModelList
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
-		return nil, &errNotModelList{fmt.Sprintf("GET %s/v1/models: not a model list: %v", baseURL, err)}
+		return nil, "", &errNotModelList{fmt.Sprintf("GET %s/v1/models: not a model list: %v", baseURL, err)}
 	}
 	var ids []string
+	role := ""
 	for _, m := range list.Data {
 		if m.ID != "" {
 			ids = append(ids, m.ID)
 		}
+		if m.KVRole != "" {
+			role = m.KVRole
+		}
 	}
 	if len(ids) == 0 {
-		return nil, &errNotModelList{fmt.Sprintf("GET %s/v1/models: no models listed", baseURL)}
+		return nil, "", &errNotModelList{fmt.Sprintf("GET %s/v1/models: no models listed", baseURL)}
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return slices.Compact(ids), role, nil
 }
 
 // refreshModels polls b's model list (after a good probe) and records it.
 func (r *Router) refreshModels(ctx context.Context, b *backend) {
-	ids, err := FetchModels(ctx, r.probe, b.url)
+	ids, role, err := fetchModels(ctx, r.probe, b.url)
 	if err != nil {
 		if _, ok := err.(*errNotModelList); !ok {
 			r.log.Debug("router: model list not refreshed", "backend", b.url, "err", err)
@@ -76,6 +86,10 @@ func (r *Router) refreshModels(ctx context.Context, b *backend) {
 	}
 	r.mu.Lock()
 	changed := !b.modelsKnown || !slices.Equal(b.models, ids)
+	if role != b.kvRole {
+		r.log.Info("router: backend KV role", "backend", b.url, "kv_role", role)
+		b.kvRole = role
+	}
 	if changed {
 		b.models, b.modelsKnown = ids, true
 		r.recountListing()

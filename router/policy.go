@@ -50,6 +50,7 @@ const (
 	LeastLoad  = "least-load"
 	Session    = "session"
 	Prefix     = "prefix"
+	PD         = "pd" // disaggregated prefill/decode (pd.go); least-load when it falls back
 )
 
 // Decision reasons.
@@ -73,8 +74,10 @@ func NewPolicy(name string) (Policy, error) {
 		return &sessionAffinity{}, nil
 	case Prefix:
 		return NewPrefixPolicy(DefaultPrefixConfig()), nil
+	case PD:
+		return &pdPolicy{}, nil
 	}
-	return nil, fmt.Errorf("router: unknown policy %q (want %s, %s, %s or %s)", name, RoundRobin, LeastLoad, Session, Prefix)
+	return nil, fmt.Errorf("router: unknown policy %q (want %s, %s, %s, %s or %s)", name, RoundRobin, LeastLoad, Session, Prefix, PD)
 }
 
 // needs tells which request fields a policy reads, so the router parses the body only then.
@@ -82,7 +85,7 @@ func needs(p Policy) (session, prompt bool) {
 	switch p.Name() {
 	case Session:
 		return true, false
-	case Prefix:
+	case Prefix, PD:
 		return false, true
 	}
 	return false, false

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/api"
+	"github.com/llmcloud/llmcloud/kvtransfer"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -66,6 +67,17 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	var tried [4]*backend
 	excl := tried[:0]
 	var saved *savedResponse
+	req.Header.Del(kvtransfer.SourceHeader) // only the pd policy names a producer (pd.go)
+	req.Header.Del(kvtransfer.HoldHeader)
+	if r.pd != nil && pdRequest(req) {
+		done, d := r.servePD(w, req, body, id, in, &saved)
+		if done {
+			return
+		}
+		if d != nil {
+			excl = append(excl, d)
+		}
+	}
 	limit, bonus := r.opts.MaxRetries, false
 	for attempt := 0; attempt <= limit; attempt++ {
 		b, unknown := r.pick(in, excl)

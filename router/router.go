@@ -34,7 +34,7 @@ import (
 
 // Options configure a Router. Zero fields take the defaults noted.
 type Options struct {
-	Policy         string        // "round-robin" (default) | "least-load" | "session" | "prefix"
+	Policy         string        // "round-robin" (default) | "least-load" | "session" | "prefix" | "pd"
 	HealthInterval time.Duration // active GET /health probe period (default 1s)
 	HealthTimeout  time.Duration // limit of one probe (default 500ms)
 	RequestTimeout time.Duration // per upstream request (default 10m)
@@ -52,6 +52,10 @@ type Options struct {
 	Logger         *slog.Logger  // default: discard
 	Registerer     prometheus.Registerer
 	Client         *http.Client // optional: its Transport carries upstream requests
+	// PDMinPromptBytes: under policy pd, a prompt (or rendered chat) shorter than this goes to
+	// a consumer alone, which computes it itself (a short prompt gains nothing from a transfer);
+	// 0: every generation is disaggregated.
+	PDMinPromptBytes int
 }
 
 // BackendStatus is a snapshot of one backend.
@@ -68,6 +72,7 @@ type BackendStatus struct {
 	Reason    string   `json:"ejected_by,omitempty"`   // probe, request, stall, latency, ttfb (when not healthy)
 	ProbeRTT  float64  `json:"probe_rtt_ms,omitempty"` // EWMA of the health probes' round trips
 	Models    []string `json:"models,omitempty"`       // what its GET /v1/models lists (none: it may serve any model)
+	KVRole    string   `json:"kv_role,omitempty"`      // its disaggregated prefill/decode role (pd.go)
 }
 
 // backend is one replica. The atomics are touched on the hot path; the rest under Router.mu.
@@ -91,6 +96,7 @@ type backend struct {
 	load        Load
 	models      []string // GET /v1/models ids, sorted; nil: lists none (a wildcard) (models.go)
 	modelsKnown bool     // models has been fetched at least once
+	kvRole      string   // kv_role on its /v1/models: producer, consumer, both ("": none) (pd.go)
 	lastError   string
 	inflightG   prometheus.Gauge
 	latencyObs  prometheus.Observer
@@ -108,6 +114,7 @@ type Router struct {
 	wantSess  bool
 	wantText  bool
 	m         *metrics
+	pd        *pdMetrics // policy pd (pd.go), else nil
 	gatherer  prometheus.Gatherer
 	idPrefix  string
 	idSeq     atomic.Uint64
@@ -194,6 +201,11 @@ func New(opts Options) (*Router, error) {
 		idPrefix: "rtr-" + hex.EncodeToString(id[:]) + "-", kick: make(chan struct{}, 1), epoch: time.Now(),
 		probe: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	r.wantSess, r.wantText = needs(pol)
+	if pol.Name() == PD {
+		if r.pd, err = newPDMetrics(reg); err != nil {
+			return nil, fmt.Errorf("router: registering metrics: %w", err)
+		}
+	}
 	return r, nil
 }
 
@@ -314,7 +326,7 @@ func (r *Router) Backends() []BackendStatus {
 		out[i] = BackendStatus{URL: b.url, Healthy: b.healthy, Inflight: int(b.inflight.Load()),
 			Running: b.load.Running, Waiting: b.load.Waiting, KVUsage: b.load.KVUsage,
 			Requests: b.requests.Load(), Failures: b.failures.Load(), LastError: b.lastError,
-			ProbeRTT: math.Round(b.rtt*1e6) / 1e3, Models: b.models}
+			ProbeRTT: math.Round(b.rtt*1e6) / 1e3, Models: b.models, KVRole: b.kvRole}
 		if !b.healthy && b.probed {
 			out[i].Reason = b.reason
 		}

@@ -221,6 +221,10 @@ func (s *Server) start(ctx context.Context, st *state, g *genRequest, id string)
 			if g.constraint != nil {
 				r.Constraint = g.constraint()
 			}
+			if s.opts.KVImport != nil && i == 0 { // the other choices find the rows in the prefix cache
+				r.ImportKV = s.opts.KVImport(ctx, prompt, g.cacheSalt, g.adapter)
+			}
+			r.HoldKV = s.opts.KVHold != nil && i == 0 && s.opts.KVHold(ctx)
 			ch, err := st.eng.Add(ctx, r)
 			if err != nil {
 				cancel()

@@ -8,6 +8,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +70,16 @@ type Options struct {
 	// /v1/load_lora_adapter and /v1/unload_lora_adapter change them (lora.go). The engine must
 	// be made with engine.Options.LoRA set to the same registry.
 	LoRA *lora.Registry
+	// KVRole is the replica's part in disaggregated prefill/decode (producer, consumer or
+	// both; "" = none), listed as kv_role on /v1/models for the router's pd policy.
+	KVRole string
+	// KVImport, when set, is asked for the KV rows of a prompt computed elsewhere before the
+	// prompt is added to the engine (engine.Request.ImportKV; nil rows: compute it here). It
+	// reads what it needs (the producer's address) from ctx, the request's context.
+	KVImport func(ctx context.Context, prompt []int, cacheSalt string, adapter uint32) [][]byte
+	// KVHold, when set, reports from a request's context whether its prompt's KV is to be kept
+	// for an export when it finishes (engine.Request.HoldKV: a producer's prefill request).
+	KVHold func(ctx context.Context) bool
 }
 
 // Server is the HTTP front of one model.
@@ -226,7 +237,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request, st *state)
 	list := api.ModelList{Object: "list"}
 	for _, n := range st.names {
 		list.Data = append(list.Data, api.Model{ID: n, Object: "model", Created: s.started,
-			OwnedBy: "llmcloud", Root: st.b.Name, MaxModelLen: st.maxModelLen})
+			OwnedBy: "llmcloud", Root: st.b.Name, MaxModelLen: st.maxModelLen, KVRole: s.opts.KVRole})
 	}
 	list.Data = append(list.Data, s.adapterModels(st)...)
 	writeJSON(w, http.StatusOK, list)

@@ -77,6 +77,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	invariant := fs.Bool("batch-invariant", false, "a request gives the same tokens alone or in any batch (no reduction depends on the batch; a lone decode is slower)")
 	lf := registerLoRAFlags(fs)
 	pf := registerParallelFlags(fs)
+	pd := registerPDFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -114,6 +115,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	sc.PrefixCaching = *prefix && !*noPrefix
 	sc.ChunkedPrefill = *chunked && !*noChunked
+	if err := pd.check(sc.PrefixCaching); err != nil {
+		return err
+	}
 	var served []string
 	for _, n := range names {
 		for _, p := range strings.Split(n, ",") {
@@ -159,6 +163,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
 		ReasoningParser: *reasoningParser, ProfilerDir: *profDir, LoRA: loraReg}
+	pd.serverOptions(&opts, *apiKey, log)
 	if set["seed"] && *seed >= 0 {
 		s := uint64(*seed)
 		opts.Seed = &s
@@ -169,7 +174,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err != nil {
 		return err
 	}
-	hs := server.NewHTTPServer(srv.Handler(), ho)
+	hs := server.NewHTTPServer(pd.handler(srv), ho)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(server.LimitListener(ln, ho)) }()
 	addr := ln.Addr().String()
@@ -236,6 +241,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err := pf.attach(b, eng, *invariant); err != nil { // before requests reach the engine
 		hs.Close()
 		eng.Shutdown(context.Background())
+		return err
+	}
+	if err := pd.attach(eng); err != nil {
+		eng.Shutdown(context.Background())
+		hs.Close()
 		return err
 	}
 	srv.Attach(b, eng)
