@@ -51,6 +51,10 @@ func (p *Pool) matmulZero(out, x []float32, w *tensor.Tensor, m, n, k int) error
 			}
 		}
 	}
+	if m == 1 && zeroFused(w) { // decode: the zeros inside the VNNI dot product (matmul_zero_fused.go)
+		matmulZeroFused(p, out, xs, w)
+		return nil
+	}
 	if err := p.MatMul(out, xs, w.Base(), m); err != nil {
 		return err
 	}
