@@ -22,6 +22,7 @@ type modelFlags struct {
 	threads   int
 	w8a8      w8a8Flags
 	kvDType   string
+	outType   string // --output-tensor-type
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -30,6 +31,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 	m.w8a8.register(fs)
 	registerKVDType(fs, &m.kvDType)
+	fs.StringVar(&m.outType, "output-tensor-type", "", "quantize the output matrix (lm_head) at load: q8_0 or q6_k (changes the logits; for checkpoints that keep it in fp16, e.g. AWQ/GPTQ; default: keep)")
 }
 
 // useDefault points m at the built-in default model (package defaultmodel) when no model was
@@ -75,6 +77,10 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 	}
 	b.Model.Pool = kernels.NewPool(m.threads)
 	if err := m.w8a8.apply(b); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := applyOutputType(b, m.outType, m.w8a8.log); err != nil {
 		b.Close()
 		return nil, err
 	}
