@@ -31,7 +31,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 	m.w8a8.register(fs)
 	registerKVDType(fs, &m.kvDType)
-	fs.StringVar(&m.outType, "output-tensor-type", "", "quantize the output matrix (lm_head) at load: q8_0 or q6_k (changes the logits; for checkpoints that keep it in fp16, e.g. AWQ/GPTQ; default: keep)")
+	fs.StringVar(&m.outType, "output-tensor-type", "", outputTypeHelp)
 }
 
 // useDefault points m at the built-in default model (package defaultmodel) when no model was

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -11,6 +12,14 @@ import (
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/tensor"
 )
+
+const outputTypeHelp = "quantize the output matrix (lm_head) at load: q8_0 or q6_k (changes the logits; for checkpoints that keep it in fp16, e.g. AWQ/GPTQ; default: keep)"
+
+// registerOutputType adds --output-tensor-type to a command that does not take the shared
+// model flags (bench latency).
+func registerOutputType(fs *flag.FlagSet) *string {
+	return fs.String("output-tensor-type", "", outputTypeHelp)
+}
 
 // applyOutputType converts b's output matrix to typ ("" leaves it), logging what it did on w.
 func applyOutputType(b *loader.Bundle, typ string, w io.Writer) error {
