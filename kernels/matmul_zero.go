@@ -8,7 +8,8 @@
 // sorted the columns). The first term is the Q4_0 (Q8_0) matmul on its fast kernels (decode and
 // prefill alike), the second k/Group vector updates (axpy) of each token's output with the
 // group-major [k/Group, n] corrections, 1/Group of the work and 4/Group bytes per weight
-// (0.25 bit for groups of 128).
+// (0.25 bit for groups of 128). One token on the VNNI kernels with zero codes (4 bits, groups
+// of 128k) skips both: the zero goes into the integer dot product (matmul_zero_fused.go).
 package kernels
 
 import (
@@ -50,6 +51,10 @@ func (p *Pool) matmulZero(out, x []float32, w *tensor.Tensor, m, n, k int) error
 				dst[j] = src[c]
 			}
 		}
+	}
+	if m == 1 && zeroFused(w) { // decode: the zeros inside the VNNI dot product (matmul_zero_fused.go)
+		matmulZeroFused(p, out, xs, w)
+		return nil
 	}
 	if err := p.MatMul(out, xs, w.Base(), m); err != nil {
 		return err

@@ -40,16 +40,58 @@ func randZero(rng *rand.Rand, dt tensor.DType, n, k, group int, perm bool) (*ten
 	return w, vals
 }
 
+// randZeroHF makes a Q4_0Z weight [n, k] as hfquant.Repack makes one from an AWQ / GPTQ
+// checkpoint: random codes, per row and group one fp16 scale s (every block of the group's d)
+// and an integer zero z in [0, 16] (GPTQ v1's z reaches 16), Corr = s·(8 − z), and the zero
+// codes of the fused decode kernel when the groups allow them; returns its float32 values.
+func randZeroHF(rng *rand.Rand, n, k, group int, perm bool) (*tensor.Tensor, []float32) {
+	w, _ := randZero(rng, tensor.Q4_0Z, n, k, group, perm)
+	nb := k / 32
+	for r := 0; r < n; r++ {
+		for g := 0; g < k/group; g++ {
+			s := tensor.F32ToF16(float32(rng.Float64()*0.01 + 1e-4))
+			if rng.IntN(50) == 0 {
+				s = 0 // an all-zero group
+			}
+			z := rng.IntN(17)
+			w.Zero.Corr[g*n+r] = tensor.F16ToF32(s) * float32(8-z)
+			for b := g * group / 32; b < (g+1)*group/32; b++ {
+				w.Data[(r*nb+b)*18], w.Data[(r*nb+b)*18+1] = byte(s), byte(s>>8)
+			}
+		}
+	}
+	w.Zero.Codes = w.ZeroCodes()
+	if (w.Zero.Codes != nil) != (group%128 == 0) {
+		panic("zero codes not recovered")
+	}
+	vals, err := w.DequantizeZero()
+	if err != nil {
+		panic(err)
+	}
+	return w, vals
+}
+
 // checkMatMulZero compares MatMul on Q4_0Z / Q8_0Z weights with the f32 matmul of their
 // dequantized values: the difference is the int8 quantization of the activations, bounded
 // here by 2% of Σ|w·x| per output.
 func checkMatMulZero(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 2))
-	for _, dt := range []tensor.DType{tensor.Q4_0Z, tensor.Q8_0Z} {
-		for _, sh := range []struct{ n, k, g int }{{64, 256, 128}, {40, 512, 64}, {33, 96, 32}, {16, 2048, 2048}} {
+	// Q4_0Z "hf": made as from a checkpoint (randZeroHF), with zero codes for groups of 128k:
+	// the fused decode kernel on VNNI for m = 1.
+	for _, dt := range []tensor.DType{tensor.Q4_0Z, tensor.Q8_0Z, 0} {
+		for _, sh := range []struct{ n, k, g int }{{64, 256, 128}, {40, 512, 64}, {33, 96, 32}, {16, 2048, 2048}, {21, 640, 128}, {70, 384, 384}} {
 			for _, perm := range []bool{false, true} {
 				for _, m := range []int{1, 3, 9} {
-					w, vals := randZero(rng, dt, sh.n, sh.k, sh.g, perm)
+					if sh.k%sh.g != 0 {
+						continue
+					}
+					var w *tensor.Tensor
+					var vals []float32
+					if dt == 0 {
+						w, vals = randZeroHF(rng, sh.n, sh.k, sh.g, perm)
+					} else {
+						w, vals = randZero(rng, dt, sh.n, sh.k, sh.g, perm)
+					}
 					x := make([]float32, m*sh.k)
 					for i := range x {
 						x[i] = float32(rng.NormFloat64())
@@ -67,8 +109,8 @@ func checkMatMulZero(t *testing.T) {
 								mag += math.Abs(p)
 							}
 							if d := math.Abs(float64(out[i*sh.n+r]) - want); d > 0.02*mag+1e-5 {
-								t.Fatalf("%s [%d %d] g%d perm=%v m=%d: out[%d][%d] = %g, want %g (|terms| %g)",
-									dt, sh.n, sh.k, sh.g, perm, m, i, r, out[i*sh.n+r], want, mag)
+								t.Fatalf("%s (codes %v) [%d %d] g%d perm=%v m=%d: out[%d][%d] = %g, want %g (|terms| %g)",
+									w.Type, w.Zero.Codes != nil, sh.n, sh.k, sh.g, perm, m, i, r, out[i*sh.n+r], want, mag)
 							}
 						}
 					}

@@ -47,6 +47,8 @@ type q8Acts struct {
 	c4 []int32   // [nb/4][16] lane corrections (-8·Σx of block b+i in lane 4i)
 	// The records of the VNNI Q4_0 16-row tiles (quant_vnni_i16.go), per token and block:
 	xi []byte // [m][nb][40]: the 32 values, int32 -8·Σx, float32 dx
+	// Token 0's records of the VNNI Q4_0Z decode kernel (matmul_zero_fused.go), per block quad:
+	zr []byte // [nb/4][256]: 128 values in quad order, 16 lane scales, 16 lane sums Σx
 }
 
 // Bits of q8Acts.ready.
@@ -55,14 +57,15 @@ const (
 	readyZ4             // xz, dz, cz for Q4_0 weights
 	readyQuad
 	readyPair
-	readyP   // xz, dp, cp for the AVX2 Q4_0 pair tiles
-	readyP8  // d8 for the AVX2 Q8_0 pair tiles
-	readyQ4  // sq for the AVX2 Q4_0 quad tiles
-	readyD2  // d2 alone (pairScales)
-	readyH8  // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
-	readyX4  // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
-	readyQ8X // xq, sx (lane scales only) for the AVX2 Q8_0 packed quad tiles
-	readyI16 // xi for the VNNI Q4_0 16-row tiles
+	readyP     // xz, dp, cp for the AVX2 Q4_0 pair tiles
+	readyP8    // d8 for the AVX2 Q8_0 pair tiles
+	readyQ4    // sq for the AVX2 Q4_0 quad tiles
+	readyD2    // d2 alone (pairScales)
+	readyH8    // xz, dp for the AVX2 Q8_0 half-interleaved pair tiles (no cp)
+	readyX4    // xq, sx for the AVX2 Q4_0 cross-interleaved quad tiles
+	readyQ8X   // xq, sx (lane scales only) for the AVX2 Q8_0 packed quad tiles
+	readyI16   // xi for the VNNI Q4_0 16-row tiles
+	readyQuadZ // zr for the VNNI Q4_0Z decode kernel
 )
 
 // pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.

@@ -22,6 +22,9 @@ type gemvSeg struct {
 	// shared one.
 	a8 *q8Acts
 	ak *q8KActs
+	// zc: the zero codes of a Q4_0Z weight run on its Q4_0 rows (dt Q4_0) by the VNNI kernel
+	// with the zeros folded in (matmul_zero_fused.go); nil for every other weight.
+	zc []int8
 }
 
 // acts returns the token layouts of s: its own, else the shared a8, ak.
@@ -37,6 +40,8 @@ func (s *gemvSeg) acts(a8 *q8Acts, ak *q8KActs) (*q8Acts, *q8KActs) {
 func (s *gemvSeg) prep(p *Pool, a8 *q8Acts, ak *q8KActs) {
 	nb := s.k / 32
 	switch {
+	case s.zc != nil:
+		a8.prepQuadZero()
 	case s.dt == tensor.Q8_0 && quantVNNI && nb%2 == 0:
 		a8.prepZ(p, false)
 	case s.dt == tensor.Q4_0 && quantVNNI && nb%4 == 0:
@@ -57,6 +62,12 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	}
 	w, k, out := s.w, s.k, s.out
 	nb := k / 32
+	if s.zc != nil {
+		ps := ptrsPool.Get().(*streamPtrs)
+		s.zeroRows(ps, a8, lo, hi)
+		ptrsPool.Put(ps)
+		return
+	}
 	if isK(s.dt) && useRowsK() { // AVX2: four rows folded (quant_krows.go)
 		rs, _ := s.dt.RowBytes(k)
 		ps := ptrsPool.Get().(*streamPtrs)

@@ -36,7 +36,13 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 			w8 = append(w8, i)
 			continue
 		}
-		if Reference || !quantAsmShared(w) {
+		fusedZero := m == 1 && gemvRows == 1 && zeroFused(w) && w.Zero.Perm == nil // a Q4_0Z decode row (matmul_zero_fused.go)
+		if fusedZero {
+			if err := w.CheckZero(); err != nil {
+				return fmt.Errorf("matmul: %w", err)
+			}
+		}
+		if !fusedZero && (Reference || !quantAsmShared(w)) {
 			if err := p.MatMul(outs[i], x, w, m); err != nil {
 				return err
 			}
@@ -54,7 +60,7 @@ func (p *Pool) MatMulShared(outs [][]float32, x []float32, ws []*tensor.Tensor, 
 			return fmt.Errorf("matmul: weight %s [%d %d]: x has %d values and out %d, want %d and %d for m=%d",
 				w.Name, n, k, len(x), len(outs[i]), m*k, m*n, m)
 		}
-		if w.Type == tensor.Q8_0 || w.Type == tensor.Q4_0 {
+		if w.Type == tensor.Q8_0 || w.Type == tensor.Q4_0 || fusedZero {
 			q8 = append(q8, i)
 		} else {
 			qk = append(qk, i)
@@ -117,6 +123,10 @@ func (p *Pool) gemvShared(outs [][]float32, x []float32, ws []*tensor.Tensor, q8
 		defer q8ActPool.Put(a8)
 		a8.quantize(p, x, corr)
 		for _, i := range q8 {
+			if ws[i].Type == tensor.Q4_0Z {
+				segs = append(segs, zeroSeg(outs[i], ws[i]))
+				continue
+			}
 			segs = append(segs, gemvSeg{out: outs[i], w: ws[i].Data, dt: ws[i].Type, n: ws[i].Shape[0], k: k})
 		}
 	}

@@ -59,7 +59,7 @@ func streamsEligible(segs []gemvSeg) bool {
 	for i := range segs {
 		nb := segs[i].k / 32
 		switch {
-		case segs[i].dt != segs[0].dt:
+		case segs[i].dt != segs[0].dt, (segs[i].zc == nil) != (segs[0].zc == nil):
 			return false
 		case segs[i].dt == tensor.Q8_0 && nb%2 == 0 && useRows4:
 		case segs[i].dt == tensor.Q4_0 && nb%4 == 0:
@@ -83,6 +83,7 @@ type quantStreams struct {
 type streamPtrs struct {
 	ws   [4]*byte
 	outs [4]*float32
+	zs   [4]*int8 // the streams' zero codes (Q4_0Z, matmul_zero_fused.go)
 }
 
 var quantStreamsPool = sync.Pool{New: func() any { return &quantStreams{} }}
@@ -108,8 +109,13 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 			s := &segs[si]
 			n = min(n, start+s.n-row)
 			ps.ws[j], ps.outs[j] = &s.w[(row-start)*rs], &s.out[row-start]
+			if s.zc != nil {
+				ps.zs[j] = &s.zc[(row-start)*(s.k/128)]
+			}
 		}
-		if !quantVNNI {
+		if segs[0].zc != nil {
+			q4Rows4PZ(&ps.ws[0], &ps.zs[0], n, &a8.zr[0], segs[0].k/128, &ps.outs[0], 4)
+		} else if !quantVNNI {
 			groupsAVX2(segs, a8, q.ak, ps, rs, n)
 		} else if segs[0].dt == tensor.Q4_0 {
 			q4Rows4P(&ps.ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &ps.outs[0], 4)

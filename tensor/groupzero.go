@@ -18,6 +18,11 @@ type GroupZero struct {
 	Group int       // stored columns per group: a multiple of 32 that divides k
 	Corr  []float32 // [k/Group, n], row-major: the n rows' corrections of group 0, then group 1, ...
 	Perm  []int32   // nil, or the k input columns: stored column j is input column Perm[j]
+	// Codes is nil, or (Q4_0Z with Group a multiple of 128, ZeroCodes) the zero points in the
+	// form the VNNI decode kernel folds into its integer dot product: [n, k/128], row-major,
+	// Codes[r*(k/128)+u] = −z for row r's 128-column unit u, where the unit's weights are
+	// d·(q − z) (d the blocks' scale, q their 4-bit codes). One byte per 128 weights.
+	Codes []int8
 }
 
 // ZeroBase is the plain block type of a zero-corrected type (Q4_0 for Q4_0Z, Q8_0 for
@@ -61,6 +66,8 @@ func (t *Tensor) CheckZero() error {
 		return fmt.Errorf("tensor %s: %s has %d corrections, want %d (%d rows x %d groups)", t.Name, t.Type, len(z.Corr), n*(k/z.Group), n, k/z.Group)
 	case z.Perm != nil && len(z.Perm) != k:
 		return fmt.Errorf("tensor %s: %s column order has %d entries, want %d", t.Name, t.Type, len(z.Perm), k)
+	case z.Codes != nil && (t.Type != Q4_0Z || k%128 != 0 || len(z.Codes) != n*(k/128)):
+		return fmt.Errorf("tensor %s: %s has %d zero codes, want %d (%d rows x %d units of 128, Q4_0Z only)", t.Name, t.Type, len(z.Codes), n*(k/128), n, k/128)
 	}
 	return nil
 }
@@ -102,5 +109,13 @@ func (z *GroupZero) PermuteRows(k int, order []int) *GroupZero {
 			c[g*n+dst] = z.Corr[g*n+src]
 		}
 	}
-	return &GroupZero{Group: z.Group, Corr: c, Perm: z.Perm}
+	var codes []int8
+	if z.Codes != nil {
+		nu := len(z.Codes) / n
+		codes = make([]int8, len(z.Codes))
+		for dst, src := range order {
+			copy(codes[dst*nu:(dst+1)*nu], z.Codes[src*nu:(src+1)*nu])
+		}
+	}
+	return &GroupZero{Group: z.Group, Corr: c, Perm: z.Perm, Codes: codes}
 }

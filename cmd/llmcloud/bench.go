@@ -55,6 +55,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	noBW := fs.Bool("no-bandwidth", false, "skip the memory bandwidth measurement")
 	var w8 w8a8Flags
 	w8.register(fs)
+	outType := registerOutputType(fs)
 	kvDType := fs.String("kv-cache-dtype", "auto", kvDTypeHelp+"; a comma-separated list runs the tests once per type in this process")
 	var sp specFlags
 	sp.register(fs, true)
@@ -88,6 +89,9 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	m := b.Model
 	m.Pool = kernels.NewPool(*threads)
 	if err := w8.apply(b); err != nil {
+		return err
+	}
+	if err := applyOutputType(b, *outType, w8.log); err != nil {
 		return err
 	}
 	kvTypes := strings.Split(*kvDType, ",")

@@ -24,6 +24,7 @@ type modelFlags struct {
 	w8a8      w8a8Flags
 	kvDType   string
 	part      model.Part // the part of a distributed group's model this rank serves (serve_parallel.go)
+	outType   string     // --output-tensor-type
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -32,6 +33,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 	m.w8a8.register(fs)
 	registerKVDType(fs, &m.kvDType)
+	fs.StringVar(&m.outType, "output-tensor-type", "", outputTypeHelp)
 }
 
 // useDefault points m at the built-in default model (package defaultmodel) when no model was
@@ -77,6 +79,10 @@ func (m *modelFlags) open() (*loader.Bundle, error) {
 	}
 	b.Model.Pool = kernels.NewPool(m.threads)
 	if err := m.w8a8.apply(b); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := applyOutputType(b, m.outType, m.w8a8.log); err != nil {
 		b.Close()
 		return nil, err
 	}

@@ -180,6 +180,9 @@ func (l *Linear) weight(name string, alloc func(int) []byte) (*tensor.Tensor, er
 			}
 		}
 	}
+	// 4-bit with groups of 128k columns: the zero points as the VNNI decode kernel folds them
+	// into its integer dot product (nil otherwise; the corrections above serve every path).
+	t.Zero.Codes = t.ZeroCodes()
 	return t, nil
 }
 

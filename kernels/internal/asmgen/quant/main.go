@@ -139,6 +139,7 @@ func main() {
 	genRows4Z(1)
 	genRows4P(false)
 	genRows4P(true)
+	genRows4PZ()
 	genRows4A(false)
 	genRows4A(true)
 	for t := 1; t <= 8; t++ {
