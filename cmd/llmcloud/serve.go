@@ -153,6 +153,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err := pf.check(&mf, lf, sp.on); err != nil {
 		return err
 	}
+	if pf.on() && pd.role != "" { // a rank's KV holds only its heads and layers
+		return usagef("--kv-role with --tensor-parallel-size/--pipeline-parallel-size is not supported yet")
+	}
+	if pf.on() && mf.outType != "" {
+		return usagef("--output-tensor-type with --tensor-parallel-size/--pipeline-parallel-size is not supported yet")
+	}
 	if pf.on() {
 		defer pf.close()
 		if worker, err := pf.start(ctx, args, &mf, log, stderr); worker || err != nil {

@@ -155,6 +155,8 @@ func TestServeTensorParallelBadSize(t *testing.T) {
 		{[]string{"-tp", "2", "--world-size", "3", "--distributed-init", "127.0.0.1:1"}, "--world-size 3 is not --tensor-parallel-size 2"},
 		{[]string{"-pp", "3"}, "pipeline-parallel size 3 does not divide the layers (2)"},
 		{[]string{"-tp", "2", "-pp", "2", "--rank", "4", "--distributed-init", "127.0.0.1:1"}, "--rank 4 is outside the group of 4"},
+		{[]string{"-tp", "2", "--kv-role", "producer"}, "--kv-role with --tensor-parallel-size"},
+		{[]string{"-pp", "2", "--output-tensor-type", "q8_0"}, "--output-tensor-type with --tensor-parallel-size"},
 	} {
 		var logs strings.Builder
 		err := serve(t.Context(), append([]string{path, "--port", "0"}, c.args...), &logs, nil)
