@@ -233,7 +233,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		hs.Close()
 		return err
 	}
-	if err := pf.attach(b, eng, *invariant); err != nil { // before requests reach the engine
+	if err := pf.attach(srv, b, eng, *invariant); err != nil { // before requests reach the engine
 		hs.Close()
 		eng.Shutdown(context.Background())
 		return err
