@@ -34,6 +34,7 @@ import (
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/server"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // parallelFlags are serve's distributed flags (vLLM's names where vLLM has them).
@@ -51,6 +52,8 @@ type parallelFlags struct {
 	wg     sync.WaitGroup
 	log    *slog.Logger
 	fs     *flag.FlagSet
+	// reg is rank 0's /metrics registry: the collectives' metrics go there (nil: nowhere).
+	reg *prometheus.Registry
 }
 
 type rankExit struct {
@@ -176,7 +179,11 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	}
 	jc := make(chan joined, 1)
 	go func() {
-		r, err := dist.Join(env, dist.Layout{TP: p.tp, PP: p.pp}, p.timeout, log)
+		reg := p.reg
+		if reg == nil {
+			reg = prometheus.NewRegistry()
+		}
+		r, err := dist.JoinWith(env, dist.Layout{TP: p.tp, PP: p.pp}, p.timeout, log, reg)
 		jc <- joined{r, err}
 	}()
 	select {

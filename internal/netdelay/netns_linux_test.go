@@ -9,12 +9,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // netnsTest decides whether the network-namespace tests run: they need root and ip
@@ -38,70 +34,26 @@ func netnsTest(t *testing.T) (strict bool) {
 	return require || os.Getenv("CI") == "true"
 }
 
-// link is two namespaces joined through a third, m, holding one end of each veth pair:
-// a (10.78.0.1) and b (10.78.0.2).
-type link struct{ a, m, b string }
-
-func newLink(t *testing.T, strict bool) link {
+// newLink makes a Link for t, deleted at its end; a namespace that cannot be made skips t
+// unless strict.
+func newLink(t *testing.T, strict bool) *Link {
 	t.Helper()
-	id := fmt.Sprintf("%d", os.Getpid()%100000)
-	l := link{a: "ndA" + id, m: "ndM" + id, b: "ndB" + id}
-	ipc := func(args ...string) error {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	l, err := NewLink(fmt.Sprintf("nd%d", os.Getpid()%100000))
+	if err != nil {
+		if !strict {
+			t.Skipf("cannot make network namespaces here: %v", err)
 		}
-		return nil
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, n := range []string{l.a, l.m, l.b} {
-			_ = ipc("netns", "del", n)
-		}
-	})
-	steps := [][]string{{"netns", "add", l.a}, {"netns", "add", l.m}, {"netns", "add", l.b},
-		{"link", "add", "a0", "netns", l.a, "type", "veth", "peer", "name", "a1", "netns", l.m},
-		{"link", "add", "b0", "netns", l.b, "type", "veth", "peer", "name", "b1", "netns", l.m},
-		{"-n", l.a, "addr", "add", "10.78.0.1/24", "dev", "a0"}, {"-n", l.b, "addr", "add", "10.78.0.2/24", "dev", "b0"},
-		{"-n", l.a, "link", "set", "a0", "up"}, {"-n", l.b, "link", "set", "b0", "up"},
-		{"-n", l.m, "link", "set", "a1", "up"}, {"-n", l.m, "link", "set", "b1", "up"}}
-	for i, s := range steps {
-		if err := ipc(s...); err != nil {
-			if i == 0 && !strict {
-				t.Skipf("cannot make a network namespace here: %v", err)
-			}
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(l.Close)
 	return l
 }
 
-// inNetns runs fn on a thread moved into the namespace name; the thread is discarded after
-// (its goroutine exits locked), so no other goroutine runs in that namespace. Sockets fn makes
-// stay in it.
-func inNetns(name string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/run/netns/" + name)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", name, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-// startBridge runs a bridge with delay between l's two veth pairs, in l.m.
-func startBridge(t *testing.T, l link, delay time.Duration) *Bridge {
+// startBridge runs a bridge with delay on l.
+func startBridge(t *testing.T, l *Link, delay time.Duration) *Bridge {
 	t.Helper()
-	var br *Bridge
-	if err := inNetns(l.m, func() (err error) { br, err = Open("a1", "b1", delay); return err }); err != nil {
+	br, err := l.Bridge(delay)
+	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -122,7 +74,7 @@ func TestBridgeDelay(t *testing.T) {
 	strict := netnsTest(t)
 	l := newLink(t, strict)
 	var ln net.Listener
-	if err := inNetns(l.b, func() (err error) { ln, err = net.Listen("tcp", "10.78.0.2:0"); return err }); err != nil {
+	if err := InNetns(l.B, func() (err error) { ln, err = net.Listen("tcp", "10.78.0.2:0"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
@@ -133,7 +85,7 @@ func TestBridgeDelay(t *testing.T) {
 	for _, delay := range []time.Duration{0, d} {
 		br := startBridge(t, l, delay)
 		var rtt time.Duration
-		if err := inNetns(l.a, func() (err error) { rtt, err = RoundTrip(addr, 2048, 50); return err }); err != nil {
+		if err := InNetns(l.A, func() (err error) { rtt, err = RoundTrip(addr, 2048, 50); return err }); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("bridge delay %v: round trip of 2 KiB %v", delay, rtt)
@@ -144,7 +96,7 @@ func TestBridgeDelay(t *testing.T) {
 			t.Errorf("bridge without delay: round trip %v, want less than %v", rtt, d)
 		}
 		if delay == 0 {
-			if err := inNetns(l.a, func() error { return echoRandom(addr, 1<<20, 8) }); err != nil {
+			if err := InNetns(l.A, func() error { return echoRandom(addr, 1<<20, 8) }); err != nil {
 				t.Error(err)
 			}
 		}
