@@ -26,7 +26,6 @@ import (
 	"github.com/llmcloud/llmcloud/reasoning"
 	"github.com/llmcloud/llmcloud/server"
 	"github.com/llmcloud/llmcloud/toolcall"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func init() {
@@ -150,9 +149,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	if err := pf.check(&mf, lf, sp.on); err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
 	if pf.on() {
-		pf.reg = reg // the collectives' metrics in /metrics
 		defer pf.close()
 		if worker, err := pf.start(ctx, args, &mf, log, stderr); worker || err != nil {
 			return err
@@ -161,11 +158,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
-		ReasoningParser: *reasoningParser, ProfilerDir: *profDir, LoRA: loraReg, Registry: reg}
+		ReasoningParser: *reasoningParser, ProfilerDir: *profDir, LoRA: loraReg}
 	if set["seed"] && *seed >= 0 {
 		s := uint64(*seed)
 		opts.Seed = &s
 	}
+	opts.Registry = pf.reg // a distributed group's collectives are on it (serve_parallel.go)
 	srv := server.New(opts)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))

@@ -52,7 +52,8 @@ type parallelFlags struct {
 	wg     sync.WaitGroup
 	log    *slog.Logger
 	fs     *flag.FlagSet
-	// reg is rank 0's /metrics registry: the collectives' metrics go there (nil: nowhere).
+	// reg is the server's /metrics registry (serve sets server.Options.Registry to it): a
+	// group's collectives register their metrics on it when it joins.
 	reg *prometheus.Registry
 }
 
@@ -62,7 +63,7 @@ type rankExit struct {
 }
 
 func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
-	p := &parallelFlags{fs: fs}
+	p := &parallelFlags{fs: fs, reg: prometheus.NewRegistry()}
 	for _, n := range []string{"tensor-parallel-size", "tp"} {
 		fs.IntVar(&p.tp, n, 1, "tensor-parallel ranks: the model's heads, feed-forward and vocabulary split over this many processes (started on this host unless --distributed-init)")
 	}
