@@ -88,8 +88,10 @@ func (p *proc) rendezvous() error {
 			return fmt.Errorf("comm: rank 0 store: %w", err)
 		}
 		p.server = newStoreServer(ln, p.log)
-		// The port actually bound (MASTER_PORT may be 0 for a one-rank job).
-		masterAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		// The port actually bound (MASTER_PORT may be 0 for a one-rank job), reached over
+		// MASTER_ADDR when that is one of this host's addresses, so that the address rank 0
+		// advertises below is one the other hosts reach, else over loopback.
+		masterAddr = net.JoinHostPort(selfHost(p.env.MasterAddr), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	sc, err := dialStore(masterAddr, st)
 	if err != nil {
@@ -260,4 +262,28 @@ func (p *proc) shutdown() {
 		delete(p.pending, k)
 	}
 	p.mu.Unlock()
+}
+
+// selfHost is host when it names an address of one of this host's interfaces (rank 0 then
+// dials its own store there and advertises it), else "127.0.0.1".
+func selfHost(host string) string {
+	ips, err := net.LookupIP(host)
+	if err != nil {
+		return "127.0.0.1"
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "127.0.0.1"
+	}
+	for _, ip := range ips {
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return ip.String()
+			}
+		}
+	}
+	return "127.0.0.1"
 }

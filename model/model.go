@@ -43,7 +43,8 @@ type Model struct {
 	sws    map[string]*tensor.Tensor // the weights it binds
 	tp     exec.Collective           // the tensor-parallel group of a NewTP model (tp.go), else nil
 	part   Part                      // the part of a distributed group's model (pipeline.go)
-	mapped bool                      // Weights alias a file mapping (LoadGGUFTP)
+	image  []byte                    // the file mapping Weights alias (LoadGGUFPart), else nil
+	arena  *weightArena              // a serving rank's copies of its weights (tp_arena.go)
 	// expertPacks are the expert slices registered for Q8_0/Q4_0 packs (experts_pack.go)
 	expertPacks []*tensor.Tensor
 }
@@ -51,12 +52,12 @@ type Model struct {
 // New validates ws against cfg (every required tensor present with the right shape, nothing
 // unexpected) and returns the model. Errors name the offending tensor.
 func New(cfg Config, ws map[string]*tensor.Tensor) (*Model, error) {
-	return newModel(cfg, ws, Part{}, false)
+	return newModel(cfg, ws, Part{}, nil)
 }
 
 // newModel is New, as one rank's part of a distributed group's model (pipeline.go, tp.go);
-// mapped says ws alias a file mapping (mmap.Map), whose pages a rank may release.
-func newModel(cfg Config, ws map[string]*tensor.Tensor, part Part, mapped bool) (*Model, error) {
+// image, when not nil, is the file mapping (mmap.Map) ws alias, whose pages a rank may release.
+func newModel(cfg Config, ws map[string]*tensor.Tensor, part Part, image []byte) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func newModel(cfg Config, ws map[string]*tensor.Tensor, part Part, mapped bool) 
 		return nil, fmt.Errorf("model: unexpected tensor %s for config (arch %s, tied=%v, qkv bias=%v, qk norm=%v)%s",
 			extra[0], cfg.Arch, cfg.Tied, cfg.QKVBias, cfg.QKNorm, expertNote(&cfg, extra[0]))
 	}
-	m := &Model{Config: cfg, Weights: ws, tp: part.TP, part: part, mapped: mapped}
+	m := &Model{Config: cfg, Weights: ws, tp: part.TP, part: part, image: image}
 	var err error
 	var factors []float32
 	if t, ok := ws[RopeFreqsName]; ok {
@@ -129,6 +130,10 @@ func (m *Model) Close() error {
 		kernels.DropPackQ8(t)
 	}
 	m.expertPacks = nil
+	if m.arena != nil {
+		_ = m.arena.free()
+		m.arena = nil
+	}
 	if m.closer == nil {
 		return nil
 	}

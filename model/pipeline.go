@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -56,9 +57,16 @@ func LoadGGUFPart(f *gguf.File, p Part) (*Model, error) {
 	for i := range f.Tensors {
 		ws[f.Tensors[i].Name] = &f.Tensors[i]
 	}
-	m, err := newModel(cfg, ws, p, true)
+	var image []byte
+	if f.Mapped() {
+		image = f.Image()
+	}
+	m, err := newModel(cfg, ws, p, image)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	if m.arena != nil { // the part's weights are copies: none of the file needs to stay resident
+		mmap.Release(image)
 	}
 	return m, nil
 }

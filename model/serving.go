@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/internal/sysmem"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -39,12 +40,26 @@ func (m *Model) prepareServing() error {
 		return fmt.Errorf("model: %w", err)
 	}
 	ws := make(map[string]*tensor.Tensor, len(m.Weights)+1)
+	if m.image != nil && (m.tp != nil || m.part.Stages > 1) { // a rank's part: copied (tp_arena.go)
+		names := make([]string, 0, len(g.Weights))
+		for _, v := range g.Weights {
+			names = append(names, v.Name)
+		}
+		if m.arena, err = newWeightArena(arenaSize(m.Weights, names, m.TPSize())); err != nil {
+			return err
+		}
+	}
 	for _, v := range g.Weights {
 		t := m.Weights[v.Name]
 		if m.tp != nil {
-			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.mapped, false); err != nil {
+			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.arena, false); err != nil {
 				return err
 			}
+		} else {
+			t = m.arena.copyOf(t)
+		}
+		if m.arena != nil && t != nil && m.Weights[v.Name] != nil {
+			mmap.Release(m.Weights[v.Name].Data) // its pages (the whole matrix for a column block)
 		}
 		if t != nil && len(t.Shape) == 1 && t.Type != tensor.F32 {
 			f, err := t.Float32()

@@ -10,7 +10,6 @@ import (
 	"github.com/llmcloud/llmcloud/format/gguf"
 	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
-	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -54,13 +53,13 @@ func NewTP(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Model
 	if err := CheckTP(&cfg, tp.Size()); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	return newModel(cfg, ws, Part{TP: tp}, false)
+	return newModel(cfg, ws, Part{TP: tp}, nil)
 }
 
-// LoadGGUFTP is LoadGGUF for one rank of the tensor-parallel group tp (NewTP): the model's
-// tensors alias f's mapping, and only this rank's blocks of them are read; the pages of the
-// matrices whose column blocks were copied are released from the process (mmap.Release), so
-// the rank's resident weights are its shard.
+// LoadGGUFTP is LoadGGUF for one rank of the tensor-parallel group tp (NewTP): this rank's
+// blocks of f's tensors are copied into an anonymous mapping and, when f is a mapping (Open),
+// the file's pages are released from the process (mmap.Release), so the rank's resident
+// weights are its shard (tp_arena.go).
 func LoadGGUFTP(f *gguf.File, tp exec.Collective) (*Model, error) {
 	return LoadGGUFPart(f, Part{TP: tp})
 }
@@ -107,15 +106,16 @@ func (m *Model) WeightBytes() int64 {
 // rank loads it): a split dimension size does not divide, or a column block that is not whole
 // quantization blocks.
 func CheckTPTensor(t *tensor.Tensor, size int) error {
-	_, err := tpShard(t, 0, size, false, true)
+	_, err := tpShard(t, 0, size, nil, true)
 	return err
 }
 
 // tpShard is this rank's block of the weight t (graph.TPSplitDim), t itself when replicated.
-// With release, t's pages are released after its column block was copied (t is mapped).
-func tpShard(t *tensor.Tensor, rank, size int, release, checkOnly bool) (*tensor.Tensor, error) {
+// A column block is copied (into a when not nil); with an arena, a row block or a replicated
+// weight is copied into it too, else it is a view of t.
+func tpShard(t *tensor.Tensor, rank, size int, a *weightArena, checkOnly bool) (*tensor.Tensor, error) {
 	if t == nil || size == 1 || graph.TPSplitDim(t.Name) < 0 {
-		return t, nil
+		return a.copyOf(t), nil
 	}
 	d := graph.TPSplitDim(t.Name)
 	if t.Zero != nil || len(t.Shape) == 0 || len(t.Shape) > 2 {
@@ -134,7 +134,7 @@ func tpShard(t *tensor.Tensor, rank, size int, release, checkOnly bool) (*tensor
 			return nil, fmt.Errorf("model: %s: %w", t.Name, err)
 		}
 		s.Data = t.Data[rank*b : (rank+1)*b]
-		return &s, s.Check()
+		return a.copyOf(&s), s.Check()
 	}
 	R, C := t.Shape[0], t.Shape[1]
 	rb, err := t.Type.RowBytes(C)
@@ -145,7 +145,7 @@ func tpShard(t *tensor.Tensor, rank, size int, release, checkOnly bool) (*tensor
 		k := R / size
 		s.Shape[0] = k
 		s.Data = t.Data[rank*k*rb : (rank+1)*k*rb]
-		return &s, s.Check()
+		return a.copyOf(&s), s.Check()
 	}
 	k := C / size // columns: this rank's part of every row, copied
 	kb, err := t.Type.RowBytes(k)
@@ -156,12 +156,13 @@ func tpShard(t *tensor.Tensor, rank, size int, release, checkOnly bool) (*tensor
 		return t, nil
 	}
 	s.Shape[1] = k
-	s.Data = make([]byte, R*kb)
+	if a != nil {
+		s.Data = a.alloc(R * kb)
+	} else {
+		s.Data = make([]byte, R*kb)
+	}
 	for r := range R {
 		copy(s.Data[r*kb:(r+1)*kb], t.Data[r*rb+rank*kb:r*rb+(rank+1)*kb])
-	}
-	if release {
-		mmap.Release(t.Data)
 	}
 	return &s, s.Check()
 }

@@ -174,6 +174,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		s := uint64(*seed)
 		opts.Seed = &s
 	}
+	opts.Registry = pf.reg // a distributed group's collectives are on it (serve_parallel.go)
 	srv := server.New(opts)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
@@ -244,7 +245,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		hs.Close()
 		return err
 	}
-	if err := pf.attach(b, eng, *invariant); err != nil { // before requests reach the engine
+	if err := pf.attach(srv, b, eng, *invariant); err != nil { // before requests reach the engine
 		hs.Close()
 		eng.Shutdown(context.Background())
 		return err

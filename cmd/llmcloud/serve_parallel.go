@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +34,7 @@ import (
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/server"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // parallelFlags are serve's distributed flags (vLLM's names where vLLM has them).
@@ -52,6 +52,9 @@ type parallelFlags struct {
 	wg     sync.WaitGroup
 	log    *slog.Logger
 	fs     *flag.FlagSet
+	// reg is the server's /metrics registry (serve sets server.Options.Registry to it): a
+	// group's collectives register their metrics on it when it joins.
+	reg *prometheus.Registry
 }
 
 type rankExit struct {
@@ -60,7 +63,7 @@ type rankExit struct {
 }
 
 func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
-	p := &parallelFlags{fs: fs}
+	p := &parallelFlags{fs: fs, reg: prometheus.NewRegistry()}
 	for _, n := range []string{"tensor-parallel-size", "tp"} {
 		fs.IntVar(&p.tp, n, 1, "tensor-parallel ranks: the model's heads, feed-forward and vocabulary split over this many processes (started on this host unless --distributed-init)")
 	}
@@ -177,7 +180,11 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	}
 	jc := make(chan joined, 1)
 	go func() {
-		r, err := dist.Join(env, dist.Layout{TP: p.tp, PP: p.pp}, p.timeout, log)
+		reg := p.reg
+		if reg == nil {
+			reg = prometheus.NewRegistry()
+		}
+		r, err := dist.JoinWith(env, dist.Layout{TP: p.tp, PP: p.pp}, p.timeout, log, reg)
 		jc <- joined{r, err}
 	}()
 	select {
@@ -205,41 +212,19 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	return true, dist.Work(p.ranks, b.Model, log)
 }
 
-// logShard reports the weight bytes this rank holds against the whole model's.
+// logShard reports the weight bytes this rank binds against the whole model's, and those
+// resident in it, measured from the process (/proc/self/smaps: the model file's mapping and
+// the rank's copies of its blocks; -1 where unknown).
 func (p *parallelFlags) logShard(b *loader.Bundle) {
 	var whole int64
 	for _, t := range b.Model.Weights {
 		whole += int64(len(t.Data))
 	}
-	file, anon := residentBytes()
+	w := dist.MeasureWeights(p.ranks.World.Rank(), b.Model)
 	lo, hi := b.Model.Layers()
 	p.log.Info("model part loaded", "rank", p.ranks.World.Rank(), "of", p.ranks.World.Size(),
-		"weight_bytes", b.Model.WeightBytes(), "model_weight_bytes", whole, "tp", p.tp, "layers", fmt.Sprintf("%d-%d", lo, hi-1),
-		"rss_file_bytes", file, "rss_anon_bytes", anon)
-}
-
-// residentBytes are the process's resident file-backed pages (the model file's mapped pages
-// that were read) and anonymous ones (copies, KV cache, heap), from /proc/self/status; 0 when
-// unknown.
-func residentBytes() (file, anon int64) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) != 3 || f[2] != "kB" {
-			continue
-		}
-		n, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "RssFile:":
-			file = n << 10
-		case "RssAnon:":
-			anon = n << 10
-		}
-	}
-	return file, anon
+		"weight_bytes", w.Bound, "model_weight_bytes", whole, "tp", p.tp, "layers", fmt.Sprintf("%d-%d", lo, hi-1),
+		"weight_resident_bytes", w.Resident(), "resident_file_bytes", w.File, "resident_copy_bytes", w.Copies)
 }
 
 // launch starts ranks 1..worldSize-1 of a local group as children of this process, their
@@ -289,7 +274,7 @@ func (p *parallelFlags) launch(args []string, env comm.Env, stderr io.Writer) er
 
 // attach makes rank 0's engine drive the group: the other ranks get the KV pool's shape and
 // then every step.
-func (p *parallelFlags) attach(b *loader.Bundle, eng *engine.Engine, invariant bool) error {
+func (p *parallelFlags) attach(srv *server.Server, b *loader.Bundle, eng *engine.Engine, invariant bool) error {
 	if p.ranks == nil {
 		return nil
 	}
@@ -301,7 +286,7 @@ func (p *parallelFlags) attach(b *loader.Bundle, eng *engine.Engine, invariant b
 		return err
 	}
 	p.leader.Store(l)
-	return nil
+	return srv.Registry().Register(&rankWeightsCollector{m: b.Model, ranks: l.Weights()})
 }
 
 // failed is closed when the group fails (nil, never ready, without one).

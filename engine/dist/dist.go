@@ -58,6 +58,12 @@ func (r *Ranks) Part() model.Part {
 // env.MasterAddr:MasterPort) with every collective bounded by timeout; env.WorldSize must be
 // l.TP·l.PP.
 func Join(env comm.Env, l Layout, timeout time.Duration, log *slog.Logger) (*Ranks, error) {
+	return JoinWith(env, l, timeout, log, prometheus.NewRegistry())
+}
+
+// JoinWith is Join with the collectives' metrics (comm: llmcloud_ccl_collectives_total and
+// llmcloud_ccl_collective_seconds, by op) registered on reg.
+func JoinWith(env comm.Env, l Layout, timeout time.Duration, log *slog.Logger, reg prometheus.Registerer) (*Ranks, error) {
 	if l.TP < 1 || l.PP < 1 || l.TP*l.PP != env.WorldSize {
 		return nil, fmt.Errorf("dist: %d ranks are not %d tensor-parallel x %d pipeline stages", env.WorldSize, l.TP, l.PP)
 	}
@@ -65,7 +71,7 @@ func Join(env comm.Env, l Layout, timeout time.Duration, log *slog.Logger) (*Ran
 	if timeout > 0 {
 		opts.Timeout = timeout
 	}
-	w, err := comm.Init(env, opts, log, prometheus.NewRegistry())
+	w, err := comm.Init(env, opts, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("rank %d of %d: %w", env.Rank, env.WorldSize, err)
 	}

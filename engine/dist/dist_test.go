@@ -160,6 +160,15 @@ func runGroup(t *testing.T, path string, lay Layout, idle time.Duration) ([][]fl
 				if err != nil {
 					return err
 				}
+				// Every rank's weights are its copies, measured resident, and none of the file.
+				if ws := l.Weights(); len(ws) != size {
+					t.Errorf("%+v: %d ranks reported their weights, want %d", lay, len(ws), size)
+				}
+				for _, w := range l.Weights() {
+					if f := float64(w.Copies) / float64(w.Bound); w.Bound <= 0 || f < 0.95 || f > 1.05 || w.File < 0 || w.File > 16<<10 {
+						t.Errorf("%+v rank %d: binds %d weight bytes, %d resident as copies, %d of the file", lay, w.Rank, w.Bound, w.Copies, w.File)
+					}
+				}
 				var b model.Batch
 				for _, seqs := range batches() {
 					lg, err := m.ForwardBatch(&b, kv, seqs)

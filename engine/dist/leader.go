@@ -25,6 +25,8 @@ type Leader struct {
 	err    error
 	stop   chan struct{}
 	done   chan struct{}
+
+	weights []RankWeights // what each rank measured of its weights at setup
 }
 
 // NewLeader sends setup to the other ranks, makes m (rank 0's shard, the engine's model)
@@ -38,6 +40,10 @@ func NewLeader(r *Ranks, m *model.Model, setup Setup, log *slog.Logger) (*Leader
 	setup.Shape = shapeOf(m)
 	if err := l.s.send(msgHello, setup.encode()); err != nil {
 		return nil, fmt.Errorf("dist: setup: %w", err)
+	}
+	var err error
+	if l.weights, err = gatherWeights(r.ctrl, m); err != nil {
+		return nil, err
 	}
 	m.OnForward = l.forward
 	if r.Layout.PP > 1 {
@@ -100,6 +106,9 @@ func logitRows(seqs []model.BatchSeq) int {
 	}
 	return n
 }
+
+// Weights are every rank's weight bytes as the ranks measured them at setup (index: rank).
+func (l *Leader) Weights() []RankWeights { return l.weights }
 
 // Fail records err (a failed forward's collective, say) as the group's failure.
 func (l *Leader) Fail(err error) { l.fail(err) }

@@ -57,6 +57,9 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", me, err)
 	}
+	if _, err := gatherWeights(r.ctrl, m); err != nil {
+		return fmt.Errorf("rank %d: %w", me, err)
+	}
 	log.Info("tensor-parallel rank ready", "rank", me, "kv_blocks", setup.NumBlocks, "block_size", setup.BlockSize,
 		"kv_bytes", kv.Bytes())
 	var b model.Batch
@@ -74,7 +77,9 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 		}
 		switch kind {
 		case msgStop:
-			log.Info("tensor-parallel rank stopping", "rank", me, "steps", steps, "forward", busy)
+			w := MeasureWeights(me, m)
+			log.Info("tensor-parallel rank stopping", "rank", me, "steps", steps, "forward", busy,
+				"weight_resident_bytes", w.Resident(), "weight_bytes", w.Bound)
 			return nil
 		case msgPing:
 			if err := r.ctrl.Barrier(); err != nil {

@@ -40,6 +40,10 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
+// Mapped reports whether f's image is a mapping of the file (Open), whose pages a reader may
+// release (mmap.Release), rather than bytes in memory (Parse).
+func (f *File) Mapped() bool { return f.closer != nil }
+
 // Close releases the mapping. Tensor Data must not be used afterwards.
 func (f *File) Close() error {
 	if f.closer == nil {

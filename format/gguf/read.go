@@ -33,7 +33,11 @@ type File struct {
 	kvIndex map[string]int
 	tIndex  map[string]int
 	closer  func() error
+	image   []byte // what Parse parsed (Open: the mapping)
 }
+
+// Image is the whole file as parsed, the bytes tensor Data alias (from Open: the mapping).
+func (f *File) Image() []byte { return f.image }
 
 // decoder reads little-endian fields from buf, remembering the first error.
 type decoder struct {
@@ -112,7 +116,7 @@ func Parse(data []byte, name string) (*File, error) {
 	if m != magic {
 		return nil, d.errf("bad magic %q (want \"GGUF\"): not a GGUF file", data[:4])
 	}
-	f := &File{Path: name, Alignment: defaultAlignment}
+	f := &File{Path: name, Alignment: defaultAlignment, image: data}
 	if f.Version, err = d.u32("version"); err != nil {
 		return nil, err
 	}

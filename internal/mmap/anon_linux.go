@@ -1,12 +1,14 @@
 // This file implements AnonHuge on Linux: anonymous memory on a 2 MiB boundary marked
-// MADV_HUGEPAGE, so that transparent huge pages back it, and HugeBytes, which reads from
-// /proc/self/smaps how much of a mapping they really back.
+// MADV_HUGEPAGE, so that transparent huge pages back it, and HugeBytes and ResidentBytes,
+// which read from /proc/self/smaps how much of a mapping huge pages back and how much of it
+// is resident.
 package mmap
 
 import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -19,10 +21,22 @@ import (
 // pages in "always" or "madvise" mode the kernel backs each 2 MiB of it with one huge page
 // when the page is first touched (if it can find one); HugeBytes reports how much it did.
 func AnonHuge(size int) ([]byte, func() error, error) {
+	return anonHuge(size, hugeSize)
+}
+
+// AnonHugeExact is AnonHuge whose mapping ends at the first page boundary after size bytes
+// instead of the next 2 MiB one: the last, partial 2 MiB of it cannot be a huge page, so once
+// every byte was written the mapping's resident size (ResidentBytes) is size rounded up to a
+// page, not to 2 MiB. For memory whose resident size is reported.
+func AnonHugeExact(size int) ([]byte, func() error, error) {
+	return anonHuge(size, uintptr(os.Getpagesize()))
+}
+
+func anonHuge(size int, round uintptr) ([]byte, func() error, error) {
 	if size <= 0 {
 		return nil, nil, fmt.Errorf("mmap: anonymous size %d", size)
 	}
-	span := (uintptr(size) + hugeSize - 1) &^ (hugeSize - 1)
+	span := (uintptr(size) + round - 1) &^ (round - 1)
 	res, err := unix.MmapPtr(-1, 0, nil, span+hugeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mmap: anonymous %d bytes: %w", size, err)
@@ -43,6 +57,19 @@ func AnonHuge(size int) ([]byte, func() error, error) {
 // HugeBytes returns how many bytes of the mapping that holds b are backed by transparent huge
 // pages (AnonHugePages, or FilePmdMapped for a file mapping, in /proc/self/smaps).
 func HugeBytes(b []byte) (int64, error) {
+	return smapsSum(b, "AnonHugePages", "FilePmdMapped")
+}
+
+// ResidentBytes returns the resident bytes of the mapping that holds b (its Rss in
+// /proc/self/smaps): the pages of it this process has mapped in, whether file pages or
+// anonymous ones. For a file mapping they are the file's pages the process touched (or the
+// kernel mapped in with them) and did not release.
+func ResidentBytes(b []byte) (int64, error) {
+	return smapsSum(b, "Rss")
+}
+
+// smapsSum sums the fields named keys (in kB) of the mapping that holds b in /proc/self/smaps.
+func smapsSum(b []byte, keys ...string) (int64, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -65,7 +92,7 @@ func HugeBytes(b []byte) (int64, error) {
 			continue
 		}
 		key, val, ok := strings.Cut(line, ":")
-		if !ok || (key != "AnonHugePages" && key != "FilePmdMapped") {
+		if !ok || !slices.Contains(keys, key) {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)

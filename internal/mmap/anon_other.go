@@ -17,3 +17,9 @@ func AnonHuge(size int) ([]byte, func() error, error) {
 
 // HugeBytes reports 0: huge-page backing is not known on this system.
 func HugeBytes(b []byte) (int64, error) { return 0, nil }
+
+// AnonHugeExact is AnonHuge.
+func AnonHugeExact(size int) ([]byte, func() error, error) { return AnonHuge(size) }
+
+// ResidentBytes reports 0: resident sizes are read from Linux's /proc/self/smaps only.
+func ResidentBytes(b []byte) (int64, error) { return 0, nil }
