@@ -23,24 +23,6 @@ import (
 	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
-// netnsPolicy is internal/netdelay's rule for tests across network namespaces: they need root
-// and ip; LLMCLOUD_REQUIRE_NETNS=1 makes a missing one a failure, and under CI=true (or with
-// it) a namespace that cannot be made fails the test instead of skipping it.
-func netnsPolicy(t *testing.T) (strict bool) {
-	t.Helper()
-	require := os.Getenv("LLMCLOUD_REQUIRE_NETNS") == "1"
-	skip := t.Skipf
-	if require {
-		skip = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		skip("network namespaces need root (LLMCLOUD_REQUIRE_NETNS=1 makes this a failure)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		skip("network namespaces need ip (iproute2): %v", err)
-	}
-	return require || os.Getenv("CI") == "true"
-}
 
 var (
 	listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
@@ -56,7 +38,7 @@ var (
 // all-gather; docs/distributed-serving.md has the full model and scripts/tp-netns.sh the
 // measurement).
 func TestServeTensorParallelNetns(t *testing.T) {
-	strict := netnsPolicy(t)
+	strict := netdelay.NamespacePolicy(t)
 	const layers, delay, n = 2, time.Millisecond, 12
 	path := filepath.Join(t.TempDir(), "m.gguf")
 	run(t, "synth", "-o", path, "--dim", "64", "--layers", strconv.Itoa(layers), "--heads", "8", "--kv-heads", "4",

@@ -8,31 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 )
 
-// netnsTest decides whether the network-namespace tests run: they need root and ip
-// (iproute2). LLMCLOUD_REQUIRE_NETNS=1 makes a missing prerequisite a failure instead of a
-// skip (for CI jobs that run as root); under CI=true with root and ip present a namespace
-// that cannot be made (a container without CAP_SYS_ADMIN) fails the test rather than
-// skipping it.
-func netnsTest(t *testing.T) (strict bool) {
-	t.Helper()
-	require := os.Getenv("LLMCLOUD_REQUIRE_NETNS") == "1"
-	skip := t.Skipf
-	if require {
-		skip = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		skip("network namespaces need root (LLMCLOUD_REQUIRE_NETNS=1 makes this a failure)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		skip("network namespaces need ip (iproute2): %v", err)
-	}
-	return require || os.Getenv("CI") == "true"
-}
 
 // newLink makes a Link for t, deleted at its end; a namespace that cannot be made skips t
 // unless strict.
@@ -71,7 +50,7 @@ func startBridge(t *testing.T, l *Link, delay time.Duration) *Bridge {
 // without one adds less than d), and carries 8 MiB of random bytes each way intact (large
 // offloaded segments, checksums completed by the receiver).
 func TestBridgeDelay(t *testing.T) {
-	strict := netnsTest(t)
+	strict := NamespacePolicy(t)
 	l := newLink(t, strict)
 	var ln net.Listener
 	if err := InNetns(l.B, func() (err error) { ln, err = net.Listen("tcp", "10.78.0.2:0"); return err }); err != nil {
