@@ -23,7 +23,6 @@ import (
 	"github.com/llmcloud/llmcloud/internal/proc"
 )
 
-
 var (
 	listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
 	requestLog = regexp.MustCompile(`msg=request .*output_tokens=(\d+) .*ttft=(\S+) duration=(\S+)`)

@@ -12,7 +12,6 @@ import (
 	"time"
 )
 
-
 // newLink makes a Link for t, deleted at its end; a namespace that cannot be made skips t
 // unless strict.
 func newLink(t *testing.T, strict bool) *Link {
