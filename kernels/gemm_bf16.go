@@ -236,19 +236,25 @@ func gemmBF16Block(kr bf16Kernel, m, n, k int, a, b bop, c []float32, ldc int, a
 							continue
 						}
 						kr.fn(kcp, ap, bp, &buf.tile[0], 4*nr0, 0)
-						for r := 0; r < mr; r++ {
-							dst, src := c[off+r*ldc:off+r*ldc+nr], buf.tile[r*nr0:r*nr0+nr]
-							if flag == 0 {
-								copy(dst, src)
-								continue
-							}
-							for j := range dst {
-								dst[j] += src[j]
-							}
-						}
+						storeTile(c[off:], ldc, buf.tile[:], nr0, mr, nr, flag != 0)
 					}
 				}
 			}
+		}
+	}
+}
+
+// storeTile sets (or with acc adds) rows x cols of a micro-tile computed into tile (row
+// stride ts) to c (row stride ldc): the edge tiles that the kernels compute into scratch.
+func storeTile(c []float32, ldc int, tile []float32, ts, rows, cols int, acc bool) {
+	for r := 0; r < rows; r++ {
+		dst, src := c[r*ldc:r*ldc+cols], tile[r*ts:r*ts+cols]
+		if !acc {
+			copy(dst, src)
+			continue
+		}
+		for j := range dst {
+			dst[j] += src[j]
 		}
 	}
 }

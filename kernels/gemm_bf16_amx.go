@@ -75,17 +75,7 @@ func gemmBF16BlockAMX(m, n, k int, a, b bop, c []float32, ldc int, acc bool, i0,
 						}
 						mr := min(amxMR, mc-ir)
 						gemmBF16AMX(&amxConfig[0], kp, &buf.a[ir*kp], bp, &buf.tile[0], 4*amxNR, 0, 1)
-						off := (ic+ir)*ldc + jc + jr
-						for r := 0; r < mr; r++ {
-							dst, src := c[off+r*ldc:off+r*ldc+nr], buf.tile[r*amxNR:r*amxNR+nr]
-							if flag == 0 {
-								copy(dst, src)
-								continue
-							}
-							for j := range dst {
-								dst[j] += src[j]
-							}
-						}
+						storeTile(c[(ic+ir)*ldc+jc+jr:], ldc, buf.tile[:], amxNR, mr, nr, flag != 0)
 					}
 				}
 			}
