@@ -176,6 +176,26 @@ func TestServeTensorParallelBadSize(t *testing.T) {
 	}
 }
 
+// streamEnd reports how stream r ended: its error or abort event, or the read error that closed
+// it.
+func streamEnd(r *api.SSEReader) <-chan string {
+	done := make(chan string, 1)
+	go func() {
+		for {
+			data, err := r.Next()
+			if err != nil {
+				done <- "ended: " + err.Error()
+				return
+			}
+			if s := string(data); strings.Contains(s, `"error"`) || strings.Contains(s, `"finish_reason":"abort"`) {
+				done <- s
+				return
+			}
+		}
+	}()
+	return done
+}
+
 var startedRank = regexp.MustCompile(`started rank" rank=1 pid=(\d+)`)
 
 // Killing a rank mid-stream (a tensor-parallel rank, or the last pipeline stage) ends the
@@ -202,21 +222,8 @@ func killRank(t *testing.T, path, flag string) {
 	}
 	t0 := time.Now()
 	for i, r := range streams {
-		done := make(chan string, 1)
-		go func() {
-			for {
-				data, err := r.Next()
-				if err != nil {
-					done <- "ended: " + err.Error()
-					return
-				}
-				if s := string(data); strings.Contains(s, `"error"`) || strings.Contains(s, `"finish_reason":"abort"`) {
-					done <- s
-				}
-			}
-		}()
 		select {
-		case s := <-done:
+		case s := <-streamEnd(r):
 			t.Logf("stream %d: %.200s", i, s)
 		case <-time.After(10 * time.Second):
 			t.Fatalf("stream %d still open 10 s after rank 1 was killed", i)
@@ -258,21 +265,8 @@ func TestServeTensorParallelRankHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	done := make(chan string, 1)
-	go func() {
-		for {
-			data, err := r.Next()
-			if err != nil {
-				done <- "ended: " + err.Error()
-				return
-			}
-			if s := string(data); strings.Contains(s, `"error"`) || strings.Contains(s, `"finish_reason":"abort"`) {
-				done <- s
-			}
-		}
-	}()
 	select {
-	case s := <-done:
+	case s := <-streamEnd(r):
 		t.Logf("stream ended %v after the stop: %.200s", time.Since(t0).Round(time.Millisecond), s)
 	case <-time.After(8 * time.Second):
 		t.Fatalf("stream still open 8 s after rank 1 was stopped:\n%s", logs)
