@@ -366,3 +366,110 @@ func leaderServiceProblems(p *problems, objs []object, leader, worker map[string
 		p.add("no Service selects the leader pods' http port")
 	}
 }
+
+// testHelmParallel (TestHelm): parallel.* renders a group per replica, LWS or StatefulSets,
+// that passes the checks above; T=P=1 renders the plain Deployment; contradictory values fail.
+func testHelmParallel(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		sets  []string
+		world int
+		kinds map[string]int
+	}{
+		{"lws-2x2", []string{"parallel.tensorParallelSize=2", "parallel.pipelineParallelSize=2"}, 4,
+			map[string]int{"LeaderWorkerSet": 1, "StatefulSet": 0, "Deployment": 1}},
+		{"lws-4x1-worldSize", []string{"parallel.tensorParallelSize=4", "parallel.worldSize=4", "replica.extraArgs={--kv-cache-memory,1GiB}"}, 4,
+			map[string]int{"LeaderWorkerSet": 1, "Deployment": 1}},
+		{"statefulset-2x2", []string{"parallel.tensorParallelSize=2", "parallel.pipelineParallelSize=2", "parallel.kind=statefulset", "replica.replicas=1"}, 4,
+			map[string]int{"LeaderWorkerSet": 0, "StatefulSet": 2, "Deployment": 1}},
+		{"statefulset-1x3-hostPath", []string{"parallel.pipelineParallelSize=3", "parallel.kind=statefulset", "replica.replicas=1", "model.volume.type=hostPath"}, 3,
+			map[string]int{"StatefulSet": 2, "Deployment": 1}},
+		{"plain-1x1", []string{"parallel.tensorParallelSize=1", "parallel.pipelineParallelSize=1", "parallel.kind=statefulset"}, 0,
+			map[string]int{"LeaderWorkerSet": 0, "StatefulSet": 0, "Deployment": 2}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			out, err := render(t, v.sets...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := decodeStream(out, v.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, n := range v.kinds {
+				if got := len(find(objs, k, "")); got != n {
+					t.Errorf("%d %s, want %d", got, k, n)
+				}
+			}
+			if v.world == 0 {
+				checkObjects(t, objs, "llmcloud")
+				return
+			}
+			world, probs := groupProblems(t, objs, "llmcloud")
+			for _, p := range probs {
+				t.Error(p)
+			}
+			if world != v.world {
+				t.Errorf("world size %d, want %d", world, v.world)
+			}
+			for _, o := range objs {
+				if o.Namespace != "llmcloud" {
+					t.Errorf("%s %s: namespace %q", o.Kind, o.Name, o.Namespace)
+				}
+			}
+			// The router discovers the leaders (only they serve HTTP) through its Service.
+			for _, o := range find(objs, "Deployment", "") {
+				c := o.Typed.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
+				flags, _ := parseArgs(c.Args[1:])
+				if c.Args[0] != "router" {
+					t.Errorf("Deployment %s runs %q: the replicas are the group", o.Name, c.Args[0])
+					continue
+				}
+				svcName := strings.TrimPrefix(flags["k8s-selector"], "kubernetes.io/service-name=")
+				svcs := find(objs, "Service", svcName)
+				if len(svcs) != 1 {
+					t.Fatalf("router --k8s-selector %q names no Service", flags["k8s-selector"])
+				}
+				sel := labels.SelectorFromSet(svcs[0].Typed.(*corev1.Service).Spec.Selector)
+				leader, worker := groupTemplates(objs)
+				if !sel.Matches(labels.Set(leader)) || sel.Matches(labels.Set(worker)) {
+					t.Errorf("the router's Service %s selects %v: want the leaders %v, not the workers %v", svcName, sel, leader, worker)
+				}
+			}
+		})
+	}
+	for _, bad := range [][]string{
+		{"parallel.tensorParallelSize=2", "parallel.pipelineParallelSize=2", "parallel.worldSize=3"},
+		{"parallel.tensorParallelSize=0"},
+		{"parallel.tensorParallelSize=2", "parallel.kind=deployment"},
+		{"parallel.tensorParallelSize=2", "parallel.kind=statefulset"}, // replica.replicas 2
+		{"parallel.tensorParallelSize=2", "autoscaling.hpa.enabled=true"},
+	} {
+		if _, err := render(t, bad...); err == nil {
+			t.Errorf("helm template %v succeeded, want an error", bad)
+		} else {
+			t.Logf("%v: %v", bad, err)
+		}
+	}
+	args := []string{"lint", "--strict", chartDir, "--namespace", "llmcloud", "--set", "parallel.tensorParallelSize=2"}
+	if out, err := helm(t, args...); err != nil {
+		t.Errorf("helm %v: %v\n%s", args, err, out)
+	}
+}
+
+// groupTemplates returns the leader's and the workers' pod labels of the group in objs.
+func groupTemplates(objs []object) (leader, worker map[string]string) {
+	for _, o := range find(objs, "LeaderWorkerSet", "") {
+		lt := o.Typed.(*leaderWorkerSet).Spec.LeaderWorkerTemplate
+		return lt.LeaderTemplate.Labels, lt.WorkerTemplate.Labels
+	}
+	for _, o := range find(objs, "StatefulSet", "") {
+		s := o.Typed.(*appsv1.StatefulSet)
+		if strings.HasSuffix(s.Name, "-leader") {
+			leader = s.Spec.Template.Labels
+		} else {
+			worker = s.Spec.Template.Labels
+		}
+	}
+	return leader, worker
+}
