@@ -66,6 +66,7 @@ func TestHelm(t *testing.T) {
 	t.Run("Lint", testHelmLint)
 	t.Run("DefaultRenderIsPlainManifests", testHelmDefaultRenderIsPlainManifests)
 	t.Run("Variants", testHelmVariants)
+	t.Run("ParallelGroups", testHelmParallel)
 }
 
 // testHelmLint: helm lint --strict passes on the default values and with the optional parts on.

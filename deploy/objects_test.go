@@ -28,12 +28,14 @@ type object struct {
 
 // kinds maps apiVersion/kind to a fresh typed value to decode into.
 var kinds = map[string]func() any{
-	"v1/Namespace":                             func() any { return &corev1.Namespace{} },
-	"v1/ConfigMap":                             func() any { return &corev1.ConfigMap{} },
-	"v1/Service":                               func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":                        func() any { return &corev1.ServiceAccount{} },
-	"v1/PersistentVolumeClaim":                 func() any { return &corev1.PersistentVolumeClaim{} },
-	"apps/v1/Deployment":                       func() any { return &appsv1.Deployment{} },
+	"v1/Namespace":             func() any { return &corev1.Namespace{} },
+	"v1/ConfigMap":             func() any { return &corev1.ConfigMap{} },
+	"v1/Service":               func() any { return &corev1.Service{} },
+	"v1/ServiceAccount":        func() any { return &corev1.ServiceAccount{} },
+	"v1/PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
+	"apps/v1/Deployment":       func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":      func() any { return &appsv1.StatefulSet{} },
+	"leaderworkerset.x-k8s.io/v1/LeaderWorkerSet": func() any { return &leaderWorkerSet{} },
 	"batch/v1/Job":                             func() any { return &batchv1.Job{} },
 	"rbac.authorization.k8s.io/v1/Role":        func() any { return &rbacv1.Role{} },
 	"rbac.authorization.k8s.io/v1/RoleBinding": func() any { return &rbacv1.RoleBinding{} },

@@ -21,6 +21,7 @@ func flagNames(t *testing.T, files ...string) map[string]bool {
 		"Uint64Var": true, "BoolVar": true, "Float64Var": true, "DurationVar": true, "Var": true,
 		"Func": true, "TextVar": true, "BoolFunc": true}
 	names := map[string]bool{}
+	loops := map[string][]string{} // v -> the names of `for _, v := range []string{...}`
 	fset := token.NewFileSet()
 	for _, f := range files {
 		file, err := parser.ParseFile(fset, filepath.Join("..", f), nil, 0)
@@ -28,6 +29,22 @@ func flagNames(t *testing.T, files ...string) map[string]bool {
 			t.Fatal(err)
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
+			if r, ok := n.(*ast.RangeStmt); ok {
+				// A flag defined under several names in a loop (--tensor-parallel-size, -tp).
+				if v, ok := r.Value.(*ast.Ident); ok {
+					if lit, ok := r.X.(*ast.CompositeLit); ok {
+						loops[v.Name] = nil
+						for _, e := range lit.Elts {
+							if b, ok := e.(*ast.BasicLit); ok && b.Kind == token.STRING {
+								if s, err := strconv.Unquote(b.Value); err == nil {
+									loops[v.Name] = append(loops[v.Name], s)
+								}
+							}
+						}
+					}
+				}
+				return true
+			}
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
@@ -37,6 +54,12 @@ func flagNames(t *testing.T, files ...string) map[string]bool {
 				return true
 			}
 			for _, a := range call.Args[:min(2, len(call.Args))] {
+				if id, ok := a.(*ast.Ident); ok && loops[id.Name] != nil {
+					for _, s := range loops[id.Name] {
+						names[s] = true
+					}
+					break
+				}
 				if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 					if s, err := strconv.Unquote(lit.Value); err == nil {
 						names[s] = true

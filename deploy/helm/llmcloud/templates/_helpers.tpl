@@ -49,3 +49,35 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* The args of `llmcloud serve` every replica (and every rank of a group) runs. */}}
+{{- define "llmcloud.serveArgs" -}}
+- serve
+{{- with .Values.model.path }}
+- {{ . | quote }}
+{{- end }}
+- --host
+- 0.0.0.0
+- --port
+- {{ .Values.replica.port | quote }}
+- --threads
+- $(REPLICA_THREADS)
+- --max-num-seqs
+- $(REPLICA_MAX_NUM_SEQS)
+- --max-model-len
+- $(REPLICA_MAX_MODEL_LEN)
+- --shutdown-timeout
+- {{ .Values.replica.shutdownTimeoutSeconds | quote }}
+{{- with .Values.model.servedModelName }}
+- --served-model-name
+- {{ . | quote }}
+{{- end }}
+{{- range .Values.replica.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Ranks of one replica: tensor x pipeline parallel (1: a plain Deployment). */}}
+{{- define "llmcloud.worldSize" -}}
+{{- mul (int .Values.parallel.tensorParallelSize) (int .Values.parallel.pipelineParallelSize) -}}
+{{- end -}}
