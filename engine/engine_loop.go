@@ -12,6 +12,7 @@
 package engine
 
 import (
+	"runtime"
 	"time"
 
 	"fmt"
@@ -68,6 +69,11 @@ func (e *Engine) loop() {
 		}
 		e.step(bySeq, samplerOf)
 		e.publish()
+		// Let the goroutines this step's outputs woke (the HTTP handlers writing each stream's
+		// event) run before the next step. With few Ps (a replica pinned to one CPU has
+		// GOMAXPROCS 1) the loop would otherwise run step after step and they would write only
+		// when the scheduler preempts it, several events at a time: tokens in bursts.
+		runtime.Gosched()
 	}
 }
 
