@@ -36,6 +36,31 @@ type problems []string
 
 func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
 
+// envDefined is the set of variables container c of where sees: its env, the keys of the
+// ConfigMaps it takes with envFrom (one not in the install is a problem) and injected ones.
+func envDefined(p *problems, where string, c corev1.Container, configKeys map[string]map[string]string, injected map[string]bool) map[string]bool {
+	defined := map[string]bool{}
+	for k := range injected {
+		defined[k] = true
+	}
+	for _, e := range c.Env {
+		defined[e.Name] = true
+	}
+	for _, ef := range c.EnvFrom {
+		if ef.ConfigMapRef == nil {
+			continue
+		}
+		keys, ok := configKeys[ef.ConfigMapRef.Name]
+		if !ok {
+			p.add("%s: ConfigMap %q is not in the install", where, ef.ConfigMapRef.Name)
+		}
+		for k := range keys {
+			defined[ef.Prefix+k] = true
+		}
+	}
+	return defined
+}
+
 // objectProblems lists what is wrong with the objects of one install (none: nil).
 func objectProblems(t *testing.T, objs []object, namespace string) problems {
 	t.Helper()
@@ -175,22 +200,7 @@ func checkDeployment(p *problems, d *appsv1.Deployment, objs []object, configKey
 		}
 	}
 	// Every $(VAR) in the args is defined, by env or by a ConfigMap of the install.
-	defined := map[string]bool{}
-	for _, e := range c.Env {
-		defined[e.Name] = true
-	}
-	for _, ef := range c.EnvFrom {
-		if ef.ConfigMapRef == nil {
-			continue
-		}
-		keys, ok := configKeys[ef.ConfigMapRef.Name]
-		if !ok {
-			p.add("Deployment %s: ConfigMap %q is not in the install", d.Name, ef.ConfigMapRef.Name)
-		}
-		for k := range keys {
-			defined[ef.Prefix+k] = true
-		}
-	}
+	defined := envDefined(p, "Deployment "+d.Name, c, configKeys, nil)
 	for _, a := range c.Args {
 		for _, m := range envRef.FindAllStringSubmatch(a, -1) {
 			if !defined[m[1]] {

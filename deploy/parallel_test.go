@@ -311,25 +311,7 @@ func rankProblems(p *problems, rp rankPod, world int, wantHost, wantPort string,
 			p.add("%s: mount %q has no volume", rp.where, m.Name)
 		}
 	}
-	defined := map[string]bool{}
-	for k := range rp.injected {
-		defined[k] = true
-	}
-	for _, e := range c.Env {
-		defined[e.Name] = true
-	}
-	for _, ef := range c.EnvFrom {
-		if ef.ConfigMapRef == nil {
-			continue
-		}
-		keys, ok := configKeys[ef.ConfigMapRef.Name]
-		if !ok {
-			p.add("%s: ConfigMap %q is not in the install", rp.where, ef.ConfigMapRef.Name)
-		}
-		for k := range keys {
-			defined[ef.Prefix+k] = true
-		}
-	}
+	defined := envDefined(p, rp.where, c, configKeys, rp.injected)
 	out := slices.Clone(c.Args)
 	for i, a := range out {
 		for _, m := range envRef.FindAllStringSubmatch(a, -1) {
