@@ -1,0 +1,1 @@
+// The console: replaced by the views (docs/console.md).
