@@ -37,12 +37,12 @@ func (r *Router) Handler() http.Handler {
 		ui.Mount(mux, ui.Options{Mode: ui.ModeRouter})
 	}
 	mux.HandleFunc("/", r.serveProxy)
-	return r.requireKey(mux)
+	return RequireKey(r.opts.APIKey, mux)
 }
 
-// requireKey answers 401 to /v1/* and /console/api/* without Options.APIKey (none set: h).
-func (r *Router) requireKey(h http.Handler) http.Handler {
-	key := r.opts.APIKey
+// RequireKey answers 401 to /v1/* and /console/api/* without key (empty key: h itself); up
+// puts its own endpoints behind it too.
+func RequireKey(key string, h http.Handler) http.Handler {
 	if key == "" {
 		return h
 	}
