@@ -139,7 +139,14 @@ func WriteError(w http.ResponseWriter, status int, code, msg string) {
 		Type    string `json:"type"`
 		Code    string `json:"code"`
 	}
+	typ := "invalid_request_error"
+	switch {
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case status >= 500:
+		typ = "server_error"
+	}
 	WriteJSON(w, status, struct {
 		Error body `json:"error"`
-	}{body{msg, "invalid_request_error", code}})
+	}{body{msg, typ, code}})
 }

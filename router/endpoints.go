@@ -52,8 +52,7 @@ func RequireKey(key string, h http.Handler) http.Handler {
 			!validKey(req.Header.Get("Authorization"), key) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			w.Header().Set("Connection", "close")
-			console.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{
-				"message": "invalid or missing API key", "type": "authentication_error", "code": "invalid_api_key"}})
+			console.WriteError(w, http.StatusUnauthorized, "invalid_api_key", "invalid or missing API key")
 			return
 		}
 		h.ServeHTTP(w, req)

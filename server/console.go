@@ -22,8 +22,8 @@ func (s *Server) routeConsole() {
 	}
 }
 
-// ConsoleReplica is this replica as the console's cloud view lists it.
-func (s *Server) ConsoleReplica() console.Replica {
+// consoleReplica is this replica as the console's cloud view lists it.
+func (s *Server) consoleReplica() console.Replica {
 	r := console.Replica{Name: "self", State: console.StateStarting, Role: s.opts.KVRole,
 		Model: s.metrics.name(), Requests: s.traces.Total()}
 	if r.Role == "" {
@@ -46,7 +46,7 @@ func (s *Server) ConsoleReplica() console.Replica {
 
 func (s *Server) handleConsoleCloud(w http.ResponseWriter, r *http.Request) {
 	console.WriteJSON(w, http.StatusOK, console.Cloud{Mode: console.ModeServe, Time: time.Now(),
-		HealthInterval: 2, Replicas: []console.Replica{s.ConsoleReplica()}, Autoscale: []console.Decision{}})
+		HealthInterval: 2, Replicas: []console.Replica{s.consoleReplica()}, Autoscale: []console.Decision{}})
 }
 
 func (s *Server) handleConsoleRequests(w http.ResponseWriter, r *http.Request) {
