@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -258,4 +259,29 @@ func TestControllerStep(t *testing.T) {
 	if _, err := NewController(ControllerOptions{Config: cfg, Scaler: fl, Observe: c.opts.Observe, Registerer: reg}, t0); err == nil {
 		t.Error("registering twice on one registry should fail")
 	}
+	h := c.History()
+	if len(h) != 5 || h[0].Action != ScaleUp || h[len(h)-1].Action != ScaleDown || !reflect.DeepEqual(h[len(h)-1], stripped(c.Last())) {
+		t.Fatalf("history of 14 steps: %d decisions %+v", len(h), h)
+	}
+	for i, d := range h {
+		if d.Samples != nil {
+			t.Errorf("history[%d] keeps its samples", i)
+		}
+		if i > 0 && d.Action == Hold && h[i-1].Action == Hold && d.Desired == h[i-1].Desired && d.Before == h[i-1].Before {
+			t.Errorf("history[%d-%d]: a repeated hold kept twice: %q", i-1, i, d.Reason)
+		}
+	}
+	if !strings.Contains(h[1].Reason, "within the last 10s") {
+		t.Errorf("the collapsed holds keep the first reason %q, want the latest", h[1].Reason)
+	}
+	// Distinct decisions beyond HistoryLen push the oldest out.
+	for s := range HistoryLen + 5 {
+		c.remember(Decision{Action: ScaleUp, Before: s, After: s + 1, Reason: fmt.Sprint(s)})
+	}
+	h = c.History()
+	if len(h) != HistoryLen || h[0].Reason != "5" || h[HistoryLen-1].Reason != fmt.Sprint(HistoryLen+4) {
+		t.Fatalf("history after %d more: %d decisions, first %q", HistoryLen+5, len(h), h[0].Reason)
+	}
 }
+
+func stripped(d Decision) Decision { d.Samples = nil; return d }

@@ -46,9 +46,10 @@ type ControllerOptions struct {
 // Controller evaluates the autoscaler periodically and acts on its decisions.
 type Controller struct {
 	opts    ControllerOptions
-	mu      sync.Mutex // one Step at a time; guards as and last
+	mu      sync.Mutex // one Step at a time; guards as, last and history
 	as      *Autoscaler
 	last    Decision
+	history []Decision // the last HistoryLen decisions, oldest first (see History)
 	desired prometheus.Gauge
 	current prometheus.Gauge
 	sum     prometheus.Gauge
@@ -94,6 +95,33 @@ func (c *Controller) Last() Decision {
 	return c.last
 }
 
+// HistoryLen is how many decisions History keeps.
+const HistoryLen = 50
+
+// History returns the latest decisions, oldest first, at most HistoryLen. A Hold right after a
+// Hold with the same replica count and desired count replaces it (a fleet holds every interval,
+// counting down its cool-downs, and those lines would push the scaling decisions out), so the
+// list is the fleet's recent changes with the latest reason at the end.
+func (c *Controller) History() []Decision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Decision(nil), c.history...)
+}
+
+// remember appends d to the history (c.mu held).
+func (c *Controller) remember(d Decision) {
+	if n := len(c.history); n > 0 && d.Action == Hold && c.history[n-1].Action == Hold &&
+		c.history[n-1].Before == d.Before && c.history[n-1].Desired == d.Desired {
+		c.history[n-1] = d
+		return
+	}
+	if len(c.history) == HistoryLen {
+		copy(c.history, c.history[1:])
+		c.history = c.history[:HistoryLen-1]
+	}
+	c.history = append(c.history, d)
+}
+
 // Step runs one evaluation at time now: read the count, observe, decide, log, act. A failed
 // observation is a Hold with the error as its reason (the fleet is left alone); a failed Scale
 // is returned and retried at the next Step.
@@ -112,6 +140,9 @@ func (c *Controller) Step(ctx context.Context, now time.Time) (Decision, error) 
 		d = c.as.Evaluate(now, n, samples)
 	}
 	c.last = d
+	h := d
+	h.Samples = nil // the history keeps only what the console shows
+	c.remember(h)
 	c.current.Set(float64(n))
 	c.desired.Set(float64(d.Desired))
 	c.sum.Set(d.Sum)

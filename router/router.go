@@ -56,6 +56,16 @@ type Options struct {
 	// a consumer alone, which computes it itself (a short prompt gains nothing from a transfer);
 	// 0: every generation is disaggregated.
 	PDMinPromptBytes int
+	// UI serves the web console (package ui) at GET / and /ui/ instead of proxying those two
+	// paths; /console/api/* is served either way (console.go).
+	UI bool
+	// APIKey, when set, is required (Authorization: Bearer) on /v1/* and /console/api/*; the
+	// console's page stays open (it asks for the key). Requests carry the client's header on
+	// to the backends, so backends with the same key accept them.
+	APIKey string
+	// BackendKey is sent to the backends when the router scrapes their /console/api/* (their
+	// --api-key); the health probes and load scrapes need none.
+	BackendKey string
 }
 
 // BackendStatus is a snapshot of one backend.

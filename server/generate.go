@@ -269,6 +269,11 @@ func (s *Server) forward(ctx context.Context, idx int, ch <-chan engine.Output, 
 		}
 		if o.Finished {
 			s.metrics.observeFinished(o)
+			if len(g.prompts)*g.n == 1 {
+				s.trace(id, o) // the id the client saw
+			} else {
+				s.trace(o.ID, o) // one per choice
+			}
 			if s.opts.LogRequests || o.Err != nil {
 				mt := o.Metrics
 				attrs := []any{"id", o.ID, "request_id", requestID(ctx), "kind", g.kind, "prompt_tokens", o.PromptTokens,

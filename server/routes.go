@@ -1,6 +1,7 @@
 // routes.go registers the server's endpoints and answers before routing: the API key is
-// checked on every /v1 path, known or not (401 before 404), and on /tokenize, /detokenize and
-// /metrics with ProtectAll; a known path asked with another method gets 405 with Allow.
+// checked on every /v1 and /console/api path, known or not (401 before 404), and on /tokenize,
+// /detokenize and /metrics with ProtectAll (the console's page, / and /ui/, stays open: it asks
+// for the key); a known path asked with another method gets 405 with Allow.
 package server
 
 import (
@@ -39,7 +40,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 
 // protected reports whether path needs the API key.
 func (s *Server) protected(path string) bool {
-	if path == "/v1" || strings.HasPrefix(path, "/v1/") {
+	if path == "/v1" || strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/console/api/") {
 		return true
 	}
 	if s.opts.ProtectAll {

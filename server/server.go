@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/api"
+	"github.com/llmcloud/llmcloud/console"
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/lora"
@@ -80,6 +81,9 @@ type Options struct {
 	// KVHold, when set, reports from a request's context whether its prompt's KV is to be kept
 	// for an export when it finishes (engine.Request.HoldKV: a producer's prefill request).
 	KVHold func(ctx context.Context) bool
+	// UI serves the web console (package ui) at GET / and /ui/; its JSON endpoints under
+	// /console/api/ are served either way (console.go).
+	UI bool
 }
 
 // Server is the HTTP front of one model.
@@ -97,8 +101,9 @@ type Server struct {
 	started int64
 	seedMu  sync.Mutex
 	seeds   *rand.Rand
-	items   itemStore // the Responses API's output items, for item_reference
-	prof    *profiler // nil without Options.ProfilerDir
+	items   itemStore    // the Responses API's output items, for item_reference
+	prof    *profiler    // nil without Options.ProfilerDir
+	traces  console.Ring // the last finished requests (console.go)
 }
 
 // state is what Attach provides.
@@ -149,6 +154,7 @@ func New(opts Options) *Server {
 	s.route("GET", "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	s.routeProfiler()
 	s.routeLoRA()
+	s.routeConsole()
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.accessLog(s.requireKey(s.mux))
 	return s

@@ -47,6 +47,8 @@ type routerFlags struct {
 	retries                   int
 	pdMinPrompt               int
 	http                      server.HTTPOptions
+	noUI                      bool
+	apiKey                    string
 }
 
 // routerMain runs the router until ctx ends; ready, if set, gets the listening address.
@@ -72,6 +74,8 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	fs.DurationVar(&f.outlierMin, "outlier-min-latency", 250*time.Millisecond, "a latency outlier's probe round trips must also exceed this")
 	fs.DurationVar(&f.eject, "ejection-period", 10*time.Second, "a latency outlier stays out of rotation this long")
 	httpFlags(fs, &f.http)
+	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web console at / (then / and /ui/ are proxied like any other path)")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* and /console/api/* (default $LLMCLOUD_API_KEY); also sent when reading the backends' /console/api/*, so give them the same key")
 	fs.IntVar(&f.retries, "max-retries", 2, "retries on another replica before any response byte reached the client (0 = none)")
 	fs.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "time running requests get to finish after SIGTERM")
 	pos, err := parseInterleaved(fs, args)
@@ -126,6 +130,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts.Policy, opts.MaxRetries, opts.Logger, opts.Registerer = f.policy, retries, log, reg
 	opts.PDMinPromptBytes = f.pdMinPrompt
+	opts.UI, opts.APIKey, opts.BackendKey = !f.noUI, f.apiKey, f.apiKey
 	rt, err := router.New(opts)
 	if err != nil {
 		return usagef("%v", err)

@@ -57,6 +57,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	chunked := fs.Bool("enable-chunked-prefill", true, "split long prompts across steps")
 	noChunked := fs.Bool("no-enable-chunked-prefill", false, "turn chunked prefill off")
 	apiKey := fs.String("api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* (default $LLMCLOUD_API_KEY)")
+	noUI := fs.Bool("no-ui", false, "do not serve the web console at / (its JSON under /console/api/ stays, for the router and up)")
 	protectAll := fs.Bool("protect-all", false, "with --api-key, also require the key on /tokenize, /detokenize and /metrics (/health and /version stay open)")
 	seed := fs.Int64("seed", -1, "seed of the seeds given to requests without one (-1 = random)")
 	tmplFlag := fs.String("chat-template", "", "chat template: a Jinja file, or the template itself")
@@ -168,7 +169,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	opts := server.Options{ServedModelNames: served, APIKey: *apiKey, ProtectAll: *protectAll, ChatTemplate: tmpl,
 		UseModelDefaults: *genCfg != "vllm", MaxBodyBytes: bodyBytes, LogRequests: !*noLog,
 		Logger: log, Version: Version, ToolCallParser: *toolParser, EnableAutoToolChoice: *autoTools,
-		ReasoningParser: *reasoningParser, ProfilerDir: *profDir, LoRA: loraReg}
+		ReasoningParser: *reasoningParser, ProfilerDir: *profDir, LoRA: loraReg, UI: !*noUI}
 	pd.serverOptions(&opts, *apiKey, log)
 	if set["seed"] && *seed >= 0 {
 		s := uint64(*seed)

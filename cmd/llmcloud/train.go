@@ -36,6 +36,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	train.BindFlags(fs, &flagCfg)
 	cfgFile := fs.String("config", "", "config file (YAML or JSON, keys = flag names); flags given override it")
 	resume := fs.String("resume", "", "resume from a checkpoint directory, a run directory, \"latest\" (the --out run's newest) or \"auto\" (latest if there is one, else start)")
+	uiAddr := fs.String("ui", "", "serve the web console of this run on ADDR (host:port, e.g. 127.0.0.1:8090) while it trains, and after it finished until Ctrl-C (needs --out)")
 	nproc := fs.Int("nproc", 0, "start this many local ranks of a distributed run (torchrun-like); ignored when a launcher has set RANK, SLURM_PROCID or JOB_COMPLETION_INDEX")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud train [--config FILE] [--resume DIR|latest|auto] [--nproc N] --data DIR --out DIR [flags]")
@@ -65,16 +66,27 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			threadsGiven = true
 		}
 	}
-	if comm.HasEnv() {
+	if comm.HasEnv() { // a rank: the process that started it serves --ui (train_ui.go)
 		if *nproc > 1 && os.Getenv("LOCAL_WORLD_SIZE") == "" { // not our own children
 			fmt.Fprintf(stderr, "llmcloud train: --nproc %d ignored: a launcher has set this process's rank\n", *nproc)
 		}
 		return trainRank(cfg, ckDir, threadsGiven, stdout, stderr)
 	}
-	if *nproc > 1 {
-		return launchTrain(args, *nproc, cfg, stdout, stderr)
+	var console *trainUI
+	if *uiAddr != "" {
+		if console, err = startTrainUI(*uiAddr, cfg, stderr); err != nil {
+			return err
+		}
 	}
-	return trainOne(cfg, ckDir, nil, stdout, stderr)
+	if *nproc > 1 {
+		err = launchTrain(args, *nproc, cfg, stdout, stderr)
+	} else {
+		err = trainOne(cfg, ckDir, nil, stdout, stderr)
+	}
+	if console != nil {
+		console.finish(err, stderr)
+	}
+	return err
 }
 
 // trainConfig is the run's configuration: the resumed checkpoint's (ResumeConfig), then the

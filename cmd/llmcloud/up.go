@@ -63,6 +63,8 @@ type upFlags struct {
 	startTimeout, drain time.Duration
 	health              time.Duration
 	retries             int
+	noUI                bool
+	apiKey              string
 }
 
 func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHooks) error {
@@ -80,6 +82,8 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "a removed replica's SIGTERM to SIGKILL")
 	fs.DurationVar(&f.health, "health-interval", time.Second, "router's /health and /metrics probe period")
 	fs.IntVar(&f.retries, "max-retries", 2, "router retries on another replica before any response byte reached the client (0 = none)")
+	fs.BoolVar(&f.noUI, "no-ui", false, "do not serve the web console at /")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("LLMCLOUD_API_KEY"), "require this key (Authorization: Bearer KEY) on /v1/* and /console/api/*, at the router and every replica (default $LLMCLOUD_API_KEY)")
 	var passThrough []string // serve flags, after "--"
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, passThrough = args[:i], args[i+1:]
@@ -95,7 +99,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	}
 	for _, a := range passThrough {
 		switch name := strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-"); name {
-		case "host", "port":
+		case "host", "port", "api-key":
 			return usagef("serve flag --%s is set by up", name)
 		}
 	}
@@ -121,7 +125,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		return err
 	}
 	rt, err := router.New(router.Options{Policy: f.policy, HealthInterval: f.health, MaxRetries: retries,
-		Logger: log.With("component", "router"), Registerer: reg})
+		Logger: log.With("component", "router"), Registerer: reg, APIKey: f.apiKey, BackendKey: f.apiKey})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -130,7 +134,11 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		argv = append(argv, "--model", f.model)
 	}
 	argv = append(argv, passThrough...)
-	sup, err := cloud.New(cloud.Options{Argv: argv, Replicas: f.replicas, StartTimeout: f.startTimeout,
+	var env []string // nil: the replicas inherit ours
+	if f.apiKey != "" {
+		env = append(os.Environ(), "LLMCLOUD_API_KEY="+f.apiKey) // not in argv, where ps shows it
+	}
+	sup, err := cloud.New(cloud.Options{Argv: argv, Env: env, Replicas: f.replicas, StartTimeout: f.startTimeout,
 		StopTimeout: f.drain, Output: logOut, OnChange: rt.SetBackends,
 		Logger: log.With("component", "cloud"), Registerer: reg})
 	if err != nil {
@@ -156,7 +164,8 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(cloudStatus(req.Context(), sup, rt, ctl))
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	mountConsole(mux, !f.noUI, f.health, sup, rt, ctl)
+	hs := &http.Server{Handler: router.RequireKey(f.apiKey, mux), ReadHeaderTimeout: 30 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	addr := ln.Addr().String()

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmcloud/llmcloud/autoscale"
 	"github.com/llmcloud/llmcloud/bench"
+	"github.com/llmcloud/llmcloud/console"
 	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/internal/proc"
 )
@@ -221,6 +223,15 @@ func TestUpAutoscales(t *testing.T) {
 		}
 	}
 	t.Logf("autoscale decisions:\n%s", grepLines(logs.String(), "msg=autoscale"))
+	var c console.Cloud // the console lists the decisions, oldest first
+	getJSON(t, url+console.CloudPath, &c)
+	var actions []string
+	for _, d := range c.Autoscale {
+		actions = append(actions, d.Action)
+	}
+	if i := slices.Index(actions, "up"); i < 0 || !slices.Contains(actions[i:], "down") || len(actions) > autoscale.HistoryLen {
+		t.Errorf("console autoscale history %v: want an up, later a down, at most %d", actions, autoscale.HistoryLen)
+	}
 }
 
 // Bad flags are usage errors and start nothing.

@@ -1,0 +1,55 @@
+// console_serve_test.go checks the console on the serve command: the page at / unless --no-ui,
+// open with --api-key while /console/api/* asks for the key.
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llmcloud/llmcloud/internal/fixture"
+)
+
+// status GETs url with an optional key and returns the status and body.
+func status(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeConsoleFlags(t *testing.T) {
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
+	url, _, _ := startServe(t, model, "--threads", "1", "--max-model-len", "128", "--api-key", "k")
+	if code, body := status(t, url+"/", ""); code != 200 || !strings.Contains(body, `content="serve"`) {
+		t.Errorf("GET / with --api-key: %d (want 200, the page in serve mode)", code)
+	}
+	for _, p := range []string{"/console/api/cloud", "/console/api/requests"} {
+		if code, _ := status(t, url+p, ""); code != 401 {
+			t.Errorf("GET %s without the key: %d, want 401", p, code)
+		}
+		if code, body := status(t, url+p, "k"); code != 200 || !strings.HasPrefix(body, "{") {
+			t.Errorf("GET %s with the key: %d %s", p, code, body)
+		}
+	}
+
+	off, _, _ := startServe(t, model, "--threads", "1", "--max-model-len", "128", "--no-ui")
+	if code, _ := status(t, off+"/", ""); code != 404 {
+		t.Errorf("GET / with --no-ui: %d, want 404", code)
+	}
+	if code, _ := status(t, off+"/ui/app.js", ""); code != 404 {
+		t.Errorf("GET /ui/app.js with --no-ui: %d, want 404", code)
+	}
+	if code, _ := status(t, off+"/console/api/cloud", ""); code != 200 {
+		t.Errorf("GET /console/api/cloud with --no-ui: %d, want 200 (router and up read it)", code)
+	}
+}
