@@ -1,0 +1,3 @@
+// bench.js: the bench view (being built).
+export function mount() {}
+export function unmount() {}

@@ -1,0 +1,3 @@
+// train.js: the train view (being built).
+export function mount() {}
+export function unmount() {}
