@@ -5,7 +5,7 @@
 
 const NS = 'http://www.w3.org/2000/svg';
 const W = 600; // the viewBox; the SVG scales to its container's width
-const M = { left: 54, right: 14, top: 10, bottom: 36 };
+const M = { left: 58, right: 14, top: 10, bottom: 36 };
 
 function svg(tag, attrs = {}, text) {
   const e = document.createElementNS(NS, tag);
@@ -37,7 +37,7 @@ export function defaultFormat(v) {
   if (a >= 1e4) return (v / 1e3).toPrecision(3).replace(/\.?0+$/, '') + 'k';
   if (a >= 1) return String(Math.round(v * 100) / 100);
   if (a >= 1e-3) return v.toPrecision(3).replace(/\.?0+$/, '');
-  return v.toExponential(1);
+  return v.toExponential(1).replace('.0e', 'e');
 }
 
 /** timeFormat writes unix seconds as hh:mm:ss in local time. */
@@ -244,7 +244,10 @@ export class Chart {
       const i = nearest(s.points, x);
       // A step series holds its value until its next point: read the last point at or before x.
       let j = i;
-      if (o.step && s.points[j][0] > x && j > 0) j--;
+      if (o.step && s.points[j][0] > x) {
+        if (j === 0) continue; // the series starts right of the cursor
+        j--;
+      }
       const [px, py] = s.points[j];
       if (!o.step && Math.abs(px - x) > (this.scale.xh - this.scale.xl) * 0.02 && s.points.length > 1) continue;
       this.cursorLayer.append(svg('circle', { cx: sx(o.step ? x : px), cy: sy(py), r: 3.5, class: `dot s${s.idx % 6}` }));
