@@ -4,7 +4,6 @@
 // visible series' value at that x in a tooltip (mirrored to a live region for screen readers).
 
 const NS = 'http://www.w3.org/2000/svg';
-const W = 600; // the viewBox; the SVG scales to its container's width
 const M = { left: 58, right: 14, top: 10, bottom: 36 };
 
 function svg(tag, attrs = {}, text) {
@@ -78,8 +77,7 @@ export class Chart {
     this.cursor = -1; // index into this.xs while the keyboard or the pointer holds the cursor
     this.box = container;
     container.replaceChildren();
-    const H = this.opts.height;
-    this.svg = svg('svg', { viewBox: `0 0 ${W} ${H}`, tabindex: 0, role: 'img', 'aria-roledescription': 'chart',
+    this.svg = svg('svg', { tabindex: 0, role: 'img', 'aria-roledescription': 'chart',
       'aria-label': `${this.opts.label || 'chart'}. Arrow keys move the cursor through the values.` });
     this.tip = document.createElement('div');
     this.tip.className = 'tooltip';
@@ -96,6 +94,15 @@ export class Chart {
     this.svg.addEventListener('pointerleave', () => this.hideCursor());
     this.svg.addEventListener('keydown', (e) => this.key(e));
     this.svg.addEventListener('blur', () => this.hideCursor());
+    // The viewBox follows the container's width, so text keeps its size on a phone; a hidden
+    // view has width 0 and is drawn again when it shows.
+    this.W = 600;
+    new ResizeObserver(() => {
+      const w = Math.round(this.box.clientWidth);
+      // Drawn in the next frame, not in the callback: the new height would otherwise be an
+      // observation the browser reports as a "ResizeObserver loop" error.
+      if (w > 0 && Math.abs(w - this.W) > 2) requestAnimationFrame(() => { this.W = Math.max(260, w); this.draw(); });
+    }).observe(container);
   }
 
   /** setData replaces the series: [{name, points: [[x, y], ...] sorted by x}]. */
@@ -132,7 +139,10 @@ export class Chart {
   }
 
   draw() {
-    const o = this.opts, H = o.height;
+    const o = this.opts, W = this.W;
+    const H = Math.round(Math.min(o.height, Math.max(180, W * 0.6)));
+    this.H = H;
+    this.svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
     const vis = this.visible();
     this.svg.replaceChildren();
     const pw = W - M.left - M.right, ph = H - M.top - M.bottom;
@@ -204,7 +214,7 @@ export class Chart {
   pointer(e) {
     if (!this.xs || !this.xs.length) return;
     const r = this.svg.getBoundingClientRect();
-    const vx = ((e.clientX - r.left) / r.width) * W;
+    const vx = ((e.clientX - r.left) / r.width) * this.W;
     const { xl, xh, pw } = this.scale;
     const x = xl + ((vx - M.left) / pw) * (xh - xl);
     this.cursor = nearest(this.xs.map((v) => [v]), x);
@@ -237,7 +247,7 @@ export class Chart {
     const x = this.xs[this.cursor];
     if (x === undefined) return;
     const { sx, sy } = this.scale;
-    const o = this.opts, H = o.height;
+    const o = this.opts, H = this.H, W = this.W;
     this.cursorLayer.replaceChildren(svg('line', { x1: sx(x), x2: sx(x), y1: M.top, y2: H - M.bottom, class: 'cursor' }));
     const lines = [`${o.xName || o.xLabel || 'x'}: ${o.xFormat(x)}`];
     for (const s of this.visible()) {

@@ -43,7 +43,7 @@ export function unmount() {
 // timeTicks puts x ticks on round multiples of 15 s, 30 s, 1 min... for a time axis in seconds.
 function timeTicks(lo, hi) {
   const span = hi - lo;
-  const step = [5, 10, 15, 30, 60, 120, 300, 600].find((s) => span / s <= 5) || 600;
+  const step = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600].find((s) => span / s <= 5) || 600;
   const out = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) out.push(v);
   return { lo, hi, ticks: out, step };
@@ -103,6 +103,15 @@ function showCloud(c) {
   showAutoscale(c.autoscale || []);
 }
 
+// labelCells gives each cell its column's name in data-label, which the phone layout shows
+// beside the value when a row becomes a card.
+function labelCells(table) {
+  const names = [...table.tHead.rows[0].cells].map((c) => c.textContent);
+  for (const tr of table.tBodies[0].rows) {
+    [...tr.cells].forEach((c, i) => { if (names[i] && c.colSpan === 1) c.dataset.label = names[i]; });
+  }
+}
+
 function cell(text, cls) {
   return el('td', cls ? { class: cls } : {}, text);
 }
@@ -132,6 +141,7 @@ function showReplicas(reps) {
     body.append(tr);
   }
   if (!reps.length) body.append(el('tr', {}, el('td', { colspan: 12 }, 'No replicas.')));
+  labelCells($('cloud-replicas'));
 }
 
 function showCharts() {
@@ -182,4 +192,5 @@ function showRequests(list) {
     body.append(tr);
   }
   if (!list.length) body.append(el('tr', {}, el('td', { colspan: 9 }, 'No finished requests yet.')));
+  labelCells($('cloud-requests'));
 }
