@@ -27,6 +27,9 @@ export function mount(_sec, { first }) {
       mfu: new Chart($('train-chart-mfu'), { ...step, label: 'Model FLOPs utilisation by step, percent', yLabel: 'MFU %', yMin: 0 }),
     };
     $('train-file').addEventListener('change', openFile);
+    document.addEventListener('visibilitychange', () => {
+      if (active && live && !done && !document.hidden && !timer) poll();
+    });
     render();
   }
   active = true;
@@ -52,7 +55,7 @@ function status(text, isError) {
 
 async function poll() {
   timer = 0;
-  if (!active || !live || done) return;
+  if (!active || !live || done || document.hidden) return;
   try {
     const r = await getJSON(`/console/api/run?after=${records.length}`);
     if (!live) return;
