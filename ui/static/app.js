@@ -67,5 +67,9 @@ document.getElementById('theme-toggle').addEventListener('click', () => {
 });
 
 document.getElementById('mode-badge').textContent = mode();
-window.addEventListener('hashchange', route);
+window.addEventListener('hashchange', () => {
+  route();
+  // After a nav link, the keyboard continues in the view just opened.
+  document.getElementById('main').focus({ preventScroll: true });
+});
 route();

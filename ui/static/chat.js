@@ -98,8 +98,15 @@ function addMessage(role, content) {
   $('chat-messages').append(node);
   const m = { role, content, stats: null, node, text, statsNode: stats };
   conversation.push(m);
-  node.scrollIntoView({ block: 'end' });
+  scrollDown();
   return m;
+}
+
+// scrollDown keeps the newest text in view inside the message list (not the page, which
+// scrollIntoView would move too).
+function scrollDown() {
+  const box = $('chat-messages');
+  box.scrollTop = box.scrollHeight;
 }
 
 function showStats(m, s) {
@@ -166,7 +173,7 @@ async function send() {
           s.chunks++;
           reply.content += piece;
           reply.text.textContent = reply.content;
-          reply.node.scrollIntoView({ block: 'end' });
+          scrollDown();
         }
         if (ch.finish_reason) s.finish_reason = ch.finish_reason;
       }

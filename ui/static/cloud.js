@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 const keepSeconds = 300;
 let timer = 0;
 let active = false;
+let inflight = false; // a poll is waiting for its answers (a view shown again starts no second loop)
 let missing = false; // the process has no /console/api endpoints: poll nothing more
 let tokensChart, kvChart;
 const history = new Map(); // replica name -> [{t, gen, kv}]
@@ -57,13 +58,27 @@ function status(text, isError) {
 
 async function poll() {
   timer = 0;
-  if (!active || missing || document.hidden) return;
+  if (!active || missing || document.hidden || inflight) return;
+  let interval = 2;
+  inflight = true;
+  try {
+    interval = await pollOnce();
+  } catch (e) {
+    status('Cannot show the cloud: ' + e.message, true);
+  } finally {
+    inflight = false;
+  }
+  if (active && !missing && interval) timer = setTimeout(poll, interval * 1000);
+}
+
+// pollOnce fetches and shows the cloud and the last requests once; it returns the seconds to
+// the next poll, or 0 to stop.
+async function pollOnce() {
   let interval = 2;
   const [cloud, reqs] = await Promise.allSettled([
     getJSON('/console/api/cloud'),
     getJSON('/console/api/requests?limit=20'),
   ]);
-  if (!active) return;
   if (cloud.status === 'fulfilled') {
     interval = Math.min(2, Math.max(0.5, Number(cloud.value.health_interval_s) || 2));
     showCloud(cloud.value);
@@ -73,12 +88,12 @@ async function poll() {
     if (e instanceof HTTPError && (e.status === 404 || e.status === 405)) {
       missing = true;
       status('This process does not serve /console/api/cloud: start it with a newer llmcloud (serve, router or up).', true);
-      return;
+      return 0;
     }
     status('Cannot reach the cloud: ' + e.message, true);
   }
   if (reqs.status === 'fulfilled') showRequests(reqs.value.requests || []);
-  timer = setTimeout(poll, interval * 1000);
+  return interval;
 }
 
 function showCloud(c) {

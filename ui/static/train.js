@@ -14,6 +14,7 @@ let runDir = '';
 let done = false;
 let timer = 0;
 let active = false;
+let inflight = false; // a poll is waiting for its answer
 let live = true; // polling the served run (false once a file was opened instead)
 let charts;
 
@@ -55,7 +56,8 @@ function status(text, isError) {
 
 async function poll() {
   timer = 0;
-  if (!active || !live || done || document.hidden) return;
+  if (!active || !live || done || document.hidden || inflight) return;
+  inflight = true;
   try {
     const r = await getJSON(`/console/api/run?after=${records.length}`);
     if (!live) return;
@@ -71,8 +73,10 @@ async function poll() {
       return;
     }
     status('Cannot read the run: ' + e.message, true);
+  } finally {
+    inflight = false;
   }
-  if (active && !done) timer = setTimeout(poll, 2000);
+  if (active && live && !done) timer = setTimeout(poll, 2000);
 }
 
 async function openFile(ev) {
