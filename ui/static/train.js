@@ -123,7 +123,8 @@ function render() {
   charts.lr.setData([{ name: 'lr', points: pts(steps, (r) => r.lr) }]);
   charts.gradnorm.setData([{ name: 'grad norm', points: pts(steps, (r) => r.grad_norm) }]);
   const mfu = [{ name: 'MFU', points: pts(steps, (r) => (r.mfu ? r.mfu * 100 : undefined)) }];
-  if (steps.some((r) => r.hfu)) mfu.push({ name: 'HFU', points: pts(steps, (r) => (r.hfu ? r.hfu * 100 : undefined)) });
+  // HFU differs from MFU only when the run recomputes activations; otherwise it would hide MFU.
+  if (steps.some((r) => r.hfu && Math.abs(r.hfu - (r.mfu || 0)) > 1e-9)) mfu.push({ name: 'HFU', points: pts(steps, (r) => (r.hfu ? r.hfu * 100 : undefined)) });
   charts.mfu.setData(mfu);
 
   const last = steps[steps.length - 1] || {};
