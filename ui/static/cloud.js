@@ -80,7 +80,9 @@ async function pollOnce() {
     getJSON('/console/api/requests?limit=20'),
   ]);
   if (cloud.status === 'fulfilled') {
-    interval = Math.min(2, Math.max(0.5, Number(cloud.value.health_interval_s) || 2));
+    // One poll per health interval shows a dead replica within it; 1 to 2 s keeps the page at
+    // no more than two requests a second.
+    interval = Math.min(2, Math.max(1, Number(cloud.value.health_interval_s) || 2));
     showCloud(cloud.value);
     status(`${cloud.value.mode || mode()} · ${(cloud.value.replicas || []).length} replica(s) · updated ${new Date().toLocaleTimeString([], { hour12: false })}`);
   } else {
