@@ -17,6 +17,15 @@ export function mount(_sec, { first }) {
     ev.target.value = '';
     await load(files);
   });
+  // Files dropped anywhere on the view load like the file input's.
+  const view = $('view-bench');
+  view.addEventListener('dragover', (ev) => { ev.preventDefault(); view.classList.add('dropping'); });
+  view.addEventListener('dragleave', () => view.classList.remove('dropping'));
+  view.addEventListener('drop', async (ev) => {
+    ev.preventDefault();
+    view.classList.remove('dropping');
+    await load([...ev.dataTransfer.files]);
+  });
   const box = $('bench-charts');
   for (const [key, title, x] of [
     ['ttft', 'Time to first token (CDF)', 'TTFT (ms)'],

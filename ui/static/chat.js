@@ -90,13 +90,36 @@ function params() {
   return p;
 }
 
+// structured reads the structured-output and tool fields; bad JSON throws an Error naming the
+// field, so nothing is sent.
+function structured() {
+  const out = {};
+  const fmt = $('param-response-format').value;
+  if (fmt === 'json_object') out.response_format = { type: 'json_object' };
+  if (fmt === 'json_schema') {
+    let schema;
+    try { schema = JSON.parse($('param-json-schema').value); } catch (e) { throw new Error('JSON schema: ' + e.message); }
+    out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema, strict: true } };
+  }
+  const tools = $('chat-tools').value.trim();
+  if (tools) {
+    try { out.tools = JSON.parse(tools); } catch (e) { throw new Error('Tools: ' + e.message); }
+    if (!Array.isArray(out.tools)) throw new Error('Tools: want a JSON array of {"type": "function", "function": {...}}');
+  }
+  const choice = $('param-tool-choice').value;
+  if (choice && out.tools) out.tool_choice = choice;
+  return out;
+}
+
 function addMessage(role, content) {
+  const reasoning = el('div', { class: 'msg-reasoning' });
   const text = el('div', { class: 'msg-text' }, content);
+  const tools = el('div', { class: 'msg-tools' });
   const stats = el('div', { class: 'msg-stats' });
   const node = el('article', { class: `msg msg-${role}`, 'aria-label': role === 'user' ? 'You' : 'Assistant' },
-    el('div', { class: 'msg-role' }, role === 'user' ? 'You' : 'Assistant'), text, stats);
+    el('div', { class: 'msg-role' }, role === 'user' ? 'You' : 'Assistant'), reasoning, text, tools, stats);
   $('chat-messages').append(node);
-  const m = { role, content, stats: null, node, text, statsNode: stats };
+  const m = { role, content, stats: null, node, text, statsNode: stats, reasoningNode: reasoning, toolsNode: tools, reasoning: '', toolCalls: [] };
   conversation.push(m);
   scrollDown();
   return m;
@@ -126,6 +149,13 @@ async function send() {
   const input = $('chat-input');
   const content = input.value;
   if (!content.trim() || $('chat-send').disabled) return;
+  let extra;
+  try {
+    extra = structured();
+  } catch (e) {
+    status(e.message);
+    return;
+  }
   input.value = '';
   addMessage('user', content);
   const messages = [];
@@ -138,6 +168,7 @@ async function send() {
     stream: true,
     stream_options: { include_usage: true },
     ...params(),
+    ...extra,
   };
   const reply = addMessage('assistant', '');
   reply.node.classList.add('msg-pending');
@@ -164,12 +195,23 @@ async function send() {
       for (const ch of ev.choices || []) {
         const d = ch.delta || {};
         const piece = d.content || '';
+        const thought = d.reasoning_content || d.reasoning || '';
+        if ((piece || thought || d.tool_calls) && !tFirst) {
+          tFirst = performance.now();
+          s.ttft_ms = tFirst - t0;
+          reply.node.classList.remove('msg-pending');
+        }
+        if (thought) {
+          s.chunks++;
+          reply.reasoning += thought;
+          reply.reasoningNode.textContent = reply.reasoning;
+        }
+        if (Array.isArray(d.tool_calls)) {
+          for (const tc of d.tool_calls) addToolCall(reply, tc);
+          reply.toolsNode.textContent = reply.toolCalls
+            .map((c) => `${c.function.name}(${c.function.arguments})`).join('\n');
+        }
         if (piece) {
-          if (!tFirst) {
-            tFirst = performance.now();
-            s.ttft_ms = tFirst - t0;
-            reply.node.classList.remove('msg-pending');
-          }
           s.chunks++;
           reply.content += piece;
           reply.text.textContent = reply.content;
@@ -205,6 +247,18 @@ async function send() {
     reply.node.classList.remove('msg-pending');
     controller = null;
     setStreaming(false);
+  }
+}
+
+// addToolCall merges one streamed tool_calls piece into the reply's calls (the first piece of a
+// call has its id and name, the later ones more of its arguments).
+function addToolCall(reply, tc) {
+  const i = Number.isInteger(tc.index) ? tc.index : reply.toolCalls.length;
+  const c = reply.toolCalls[i] || (reply.toolCalls[i] = { id: '', type: 'function', function: { name: '', arguments: '' } });
+  if (tc.id) c.id = tc.id;
+  if (tc.function) {
+    if (tc.function.name) c.function.name += tc.function.name;
+    if (tc.function.arguments) c.function.arguments += tc.function.arguments;
   }
 }
 
@@ -244,13 +298,23 @@ function clearChat() {
   status('');
 }
 
+function safeStructured() {
+  try { return structured(); } catch { return {}; }
+}
+
 function exportChat() {
   const out = {
     exported: new Date().toISOString(),
     model: $('chat-model').value,
     system: $('chat-system').value,
-    params: params(),
-    messages: conversation.map((m) => ({ role: m.role, content: m.content, ...(m.stats ? { stats: m.stats } : {}) })),
+    params: { ...params(), ...safeStructured() },
+    messages: conversation.map((m) => ({
+      role: m.role,
+      content: m.content,
+      ...(m.reasoning ? { reasoning_content: m.reasoning } : {}),
+      ...(m.toolCalls.length ? { tool_calls: m.toolCalls.filter(Boolean) } : {}),
+      ...(m.stats ? { stats: m.stats } : {}),
+    })),
   };
   const stamp = out.exported.replace(/[:.]/g, '-');
   download(`chat-${stamp}.json`, JSON.stringify(out, null, 2));
