@@ -48,7 +48,6 @@ function applyTheme(t) {
   const other = t === 'dark' ? 'light' : 'dark';
   btn.textContent = other === 'dark' ? 'Dark' : 'Light';
   btn.setAttribute('aria-label', `Switch to ${other} theme`);
-  btn.setAttribute('aria-pressed', String(t === 'dark'));
   document.dispatchEvent(new CustomEvent('themechange'));
 }
 

@@ -272,8 +272,10 @@ export class Chart {
     this.tip.hidden = false;
     const r = this.svg.getBoundingClientRect();
     const px = (sx(x) / W) * r.width;
-    const left = px > r.width / 2 ? px - this.tip.offsetWidth - 10 : px + 10;
-    this.tip.style.left = Math.max(0, left) + 'px';
+    const tw = this.tip.offsetWidth;
+    const left = px > r.width / 2 ? px - tw - 10 : px + 10;
+    // Kept inside the chart, so a tooltip never widens the page on a phone.
+    this.tip.style.left = Math.max(0, Math.min(left, r.width - tw)) + 'px';
     this.tip.style.top = '4px';
     if (announce) this.live.textContent = lines.join(', ');
   }
