@@ -36,7 +36,8 @@ export function mount(_sec, { first }) {
     const div = el('div', { id: `bench-chart-${key}`, class: 'chart' });
     box.append(el('figure', { class: 'panel' }, el('figcaption', {}, title), div));
     charts[key] = new Chart(div, {
-      label: title, xLabel: x, xName: x, step: true, yMin: 0, alwaysLegend: true,
+      label: title, xLabel: key === 'itl' ? x + ', log scale' : x, xName: x, step: true, yMin: 0, alwaysLegend: true,
+      xLog: key === 'itl',
       yMax: key === 'itl' ? undefined : 100, yLabel: key === 'itl' ? '% of tokens' : '% of requests',
       yFormat: (v) => fmt(v, v % 1 ? 1 : 0), empty: 'Open result files to see this chart.',
     });
@@ -190,17 +191,22 @@ function renderCharts() {
   for (const m of ['ttft', 'tpot', 'e2el']) {
     charts[m].setData(results.map((r) => ({ name: r.name, points: cdf(samplesMs(r.data, m)) })));
   }
-  // ITL histogram: 40 shared bins up to the largest p99.5, the rest counted in the last bin.
-  const all = results.map((r) => samplesMs(r.data, 'itl'));
-  const top = Math.max(0, ...all.filter((s) => s.length).map((s) => quantile(s, 0.995)));
-  const bins = 40, w = top > 0 ? top / bins : 1;
+  // ITL histogram: 40 bins shared by the files, evenly spaced on a log axis (inter-token
+  // latencies spread over decades: sub-millisecond bursts to second-long stalls); values
+  // outside [p0.5, max] are counted in the end bins.
+  const all = results.map((r) => samplesMs(r.data, 'itl').filter((x) => x > 0));
+  const some = all.filter((s) => s.length);
+  const lo = some.length ? Math.min(...some.map((s) => quantile(s, 0.005))) : 1;
+  const hi = some.length ? Math.max(...some.map((s) => s[s.length - 1])) : 10;
+  const bins = 40;
+  const l0 = Math.log10(lo), step = (Math.log10(Math.max(hi, lo * 1.01)) - l0) / bins;
   charts.itl.setData(results.map((r, i) => {
     const s = all[i];
     if (!s.length) return { name: r.name, points: [] };
     const counts = new Array(bins).fill(0);
-    for (const x of s) counts[Math.min(bins - 1, Math.floor(x / w))]++;
-    const pts = counts.map((c, b) => [b * w, (100 * c) / s.length]);
-    pts.push([bins * w, pts[bins - 1][1]]);
+    for (const x of s) counts[Math.max(0, Math.min(bins - 1, Math.floor((Math.log10(x) - l0) / step)))]++;
+    const pts = counts.map((c, b) => [10 ** (l0 + b * step), (100 * c) / s.length]);
+    pts.push([10 ** (l0 + bins * step), pts[bins - 1][1]]);
     return { name: r.name, points: pts };
   }));
 }

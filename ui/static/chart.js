@@ -28,6 +28,20 @@ export function ticks(lo, hi, n = 5) {
   return { lo: a, hi: b, ticks: out, step };
 }
 
+/** logTicks returns 1, 2 and 5 times the powers of ten in [lo, hi] (only the powers when the
+ * range spans many decades), for a logarithmic axis. */
+export function logTicks(lo, hi) {
+  const out = [];
+  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push(v);
+    }
+  }
+  const ticksOut = out.length > 8 ? out.filter((v) => Math.abs(Math.log10(v) % 1) < 1e-9) : out;
+  return { lo, hi, ticks: ticksOut };
+}
+
 /** defaultFormat writes a tick or value compactly. */
 export function defaultFormat(v) {
   const a = Math.abs(v);
@@ -66,7 +80,8 @@ function thin(points, max = 800) {
 
 /**
  * Chart draws into container. opts: label (the accessible name), xLabel, yLabel, xFormat and
- * yFormat (value -> string), yMin/yMax/xMin/xMax (fixed bounds), step (draw as steps),
+ * yFormat (value -> string), yMin/yMax/xMin/xMax (fixed bounds), step (draw as steps), xLog (a
+ * logarithmic x axis; points at x <= 0 are left out),
  * height (viewBox height, default 240), empty (text when there is no data).
  */
 export class Chart {
@@ -109,7 +124,8 @@ export class Chart {
   setData(series) {
     const names = series.map((s) => s.name).join('\u0000');
     const changed = names !== this.series.map((s) => s.name).join('\u0000');
-    this.series = series.map((s, i) => ({ ...s, idx: i, points: s.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])) }));
+    const ok = (p) => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!this.opts.xLog || p[0] > 0);
+    this.series = series.map((s, i) => ({ ...s, idx: i, points: s.points.filter(ok) }));
     if (changed) this.drawLegend();
     this.draw();
   }
@@ -161,13 +177,14 @@ export class Chart {
     if (o.xMax !== undefined) x1 = Math.max(o.xMax, x0);
     if (o.yMin !== undefined) y0 = Math.min(o.yMin, y0);
     if (o.yMax !== undefined) y1 = Math.max(o.yMax, y1);
-    if (x1 <= x0) x1 = x0 + 1;
+    if (x1 <= x0) x1 = o.xLog ? x0 * 10 : x0 + 1;
     const yt = ticks(y0, y1, 4);
-    const xt = o.xTicks ? o.xTicks(x0, x1) : ticks(x0, x1, 5);
+    const xt = o.xTicks ? o.xTicks(x0, x1) : o.xLog ? logTicks(x0, x1) : ticks(x0, x1, 5);
     const xl = o.xTight === false ? xt.lo : x0, xh = o.xTight === false ? xt.hi : x1;
-    const sx = (x) => M.left + ((x - xl) / (xh - xl || 1)) * pw;
+    const T = o.xLog ? Math.log10 : (x) => x;
+    const sx = (x) => M.left + ((T(x) - T(xl)) / (T(xh) - T(xl) || 1)) * pw;
     const sy = (y) => M.top + ph - ((y - yt.lo) / (yt.hi - yt.lo || 1)) * ph;
-    this.scale = { sx, sy, xl, xh, pw };
+    this.scale = { sx, sy, xl, xh, pw, T };
 
     const g = svg('g');
     for (const v of yt.ticks) {
@@ -215,8 +232,9 @@ export class Chart {
     if (!this.xs || !this.xs.length) return;
     const r = this.svg.getBoundingClientRect();
     const vx = ((e.clientX - r.left) / r.width) * this.W;
-    const { xl, xh, pw } = this.scale;
-    const x = xl + ((vx - M.left) / pw) * (xh - xl);
+    const { xl, xh, pw, T } = this.scale;
+    const t = T(xl) + ((vx - M.left) / pw) * (T(xh) - T(xl));
+    const x = this.opts.xLog ? 10 ** t : t;
     this.cursor = nearest(this.xs.map((v) => [v]), x);
     this.cursorX = this.xs[this.cursor];
     this.showCursor();
@@ -259,7 +277,7 @@ export class Chart {
         j--;
       }
       const [px, py] = s.points[j];
-      if (!o.step && Math.abs(px - x) > (this.scale.xh - this.scale.xl) * 0.02 && s.points.length > 1) continue;
+      if (!o.step && Math.abs(sx(px) - sx(x)) > this.scale.pw * 0.02 && s.points.length > 1) continue;
       this.cursorLayer.append(svg('circle', { cx: sx(o.step ? x : px), cy: sy(py), r: 3.5, class: `dot s${s.idx % 6}` }));
       lines.push(`${s.name}: ${o.yFormat(py)}`);
     }
