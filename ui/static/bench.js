@@ -95,7 +95,8 @@ function render(errors = []) {
       el('span', { class: 'name' }, r.name), el('span', { class: 'meta' }, r.file + (meta ? ' · ' + meta : '')), rm));
   });
   for (const e of errors) {
-    list.append(el('li', { class: 'bench-item error', 'data-file': e.name },
+    // Not .bench-item: that class marks the loaded files only.
+    list.append(el('li', { class: 'bench-error', 'data-file': e.name },
       el('span', { class: 'name' }, e.name), el('span', { class: 'meta' }, e.why)));
   }
   renderTable();
