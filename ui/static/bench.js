@@ -72,8 +72,9 @@ async function load(files) {
       why = 'not JSON: ' + e.message;
     }
     if (why) { errors.push({ name: f.name, why }); continue; }
-    let name = d.label || f.name.replace(/\.json$/i, '');
-    for (let i = 2; results.some((r) => r.name === name); i++) name = `${d.label || f.name.replace(/\.json$/i, '')} (${i})`;
+    // The file's label when it has one (bench serve --label), else its file name.
+    let name = d.label || f.name;
+    for (let i = 2; results.some((r) => r.name === name); i++) name = `${d.label || f.name} (${i})`;
     results.push({ name, file: f.name, data: d });
     ok++;
   }

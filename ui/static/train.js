@@ -132,8 +132,8 @@ function render() {
   const skipped = steps.filter((r) => r.skipped).length;
   const items = [
     ['step', 'Step', last.step !== undefined ? String(last.step) : '–'],
-    ['loss', 'Loss', fmt(last.loss, 4)],
-    ['val_loss', 'Val loss', lastVal ? fmt(lastVal.val_loss, 4) + ` (step ${lastVal.step})` : '–'],
+    ['loss', 'Loss', fmt(last.loss, 3)],
+    ['val_loss', 'Val loss', lastVal ? fmt(lastVal.val_loss, 3) + ` (step ${lastVal.step})` : '–'],
     ['tokens_per_s', 'Tokens/s', fmtNum(last.tokens_per_s)],
     ['mfu', 'MFU', last.mfu ? fmt(last.mfu * 100, 1) + ' %' : '–'],
     ['lr', 'Learning rate', fmtNum(last.lr)],
