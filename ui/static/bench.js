@@ -93,7 +93,8 @@ function render(errors = []) {
     rm.addEventListener('click', () => { results.splice(i, 1); status(''); render(); });
     list.append(el('li', { class: 'bench-item', 'data-file': r.file },
       el('span', { class: `swatch sw${i % 6}`, 'aria-hidden': 'true' }),
-      el('span', { class: 'name' }, r.name), el('span', { class: 'meta' }, r.file + (meta ? ' · ' + meta : '')), rm));
+      el('span', { class: 'name' }, r.name),
+      el('span', { class: 'meta' }, [r.name === r.file ? '' : r.file, meta].filter(Boolean).join(' · ')), rm));
   });
   for (const e of errors) {
     // Not .bench-item: that class marks the loaded files only.
