@@ -168,6 +168,7 @@ test('chat: markup in the system prompt, the user message and the model output s
     }
     req.continue();
   });
+  await setValue(page, '#param-max-tokens', '200'); // the markup is 48 tokens
   await page.$eval('#chat-system', (el, v) => {
     el.value = v;
     el.dispatchEvent(new Event('input', { bubbles: true }));

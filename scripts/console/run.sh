@@ -129,3 +129,8 @@ CONSOLE_SERVE_URL="http://$serve" \
   CONSOLE_BENCH_FILES="$tmp/bench/c1.json:$tmp/bench/c4.json" CONSOLE_BENCH_XSS="$tmp/bench/$xssname" \
   CONSOLE_DOCS_DIR="$root/docs/console" CHROMIUM="$chromium" \
   node --test --test-concurrency=1 "${args[@]}"
+
+# Screenshots are committed: squeeze them to a palette when pngquant is here (apt-get install pngquant).
+if [ "${CONSOLE_SCREENSHOTS:-}" = 1 ] && command -v pngquant >/dev/null 2>&1; then
+  pngquant --force --ext .png --quality 80-98 --skip-if-larger --strip "$root"/docs/console/*.png || true
+fi
