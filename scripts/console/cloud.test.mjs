@@ -29,11 +29,11 @@ async function allUp(page, names, timeout) {
   }, { timeout }, names);
 }
 
-async function chat(url, content) {
+async function chat(url, content, maxTokens = 16) {
   const res = await fetch(url + '/v1/chat/completions', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 16 }),
+    body: JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: maxTokens }),
   });
   assert.equal(res.status, 200, `chat through the router: ${res.status}`);
   await res.json();
@@ -63,7 +63,12 @@ test('cloud: replicas, traces, polling rate, a killed replica marked down and ba
   }
   assert.ok(await page.$('#cloud-autoscale'), 'no #cloud-autoscale');
 
-  // One open console polls at most 2 requests per second (the contract's cost line).
+  // Two clients keep both replicas busy while the page polls (the charts get something to draw),
+  // and one open console polls at most 2 requests per second (the contract's cost line).
+  let busy = true;
+  const load = [0, 1].map(async (c) => {
+    for (let i = 0; busy; i++) await chat(env.up, `Client ${c} asks for story ${i} about a brave little fox.`, 96);
+  });
   let polls = 0;
   const count = (req) => { if (new URL(req.url()).origin === env.up) polls++; };
   page.on('request', count);
@@ -71,9 +76,10 @@ test('cloud: replicas, traces, polling rate, a killed replica marked down and ba
   page.off('request', count);
   assert.ok(polls <= 12 + 1, `the cloud view made ${polls} requests in 6 s (at most 2/s)`);
   assert.ok(polls >= 2, `the cloud view polled ${polls} times in 6 s`);
-
   await shot(page, 'cloud-desktop', desktop);
   await shot(page, 'cloud-phone', phone);
+  busy = false;
+  await Promise.all(load);
 
   // Kill a replica. The page records every change of its row; the supervisor restarts the
   // replica after 0.5 s (doubled per crash within 30 s of its last start), so a crash can come

@@ -139,7 +139,8 @@ export async function shot(page, name, viewport, prepare) {
     fs.mkdirSync(env.docsDir, { recursive: true });
     await page.evaluate(() => document.activeElement && document.activeElement.blur());
     await settle(page);
-    await page.screenshot({ path: path.join(env.docsDir, `${name}.png`), type: 'png' });
+    // At desktop width the whole view (its charts are below the fold); at phone width one screen.
+    await page.screenshot({ path: path.join(env.docsDir, `${name}.png`), type: 'png', fullPage: viewport.width >= 1000 });
   }
   await page.setViewport(before);
 }

@@ -65,19 +65,20 @@ start() {
   "$bin" "$@" >"$tmp/$name.out" 2>"$tmp/$name.log" &
   pids+=($!)
 }
-# addr NAME PATTERN: waits for the log line matching PATTERN (a sed -n 's/.../\1/p' expression's
-# left side capturing HOST:PORT), then for GET /health to answer 200; prints HOST:PORT.
+# addr NAME PATTERN [PATH]: waits for the log line matching PATTERN (the left side of a sed
+# s|...|\1|p expression capturing HOST:PORT), then for GET PATH (default /health) to answer 200;
+# sets A to HOST:PORT. (Not a $(...) subshell: a failure there would run the EXIT trap twice.)
 addr() {
-  local name=$1 pattern=$2 a=""
+  local name=$1 pattern=$2 path=${3:-/health}
+  A=""
   for _ in $(seq 600); do
-    a="$(sed -n "s/.*$pattern.*/\1/p" "$tmp/$name.log" | head -n 1)"
-    if [ -n "$a" ] && curl -sf "http://$a/health" >/dev/null; then
-      echo "$a"
+    A="$(sed -n "s|.*$pattern.*|\1|p" "$tmp/$name.log" | head -n 1)"
+    if [ -n "$A" ] && curl -sf "http://$A$path" >/dev/null; then
       return 0
     fi
     sleep 0.1
   done
-  echo "$name: no healthy address after 60 s" >&2
+  echo "$name: no address answering GET $path after 60 s" >&2
   return 1
 }
 
@@ -99,10 +100,10 @@ start servekey serve --host 127.0.0.1 --port 0 --threads 1 --api-key "$key"
 start up up --replicas 2 --host 127.0.0.1 --port 0 --health-interval 1s --status-interval 0 \
   --drain-timeout 2s
 start ui ui "$tmp/run" --host 127.0.0.1 --port 0
-serve="$(addr serve 'msg=listening addr=\([^ ]*\)')"
-servekey="$(addr servekey 'msg=listening addr=\([^ ]*\)')"
-up="$(addr up 'msg="router listening" addr=\([^ ]*\)')"
-uiaddr="$(addr ui 'listening addr=\([^ ]*\)')"
+addr serve 'msg=listening addr=\([^ ]*\)'; serve=$A
+addr servekey 'msg=listening addr=\([^ ]*\)'; servekey=$A
+addr up 'msg="router listening" addr=\([^ ]*\)'; up=$A
+addr ui 'the console of .* at http://\([^ ]*\)' /console/api/run; uiaddr=$A
 
 # Two bench results to compare (one request at a time, and four), and one whose file name and
 # label are markup (the XSS test). Short: 8 requests of 32 prompt and 16 output tokens.
