@@ -73,6 +73,31 @@ test('bench: two result files compared and charted', async () => {
   const text = (await page.$eval('#bench-charts', (c) => c.textContent)).toLowerCase();
   for (const m of ['ttft', 'tpot', 'e2e', 'itl']) assert.ok(text.includes(m), `#bench-charts has no ${m} chart`);
 
+  // Interactive: each chart takes the keyboard focus, hovering shows values, and a legend entry
+  // (a toggle button) hides its series.
+  assert.deepEqual(await page.$$eval('#bench-charts svg', (svgs) => svgs.filter((s) => s.tabIndex < 0).length), 0,
+    'a chart is not keyboard focusable');
+  const first = await page.$('#bench-charts svg');
+  const holder = await first.evaluateHandle((s) => s.parentElement);
+  const quiet = await holder.evaluate((h) => h.innerText);
+  await first.hover(); // scrolled into view, the pointer on its middle
+  await sleep(200);
+  const hovered = await holder.evaluate((h) => h.innerText);
+  assert.ok(hovered !== quiet && /\d/.test(hovered), 'hovering a chart shows no values');
+  await page.mouse.move(0, 0);
+  const drawn = (h) => h.evaluate((x) => [...x.querySelectorAll('svg path')]
+    .filter((p) => (p.getAttribute('d') || '').split(/[MLHVCSQTAZ]/i).length > 3).length);
+  const chart = await page.evaluateHandle(() => document.querySelector('#bench-charts [aria-pressed="true"]')
+    ?.closest('#bench-charts > *'));
+  const toggle = await page.$('#bench-charts [aria-pressed="true"]');
+  assert.ok(toggle, 'no legend entry (a button with aria-pressed) in #bench-charts');
+  const shownBefore = await drawn(chart);
+  await toggle.click();
+  assert.equal(await toggle.evaluate((b) => b.getAttribute('aria-pressed')), 'false');
+  assert.ok(await drawn(chart) < shownBefore, 'a legend click hid no series');
+  await toggle.click();
+  assert.equal(await drawn(chart), shownBefore, 'a second legend click did not show the series again');
+
   await shot(page, 'bench-desktop', desktop);
   await shot(page, 'bench-phone', phone);
   guard.check();

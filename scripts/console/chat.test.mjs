@@ -1,8 +1,11 @@
 // The playground against `llmcloud serve` on the built-in model: a streamed reply grows on the
 // page, Stop keeps the partial text and leaves the server healthy, a second message works, the
-// sampling parameters reach the request, and markup in a system prompt, a user message and a
+// sampling parameters reach the request, the export holds the conversation, and markup in a system prompt, a user message and a
 // model output shows as text.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { desktop, env, getJSON, launch, open, phone, settle, shot, sleep, unlabelled, XSS, xssFired } from './lib.mjs';
 
@@ -130,6 +133,26 @@ test('chat: stream, stop midway, second message, parameters, screenshots', async
     `the reply's stats lack numbers (tokens, TTFT, tokens/s): ${JSON.stringify(done.stats)}`);
   assert.equal(bodies.length, 2);
   assert.equal(bodies[1].messages.filter((m) => m.role === 'user').length, 2, 'the second request lacks the first turn');
+
+  // Export: the conversation as a JSON file download, with both turns and the replies' text.
+  const dl = fs.mkdtempSync(path.join(os.tmpdir(), 'console-export-'));
+  try {
+    const cdp = await page.createCDPSession();
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dl });
+    await page.click('#chat-export');
+    let file;
+    for (let end = Date.now() + 5_000; !file && Date.now() < end; await sleep(100)) {
+      file = fs.readdirSync(dl).find((f) => f.endsWith('.json'));
+    }
+    assert.ok(file, '#chat-export downloaded no .json file');
+    const exported = JSON.parse(fs.readFileSync(path.join(dl, file), 'utf8'));
+    const flat = JSON.stringify(exported);
+    for (const want of ['Once upon a time\nthere was a little dog.', 'Tell me about the sun.', stopped.text, done.text]) {
+      assert.ok(flat.includes(JSON.stringify(want).slice(1, -1)), `the export lacks ${JSON.stringify(want)}`);
+    }
+  } finally {
+    fs.rmSync(dl, { recursive: true, force: true });
+  }
 
   // Screenshots: light at both widths, then dark through the toggle.
   await shot(page, 'chat-desktop', desktop);

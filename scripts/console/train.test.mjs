@@ -46,7 +46,7 @@ test('train: the run\'s steps, summary and charts', async () => {
   }
   // The loss chart has two series: train and validation.
   const lossSeries = await page.$$eval('#train-chart-loss path', (ps) =>
-    ps.filter((p) => (p.getAttribute('d') || '').split(/[ML]/i).length > 3).length);
+    ps.filter((p) => (p.getAttribute('d') || '').split(/[MLHVCSQTAZ]/i).length > 3).length);
   assert.ok(lossSeries >= 2, `#train-chart-loss draws ${lossSeries} lines (want train and val)`);
 
   await shot(page, 'train-desktop', desktop);
