@@ -137,7 +137,7 @@ export async function shot(page, name, viewport, prepare) {
     `${name}: the page scrolls sideways at ${viewport.width} px (scrollWidth ${overflow.scroll} > ${overflow.client})`);
   if (env.screenshots && env.docsDir) {
     fs.mkdirSync(env.docsDir, { recursive: true });
-    await page.evaluate(() => document.activeElement && document.activeElement.blur());
+    await page.evaluate(() => { document.activeElement?.blur(); window.scrollTo(0, 0); });
     await settle(page);
     // At desktop width the whole view (its charts are below the fold); at phone width one screen.
     await page.screenshot({ path: path.join(env.docsDir, `${name}.png`), type: 'png', fullPage: viewport.width >= 1000 });
