@@ -12,6 +12,7 @@ export const env = {
   serveKey: need('CONSOLE_SERVEKEY_URL'),
   apiKey: need('CONSOLE_API_KEY'),
   up: need('CONSOLE_UP_URL'),
+  router: need('CONSOLE_ROUTER_URL'),
   upHealthInterval: Number(process.env.CONSOLE_UP_HEALTH_INTERVAL_S || 1),
   ui: need('CONSOLE_UI_URL'),
   runDir: need('CONSOLE_RUN_DIR'),

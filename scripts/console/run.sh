@@ -5,6 +5,7 @@
 #   - the same with --api-key (the key dialog),
 #   - `llmcloud up --replicas 2` (the cloud view; a test kills a replica),
 #   - `llmcloud ui RUN` on the run directory of a real short `llmcloud train` (the train view),
+#   - `llmcloud router` in front of the serve process (every view in router mode),
 #   - `llmcloud bench serve` result files made against the serve process (the bench view).
 # Usage: scripts/console/run.sh [TEST.test.mjs...] [node --test options...]  (default: every *.test.mjs)
 # Env: CHROMIUM (default /usr/bin/chromium); CONSOLE_SCREENSHOTS=1 also rewrites
@@ -93,7 +94,7 @@ head -c 60000 "$root/testdata/data/brown/val.txt" >"$tmp/text.txt"
   --steps 40 --warmup 5 --lr 0.01 --min-lr 0.001 --eval-every 10 --eval-batches 2 --log-every 20 \
   --threads 1 >"$tmp/train.out" 2>"$tmp/train.log"
 
-echo "== starting serve, serve --api-key, up --replicas 2, ui RUN"
+echo "== starting serve, serve --api-key, up --replicas 2, ui RUN, router"
 start serve serve --host 127.0.0.1 --port 0 --threads 1
 key="console-test-key-$$"
 start servekey serve --host 127.0.0.1 --port 0 --threads 1 --api-key "$key"
@@ -104,6 +105,8 @@ addr serve 'msg=listening addr=\([^ ]*\)'; serve=$A
 addr servekey 'msg=listening addr=\([^ ]*\)'; servekey=$A
 addr up 'msg="router listening" addr=\([^ ]*\)'; up=$A
 addr ui 'the console of .* at http://\([^ ]*\)' /console/api/run; uiaddr=$A
+start router router --backend "http://$serve" --host 127.0.0.1 --port 0
+addr router 'msg="router listening" addr=\([^ ]*\)'; router=$A
 
 # Two bench results to compare (one request at a time, and four), and one whose file name and
 # label are markup (the XSS test). Short: 8 requests of 32 prompt and 16 output tokens.
@@ -125,7 +128,7 @@ args=("$@")
 case " $* " in *.test.mjs\ *) ;; *) args+=(./*.test.mjs) ;; esac
 CONSOLE_SERVE_URL="http://$serve" \
   CONSOLE_SERVEKEY_URL="http://$servekey" CONSOLE_API_KEY="$key" \
-  CONSOLE_UP_URL="http://$up" CONSOLE_UP_HEALTH_INTERVAL_S=1 \
+  CONSOLE_UP_URL="http://$up" CONSOLE_UP_HEALTH_INTERVAL_S=1 CONSOLE_ROUTER_URL="http://$router" \
   CONSOLE_UI_URL="http://$uiaddr" CONSOLE_RUN_DIR="$tmp/run" \
   CONSOLE_BENCH_FILES="$tmp/bench/c1.json:$tmp/bench/c4.json" CONSOLE_BENCH_XSS="$tmp/bench/$xssname" \
   CONSOLE_DOCS_DIR="$root/docs/console" CHROMIUM="$chromium" \

@@ -1,4 +1,4 @@
-// Every view is reachable in every mode (serve, up, `llmcloud ui RUN`) through the nav links,
+// Every view is reachable in every mode (serve, router, up, `llmcloud ui RUN`) through the nav links,
 // with the landmarks in place and without a failed request: a view whose endpoint the process
 // lacks says so instead of calling it.
 import assert from 'node:assert/strict';
@@ -12,6 +12,7 @@ after(async () => { await browser?.close(); });
 const modes = [
   { mode: 'serve', url: () => env.serve, first: 'chat' },
   { mode: 'up', url: () => env.up, first: 'cloud' },
+  { mode: 'router', url: () => env.router, first: 'cloud' },
   { mode: 'train', url: () => env.ui, first: 'train' },
 ];
 
