@@ -8,8 +8,12 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/router"
@@ -59,7 +63,10 @@ type stepEvent struct {
 	r  int32
 }
 
-// Simulate runs reqs (sorted by arrival) through o.Replicas simulated replicas.
+// Simulate runs reqs (sorted by arrival) through o.Replicas simulated replicas. Under
+// round-robin routing, which reads no replica state, the replicas are split between
+// GOMAXPROCS goroutines that simulate them independently (the same decisions as one loop:
+// request i goes to replica i mod N either way); other policies run one event loop.
 func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	switch {
 	case o.Profile == nil:
@@ -88,131 +95,67 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		out.TTFT[i], out.E2E[i] = -1, -1
 	}
 	last := make([]int64, n) // the time of each request's latest token
-	reps := make([]replica, o.Replicas)
-	cands := make([]router.Candidate, o.Replicas)
-	for i := range reps {
-		if reps[i].sched, err = engine.NewScheduler(cfg); err != nil {
-			return nil, err
-		}
-		cands[i].URL = fmt.Sprintf("http://replica-%05d", i)
-	}
-	wantPrompt := policy.Name() == router.Prefix
-	var heap stepHeap
-	coef := o.Profile.coef
-	sampled := map[engine.SeqID][]int{}
-	placeholder := []int{0}
-	var buf []int
-	inflight, nextScrape := 0, int64(0)
-
-	// start schedules replica k's next step at time t, or leaves it idle.
-	start := func(k int, t int64) error {
-		rp := &reps[k]
-		rp.busy = false
-		if !rp.sched.HasUnfinished() {
-			return nil
-		}
-		plan := rp.sched.Schedule()
-		if len(plan.Seqs) == 0 {
-			// Nothing can run (a prompt the blocks cannot hold): the engine would spin; the
-			// simulation waits for the next arrival to change anything.
-			_, err := rp.sched.UpdateTokens(plan, nil)
-			return err
-		}
-		rp.plan, rp.busy = plan, true
-		out.Steps++
-		out.Preemptions += int64(len(plan.Preempted))
-		heap.push(stepEvent{at: t + int64(coef.Seconds(PlanFeatures(plan))*1e9), r: int32(k)})
-		return nil
-	}
-	// finishStep applies replica k's step that ends at t.
-	finishStep := func(k int, t int64) error {
-		rp := &reps[k]
-		plan := rp.plan
-		if o.OnStep != nil {
-			o.OnStep(k, t, plan)
-		}
-		clear(sampled)
-		for i := range plan.Seqs {
-			if plan.Seqs[i].NeedsLogits {
-				sampled[plan.Seqs[i].ID] = placeholder
+	newShard := func(ids []int) (*shard, error) {
+		sh := &shard{o: &o, reqs: reqs, out: out, last: last, ids: ids, reps: make([]replica, len(ids)),
+			hist: map[int64]int64{}, sampled: map[engine.SeqID][]int{}, coef: o.Profile.coef}
+		for k := range sh.reps {
+			if sh.reps[k].sched, err = engine.NewScheduler(cfg); err != nil {
+				return nil, err
 			}
 		}
-		outs, err := rp.sched.UpdateTokens(plan, sampled)
+		return sh, nil
+	}
+
+	workers := min(runtime.GOMAXPROCS(0), o.Replicas)
+	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil {
+		shards := make([]*shard, workers)
+		for w := range shards {
+			var ids []int
+			for k := w; k < o.Replicas; k += workers {
+				ids = append(ids, k)
+			}
+			if shards[w], err = newShard(ids); err != nil {
+				return nil, err
+			}
+		}
+		for i := range reqs {
+			k := i % o.Replicas
+			sh := shards[k%workers]
+			sh.order = append(sh.order, int32(i))
+			sh.local = append(sh.local, int32(k/workers))
+		}
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w, sh := range shards {
+			wg.Go(func() { errs[w] = sh.run() })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		for _, sh := range shards {
+			sh.merge(out)
+		}
+		out.RouterHits[router.ReasonRoundRobin] = int64(n)
+	} else {
+		ids := make([]int, o.Replicas)
+		for k := range ids {
+			ids[k] = k
+		}
+		sh, err := newShard(ids)
 		if err != nil {
-			return err
-		}
-		rp.plan = nil
-		bin := int(t / 1e9)
-		for len(out.TokensPerS) <= bin {
-			out.TokensPerS = append(out.TokensPerS, 0)
-		}
-		for _, so := range outs {
-			i := int(so.ID)
-			out.TokensPerS[bin]++
-			if out.NumOut[i] == 0 {
-				out.TTFT[i] = t - reqs[i].At
-			} else {
-				gap := t - last[i]
-				out.ITLHist[gap]++
-				if o.Detailed {
-					out.ITLs[i] = append(out.ITLs[i], gap)
-				}
-			}
-			out.NumOut[i]++
-			last[i] = t
-			if so.Status.IsFinished() {
-				out.E2E[i] = t - reqs[i].At
-				out.End = max(out.End, t)
-				cands[k].Inflight--
-				inflight--
-			}
-		}
-		return start(k, t)
-	}
-
-	next := 0
-	for next < n || heap.len() > 0 {
-		if next < n && (heap.len() == 0 || reqs[next].At <= heap.top().at) {
-			i := next
-			next++
-			r := &reqs[i]
-			t := r.At
-			if t >= nextScrape {
-				for k := range reps {
-					s := reps[k].sched
-					cands[k].Running, cands[k].Waiting, cands[k].KVUsage = float64(s.NumRunning()), float64(s.NumWaiting()), s.KVUsage()
-				}
-				nextScrape = (t/ScrapeInterval + 1) * ScrapeInterval
-			}
-			in := router.Input{SessionKey: r.Session}
-			if wantPrompt {
-				in.Prompt = r.Text(i, 4096)
-			}
-			d := policy.Pick(in, cands)
-			k := d.Index
-			out.RouterHits[d.Reason]++
-			out.Replica[i] = int32(k)
-			buf = r.Tokens(i, buf)
-			_, err := reps[k].sched.AddRequest(engine.SeqRequest{ID: engine.SeqID(i), Prompt: buf, MaxTokens: int(r.Output), ArrivalTime: t})
-			if err != nil {
-				out.Errors[i] = err.Error()
-				out.TTFT[i], out.E2E[i] = -1, -1
-				continue
-			}
-			cands[k].Inflight++
-			inflight++
-			out.PeakConc = max(out.PeakConc, inflight)
-			if !reps[k].busy {
-				if err := start(k, t); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		ev := heap.pop()
-		if err := finishStep(int(ev.r), ev.at); err != nil {
 			return nil, err
 		}
+		sh.policy = policy
+		sh.cands = make([]router.Candidate, o.Replicas)
+		for k := range sh.cands {
+			sh.cands[k].URL = fmt.Sprintf("http://replica-%05d", k)
+		}
+		sh.hits = out.RouterHits
+		if err := sh.run(); err != nil {
+			return nil, err
+		}
+		sh.merge(out)
 	}
 	for i := range reqs {
 		if out.Errors[i] == "" && out.E2E[i] < 0 {
@@ -220,7 +163,224 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 			out.TTFT[i], out.E2E[i] = -1, -1
 		}
 	}
+	out.PeakConc = peakConcurrency(reqs, out.E2E)
 	return out, nil
+}
+
+// shard simulates some replicas: all of them with a policy routing each arrival, or a fixed
+// share with the requests already assigned (order, local).
+type shard struct {
+	o     *Options
+	reqs  []Request
+	out   *Outcome // per-request slices: each shard writes only its requests' entries
+	last  []int64
+	ids   []int // global replica index of each local replica
+	reps  []replica
+	coef  Coefficients
+	heap  stepHeap
+	order []int32 // the requests this shard gets (nil: all, routed by policy)
+	local []int32 // their local replica
+
+	policy router.Policy
+	cands  []router.Candidate
+	hits   map[string]int64
+
+	hist        map[int64]int64
+	tokensPerS  []int64
+	steps, pre  int64
+	end         int64
+	sampled     map[engine.SeqID][]int
+	buf         []int
+	nextScrape  int64
+	placeholder [1]int
+}
+
+// merge adds the shard's totals to out.
+func (sh *shard) merge(out *Outcome) {
+	for g, c := range sh.hist {
+		out.ITLHist[g] += c
+	}
+	for len(out.TokensPerS) < len(sh.tokensPerS) {
+		out.TokensPerS = append(out.TokensPerS, 0)
+	}
+	for b, c := range sh.tokensPerS {
+		out.TokensPerS[b] += c
+	}
+	out.Steps += sh.steps
+	out.Preemptions += sh.pre
+	out.End = max(out.End, sh.end)
+}
+
+// run is the event loop: arrivals in order, and step ends from the heap (an arrival at the
+// same instant as a step end comes first, so the next Schedule sees it).
+func (sh *shard) run() error {
+	count := len(sh.reqs)
+	if sh.order != nil {
+		count = len(sh.order)
+	}
+	next := 0
+	for next < count || sh.heap.len() > 0 {
+		if next < count {
+			i := next
+			if sh.order != nil {
+				i = int(sh.order[next])
+			}
+			if sh.heap.len() == 0 || sh.reqs[i].At <= sh.heap.top().at {
+				k := 0
+				if sh.order != nil {
+					k = int(sh.local[next])
+				} else {
+					k = sh.route(i)
+				}
+				next++
+				if err := sh.arrive(i, k); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		ev := sh.heap.pop()
+		if err := sh.finishStep(int(ev.r), ev.at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// route asks the policy for request i's replica, with the load the router knows: its own
+// in-flight counts (exact) and the replicas' running, waiting and KV usage as of the last
+// scrape (every ScrapeInterval).
+func (sh *shard) route(i int) int {
+	r := &sh.reqs[i]
+	if r.At >= sh.nextScrape {
+		for k := range sh.reps {
+			s := sh.reps[k].sched
+			sh.cands[k].Running, sh.cands[k].Waiting, sh.cands[k].KVUsage = float64(s.NumRunning()), float64(s.NumWaiting()), s.KVUsage()
+		}
+		sh.nextScrape = (r.At/ScrapeInterval + 1) * ScrapeInterval
+	}
+	in := router.Input{SessionKey: r.Session}
+	if sh.policy.Name() == router.Prefix {
+		in.Prompt = r.Text(i, 4096)
+	}
+	d := sh.policy.Pick(in, sh.cands)
+	sh.hits[d.Reason]++
+	return d.Index
+}
+
+// arrive hands request i to local replica k.
+func (sh *shard) arrive(i, k int) error {
+	r := &sh.reqs[i]
+	sh.out.Replica[i] = int32(sh.ids[k])
+	sh.buf = r.Tokens(i, sh.buf)
+	if _, err := sh.reps[k].sched.AddRequest(engine.SeqRequest{ID: engine.SeqID(i), Prompt: sh.buf, MaxTokens: int(r.Output), ArrivalTime: r.At}); err != nil {
+		sh.out.Errors[i] = err.Error()
+		return nil
+	}
+	if sh.cands != nil {
+		sh.cands[k].Inflight++
+	}
+	if !sh.reps[k].busy {
+		return sh.start(k, r.At)
+	}
+	return nil
+}
+
+// start schedules local replica k's next step at time t, or leaves it idle.
+func (sh *shard) start(k int, t int64) error {
+	rp := &sh.reps[k]
+	rp.busy = false
+	if !rp.sched.HasUnfinished() {
+		return nil
+	}
+	plan := rp.sched.Schedule()
+	if len(plan.Seqs) == 0 {
+		// Nothing can run (a prompt the blocks cannot hold): the engine would spin; the
+		// simulation waits for the next arrival to change anything.
+		_, err := rp.sched.UpdateTokens(plan, nil)
+		return err
+	}
+	rp.plan, rp.busy = plan, true
+	sh.steps++
+	sh.pre += int64(len(plan.Preempted))
+	sh.heap.push(stepEvent{at: t + int64(sh.coef.Seconds(PlanFeatures(plan))*1e9), r: int32(k)})
+	return nil
+}
+
+// finishStep applies local replica k's step that ends at t: a placeholder token for every
+// sequence that needs one, then the next step.
+func (sh *shard) finishStep(k int, t int64) error {
+	rp := &sh.reps[k]
+	plan := rp.plan
+	if sh.o.OnStep != nil {
+		sh.o.OnStep(sh.ids[k], t, plan)
+	}
+	clear(sh.sampled)
+	for i := range plan.Seqs {
+		if plan.Seqs[i].NeedsLogits {
+			sh.sampled[plan.Seqs[i].ID] = sh.placeholder[:]
+		}
+	}
+	outs, err := rp.sched.UpdateTokens(plan, sh.sampled)
+	if err != nil {
+		return err
+	}
+	rp.plan = nil
+	bin := int(t / 1e9)
+	for len(sh.tokensPerS) <= bin {
+		sh.tokensPerS = append(sh.tokensPerS, 0)
+	}
+	out := sh.out
+	for _, so := range outs {
+		i := int(so.ID)
+		sh.tokensPerS[bin]++
+		if out.NumOut[i] == 0 {
+			out.TTFT[i] = t - sh.reqs[i].At
+		} else {
+			gap := t - sh.last[i]
+			sh.hist[gap]++
+			if out.ITLs != nil {
+				out.ITLs[i] = append(out.ITLs[i], gap)
+			}
+		}
+		out.NumOut[i]++
+		sh.last[i] = t
+		if so.Status.IsFinished() {
+			out.E2E[i] = t - sh.reqs[i].At
+			sh.end = max(sh.end, t)
+			if sh.cands != nil {
+				sh.cands[k].Inflight--
+			}
+		}
+	}
+	return sh.start(k, t)
+}
+
+// peakConcurrency is the most requests in flight at once (arrived, not finished; an end and
+// an arrival at the same instant: the end first, as bench counts).
+func peakConcurrency(reqs []Request, e2e []int64) int {
+	type ev struct {
+		t int64
+		d int
+	}
+	evs := make([]ev, 0, 2*len(reqs))
+	for i, r := range reqs {
+		if e2e[i] >= 0 {
+			evs = append(evs, ev{r.At, 1}, ev{r.At + e2e[i], -1})
+		}
+	}
+	slices.SortFunc(evs, func(a, b ev) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return a.d - b.d
+	})
+	cur, peak := 0, 0
+	for _, e := range evs {
+		cur += e.d
+		peak = max(peak, cur)
+	}
+	return peak
 }
 
 // stepHeap is a binary min-heap of step ends by time (then replica, for determinism).
