@@ -331,14 +331,20 @@ func (sh *shard) finishStep(k int, t int64) error {
 		sh.tokensPerS = append(sh.tokensPerS, 0)
 	}
 	out := sh.out
+	sh.tokensPerS[bin] += int64(len(outs))
+	var gap0, n0 int64 // a run of equal gaps (a step's decodes mostly share one), counted at once
 	for _, so := range outs {
 		i := int(so.ID)
-		sh.tokensPerS[bin]++
 		if out.NumOut[i] == 0 {
 			out.TTFT[i] = t - sh.reqs[i].At
 		} else {
 			gap := t - sh.last[i]
-			sh.hist[gap]++
+			if gap != gap0 && n0 > 0 {
+				sh.hist[gap0] += n0
+				n0 = 0
+			}
+			gap0 = gap
+			n0++
 			if out.ITLs != nil {
 				out.ITLs[i] = append(out.ITLs[i], gap)
 			}
@@ -352,6 +358,9 @@ func (sh *shard) finishStep(k int, t int64) error {
 				sh.cands[k].Inflight--
 			}
 		}
+	}
+	if n0 > 0 {
+		sh.hist[gap0] += n0
 	}
 	return sh.start(k, t)
 }
