@@ -9,8 +9,11 @@ package sim
 
 import (
 	"cmp"
+	"time"
+
 	"errors"
 	"fmt"
+	"github.com/llmcloud/llmcloud/autoscale"
 	"runtime"
 	"slices"
 	"sync"
@@ -33,6 +36,13 @@ type Options struct {
 	Detailed bool
 	// OnStep, if set, sees every step of every replica: its plan before UpdateTokens (tests).
 	OnStep func(replica int, at int64, plan *engine.StepPlan)
+	// Autoscale, if set, runs package autoscale's Autoscaler every AutoscaleInterval on the
+	// ready replicas' load (sim/autoscale.go); Replicas is the starting count.
+	Autoscale         *autoscale.Config
+	AutoscaleInterval time.Duration
+	// StartDelay is how long a replica added by the autoscaler takes to become ready (load
+	// the model, answer /health) before the router sends it requests.
+	StartDelay time.Duration
 }
 
 // Outcome is what happened to each request, and the run's totals.
@@ -50,6 +60,7 @@ type Outcome struct {
 	Steps       int64
 	Preemptions int64
 	RouterHits  map[string]int64 // decisions by reason
+	Scaling     []ScaleEvent     // the autoscaler's changes (Autoscale only)
 }
 
 type replica struct {
@@ -107,7 +118,7 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	}
 
 	workers := min(runtime.GOMAXPROCS(0), o.Replicas)
-	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil {
+	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil && o.Autoscale == nil {
 		shards := make([]*shard, workers)
 		for w := range shards {
 			var ids []int
@@ -138,7 +149,14 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		}
 		out.RouterHits[router.ReasonRoundRobin] = int64(n)
 	} else {
-		ids := make([]int, o.Replicas)
+		total := o.Replicas
+		if o.Autoscale != nil {
+			if err := o.Autoscale.Validate(); err != nil {
+				return nil, err
+			}
+			total = max(total, o.Autoscale.MaxReplicas)
+		}
+		ids := make([]int, total)
 		for k := range ids {
 			ids[k] = k
 		}
@@ -147,11 +165,17 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 			return nil, err
 		}
 		sh.policy = policy
-		sh.cands = make([]router.Candidate, o.Replicas)
+		sh.cands = make([]router.Candidate, total)
 		for k := range sh.cands {
 			sh.cands[k].URL = fmt.Sprintf("http://replica-%05d", k)
 		}
 		sh.hits = out.RouterHits
+		sh.ready = o.Replicas
+		if o.Autoscale != nil {
+			if err := sh.startAutoscale(); err != nil {
+				return nil, err
+			}
+		}
 		if err := sh.run(); err != nil {
 			return nil, err
 		}
@@ -182,8 +206,14 @@ type shard struct {
 	local []int32 // their local replica
 
 	policy router.Policy
-	cands  []router.Candidate
+	cands  []router.Candidate // cands[:ready] are routable
 	hits   map[string]int64
+	ready  int
+
+	scaler   *autoscale.Autoscaler
+	target   int     // replicas the autoscaler wants
+	readyAt  []int64 // when each replica being started becomes ready
+	nextEval int64
 
 	hist        map[int64]int64
 	tokensPerS  []int64
@@ -263,14 +293,25 @@ func (sh *shard) route(i int) int {
 	if sh.policy.Name() == router.Prefix {
 		in.Prompt = r.Text(i, 4096)
 	}
-	d := sh.policy.Pick(in, sh.cands)
+	if sh.scaler != nil {
+		sh.autoscale(r.At)
+	}
+	if sh.ready == 0 {
+		return -1
+	}
+	d := sh.policy.Pick(in, sh.cands[:sh.ready])
 	sh.hits[d.Reason]++
 	return d.Index
 }
 
-// arrive hands request i to local replica k.
+// arrive hands request i to local replica k (-1: no replica is ready).
 func (sh *shard) arrive(i, k int) error {
 	r := &sh.reqs[i]
+	if k < 0 {
+		sh.out.Errors[i] = "sim: no replica ready (the fleet is scaled to zero or still starting)"
+		sh.out.Replica[i] = -1
+		return nil
+	}
 	sh.out.Replica[i] = int32(sh.ids[k])
 	sh.buf = r.Tokens(i, sh.buf)
 	if _, err := sh.reps[k].sched.AddRequest(engine.SeqRequest{ID: engine.SeqID(i), Prompt: sh.buf, MaxTokens: int(r.Output), ArrivalTime: r.At}); err != nil {

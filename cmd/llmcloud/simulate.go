@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmcloud/llmcloud/autoscale"
 	"github.com/llmcloud/llmcloud/bench"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/router"
@@ -36,6 +37,8 @@ type simFlags struct {
 	maxReplicas                                                int
 	ds                                                         sim.Dataset
 	tokenizer                                                  string
+	as                                                         autoscaleFlags
+	startDelay                                                 time.Duration
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
@@ -78,9 +81,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.search, "search", false, "find the fewest replicas meeting --slo at the request rate")
 	fs.StringVar(&f.slo, "slo", "ttft_p99<1s", "--search's objective: METRIC_STAT<VALUE, METRIC ttft|tpot|itl|e2el, STAT pNN|mean|median, VALUE in s or ms")
 	fs.IntVar(&f.maxReplicas, "max-replicas", 4096, "--search gives up above this many replicas")
-	fs.Func("autoscale", "MIN:MAX replicas driven by the autoscaler (not simulated yet: an error)", func(string) error {
-		return fmt.Errorf("--autoscale is not simulated yet (docs/simulate.md, limits)")
-	})
+	f.as.register(fs) // up's autoscaler flags: --autoscale MIN:MAX, --autoscale-metric, --target-waiting ...
+	fs.DurationVar(&f.startDelay, "replica-start-time", 2*time.Second, "--autoscale: how long a new replica takes to become ready")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud simulate --profile P [--replicas N] [--workload TRACE.jsonl | bench serve's dataset flags] [--router POLICY] [--request-rate R] [--json OUT] [--search --slo 'ttft_p99<1s']")
 		fs.PrintDefaults()
@@ -101,6 +103,17 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if f.replicas < 1 {
 		return usagef("--replicas must be at least 1")
 	}
+	var asCfg *autoscale.Config
+	if f.as.bounds != "" {
+		c, err := f.as.config()
+		if err != nil {
+			return usagef("%v", err)
+		}
+		if f.as.interval <= 0 || f.startDelay < 0 {
+			return usagef("--autoscale-interval must be positive and --replica-start-time not negative")
+		}
+		asCfg = &c
+	}
 	prof, err := sim.LoadProfile(f.profile)
 	if err != nil {
 		return err
@@ -112,6 +125,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	run.autoscale, run.asInterval, run.startDelay = asCfg, f.as.interval, f.startDelay
 	// The scheduler allocates a little every step and the simulation keeps little alive:
 	// collecting less often saves about a third of the run (BenchmarkSimulate).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -128,6 +142,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Traffic request rate: %s\n", res.RequestRate)
 	fmt.Fprintf(stdout, "Burstiness factor: %g\n", f.burstiness)
 	fmt.Fprintf(stdout, "Engine steps: %d, preemptions: %d; simulated in %.2f s\n", outc.Steps, outc.Preemptions, wall.Seconds())
+	for _, e := range outc.Scaling {
+		fmt.Fprintf(stdout, "Autoscaler at %.1f s: %d -> %d replicas (%s)\n", float64(e.At)/1e9, e.Before, e.After, e.Reason)
+	}
 	bench.Print(stdout, res)
 	if f.jsonOut != "" {
 		if _, err := res.Save("", f.jsonOut); err != nil {
@@ -177,6 +194,10 @@ type simRun struct {
 	pcts     []float64
 	router   string
 	detailed bool
+
+	autoscale  *autoscale.Config
+	asInterval time.Duration
+	startDelay time.Duration
 }
 
 func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
@@ -253,7 +274,8 @@ func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
 
 // simulate runs the workload on n replicas and returns the filled result.
 func (r *simRun) simulate(n int) (*bench.Result, *sim.Outcome, error) {
-	out, err := sim.Simulate(sim.Options{Profile: r.prof, Replicas: n, Router: r.router, Detailed: r.detailed}, r.reqs)
+	out, err := sim.Simulate(sim.Options{Profile: r.prof, Replicas: n, Router: r.router, Detailed: r.detailed,
+		Autoscale: r.autoscale, AutoscaleInterval: r.asInterval, StartDelay: r.startDelay}, r.reqs)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -62,6 +62,9 @@ func simSearch(run *simRun, f *simFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if run.autoscale != nil {
+		return usagef("--search finds a fixed replica count: drop --autoscale")
+	}
 	if o.pct >= 0 {
 		run.pcts = append(run.pcts, o.pct)
 	}

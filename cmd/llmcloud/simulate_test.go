@@ -66,6 +66,12 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 		t.Fatalf("search: exit %d: %s %s", code, out, errs)
 	}
 
+	out, errs, code = runCmd(t, "simulate", "--profile", prof, "--autoscale", "1:4", "--router", "least-load",
+		"--random-input-len", "200", "--random-output-len", "20", "--num-prompts", "400", "--request-rate", "40")
+	if code != 0 || !strings.Contains(out, "Autoscaler at") {
+		t.Errorf("autoscale: exit %d, no scaling printed: %s %s", code, out, errs)
+	}
+
 	// Bad input.
 	bad := func(name string, want []string, args ...string) {
 		t.Helper()
@@ -105,5 +111,6 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 	}
 	bad("trace", []string{"line 2", "output_tokens -5"}, "simulate", "--profile", prof, "--workload", trace)
 	bad("no profile", []string{"--profile"}, "simulate")
+	bad("autoscale", []string{"MIN:MAX"}, "simulate", "--profile", prof, "--autoscale", "4")
 	bad("missing profile", []string{"nope.json"}, "simulate", "--profile", filepath.Join(dir, "nope.json"))
 }
