@@ -116,3 +116,37 @@ func TestSimulateBadInput(t *testing.T) {
 		t.Error("0 replicas accepted")
 	}
 }
+
+// TestParallelRoundRobinSame: round-robin's parallel shards give exactly what one event loop
+// gives (an OnStep hook forces the single loop).
+func TestParallelRoundRobinSame(t *testing.T) {
+	reqs, err := Requests(Dataset{Name: "random", RandomInputLen: 300, RandomOutputLen: 50, RandomRangeRatio: 0.5}, 3000, 150, 1, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	par, err := Simulate(Options{Profile: testProfile(), Replicas: 7, Detailed: true}, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	seq, err := Simulate(Options{Profile: testProfile(), Replicas: 7, Detailed: true, OnStep: func(int, int64, *engine.StepPlan) { steps++ }}, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(steps) != seq.Steps || par.Steps != seq.Steps || par.End != seq.End || par.PeakConc != seq.PeakConc {
+		t.Fatalf("steps %d/%d/%d, end %d/%d", steps, par.Steps, seq.Steps, par.End, seq.End)
+	}
+	for i := range reqs {
+		if par.TTFT[i] != seq.TTFT[i] || par.E2E[i] != seq.E2E[i] || par.Replica[i] != seq.Replica[i] || len(par.ITLs[i]) != len(seq.ITLs[i]) {
+			t.Fatalf("request %d: parallel %d/%d on %d, single loop %d/%d on %d", i, par.TTFT[i], par.E2E[i], par.Replica[i], seq.TTFT[i], seq.E2E[i], seq.Replica[i])
+		}
+	}
+	if len(par.ITLHist) != len(seq.ITLHist) {
+		t.Fatalf("ITL distributions differ: %d vs %d values", len(par.ITLHist), len(seq.ITLHist))
+	}
+	for g, c := range seq.ITLHist {
+		if par.ITLHist[g] != c {
+			t.Fatalf("ITL %d ns: %d vs %d", g, par.ITLHist[g], c)
+		}
+	}
+}
