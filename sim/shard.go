@@ -224,4 +224,3 @@ func (sh *shard) finishStep(k int, t int64) error {
 	}
 	return sh.start(k, t)
 }
-
