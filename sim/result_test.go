@@ -150,3 +150,26 @@ func TestParallelRoundRobinSame(t *testing.T) {
 		}
 	}
 }
+
+// TestBurstFirstStep: requests that arrive at the same instant on an idle replica are all in
+// its first step, as the engine's loop takes its whole inbox before it schedules.
+func TestBurstFirstStep(t *testing.T) {
+	reqs, err := Requests(Dataset{Name: "random", RandomInputLen: 100, RandomOutputLen: 4}, 10, math.Inf(1), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []int
+	_, err = Simulate(Options{Profile: testProfile(), Replicas: 1, OnStep: func(_ int, _ int64, p *engine.StepPlan) {
+		if first == nil {
+			for _, ss := range p.Seqs {
+				first = append(first, len(ss.Tokens))
+			}
+		}
+	}}, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 10 {
+		t.Fatalf("the first step ran %d sequences (%v), want all 10", len(first), first)
+	}
+}

@@ -141,7 +141,11 @@ func (sh *shard) arrive(i, k int) error {
 		sh.cands[k].Inflight++
 	}
 	if !sh.reps[k].busy {
-		return sh.start(k, r.At)
+		// The idle replica's step loop wakes: its first Schedule runs once every request
+		// arriving at this same instant is in (a wake-up event, taken after those arrivals),
+		// as the engine's loop takes its whole inbox before scheduling.
+		sh.reps[k].busy = true
+		sh.heap.push(stepEvent{at: r.At, r: int32(k)})
 	}
 	return nil
 }
@@ -168,10 +172,13 @@ func (sh *shard) start(k int, t int64) error {
 }
 
 // finishStep applies local replica k's step that ends at t: a placeholder token for every
-// sequence that needs one, then the next step.
+// sequence that needs one, then the next step (or, after a wake-up, just the first).
 func (sh *shard) finishStep(k int, t int64) error {
 	rp := &sh.reps[k]
 	plan := rp.plan
+	if plan == nil { // a wake-up: nothing ran
+		return sh.start(k, t)
+	}
 	if sh.o.OnStep != nil {
 		sh.o.OnStep(sh.ids[k], t, plan)
 	}
