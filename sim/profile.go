@@ -26,7 +26,6 @@ type ModelID struct {
 	Arch   string `json:"arch"`
 	DType  string `json:"dtype"` // the weights' dominant type (GGUF general.file_type) or the format
 	KV     string `json:"kv_cache_dtype"`
-	Params int64  `json:"parameters,omitempty"`
 }
 
 // Same reports whether two ids name the same model: the hash when both have one, else the
