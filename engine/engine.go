@@ -226,6 +226,10 @@ type StepMetrics struct {
 	KVUsage     float64
 	Running     int
 	Waiting     int
+	// Plan is the step's plan as the scheduler made it (which sequences ran, how many tokens
+	// each, what was preempted): valid during the OnStep call only, not to be modified. The
+	// capacity simulator's test compares it with the simulated scheduler's (package sim).
+	Plan *StepPlan
 }
 
 // Engine serves many requests on one model with continuous batching over a paged KV cache.

@@ -118,7 +118,7 @@ func (e *Engine) step(bySeq map[SeqID]*reqState, samplerOf func(SeqID) *seqSampl
 		sched1 = time.Now()
 	}
 	m := StepMetrics{Step: plan.Step, NumSeqs: len(plan.Seqs), NumTokens: plan.NumBatchedTokens,
-		Preempted: len(plan.Preempted), Start: t0}
+		Preempted: len(plan.Preempted), Start: t0, Plan: plan}
 	started := 0
 	for _, ss := range plan.Seqs {
 		st := bySeq[ss.ID]

@@ -113,6 +113,7 @@ func (s *Scheduler) Schedule() *StepPlan {
 		budget -= n
 	}
 
+	plan.Seqs = make([]ScheduledSeq, 0, len(numNew))
 	for _, seq := range s.running {
 		n, ok := numNew[seq.ID]
 		if !ok {

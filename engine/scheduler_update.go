@@ -57,7 +57,7 @@ func (s *Scheduler) UpdateTokens(plan *StepPlan, sampled map[SeqID][]int) ([]Ste
 		}
 	}
 	s.pending = nil
-	var out []StepOutput
+	out := make([]StepOutput, 0, len(plan.Seqs))
 	for _, ss := range plan.Seqs {
 		seq := s.seqs[ss.ID]
 		if seq == nil || seq.Status != StatusRunning {

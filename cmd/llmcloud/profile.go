@@ -27,6 +27,9 @@ func init() {
 const coverageTolerance = 0.05
 
 func runProfile(args []string, stdout, stderr io.Writer) error {
+	if ok, rest := isEngineProfile(args); ok {
+		return runProfileEngine(rest, stdout, stderr) // profile_engine.go
+	}
 	fs := newFlags("profile", stderr)
 	prompt := fs.Int("p", 128, "prompt tokens of the prefill (one step)")
 	gen := fs.Int("n", 32, "decode steps after the prefill")

@@ -1,0 +1,233 @@
+// A shard's event loop: the replicas it simulates, each an engine.Scheduler; arrivals routed
+// by the policy (or assigned beforehand) and handed to AddRequest; steps scheduled, timed by
+// the profile and applied with UpdateTokens.
+
+package sim
+
+import (
+	"github.com/llmcloud/llmcloud/autoscale"
+	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/router"
+)
+
+// shard simulates some replicas: all of them with a policy routing each arrival, or a fixed
+// share with the requests already assigned (order, local).
+type shard struct {
+	o     *Options
+	reqs  []Request
+	out   *Outcome // per-request slices: each shard writes only its requests' entries
+	last  []int64
+	ids   []int // global replica index of each local replica
+	reps  []replica
+	coef  Coefficients
+	heap  stepHeap
+	order []int32 // the requests this shard gets (nil: all, routed by policy)
+	local []int32 // their local replica
+
+	policy router.Policy
+	cands  []router.Candidate // cands[:ready] are routable
+	hits   map[string]int64
+	ready  int
+
+	scaler   *autoscale.Autoscaler
+	target   int     // replicas the autoscaler wants
+	readyAt  []int64 // when each replica being started becomes ready
+	nextEval int64
+
+	hist        map[int64]int64
+	tokensPerS  []int64
+	steps, pre  int64
+	end         int64
+	sampled     map[engine.SeqID][]int
+	buf         []int
+	nextScrape  int64
+	placeholder [1]int
+}
+
+// merge adds the shard's totals to out.
+func (sh *shard) merge(out *Outcome) {
+	for g, c := range sh.hist {
+		out.ITLHist[g] += c
+	}
+	for len(out.TokensPerS) < len(sh.tokensPerS) {
+		out.TokensPerS = append(out.TokensPerS, 0)
+	}
+	for b, c := range sh.tokensPerS {
+		out.TokensPerS[b] += c
+	}
+	out.Steps += sh.steps
+	out.Preemptions += sh.pre
+	out.End = max(out.End, sh.end)
+}
+
+// run is the event loop: arrivals in order, and step ends from the heap (an arrival at the
+// same instant as a step end comes first, so the next Schedule sees it).
+func (sh *shard) run() error {
+	count := len(sh.reqs)
+	if sh.order != nil {
+		count = len(sh.order)
+	}
+	next := 0
+	for next < count || sh.heap.len() > 0 {
+		if next < count {
+			i := next
+			if sh.order != nil {
+				i = int(sh.order[next])
+			}
+			if sh.heap.len() == 0 || sh.reqs[i].At <= sh.heap.top().at {
+				k := 0
+				if sh.order != nil {
+					k = int(sh.local[next])
+				} else {
+					k = sh.route(i)
+				}
+				next++
+				if err := sh.arrive(i, k); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		ev := sh.heap.pop()
+		if err := sh.finishStep(int(ev.r), ev.at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// route asks the policy for request i's replica, with the load the router knows: its own
+// in-flight counts (exact) and the replicas' running, waiting and KV usage as of the last
+// scrape (every ScrapeInterval).
+func (sh *shard) route(i int) int {
+	r := &sh.reqs[i]
+	if r.At >= sh.nextScrape {
+		for k := range sh.reps {
+			s := sh.reps[k].sched
+			sh.cands[k].Running, sh.cands[k].Waiting, sh.cands[k].KVUsage = float64(s.NumRunning()), float64(s.NumWaiting()), s.KVUsage()
+		}
+		sh.nextScrape = (r.At/ScrapeInterval + 1) * ScrapeInterval
+	}
+	in := router.Input{SessionKey: r.Session}
+	if sh.policy.Name() == router.Prefix {
+		in.Prompt = r.Text(i, 4096)
+	}
+	if sh.scaler != nil {
+		sh.autoscale(r.At)
+	}
+	if sh.ready == 0 {
+		return -1
+	}
+	d := sh.policy.Pick(in, sh.cands[:sh.ready])
+	sh.hits[d.Reason]++
+	return d.Index
+}
+
+// arrive hands request i to local replica k (-1: no replica is ready).
+func (sh *shard) arrive(i, k int) error {
+	r := &sh.reqs[i]
+	if k < 0 {
+		sh.out.Errors[i] = "sim: no replica ready (the fleet is scaled to zero or still starting)"
+		sh.out.Replica[i] = -1
+		return nil
+	}
+	sh.out.Replica[i] = int32(sh.ids[k])
+	sh.buf = r.Tokens(i, sh.buf)
+	if _, err := sh.reps[k].sched.AddRequest(engine.SeqRequest{ID: engine.SeqID(i), Prompt: sh.buf, MaxTokens: int(r.Output), ArrivalTime: r.At}); err != nil {
+		sh.out.Errors[i] = err.Error()
+		return nil
+	}
+	if sh.cands != nil {
+		sh.cands[k].Inflight++
+	}
+	if !sh.reps[k].busy {
+		// The idle replica's step loop wakes: its first Schedule runs once every request
+		// arriving at this same instant is in (a wake-up event, taken after those arrivals),
+		// as the engine's loop takes its whole inbox before scheduling.
+		sh.reps[k].busy = true
+		sh.heap.push(stepEvent{at: r.At, r: int32(k)})
+	}
+	return nil
+}
+
+// start schedules local replica k's next step at time t, or leaves it idle.
+func (sh *shard) start(k int, t int64) error {
+	rp := &sh.reps[k]
+	rp.busy = false
+	if !rp.sched.HasUnfinished() {
+		return nil
+	}
+	plan := rp.sched.Schedule()
+	if len(plan.Seqs) == 0 {
+		// Nothing can run (a prompt the blocks cannot hold): the engine would spin; the
+		// simulation waits for the next arrival to change anything.
+		_, err := rp.sched.UpdateTokens(plan, nil)
+		return err
+	}
+	rp.plan, rp.busy = plan, true
+	sh.steps++
+	sh.pre += int64(len(plan.Preempted))
+	sh.heap.push(stepEvent{at: t + int64(sh.coef.Seconds(PlanFeatures(plan))*1e9), r: int32(k)})
+	return nil
+}
+
+// finishStep applies local replica k's step that ends at t: a placeholder token for every
+// sequence that needs one, then the next step (or, after a wake-up, just the first).
+func (sh *shard) finishStep(k int, t int64) error {
+	rp := &sh.reps[k]
+	plan := rp.plan
+	if plan == nil { // a wake-up: nothing ran
+		return sh.start(k, t)
+	}
+	if sh.o.OnStep != nil {
+		sh.o.OnStep(sh.ids[k], t, plan)
+	}
+	clear(sh.sampled)
+	for i := range plan.Seqs {
+		if plan.Seqs[i].NeedsLogits {
+			sh.sampled[plan.Seqs[i].ID] = sh.placeholder[:]
+		}
+	}
+	outs, err := rp.sched.UpdateTokens(plan, sh.sampled)
+	if err != nil {
+		return err
+	}
+	rp.plan = nil
+	bin := int(t / 1e9)
+	for len(sh.tokensPerS) <= bin {
+		sh.tokensPerS = append(sh.tokensPerS, 0)
+	}
+	out := sh.out
+	sh.tokensPerS[bin] += int64(len(outs))
+	var gap0, n0 int64 // a run of equal gaps (a step's decodes mostly share one), counted at once
+	for _, so := range outs {
+		i := int(so.ID)
+		if out.NumOut[i] == 0 {
+			out.TTFT[i] = t - sh.reqs[i].At
+		} else {
+			gap := t - sh.last[i]
+			if gap != gap0 && n0 > 0 {
+				sh.hist[gap0] += n0
+				n0 = 0
+			}
+			gap0 = gap
+			n0++
+			if out.ITLs != nil {
+				out.ITLs[i] = append(out.ITLs[i], gap)
+			}
+		}
+		out.NumOut[i]++
+		sh.last[i] = t
+		if so.Status.IsFinished() {
+			out.E2E[i] = t - sh.reqs[i].At
+			sh.end = max(sh.end, t)
+			if sh.cands != nil {
+				sh.cands[k].Inflight--
+			}
+		}
+	}
+	if n0 > 0 {
+		sh.hist[gap0] += n0
+	}
+	return sh.start(k, t)
+}

@@ -1,0 +1,259 @@
+// The simulation: a router in front of replicas, each replica the engine's own Scheduler
+// driven by simulated time. Events are the requests' arrivals (in order, from the workload)
+// and the replicas' step ends (a heap: one pending step per busy replica). A step is
+// Schedule -> (the profile's predicted time passes) -> UpdateTokens with a placeholder token
+// for every sequence that needs one; a request finishes when the scheduler finishes it at its
+// output length. The scheduler makes every decision, exactly as in the engine's step loop.
+
+package sim
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/llmcloud/llmcloud/autoscale"
+	"github.com/llmcloud/llmcloud/engine"
+	"github.com/llmcloud/llmcloud/router"
+)
+
+// ScrapeInterval is how often the simulated router refreshes the replicas' scraped load
+// (running, waiting, KV usage), as the router's health loop does every HealthInterval (1 s).
+const ScrapeInterval = int64(1e9)
+
+// Options configure a simulation.
+type Options struct {
+	Profile  *Profile
+	Replicas int
+	Router   string // a router policy name (router.NewPolicy); "" = round-robin
+	// Detailed keeps every request's inter-token latencies (Result.ITLs); otherwise only
+	// their distribution is kept (the statistics are the same).
+	Detailed bool
+	// OnStep, if set, sees every step of every replica: its plan before UpdateTokens (tests).
+	OnStep func(replica int, at int64, plan *engine.StepPlan)
+	// Autoscale, if set, runs package autoscale's Autoscaler every AutoscaleInterval on the
+	// ready replicas' load (sim/autoscale.go); Replicas is the starting count.
+	Autoscale         *autoscale.Config
+	AutoscaleInterval time.Duration
+	// StartDelay is how long a replica added by the autoscaler takes to become ready (load
+	// the model, answer /health) before the router sends it requests.
+	StartDelay time.Duration
+}
+
+// Outcome is what happened to each request, and the run's totals.
+type Outcome struct {
+	Requests    []Request
+	Replica     []int32 // where each request went
+	TTFT, E2E   []int64 // ns; -1 for a failed request
+	NumOut      []int32 // output tokens produced
+	ITLs        [][]int64
+	ITLHist     map[int64]int64 // every inter-token gap (ns) -> how many
+	Errors      []string        // "" for a request that succeeded
+	End         int64           // ns: the last request's end
+	PeakConc    int
+	TokensPerS  []int64 // output tokens per 1-second bin of the run
+	Steps       int64
+	Preemptions int64
+	RouterHits  map[string]int64 // decisions by reason
+	Scaling     []ScaleEvent     // the autoscaler's changes (Autoscale only)
+}
+
+type replica struct {
+	sched *engine.Scheduler
+	plan  *engine.StepPlan
+	busy  bool
+}
+
+type stepEvent struct {
+	at int64
+	r  int32
+}
+
+// Simulate runs reqs (sorted by arrival) through o.Replicas simulated replicas. Under
+// round-robin routing, which reads no replica state, the replicas are split between
+// GOMAXPROCS goroutines that simulate them independently (the same decisions as one loop:
+// request i goes to replica i mod N either way); other policies run one event loop.
+func Simulate(o Options, reqs []Request) (*Outcome, error) {
+	switch {
+	case o.Profile == nil:
+		return nil, errors.New("sim: no profile")
+	case o.Replicas < 1:
+		return nil, fmt.Errorf("sim: %d replicas: want at least 1", o.Replicas)
+	case len(reqs) == 0:
+		return nil, errors.New("sim: no requests")
+	}
+	if o.Router == router.PD {
+		return nil, fmt.Errorf("sim: router policy %q (disaggregated prefill/decode) is not simulated; use %s, %s, %s or %s",
+			o.Router, router.RoundRobin, router.LeastLoad, router.Prefix, router.Session)
+	}
+	policy, err := router.NewPolicy(o.Router)
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.Profile.Engine.Scheduler()
+	n := len(reqs)
+	out := &Outcome{Requests: reqs, Replica: make([]int32, n), TTFT: make([]int64, n), E2E: make([]int64, n),
+		NumOut: make([]int32, n), Errors: make([]string, n), ITLHist: map[int64]int64{}, RouterHits: map[string]int64{}}
+	if o.Detailed {
+		out.ITLs = make([][]int64, n)
+	}
+	for i := range out.E2E {
+		out.TTFT[i], out.E2E[i] = -1, -1
+	}
+	last := make([]int64, n) // the time of each request's latest token
+	newShard := func(ids []int) (*shard, error) {
+		sh := &shard{o: &o, reqs: reqs, out: out, last: last, ids: ids, reps: make([]replica, len(ids)),
+			hist: map[int64]int64{}, sampled: map[engine.SeqID][]int{}, coef: o.Profile.coef}
+		for k := range sh.reps {
+			if sh.reps[k].sched, err = engine.NewScheduler(cfg); err != nil {
+				return nil, err
+			}
+		}
+		return sh, nil
+	}
+
+	workers := min(runtime.GOMAXPROCS(0), o.Replicas)
+	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil && o.Autoscale == nil {
+		shards := make([]*shard, workers)
+		for w := range shards {
+			var ids []int
+			for k := w; k < o.Replicas; k += workers {
+				ids = append(ids, k)
+			}
+			if shards[w], err = newShard(ids); err != nil {
+				return nil, err
+			}
+		}
+		for i := range reqs {
+			k := i % o.Replicas
+			sh := shards[k%workers]
+			sh.order = append(sh.order, int32(i))
+			sh.local = append(sh.local, int32(k/workers))
+		}
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w, sh := range shards {
+			wg.Go(func() { errs[w] = sh.run() })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		for _, sh := range shards {
+			sh.merge(out)
+		}
+		out.RouterHits[router.ReasonRoundRobin] = int64(n)
+	} else {
+		total := o.Replicas
+		if o.Autoscale != nil {
+			if err := o.Autoscale.Validate(); err != nil {
+				return nil, err
+			}
+			total = max(total, o.Autoscale.MaxReplicas)
+		}
+		ids := make([]int, total)
+		for k := range ids {
+			ids[k] = k
+		}
+		sh, err := newShard(ids)
+		if err != nil {
+			return nil, err
+		}
+		sh.policy = policy
+		sh.cands = make([]router.Candidate, total)
+		for k := range sh.cands {
+			sh.cands[k].URL = fmt.Sprintf("http://replica-%05d", k)
+		}
+		sh.hits = out.RouterHits
+		sh.ready = o.Replicas
+		if o.Autoscale != nil {
+			if err := sh.startAutoscale(); err != nil {
+				return nil, err
+			}
+		}
+		if err := sh.run(); err != nil {
+			return nil, err
+		}
+		sh.merge(out)
+	}
+	for i := range reqs {
+		if out.Errors[i] == "" && out.E2E[i] < 0 {
+			out.Errors[i] = fmt.Sprintf("sim: request %d never finished (replica %d could not schedule it)", i, out.Replica[i])
+			out.TTFT[i], out.E2E[i] = -1, -1
+		}
+	}
+	out.PeakConc = peakConcurrency(reqs, out.E2E)
+	return out, nil
+}
+
+// peakConcurrency is the most requests in flight at once (arrived, not finished; an end and
+// an arrival at the same instant: the end first, as bench counts).
+func peakConcurrency(reqs []Request, e2e []int64) int {
+	type ev struct {
+		t int64
+		d int
+	}
+	evs := make([]ev, 0, 2*len(reqs))
+	for i, r := range reqs {
+		if e2e[i] >= 0 {
+			evs = append(evs, ev{r.At, 1}, ev{r.At + e2e[i], -1})
+		}
+	}
+	slices.SortFunc(evs, func(a, b ev) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return a.d - b.d
+	})
+	cur, peak := 0, 0
+	for _, e := range evs {
+		cur += e.d
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+// stepHeap is a binary min-heap of step ends by time (then replica, for determinism).
+type stepHeap struct{ ev []stepEvent }
+
+func (h *stepHeap) len() int       { return len(h.ev) }
+func (h *stepHeap) top() stepEvent { return h.ev[0] }
+func less(a, b stepEvent) bool     { return a.at < b.at || a.at == b.at && a.r < b.r }
+func (h *stepHeap) push(e stepEvent) {
+	h.ev = append(h.ev, e)
+	i := len(h.ev) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(h.ev[i], h.ev[p]) {
+			break
+		}
+		h.ev[i], h.ev[p] = h.ev[p], h.ev[i]
+		i = p
+	}
+}
+
+func (h *stepHeap) pop() stepEvent {
+	e := h.ev[0]
+	last := len(h.ev) - 1
+	h.ev[0] = h.ev[last]
+	h.ev = h.ev[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && less(h.ev[l], h.ev[m]) {
+			m = l
+		}
+		if r < last && less(h.ev[r], h.ev[m]) {
+			m = r
+		}
+		if m == i {
+			return e
+		}
+		h.ev[i], h.ev[m] = h.ev[m], h.ev[i]
+		i = m
+	}
+}
