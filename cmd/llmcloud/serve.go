@@ -187,6 +187,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	go func() { serveErr <- hs.Serve(server.LimitListener(ln, ho)) }()
 	addr := ln.Addr().String()
 	log.Info("listening", "addr", addr, "model", mf.model)
+	if !*noUI {
+		log.Info("web console", "url", consoleURL(addr))
+	}
 	if ready != nil {
 		ready(addr)
 	}
@@ -301,4 +304,17 @@ func httpFlags(fs *flag.FlagSet, o *server.HTTPOptions) {
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", 30*time.Second, "limit of reading one request, headers and body (slow bodies are cut)")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 60*time.Second, "keep-alive connections idle this long are closed")
 	fs.IntVar(&o.MaxConnections, "max-connections", 0, "open client connections at most; more wait in the kernel's backlog (0 = the open-file limit less 64, at most 4096)")
+}
+
+// consoleURL is the address a browser on this machine opens for a server listening on addr
+// (localhost for a wildcard listener such as [::]:8000).
+func consoleURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
