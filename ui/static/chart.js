@@ -177,6 +177,8 @@ export class Chart {
     if (o.xMax !== undefined) x1 = Math.max(o.xMax, x0);
     if (o.yMin !== undefined) y0 = Math.min(o.yMin, y0);
     if (o.yMax !== undefined) y1 = Math.max(o.yMax, y1);
+    // A flat series at a fixed lower bound (tokens/s of an idle replica: all 0) grows upwards only.
+    if (o.yMin !== undefined && y1 - y0 < 1e-12) y1 = y0 + (Math.abs(y0) * 0.1 || 1);
     if (x1 <= x0) x1 = o.xLog ? x0 * 10 : x0 + 1;
     const yt = ticks(y0, y1, 4);
     const xt = o.xTicks ? o.xTicks(x0, x1) : o.xLog ? logTicks(x0, x1) : ticks(x0, x1, 5);
