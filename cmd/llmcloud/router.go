@@ -154,6 +154,9 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	go func() { serveErr <- hs.Serve(server.LimitListener(ln, f.http)) }()
 	addr := ln.Addr().String()
 	log.Info("router listening", "addr", addr, "policy", rt.Policy(), "discovery", f.discovery, "backends", len(urls))
+	if !f.noUI {
+		log.Info("web console", "url", consoleURL(addr))
+	}
 	if ready != nil {
 		ready(addr)
 	}

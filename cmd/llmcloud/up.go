@@ -170,6 +170,9 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer, hooks upHo
 	go func() { serveErr <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
 	log.Info("router listening", "addr", addr, "policy", f.policy, "replicas", f.replicas, "serve", argv)
+	if !f.noUI {
+		log.Info("web console", "url", consoleURL(addr))
+	}
 	if logPath != "" {
 		fmt.Fprintf(stderr, "llmcloud up: router on %s; logs in %s\n", addr, logPath)
 	}
