@@ -130,6 +130,8 @@ test('cloud: replicas, traces, polling rate, a killed replica marked down and ba
   assert.ok(back.restarts >= 1 && !kills.some((k) => k.pid === back.pid), `${victim} not restarted: ${JSON.stringify(back)}`);
   const shown = (await rows(page)).find((r) => r.name === victim);
   assert.equal(shown.state, back.state);
+  // Its row says it restarted (a crash repaired between two polls shows there too).
+  await page.waitForSelector(`#cloud-replicas tr[data-replica="${victim}"] td[data-restarted="true"]`, { timeout: 5_000 });
 
   guard.check();
   await page.close();

@@ -133,6 +133,26 @@ function cell(text, cls) {
   return el('td', cls ? { class: cls } : {}, text);
 }
 
+// restartsSeen remembers each replica's restart count and when it last grew, so a crash that
+// the supervisor repaired between two polls (never seen down) still shows in its row for a while.
+const restartsSeen = new Map(); // name -> { n, grewAt (ms) }
+const restartShowMs = 30_000;
+
+function restartCell(r) {
+  if (r.restarts === undefined || r.restarts === null) return cell('', 'num');
+  const n = Number(r.restarts) || 0;
+  const seen = restartsSeen.get(r.name);
+  const now = Date.now();
+  let grewAt = seen ? seen.grewAt : 0;
+  if (seen && n > seen.n) grewAt = now;
+  restartsSeen.set(r.name, { n, grewAt });
+  const recent = grewAt > 0 && now - grewAt < restartShowMs;
+  const td = cell(recent ? `${n} (restarted ${Math.round((now - grewAt) / 1000)} s ago)` : String(n),
+    recent ? 'num restarted' : 'num');
+  if (recent) td.dataset.restarted = 'true';
+  return td;
+}
+
 function showReplicas(reps) {
   const body = $('cloud-replicas').tBodies[0];
   body.replaceChildren();
@@ -153,7 +173,7 @@ function showReplicas(reps) {
       cell(Number.isFinite(hit) ? fmt(hit, 1) + ' %' : '–', 'num'),
       cell(rate === undefined ? '–' : fmt(rate, 1), 'num'),
       cell(String(r.requests ?? ''), 'num'),
-      cell(String(r.restarts ?? ''), 'num'));
+      restartCell(r));
     if (r.url) tr.title = r.url;
     body.append(tr);
   }
