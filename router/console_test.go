@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmcloud/llmcloud/console"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 	"github.com/llmcloud/llmcloud/router/routertest"
 )
 
@@ -42,17 +42,8 @@ func TestConsoleOverForeignBackends(t *testing.T) {
 		}
 		srv := httptest.NewServer(r.Handler())
 		get := func(path, key string) (int, string) {
-			req, _ := http.NewRequest("GET", srv.URL+path, nil)
-			if key != "" {
-				req.Header.Set("Authorization", "Bearer "+key)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
+			code, b := fixture.Get(t, srv.URL+path, key)
+			return code, string(b)
 		}
 		code, body := get(console.CloudPath, "k")
 		var c console.Cloud

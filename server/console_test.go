@@ -11,26 +11,18 @@ import (
 	"testing"
 
 	"github.com/llmcloud/llmcloud/console"
+	"github.com/llmcloud/llmcloud/internal/fixture"
 )
 
 func getJSON(t *testing.T, url, key string, v any) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == 200 && v != nil {
+	code, b := fixture.Get(t, url, key)
+	if code == 200 && v != nil {
 		if err := json.Unmarshal(b, v); err != nil {
 			t.Fatalf("GET %s: %v in %s", url, err, b)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 func TestConsoleCloudAndTraces(t *testing.T) {

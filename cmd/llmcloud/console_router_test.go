@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -61,17 +60,8 @@ func TestRouterConsoleAggregates(t *testing.T) {
 	base := startConsoleRouter(t, 2, "--backend", a+","+b, "--policy", "round-robin", "--api-key", "k")
 
 	for range 4 {
-		req, _ := http.NewRequest("POST", base+"/v1/completions",
-			strings.NewReader(`{"prompt":"Once upon","max_tokens":5,"ignore_eos":true}`))
-		req.Header.Set("Authorization", "Bearer k")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("completion through the router: %d", resp.StatusCode)
+		if code := postKey(t, base+"/v1/completions", "k", `{"prompt":"Once upon","max_tokens":5,"ignore_eos":true}`); code != 200 {
+			t.Fatalf("completion through the router: %d", code)
 		}
 	}
 

@@ -14,17 +14,24 @@ import (
 // status GETs url with an optional key and returns the status and body.
 func status(t *testing.T, url, key string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
+	code, b := fixture.Get(t, url, key)
+	return code, string(b)
+}
+
+// postKey POSTs a JSON body to url with the bearer key, reads the answer to the end and returns
+// its status.
+func postKey(t *testing.T, url, key, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }
 
 func TestServeConsoleFlags(t *testing.T) {

@@ -5,8 +5,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +21,11 @@ func TestUpConsole(t *testing.T) {
 	waitFleet(t, url, "2 ready replicas", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 2 })
 
 	for range 4 {
-		req, _ := http.NewRequest("POST", url+"/v1/completions", strings.NewReader(`{"prompt":"Once","max_tokens":4,"ignore_eos":true}`))
 		if code, _ := status(t, url+"/v1/models", ""); code != 401 {
 			t.Fatalf("GET /v1/models on up without the key: %d, want 401", code)
 		}
-		req.Header.Set("Authorization", "Bearer k")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("completion: %d", resp.StatusCode)
+		if code := postKey(t, url+"/v1/completions", "k", `{"prompt":"Once","max_tokens":4,"ignore_eos":true}`); code != 200 {
+			t.Fatalf("completion: %d", code)
 		}
 	}
 	if code, body := status(t, url+"/", ""); code != 200 || !strings.Contains(body, `content="up"`) {
