@@ -26,6 +26,11 @@ CPUS=${CPUS:-$(nproc)}
 N=${NUM_PROMPTS:-200}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
+if [ -z "$M" ] && [ "${1:-all}" != table ]; then
+	# The built-in model's file (its tokenizer for bench and simulate) is written on first use.
+	$B profile --engine --quick --threads 1 -o "$OUT/quick-profile.json" >/dev/null
+	M=$(ls ~/.cache/llmcloud/default-*.gguf | head -1)
+fi
 RATES_chat="1 3 6"
 RATES_long="1 2.5 5"
 RATES_prefix="1 3 6"
