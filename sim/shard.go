@@ -5,6 +5,8 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/llmcloud/llmcloud/autoscale"
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/router"
@@ -20,9 +22,11 @@ type shard struct {
 	ids   []int // global replica index of each local replica
 	reps  []replica
 	coef  Coefficients
-	heap  stepHeap
-	order []int32 // the requests this shard gets (nil: all, routed by policy)
-	local []int32 // their local replica
+	heap  stepHeap  // step ends: real time, or virtual time when cpu is set
+	cpu   *cpuShare // replicas sharing too few cores (sim/cpu.go); nil: each has its own
+	extra int64     // ns added to every step (Options.StepOverhead)
+	order []int32   // the requests this shard gets (nil: all, routed by policy)
+	local []int32   // their local replica
 
 	policy router.Policy
 	cands  []router.Candidate // cands[:ready] are routable
@@ -60,6 +64,14 @@ func (sh *shard) merge(out *Outcome) {
 	out.End = max(out.End, sh.end)
 }
 
+// topAt is the real time of the next step end (the heap's top).
+func (sh *shard) topAt() int64 {
+	if sh.cpu != nil {
+		return sh.cpu.real(sh.heap.top().at)
+	}
+	return sh.heap.top().at
+}
+
 // run is the event loop: arrivals in order, and step ends from the heap (an arrival at the
 // same instant as a step end comes first, so the next Schedule sees it).
 func (sh *shard) run() error {
@@ -74,7 +86,7 @@ func (sh *shard) run() error {
 			if sh.order != nil {
 				i = int(sh.order[next])
 			}
-			if sh.heap.len() == 0 || sh.reqs[i].At <= sh.heap.top().at {
+			if sh.heap.len() == 0 || sh.reqs[i].At <= sh.topAt() {
 				k := 0
 				if sh.order != nil {
 					k = int(sh.local[next])
@@ -88,8 +100,9 @@ func (sh *shard) run() error {
 				continue
 			}
 		}
+		at := sh.topAt()
 		ev := sh.heap.pop()
-		if err := sh.finishStep(int(ev.r), ev.at); err != nil {
+		if err := sh.finishStep(int(ev.r), at); err != nil {
 			return err
 		}
 	}
@@ -132,6 +145,12 @@ func (sh *shard) arrive(i, k int) error {
 		return nil
 	}
 	sh.out.Replica[i] = int32(sh.ids[k])
+	if limit := sh.o.Profile.Engine.MaxModelLen; limit > 0 && int(r.PromptLen)+int(r.Output) > limit {
+		// The server refuses it before the engine sees it (server/generate.go).
+		sh.out.Errors[i] = fmt.Sprintf("HTTP 400: the prompt (%d tokens) plus max_tokens (%d) is %d tokens over max-model-len %d",
+			r.PromptLen, r.Output, int(r.PromptLen)+int(r.Output)-limit, limit)
+		return nil
+	}
 	sh.buf = r.Tokens(i, sh.buf)
 	if _, err := sh.reps[k].sched.AddRequest(engine.SeqRequest{ID: engine.SeqID(i), Prompt: sh.buf, MaxTokens: int(r.Output), ArrivalTime: r.At}); err != nil {
 		sh.out.Errors[i] = err.Error()
@@ -145,7 +164,11 @@ func (sh *shard) arrive(i, k int) error {
 		// arriving at this same instant is in (a wake-up event, taken after those arrivals),
 		// as the engine's loop takes its whole inbox before scheduling.
 		sh.reps[k].busy = true
-		sh.heap.push(stepEvent{at: r.At, r: int32(k)})
+		at := r.At
+		if sh.cpu != nil {
+			at = sh.cpu.key(at)
+		}
+		sh.heap.push(stepEvent{at: at, r: int32(k)})
 	}
 	return nil
 }
@@ -167,7 +190,12 @@ func (sh *shard) start(k int, t int64) error {
 	rp.plan, rp.busy = plan, true
 	sh.steps++
 	sh.pre += int64(len(plan.Preempted))
-	sh.heap.push(stepEvent{at: t + int64(sh.coef.Seconds(PlanFeatures(plan))*1e9), r: int32(k)})
+	work := int64(sh.coef.Seconds(PlanFeatures(plan))*1e9) + sh.extra
+	if sh.cpu != nil {
+		sh.heap.push(stepEvent{at: sh.cpu.begin(t, work), r: int32(k)})
+		return nil
+	}
+	sh.heap.push(stepEvent{at: t + work, r: int32(k)})
 	return nil
 }
 
@@ -178,6 +206,9 @@ func (sh *shard) finishStep(k int, t int64) error {
 	plan := rp.plan
 	if plan == nil { // a wake-up: nothing ran
 		return sh.start(k, t)
+	}
+	if sh.cpu != nil {
+		sh.cpu.end(t)
 	}
 	if sh.o.OnStep != nil {
 		sh.o.OnStep(sh.ids[k], t, plan)

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -42,6 +43,18 @@ type Options struct {
 	// StartDelay is how long a replica added by the autoscaler takes to become ready (load
 	// the model, answer /health) before the router sends it requests.
 	StartDelay time.Duration
+	// CPUs, if positive, is how many cores all the replicas share (`up` on one host): while
+	// more replicas step at once than the cores hold threads for, each step is slower
+	// (sim/cpu.go). 0: every replica has the profile's threads to itself.
+	CPUs float64
+	// StepOverhead is added to every step's predicted time: the engine loop's work outside
+	// the forward pass and sampling that the profile does not measure.
+	StepOverhead time.Duration
+	// RequestOverhead is added to every request's TTFT and E2EL: the time outside the engine
+	// (client, router, HTTP, tokenization; arrival to engine and token to client). A constant
+	// delay on every arrival shifts the engine's whole schedule by as much, so adding it
+	// afterwards is exact.
+	RequestOverhead time.Duration
 }
 
 // Outcome is what happened to each request, and the run's totals.
@@ -85,6 +98,10 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		return nil, fmt.Errorf("sim: %d replicas: want at least 1", o.Replicas)
 	case len(reqs) == 0:
 		return nil, errors.New("sim: no requests")
+	case o.CPUs < 0 || math.IsNaN(o.CPUs) || math.IsInf(o.CPUs, 0):
+		return nil, fmt.Errorf("sim: %v CPUs: want a positive count (or 0: every replica has its own)", o.CPUs)
+	case o.StepOverhead < 0 || o.RequestOverhead < 0:
+		return nil, fmt.Errorf("sim: negative overhead (step %v, request %v)", o.StepOverhead, o.RequestOverhead)
 	}
 	if o.Router == router.PD {
 		return nil, fmt.Errorf("sim: router policy %q (disaggregated prefill/decode) is not simulated; use %s, %s, %s or %s",
@@ -105,9 +122,15 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		out.TTFT[i], out.E2E[i] = -1, -1
 	}
 	last := make([]int64, n) // the time of each request's latest token
+	total := o.Replicas
+	if o.Autoscale != nil {
+		total = max(total, o.Autoscale.MaxReplicas)
+	}
+	shared := newCPUShare(o.CPUs, o.Profile.Threads, total) != nil
 	newShard := func(ids []int) (*shard, error) {
 		sh := &shard{o: &o, reqs: reqs, out: out, last: last, ids: ids, reps: make([]replica, len(ids)),
-			hist: map[int64]int64{}, sampled: map[engine.SeqID][]int{}, coef: o.Profile.coef}
+			hist: map[int64]int64{}, sampled: map[engine.SeqID][]int{}, coef: o.Profile.coef,
+			cpu: newCPUShare(o.CPUs, o.Profile.Threads, len(ids)), extra: int64(o.StepOverhead)}
 		for k := range sh.reps {
 			if sh.reps[k].sched, err = engine.NewScheduler(cfg); err != nil {
 				return nil, err
@@ -117,7 +140,7 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	}
 
 	workers := min(runtime.GOMAXPROCS(0), o.Replicas)
-	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil && o.Autoscale == nil {
+	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil && o.Autoscale == nil && !shared {
 		shards := make([]*shard, workers)
 		for w := range shards {
 			var ids []int
@@ -148,12 +171,10 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		}
 		out.RouterHits[router.ReasonRoundRobin] = int64(n)
 	} else {
-		total := o.Replicas
 		if o.Autoscale != nil {
 			if err := o.Autoscale.Validate(); err != nil {
 				return nil, err
 			}
-			total = max(total, o.Autoscale.MaxReplicas)
 		}
 		ids := make([]int, total)
 		for k := range ids {
@@ -185,6 +206,15 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 			out.Errors[i] = fmt.Sprintf("sim: request %d never finished (replica %d could not schedule it)", i, out.Replica[i])
 			out.TTFT[i], out.E2E[i] = -1, -1
 		}
+	}
+	if d := int64(o.RequestOverhead); d > 0 {
+		for i := range reqs {
+			if out.Errors[i] == "" {
+				out.TTFT[i] += d
+				out.E2E[i] += d
+			}
+		}
+		out.End += d
 	}
 	out.PeakConc = peakConcurrency(reqs, out.E2E)
 	return out, nil

@@ -110,10 +110,18 @@ func (d Dataset) Params() map[string]any {
 // with the given burstiness. Arrivals are bench.Gaps drawn exactly as `bench serve` draws them
 // for the same seed. random and prefix-repetition draw their lengths from the same
 // distributions as bench's generators (bench.LenRange, the same prefix structure) in compact
-// form, not the same draws; sharegpt and file read the file with bench's own readers.
+// form, not the same draws; sharegpt and file read the file with bench's own readers. With the
+// model's tokenizer (d.Tokenizer from bench.LoadTokenizer) every dataset is bench's very
+// prompts, tokenized as the server does (serverRequests).
 func Requests(d Dataset, n int, rate float64, burstiness float64, seed uint64) ([]Request, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("sim: want at least one request")
+	}
+	if reqs, ok, err := serverRequests(d, n, seed); err != nil {
+		return nil, err
+	} else if ok {
+		SetArrivals(reqs, rate, burstiness, seed)
+		return reqs, nil
 	}
 	reqs := make([]Request, n)
 	switch d.Name {

@@ -39,6 +39,8 @@ type simFlags struct {
 	tokenizer                                                  string
 	as                                                         autoscaleFlags
 	startDelay                                                 time.Duration
+	cpus                                                       float64
+	stepOverhead, requestOverhead                              time.Duration
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
@@ -53,7 +55,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.workload, "workload", "", "a trace file (JSON Lines: arrival, prompt_tokens, output_tokens, ...; docs/simulate.md) or a dataset name (as --dataset-name)")
 	fs.StringVar(&f.ds.Name, "dataset-name", "random", "random, prefix-repetition, sharegpt, or file (alias custom), as bench serve")
 	fs.StringVar(&f.ds.Path, "dataset-path", "", "ShareGPT JSON or prompts file")
-	fs.StringVar(&f.tokenizer, "tokenizer", "", "sharegpt/file: the tokenizer counting prompt tokens (as bench serve)")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "the model (or its tokenizer): simulate bench serve --tokenizer's very prompts, tokenized as the server does (BOS included)")
 	fs.IntVar(&f.numPrompts, "num-prompts", 1000, "requests to simulate (a trace: all of its lines)")
 	fs.IntVar(&f.ds.RandomInputLen, "random-input-len", 1024, "random: prompt tokens")
 	fs.IntVar(&f.ds.RandomOutputLen, "random-output-len", 128, "random: output tokens")
@@ -82,6 +84,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.slo, "slo", "ttft_p99<1s", "--search's objective: METRIC_STAT<VALUE, METRIC ttft|tpot|itl|e2el, STAT pNN|mean|median, VALUE in s or ms")
 	fs.IntVar(&f.maxReplicas, "max-replicas", 4096, "--search gives up above this many replicas")
 	f.as.register(fs) // up's autoscaler flags: --autoscale MIN:MAX, --autoscale-metric, --target-waiting ...
+	fs.Float64Var(&f.cpus, "cpus", 0, "cores all the replicas share, as `up` on this host (e.g. $(nproc)): concurrent steps slow each other down when their threads outnumber them; 0: every replica has the profile's threads to itself")
+	fs.DurationVar(&f.stepOverhead, "step-overhead", 0, "added to every engine step: the step loop's work outside the forward pass (measured: docs/simulate.md)")
+	fs.DurationVar(&f.requestOverhead, "request-overhead", 0, "added to every request's TTFT and E2EL: client, router, HTTP, tokenization (measured: docs/simulate.md)")
 	fs.DurationVar(&f.startDelay, "replica-start-time", 2*time.Second, "--autoscale: how long a new replica takes to become ready")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud simulate --profile P [--replicas N] [--workload TRACE.jsonl | bench serve's dataset flags] [--router POLICY] [--request-rate R] [--json OUT] [--search --slo 'ttft_p99<1s']")
@@ -102,6 +107,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.replicas < 1 {
 		return usagef("--replicas must be at least 1")
+	}
+	if f.cpus < 0 || f.stepOverhead < 0 || f.requestOverhead < 0 {
+		return usagef("--cpus, --step-overhead and --request-overhead must not be negative")
 	}
 	var asCfg *autoscale.Config
 	if f.as.bounds != "" {
@@ -126,6 +134,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	run.autoscale, run.asInterval, run.startDelay = asCfg, f.as.interval, f.startDelay
+	run.cpus, run.stepOverhead, run.requestOverhead = f.cpus, f.stepOverhead, f.requestOverhead
 	// The scheduler allocates a little every step and the simulation keeps little alive:
 	// collecting less often saves about a third of the run (BenchmarkSimulate).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -198,6 +207,9 @@ type simRun struct {
 	autoscale  *autoscale.Config
 	asInterval time.Duration
 	startDelay time.Duration
+
+	cpus                          float64
+	stepOverhead, requestOverhead time.Duration
 }
 
 func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
@@ -275,7 +287,8 @@ func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
 // simulate runs the workload on n replicas and returns the filled result.
 func (r *simRun) simulate(n int) (*bench.Result, *sim.Outcome, error) {
 	out, err := sim.Simulate(sim.Options{Profile: r.prof, Replicas: n, Router: r.router, Detailed: r.detailed,
-		Autoscale: r.autoscale, AutoscaleInterval: r.asInterval, StartDelay: r.startDelay}, r.reqs)
+		Autoscale: r.autoscale, AutoscaleInterval: r.asInterval, StartDelay: r.startDelay,
+		CPUs: r.cpus, StepOverhead: r.stepOverhead, RequestOverhead: r.requestOverhead}, r.reqs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,6 +298,12 @@ func (r *simRun) simulate(n int) (*bench.Result, *sim.Outcome, error) {
 		res.Metadata[k] = v
 	}
 	res.Metadata["replicas"] = strconv.Itoa(n)
+	if r.cpus > 0 {
+		res.Metadata["cpus"] = strconv.FormatFloat(r.cpus, 'g', -1, 64)
+	}
+	if r.stepOverhead > 0 || r.requestOverhead > 0 {
+		res.Metadata["step_overhead"], res.Metadata["request_overhead"] = r.stepOverhead.String(), r.requestOverhead.String()
+	}
 	res.Date = time.Now().Format("20060102-150405")
 	out.Fill(&res, r.goodput, r.pcts)
 	return &res, out, nil

@@ -72,6 +72,31 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 		t.Errorf("autoscale: exit %d, no scaling printed: %s %s", code, out, errs)
 	}
 
+	// Three one-thread replicas on one CPU, and the overheads: every TTFT is at least the
+	// request overhead plus a step of prefill with its overhead, and the result says so.
+	shared := filepath.Join(dir, "shared.json")
+	out, errs, code = runCmd(t, "simulate", "--profile", prof, "--replicas", "3", "--cpus", "1", "--step-overhead", "1ms",
+		"--request-overhead", "50ms", "--random-input-len", "100", "--random-output-len", "20", "--num-prompts", "100",
+		"--request-rate", "30", "--json", shared)
+	if code != 0 {
+		t.Fatalf("simulate --cpus: exit %d: %s %s", code, out, errs)
+	}
+	rs, err := bench.LoadResult(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Metadata["cpus"] != "1" || rs.Metadata["request_overhead"] != "50ms" || rs.Metadata["step_overhead"] != "1ms" {
+		t.Errorf("metadata %v: want cpus 1, the overheads", rs.Metadata)
+	}
+	if len(rs.TTFTs) != 100 {
+		t.Fatalf("%d TTFTs in the result, want 100", len(rs.TTFTs))
+	}
+	for i, v := range rs.TTFTs {
+		if v < 0.051 {
+			t.Fatalf("request %d: TTFT %.4f s, under the 50 ms request overhead + a 1 ms step overhead", i, v)
+		}
+	}
+
 	// Bad input.
 	bad := func(name string, want []string, args ...string) {
 		t.Helper()
@@ -112,5 +137,6 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 	bad("trace", []string{"line 2", "output_tokens -5"}, "simulate", "--profile", prof, "--workload", trace)
 	bad("no profile", []string{"--profile"}, "simulate")
 	bad("autoscale", []string{"MIN:MAX"}, "simulate", "--profile", prof, "--autoscale", "4")
+	bad("cpus", []string{"--cpus"}, "simulate", "--profile", prof, "--cpus", "-1")
 	bad("missing profile", []string{"nope.json"}, "simulate", "--profile", filepath.Join(dir, "nope.json"))
 }
