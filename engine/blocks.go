@@ -48,6 +48,7 @@ type BlockManager struct {
 	free            freeList
 	cache           map[BlockHash]BlockID
 	tables          map[SeqID]*seqTable
+	spare           []*seqTable // freed tables, reused by Allocate (their slices keep their capacity)
 	stats           BlockStats
 }
 
@@ -98,6 +99,14 @@ func (m *BlockManager) BlockTable(seq SeqID) []BlockID {
 	return append([]BlockID(nil), t.blocks...)
 }
 
+// appendBlockTable appends seq's block table to dst (the scheduler's plan buffer).
+func (m *BlockManager) appendBlockTable(dst []BlockID, seq SeqID) []BlockID {
+	if t := m.tables[seq]; t != nil {
+		dst = append(dst, t.blocks...)
+	}
+	return dst
+}
+
 // FreeOrder returns the free blocks in the order they will be reused (first = next).
 func (m *BlockManager) FreeOrder() []BlockID { return m.free.order() }
 
@@ -132,7 +141,7 @@ func (m *BlockManager) Allocate(seq SeqID, tokens []int, numTokens int, computed
 	if !m.CanAllocate(numTokens, computed) {
 		return false
 	}
-	t := &seqTable{extraKeys: extraKeys}
+	t := m.newTable(extraKeys)
 	for _, b := range computed {
 		if m.meta[b].refs == 0 {
 			m.free.remove(b)
@@ -197,6 +206,19 @@ func (m *BlockManager) Free(seq SeqID) {
 	for i := len(t.blocks) - 1; i >= t.released; i-- {
 		m.release(t.blocks[i])
 	}
+	m.spare = append(m.spare, t) // nothing else holds t: BlockTable returns copies
+}
+
+// newTable is an empty table for Allocate, a freed one when there is one.
+func (m *BlockManager) newTable(extraKeys string) *seqTable {
+	n := len(m.spare)
+	if n == 0 {
+		return &seqTable{extraKeys: extraKeys}
+	}
+	t := m.spare[n-1]
+	m.spare = m.spare[:n-1]
+	*t = seqTable{blocks: t.blocks[:0], hashes: t.hashes[:0], extraKeys: extraKeys}
+	return t
 }
 
 // release drops one table's reference to b; at zero b joins the free list (a cached block at

@@ -16,7 +16,13 @@ type BlockHash [sha256.Size]byte
 // hashBlock chains parent (zero for the first block) with the extra keys and the block's
 // token ids.
 func hashBlock(parent BlockHash, tokens []int, extraKeys string) BlockHash {
-	buf := make([]byte, 0, len(parent)+4+len(extraKeys)+4*len(tokens))
+	// The input of a block of up to 48 tokens without extra keys fits a stack buffer (the
+	// usual case: no heap allocation per block).
+	var stack [len(BlockHash{}) + 4 + 4*48]byte
+	buf := stack[:0]
+	if n := len(parent) + 4 + len(extraKeys) + 4*len(tokens); n > len(stack) {
+		buf = make([]byte, 0, n)
+	}
 	buf = append(buf, parent[:]...)
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(extraKeys)))
 	buf = append(buf, extraKeys...)
@@ -34,12 +40,17 @@ func (m *BlockManager) PrefixCaching() bool { return m.prefixCaching }
 // covers the whole of tokens: the last token is always left to compute, since its logits are
 // needed. It changes nothing (Allocate takes the blocks and counts the query).
 func (m *BlockManager) GetComputedBlocks(tokens []int, extraKeys string) ([]BlockID, int) {
+	return m.computedBlocks(nil, tokens, extraKeys)
+}
+
+// computedBlocks is GetComputedBlocks appending the blocks to out[:0] (the scheduler's buffer).
+func (m *BlockManager) computedBlocks(out []BlockID, tokens []int, extraKeys string) ([]BlockID, int) {
+	out = out[:0]
 	if !m.prefixCaching || len(tokens) == 0 {
-		return nil, 0
+		return out, 0
 	}
 	bs := m.blockSizeTokens
 	maxBlocks := (len(tokens) - 1) / bs
-	var out []BlockID
 	var h BlockHash
 	for i := range maxBlocks {
 		h = hashBlock(h, tokens[i*bs:(i+1)*bs], extraKeys)
