@@ -38,10 +38,12 @@ type shard struct {
 	tokensPerS  []int64
 	steps, pre  int64
 	end         int64
-	sampled     map[engine.SeqID][]int
 	buf         []int
 	nextScrape  int64
 	placeholder [1]int
+	// placeholderTokens is the sampled "token" of every sequence that needs one (UpdateEach):
+	// outputs are never read, only counted.
+	placeholderTokens func(int) []int
 }
 
 // merge adds the shard's totals to out.
@@ -182,13 +184,7 @@ func (sh *shard) finishStep(k int, t int64) error {
 	if sh.o.OnStep != nil {
 		sh.o.OnStep(sh.ids[k], t, plan)
 	}
-	clear(sh.sampled)
-	for i := range plan.Seqs {
-		if plan.Seqs[i].NeedsLogits {
-			sh.sampled[plan.Seqs[i].ID] = sh.placeholder[:]
-		}
-	}
-	outs, err := rp.sched.UpdateTokens(plan, sh.sampled)
+	outs, err := rp.sched.UpdateEach(plan, sh.placeholderTokens)
 	if err != nil {
 		return err
 	}

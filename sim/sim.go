@@ -107,7 +107,8 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	last := make([]int64, n) // the time of each request's latest token
 	newShard := func(ids []int) (*shard, error) {
 		sh := &shard{o: &o, reqs: reqs, out: out, last: last, ids: ids, reps: make([]replica, len(ids)),
-			hist: map[int64]int64{}, sampled: map[engine.SeqID][]int{}, coef: o.Profile.coef}
+			hist: map[int64]int64{}, coef: o.Profile.coef}
+		sh.placeholderTokens = func(int) []int { return sh.placeholder[:] }
 		for k := range sh.reps {
 			if sh.reps[k].sched, err = engine.NewScheduler(cfg); err != nil {
 				return nil, err
