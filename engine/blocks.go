@@ -46,7 +46,7 @@ type BlockManager struct {
 	prefixCaching   bool
 	meta            []blockMeta
 	free            freeList
-	cache           map[BlockHash]BlockID
+	cache           map[uint64]BlockID // cacheKey(hash) -> the cached block (blocks_hash.go)
 	tables          map[SeqID]*seqTable
 	spare           []*seqTable // freed tables, reused by Allocate (their slices keep their capacity)
 	stats           BlockStats
@@ -57,14 +57,18 @@ func NewBlockManager(numBlocks, blockSizeTokens int, prefixCaching bool) *BlockM
 	if numBlocks <= 0 || blockSizeTokens <= 0 {
 		panic(fmt.Sprintf("engine: NewBlockManager(%d, %d): sizes must be positive", numBlocks, blockSizeTokens))
 	}
-	return &BlockManager{
+	m := &BlockManager{
 		blockSizeTokens: blockSizeTokens,
 		prefixCaching:   prefixCaching,
 		meta:            make([]blockMeta, numBlocks),
 		free:            newFreeList(numBlocks),
-		cache:           map[BlockHash]BlockID{},
+		cache:           map[uint64]BlockID{},
 		tables:          map[SeqID]*seqTable{},
 	}
+	if prefixCaching {
+		m.cache = make(map[uint64]BlockID, numBlocks) // it holds a block at most once: never grows
+	}
+	return m
 }
 
 // BlockSizeTokens is the number of token slots per block.
@@ -186,7 +190,7 @@ func (m *BlockManager) takeFree() BlockID {
 	}
 	md := &m.meta[b]
 	if md.cached {
-		delete(m.cache, md.hash)
+		delete(m.cache, cacheKey(md.hash))
 		md.cached = false
 		md.hash = BlockHash{}
 		m.stats.Evictions++
