@@ -77,7 +77,7 @@ func (s *Scheduler) update(plan *StepPlan, sampled func(i int) ([]int, bool)) ([
 		}
 	}
 	s.pending = nil
-	out := s.outBuf[:0]
+	out, bs := s.outBuf[:0], s.cfg.BlockSizeTokens
 	for i, ss := range plan.Seqs {
 		seq := s.planSeqs[i]
 		if seq.Status != StatusRunning {
@@ -89,7 +89,12 @@ func (s *Scheduler) update(plan *StepPlan, sampled func(i int) ([]int, bool)) ([
 			continue
 		}
 		seq.NumComputedTokens = ss.StartPos + len(ss.Tokens)
-		s.commit(seq.ID, seq.tokens, seq.NumComputedTokens)
+		if s.cfg.PrefixCaching && seq.NumComputedTokens/bs > ss.StartPos/bs {
+			// Only a step that fills a block has anything to commit (the blocks before
+			// StartPos were committed by earlier steps or came from the cache): most decode
+			// steps skip the block table lookup.
+			s.commit(seq.ID, seq.tokens, seq.NumComputedTokens)
+		}
 		s.releaseWindows(seq)
 		if !ss.NeedsLogits {
 			continue
