@@ -126,8 +126,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	run.autoscale, run.asInterval, run.startDelay = asCfg, f.as.interval, f.startDelay
-	// The scheduler allocates a little every step and the simulation keeps little alive:
-	// collecting less often saves about a third of the run (BenchmarkSimulate).
+	// The scheduler allocates a sequence (its token ids) per request and the simulation keeps
+	// little alive: collecting less often saves time at little cost in memory.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	if f.search {
 		return simSearch(run, &f, stdout, stderr)
