@@ -46,8 +46,9 @@ type BlockManager struct {
 	prefixCaching   bool
 	meta            []blockMeta
 	free            freeList
-	cache           map[BlockHash]BlockID
+	cache           map[uint64]BlockID // cacheKey(hash) -> the cached block (blocks_hash.go)
 	tables          map[SeqID]*seqTable
+	spare           []*seqTable // freed tables, reused by Allocate (their slices keep their capacity)
 	stats           BlockStats
 }
 
@@ -56,14 +57,18 @@ func NewBlockManager(numBlocks, blockSizeTokens int, prefixCaching bool) *BlockM
 	if numBlocks <= 0 || blockSizeTokens <= 0 {
 		panic(fmt.Sprintf("engine: NewBlockManager(%d, %d): sizes must be positive", numBlocks, blockSizeTokens))
 	}
-	return &BlockManager{
+	m := &BlockManager{
 		blockSizeTokens: blockSizeTokens,
 		prefixCaching:   prefixCaching,
 		meta:            make([]blockMeta, numBlocks),
 		free:            newFreeList(numBlocks),
-		cache:           map[BlockHash]BlockID{},
+		cache:           map[uint64]BlockID{},
 		tables:          map[SeqID]*seqTable{},
 	}
+	if prefixCaching {
+		m.cache = make(map[uint64]BlockID, numBlocks) // it holds a block at most once: never grows
+	}
+	return m
 }
 
 // BlockSizeTokens is the number of token slots per block.
@@ -96,6 +101,14 @@ func (m *BlockManager) BlockTable(seq SeqID) []BlockID {
 		return nil
 	}
 	return append([]BlockID(nil), t.blocks...)
+}
+
+// appendBlockTable appends seq's block table to dst (the scheduler's plan buffer).
+func (m *BlockManager) appendBlockTable(dst []BlockID, seq SeqID) []BlockID {
+	if t := m.tables[seq]; t != nil {
+		dst = append(dst, t.blocks...)
+	}
+	return dst
 }
 
 // FreeOrder returns the free blocks in the order they will be reused (first = next).
@@ -132,7 +145,7 @@ func (m *BlockManager) Allocate(seq SeqID, tokens []int, numTokens int, computed
 	if !m.CanAllocate(numTokens, computed) {
 		return false
 	}
-	t := &seqTable{extraKeys: extraKeys}
+	t := m.newTable(extraKeys)
 	for _, b := range computed {
 		if m.meta[b].refs == 0 {
 			m.free.remove(b)
@@ -177,7 +190,7 @@ func (m *BlockManager) takeFree() BlockID {
 	}
 	md := &m.meta[b]
 	if md.cached {
-		delete(m.cache, md.hash)
+		delete(m.cache, cacheKey(md.hash))
 		md.cached = false
 		md.hash = BlockHash{}
 		m.stats.Evictions++
@@ -197,6 +210,19 @@ func (m *BlockManager) Free(seq SeqID) {
 	for i := len(t.blocks) - 1; i >= t.released; i-- {
 		m.release(t.blocks[i])
 	}
+	m.spare = append(m.spare, t) // nothing else holds t: BlockTable returns copies
+}
+
+// newTable is an empty table for Allocate, a freed one when there is one.
+func (m *BlockManager) newTable(extraKeys string) *seqTable {
+	n := len(m.spare)
+	if n == 0 {
+		return &seqTable{extraKeys: extraKeys}
+	}
+	t := m.spare[n-1]
+	m.spare = m.spare[:n-1]
+	*t = seqTable{blocks: t.blocks[:0], hashes: t.hashes[:0], extraKeys: extraKeys}
+	return t
 }
 
 // release drops one table's reference to b; at zero b joins the free list (a cached block at

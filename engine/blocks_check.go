@@ -46,7 +46,7 @@ func (m *BlockManager) check() error {
 			free++
 		}
 		if md.cached {
-			if got, ok := m.cache[md.hash]; !ok || got != BlockID(b) {
+			if got, ok := m.cache[cacheKey(md.hash)]; !ok || got != BlockID(b) {
 				return fmt.Errorf("block %d: marked cached but the map does not point to it", b)
 			}
 		}
@@ -54,8 +54,8 @@ func (m *BlockManager) check() error {
 	if free != m.free.n || len(m.free.order()) != free {
 		return fmt.Errorf("free list length %d / %d, %d unreferenced blocks", m.free.n, len(m.free.order()), free)
 	}
-	for h, b := range m.cache {
-		if !m.meta[b].cached || m.meta[b].hash != h {
+	for k, b := range m.cache {
+		if !m.meta[b].cached || cacheKey(m.meta[b].hash) != k {
 			return fmt.Errorf("cache map entry for block %d does not match the block", b)
 		}
 	}

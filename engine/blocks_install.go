@@ -26,8 +26,8 @@ func (m *BlockManager) InstallCached(tokens []int, extraKeys string, n int, writ
 	var h BlockHash
 	for i := range n {
 		h = hashBlock(h, tokens[i*bs:(i+1)*bs], extraKeys)
-		if _, ok := m.cache[h]; ok {
-			continue
+		if _, taken := m.cache[cacheKey(h)]; taken {
+			continue // cached already (or, never in practice, its key is another hash's: left out)
 		}
 		if room == 0 {
 			return i, nil
@@ -39,7 +39,7 @@ func (m *BlockManager) InstallCached(tokens []int, extraKeys string, n int, writ
 			return i, err
 		}
 		m.meta[b].cached, m.meta[b].hash = true, h
-		m.cache[h] = b
+		m.cache[cacheKey(h)] = b
 		m.release(b)
 	}
 	return n, nil

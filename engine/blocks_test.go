@@ -131,3 +131,28 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCacheKeyCollision: the prefix-cache map is keyed by 8 bytes of the block hash; a
+// block found under the key of a hash that is not its own must not be a hit.
+func TestPrefixCacheKeyCollision(t *testing.T) {
+	m := NewBlockManager(8, 4, true)
+	toks := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	if !m.Allocate(1, toks, len(toks), nil, "") {
+		t.Fatal("allocate failed")
+	}
+	m.Commit(1, toks, len(toks))
+	if _, n := m.GetComputedBlocks(toks, ""); n != 8 {
+		t.Fatalf("%d cached tokens before the collision, want 8", n)
+	}
+	// Block 0's hash now shares its key with the looked-up hash but differs after it.
+	b := m.tables[1].blocks[0]
+	m.meta[b].hash[31] ^= 1
+	if blocks, n := m.GetComputedBlocks(toks, ""); n != 0 {
+		t.Fatalf("a block under a colliding key was a hit: %v, %d tokens", blocks, n)
+	}
+	m.meta[b].hash[31] ^= 1
+	m.Free(1)
+	if err := m.checkEmpty(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -127,11 +127,17 @@ func (s *Scheduler) commit(id SeqID, tokens []int, numComputed int) {
 // computedBlocks is GetComputedBlocks over every group: the longest prefix cached in all of
 // them, and each group's blocks for it.
 func (s *Scheduler) computedBlocks(tokens []int, salt string) ([][]BlockID, int) {
-	c0, n := s.blocks.GetComputedBlocks(tokens, salt)
-	out := append(s.computed[:0], c0)
-	for _, m := range s.groups[1:] {
-		c, k := m.GetComputedBlocks(tokens, salt)
-		out = append(out, c)
+	for len(s.computed) < len(s.groups) {
+		s.computed = append(s.computed, nil)
+	}
+	out := s.computed[:len(s.groups)]
+	n := 0
+	for g, m := range s.groups {
+		c, k := m.computedBlocks(out[g], tokens, salt)
+		out[g] = c
+		if g == 0 {
+			n = k
+		}
 		n = min(n, k)
 	}
 	for g := range out {
@@ -167,16 +173,19 @@ func (s *Scheduler) releaseWindows(seq *Sequence) {
 	}
 }
 
-// groupTables returns seq's tables of groups 1.. (nil with one group).
-func (s *Scheduler) groupTables(id SeqID) [][]BlockID {
+// appendGroupTables appends seq's tables of groups 1.. to the plan's table buffer s.tabBuf and
+// their slices to s.grpBuf, and returns the latter's new entries (nil with one group).
+func (s *Scheduler) appendGroupTables(id SeqID) [][]BlockID {
 	if len(s.groups) == 1 {
 		return nil
 	}
-	out := make([][]BlockID, len(s.groups)-1)
-	for g, m := range s.groups[1:] {
-		out[g] = m.BlockTable(id)
+	first := len(s.grpBuf)
+	for _, m := range s.groups[1:] {
+		a := len(s.tabBuf)
+		s.tabBuf = m.appendBlockTable(s.tabBuf, id)
+		s.grpBuf = append(s.grpBuf, s.tabBuf[a:len(s.tabBuf):len(s.tabBuf)])
 	}
-	return out
+	return s.grpBuf[first:len(s.grpBuf):len(s.grpBuf)]
 }
 
 // KVGroupsString describes the KV groups for a log line: "global: N blocks" for the

@@ -100,6 +100,14 @@ type Scheduler struct {
 	waiting  []*Sequence         // FCFS: queue order; priority: unordered, picked by key
 	running  []*Sequence         // admission order
 	pending  *StepPlan           // the plan returned by Schedule and not yet passed to Update
+	// The step's reused buffers: the plan, its token ids and block tables (scheduler_step.go),
+	// the planned sequences (planSeqs[i] runs plan.Seqs[i]) and Update's outputs.
+	plan     StepPlan
+	tokBuf   []int
+	tabBuf   []BlockID
+	grpBuf   [][]BlockID
+	planSeqs []*Sequence
+	outBuf   []StepOutput
 	order    uint64
 	stats    SchedulerStats
 }

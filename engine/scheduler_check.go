@@ -1,5 +1,6 @@
 // This file implements the scheduler's invariant check, used by the tests after every event:
-// every KV group's block manager's invariants (and no block released inside a window); every live sequence is in exactly one queue matching its
+// every KV group's block manager's invariants (and no block released inside a window, every
+// computed full block committed); every live sequence is in exactly one queue matching its
 // status; running sequences hold blocks covering their computed tokens, waiting ones hold none;
 // drafts only on running sequences in decode, within MaxTokens and the model length;
 // the running count respects MaxNumSeqs.
@@ -20,6 +21,11 @@ func (s *Scheduler) check() error {
 			t := m.tables[q.ID]
 			if t == nil || len(t.blocks)*s.cfg.BlockSizeTokens < q.NumComputedTokens {
 				return fmt.Errorf("KV group %d: running seq %d: blocks do not cover %d computed tokens", g, q.ID, q.NumComputedTokens)
+			}
+			// Update commits only at a block boundary (scheduler_update.go): that is right
+			// because every computed full block is always committed.
+			if s.cfg.PrefixCaching && len(t.hashes) != min(q.NumComputedTokens/s.cfg.BlockSizeTokens, len(t.blocks)) {
+				return fmt.Errorf("KV group %d: running seq %d: %d blocks committed, %d computed tokens", g, q.ID, len(t.hashes), q.NumComputedTokens)
 			}
 			if g < len(s.cfg.KVGroups) && t.released > 0 && t.released*s.cfg.BlockSizeTokens > q.NumComputedTokens-s.cfg.KVGroups[g].Window+1 {
 				return fmt.Errorf("KV group %d: running seq %d released %d blocks inside its window", g, q.ID, t.released)

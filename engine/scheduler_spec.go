@@ -67,14 +67,15 @@ func (s *Scheduler) scheduleDraft(seq *Sequence, n, budget, later int) int {
 
 // dropDrafts takes back every draft granted so far this step (when a sequence needs blocks:
 // drafts are the first thing to give up) and returns the budget it frees.
-func (s *Scheduler) dropDrafts(numNew, numDraft map[SeqID]int) int {
+func (s *Scheduler) dropDrafts() int {
 	freed := 0
-	for id, k := range numDraft {
-		numNew[id] -= k
-		freed += k
-		seq := s.seqs[id]
-		s.truncate(id, seq.NumComputedTokens+numNew[id])
-		delete(numDraft, id)
+	for _, seq := range s.running {
+		if k := seq.numDraft; k > 0 {
+			seq.numNew -= k
+			seq.numDraft = 0
+			freed += k
+			s.truncate(seq.ID, seq.NumComputedTokens+seq.numNew)
+		}
 	}
 	return freed
 }

@@ -14,9 +14,9 @@ import "slices"
 // p%BlockSizeTokens); positions before StartPos are already in the cache.
 type ScheduledSeq struct {
 	ID         SeqID
-	Tokens     []int     // token ids to run this step (a copy)
+	Tokens     []int     // token ids to run this step (the scheduler's buffer: valid until the next Schedule)
 	StartPos   int       // position of Tokens[0] (= tokens already computed)
-	BlockTable []BlockID // covers StartPos+len(Tokens) positions (a copy)
+	BlockTable []BlockID // covers StartPos+len(Tokens) positions (the scheduler's buffer, as Tokens)
 	// GroupTables are the tables of KV groups 1.. (Config.KVGroups; nil with one group). A
 	// windowed group's entries before the window of the first row may be NoBlock.
 	GroupTables [][]BlockID
@@ -38,42 +38,45 @@ type StepPlan struct {
 
 // Schedule decides the next step. The previous plan must have been passed to Update. An empty
 // plan (no Seqs) means nothing can run.
+//
+// The plan and every slice in it belong to the scheduler and are reused: they are valid until
+// the next Schedule (copy what must outlive the step, StepPlan.Clone). A step allocates
+// nothing once the buffers have grown to the largest plan.
 func (s *Scheduler) Schedule() *StepPlan {
 	if s.pending != nil {
 		panic("engine: Schedule called before Update of the previous plan")
 	}
-	plan := &StepPlan{Step: s.stats.Steps}
+	plan := &s.plan
+	*plan = StepPlan{Step: s.stats.Steps, Seqs: plan.Seqs[:0], Preempted: plan.Preempted[:0]}
 	budget := s.cfg.MaxNumBatchedTokens
-	numNew := map[SeqID]int{}  // tokens granted to each scheduled sequence, drafts included
-	var numDraft map[SeqID]int // of which draft tokens (scheduler_spec.go)
+	// Each scheduled sequence's grant is in its numNew (drafts included) and numDraft (of
+	// which drafts, scheduler_spec.go); drafted counts the sequences with numDraft > 0.
+	drafted := 0
 
 	// Running sequences first, in admission order.
 	for i := 0; i < len(s.running) && budget > 0; {
 		seq := s.running[i]
 		n := min(seq.NumTokens()-seq.NumComputedTokens, budget)
 		if k := s.scheduleDraft(seq, n, budget, len(s.running)-i-1); k > 0 {
-			if numDraft == nil {
-				numDraft = map[SeqID]int{}
-			}
-			numDraft[seq.ID] = k
-			numNew[seq.ID] = n + k
+			seq.numNew, seq.numDraft = n+k, k
+			drafted++
 			budget -= n + k
 			i++
 			continue
 		}
 		scheduled := true
 		for !s.appendSlots(seq.ID, seq.NumComputedTokens+n) {
-			if len(numDraft) > 0 { // drafts never cost a preemption: take them back first
-				budget += s.dropDrafts(numNew, numDraft)
+			if drafted > 0 { // drafts never cost a preemption: take them back first
+				budget += s.dropDrafts()
+				drafted = 0
 				continue
 			}
 			v := s.victim()
 			victim := s.preempt(v)
 			plan.Preempted = append(plan.Preempted, victim.ID)
-			if granted, ok := numNew[victim.ID]; ok { // already scheduled this step: take it back
-				budget += granted
-				delete(numNew, victim.ID)
-				delete(numDraft, victim.ID)
+			if victim.numNew > 0 { // already scheduled this step: take it back
+				budget += victim.numNew
+				victim.numNew, victim.numDraft = 0, 0
 			}
 			if v < i {
 				i--
@@ -86,7 +89,7 @@ func (s *Scheduler) Schedule() *StepPlan {
 		if !scheduled {
 			continue // running[i] is now the next sequence
 		}
-		numNew[seq.ID] = n
+		seq.numNew = n
 		budget -= n
 		i++
 	}
@@ -109,38 +112,64 @@ func (s *Scheduler) Schedule() *StepPlan {
 		seq.Status = StatusRunning
 		seq.NumComputedTokens = numCached
 		seq.NumCachedTokens = numCached
-		numNew[seq.ID] = n
+		seq.numNew = n
 		budget -= n
 	}
 
-	plan.Seqs = make([]ScheduledSeq, 0, len(numNew))
+	// The plan's token ids and block tables are slices of two flat buffers (each entry capped
+	// at its own length, so an append to one never writes into the next).
+	s.tokBuf, s.tabBuf, s.grpBuf, s.planSeqs = s.tokBuf[:0], s.tabBuf[:0], s.grpBuf[:0], s.planSeqs[:0]
 	for _, seq := range s.running {
-		n, ok := numNew[seq.ID]
-		if !ok {
+		n, k := seq.numNew, seq.numDraft
+		seq.numNew, seq.numDraft = 0, 0
+		if n == 0 {
+			seq.draft = seq.draft[:0]
 			continue
 		}
 		start := seq.NumComputedTokens
-		k := numDraft[seq.ID]
 		known := n - k // tokens of seq.tokens; the drafts follow them
-		toks := make([]int, 0, n)
-		toks = append(append(toks, seq.tokens[start:start+known]...), seq.draft[:k]...)
+		a := len(s.tokBuf)
+		s.tokBuf = append(append(s.tokBuf, seq.tokens[start:start+known]...), seq.draft[:k]...)
+		b := len(s.tabBuf)
+		s.tabBuf = s.blocks.appendBlockTable(s.tabBuf, seq.ID)
+		table := s.tabBuf[b:len(s.tabBuf):len(s.tabBuf)]
+		if len(table) == 0 {
+			table = nil
+		}
 		plan.Seqs = append(plan.Seqs, ScheduledSeq{
 			ID:          seq.ID,
-			Tokens:      toks,
+			Tokens:      s.tokBuf[a:len(s.tokBuf):len(s.tokBuf)],
 			StartPos:    start,
-			BlockTable:  s.blocks.BlockTable(seq.ID),
-			GroupTables: s.groupTables(seq.ID),
+			BlockTable:  table,
+			GroupTables: s.appendGroupTables(seq.ID),
 			NeedsLogits: start+known == seq.NumTokens(),
 			Prefill:     start+known < seq.NumTokens() || known > 1,
 			NumDrafts:   k,
 			Adapter:     seq.Adapter,
 		})
+		s.planSeqs = append(s.planSeqs, seq)
 		plan.NumBatchedTokens += n
-	}
-	for _, seq := range s.running {
 		seq.draft = seq.draft[:0] // a draft is for one step (the plan holds a copy)
 	}
 	s.stats.Steps++
 	s.pending = plan
 	return plan
+}
+
+// Clone returns a deep copy of p that stays valid after the scheduler's next Schedule.
+func (p *StepPlan) Clone() *StepPlan {
+	c := &StepPlan{Step: p.Step, NumBatchedTokens: p.NumBatchedTokens, Preempted: slices.Clone(p.Preempted)}
+	c.Seqs = make([]ScheduledSeq, len(p.Seqs))
+	for i, ss := range p.Seqs {
+		ss.Tokens, ss.BlockTable = slices.Clone(ss.Tokens), slices.Clone(ss.BlockTable)
+		if ss.GroupTables != nil {
+			g := make([][]BlockID, len(ss.GroupTables))
+			for j, t := range ss.GroupTables {
+				g[j] = slices.Clone(t)
+			}
+			ss.GroupTables = g
+		}
+		c.Seqs[i] = ss
+	}
+	return c
 }

@@ -37,16 +37,36 @@ func (s *Scheduler) Update(plan *StepPlan, sampled map[SeqID]int) ([]StepOutput,
 // sampled holds the tokens to append for every scheduled sequence with NeedsLogits that is
 // still live (others are ignored; sequences aborted since Schedule are skipped): one token,
 // or for an entry with NumDrafts its accepted drafts (a prefix of them) and one token more.
-// On error nothing changes.
+// On error nothing changes. The outputs are the scheduler's buffer, valid until the next
+// Update.
 func (s *Scheduler) UpdateTokens(plan *StepPlan, sampled map[SeqID][]int) ([]StepOutput, error) {
+	return s.update(plan, func(i int) ([]int, bool) {
+		toks, ok := sampled[plan.Seqs[i].ID]
+		return toks, ok
+	})
+}
+
+// UpdateEach is UpdateTokens with the sampled tokens given by plan entry: tokens(i) are
+// plan.Seqs[i]'s (called only for live entries with NeedsLogits). It spares a caller that
+// has them by entry (the simulator) building a map every step.
+func (s *Scheduler) UpdateEach(plan *StepPlan, tokens func(i int) []int) ([]StepOutput, error) {
+	return s.update(plan, func(i int) ([]int, bool) {
+		toks := tokens(i)
+		return toks, toks != nil
+	})
+}
+
+func (s *Scheduler) update(plan *StepPlan, sampled func(i int) ([]int, bool)) ([]StepOutput, error) {
 	if plan == nil || plan != s.pending {
 		return nil, fmt.Errorf("engine: Update with a plan that is not the pending one")
 	}
-	for _, ss := range plan.Seqs {
-		if s.seqs[ss.ID] == nil || !ss.NeedsLogits {
+	// s.planSeqs[i] is the sequence plan.Seqs[i] runs; one aborted (finished) since Schedule
+	// is skipped.
+	for i, ss := range plan.Seqs {
+		if s.planSeqs[i].Status != StatusRunning || !ss.NeedsLogits {
 			continue
 		}
-		toks, ok := sampled[ss.ID]
+		toks, ok := sampled(i)
 		switch {
 		case !ok || len(toks) == 0:
 			return nil, fmt.Errorf("engine: Update: no sampled token for sequence %d", ss.ID)
@@ -57,25 +77,33 @@ func (s *Scheduler) UpdateTokens(plan *StepPlan, sampled map[SeqID][]int) ([]Ste
 		}
 	}
 	s.pending = nil
-	out := make([]StepOutput, 0, len(plan.Seqs))
-	for _, ss := range plan.Seqs {
-		seq := s.seqs[ss.ID]
-		if seq == nil || seq.Status != StatusRunning {
+	out, bs := s.outBuf[:0], s.cfg.BlockSizeTokens
+	for i, ss := range plan.Seqs {
+		seq := s.planSeqs[i]
+		if seq.Status != StatusRunning {
 			continue // aborted or finished since Schedule
 		}
 		if ss.NumDrafts > 0 {
-			out = append(out, s.updateSpec(seq, ss, sampled[ss.ID]))
+			toks, _ := sampled(i)
+			out = append(out, s.updateSpec(seq, ss, toks))
 			continue
 		}
 		seq.NumComputedTokens = ss.StartPos + len(ss.Tokens)
-		s.commit(seq.ID, seq.tokens, seq.NumComputedTokens)
+		if s.cfg.PrefixCaching && seq.NumComputedTokens/bs > ss.StartPos/bs {
+			// Only a step that fills a block has anything to commit (the blocks before
+			// StartPos were committed by earlier steps or came from the cache): most decode
+			// steps skip the block table lookup.
+			s.commit(seq.ID, seq.tokens, seq.NumComputedTokens)
+		}
 		s.releaseWindows(seq)
 		if !ss.NeedsLogits {
 			continue
 		}
-		toks := sampled[ss.ID][:1]
+		toks, _ := sampled(i)
+		toks = toks[:1]
 		out = append(out, StepOutput{ID: seq.ID, Token: toks[0], Tokens: toks, Status: s.appendOutput(seq, toks[0])})
 	}
+	s.outBuf = out
 	return out, nil
 }
 

@@ -65,6 +65,9 @@ type Sequence struct {
 	numPrompt int    // len(Prompt)
 	order     uint64 // admission order into the scheduler: the last tie-breaker
 	draft     []int  // speculative tokens after tokens (SetDraft), not part of tokens until accepted
+	// numNew and numDraft are Schedule's scratch: the tokens granted in the step being
+	// scheduled (drafts included) and how many of them are drafts; 0 outside Schedule.
+	numNew, numDraft int
 }
 
 func newSequence(r SeqRequest, order uint64) *Sequence {

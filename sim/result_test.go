@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,8 +118,9 @@ func TestSimulateBadInput(t *testing.T) {
 	}
 }
 
-// TestParallelRoundRobinSame: round-robin's parallel shards give exactly what one event loop
-// gives (an OnStep hook forces the single loop).
+// TestParallelRoundRobinSame: round-robin's parallel shards, each simulating its replicas one
+// after another, give exactly what one event loop over all replicas gives (an OnStep hook
+// forces the single loop). With GOMAXPROCS 1 both are the single loop.
 func TestParallelRoundRobinSame(t *testing.T) {
 	reqs, err := Requests(Dataset{Name: "random", RandomInputLen: 300, RandomOutputLen: 50, RandomRangeRatio: 0.5}, 3000, 150, 1, 9)
 	if err != nil {
@@ -133,11 +135,14 @@ func TestParallelRoundRobinSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(steps) != seq.Steps || par.Steps != seq.Steps || par.End != seq.End || par.PeakConc != seq.PeakConc {
-		t.Fatalf("steps %d/%d/%d, end %d/%d", steps, par.Steps, seq.Steps, par.End, seq.End)
+	if int64(steps) != seq.Steps || par.Steps != seq.Steps || par.End != seq.End || par.PeakConc != seq.PeakConc ||
+		par.Preemptions != seq.Preemptions || !slices.Equal(par.TokensPerS, seq.TokensPerS) {
+		t.Fatalf("steps %d/%d/%d, end %d/%d, preemptions %d/%d, tokens per s %v/%v", steps, par.Steps, seq.Steps, par.End, seq.End,
+			par.Preemptions, seq.Preemptions, par.TokensPerS, seq.TokensPerS)
 	}
 	for i := range reqs {
-		if par.TTFT[i] != seq.TTFT[i] || par.E2E[i] != seq.E2E[i] || par.Replica[i] != seq.Replica[i] || len(par.ITLs[i]) != len(seq.ITLs[i]) {
+		if par.TTFT[i] != seq.TTFT[i] || par.E2E[i] != seq.E2E[i] || par.Replica[i] != seq.Replica[i] || par.NumOut[i] != seq.NumOut[i] ||
+			!slices.Equal(par.ITLs[i], seq.ITLs[i]) {
 			t.Fatalf("request %d: parallel %d/%d on %d, single loop %d/%d on %d", i, par.TTFT[i], par.E2E[i], par.Replica[i], seq.TTFT[i], seq.E2E[i], seq.Replica[i])
 		}
 	}

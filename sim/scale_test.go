@@ -36,3 +36,21 @@ func BenchmarkSimulateLoaded(b *testing.B) {
 		b.ReportMetric(float64(out.Steps)/float64(len(reqs)), "steps/req")
 	}
 }
+
+// BenchmarkSimulateScale: the Scale run of docs/simulate.md at a tenth of its length — 1,000
+// replicas at 10 chat-like requests/s each (90% of their capacity), 100,000 requests — where
+// the replicas' state no longer fits the CPU caches.
+func BenchmarkSimulateScale(b *testing.B) {
+	reqs, err := Requests(Dataset{Name: "random", RandomInputLen: 256, RandomOutputLen: 64}, 100000, 10000, 1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		out, err := Simulate(Options{Profile: testProfile(), Replicas: 1000}, reqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(out.Steps)/float64(len(reqs)), "steps/req")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(out.Steps), "ns/step")
+	}
+}

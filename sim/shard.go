@@ -25,8 +25,9 @@ type shard struct {
 	heap  stepHeap  // step ends: real time, or virtual time when cpu is set
 	cpu   *cpuShare // replicas sharing too few cores (sim/cpu.go); nil: each has its own
 	extra int64     // ns added to every step (Options.StepOverhead)
-	order []int32   // the requests this shard gets (nil: all, routed by policy)
-	local []int32   // their local replica
+	cfg   engine.Config
+	order []int32 // the requests this shard gets, grouped by replica (nil: all, routed by policy)
+	local []int32 // their local replica
 
 	policy router.Policy
 	cands  []router.Candidate // cands[:ready] are routable
@@ -42,10 +43,12 @@ type shard struct {
 	tokensPerS  []int64
 	steps, pre  int64
 	end         int64
-	sampled     map[engine.SeqID][]int
 	buf         []int
 	nextScrape  int64
 	placeholder [1]int
+	// placeholderTokens is the sampled "token" of every sequence that needs one (UpdateEach):
+	// outputs are never read, only counted.
+	placeholderTokens func(int) []int
 }
 
 // merge adds the shard's totals to out.
@@ -72,24 +75,56 @@ func (sh *shard) topAt() int64 {
 	return sh.heap.top().at
 }
 
-// run is the event loop: arrivals in order, and step ends from the heap (an arrival at the
-// same instant as a step end comes first, so the next Schedule sees it).
+// run simulates the shard: one event loop over every request (routed by the policy), or,
+// with the requests assigned beforehand (order, grouped by local replica), one replica at a
+// time: under round-robin (without shared CPUs) no replica's evolution depends on another's,
+// so each can run its whole timeline alone, its state hot in the CPU's caches, with the same
+// result.
 func (sh *shard) run() error {
+	if sh.order == nil {
+		return sh.loop(nil, nil)
+	}
+	for a := 0; a < len(sh.order); {
+		b, k := a, sh.local[a]
+		for b < len(sh.order) && sh.local[b] == k {
+			b++
+		}
+		rp := &sh.reps[k]
+		if rp.sched == nil {
+			var err error
+			if rp.sched, err = engine.NewScheduler(sh.cfg); err != nil {
+				return err
+			}
+		}
+		if err := sh.loop(sh.order[a:b], sh.local[a:b]); err != nil {
+			return err
+		}
+		*rp = replica{} // done: its scheduler can go
+		a = b
+	}
+	return nil
+}
+
+// loop is the event loop: arrivals in order, and step ends from the heap (an arrival at the
+// same instant as a step end comes first, so the next Schedule sees it). order and local are
+// the requests and their local replicas (nil: every request, routed by the policy); it
+// returns when they have all arrived and every replica is idle.
+func (sh *shard) loop(order, local []int32) error {
 	count := len(sh.reqs)
-	if sh.order != nil {
-		count = len(sh.order)
+	if order != nil {
+		count = len(order)
 	}
 	next := 0
 	for next < count || sh.heap.len() > 0 {
 		if next < count {
 			i := next
-			if sh.order != nil {
-				i = int(sh.order[next])
+			if order != nil {
+				i = int(order[next])
 			}
 			if sh.heap.len() == 0 || sh.reqs[i].At <= sh.topAt() {
 				k := 0
-				if sh.order != nil {
-					k = int(sh.local[next])
+				if order != nil {
+					k = int(local[next])
 				} else {
 					k = sh.route(i)
 				}
@@ -213,13 +248,7 @@ func (sh *shard) finishStep(k int, t int64) error {
 	if sh.o.OnStep != nil {
 		sh.o.OnStep(sh.ids[k], t, plan)
 	}
-	clear(sh.sampled)
-	for i := range plan.Seqs {
-		if plan.Seqs[i].NeedsLogits {
-			sh.sampled[plan.Seqs[i].ID] = sh.placeholder[:]
-		}
-	}
-	outs, err := rp.sched.UpdateTokens(plan, sh.sampled)
+	outs, err := rp.sched.UpdateEach(plan, sh.placeholderTokens)
 	if err != nil {
 		return err
 	}

@@ -88,8 +88,9 @@ type stepEvent struct {
 
 // Simulate runs reqs (sorted by arrival) through o.Replicas simulated replicas. Under
 // round-robin routing, which reads no replica state, the replicas are split between
-// GOMAXPROCS goroutines that simulate them independently (the same decisions as one loop:
-// request i goes to replica i mod N either way); other policies run one event loop.
+// GOMAXPROCS goroutines that simulate them independently and one at a time (the same
+// decisions as one loop: request i goes to replica i mod N either way, and a replica's steps
+// depend only on its own requests); other policies run one event loop.
 func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	switch {
 	case o.Profile == nil:
@@ -127,13 +128,19 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		total = max(total, o.Autoscale.MaxReplicas)
 	}
 	shared := newCPUShare(o.CPUs, o.Profile.Threads, total) != nil
-	newShard := func(ids []int) (*shard, error) {
+	// newShard makes a shard of the replicas ids; their schedulers are made now (lazy: when
+	// run comes to each, for a shard simulating one replica at a time).
+	newShard := func(ids []int, lazy bool) (*shard, error) {
 		sh := &shard{o: &o, reqs: reqs, out: out, last: last, ids: ids, reps: make([]replica, len(ids)),
-			hist: map[int64]int64{}, sampled: map[engine.SeqID][]int{}, coef: o.Profile.coef,
+			hist: map[int64]int64{}, coef: o.Profile.coef, cfg: cfg,
 			cpu: newCPUShare(o.CPUs, o.Profile.Threads, len(ids)), extra: int64(o.StepOverhead)}
+		sh.placeholderTokens = func(int) []int { return sh.placeholder[:] }
+		if _, err := engine.NewScheduler(cfg); err != nil {
+			return nil, err
+		}
 		for k := range sh.reps {
-			if sh.reps[k].sched, err = engine.NewScheduler(cfg); err != nil {
-				return nil, err
+			if !lazy {
+				sh.reps[k].sched, _ = engine.NewScheduler(cfg) // cfg is valid: checked above
 			}
 		}
 		return sh, nil
@@ -147,15 +154,20 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 			for k := w; k < o.Replicas; k += workers {
 				ids = append(ids, k)
 			}
-			if shards[w], err = newShard(ids); err != nil {
+			if shards[w], err = newShard(ids, true); err != nil {
 				return nil, err
 			}
 		}
-		for i := range reqs {
-			k := i % o.Replicas
-			sh := shards[k%workers]
-			sh.order = append(sh.order, int32(i))
-			sh.local = append(sh.local, int32(k/workers))
+		// Each shard's requests grouped by replica (request i goes to replica i mod N), in
+		// arrival order within each: the shard simulates its replicas one after another.
+		for _, sh := range shards {
+			sh.order, sh.local = make([]int32, 0, (n+workers-1)/workers), make([]int32, 0, (n+workers-1)/workers)
+			for j, k := range sh.ids {
+				for i := k; i < n; i += o.Replicas {
+					sh.order = append(sh.order, int32(i))
+					sh.local = append(sh.local, int32(j))
+				}
+			}
 		}
 		errs := make([]error, workers)
 		var wg sync.WaitGroup
@@ -180,7 +192,7 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		for k := range ids {
 			ids[k] = k
 		}
-		sh, err := newShard(ids)
+		sh, err := newShard(ids, false)
 		if err != nil {
 			return nil, err
 		}

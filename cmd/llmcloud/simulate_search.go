@@ -123,8 +123,13 @@ func simSearch(run *simRun, f *simFlags, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		fmt.Fprintf(stdout, "      %d replicas: predicted %.1f ms (%.1f%% over the target), %d failed\n",
-			hi-1, prev.value, 100*(prev.value-o.limitM)/o.limitM, prev.failed)
+		if prev.value < o.limitM { // it missed by failed requests alone
+			fmt.Fprintf(stdout, "      %d replicas: predicted %.1f ms (%.1f%% under the target) but %d failed\n",
+				hi-1, prev.value, 100*(o.limitM-prev.value)/o.limitM, prev.failed)
+		} else {
+			fmt.Fprintf(stdout, "      %d replicas: predicted %.1f ms (%.1f%% over the target), %d failed\n",
+				hi-1, prev.value, 100*(prev.value-o.limitM)/o.limitM, prev.failed)
+		}
 	}
 	return nil
 }
