@@ -24,6 +24,24 @@ var metricTitles = map[string][2]string{ // short name, section header
 // A request is good when every named metric is at or under its objective.
 type Goodput map[string]float64
 
+// Met reports whether a request with these latencies (seconds) meets every objective (each in
+// milliseconds), the rule of vLLM's goodput.
+func (g Goodput) Met(ttft, tpot, e2el float64) bool {
+	for k, slo := range g {
+		v := e2el
+		switch k {
+		case "ttft":
+			v = ttft
+		case "tpot":
+			v = tpot
+		}
+		if v*1000 > slo {
+			return false
+		}
+	}
+	return true
+}
+
 // PercentileWord is how vLLM names percentile p in keys and labels: 99 -> "99", 99.9 -> "99.9".
 func PercentileWord(p float64) string {
 	if p == math.Trunc(p) {
@@ -112,12 +130,7 @@ func Compute(r *Result, outs []Output, start time.Time, duration time.Duration, 
 		r.TTFTs = append(r.TTFTs, ttft)
 		r.TPOTs = append(r.TPOTs, tpot)
 		r.E2ELs = append(r.E2ELs, lat)
-		ok := true
-		for k, slo := range goodput {
-			v := map[string]float64{"ttft": ttft, "tpot": tpot, "e2el": lat}[k]
-			ok = ok && v*1000 <= slo
-		}
-		if ok {
+		if goodput.Met(ttft, tpot, lat) {
 			good++
 		}
 	}

@@ -52,12 +52,7 @@ func (o *Outcome) Fill(res *bench.Result, goodput bench.Goodput, pcts []float64)
 		res.TTFTs[i], res.TPOTs[i], res.E2ELs[i] = ttft, tpot, lat
 		ttfts = append(ttfts, ttft)
 		e2els = append(e2els, lat)
-		ok := true
-		for k, slo := range goodput {
-			v := map[string]float64{"ttft": ttft, "tpot": tpot, "e2el": lat}[k]
-			ok = ok && v*1000 <= slo
-		}
-		if ok {
+		if goodput.Met(ttft, tpot, lat) {
 			good++
 		}
 	}
