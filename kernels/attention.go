@@ -30,6 +30,14 @@ func AttentionHead(out, q, k, v []float32, nPos, stride, headDim int, scores []f
 // q is [heads, headDim]; k and v are cache rows [nPos, kvHeads*headDim]; out is [heads, headDim].
 // Query head h reads KV head h / (heads/kvHeads) (GQA; kvHeads == 1 is MQA).
 func Attention(out, q, k, v []float32, nPos, heads, kvHeads, headDim int, scores []float32) {
+	if slowOn && slowAttention.repeat() { // an injected slowdown: slowdown.go
+		attention(out, q, k, v, nPos, heads, kvHeads, headDim, scores)
+	}
+	attention(out, q, k, v, nPos, heads, kvHeads, headDim, scores)
+}
+
+// attention is Attention without the injected-slowdown hook.
+func attention(out, q, k, v []float32, nPos, heads, kvHeads, headDim int, scores []float32) {
 	group := heads / kvHeads
 	stride := kvHeads * headDim
 	for h := 0; h < heads; h++ {

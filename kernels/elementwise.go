@@ -7,6 +7,14 @@ import "math"
 // RMSNorm sets out = x / sqrt(mean(x²) + eps) * w. x, w and out are [k]; out may alias x.
 // The sum of squares is accumulated in float64 (as ggml does).
 func RMSNorm(out, x, w []float32, eps float32) {
+	if slowOn && len(x) > 0 && &out[0] != &x[0] && slowRMSNorm.repeat() { // an injected slowdown: slowdown.go
+		rmsNorm(out, x, w, eps) // (in place, a second run would change the result)
+	}
+	rmsNorm(out, x, w, eps)
+}
+
+// rmsNorm is RMSNorm without the injected-slowdown hook.
+func rmsNorm(out, x, w []float32, eps float32) {
 	if useFloatAsm && !Reference {
 		rmsNormFast(out, x, w, eps)
 		return

@@ -23,6 +23,16 @@ func MatMul(out, x []float32, w *tensor.Tensor, m int) error {
 // MatMul computes out = x · wᵀ with this pool's workers.
 // w is [n, k] in dtype w.Type, x is [m, k], out is [m, n].
 func (p *Pool) MatMul(out, x []float32, w *tensor.Tensor, m int) error {
+	if slowOn && w.Type.Valid() && slowMatMul[w.Type].repeat() { // an injected slowdown: slowdown.go
+		if err := p.matMul(out, x, w, m); err != nil {
+			return err
+		}
+	}
+	return p.matMul(out, x, w, m)
+}
+
+// matMul is MatMul without the injected-slowdown hook.
+func (p *Pool) matMul(out, x []float32, w *tensor.Tensor, m int) error {
 	if len(w.Shape) != 2 {
 		return fmt.Errorf("matmul: weight %s has shape %v, want 2-D [n, k]", w.Name, w.Shape)
 	}
