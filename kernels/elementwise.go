@@ -7,8 +7,9 @@ import "math"
 // RMSNorm sets out = x / sqrt(mean(x²) + eps) * w. x, w and out are [k]; out may alias x.
 // The sum of squares is accumulated in float64 (as ggml does).
 func RMSNorm(out, x, w []float32, eps float32) {
-	if slowOn && len(x) > 0 && &out[0] != &x[0] && slowRMSNorm.repeat() { // an injected slowdown: slowdown.go
-		rmsNorm(out, x, w, eps) // (in place, a second run would change the result)
+	if slowOn && slowRMSNorm > 0 && len(x) > 0 && &out[0] != &x[0] { // an injected slowdown: slowdown.go
+		j := part(slowRMSNorm, len(x)) // the first elements (not in place: that would change x)
+		rmsNorm(out[:j], x[:j], w[:j], eps)
 	}
 	rmsNorm(out, x, w, eps)
 }

@@ -12,56 +12,33 @@ func TestParseSlowdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != 2 || m["matmul/q4_0"].frac != 0.1 || m["attention"].frac != 0.25 {
+	if len(m) != 2 || m["matmul/q4_0"] != 0.1 || m["attention"] != 0.25 {
 		t.Fatalf("parsed %v", m)
 	}
-	for _, bad := range []string{"matmul/q4_0", "=0.1", "attention=0", "attention=1.5", "attention=x", "attention=0.1,", "matmul/q5_0=0.1"} {
+	for _, bad := range []string{"matmul/q4_0", "=0.1", "attention=0", "attention=1.5", "attention=x", "attention=0.1,", "matmul/q5_0=0.1", "matmul/w8a8=0.1"} {
 		if _, err := parseSlowdown(bad); err == nil || !strings.Contains(err.Error(), "injectSlowdown") {
 			t.Errorf("%q: error %v, want one naming injectSlowdown", bad, err)
 		}
 	}
 }
 
-// TestSlowdownRepeats checks that exactly the asked fraction of calls repeat, evenly spread,
-// and that a repeated MatMul still gives the same result.
-func TestSlowdownRepeats(t *testing.T) {
+// TestSlowdownSameResults checks the parts' sizes and that MatMul, Attention and RMSNorm give
+// the same results with a slowdown injected as without.
+func TestSlowdownSameResults(t *testing.T) {
 	defer setSlowdowns(nil)
-	m, err := parseSlowdown("matmul/q8_0=0.1,rmsnorm=0.3")
+	m, err := parseSlowdown("matmul/q8_0=0.1,attention=0.25,rmsnorm=0.3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	setSlowdowns(m)
-	n := 0
-	for i := 1; i <= 1000; i++ {
-		if slowMatMul[tensor.Q8_0].repeat() {
-			n++
-			if i%10 != 0 {
-				t.Fatalf("call %d repeated; want every tenth", i)
-			}
+	for _, c := range [][3]float64{{0.1, 1024, 103}, {0.1, 10, 1}, {0.25, 7, 2}, {1, 5, 5}} {
+		if got := part(c[0], int(c[1])); got != int(c[2]) {
+			t.Errorf("part(%v, %v) = %d, want %v", c[0], c[1], got, c[2])
 		}
 	}
-	if n != 100 {
-		t.Fatalf("%d of 1000 calls repeated, want 100", n)
-	}
-	if slowMatMul[tensor.F16].repeat() || slowAttention.repeat() {
-		t.Fatal("a kernel without a slowdown repeated")
-	}
-	n = 0
-	for range 1000 {
-		if slowRMSNorm.repeat() {
-			n++
-		}
-	}
-	if n != 300 {
-		t.Fatalf("rmsnorm: %d of 1000 calls repeated, want 300", n)
-	}
-	if got := matmulKernel(tensor.Q8_0.String()); got != "matmul/q8_0" {
-		t.Fatalf("matmulKernel = %q", got)
-	}
-	const rows, k = 8, 64
+	const rows, k = 40, 64
 	src := make([]float32, rows*k)
 	for i := range src {
-		src[i] = float32(i%7) - 3
+		src[i] = float32(i%7) - 3 + float32(i%5)/8
 	}
 	rb, _ := tensor.Q8_0.RowBytes(k)
 	w := &tensor.Tensor{Name: "w", Type: tensor.Q8_0, Shape: []int{rows, k}, Data: make([]byte, rows*rb)}
@@ -70,22 +47,33 @@ func TestSlowdownRepeats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	x := src[:k]
-	want := make([]float32, rows)
-	slowOn = false
-	if err := MatMul(want, x, w, 1); err != nil {
-		t.Fatal(err)
-	}
-	slowOn = true
-	slowMatMul[tensor.Q8_0].calls.Store(0)
-	for range 20 { // two of them repeat
-		got := make([]float32, rows)
-		if err := MatMul(got, x, w, 1); err != nil {
+	const mm = 3
+	x := src[:mm*k]
+	run := func() (mat, att, norm []float32) {
+		mat = make([]float32, mm*rows)
+		if err := MatMul(mat, x, w, mm); err != nil {
 			t.Fatal(err)
 		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("out[%d] = %v with the slowdown, %v without", i, got[i], want[i])
+		att = make([]float32, 4*16)
+		Attention(att, src[:4*16], src[:rows*2*16], src[rows*2*16:2*rows*2*16], rows, 4, 2, 16, make([]float32, rows))
+		norm = make([]float32, k)
+		RMSNorm(norm, src[:k], src[k:2*k], 1e-5)
+		return
+	}
+	setSlowdowns(nil)
+	m0, a0, n0 := run()
+	setSlowdowns(m)
+	if !slowOn || slowMatMul[tensor.Q8_0] != 0.1 || slowMatMul[tensor.F16] != 0 || slowAttention != 0.25 {
+		t.Fatalf("installed: on %v, q8_0 %v, f16 %v, attention %v", slowOn, slowMatMul[tensor.Q8_0], slowMatMul[tensor.F16], slowAttention)
+	}
+	m1, a1, n1 := run()
+	for _, c := range []struct {
+		name string
+		a, b []float32
+	}{{"matmul", m0, m1}, {"attention", a0, a1}, {"rmsnorm", n0, n1}} {
+		for i := range c.a {
+			if c.a[i] != c.b[i] {
+				t.Fatalf("%s: out[%d] = %v with the slowdown, %v without", c.name, i, c.b[i], c.a[i])
 			}
 		}
 	}
