@@ -10,8 +10,7 @@ package regress
 type SuiteResult struct {
 	Suite      string      `json:"suite"`
 	Threads    int         `json:"threads"`
-	Batches    int         `json:"batches"`
-	BatchOps   int         `json:"batch_ops"`
+	Ops        int         `json:"ops"` // timed ops of each benchmark
 	Injected   string      `json:"injected_slowdown,omitempty"`
 	Benchmarks []Benchmark `json:"benchmarks"`
 }
@@ -20,8 +19,8 @@ type SuiteResult struct {
 type Benchmark struct {
 	Name   string `json:"name"`   // unique in the suite, e.g. "matmul/q4_0 gemv 2048x2048"
 	Kernel string `json:"kernel"` // the kernel it exercises, e.g. "matmul/q4_0"
-	// NsPerOp is the round's time per operation: for the kernel suite, the fastest of the
-	// round's batches of ops run back to back, divided by the batch's size.
+	// NsPerOp is the round's time per operation: for the kernel suite, the 10th percentile of
+	// the round's single-op times (perf/kernelbench).
 	NsPerOp float64 `json:"ns_per_op"`
 	Ops     int     `json:"ops"`
 	// BytesPerOp is the weight bytes one op reads (0 when not meaningful); GB/s is derived.

@@ -21,7 +21,7 @@ func init() {
 func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench kernels", stderr)
 	threads := fs.Int("threads", 1, "matmul pool workers")
-	batches := fs.Int("batches", 10, "timed batches of 20 ops of each benchmark (after one warm-up batch); the fastest counts")
+	ops := fs.Int("ops", 200, "ops of each benchmark timed one by one (after 3 untimed); the 10th percentile counts")
 	filter := fs.String("filter", "", "run only the benchmarks whose name matches this regular expression")
 	asJSON := fs.Bool("json", false, "print the result as JSON (what bench regress reads)")
 	list := fs.Bool("list", false, "list the benchmarks and exit")
@@ -32,8 +32,8 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usagef("unexpected argument %q", pos[0])
-	case *threads < 1 || *batches < 1:
-		return usagef("--threads and --batches must be positive")
+	case *threads < 1 || *ops < 1:
+		return usagef("--threads and --ops must be positive")
 	}
 	if *list {
 		for _, n := range kernelbench.Names() {
@@ -41,7 +41,7 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	o := kernelbench.Options{Threads: *threads, Batches: *batches}
+	o := kernelbench.Options{Threads: *threads, Ops: *ops}
 	if *filter != "" {
 		if o.Filter, err = regexp.Compile(*filter); err != nil {
 			return usagef("--filter: %v", err)

@@ -26,11 +26,11 @@ func runBenchRegress(args []string, stdout, stderr io.Writer) error {
 	base := fs.String("base", "", "the baseline llmcloud binary (e.g. built from main)")
 	head := fs.String("head", "", "the llmcloud binary under test")
 	suite := fs.String("suite", "kernels", "benchmark suite: kernels (`llmcloud bench kernels --list`)")
-	rounds := fs.Int("rounds", 20, "rounds; each runs the suite once with each binary, the order alternating")
+	rounds := fs.Int("rounds", 40, "rounds; each runs the suite once with each binary, the order alternating")
 	threshold := fs.String("threshold", "5%", "smallest slowdown flagged, as 5% or 0.05")
 	confidence := fs.Float64("confidence", 0.95, "family-wise confidence over the suite's benchmarks")
 	threads := fs.Int("threads", 1, "matmul pool workers in the suite")
-	batches := fs.Int("batches", 10, "timed batches of 20 ops of each benchmark in each round (the fastest counts)")
+	ops := fs.Int("ops", 200, "ops of each benchmark timed one by one in each round (the 10th percentile counts)")
 	filter := fs.String("filter", "", "only the benchmarks whose name matches this regular expression")
 	jsonOut := fs.String("json", "", "also write the result, with every round's figures, to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
@@ -50,10 +50,10 @@ func runBenchRegress(args []string, stdout, stderr io.Writer) error {
 		return usagef("--threshold %q: %v", *threshold, terr)
 	case !(*confidence > 0 && *confidence < 1):
 		return usagef("--confidence %g: want a number in (0, 1)", *confidence)
-	case *threads < 1 || *batches < 1:
-		return usagef("--threads and --batches must be positive")
+	case *threads < 1 || *ops < 1:
+		return usagef("--threads and --ops must be positive")
 	}
-	suiteArgs := []string{"bench", "kernels", "--json", "--threads", strconv.Itoa(*threads), "--batches", strconv.Itoa(*batches)}
+	suiteArgs := []string{"bench", "kernels", "--json", "--threads", strconv.Itoa(*threads), "--ops", strconv.Itoa(*ops)}
 	if *filter != "" {
 		suiteArgs = append(suiteArgs, "--filter", *filter)
 	}

@@ -19,7 +19,7 @@ func TestBenchRegressFlags(t *testing.T) {
 		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--threshold", "150%"}, "--threshold"},
 		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--suite", "serve"}, "--suite"},
 		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--confidence", "1"}, "--confidence"},
-		{[]string{"bench", "kernels", "--batches", "0"}, "--batches"},
+		{[]string{"bench", "kernels", "--ops", "0"}, "--ops"},
 		{[]string{"bench", "kernels", "--filter", "("}, "--filter"},
 	} {
 		var errb strings.Builder
@@ -41,7 +41,7 @@ func TestBenchRegressFlags(t *testing.T) {
 // TestBenchKernelsJSON runs one round of two benchmarks of the suite and reads its JSON back.
 func TestBenchKernelsJSON(t *testing.T) {
 	var out strings.Builder
-	if err := runBenchKernels([]string{"--json", "--batches", "1", "--filter", "rmsnorm|q8_0 gemv"}, &out, &strings.Builder{}); err != nil {
+	if err := runBenchKernels([]string{"--json", "--ops", "5", "--filter", "rmsnorm|q8_0 gemv"}, &out, &strings.Builder{}); err != nil {
 		t.Fatal(err)
 	}
 	var r regress.SuiteResult
@@ -52,8 +52,8 @@ func TestBenchKernelsJSON(t *testing.T) {
 		t.Fatalf("suite result %+v", r)
 	}
 	for _, b := range r.Benchmarks {
-		if !(b.NsPerOp > 0) || b.Ops != 20 {
-			t.Errorf("%s: %g ns/op over %d ops, want > 0 over 20", b.Name, b.NsPerOp, b.Ops)
+		if !(b.NsPerOp > 0) || b.Ops != 5 {
+			t.Errorf("%s: %g ns/op over %d ops, want > 0 over 5", b.Name, b.NsPerOp, b.Ops)
 		}
 	}
 }

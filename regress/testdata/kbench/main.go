@@ -1,6 +1,6 @@
 // Command kbench is the smallest binary that runs `bench kernels --json` as llmcloud does, for
 // package regress's tests: linking it takes a second where llmcloud takes ten or more. Usage:
-// kbench bench kernels --json --threads N --batches N [--filter RE]
+// kbench bench kernels --json --threads N --ops N [--filter RE]
 package main
 
 import (
@@ -15,16 +15,16 @@ import (
 
 func main() {
 	if len(os.Args) < 3 || os.Args[1] != "bench" || os.Args[2] != "kernels" {
-		fmt.Fprintln(os.Stderr, "usage: kbench bench kernels --json [--threads N] [--batches N] [--filter RE]")
+		fmt.Fprintln(os.Stderr, "usage: kbench bench kernels --json [--threads N] [--ops N] [--filter RE]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("kbench", flag.ExitOnError)
 	fs.Bool("json", true, "JSON output (always)")
 	threads := fs.Int("threads", 1, "")
-	batches := fs.Int("batches", 10, "")
+	ops := fs.Int("ops", 200, "")
 	filter := fs.String("filter", "", "")
 	fs.Parse(os.Args[3:])
-	o := kernelbench.Options{Threads: *threads, Batches: *batches}
+	o := kernelbench.Options{Threads: *threads, Ops: *ops}
 	if *filter != "" {
 		o.Filter = regexp.MustCompile(*filter)
 	}
