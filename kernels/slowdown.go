@@ -71,9 +71,7 @@ func setSlowdowns(m map[string]float64) {
 func slowKernels() []string {
 	names := []string{"attention", "rmsnorm"}
 	for dt := tensor.DType(0); dt.Valid(); dt++ {
-		if _, zero := tensor.ZeroBase(dt); !zero && dt != tensor.W8A8 { // plain rows only
-			names = append(names, matmulKernel(dt.String()))
-		}
+		names = append(names, matmulKernel(dt.String()))
 	}
 	return names
 }

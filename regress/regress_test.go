@@ -43,8 +43,8 @@ func TestRegressDetectsInjectedSlowdown(t *testing.T) {
 	slow := build(t, dir, "slow", "matmul/q4_0=0.10")
 	t.Logf("built 3 binaries in %.1fs; load average %s", time.Since(t0).Seconds(), loadavg())
 	cfg := Config{
-		SuiteArgs:  []string{"bench", "kernels", "--json", "--threads", "1", "--ops", "200", "--filter", "q4_0 gemv|rmsnorm|softmax"},
-		Rounds:     30,
+		SuiteArgs:  []string{"bench", "kernels", "--json", "--threads", "1", "--ops", "100", "--filter", "q4_0 gemv|rmsnorm|softmax"},
+		Rounds:     80,
 		Threshold:  0.05,
 		Confidence: 0.95,
 	}
