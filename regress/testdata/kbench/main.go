@@ -26,7 +26,12 @@ func main() {
 	fs.Parse(os.Args[3:])
 	o := kernelbench.Options{Threads: *threads, Ops: *ops}
 	if *filter != "" {
-		o.Filter = regexp.MustCompile(*filter)
+		re, err := regexp.Compile(*filter)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "--filter:", err)
+			os.Exit(2)
+		}
+		o.Filter = re
 	}
 	res, err := kernelbench.Run(o)
 	if err != nil {
