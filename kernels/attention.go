@@ -2,7 +2,10 @@
 // the building block for multi-head, grouped-query (GQA) and multi-query (MQA) attention.
 package kernels
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // AttentionHead computes out = softmax(q·Kᵀ/sqrt(headDim)) · V for one query head over the
 // first nPos cached positions.
@@ -30,6 +33,17 @@ func AttentionHead(out, q, k, v []float32, nPos, stride, headDim int, scores []f
 // q is [heads, headDim]; k and v are cache rows [nPos, kvHeads*headDim]; out is [heads, headDim].
 // Query head h reads KV head h / (heads/kvHeads) (GQA; kvHeads == 1 is MQA).
 func Attention(out, q, k, v []float32, nPos, heads, kvHeads, headDim int, scores []float32) {
+	if slowOn && slowAttention > 0 { // an injected slowdown: slowdown.go
+		t0 := time.Now()
+		attention(out, q, k, v, nPos, heads, kvHeads, headDim, scores)
+		spinAfter(t0, slowAttention)
+		return
+	}
+	attention(out, q, k, v, nPos, heads, kvHeads, headDim, scores)
+}
+
+// attention is Attention without the injected-slowdown hook.
+func attention(out, q, k, v []float32, nPos, heads, kvHeads, headDim int, scores []float32) {
 	group := heads / kvHeads
 	stride := kvHeads * headDim
 	for h := 0; h < heads; h++ {

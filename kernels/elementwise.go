@@ -7,6 +7,15 @@ import "math"
 // RMSNorm sets out = x / sqrt(mean(x²) + eps) * w. x, w and out are [k]; out may alias x.
 // The sum of squares is accumulated in float64 (as ggml does).
 func RMSNorm(out, x, w []float32, eps float32) {
+	if slowOn && slowRMSNorm > 0 && len(x) > 0 && &out[0] != &x[0] { // an injected slowdown: slowdown.go
+		j := part(slowRMSNorm, len(x)) // the first elements (not in place: that would change x)
+		rmsNorm(out[:j], x[:j], w[:j], eps)
+	}
+	rmsNorm(out, x, w, eps)
+}
+
+// rmsNorm is RMSNorm without the injected-slowdown hook.
+func rmsNorm(out, x, w []float32, eps float32) {
 	if useFloatAsm && !Reference {
 		rmsNormFast(out, x, w, eps)
 		return

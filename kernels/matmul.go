@@ -6,6 +6,7 @@ package kernels
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -23,6 +24,17 @@ func MatMul(out, x []float32, w *tensor.Tensor, m int) error {
 // MatMul computes out = x · wᵀ with this pool's workers.
 // w is [n, k] in dtype w.Type, x is [m, k], out is [m, n].
 func (p *Pool) MatMul(out, x []float32, w *tensor.Tensor, m int) error {
+	if slowOn && w.Type.Valid() && slowMatMul[w.Type] > 0 { // an injected slowdown: slowdown.go
+		t0 := time.Now()
+		err := p.matMul(out, x, w, m)
+		spinAfter(t0, slowMatMul[w.Type])
+		return err
+	}
+	return p.matMul(out, x, w, m)
+}
+
+// matMul is MatMul without the injected-slowdown hook.
+func (p *Pool) matMul(out, x []float32, w *tensor.Tensor, m int) error {
 	if len(w.Shape) != 2 {
 		return fmt.Errorf("matmul: weight %s has shape %v, want 2-D [n, k]", w.Name, w.Shape)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register("bench", "benchmarks: latency (llama-bench pp/tg), throughput (offline engine), serve/compare/plot/sweep (any OpenAI server), structured (grammar masks, MaskBench)", runBench)
+	register("bench", "benchmarks: latency (llama-bench pp/tg), throughput (offline engine), serve/compare/plot/sweep (any OpenAI server), structured (grammar masks, MaskBench), kernels and regress (two builds compared)", runBench)
 }
 
 var benchModes = map[string]func(args []string, stdout, stderr io.Writer) error{
@@ -27,7 +27,7 @@ var benchModes = map[string]func(args []string, stdout, stderr io.Writer) error{
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "usage: llmcloud bench latency|throughput|serve|compare|plot|sweep|structured [flags]   (`llmcloud bench NAME -h` for flags)")
+		fmt.Fprintln(stderr, "usage: llmcloud bench latency|throughput|serve|compare|plot|sweep|structured|kernels|regress [flags]   (`llmcloud bench NAME -h` for flags)")
 		if len(args) == 0 {
 			return usagef("which benchmark? (%s)", benchNames())
 		}
