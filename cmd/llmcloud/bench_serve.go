@@ -140,29 +140,9 @@ func (f *serveFlags) prepare(stderr io.Writer) (*serveRun, error) {
 			backend = "openai-chat"
 		}
 	}
-	rate, err := bench.ParseRate(f.rate)
+	rate, goodput, pcts, metrics, err := parseReportFlags(f.rate, f.goodput, f.metricPercentiles, f.percentileMetrics)
 	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	goodput, err := bench.ParseGoodput(f.goodput)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	var pcts []float64
-	for _, s := range strings.Split(f.metricPercentiles, ",") {
-		p, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || p < 0 || p > 100 {
-			return nil, usagef("--metric-percentiles: %q is not a percentile", s)
-		}
-		pcts = append(pcts, p)
-	}
-	var metrics []string
-	for _, m := range strings.Split(f.percentileMetrics, ",") {
-		m = strings.TrimSpace(m)
-		if m != "ttft" && m != "tpot" && m != "itl" && m != "e2el" {
-			return nil, usagef("--percentile-metrics: unknown metric %q (ttft, tpot, itl, e2el)", m)
-		}
-		metrics = append(metrics, m)
+		return nil, err
 	}
 	switch {
 	case f.numPrompts < 1:
@@ -343,4 +323,30 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	_, err = run.execute(ctx, f, stdout, stderr)
 	return err
+}
+
+// parseReportFlags reads the flags bench serve and simulate share: --request-rate, --goodput,
+// --metric-percentiles and --percentile-metrics (vLLM's names and rules).
+func parseReportFlags(rateFlag string, goodputFlag []string, percentiles, metricsFlag string) (rate bench.Rate, goodput bench.Goodput, pcts []float64, metrics []string, err error) {
+	if rate, err = bench.ParseRate(rateFlag); err != nil {
+		return 0, nil, nil, nil, usagef("%v", err)
+	}
+	if goodput, err = bench.ParseGoodput(goodputFlag); err != nil {
+		return 0, nil, nil, nil, usagef("%v", err)
+	}
+	for _, s := range strings.Split(percentiles, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || p < 0 || p > 100 {
+			return 0, nil, nil, nil, usagef("--metric-percentiles: %q is not a percentile", s)
+		}
+		pcts = append(pcts, p)
+	}
+	for _, m := range strings.Split(metricsFlag, ",") {
+		m = strings.TrimSpace(m)
+		if m != "ttft" && m != "tpot" && m != "itl" && m != "e2el" {
+			return 0, nil, nil, nil, usagef("--percentile-metrics: unknown metric %q (ttft, tpot, itl, e2el)", m)
+		}
+		metrics = append(metrics, m)
+	}
+	return rate, goodput, pcts, metrics, nil
 }

@@ -213,29 +213,9 @@ type simRun struct {
 }
 
 func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
-	rate, err := bench.ParseRate(f.rate)
+	rate, goodput, pcts, metrics, err := parseReportFlags(f.rate, f.goodput, f.metricPercentiles, f.percentileMetrics)
 	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	goodput, err := bench.ParseGoodput(f.goodput)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	var pcts []float64
-	for _, s := range strings.Split(f.metricPercentiles, ",") {
-		p, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || p < 0 || p > 100 {
-			return nil, usagef("--metric-percentiles: %q is not a percentile", s)
-		}
-		pcts = append(pcts, p)
-	}
-	var metrics []string
-	for _, m := range strings.Split(f.percentileMetrics, ",") {
-		m = strings.TrimSpace(m)
-		if m != "ttft" && m != "tpot" && m != "itl" && m != "e2el" {
-			return nil, usagef("--percentile-metrics: unknown metric %q (ttft, tpot, itl, e2el)", m)
-		}
-		metrics = append(metrics, m)
+		return nil, err
 	}
 	switch {
 	case f.numPrompts < 1:
