@@ -110,6 +110,7 @@ test('chat: stream, stop midway, second message, parameters, screenshots', async
   const beforeStop = (await state(page)).text;
   await page.click('#chat-stop');
   await page.waitForFunction(() => document.body.dataset.chat === 'idle', { timeout: 5_000 });
+  await guard.settle(abort);
   guard.revoke(abort);
   const stopped = await state(page);
   assert.equal(stopped.stopped, true, 'the stopped reply has no msg-stopped class');

@@ -104,6 +104,15 @@ export class Guard {
     return a;
   }
 
+  /**
+   * settle waits (at most ms) until an allowance has been used up: the browser reports an
+   * aborted request some time after the page has moved on, so revoking at once can turn the
+   * allowed event into a failure.
+   */
+  async settle(a, ms = 3_000) {
+    for (const end = Date.now() + ms; a.left > 0 && Date.now() < end;) await sleep(20);
+  }
+
   /** revoke ends an allowance (what it did not use is no longer allowed). */
   revoke(a) {
     a.left = 0;
