@@ -28,7 +28,7 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model, see `llmcloud models`)")
+	fs.StringVar(&m.model, "model", "", "model: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model, see llmcloud models)")
 	fs.StringVar(&m.tokenizer, "tokenizer", "", "tokenizer to use instead of the model's own (tokenizer.json, tokenizer.bin, GGUF, HF dir)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "compute threads (worker pool size)")
 	m.w8a8.register(fs)

@@ -84,7 +84,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.slo, "slo", "ttft_p99<1s", "--search's objective: METRIC_STAT<VALUE, METRIC ttft|tpot|itl|e2el, STAT pNN|mean|median, VALUE in s or ms")
 	fs.IntVar(&f.maxReplicas, "max-replicas", 4096, "--search gives up above this many replicas")
 	f.as.register(fs) // up's autoscaler flags: --autoscale MIN:MAX, --autoscale-metric, --target-waiting ...
-	fs.Float64Var(&f.cpus, "cpus", 0, "cores all the replicas share, as `up` on this host (e.g. $(nproc)): concurrent steps slow each other down when their threads outnumber them; 0: every replica has the profile's threads to itself")
+	fs.Float64Var(&f.cpus, "cpus", 0, "cores all the replicas share, as llmcloud up on this host would (e.g. $(nproc)): concurrent steps slow each other down when their threads outnumber them; 0: every replica has the profile's threads to itself")
 	fs.DurationVar(&f.stepOverhead, "step-overhead", 0, "added to every engine step: the step loop's work outside the forward pass (measured: docs/simulate.md)")
 	fs.DurationVar(&f.requestOverhead, "request-overhead", 0, "added to every request's TTFT and E2EL: client, router, HTTP, tokenization (measured: docs/simulate.md)")
 	fs.DurationVar(&f.startDelay, "replica-start-time", 2*time.Second, "--autoscale: how long a new replica takes to become ready")
