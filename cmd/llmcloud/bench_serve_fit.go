@@ -7,7 +7,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,41 +62,41 @@ func (m serverModels) contextOf(model string) int {
 
 // flagSet reports whether the user gave flag name.
 func (f *serveFlags) flagSet(name string) bool {
-	given := false
-	if f.fs != nil {
-		f.fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
-	}
-	return given
+	return f.fs != nil && flagGiven(f.fs, name)
 }
 
 // randomLens returns the random dataset's input and output lengths: the flags, or, when the
-// user gave neither length and the defaults do not fit maxLen (> 0), lengths that do, keeping a
-// quarter of the room for prompts counted differently by the server's tokenizer.
+// user gave neither length and the defaults do not fit maxLen (> 0), lengths that do (said in
+// one line).
 func (f *serveFlags) randomLens(maxLen int, stderr io.Writer) (in, out int) {
-	in, out = f.randIn, f.randOut
-	if f.dataset != "random" || maxLen <= 0 || f.flagSet("random-input-len") || f.flagSet("random-output-len") {
-		return in, out
+	if f.dataset != "random" || f.flagSet("random-input-len") || f.flagSet("random-output-len") {
+		return f.randIn, f.randOut
 	}
-	r := f.randRange
+	return fitRandomDefaults(f.randIn, f.randOut, f.randPrefix, f.randRange, maxLen, "the server's", stderr)
+}
+
+// fitRandomDefaults returns the random dataset's default lengths in, out, or, when its largest
+// requests do not fit maxLen (> 0), lengths that do, saying so on stderr (whose: "the server's"
+// or "the profile's" max_model_len).
+func fitRandomDefaults(in, out, prefix int, r float64, maxLen int, whose string, stderr io.Writer) (int, int) {
 	_, inHi := bench.LenRange(in, r)
 	_, outHi := bench.LenRange(out, r)
-	if f.randPrefix+inHi+outHi <= maxLen {
+	if maxLen <= 0 || prefix+inHi+outHi <= maxLen {
 		return in, out
 	}
-	in, out = f.fitRandom(maxLen)
-	fmt.Fprintf(stderr, "the server's max_model_len is %d tokens: random prompts of %d input + %d output tokens instead of the default %d + %d (--random-input-len and --random-output-len choose)\n",
-		maxLen, in, out, f.randIn, f.randOut)
-	return in, out
+	fin, fout := fitRandom(out, prefix, r, maxLen)
+	fmt.Fprintf(stderr, "%s max_model_len is %d tokens: random prompts of %d input + %d output tokens instead of the default %d + %d (--random-input-len and --random-output-len choose)\n",
+		whose, maxLen, fin, fout, in, out)
+	return fin, fout
 }
 
 // fitRandom returns random lengths whose largest requests fit maxLen: output at most a quarter
 // of it, input three quarters of the rest (the server's tokenizer may count the prompt's words
 // as more tokens than the dataset does).
-func (f *serveFlags) fitRandom(maxLen int) (in, out int) {
-	r := f.randRange
-	out = max(1, min(f.randOut, int(float64(maxLen)/4/(1+r))))
+func fitRandom(wantOut, prefix int, r float64, maxLen int) (in, out int) {
+	out = max(1, min(wantOut, int(float64(maxLen)/4/(1+r))))
 	_, outHi := bench.LenRange(out, r)
-	in = max(1, int(float64(maxLen-f.randPrefix-outHi)*3/4/(1+r)))
+	in = max(1, int(float64(maxLen-prefix-outHi)*3/4/(1+r)))
 	return in, out
 }
 
@@ -127,7 +126,7 @@ func (f *serveFlags) checkFit(reqs []bench.Request, maxLen int, stderr io.Writer
 	var fix string
 	switch f.dataset {
 	case "random":
-		in, out := f.fitRandom(maxLen)
+		in, out := fitRandom(f.randOut, f.randPrefix, f.randRange, maxLen)
 		fix = fmt.Sprintf("give smaller --random-input-len and --random-output-len (e.g. %d and %d)", in, out)
 	case "prefix-repetition":
 		fix = "lower --prefix-repetition-prefix-len, --prefix-repetition-suffix-len and --prefix-repetition-output-len"

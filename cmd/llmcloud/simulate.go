@@ -129,6 +129,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := checkProfile(prof, &f, stderr); err != nil {
 		return err
 	}
+	if f.ds.Name == "random" && !flagGiven(fs, "random-input-len") && !flagGiven(fs, "random-output-len") {
+		f.ds.RandomInputLen, f.ds.RandomOutputLen = fitRandomDefaults(f.ds.RandomInputLen, f.ds.RandomOutputLen,
+			f.ds.RandomPrefix, f.ds.RandomRangeRatio, prof.Engine.MaxModelLen, "the profile's", stderr)
+	}
 	run, err := f.prepare(prof)
 	if err != nil {
 		return err

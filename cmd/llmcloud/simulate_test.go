@@ -60,6 +60,14 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 		t.Errorf("bench compare: exit %d: %s %s", code, out, errs)
 	}
 
+	// bench serve's default random lengths (1024 + 128) do not fit the built-in model's 512:
+	// as bench serve does against a server, simulate shrinks them to the profile's and says so.
+	out, errs, code = runCmd(t, "simulate", "--profile", prof, "--num-prompts", "20", "--request-rate", "5")
+	if code != 0 || !strings.Contains(errs, "the profile's max_model_len is 512 tokens: random prompts of 288 input + 128 output tokens") ||
+		!strings.Contains(out, "Failed requests:                         0") {
+		t.Errorf("simulate with the default lengths: exit %d:\n%s\n%s", code, out, errs)
+	}
+
 	out, errs, code = runCmd(t, "simulate", "--profile", prof, "--search", "--slo", "ttft_p99<500ms",
 		"--random-input-len", "100", "--random-output-len", "20", "--num-prompts", "300", "--request-rate", "40")
 	if code != 0 || !strings.Contains(out, "Plan: ") {
