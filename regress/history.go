@@ -2,6 +2,7 @@ package regress
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,8 +119,10 @@ func round4(x float64) float64 {
 // AppendHistory appends e to the history file at path as one JSON line, creating the file
 // (and its directory) when missing.
 func AppendHistory(path string, e HistoryEntry) error {
-	line, err := json.Marshal(e)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // one line, newline-terminated
+	enc.SetEscapeHTML(false)     // "1.2 -> 1.3", not "-\u003e"
+	if err := enc.Encode(e); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -129,7 +132,7 @@ func AppendHistory(path string, e HistoryEntry) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
 		return err
 	}

@@ -35,7 +35,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), "\n"); n != 2 {
+	if n := strings.Count(string(b), "\n"); n != 2 || !strings.Contains(string(b), `"loadavg":"1.00 0.50 0.25 -> 1.50 0.60 0.30"`) {
 		t.Fatalf("%d lines, want 2:\n%s", n, b)
 	}
 	f, _ := os.Open(path)
