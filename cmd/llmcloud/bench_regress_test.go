@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,40 @@ func TestBenchRegressEngineSuitesParse(t *testing.T) {
 	}
 	if len(tp.Benchmarks) == 0 || !tp.Benchmarks[0].HigherIsBetter || !(tp.Benchmarks[0].Value > 0) {
 		t.Errorf("throughput suite read %+v", tp.Benchmarks)
+	}
+}
+
+// TestBenchRegressReportOnly runs the command on two shell scripts that print a kernel
+// suite's JSON, the head's figure twice the base's: a regression exits 1, with --report-only
+// 0, and --history records the run either way.
+func TestBenchRegressReportOnly(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name string, ns int) string {
+		p := filepath.Join(dir, name)
+		body := "#!/bin/sh\necho '{\"suite\":\"kernels\",\"benchmarks\":[{\"name\":\"k\",\"kernel\":\"k\",\"ns_per_op\":" + strconv.Itoa(ns) + "}]}'\n"
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base, head := script("base", 100), script("head", 200)
+	hist := filepath.Join(dir, "h.jsonl")
+	args := []string{"bench", "regress", "--base", base, "--head", head, "--rounds", "10", "--quiet", "--history", hist}
+	var out, errb strings.Builder
+	if code := runMain(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "1 benchmark(s) regressed") {
+		t.Errorf("a 2x slowdown: exit %d, stderr %q; want 1", code, errb.String())
+	}
+	out.Reset()
+	if code := runMain(append(args, "--report-only"), &out, &errb); code != 0 || !strings.Contains(out.String(), "regression") {
+		t.Errorf("--report-only: exit %d, stdout %q; want 0 and the regression shown", code, out.String())
+	}
+	f, err := os.Open(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := regress.ReadHistory(f)
+	if err != nil || len(h) != 2 || h[1].Benchmarks[0].Ratio != 2 || h[1].Verdict != "1 regression(s)" {
+		t.Errorf("history %+v, %v; want 2 runs with ratio 2", h, err)
 	}
 }
