@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -145,11 +144,28 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // output file of a suite that writes one.
 func runSuite(ctx context.Context, bin string, s Suite, tmp string) (*SuiteResult, error) {
 	var out, errb bytes.Buffer
-	args, file := s.Args, ""
-	if s.OutputFlag != "" {
+	port := 0
+	if s.Server != nil {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("regress: a free port for %s: %v", s.Name, err)
+		}
+		stop, err := startServer(ctx, bin, expand(s.Server, port, tmp), port)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	args, file := expand(s.Args, port, tmp), ""
+	switch {
+	case s.OutputFlag != "":
 		file = filepath.Join(tmp, s.Name+".json")
+		args = append(args, s.OutputFlag, file)
+	case s.ResultFile != "":
+		file = filepath.Join(tmp, s.ResultFile)
+	}
+	if file != "" {
 		os.Remove(file)
-		args = append(slices.Clip(args), s.OutputFlag, file)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -160,7 +176,7 @@ func runSuite(ctx context.Context, bin string, s Suite, tmp string) (*SuiteResul
 	if file != "" {
 		var err error
 		if data, err = os.ReadFile(file); err != nil {
-			return nil, fmt.Errorf("regress: %s %s wrote no %s file: %v", bin, strings.Join(args, " "), s.OutputFlag, err)
+			return nil, fmt.Errorf("regress: %s %s wrote no result file: %v", bin, strings.Join(args, " "), err)
 		}
 	}
 	var sr *SuiteResult

@@ -14,6 +14,12 @@ type Suite struct {
 	// OutputFlag, when set, is a flag the command takes a file name with ("--output-json"):
 	// Run appends it with a temporary file and Parse reads that file instead of stdout.
 	OutputFlag string
+	// Server, when set, is a command the same binary runs for the round before Args and that
+	// is stopped after it (`serve`), ready once GET /health answers 200. In Server and Args
+	// "{port}" is a free local port and "{tmp}" a temporary directory.
+	Server []string
+	// ResultFile, when set, is a file in {tmp} the command writes and Parse reads.
+	ResultFile string
 	// Parse turns the round's output into benchmarks; nil reads a SuiteResult as JSON.
 	Parse func(out []byte) (*SuiteResult, error)
 }
@@ -26,7 +32,7 @@ type SuiteOptions struct {
 }
 
 // SuiteNames are the suites Suites knows, in the order they run within a round.
-var SuiteNames = []string{"kernels", "latency", "throughput"}
+var SuiteNames = []string{"kernels", "latency", "throughput", "serve"}
 
 // Suites returns the named suites ("kernels,latency"), in SuiteNames' order; an unknown or
 // repeated name is an error that names it.
@@ -61,6 +67,8 @@ func Suites(list string, o SuiteOptions) ([]Suite, error) {
 			out = append(out, LatencySuite(o.Threads))
 		case "throughput":
 			out = append(out, ThroughputSuite(o.Threads))
+		case "serve":
+			out = append(out, ServeSuite(o.Threads))
 		}
 	}
 	return out, nil

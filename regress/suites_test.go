@@ -21,7 +21,7 @@ func TestSuitesFlags(t *testing.T) {
 		t.Errorf("throughput suite %+v", s[1])
 	}
 	for list, want := range map[string]string{
-		"kernels,serve":   `unknown suite "serve"`,
+		"kernels,gpu":     `unknown suite "gpu"`,
 		"latency,latency": `suite "latency" given twice`,
 		"":                `unknown suite ""`,
 	} {
@@ -125,3 +125,40 @@ func TestDirection(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a > b*0.9999 && a < b*1.0001 }
+
+// TestParseServeJSON reads a result `bench serve` saved (testdata/serve-result.json:
+// `llmcloud bench serve --num-prompts 4 --random-input-len 16 --random-output-len 8
+// --ignore-eos --seed 1 --save-result` against `llmcloud serve --threads 1` on the built-in
+// default model, this branch, 3 Dec 2026).
+func TestParseServeJSON(t *testing.T) {
+	b, err := os.ReadFile("testdata/serve-result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ServeSuite(1).Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Benchmarks) != 3 || !near(r.Benchmarks[0].Value, 1263.1422051810305) || !r.Benchmarks[0].HigherIsBetter ||
+		!near(r.Benchmarks[1].Value, 15.518702) || r.Benchmarks[1].HigherIsBetter || !near(r.Benchmarks[2].Value, 1.2944044285714282) {
+		t.Errorf("serve suite read %+v", r.Benchmarks)
+	}
+	if _, err := ServeSuite(1).Parse([]byte(`{"completed": 3, "failed": 1, "output_throughput": 10, "median_ttft_ms": 1, "median_tpot_ms": 1}`)); err == nil || !strings.Contains(err.Error(), "1 failed") {
+		t.Errorf("a failed request: error %v", err)
+	}
+}
+
+// TestStartServerExits checks that a server that exits before answering is an error naming it,
+// not a 60 s wait.
+func TestStartServerExits(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startServer(t.Context(), "/bin/false", []string{"serve"}, port); err == nil || !strings.Contains(err.Error(), "exited before serving") {
+		t.Errorf("error %v", err)
+	}
+	if got := expand([]string{"--port", "{port}", "--result-dir", "{tmp}/x"}, 8123, "/t"); strings.Join(got, " ") != "--port 8123 --result-dir /t/x" {
+		t.Errorf("expand: %q", got)
+	}
+}

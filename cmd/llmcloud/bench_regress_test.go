@@ -26,7 +26,7 @@ func TestBenchRegressFlags(t *testing.T) {
 		{[]string{"bench", "regress", "--base", "a", "--rounds", "0"}, "--rounds"},
 		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--threshold", "ten"}, "--threshold"},
 		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--threshold", "150%"}, "--threshold"},
-		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--suite", "serve"}, `--suite: unknown suite "serve"`},
+		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--suite", "gpu"}, `--suite: unknown suite "gpu"`},
 		{[]string{"bench", "regress", "--base", "a", "--head", "b", "--confidence", "1"}, "--confidence"},
 		{[]string{"bench", "kernels", "--ops", "0"}, "--ops"},
 		{[]string{"bench", "kernels", "--filter", "("}, "--filter"},
