@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -65,7 +66,7 @@ func freePort() (int, error) {
 // startServer starts bin with args and waits until GET /health on port answers 200; the
 // returned function stops it (SIGTERM, then SIGKILL after 10 s) and waits for it.
 func startServer(ctx context.Context, bin string, args []string, port int) (func(), error) {
-	var errb bytes.Buffer
+	var errb lockedBuffer // the server writes it while the wait below may read it
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &errb, &errb
 	if err := cmd.Start(); err != nil {
@@ -114,4 +115,22 @@ func expand(args []string, port int, tmp string) []string {
 		out[i] = strings.ReplaceAll(a, "{tmp}", tmp)
 	}
 	return out
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
