@@ -43,7 +43,7 @@ func TestRegressDetectsInjectedSlowdown(t *testing.T) {
 	slow := build(t, dir, "slow", "matmul/q4_0=0.10")
 	t.Logf("built 3 binaries in %.1fs; load average %s", time.Since(t0).Seconds(), loadavg())
 	cfg := Config{
-		SuiteArgs:  []string{"bench", "kernels", "--json", "--threads", "1", "--ops", "100", "--filter", "q4_0 gemv|rmsnorm|softmax"},
+		Suites:     []Suite{KernelSuite(SuiteOptions{Threads: 1, Ops: 100, Filter: "q4_0 gemv|rmsnorm|softmax"})},
 		Rounds:     80,
 		Threshold:  0.05,
 		Confidence: 0.95,
@@ -98,7 +98,7 @@ func logResult(t *testing.T, r *Result) {
 
 // TestRunBadBinary checks the errors for a missing binary and one that prints no suite JSON.
 func TestRunBadBinary(t *testing.T) {
-	cfg := Config{Base: "/nonexistent/llmcloud", Head: "/bin/true", Rounds: 1, Threshold: 0.05, Confidence: 0.95}
+	cfg := Config{Base: "/nonexistent/llmcloud", Head: "/bin/true", Suites: []Suite{{Name: "kernels"}}, Rounds: 1, Threshold: 0.05, Confidence: 0.95}
 	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "/nonexistent/llmcloud") {
 		t.Fatalf("missing binary: error %v, want one naming it", err)
 	}
@@ -107,7 +107,7 @@ func TestRunBadBinary(t *testing.T) {
 		t.Fatalf("silent binary: error %v, want \"no suite JSON\"", err)
 	}
 	cfg.Base, cfg.Head = "/bin/echo", "/bin/echo"
-	cfg.SuiteArgs = []string{`{"suite":"kernels","benchmarks":[]}`}
+	cfg.Suites = []Suite{{Name: "kernels", Args: []string{`{"suite":"kernels","benchmarks":[]}`}}}
 	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "ran no benchmark") {
 		t.Fatalf("empty suite: error %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -17,13 +18,16 @@ func (r *Result) Print(w io.Writer) {
 		return " (injected slowdown " + s + ")"
 	}
 	fmt.Fprintf(w, "base: %s%s\nhead: %s%s\n", r.Base, inj(r.BaseInject), r.Head, inj(r.HeadInject))
-	fmt.Fprintf(w, "%d rounds alternating base and head in %.0fs; load average %s -> %s\n", r.Rounds, r.Seconds, r.LoadBefore, r.LoadAfter)
-	fmt.Fprintf(w, "regression: the %.4g%% interval of head/base is above 1 and the estimate above %.4g (%.4g%% family-wise over %d benchmarks)\n\n",
+	if r.BaseCommit != "" || r.HeadCommit != "" {
+		fmt.Fprintf(w, "commits: base %s, head %s\n", orUnknown(r.BaseCommit), orUnknown(r.HeadCommit))
+	}
+	fmt.Fprintf(w, "suites %s: %d rounds alternating base and head in %.0fs; load average %s -> %s\n", strings.Join(r.Suites, ","), r.Rounds, r.Seconds, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "slower is the time ratio head/base (base/head of a throughput, tok/s) above 1; regression: its %.4g%% interval above 1 and the estimate above %.4g (%.4g%% family-wise over %d benchmarks)\n\n",
 		100*(1-r.Alpha), 1+r.Threshold, 100*r.Confidence, len(r.Comparisons))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\tbase\thead\thead/base\tinterval\tp\tverdict\t")
+	fmt.Fprintln(tw, "benchmark\tbase\thead\tslower\tinterval\tp\tverdict\t")
 	for _, c := range r.Comparisons {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t[%s, %s]\t%.3g\t%s\t\n", c.Name, dur(c.BaseNs), dur(c.HeadNs), c.Ratio, num(c.Lo), num(c.Hi), c.P, c.Verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t[%s, %s]\t%.3g\t%s\t\n", c.Name, figure(c.BaseMedian, c.Unit), figure(c.HeadMedian, c.Unit), c.Ratio, num(c.Lo), num(c.Hi), c.P, c.Verdict)
 	}
 	tw.Flush()
 	switch r.Regressions {
@@ -40,8 +44,19 @@ func (r *Result) Print(w io.Writer) {
 	}
 }
 
-func dur(ns float64) string {
-	return time.Duration(math.Round(ns)).String()
+// figure prints a median in its unit: a duration for ns/op.
+func figure(x float64, unit string) string {
+	if unit == "ns/op" {
+		return time.Duration(math.Round(x)).String()
+	}
+	return fmt.Sprintf("%.4g %s", x, unit)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 func num(x float64) string {
