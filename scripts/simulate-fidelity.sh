@@ -12,18 +12,22 @@
 # and logs (default .); N (or NUM_PROMPTS) the requests per point (200); CPUS the cores the
 # simulation shares between the replicas (default: nproc); PORT the router's port.
 #
-# Per workload, the overheads are measured first (calibrate): 30 requests one at a time
-# (bench --max-concurrency 1, seed 2: other prompts than the measured points') against the
-# cloud, and the same requests simulated one at a time: the step overhead is the real median
-# TPOT minus the simulated one, then the request overhead the real median TTFT minus the
-# simulated one with that step overhead. Each point runs on a fresh cloud (empty prefix caches,
-# as the simulation starts).
+# Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
+# time (bench --max-concurrency 1, seed 2: other prompts than the measured points') against
+# the cloud, and the same requests simulated one at a time: the step overhead is the real
+# median TPOT minus the simulated one; then, with that step overhead, each request's real TTFT
+# and TPOT minus its simulated ones (overheads-W: simulate --request-overheads, a draw per
+# request), and their medians' difference (overhead-W: the constant --request-overhead, used
+# instead with OVERHEADS=constant). Each point runs on a fresh cloud (empty prefix caches, as
+# the simulation starts).
 set -eu
 B=${LLMCLOUD:-llmcloud}
 OUT=${OUT:-.}
 PORT=${PORT:-18473}
 CPUS=${CPUS:-$(nproc)}
 N=${NUM_PROMPTS:-200}
+CAL_N=${CAL_N:-100}
+OVERHEADS=${OVERHEADS:-measured}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
 if [ -z "$M" ] && [ "${1:-all}" != table ]; then
@@ -78,10 +82,10 @@ calibrate() {
 	local w=$1 A
 	A=$(args $w)
 	up_start
-	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --num-prompts 30 --seed 2 \
+	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --num-prompts $CAL_N --seed 2 \
 		--disable-tqdm --save-result --result-dir "$OUT" --result-filename cal-real-$w.json >"$OUT/cal-$w.log" 2>&1
 	up_stop
-	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --request-rate 0.01 --num-prompts 30 --seed 2 --cpus $CPUS"
+	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --request-rate 0.01 --num-prompts $CAL_N --seed 2 --cpus $CPUS"
 	$sim --json "$OUT/cal-sim0-$w.json" >>"$OUT/cal-$w.log" 2>&1
 	local step req
 	step=$(jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim0-$w.json" \
@@ -90,6 +94,13 @@ calibrate() {
 	req=$(jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim1-$w.json" \
 		'[0, ($r[0].median_ttft_ms - $s[0].median_ttft_ms) * 1e6] | max | floor')
 	echo "$step $req" >"$OUT/overhead-$w"
+	# Per request (the same order in both files: one at a time, the same seed): real minus
+	# simulated TTFT and TPOT, in ns.
+	jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim1-$w.json" '
+		"# TTFT TPOT: real minus simulated, per calibration request",
+		(range(0; $r[0].ttfts | length) as $i |
+			select(($r[0].errors[$i] // "") == "" and ($s[0].errors[$i] // "") == "") |
+			"\((($r[0].ttfts[$i] - $s[0].ttfts[$i]) * 1e9) | floor)ns \((($r[0].tpots[$i] - $s[0].tpots[$i]) * 1e9) | floor)ns")' >"$OUT/overheads-$w"
 	echo "$w: step overhead $step ns, request overhead $req ns (real TTFT $(j .median_ttft_ms "$OUT/cal-real-$w.json") ms, TPOT $(j .median_tpot_ms "$OUT/cal-real-$w.json") ms one at a time)"
 }
 
@@ -98,6 +109,8 @@ point() {
 	A=$(args $w)
 	[ -f "$OUT/overhead-$w" ] || calibrate $w
 	read -r step req <"$OUT/overhead-$w"
+	local ov="--request-overhead ${req}ns"
+	[ "$OVERHEADS" = constant ] || ov="--request-overheads $OUT/overheads-$w"
 	up_start
 	local l0 l1
 	l0=$(cut -d' ' -f1 /proc/loadavg)
@@ -107,7 +120,7 @@ point() {
 	up_stop
 	echo "$l0-$l1" >"$OUT/load-$w-$rate"
 	$B simulate --profile "$OUT/prof-t1.json" --replicas 3 --router round-robin --tokenizer "$M" $A --request-rate $rate \
-		--num-prompts $N --seed 1 --metric-percentiles 50,99 --cpus $CPUS --step-overhead ${step}ns --request-overhead ${req}ns \
+		--num-prompts $N --seed 1 --metric-percentiles 50,99 --cpus $CPUS --step-overhead ${step}ns $ov \
 		--json "$OUT/sim-$w-$rate.json" >>"$OUT/$w-$rate.log" 2>&1
 	echo "$w $rate done (load average $l0-$l1)"
 }

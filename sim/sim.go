@@ -55,6 +55,11 @@ type Options struct {
 	// delay on every arrival shifts the engine's whole schedule by as much, so adding it
 	// afterwards is exact.
 	RequestOverhead time.Duration
+	// Overheads, if set, replaces RequestOverhead with a measured distribution: each request
+	// gets one of them (drawn with OverheadSeed) added to its TTFT and to each inter-token
+	// gap (sim/jitter.go).
+	Overheads    []Overhead
+	OverheadSeed uint64
 }
 
 // Outcome is what happened to each request, and the run's totals.
@@ -104,6 +109,9 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	case o.StepOverhead < 0 || o.RequestOverhead < 0:
 		return nil, fmt.Errorf("sim: negative overhead (step %v, request %v)", o.StepOverhead, o.RequestOverhead)
 	}
+	if err := checkOverheads(&o); err != nil {
+		return nil, err
+	}
 	if o.Router == router.PD {
 		return nil, fmt.Errorf("sim: router policy %q (disaggregated prefill/decode) is not simulated; use %s, %s, %s or %s",
 			o.Router, router.RoundRobin, router.LeastLoad, router.Prefix, router.Session)
@@ -116,7 +124,7 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	n := len(reqs)
 	out := &Outcome{Requests: reqs, Replica: make([]int32, n), TTFT: make([]int64, n), E2E: make([]int64, n),
 		NumOut: make([]int32, n), Errors: make([]string, n), ITLHist: map[int64]int64{}, RouterHits: map[string]int64{}}
-	if o.Detailed {
+	if o.Detailed || len(o.Overheads) > 0 {
 		out.ITLs = make([][]int64, n)
 	}
 	for i := range out.E2E {
@@ -227,6 +235,12 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 			}
 		}
 		out.End += d
+	}
+	if len(o.Overheads) > 0 {
+		applyOverheads(out, o.Overheads, o.OverheadSeed)
+		if !o.Detailed {
+			out.ITLs = nil
+		}
 	}
 	out.PeakConc = peakConcurrency(reqs, out.E2E)
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -41,6 +42,7 @@ type simFlags struct {
 	startDelay                                                 time.Duration
 	cpus                                                       float64
 	stepOverhead, requestOverhead                              time.Duration
+	overheadsFile                                              string
 }
 
 func runSimulate(args []string, stdout, stderr io.Writer) error {
@@ -87,6 +89,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&f.cpus, "cpus", 0, "cores all the replicas share, as llmcloud up on this host would (e.g. $(nproc)): concurrent steps slow each other down when their threads outnumber them; 0: every replica has the profile's threads to itself")
 	fs.DurationVar(&f.stepOverhead, "step-overhead", 0, "added to every engine step: the step loop's work outside the forward pass (measured: docs/simulate.md)")
 	fs.DurationVar(&f.requestOverhead, "request-overhead", 0, "added to every request's TTFT and E2EL: client, router, HTTP, tokenization (measured: docs/simulate.md)")
+	fs.StringVar(&f.overheadsFile, "request-overheads", "", "instead of --request-overhead: a file of measured per-request overheads, a line \"TTFT TPOT\" per request (Go durations); each simulated request gets one, drawn with --seed, added to its TTFT and to each inter-token gap (docs/simulate.md)")
 	fs.DurationVar(&f.startDelay, "replica-start-time", 2*time.Second, "--autoscale: how long a new replica takes to become ready")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud simulate --profile P [--replicas N] [--workload TRACE.jsonl | bench serve's dataset flags] [--router POLICY] [--request-rate R] [--json OUT] [--search --slo 'ttft_p99<1s']")
@@ -110,6 +113,19 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.cpus < 0 || f.stepOverhead < 0 || f.requestOverhead < 0 {
 		return usagef("--cpus, --step-overhead and --request-overhead must not be negative")
+	}
+	var overheads []sim.Overhead
+	if f.overheadsFile != "" {
+		if f.requestOverhead != 0 {
+			return usagef("--request-overhead and --request-overheads: give one")
+		}
+		b, err := os.ReadFile(f.overheadsFile)
+		if err != nil {
+			return err
+		}
+		if overheads, err = sim.ParseOverheads(string(b)); err != nil {
+			return fmt.Errorf("--request-overheads %s: %w", f.overheadsFile, err)
+		}
 	}
 	var asCfg *autoscale.Config
 	if f.as.bounds != "" {
@@ -139,6 +155,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	run.autoscale, run.asInterval, run.startDelay = asCfg, f.as.interval, f.startDelay
 	run.cpus, run.stepOverhead, run.requestOverhead = f.cpus, f.stepOverhead, f.requestOverhead
+	run.overheads, run.overheadsFile = overheads, f.overheadsFile
 	// The scheduler allocates a sequence (its token ids) per request and the simulation keeps
 	// little alive: collecting less often saves time at little cost in memory.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -214,6 +231,8 @@ type simRun struct {
 
 	cpus                          float64
 	stepOverhead, requestOverhead time.Duration
+	overheads                     []sim.Overhead
+	overheadsFile                 string
 }
 
 func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
@@ -272,7 +291,8 @@ func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
 func (r *simRun) simulate(n int) (*bench.Result, *sim.Outcome, error) {
 	out, err := sim.Simulate(sim.Options{Profile: r.prof, Replicas: n, Router: r.router, Detailed: r.detailed,
 		Autoscale: r.autoscale, AutoscaleInterval: r.asInterval, StartDelay: r.startDelay,
-		CPUs: r.cpus, StepOverhead: r.stepOverhead, RequestOverhead: r.requestOverhead}, r.reqs)
+		CPUs: r.cpus, StepOverhead: r.stepOverhead, RequestOverhead: r.requestOverhead,
+		Overheads: r.overheads, OverheadSeed: r.res.Seed}, r.reqs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -287,6 +307,9 @@ func (r *simRun) simulate(n int) (*bench.Result, *sim.Outcome, error) {
 	}
 	if r.stepOverhead > 0 || r.requestOverhead > 0 {
 		res.Metadata["step_overhead"], res.Metadata["request_overhead"] = r.stepOverhead.String(), r.requestOverhead.String()
+	}
+	if r.overheadsFile != "" {
+		res.Metadata["request_overheads"] = fmt.Sprintf("%s (%d measured)", r.overheadsFile, len(r.overheads))
 	}
 	res.Date = time.Now().Format("20060102-150405")
 	out.Fill(&res, r.goodput, r.pcts)
