@@ -33,22 +33,23 @@ const (
 	amxToks  = 16  // tokens per tile
 )
 
-// amxQ8Config is the LDTILECFG block of q8TileAMX: palette 1; tmm0-1 16 rows of 64 bytes (C),
-// tmm2-3 16 rows of 32 bytes (A), tmm4-5 8 rows of 64 bytes (B).
+// amxQ8Config is the LDTILECFG block of q8TileAMX: palette 1; tmm0-3 16 rows of 64 bytes (C),
+// tmm4-5 16 rows of 32 bytes (A), tmm6-7 8 rows of 64 bytes (B).
 var amxQ8Config = func() *[64]byte {
 	var c [64]byte
 	c[0] = 1
-	for t, s := range [6][2]int{{64, 16}, {64, 16}, {32, 16}, {32, 16}, {64, 8}, {64, 8}} {
+	for t, s := range [8][2]int{{64, 16}, {64, 16}, {64, 16}, {64, 16}, {32, 16}, {32, 16}, {64, 8}, {64, 8}} {
 		c[16+2*t] = byte(s[0])
 		c[48+t] = byte(s[1])
 	}
 	return &c
 }()
 
-// tileAMXFunc is one 16-row group x 16 tokens over nb blocks: the group's blocks at w (544
-// bytes each), token t's block b at a + t·astride + 32b, the tokens' scales of block b at
-// dt[16b:16b+16], results at out[t·ostride + r]; buf is 2 KiB of scratch.
-type tileAMXFunc func(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int)
+// tileAMXFunc is one 16-row group x tiles tiles of 16 tokens over nb blocks: the group's
+// blocks at w (544 bytes each), token t's block b at a + t·astride + 32b, the scales of tile
+// i's tokens of block b at dt[16(i·nb+b):][:16], results at out[t·ostride + r]; buf is 2 KiB of
+// scratch. One call loads the tile configuration once for all its tiles.
+type tileAMXFunc func(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int)
 
 // tileAMX and unpackAMX are the assembly where AMX-INT8 is usable (useAMXInt8), else nil: the
 // AMX path is off. useAMX lets tests and benchmarks switch it off to run the VNNI paths.
@@ -162,18 +163,19 @@ func amxItems(out []float32, a *q8Acts, pk []byte, q4 bool, m, n, k int) (int, f
 				w = s.grp
 			}
 			r := g * i16Rows
-			for t := t0; t < t1; t += amxToks {
+			t := t0
+			if nt := (min(t1, full) - t0) / amxToks; nt > 0 && r+i16Rows <= n { // whole tiles at once
+				tileAMX(&amxQ8Config[0], &w[0], &a.qs[t*k], k, &a.dt[t/amxToks*nb*amxToks], nb, &s.buf[0], &out[t*n+r], n, nt)
+				t += nt * amxToks
+			}
+			for ; t < t1; t += amxToks {
 				dt := &a.dt[t/amxToks*nb*amxToks]
 				x := &a.qs[t*k]
 				if t >= full {
 					x = &a.xa[0]
 				}
 				T := min(amxToks, t1-t)
-				if T == amxToks && r+i16Rows <= n {
-					tileAMX(&amxQ8Config[0], &w[0], x, k, dt, nb, &s.buf[0], &out[t*n+r], n)
-					continue
-				}
-				tileAMX(&amxQ8Config[0], &w[0], x, k, dt, nb, &s.buf[0], &s.tail[0], i16Rows)
+				tileAMX(&amxQ8Config[0], &w[0], x, k, dt, nb, &s.buf[0], &s.tail[0], i16Rows, 1)
 				for i := 0; i < T; i++ {
 					copy(out[(t+i)*n+r:(t+i)*n+n], s.tail[i*i16Rows:(i+1)*i16Rows])
 				}
@@ -225,12 +227,12 @@ func packedAMX(p *Pool, w []byte, q4 bool, m, n, k int) []byte {
 }
 
 // refTileAMX is the Go twin of q8TileAMX.
-func refTileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int) {
+func refTileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int) {
 	ws := unsafe.Slice(w, nb*amxBlock)
-	xs := unsafe.Slice(a, (amxToks-1)*astride+nb*32)
-	ds := unsafe.Slice(dt, nb*amxToks)
-	os := unsafe.Slice(out, (amxToks-1)*ostride+i16Rows)
-	for t := 0; t < amxToks; t++ {
+	xs := unsafe.Slice(a, (tiles*amxToks-1)*astride+nb*32)
+	ds := unsafe.Slice(dt, tiles*nb*amxToks)
+	os := unsafe.Slice(out, (tiles*amxToks-1)*ostride+i16Rows)
+	for t := 0; t < tiles*amxToks; t++ {
 		for r := 0; r < i16Rows; r++ {
 			var acc float32
 			for b := 0; b < nb; b++ {
@@ -239,7 +241,7 @@ func refTileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, b
 				for i := 0; i < 32; i++ {
 					s += int32(int8(blk[32+64*(i/4)+4*r+i%4])) * int32(x[i])
 				}
-				acc = fma32(float32(s)*ds[b*amxToks+t], f16(blk[2*r:]), acc)
+				acc = fma32(float32(s)*ds[(t/amxToks*nb+b)*amxToks+t%amxToks], f16(blk[2*r:]), acc)
 			}
 			os[t*ostride+r] = acc
 		}

@@ -3,7 +3,7 @@ package kernels
 // q8TileAMX is the AMX-INT8 tile (quant_amx_amd64.s; see tileAMXFunc).
 //
 //go:noescape
-func q8TileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int)
+func q8TileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int)
 
 // unpackQ4AMX rewrites nb blocks of a Q4_0 16-row group for q8TileAMX (see unpackAMXRef).
 //

@@ -4,26 +4,52 @@
 
 #include "textflag.h"
 
-// Tiles (amxQ8Config): tmm0, tmm1 the C tiles (16 tokens x 16 rows of int32) of two blocks in
-// flight, tmm2, tmm3 their A tiles (16 tokens x 32 values), tmm4, tmm5 their B tiles (8 rows of
-// 64 bytes: dword lane r of row j = values 4j..4j+3 of weight row r).
+// Tiles (amxQ8Config): tmm0-3 the C tiles (16 tokens x 16 rows of int32) of four blocks in
+// flight, block j in tmm(j mod 4); tmm4-5 the A tiles (16 tokens x 32 values) and tmm6-7 the B
+// tiles (8 rows of 64 bytes: dword lane r of row j = values 4j..4j+3 of weight row r), block j
+// in the pair j mod 2. The tile registers are not renamed, so a block's C tile is stored two
+// blocks after its TDPBSSD was issued and read back by the epilogue one block later: the tile
+// unit multiplies blocks i+1..i+3 while AVX-512 runs block i's epilogue.
 
 #define LDTILECFG_DI BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x07
 #define TILERELEASE BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
-#define ZERO_T0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC0
-#define ZERO_T1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC8
-// TILELOADD tmm2 / tmm3, [AX+BX]
-#define LOAD_A2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x18
-#define LOAD_A3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x1C; BYTE $0x18
-// TILELOADD tmm4 / tmm5, [SI+DI+32]
-#define LOAD_B4 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x64; BYTE $0x3E; BYTE $0x20
-#define LOAD_B5 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x6C; BYTE $0x3E; BYTE $0x20
-// TDPBSSD tmm0, tmm2, tmm4 / tmm1, tmm3, tmm5 (F2 0F38 5E; vvvv = ~B)
-#define DP_0 BYTE $0xC4; BYTE $0xE2; BYTE $0x5B; BYTE $0x5E; BYTE $0xC2
-#define DP_1 BYTE $0xC4; BYTE $0xE2; BYTE $0x53; BYTE $0x5E; BYTE $0xCB
-// TILESTORED [DX+DI], tmm0 / [CX+DI], tmm1
-#define STORE_0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x3A
-#define STORE_1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x0C; BYTE $0x39
+// TILEZERO tmm0-3
+#define ZERO_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xc0
+#define ZERO_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xc8
+#define ZERO_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xd0
+#define ZERO_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xd8
+// TILELOADD tmm4, [AX+BX]
+#define LOAD_A0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x24; BYTE $0x18
+// TILELOADD tmm5, [AX+BX]
+#define LOAD_A1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x2c; BYTE $0x18
+// TILELOADD tmm6, [SI+DI+32]
+#define LOAD_B0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x74; BYTE $0x3E; BYTE $0x20
+// TILELOADD tmm7, [SI+DI+32]
+#define LOAD_B1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x7c; BYTE $0x3E; BYTE $0x20
+// TDPBSSD tmm0, tmm4, tmm6
+#define DP_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x4b; BYTE $0x5E; BYTE $0xc4
+// TDPBSSD tmm1, tmm5, tmm7
+#define DP_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x43; BYTE $0x5E; BYTE $0xcd
+// TDPBSSD tmm2, tmm4, tmm6
+#define DP_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x4b; BYTE $0x5E; BYTE $0xd4
+// TDPBSSD tmm3, tmm5, tmm7
+#define DP_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x43; BYTE $0x5E; BYTE $0xdd
+// TILESTORED [DX+DI], tmm0
+#define STORE_C0_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x3a
+// TILESTORED [CX+DI], tmm0
+#define STORE_C0_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x39
+// TILESTORED [DX+DI], tmm1
+#define STORE_C1_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x0c; BYTE $0x3a
+// TILESTORED [CX+DI], tmm1
+#define STORE_C1_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x0c; BYTE $0x39
+// TILESTORED [DX+DI], tmm2
+#define STORE_C2_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x3a
+// TILESTORED [CX+DI], tmm2
+#define STORE_C2_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x39
+// TILESTORED [DX+DI], tmm3
+#define STORE_C3_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x1c; BYTE $0x3a
+// TILESTORED [CX+DI], tmm3
+#define STORE_C3_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x1c; BYTE $0x39
 
 // One token's epilogue: acc = fma(float(sumi)·dx, dw (Z16), acc); sumi at off(buf), dx at
 // doff(R11).
@@ -51,23 +77,31 @@
 	EPI(buf, 960, 60, Z24, Z15); \
 	ADDQ $64, R11
 
-// func q8TileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int)
+// func q8TileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int)
 //
-// One 16-row group x 16 tokens over nb blocks: the group's block b at w + 544b (16 fp16
-// scales, then the B tile), token t's block b at a + t·astride + 32b, the tokens' scales of
-// block b at dt + 64b; out[t·ostride + r] = Σ_b in order fma(float(sumi)·dx, dw, ·). buf is
-// 2 KiB of scratch (the two C tiles' sums).
-TEXT ·q8TileAMX(SB), NOSPLIT, $0-72
+// tiles token tiles of 16 x one 16-row group over nb blocks: the group's block b at w + 544b
+// (16 fp16 scales, then the B tile); tile i's token t's block b at a + (16i+t)·astride + 32b,
+// its tokens' scales of block b at dt + 64(i·nb+b); out[(16i+t)·ostride + r] = Σ_b in order
+// fma(float(sumi)·dx, dw, ·). buf is 2 KiB of scratch (two blocks' sums).
+TEXT ·q8TileAMX(SB), NOSPLIT, $0-80
 	MOVQ cfg+0(FP), DI
 	LDTILECFG_DI
-	MOVQ w+8(FP), SI
-	MOVQ a+16(FP), AX
 	MOVQ astride+24(FP), BX
 	MOVQ dt+32(FP), R11
-	MOVQ nb+40(FP), R12
 	MOVQ buf+48(FP), DX
 	LEAQ 1024(DX), CX
 	MOVQ $64, DI
+	MOVQ out+56(FP), R10
+
+tile:
+	// AX, SI: the next block to issue; R8: the next block's scales for the epilogue; R12, R9,
+	// R13: blocks left to issue, to store, to finish.
+	MOVQ a+16(FP), AX
+	MOVQ w+8(FP), SI
+	MOVQ SI, R8
+	MOVQ nb+40(FP), R12
+	MOVQ R12, R9
+	MOVQ R12, R13
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -85,86 +119,174 @@ TEXT ·q8TileAMX(SB), NOSPLIT, $0-72
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-	// block 0 into tmm0
-	ZERO_T0
-	LOAD_A2
-	LOAD_B4
-	DP_0
+	// prologue: blocks 0-2 issued, block 0 stored
+	TESTQ R12, R12
+	JZ pro0
+	ZERO_C0
+	LOAD_A0
+	LOAD_B0
+	DP_C0
 	ADDQ $32, AX
 	ADDQ $544, SI
-
-loop:
 	DECQ R12
-	JZ last0
-	// the next block into tmm1 while tmm0's block goes through the epilogue
-	ZERO_T1
-	LOAD_A3
-	LOAD_B5
-	DP_1
+pro0:
+	TESTQ R12, R12
+	JZ pro1
+	ZERO_C1
+	LOAD_A1
+	LOAD_B1
+	DP_C1
 	ADDQ $32, AX
 	ADDQ $544, SI
-	STORE_0
-	VCVTPH2PS -1088(SI), Z16
-	EPILOGUE(DX)
 	DECQ R12
-	JZ last1
-	ZERO_T0
-	LOAD_A2
-	LOAD_B4
-	DP_0
+pro1:
+	TESTQ R12, R12
+	JZ pro2
+	ZERO_C2
+	LOAD_A0
+	LOAD_B0
+	DP_C2
 	ADDQ $32, AX
 	ADDQ $544, SI
-	STORE_1
-	VCVTPH2PS -1088(SI), Z16
-	EPILOGUE(CX)
-	JMP loop
+	DECQ R12
+pro2:
+	TESTQ R9, R9
+	JZ pro3
+	STORE_C0_DX
+	DECQ R9
+pro3:
 
-last0:
-	STORE_0
-	VCVTPH2PS -544(SI), Z16
+blocks:
+	// phase 0: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss0
+	ZERO_C3
+	LOAD_A1
+	LOAD_B1
+	DP_C3
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss0:
+	TESTQ R9, R9
+	JZ sto0
+	STORE_C1_CX
+	DECQ R9
+sto0:
+	VCVTPH2PS (R8), Z16
 	EPILOGUE(DX)
-	JMP done
-last1:
-	STORE_1
-	VCVTPH2PS -544(SI), Z16
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	// phase 1: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss1
+	ZERO_C0
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss1:
+	TESTQ R9, R9
+	JZ sto1
+	STORE_C2_DX
+	DECQ R9
+sto1:
+	VCVTPH2PS (R8), Z16
 	EPILOGUE(CX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	// phase 2: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss2
+	ZERO_C1
+	LOAD_A1
+	LOAD_B1
+	DP_C1
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss2:
+	TESTQ R9, R9
+	JZ sto2
+	STORE_C3_CX
+	DECQ R9
+sto2:
+	VCVTPH2PS (R8), Z16
+	EPILOGUE(DX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	// phase 3: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss3
+	ZERO_C2
+	LOAD_A0
+	LOAD_B0
+	DP_C2
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss3:
+	TESTQ R9, R9
+	JZ sto3
+	STORE_C0_DX
+	DECQ R9
+sto3:
+	VCVTPH2PS (R8), Z16
+	EPILOGUE(CX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	JMP blocks
 
-done:
+
+tiledone:
+	MOVQ ostride+64(FP), R9
+	SHLQ $2, R9
+	VMOVUPS Z0, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z1, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z2, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z3, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z4, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z5, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z6, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z7, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z8, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z9, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z10, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z11, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z12, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z13, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z14, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z15, (R10)
+	ADDQ R9, R10
+	// the next token tile: a += 16·astride (dt moved on with the epilogues)
+	MOVQ BX, R9
+	SHLQ $4, R9
+	ADDQ R9, a+16(FP)
+	DECQ tiles+72(FP)
+	JNZ tile
+
 	TILERELEASE
-	MOVQ out+56(FP), AX
-	MOVQ ostride+64(FP), BX
-	SHLQ $2, BX
-	VMOVUPS Z0, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z1, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z2, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z3, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z4, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z5, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z6, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z7, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z8, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z9, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z10, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z11, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z12, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z13, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z14, (AX)
-	ADDQ BX, AX
-	VMOVUPS Z15, (AX)
 	VZEROUPPER
 	RET
 

@@ -22,10 +22,11 @@ func amxTiles() (tiles []tileAMXFunc, unpacks []func(dst, src *byte, nb int)) {
 }
 
 // TestQuantTileAMX checks the AMX tile over 1, 2, 3, 5, 64 and 128 blocks and 16 or 13 rows (the
-// last group padded with zero rows), tokens more than k apart: on a Q8_0 pack the twin against
-// float64 within 1e-5·Σ|terms| and the assembly bit for bit against the twin; on a Q4_0 group
-// unpacked (assembly = twin, byte for byte) every tile bit for bit against the VNNI 16-row
-// twin refTileI16; a zero-scale block; no writes outside the tile.
+// last group padded with zero rows), two token tiles more than k apart, in one call and one
+// tile a call: on a Q8_0 pack the twin against float64 within 1e-5·Σ|terms| and the assembly
+// bit for bit against the twin; on a Q4_0 group unpacked (assembly = twin, byte for byte)
+// every tile bit for bit against the VNNI 16-row twin refTileI16; a zero-scale block; no
+// writes outside the tile.
 func TestQuantTileAMX(t *testing.T) {
 	rng := rand.New(rand.NewPCG(95, 96))
 	tiles, unpacks := amxTiles()
@@ -37,17 +38,17 @@ func TestQuantTileAMX(t *testing.T) {
 		for _, n := range []int{16, 13} {
 			k := nb * 32
 			xs := k + 32 // token stride
-			x := qRandVec(rng, amxToks*k, 1)
-			a := getQ8Acts(amxToks, k, true)
+			const m = 2 * amxToks
+			x := qRandVec(rng, m*k, 1)
+			a := getQ8Acts(m, k, true)
 			a.quantize(Serial, x, true)
 			a.prepAMX()
 			a.prepI16(Serial)
-			xv := make([]int8, amxToks*xs)
-			for tt := 0; tt < amxToks; tt++ {
+			xv := make([]int8, m*xs)
+			for tt := 0; tt < m; tt++ {
 				copy(xv[tt*xs:], a.qs[tt*k:(tt+1)*k])
 			}
 			var buf [512]int32
-
 			w := randQuant(t, rng, tensor.Q8_0, n, k)
 			if nb > 2 {
 				w.Data[34*2], w.Data[34*2+1] = 0, 0 // row 0, block 2: scale 0
@@ -57,9 +58,9 @@ func TestQuantTileAMX(t *testing.T) {
 			if len(pk) != amxPackBytes(n, k) {
 				t.Fatalf("pack of %d bytes, want %d", len(pk), amxPackBytes(n, k))
 			}
-			want := make([]float32, amxToks*os)
-			refTileAMX(nil, &pk[0], &xv[0], xs, &a.dt[0], nb, &buf[0], &want[0], os)
-			for tt := 0; tt < amxToks; tt++ {
+			want := make([]float32, m*os)
+			refTileAMX(nil, &pk[0], &xv[0], xs, &a.dt[0], nb, &buf[0], &want[0], os, 2)
+			for tt := 0; tt < m; tt++ {
 				for r := 0; r < i16Rows; r++ {
 					var ex, mag float64
 					for j := 0; r < n && j < k; j++ {
@@ -72,9 +73,7 @@ func TestQuantTileAMX(t *testing.T) {
 				}
 			}
 			for i, f := range tiles {
-				got := make([]float32, amxToks*os)
-				f(&amxQ8Config[0], &pk[0], &xv[0], xs, &a.dt[0], nb, &buf[0], &got[0], os)
-				sameBits(t, "Q8_0", nb, n, i, got, want)
+				sameBits(t, "Q8_0", nb, n, i, runTileAMX(f, pk, xv, xs, a.dt, nb), want)
 			}
 
 			w4 := randQuant(t, rng, tensor.Q4_0, n, k)
@@ -82,8 +81,8 @@ func TestQuantTileAMX(t *testing.T) {
 				w4.Data[18*2], w4.Data[18*2+1] = 0, 0
 			}
 			pi := newI16Pack(Serial, w4.Data, n, k)
-			want4 := make([]float32, amxToks*os)
-			for tt := 0; tt < amxToks; tt += i16Toks {
+			want4 := make([]float32, m*os)
+			for tt := 0; tt < m; tt += i16Toks {
 				refTileI16(i16Toks)(&pi[0], &a.xi[tt*nb*i16Rec], nb*i16Rec, nb, &want4[tt*os], os)
 			}
 			grp := make([][]byte, len(unpacks))
@@ -95,12 +94,28 @@ func TestQuantTileAMX(t *testing.T) {
 				}
 			}
 			for i, f := range tiles {
-				got := make([]float32, amxToks*os)
-				f(&amxQ8Config[0], &grp[0][0], &xv[0], xs, &a.dt[0], nb, &buf[0], &got[0], os)
-				sameBits(t, "Q4_0", nb, n, i, got, want4)
+				sameBits(t, "Q4_0", nb, n, i, runTileAMX(f, grp[0], xv, xs, a.dt, nb), want4)
 			}
 		}
 	}
+}
+
+// runTileAMX runs f on two token tiles (xs bytes apart, output stride 19) in one call and one
+// tile a call, and returns the first results after checking that the second are the same bits.
+func runTileAMX(f tileAMXFunc, w []byte, xv []int8, xs int, dt []float32, nb int) []float32 {
+	const os = 19
+	var buf [512]int32
+	one, each := make([]float32, 2*amxToks*os), make([]float32, 2*amxToks*os)
+	f(&amxQ8Config[0], &w[0], &xv[0], xs, &dt[0], nb, &buf[0], &one[0], os, 2)
+	for i := 0; i < 2; i++ {
+		f(&amxQ8Config[0], &w[0], &xv[i*amxToks*xs], xs, &dt[i*nb*amxToks], nb, &buf[0], &each[i*amxToks*os], os, 1)
+	}
+	for j := range one {
+		if math.Float32bits(one[j]) != math.Float32bits(each[j]) {
+			one[j] = float32(math.NaN()) // reported by sameBits
+		}
+	}
+	return one
 }
 
 func sameBits(t *testing.T, what string, nb, n, tile int, got, want []float32) {
