@@ -45,6 +45,15 @@ var amxQ8Config = func() *[64]byte {
 	return &c
 }()
 
+// amxQ8Config4 is the LDTILECFG block of q8TileAMX4: A and C tiles of 4 rows.
+var amxQ8Config4 = func() *[64]byte {
+	c := *amxQ8Config
+	for t := 0; t < 6; t++ {
+		c[48+t] = 4
+	}
+	return &c
+}()
+
 // tileAMXFunc is one 16-row group x tiles tiles of 16 tokens over nb blocks: the group's
 // blocks at w (544 bytes each), token t's block b at a + t·astride + 32b, the scales of tile
 // i's tokens of block b at dt[16(i·nb+b):][:16], results at out[t·ostride + r]; buf is 2 KiB of
@@ -52,9 +61,14 @@ var amxQ8Config = func() *[64]byte {
 type tileAMXFunc func(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int)
 
 // tileAMX and unpackAMX are the assembly where AMX-INT8 is usable (useAMXInt8), else nil: the
-// AMX path is off. useAMX lets tests and benchmarks switch it off to run the VNNI paths.
+// AMX path is off. tileAMX4 is tileAMX on tiles of 4 tokens (tile i's token t < 4 at
+// a + (16i+t)·astride, its results at out[(16i+t)·ostride + r]), for a last tile of at most 4
+// tokens: its time, tile unit and epilogue, is about a quarter of the 16-token tile's (Q8_0
+// GEMMs with 2 or 3 tokens, a batch-invariant token). useAMX lets tests and benchmarks switch
+// the AMX path off to run the VNNI paths.
 var (
 	tileAMX   tileAMXFunc
+	tileAMX4  tileAMXFunc
 	unpackAMX func(dst, src *byte, nb int)
 	useAMX    = true
 )
@@ -175,7 +189,11 @@ func amxItems(out []float32, a *q8Acts, pk []byte, q4 bool, m, n, k int) (int, f
 					x = &a.xa[0]
 				}
 				T := min(amxToks, t1-t)
-				tileAMX(&amxQ8Config[0], &w[0], x, k, dt, nb, &s.buf[0], &s.tail[0], i16Rows, 1)
+				if T <= 4 && tileAMX4 != nil {
+					tileAMX4(&amxQ8Config4[0], &w[0], x, k, dt, nb, &s.buf[0], &s.tail[0], i16Rows, 1)
+				} else {
+					tileAMX(&amxQ8Config[0], &w[0], x, k, dt, nb, &s.buf[0], &s.tail[0], i16Rows, 1)
+				}
 				for i := 0; i < T; i++ {
 					copy(out[(t+i)*n+r:(t+i)*n+n], s.tail[i*i16Rows:(i+1)*i16Rows])
 				}
@@ -228,11 +246,25 @@ func packedAMX(p *Pool, w []byte, q4 bool, m, n, k int) []byte {
 
 // refTileAMX is the Go twin of q8TileAMX.
 func refTileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int) {
+	refTileAMXT(amxToks, w, a, astride, dt, nb, out, ostride, tiles)
+}
+
+// refTileAMX4 is the Go twin of q8TileAMX4.
+func refTileAMX4(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int) {
+	refTileAMXT(4, w, a, astride, dt, nb, out, ostride, tiles)
+}
+
+// refTileAMXT computes tokens 16i+t, t < T, of the twins.
+func refTileAMXT(T int, w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int, tiles int) {
+	last := (tiles-1)*amxToks + T - 1
 	ws := unsafe.Slice(w, nb*amxBlock)
-	xs := unsafe.Slice(a, (tiles*amxToks-1)*astride+nb*32)
+	xs := unsafe.Slice(a, last*astride+nb*32)
 	ds := unsafe.Slice(dt, tiles*nb*amxToks)
-	os := unsafe.Slice(out, (tiles*amxToks-1)*ostride+i16Rows)
-	for t := 0; t < tiles*amxToks; t++ {
+	os := unsafe.Slice(out, last*ostride+i16Rows)
+	for t := 0; t <= last; t++ {
+		if t%amxToks >= T {
+			continue
+		}
 		for r := 0; r < i16Rows; r++ {
 			var acc float32
 			for b := 0; b < nb; b++ {

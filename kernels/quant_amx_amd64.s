@@ -77,6 +77,13 @@
 	EPI(buf, 960, 60, Z24, Z15); \
 	ADDQ $64, R11
 
+#define EPILOGUE4(buf) \
+	EPI(buf, 0, 0, Z17, Z0); \
+	EPI(buf, 64, 4, Z18, Z1); \
+	EPI(buf, 128, 8, Z19, Z2); \
+	EPI(buf, 192, 12, Z20, Z3); \
+	ADDQ $64, R11
+
 // func q8TileAMX(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int)
 //
 // tiles token tiles of 16 x one 16-row group over nb blocks: the group's block b at w + 544b
@@ -278,6 +285,187 @@ tiledone:
 	VMOVUPS Z14, (R10)
 	ADDQ R9, R10
 	VMOVUPS Z15, (R10)
+	ADDQ R9, R10
+	// the next token tile: a += 16·astride (dt moved on with the epilogues)
+	MOVQ BX, R9
+	SHLQ $4, R9
+	ADDQ R9, a+16(FP)
+	DECQ tiles+72(FP)
+	JNZ tile
+
+	TILERELEASE
+	VZEROUPPER
+	RET
+
+// func q8TileAMX4(cfg *byte, w *byte, a *int8, astride int, dt *float32, nb int, buf *int32, out *float32, ostride int, tiles int)
+//
+// q8TileAMX on tiles of 4 tokens (cfg amxQ8Config4: A and C tiles of 4 rows) for a last few
+// tokens (the tile unit's time and the epilogue's scale with the rows); the scales of tile i
+// still at dt + 64(i·nb+b), a tile's results at out[(16i+t)·ostride + r], t < 4. For q8TileAMX:
+// tiles token tiles of 16 x one 16-row group over nb blocks: the group's block b at w + 544b
+// (16 fp16 scales, then the B tile); tile i's token t's block b at a + (16i+t)·astride + 32b,
+// its tokens' scales of block b at dt + 64(i·nb+b); out[(16i+t)·ostride + r] = Σ_b in order
+// fma(float(sumi)·dx, dw, ·). buf is 2 KiB of scratch (two blocks' sums).
+TEXT ·q8TileAMX4(SB), NOSPLIT, $0-80
+	MOVQ cfg+0(FP), DI
+	LDTILECFG_DI
+	MOVQ astride+24(FP), BX
+	MOVQ dt+32(FP), R11
+	MOVQ buf+48(FP), DX
+	LEAQ 1024(DX), CX
+	MOVQ $64, DI
+	MOVQ out+56(FP), R10
+
+tile:
+	// AX, SI: the next block to issue; R8: the next block's scales for the epilogue; R12, R9,
+	// R13: blocks left to issue, to store, to finish.
+	MOVQ a+16(FP), AX
+	MOVQ w+8(FP), SI
+	MOVQ SI, R8
+	MOVQ nb+40(FP), R12
+	MOVQ R12, R9
+	MOVQ R12, R13
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+	// prologue: blocks 0-2 issued, block 0 stored
+	TESTQ R12, R12
+	JZ pro0
+	ZERO_C0
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+pro0:
+	TESTQ R12, R12
+	JZ pro1
+	ZERO_C1
+	LOAD_A1
+	LOAD_B1
+	DP_C1
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+pro1:
+	TESTQ R12, R12
+	JZ pro2
+	ZERO_C2
+	LOAD_A0
+	LOAD_B0
+	DP_C2
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+pro2:
+	TESTQ R9, R9
+	JZ pro3
+	STORE_C0_DX
+	DECQ R9
+pro3:
+
+blocks:
+	// phase 0: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss0
+	ZERO_C3
+	LOAD_A1
+	LOAD_B1
+	DP_C3
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss0:
+	TESTQ R9, R9
+	JZ sto0
+	STORE_C1_CX
+	DECQ R9
+sto0:
+	VCVTPH2PS (R8), Z16
+	EPILOGUE4(DX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	// phase 1: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss1
+	ZERO_C0
+	LOAD_A0
+	LOAD_B0
+	DP_C0
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss1:
+	TESTQ R9, R9
+	JZ sto1
+	STORE_C2_DX
+	DECQ R9
+sto1:
+	VCVTPH2PS (R8), Z16
+	EPILOGUE4(CX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	// phase 2: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss2
+	ZERO_C1
+	LOAD_A1
+	LOAD_B1
+	DP_C1
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss2:
+	TESTQ R9, R9
+	JZ sto2
+	STORE_C3_CX
+	DECQ R9
+sto2:
+	VCVTPH2PS (R8), Z16
+	EPILOGUE4(DX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	// phase 3: issue block i+3, store i+1, epilogue of i
+	TESTQ R12, R12
+	JZ iss3
+	ZERO_C2
+	LOAD_A0
+	LOAD_B0
+	DP_C2
+	ADDQ $32, AX
+	ADDQ $544, SI
+	DECQ R12
+iss3:
+	TESTQ R9, R9
+	JZ sto3
+	STORE_C0_DX
+	DECQ R9
+sto3:
+	VCVTPH2PS (R8), Z16
+	EPILOGUE4(CX)
+	ADDQ $544, R8
+	DECQ R13
+	JZ tiledone
+	JMP blocks
+
+
+tiledone:
+	MOVQ ostride+64(FP), R9
+	SHLQ $2, R9
+	VMOVUPS Z0, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z1, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z2, (R10)
+	ADDQ R9, R10
+	VMOVUPS Z3, (R10)
+	IMULQ $13, R9
 	ADDQ R9, R10
 	// the next token tile: a += 16·astride (dt moved on with the epilogues)
 	MOVQ BX, R9

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -13,15 +14,15 @@ import (
 
 // amxTiles returns the AMX tile and unpacker to test: the Go twins, and the assembly where
 // installed.
-func amxTiles() (tiles []tileAMXFunc, unpacks []func(dst, src *byte, nb int)) {
-	tiles, unpacks = []tileAMXFunc{refTileAMX}, []func(dst, src *byte, nb int){unpackAMXRef}
+func amxTiles() (tiles, tiles4 []tileAMXFunc, unpacks []func(dst, src *byte, nb int)) {
+	tiles, tiles4, unpacks = []tileAMXFunc{refTileAMX}, []tileAMXFunc{refTileAMX4}, []func(dst, src *byte, nb int){unpackAMXRef}
 	if tileAMX != nil {
-		tiles, unpacks = append(tiles, tileAMX), append(unpacks, unpackAMX)
+		tiles, tiles4, unpacks = append(tiles, tileAMX), append(tiles4, tileAMX4), append(unpacks, unpackAMX)
 	}
 	return
 }
 
-// TestQuantTileAMX checks the AMX tile over 1, 2, 3, 5, 64 and 128 blocks and 16 or 13 rows (the
+// TestQuantTileAMX checks the AMX tiles (16 and 4 tokens) over 1, 2, 3, 5, 64 and 128 blocks and 16 or 13 rows (the
 // last group padded with zero rows), two token tiles more than k apart, in one call and one
 // tile a call: on a Q8_0 pack the twin against float64 within 1e-5·Σ|terms| and the assembly
 // bit for bit against the twin; on a Q4_0 group unpacked (assembly = twin, byte for byte)
@@ -29,7 +30,7 @@ func amxTiles() (tiles []tileAMXFunc, unpacks []func(dst, src *byte, nb int)) {
 // writes outside the tile.
 func TestQuantTileAMX(t *testing.T) {
 	rng := rand.New(rand.NewPCG(95, 96))
-	tiles, unpacks := amxTiles()
+	tiles, tiles4, unpacks := amxTiles()
 	if tileAMX == nil {
 		t.Log("no AMX-INT8 here: the Go twins only")
 	}
@@ -74,6 +75,17 @@ func TestQuantTileAMX(t *testing.T) {
 			}
 			for i, f := range tiles {
 				sameBits(t, "Q8_0", nb, n, i, runTileAMX(f, pk, xv, xs, a.dt, nb), want)
+			}
+			for i, f := range tiles4 { // tokens 0-3 of each tile; the other rows untouched
+				got := make([]float32, len(want))
+				f(&amxQ8Config4[0], &pk[0], &xv[0], xs, &a.dt[0], nb, &buf[0], &got[0], os, 2)
+				want4 := slices.Clone(want)
+				for j := range want4 {
+					if j/os%amxToks >= 4 {
+						want4[j] = 0
+					}
+				}
+				sameBits(t, "Q8_0 4-token tiles", nb, n, i, got, want4)
 			}
 
 			w4 := randQuant(t, rng, tensor.Q4_0, n, k)
@@ -139,12 +151,12 @@ func TestMatMulQuantAMX(t *testing.T) {
 	if !quantVNNI || tilesI16[1] == nil {
 		t.Skip("no AVX-512 VNNI")
 	}
-	ot, ou, og := tileAMX, unpackAMX, amxGroups
+	ot, ot4, ou, og := tileAMX, tileAMX4, unpackAMX, amxGroups
 	packAllQ8 = true
-	defer func() { tileAMX, unpackAMX, amxGroups, packAllQ8 = ot, ou, og, false; q8Packs.Clear() }()
-	tiles, unpacks := amxTiles()
+	defer func() { tileAMX, tileAMX4, unpackAMX, amxGroups, packAllQ8 = ot, ot4, ou, og, false; q8Packs.Clear() }()
+	tiles, tiles4, unpacks := amxTiles()
 	for i := range tiles {
-		tileAMX, unpackAMX = tiles[i], unpacks[i]
+		tileAMX, tileAMX4, unpackAMX = tiles[i], tiles4[i], unpacks[i]
 		for _, g := range []int{1, 3} {
 			if i == 0 && g == 3 {
 				continue
@@ -164,11 +176,11 @@ func TestMatMulAMXSameAsVNNI(t *testing.T) {
 	if !quantVNNI || tilesI16[1] == nil {
 		t.Skip("no AVX-512 VNNI")
 	}
-	ot, ou := tileAMX, unpackAMX
+	ot, ot4, ou := tileAMX, tileAMX4, unpackAMX
 	packAllQ8 = true
-	defer func() { tileAMX, unpackAMX, useAMX, packAllQ8 = ot, ou, true, false; q8Packs.Clear() }()
+	defer func() { tileAMX, tileAMX4, unpackAMX, useAMX, packAllQ8 = ot, ot4, ou, true, false; q8Packs.Clear() }()
 	if tileAMX == nil {
-		tileAMX, unpackAMX = refTileAMX, unpackAMXRef
+		tileAMX, tileAMX4, unpackAMX = refTileAMX, refTileAMX4, unpackAMXRef
 	}
 	rng := rand.New(rand.NewPCG(97, 98))
 	p := NewPool(2)
