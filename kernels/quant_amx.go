@@ -20,10 +20,11 @@
 // Every output is summed as the VNNI 16-row tile sums it (integer sum per token, row and block
 // exact, then the fma above, blocks in order), so a Q4_0 weight gives the same bits on AMX as
 // on VNNI and a token's results do not depend on m (MatMulInvariant with one token runs the
-// same tile, padded, for Q8_0, and the VNNI 16-row tile for Q4_0).
+// 4-token AMX tile, padded, for Q8_0, and the VNNI 16-row tile for Q4_0).
 package kernels
 
 import (
+	"encoding/binary"
 	"sync"
 	"unsafe"
 )
@@ -88,6 +89,7 @@ func newAMXQ8Pack(p *Pool, data []byte, n, k int) []byte {
 	ng := (n + i16Rows - 1) / i16Rows
 	pk := make([]byte, ng*nb*amxBlock)
 	p.For(ng, 4, func(lo, hi int) {
+		le := binary.LittleEndian
 		for g := lo; g < hi; g++ {
 			dst := pk[g*nb*amxBlock : (g+1)*nb*amxBlock]
 			for r := 0; r < min(i16Rows, n-g*i16Rows); r++ {
@@ -96,7 +98,7 @@ func newAMXQ8Pack(p *Pool, data []byte, n, k int) []byte {
 					blk, o := row[34*b:34*b+34], dst[b*amxBlock:(b+1)*amxBlock]
 					o[2*r], o[2*r+1] = blk[0], blk[1]
 					for j := 0; j < 8; j++ {
-						copy(o[32+64*j+4*r:32+64*j+4*r+4], blk[2+4*j:6+4*j])
+						le.PutUint32(o[32+64*j+4*r:], le.Uint32(blk[2+4*j:]))
 					}
 				}
 			}

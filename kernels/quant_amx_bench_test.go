@@ -68,3 +68,13 @@ func benchPrefillAMX(b *testing.B, p *Pool, out, x []float32, w *tensor.Tensor, 
 // concurrent sequences' decode steps (a Q8_0 weight with a pack runs the AMX tile padded to 16
 // tokens for every m >= 2, so that its results do not depend on m).
 var amxBenchMs = []int{64, 512, 2, 4, 8}
+
+// BenchmarkAMXQ8Pack: repacking a TinyLlama-shaped 5632x2048 Q8_0 weight into the AMX tile's
+// 16-row groups (the one-time cost per weight, on its first prefill), MB/s of stored rows.
+func BenchmarkAMXQ8Pack(b *testing.B) {
+	w := randQuantFast(b, tensor.Q8_0, 5632, 2048)
+	for b.Loop() {
+		newAMXQ8Pack(Serial, w.Data, 5632, 2048)
+	}
+	b.SetBytes(int64(len(w.Data)))
+}
