@@ -106,6 +106,12 @@ func matmulQ8Acts(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k 
 	if q4 {
 		qi = 1
 	}
+	if m > 1 {
+		if pk := packedAMX(p, w, q4, m, n, k); pk != nil {
+			matmulAMX(p, out, a, pk, q4, m, n, k)
+			return
+		}
+	}
 	if q4 && m > 1 {
 		if pk := packedI16(p, w, n, k); pk != nil {
 			matmulI16(p, out, a, pk, m, n, k)

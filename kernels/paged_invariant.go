@@ -4,7 +4,8 @@
 // kernels, which sum in another order. Here a single row runs the GEMM paths' own kernels
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
 // AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones, or for a Q4_0 weight with a
-// 16-row pack the 16x1 tile of the pack, which sums like the 16x8 one; for Q4_0 on AVX2 the 2x1 and
+// 16-row pack the 16x1 tile of the pack, which sums like the 16x8 one and like the AMX tile;
+// for a Q8_0 weight with an AMX pack the AMX tile itself, the token padded to 16; for Q4_0 on AVX2 the 2x1 and
 // 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
 // 4; for Q8_0 on AVX2 the 1x1 packed quad tile when the weight has a pack, else the 1x1 Q8_0
 // pair tile) and
@@ -40,6 +41,10 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		a := getQ8Acts(1, k, q4)
 		defer q8ActPool.Put(a)
 		a.quantize(p, x, q4)
+		if pk := packedAMX(p, w.Data, q4, 1, n, k); pk != nil { // the Q8_0 AMX tile, one token padded to 16
+			matmulAMX(p, out, a, pk, q4, 1, n, k)
+			return nil
+		}
 		if q4 {
 			if pk := packedI16(p, w.Data, n, k); pk != nil { // the VNNI 16-row tiles, with one token
 				matmulI16(p, out, a, pk, 1, n, k)

@@ -49,6 +49,10 @@ type q8Acts struct {
 	xi []byte // [m][nb][40]: the 32 values, int32 -8·Σx, float32 dx
 	// Token 0's records of the VNNI Q4_0Z decode kernel (matmul_zero_fused.go), per block quad:
 	zr []byte // [nb/4][256]: 128 values in quad order, 16 lane scales, 16 lane sums Σx
+	// The AMX tiles' layout (quant_amx.go): the block scales of every 16 tokens transposed,
+	// and the last partial tile's values padded with zero tokens.
+	dt []float32 // [m/16 rounded up][nb][16]
+	xa []int8    // [16][k], when m is not a multiple of 16
 }
 
 // Bits of q8Acts.ready.
@@ -66,6 +70,7 @@ const (
 	readyQ8X   // xq, sx (lane scales only) for the AVX2 Q8_0 packed quad tiles
 	readyI16   // xi for the VNNI Q4_0 16-row tiles
 	readyQuadZ // zr for the VNNI Q4_0Z decode kernel
+	readyAMX   // dt, xa for the AMX tiles
 )
 
 // pairScales fills d2 from token 0 (nb even) as pairLayout does, for the AVX2 Q8_0 decode.

@@ -73,6 +73,9 @@ type q8Entry struct {
 	// The 16-row pack of a Q4_0 weight for the VNNI tiles (quant_vnni_i16.go), made on first use.
 	onceI sync.Once
 	packI []byte
+	// The 16-row pack of a Q8_0 weight for the AMX tiles (quant_amx.go), made on first use.
+	onceA sync.Once
+	packA []byte
 }
 
 // q8Packs maps registered weights' data addresses (uintptr) to their *q8Entry.
@@ -82,14 +85,15 @@ var q8Packs sync.Map
 // prefill tiles: the first matmul of w with two or more tokens (or batch-invariant) repacks it
 // once (a copy of about its size) and every later one reads the pack. w's data must not change
 // until DropPackQ8(w). Returns whether w was registered (on AVX2 without AVX-512 VNNI; with
-// VNNI Q4_0 weights only, for the 16-row tiles of quant_vnni_i16.go, k a multiple of 32).
+// VNNI Q4_0 weights only, for the 16-row tiles of quant_vnni_i16.go, k a multiple of 32, and
+// with AMX-INT8 Q8_0 ones too, for the AMX tiles of quant_amx.go).
 func PrepackQ8(w *tensor.Tensor) bool {
 	q4 := w.Type == tensor.Q4_0
 	if !quantAsm || !littleEndian || (w.Type != tensor.Q8_0 && !q4) || len(w.Shape) != 2 ||
 		w.Shape[0] == 0 || w.Shape[1]%32 != 0 || len(w.Data) < packRowBytes(q4, w.Shape[1])*w.Shape[0] {
 		return false
 	}
-	if quantVNNI && (!q4 || tilesI16[1] == nil) || !quantVNNI && (w.Shape[1]%128 != 0 || packTiles(q4)[1] == nil) {
+	if quantVNNI && (!q4 || tilesI16[1] == nil) && (q4 || !amxOn()) || !quantVNNI && (w.Shape[1]%128 != 0 || packTiles(q4)[1] == nil) {
 		return false
 	}
 	q8Reg.Lock()

@@ -22,6 +22,8 @@ func q8Items(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) 
 	switch {
 	case m <= 1:
 		return j, false
+	case packedAMX(p, w, q4, m, n, k) != nil:
+		j.n, j.fn = amxItems(out, a, packedAMX(p, w, q4, m, n, k), q4, m, n, k)
 	case q4 && packedI16(p, w, n, k) != nil:
 		j.n, j.fn = i16Items(p, out, a, packedI16(p, w, n, k), m, n, k)
 	case quantVNNI && nb%2 == 0:

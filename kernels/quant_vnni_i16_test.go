@@ -78,8 +78,8 @@ func TestMatMulQuantI16(t *testing.T) {
 		t.Skip("no AVX-512 VNNI")
 	}
 	old, og := tilesI16, i16Groups
-	packAllQ8 = true
-	defer func() { tilesI16, i16Groups, packAllQ8 = old, og, false; q8Packs.Clear() }()
+	packAllQ8, useAMX = true, false // the 16-row tiles for every m (AMX takes m >= 16)
+	defer func() { tilesI16, i16Groups, packAllQ8, useAMX = old, og, false, true; q8Packs.Clear() }()
 	var twins [i16Toks + 1]tileI16Func
 	for T := 1; T <= i16Toks; T++ {
 		twins[T] = refTileI16(T)
@@ -99,15 +99,17 @@ func TestMatMulQuantI16(t *testing.T) {
 }
 
 // TestMatMulI16Shared checks MatMulShared on 16-row packs against one MatMul per weight, bit
-// for bit, and that PrepackQ8 registers Q4_0 weights (not Q8_0 ones) under VNNI.
+// for bit, and that PrepackQ8 registers Q4_0 weights (Q8_0 ones only with AMX) under VNNI.
 func TestMatMulI16Shared(t *testing.T) {
 	if !quantVNNI || tilesI16[1] == nil {
 		t.Skip("no AVX-512 VNNI")
 	}
+	useAMX = false // the 16-row tiles (AMX takes m >= 16)
+	defer func() { useAMX = true }()
 	rng := rand.New(rand.NewPCG(93, 94))
 	const k, m = 256, 19
-	if PrepackQ8(randQuant(t, rng, tensor.Q8_0, 16, k)) {
-		t.Fatal("PrepackQ8 registered a Q8_0 weight under VNNI")
+	if PrepackQ8(randQuant(t, rng, tensor.Q8_0, 16, k)) != amxOn() {
+		t.Fatal("PrepackQ8 on a Q8_0 weight under VNNI: registered unless AMX is on")
 	}
 	ws := []*tensor.Tensor{randQuant(t, rng, tensor.Q4_0, 40, k), randQuant(t, rng, tensor.Q4_0, 24, k)}
 	for _, w := range ws {

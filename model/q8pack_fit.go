@@ -6,7 +6,7 @@ package model
 import "github.com/llmcloud/llmcloud/tensor"
 
 // q8PacksFit reports whether the packed copies of ws's Q8_0 matrices (144 bytes per 136 of
-// the stored rows) and Q4_0 matrices (at most 80 bytes per 72: the AVX2 pack; the VNNI one
+// the stored rows: the AVX2 pack; the AMX one takes the stored size) and Q4_0 matrices (at most 80 bytes per 72: the AVX2 pack; the VNNI one
 // takes the stored size), together with those of its F16 matrices (as many bytes again), fit
 // in a quarter of avail, the machine's available memory (true when unknown, 0).
 func q8PacksFit(ws map[string]*tensor.Tensor, avail int64) bool {

@@ -81,7 +81,7 @@ func (m *Model) prepareServing() error {
 	}
 	if q8PacksFit(ws, sysmem.Available()) {
 		for _, t := range ws {
-			kernels.PrepackQ8(t) // Q8_0 / Q4_0 matrices: packed for the prefill tiles on first use (AVX2; VNNI: Q4_0)
+			kernels.PrepackQ8(t) // Q8_0 / Q4_0 matrices: packed for the prefill tiles on first use (AVX2; VNNI: Q4_0; AMX: both)
 		}
 		m.expertPacks = prepackExperts(ws) // and each expert of a mixture of experts
 	}
