@@ -5,8 +5,10 @@ package model
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +19,11 @@ import (
 func randWeights(cfg Config, seed int64) map[string]*tensor.Tensor {
 	r := rand.New(rand.NewSource(seed))
 	ws := map[string]*tensor.Tensor{}
-	for name, shape := range cfg.Shapes() {
+	shapes := cfg.Shapes()
+	// In name order: one generator draws every tensor, so map order would make another model
+	// in every process (a test near its tolerance then failed one run in twenty).
+	for _, name := range slices.Sorted(maps.Keys(shapes)) {
+		shape := shapes[name]
 		n := 1
 		for _, d := range shape {
 			n *= d
