@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llmcloud/llmcloud/model"
@@ -22,6 +23,10 @@ type LatencyOptions struct {
 // LatencyResult holds tokens/s of every timed repetition.
 type LatencyResult struct {
 	PP, TG []float64
+	// TGSteps holds the time of every decode step of the timed tg runs, in order: their
+	// spread tells a slow step now and then (a descheduled thread, a late wake-up) from a
+	// uniformly slower run.
+	TGSteps []time.Duration
 }
 
 // Latency runs the pp and tg tests on m (with m.Pool) as llama-bench does: token ids are
@@ -68,12 +73,18 @@ func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 		tok := []int{1 % m.Config.Vocab}
 		for r := 0; r <= reps; r++ {
 			t0 := time.Now()
+			prev := t0
 			for i := 0; i < o.Gen; i++ {
 				var err error
 				if logits, err = m.ForwardTo(logits, c, tok, d+i, false); err != nil {
 					return res, fmt.Errorf("tg%d: %w", o.Gen, err)
 				}
 				tok[0] = argmax(logits)
+				if r > 0 {
+					now := time.Now()
+					res.TGSteps = append(res.TGSteps, now.Sub(prev))
+					prev = now
+				}
 			}
 			if r > 0 {
 				res.TG = append(res.TG, float64(o.Gen)/time.Since(t0).Seconds())
@@ -91,6 +102,22 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// StepPercentiles returns the given percentiles (0 to 100) of steps, nearest rank; zeros for
+// no steps.
+func StepPercentiles(steps []time.Duration, ps ...float64) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	if len(steps) == 0 {
+		return out
+	}
+	s := slices.Clone(steps)
+	slices.Sort(s)
+	for i, p := range ps {
+		k := int(math.Ceil(p/100*float64(len(s)))) - 1
+		out[i] = s[min(max(k, 0), len(s)-1)]
+	}
+	return out
 }
 
 // MeanSD returns the mean and sample standard deviation of xs (sd 0 for one value).
