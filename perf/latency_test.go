@@ -50,3 +50,15 @@ func TestStepPercentiles(t *testing.T) {
 		t.Errorf("no steps: %v, want 0", got)
 	}
 }
+
+func TestOnCPUSteps(t *testing.T) {
+	steps := []time.Duration{10, 10, 20, 10}
+	cpu := []time.Duration{20, 19, 20, 18}
+	got := OnCPUSteps(steps, cpu, 2, 0.95)
+	if len(got) != 2 || got[0] != 10 || got[1] != 10 {
+		t.Errorf("OnCPUSteps = %v, want the first two steps [10 10]", got)
+	}
+	if got := OnCPUSteps(steps, nil, 2, 0.95); len(got) != 0 {
+		t.Errorf("no CPU times: %v, want none", got)
+	}
+}
