@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/internal/mmap"
@@ -12,7 +13,7 @@ import (
 // BenchmarkGemvModel runs m=1 matmuls over a model's worth of F16 weights that do not fit in
 // any cache (stories110M: 768-wide, TinyLlama: 2048-wide layers), reporting weight GB/s, with
 // each worker's rows read as four streams (the default), as consecutive groups of four rows,
-// or one row after another.
+// or one row after another; with AVX-512 also as eight streams (gemvF16x8).
 func BenchmarkGemvModel(b *testing.B) {
 	for _, s := range []struct {
 		name     string
@@ -45,11 +46,15 @@ func BenchmarkGemvModel(b *testing.B) {
 		x := randVec(r, max(s.dim, s.ffn), 1)
 		out := make([]float32, max(s.dim, s.ffn))
 		for _, th := range []int{1, 2} {
-			for _, mode := range []string{"4streams", "4interleaved", "sequential"} {
+			for _, mode := range []string{"8streams", "4streams", "4interleaved", "sequential"} {
+				if mode == "8streams" && !useF16x8 {
+					continue
+				}
 				p := NewPool(th)
 				b.Run(fmt.Sprintf("%s/t=%d/rows=%s", s.name, th, mode), func(b *testing.B) {
-					defer func(v, st bool) { gemvOneRow, useFloatStreams = v, st }(gemvOneRow, useFloatStreams)
-					gemvOneRow, useFloatStreams = mode == "sequential", mode == "4streams"
+					defer func(v, st, e bool) { gemvOneRow, useFloatStreams, useF16x8 = v, st, e }(gemvOneRow, useFloatStreams, useF16x8)
+					gemvOneRow, useFloatStreams = mode == "sequential", strings.HasSuffix(mode, "streams")
+					useF16x8 = useF16x8 && mode == "8streams"
 					b.SetBytes(int64(bytes))
 					for b.Loop() {
 						for _, w := range ws {

@@ -8,8 +8,12 @@ var useFloatAsm = false
 // useAVX512 is false where no assembly exists.
 var useAVX512 = false
 
+// useF16x8 is false where no assembly exists.
+var useF16x8 = false
+
 func gemvF32x4(w *float32, ldw int, x *float32, k int, out *float32) { panic("no asm") }
 func gemvF16x4(w *uint16, ldw int, x *float32, k int, out *float32)  { panic("no asm") }
+func gemvF16x8(w *uint16, ldw int, x *float32, k int, out *float32)  { panic("no asm") }
 func gemvBF16x4(w *uint16, ldw int, x *float32, k int, out *float32) { panic("no asm") }
 func cvtF16(dst *float32, src *uint16, n int)                        { panic("no asm") }
 func cvtBF16(dst *float32, src *uint16, n int)                       { panic("no asm") }

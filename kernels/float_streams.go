@@ -22,6 +22,7 @@ type floatStreams struct {
 	dt        tensor.DType
 	data      []byte
 	rb, k, k8 int
+	eight     bool // F16 rows read as eight streams (gemvF16x8)
 }
 
 var floatStreamsPool = sync.Pool{New: func() any { return &floatStreams{} }}
@@ -30,15 +31,39 @@ var floatStreamsPool = sync.Pool{New: func() any { return &floatStreams{} }}
 func gemvFloatStreams(p *Pool, out, x []float32, dt tensor.DType, data []byte, n, k int) {
 	f := floatStreamsPool.Get().(*floatStreams)
 	*f = floatStreams{out: out, x: x, dt: dt, data: data, rb: k * elemSize(dt), k: k, k8: k &^ 7}
-	forStreams(p, n, f)
+	if f.eight = dt == tensor.F16 && useF16x8; f.eight {
+		forStreamsN(p, n, 8, f)
+	} else {
+		forStreams(p, n, f)
+	}
 	*f = floatStreams{}
 	floatStreamsPool.Put(f)
 }
 
-// groups computes groups [g0, g1) of share sh: four rows sh.s rows apart per kernel call.
+// groups computes groups [g0, g1) of share sh: four rows (F16 with AVX-512: eight) sh.s rows
+// apart per kernel call.
 func (f *floatStreams) groups(_ int, sh streamShare, g0, g1 int) {
+	if f.eight {
+		for g := g0; g < g1; g++ {
+			f.eightRows(sh.lo+g, sh.s)
+		}
+		return
+	}
 	for g := g0; g < g1; g++ {
 		f.four(sh.lo+g, sh.s)
+	}
+}
+
+// eightRows computes the F16 rows r + j·stride (j = 0..7), the columns past k8 included.
+func (f *floatStreams) eightRows(r, stride int) {
+	var eight [8]float32
+	gemvF16x8((*uint16)(unsafe.Pointer(&f.data[r*f.rb])), stride*f.rb, &f.x[0], f.k8, &eight[0])
+	for j := range eight {
+		row := r + j*stride
+		f.out[row] = eight[j]
+		if f.k8 < f.k {
+			gemvFloatTail(f.out, f.x, f.dt, f.data, f.k, f.k8, row, row+1)
+		}
 	}
 }
 

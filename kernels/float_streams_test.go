@@ -20,7 +20,18 @@ func TestGemvFloatStreams(t *testing.T) {
 		t.Skip("no float assembly: gemvFloat is not used")
 	}
 	r := rand.New(rand.NewSource(7))
-	defer func(st bool) { useFloatStreams = st }(useFloatStreams)
+	defer func(st, e bool) { useFloatStreams, useF16x8 = st, e }(useFloatStreams, useF16x8)
+	eights := []bool{false}
+	if useF16x8 {
+		eights = append(eights, true)
+	}
+	for _, eight := range eights {
+		useF16x8 = eight
+		testGemvFloatStreams(t, r, eight)
+	}
+}
+
+func testGemvFloatStreams(t *testing.T, r *rand.Rand, eight bool) {
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		for _, sh := range [][2]int{{1, 8}, {3, 16}, {17, 13}, {64, 64}, {203, 72}, {2048, 96}, {301, 2051}} {
 			n, k := sh[0], sh[1]
@@ -30,7 +41,7 @@ func TestGemvFloatStreams(t *testing.T) {
 			}
 			x := randVec(r, k, 1)
 			for _, workers := range []int{1, 2, 3} {
-				t.Run(fmt.Sprintf("%s/%dx%d/t%d", dt, n, k, workers), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%dx%d/t%d/eight=%v", dt, n, k, workers, eight && dt == tensor.F16), func(t *testing.T) {
 					p := NewPool(workers)
 					useFloatStreams = true
 					got := make([]float32, n)
@@ -60,6 +71,43 @@ func TestGemvFloatStreams(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	}
+}
+
+// TestGemvF16x8 checks the eight-row F16 kernel against the four-row one, bit for bit, row by
+// row: rows at a stride of a few rows (the streams of a share), column counts covering the
+// 32-, 16- and 8-column steps.
+func TestGemvF16x8(t *testing.T) {
+	if !useF16x8 {
+		t.Skip("no AVX-512: gemvF16x8 is not used")
+	}
+	r := rand.New(rand.NewSource(8))
+	for _, k := range []int{0, 8, 16, 24, 32, 40, 56, 64, 776, 2048, 5632} {
+		for _, stride := range []int{1, 3} {
+			n := 8 * stride
+			w, err := tensor.Convert(f32Tensor("w", []int{n, max(k, 1)}, randVec(r, n*max(k, 1), 0.1)), tensor.F16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb := max(k, 1) * 2
+			x := randVec(r, max(k, 8), 1)
+			var got [8]float32
+			gemvF16x8((*uint16)(unsafe.Pointer(&w.Data[0])), stride*rb, &x[0], k, &got[0])
+			for j := range 8 {
+				var four [4]float32
+				gemvF16x4((*uint16)(unsafe.Pointer(&w.Data[j*stride*rb])), 0, &x[0], k, &four[0])
+				if math.Float32bits(got[j]) != math.Float32bits(four[0]) {
+					t.Errorf("k=%d stride %d row %d: eight-row kernel %g, four-row kernel %g", k, stride, j, got[j], four[0])
+				}
+				var want float64
+				for i := 0; i < k; i++ {
+					want += float64(tensor.F16ToF32(uint16(w.Data[(j*stride)*rb+2*i])|uint16(w.Data[(j*stride)*rb+2*i+1])<<8)) * float64(x[i])
+				}
+				if d := math.Abs(float64(got[j]) - want); d > 1e-4*(1+math.Abs(want)) {
+					t.Errorf("k=%d stride %d row %d: %g, exact %g", k, stride, j, got[j], want)
+				}
 			}
 		}
 	}

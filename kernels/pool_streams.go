@@ -17,7 +17,8 @@ import (
 const streamStep = 4
 
 // streamShare is one worker's share of the rows: [lo, lo+4·s) as four quarters of s rows, then
-// the rest rows [lo+4·s, hi) that do not fill a group.
+// the rest rows [lo+4·s, hi) that do not fill a group (with forStreamsN's S streams: S parts of
+// s rows, the rest from lo+S·s).
 type streamShare struct{ lo, s, hi int }
 
 // streamWork is what forStreams runs: groups computes row groups [g0, g1) of share sh (rows
@@ -30,10 +31,11 @@ type streamWork interface {
 
 // streamSplit is the state of one forStreams job.
 type streamSplit struct {
-	shares []streamShare
-	ranges []stealRange // ranges[w] packs share w's groups not yet taken, lo<<32 | hi
-	work   streamWork
-	run    func(lo, hi int) // s.parts, bound once
+	streams int // streams per share
+	shares  []streamShare
+	ranges  []stealRange // ranges[w] packs share w's groups not yet taken, lo<<32 | hi
+	work    streamWork
+	run     func(lo, hi int) // s.parts, bound once
 }
 
 var splitPool = sync.Pool{New: func() any {
@@ -44,10 +46,14 @@ var splitPool = sync.Pool{New: func() any {
 
 // forStreams splits rows [0, total) into one contiguous share per worker (at most p's workers,
 // each share at least 4·streamStep rows) and runs w over them on p (see the file comment).
-func forStreams(p *Pool, total int, w streamWork) {
-	parts := min(p.Workers(), max(1, total/(4*streamStep)))
+func forStreams(p *Pool, total int, w streamWork) { forStreamsN(p, total, 4, w) }
+
+// forStreamsN is forStreams with each share cut into streams parts instead of four (a row
+// group is then row g of each part; w.groups knows the count).
+func forStreamsN(p *Pool, total, streams int, w streamWork) {
+	parts := min(p.Workers(), max(1, total/(streams*streamStep)))
 	s := splitPool.Get().(*streamSplit)
-	s.work = w
+	s.work, s.streams = w, streams
 	s.shares = grow(s.shares, parts)
 	if cap(s.ranges) < parts {
 		s.ranges = make([]stealRange, parts)
@@ -55,7 +61,7 @@ func forStreams(p *Pool, total int, w streamWork) {
 	s.ranges = s.ranges[:parts]
 	for i := range s.shares {
 		lo, hi := i*total/parts, (i+1)*total/parts
-		s.shares[i] = streamShare{lo: lo, s: (hi - lo) / 4, hi: hi}
+		s.shares[i] = streamShare{lo: lo, s: (hi - lo) / streams, hi: hi}
 		s.ranges[i].Store(uint64(s.shares[i].s))
 	}
 	p.For(parts, 1, s.run)
@@ -70,8 +76,8 @@ func (s *streamSplit) parts(lo, hi int) {
 		for g0, g1, ok := takeGuided(&s.ranges[w].Uint64, streamStep, false); ok; g0, g1, ok = takeGuided(&s.ranges[w].Uint64, streamStep, false) {
 			s.work.groups(lo, s.shares[w], g0, g1)
 		}
-		if sh := s.shares[w]; sh.lo+4*sh.s < sh.hi {
-			s.work.rest(lo, sh.lo+4*sh.s, sh.hi)
+		if sh := s.shares[w]; sh.lo+s.streams*sh.s < sh.hi {
+			s.work.rest(lo, sh.lo+s.streams*sh.s, sh.hi)
 		}
 	}
 	for i := 1; i < n; i++ {

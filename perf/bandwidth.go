@@ -19,17 +19,18 @@ const BandwidthBytes = 512 << 20
 
 // Bandwidth is one read-bandwidth measurement.
 type Bandwidth struct {
-	BytesPerSec float64 // best pass
-	Median      float64 // median pass
-	Threads     int
-	Bytes       int // bytes read per pass
-	Passes      int
-	Method      string
-	Streams     int     // streams per goroutine of the faster pattern, which BytesPerSec and Median report
-	OneStream   float64 // median of the passes reading each share as one stream
-	FourStreams float64 // median of the passes reading each share as four streams side by side
-	Pages       string  // the memory read: "2 MiB-aligned MADV_HUGEPAGE" or "Go heap"
-	HugeBytes   int64   // bytes of the buffer backed by huge pages (from /proc/self/smaps)
+	BytesPerSec  float64 // best pass
+	Median       float64 // median pass
+	Threads      int
+	Bytes        int // bytes read per pass
+	Passes       int
+	Method       string
+	Streams      int     // streams per goroutine of the fastest pattern, which BytesPerSec and Median report
+	OneStream    float64 // median of the passes reading each share as one stream
+	FourStreams  float64 // median of the passes reading each share as four streams side by side
+	EightStreams float64 // median of the passes reading each share as eight streams side by side
+	Pages        string  // the memory read: "2 MiB-aligned MADV_HUGEPAGE" or "Go heap"
+	HugeBytes    int64   // bytes of the buffer backed by huge pages (from /proc/self/smaps)
 }
 
 // Memory kinds for MeasureReadBandwidth.
@@ -53,11 +54,12 @@ func ReadBandwidth() Bandwidth {
 
 // MeasureReadBandwidth sums a float32 buffer of size bytes of the given memory kind (GoHeap or
 // Huge; Huge falls back to the Go heap if the mapping fails), split into one contiguous share
-// per thread, passes times with each share read as one stream and passes times as four
-// streams (its quarters side by side), alternating, and reports the best and median rate of
-// the faster pattern. Decode's Q8_0 kernels read four streams per core; a probe of one stream
-// per core would understate what the machine can deliver to them (Zen 5 host: 1 stream
-// 31-34 GB/s per core, 4 streams up to 41). The sums are AVX2 loops (independent accumulators,
+// per thread, passes times with each share read as one stream, as four streams (its quarters
+// side by side) and as eight (its eighths), in turns, and reports the best and median rate of
+// the fastest pattern. Decode's kernels read four streams per core; a probe of one stream per
+// core would understate what the machine can deliver to them (Zen 5 host: 1 stream 31-34 GB/s
+// per core, 4 streams up to 41), and one of four streams what it can deliver at all (Sapphire
+// Rapids VM, one core: 1 stream ~8.3 GB/s, 4 streams ~10.8, 8 streams ~12). The sums are AVX2 loops (independent accumulators,
 // 64 to 128 bytes of loads per iteration) where the CPU has AVX2, so they are bound by memory
 // rather than by instruction throughput; pages are written before timing.
 func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
@@ -88,8 +90,9 @@ func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
 	huge, _ := mmap.HugeBytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), n*4))
 	var sink float32
 	sums := make([]float32, threads)
-	// pass reads every share once, as one stream or as four (its quarters side by side: the
-	// pattern decode's Q8_0 kernels read, which a core streams faster on some CPUs).
+	// pass reads every share once, as one stream, four or eight (its quarters or eighths side
+	// by side: four is the pattern decode's kernels read, which a core streams faster on some
+	// CPUs; eight is faster still on some).
 	pass := func(streams int) float64 {
 		var wg sync.WaitGroup
 		var start sync.WaitGroup
@@ -103,9 +106,12 @@ func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
 				if t == threads-1 {
 					hi = n
 				}
-				if streams == 4 {
+				switch streams {
+				case 8:
+					sums[t] = sum8(buf[lo:hi])
+				case 4:
 					sums[t] = sum4(buf[lo:hi])
-				} else {
+				default:
 					sums[t] = sum(buf[lo:hi])
 				}
 			}(t)
@@ -118,21 +124,26 @@ func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
 		}
 		return float64(n*4) / time.Since(t0).Seconds()
 	}
-	// The first round warms up (goroutines started, TLB, frequency); then the two patterns
-	// alternate, so both see the same host.
-	pass(1)
-	pass(4)
-	var rates [2][]float64
+	// The first round warms up (goroutines started, TLB, frequency); then the patterns take
+	// turns, so all see the same host.
+	patterns := [3]int{1, 4, 8}
+	for _, s := range patterns {
+		pass(s)
+	}
+	var rates [3][]float64
 	for range passes {
-		rates[0] = append(rates[0], pass(1))
-		rates[1] = append(rates[1], pass(4))
+		for i, s := range patterns {
+			rates[i] = append(rates[i], pass(s))
+		}
 	}
 	for i := range rates {
 		sort.Float64s(rates[i])
 	}
 	best, streams := rates[0], 1
-	if median(rates[1]) > median(best) {
-		best, streams = rates[1], 4
+	for i := 1; i < len(rates); i++ {
+		if median(rates[i]) > median(best) {
+			best, streams = rates[i], patterns[i]
+		}
 	}
 	method := "AVX2 vaddps sum"
 	if !hasAVX2 {
@@ -142,9 +153,9 @@ func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
 	return Bandwidth{
 		BytesPerSec: best[len(best)-1], Median: median(best), Threads: threads,
 		Bytes: n * 4, Passes: passes, Streams: streams,
-		OneStream: median(rates[0]), FourStreams: median(rates[1]),
-		Method: fmt.Sprintf("%s, one contiguous share per goroutine read as %d stream%s (the faster of 1 and 4 streams: medians %.2f and %.2f GB/s)",
-			method, streams, map[bool]string{true: "s"}[streams > 1], median(rates[0])/1e9, median(rates[1])/1e9),
+		OneStream: median(rates[0]), FourStreams: median(rates[1]), EightStreams: median(rates[2]),
+		Method: fmt.Sprintf("%s, one contiguous share per goroutine read as %d stream%s (the fastest of 1, 4 and 8 streams: medians %.2f, %.2f and %.2f GB/s)",
+			method, streams, map[bool]string{true: "s"}[streams > 1], median(rates[0])/1e9, median(rates[1])/1e9, median(rates[2])/1e9),
 		Pages: pages, HugeBytes: huge,
 	}
 }

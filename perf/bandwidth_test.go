@@ -20,6 +20,9 @@ func TestSum(t *testing.T) {
 		if got := sum4(x); float64(got) != want {
 			t.Errorf("four-stream sum of %d values = %v, want %v", n, got, want)
 		}
+		if got := sum8(x); float64(got) != want {
+			t.Errorf("eight-stream sum of %d values = %v, want %v", n, got, want)
+		}
 	}
 }
 
@@ -38,6 +41,7 @@ func BenchmarkReadBandwidth(b *testing.B) {
 				b.ReportMetric(float64(bw.HugeBytes)/float64(bw.Bytes), "huge-share")
 				b.ReportMetric(bw.OneStream/1e9, "1stream-GB/s")
 				b.ReportMetric(bw.FourStreams/1e9, "4streams-GB/s")
+				b.ReportMetric(bw.EightStreams/1e9, "8streams-GB/s")
 			}
 		})
 	}
@@ -49,5 +53,6 @@ func BenchmarkReadBandwidth1T(b *testing.B) {
 		b.ReportMetric(bw.BytesPerSec/1e9, "GB/s")
 		b.ReportMetric(bw.OneStream/1e9, "1stream-GB/s")
 		b.ReportMetric(bw.FourStreams/1e9, "4streams-GB/s")
+		b.ReportMetric(bw.EightStreams/1e9, "8streams-GB/s")
 	}
 }

@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llmcloud/llmcloud/model"
@@ -22,6 +23,17 @@ type LatencyOptions struct {
 // LatencyResult holds tokens/s of every timed repetition.
 type LatencyResult struct {
 	PP, TG []float64
+	// TGSteps holds the time of every decode step of the timed tg runs, in order: their
+	// spread tells a slow step now and then (a descheduled thread, a late wake-up) from a
+	// uniformly slower run.
+	TGSteps []time.Duration
+	// TGCPU holds the process's CPU time during each of those steps (zeros where unknown):
+	// with T threads a step whose CPU time is well under T times its length had a thread off
+	// the CPU (descheduled by a busy host, or parked), which no kernel can be blamed for.
+	// Linux brings the CPU time of a thread running on another CPU up to date at scheduler
+	// ticks, so a step's value is good to about a tick (4 ms at HZ=250): a step ending just
+	// before a tick shows too little and the next too much.
+	TGCPU []time.Duration
 }
 
 // Latency runs the pp and tg tests on m (with m.Pool) as llama-bench does: token ids are
@@ -68,12 +80,19 @@ func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 		tok := []int{1 % m.Config.Vocab}
 		for r := 0; r <= reps; r++ {
 			t0 := time.Now()
+			prev, prevCPU := t0, processCPU()
 			for i := 0; i < o.Gen; i++ {
 				var err error
 				if logits, err = m.ForwardTo(logits, c, tok, d+i, false); err != nil {
 					return res, fmt.Errorf("tg%d: %w", o.Gen, err)
 				}
 				tok[0] = argmax(logits)
+				if r > 0 {
+					now, cpu := time.Now(), processCPU()
+					res.TGSteps = append(res.TGSteps, now.Sub(prev))
+					res.TGCPU = append(res.TGCPU, cpu-prevCPU)
+					prev, prevCPU = now, cpu
+				}
 			}
 			if r > 0 {
 				res.TG = append(res.TG, float64(o.Gen)/time.Since(t0).Seconds())
@@ -91,6 +110,35 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// StepPercentiles returns the given percentiles (0 to 100) of steps, nearest rank; zeros for
+// no steps.
+func StepPercentiles(steps []time.Duration, ps ...float64) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	if len(steps) == 0 {
+		return out
+	}
+	s := slices.Clone(steps)
+	slices.Sort(s)
+	for i, p := range ps {
+		k := int(math.Ceil(p/100*float64(len(s)))) - 1
+		out[i] = s[min(max(k, 0), len(s)-1)]
+	}
+	return out
+}
+
+// OnCPUSteps returns the steps during which the process used at least frac·threads of the
+// step's length in CPU time (all its threads on a CPU nearly all the time), in order: on a
+// shared host their times measure the code, the others also the host's other load.
+func OnCPUSteps(steps, cpu []time.Duration, threads int, frac float64) []time.Duration {
+	var out []time.Duration
+	for i, d := range steps {
+		if i < len(cpu) && float64(cpu[i]) >= frac*float64(threads)*float64(d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // MeanSD returns the mean and sample standard deviation of xs (sd 0 for one value).

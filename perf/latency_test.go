@@ -2,6 +2,7 @@ package perf
 
 import (
 	"testing"
+	"time"
 
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -29,5 +30,35 @@ func TestStatsExperts(t *testing.T) {
 	}
 	if want := int64((10*16 + 16*16 + 4*8*16 + 16) * 4); s.Bytes != want {
 		t.Errorf("Bytes %d, want %d", s.Bytes, want)
+	}
+}
+
+func TestStepPercentiles(t *testing.T) {
+	steps := []time.Duration{5, 1, 4, 2, 3, 10, 6, 7, 9, 8}
+	got := StepPercentiles(steps, 0, 10, 50, 90, 100)
+	want := []time.Duration{1, 1, 5, 9, 10}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("percentiles %v = %v, want %v", []float64{0, 10, 50, 90, 100}, got, want)
+			break
+		}
+	}
+	if steps[0] != 5 {
+		t.Error("StepPercentiles sorted its argument in place")
+	}
+	if got := StepPercentiles(nil, 50); got[0] != 0 {
+		t.Errorf("no steps: %v, want 0", got)
+	}
+}
+
+func TestOnCPUSteps(t *testing.T) {
+	steps := []time.Duration{10, 10, 20, 10}
+	cpu := []time.Duration{20, 19, 20, 18}
+	got := OnCPUSteps(steps, cpu, 2, 0.95)
+	if len(got) != 2 || got[0] != 10 || got[1] != 10 {
+		t.Errorf("OnCPUSteps = %v, want the first two steps [10 10]", got)
+	}
+	if got := OnCPUSteps(steps, nil, 2, 0.95); len(got) != 0 {
+		t.Errorf("no CPU times: %v, want none", got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 func TestBenchLatency(t *testing.T) {
 	m := fixture.Path(t, "models", "rand3M", "rand3M-q8_0.gguf")
 	out, _ := run(t, "bench", "latency", "-m", m, "-p", "16", "-n", "4", "--threads", "2", "-r", "2", "--no-bandwidth")
-	for _, want := range []string{"| model | size | params | backend | threads | test | t/s |", "| llama 3M Q8_0", "pp16", "tg4", " ± ", "decode reads 3.19 MiB"} {
+	for _, want := range []string{"| model | size | params | backend | threads | test | t/s |", "| llama 3M Q8_0", "pp16", "tg4", " ± ", "decode reads 3.19 MiB", "decode step times (8 steps): min ", "steps with all 2 threads on a CPU"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
