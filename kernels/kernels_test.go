@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/llmcloud/llmcloud/tensor"
@@ -273,5 +274,20 @@ func BenchmarkMatMulQ8_0(b *testing.B) {
 	out := make([]float32, n)
 	for b.Loop() {
 		MatMul(out, x, w, 1)
+	}
+}
+
+// TestISA: ISA names what the package chose (the switches it reads), and AMX entries go with
+// the AMX switch.
+func TestISA(t *testing.T) {
+	got := ISA()
+	if got == "" || strings.Contains(got, "amx-int8") != amxOn() || strings.Contains(got, "avx512-vnni") != quantVNNI {
+		t.Fatalf("ISA() = %q (amx %v, vnni %v)", got, amxOn(), quantVNNI)
+	}
+	old := useAMX
+	useAMX = false
+	defer func() { useAMX = old }()
+	if strings.Contains(ISA(), "amx-int8") {
+		t.Errorf("ISA() = %q with the AMX tiles off", ISA())
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/format/hfdir"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/reasoning"
 	"github.com/llmcloud/llmcloud/server"
@@ -263,7 +264,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	cfg := eng.Config()
 	log.Info("ready", "model", b.Name, "max_model_len", cfg.MaxModelLenTokens, "kv_blocks", cfg.NumBlocks,
 		"block_size", cfg.BlockSizeTokens, "kv_cache_dtype", b.Model.KVCacheDType, "kv_bytes_per_token", b.Model.KVBytesPerTokenCache(),
-		"threads", mf.threads)
+		"threads", mf.threads, "kernels", kernels.ISA())
 	if len(cfg.KVGroups) > 0 {
 		log.Info("KV groups: windowed layers release blocks before the window", "groups", cfg.KVGroupsString())
 	}
