@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/llmcloud/llmcloud/tensor"
 )
@@ -217,34 +216,7 @@ func TestMatMulAMXShared(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(99, 100))
 	const k, m = 256, 37
-	ws := []*tensor.Tensor{randQuant(t, rng, tensor.Q8_0, 40, k), randQuant(t, rng, tensor.Q8_0, 24, k)}
-	for _, w := range ws {
-		if !PrepackQ8(w) {
-			t.Fatal("PrepackQ8 refused a Q8_0 weight with AMX on")
-		}
-		defer DropPackQ8(w)
-	}
-	x := qRandVec(rng, m*k, 1)
-	p := NewPool(2)
-	outs := [][]float32{make([]float32, m*40), make([]float32, m*24)}
-	if err := p.MatMulShared(outs, x, ws, m); err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range ws {
-		one := make([]float32, m*w.Shape[0])
-		if err := p.MatMul(one, x, w, m); err != nil {
-			t.Fatal(err)
-		}
-		for j := range one {
-			if one[j] != outs[i][j] {
-				t.Fatalf("weight %d: MatMulShared %g, MatMul %g at %d", i, outs[i][j], one[j], j)
-			}
-		}
-		v, _ := q8Packs.Load(uintptr(unsafe.Pointer(&w.Data[0])))
-		if e := v.(*q8Entry); e.packA == nil {
-			t.Fatalf("weight %d: no AMX pack made", i)
-		}
-	}
+	checkSharedPacked(t, rng, tensor.Q8_0, k, m, "AMX", func(e *q8Entry) bool { return e.packA != nil })
 }
 
 // TestNoAMXEnv runs this test binary again with LLMCLOUD_NO_AMX=1: AMX must be off there

@@ -111,10 +111,18 @@ func TestMatMulI16Shared(t *testing.T) {
 	if PrepackQ8(randQuant(t, rng, tensor.Q8_0, 16, k)) != amxOn() {
 		t.Fatal("PrepackQ8 on a Q8_0 weight under VNNI: registered unless AMX is on")
 	}
-	ws := []*tensor.Tensor{randQuant(t, rng, tensor.Q4_0, 40, k), randQuant(t, rng, tensor.Q4_0, 24, k)}
+	checkSharedPacked(t, rng, tensor.Q4_0, k, m, "16-row", func(e *q8Entry) bool { return e.packI != nil })
+}
+
+// checkSharedPacked runs MatMulShared over two packed weights of type dt ([40, k], [24, k]) on
+// m tokens against one MatMul per weight, bit for bit, and checks with has that each weight
+// got the pack named what.
+func checkSharedPacked(t *testing.T, rng *rand.Rand, dt tensor.DType, k, m int, what string, has func(*q8Entry) bool) {
+	t.Helper()
+	ws := []*tensor.Tensor{randQuant(t, rng, dt, 40, k), randQuant(t, rng, dt, 24, k)}
 	for _, w := range ws {
 		if !PrepackQ8(w) {
-			t.Fatal("PrepackQ8 refused a Q4_0 weight")
+			t.Fatalf("PrepackQ8 refused a %v weight", dt)
 		}
 		defer DropPackQ8(w)
 	}
@@ -135,8 +143,8 @@ func TestMatMulI16Shared(t *testing.T) {
 			}
 		}
 		v, _ := q8Packs.Load(uintptr(unsafe.Pointer(&w.Data[0])))
-		if e := v.(*q8Entry); e.packI == nil {
-			t.Fatalf("weight %d: no 16-row pack made", i)
+		if e := v.(*q8Entry); !has(e) {
+			t.Fatalf("weight %d: no %s pack made", i, what)
 		}
 	}
 }
