@@ -74,8 +74,10 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 		t.Fatalf("search: exit %d: %s %s", code, out, errs)
 	}
 
+	// A load well past one replica on any CPU (the profile is this machine's: 40 req/s of 200
+	// tokens stopped overloading one replica once prefill ran on AMX tiles).
 	out, errs, code = runCmd(t, "simulate", "--profile", prof, "--autoscale", "1:4", "--router", "least-load",
-		"--random-input-len", "200", "--random-output-len", "20", "--num-prompts", "400", "--request-rate", "40")
+		"--random-input-len", "400", "--random-output-len", "40", "--num-prompts", "1000", "--request-rate", "200")
 	if code != 0 || !strings.Contains(out, "Autoscaler at") {
 		t.Errorf("autoscale: exit %d, no scaling printed: %s %s", code, out, errs)
 	}
