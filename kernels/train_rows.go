@@ -179,5 +179,24 @@ func TrainCrossEntropyGrad(p *Pool, probs []float32, targets []int32, N, V int, 
 	})
 }
 
+// TrainSoftCrossEntropyGrad is TrainCrossEntropyGrad against target distributions: row i of
+// probs (the softmax of the logits) becomes dloss·(probs_i - soft_i), the gradient of the
+// cross-entropy -Σ_j soft_ij log probs_ij (distillation: soft is a teacher's probabilities). A
+// row whose target is negative is outside the loss and becomes zero.
+func TrainSoftCrossEntropyGrad(p *Pool, probs, soft []float32, targets []int32, N, V int, dloss float32) {
+	p.For(N, TrainRowChunk(V), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d := probs[i*V : (i+1)*V]
+			if targets[i] < 0 {
+				clear(d)
+				continue
+			}
+			for j, s := range soft[i*V : (i+1)*V] {
+				d[j] = float32(d[j]*dloss) - float32(dloss*s) // as Scale then the one-hot subtraction: bit for bit the targets' gradient for one-hot rows
+			}
+		}
+	})
+}
+
 // TrainRowChunk is the number of rows of width c worth handing to one worker (~16k values).
 func TrainRowChunk(c int) int { return max(1, (1<<14)/max(c, 1)) }

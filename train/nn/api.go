@@ -108,3 +108,17 @@ func (m *Model) Backward() {
 	defer commPanic()
 	m.prog.Backward()
 }
+
+// SetSoftTargets makes Backward differentiate the mean cross-entropy against target
+// distributions (distillation): soft holds maxB*maxT rows of Vocab probabilities, row b*T+t for
+// position t of batch row b, read at each Backward; the targets passed to Forward still select
+// the rows in the loss (-1: none), and Forward's returned loss stays theirs. nil returns to the
+// targets. Not with tensor parallelism.
+func (m *Model) SetSoftTargets(soft []float32) error {
+	for _, p := range m.progs {
+		if err := p.SetSoftTargets(soft); err != nil {
+			return fmt.Errorf("nn: %w", err)
+		}
+	}
+	return nil
+}

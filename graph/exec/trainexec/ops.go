@@ -327,7 +327,12 @@ func (p *Program) crossEntropyGrad(n *graph.Node, f *fusion) (func(), error) {
 	V := p.inner[z]
 	return func() {
 		tg := p.ints[t.Name]
-		kernels.TrainCrossEntropyGrad(p.pool, probs, tg, p.N, V, p.scale*p.buf(dl)[0]/float32(max(kernels.CountTargets(tg[:p.N]), 1)))
+		d := p.scale * p.buf(dl)[0] / float32(max(kernels.CountTargets(tg[:p.N]), 1))
+		if p.soft != nil {
+			kernels.TrainSoftCrossEntropyGrad(p.pool, probs, p.soft, tg, p.N, V, d)
+			return
+		}
+		kernels.TrainCrossEntropyGrad(p.pool, probs, tg, p.N, V, d)
 	}, nil
 }
 

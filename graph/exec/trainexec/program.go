@@ -72,6 +72,7 @@ type Program struct {
 	at         map[*graph.Node]int // each node's index in g
 	stage      stageState          // a pipeline stage's input, output and gradients (stage.go)
 	scale      float32             // the loss gradient's scale (StageBackward)
+	soft       []float32           // target distributions for the loss gradient (SetSoftTargets)
 	sideAt     map[*graph.Node]int // the instruction of a node keeping a side buffer, its size,
 	sideSize   map[*graph.Node]int // ... and the last instruction reading it (planned in plan.go)
 	sideEnd    map[*graph.Node]int
