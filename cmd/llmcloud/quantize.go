@@ -56,6 +56,12 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	imOut := fs.String("imatrix-out", "", "write the importance matrix (llama.cpp's imatrix .dat layout) here")
 	imIn := fs.String("imatrix", "", "read the importance matrix from this .dat file instead of calibrating (imatrix method)")
 	tok := fs.String("tokenizer", "", "tokenizer to use instead of the model's own")
+	var tf tuneFlags
+	fs.IntVar(&tf.steps, "tune-steps", 0, "after the method, fine-tune every block's float16 scales for this many steps towards the float model's token distributions on the calibration text (KL; 0: off; gguf only)")
+	fs.Float64Var(&tf.lr, "tune-lr", 1e-3, "--tune-steps: Adam's learning rate on the relative scale factors")
+	fs.IntVar(&tf.batch, "tune-batch", 4, "--tune-steps: rows per step")
+	fs.IntVar(&tf.seq, "tune-seq", 256, "--tune-steps: tokens per row (each starts with BOS)")
+	fs.IntVar(&tf.tokens, "tune-tokens", 65536, "--tune-steps: calibration tokens to tune on, from the start of the text (the last rows are held out to pick the best step)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud quantize IN OUT --type q4_0|q4_k|q4_k_m|q6_k|q8_0 [--method rtn|imatrix|awq|gptq]")
 		fmt.Fprintln(stderr, "       [--calibration TEXT] [--calib-tokens N] [--group-size N] [--imatrix-out FILE] [--imatrix FILE]")
@@ -131,6 +137,16 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	if needCal && *calText == "" {
 		return usagef("--method %s needs --calibration TEXT", *method)
 	}
+	if tf.steps < 0 || tf.lr <= 0 || tf.batch < 1 || tf.seq < 2 || tf.tokens < 1 {
+		return usagef("--tune-steps %d, --tune-lr %g, --tune-batch %d, --tune-seq %d, --tune-tokens %d: want steps >= 0 and the others positive (seq >= 2)",
+			tf.steps, tf.lr, tf.batch, tf.seq, tf.tokens)
+	}
+	if tf.steps > 0 && *calText == "" {
+		return usagef("--tune-steps needs --calibration TEXT")
+	}
+	if tf.steps > 0 && *format != "gguf" {
+		return usagef("--tune-steps tunes GGUF block scales; --format %s has none", *format)
+	}
 	if *imIn != "" && *method != "imatrix" {
 		return usagef("--imatrix FILE is read by --method imatrix")
 	}
@@ -182,11 +198,22 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	if hook != nil {
 		opts.Quantize = hook
 	}
-	if err := convert.WriteGGUF(out, p, opts); err != nil {
+	first := out
+	if tf.steps > 0 {
+		first = out + ".untuned.tmp"
+		defer os.Remove(first)
+	}
+	if err := convert.WriteGGUF(first, p, opts); err != nil {
 		return err
 	}
 	bar.Finish()
 	fmt.Fprintln(stderr)
+	if tf.steps > 0 {
+		if err := tuneScales(b, p, opts, first, out, *calText, tf, stderr); err != nil {
+			return err
+		}
+		*method += "+tune"
+	}
 	fmt.Fprintf(stdout, "wrote %s (%s, method %s, %d tensors) from %s\n", out, *typ, *method, len(p.Tensors), in)
 	return nil
 }
