@@ -12,13 +12,14 @@
 // scales of 16 rows with shifts and masks.
 //
 // Tokens: the A tile is loaded from the Q8_K values (q8KActs.qs, a row per token); the
-// tokens' super-block scales dx and, for Q4_K, dx·Σx of each sub-block (the mins term) are
-// laid out per 16 tokens and sub-block (prepAMXK). Per token and sub-block the epilogue is
+// tokens' super-block scales dx and, for Q4_K, Σx of each sub-block (the mins term) are laid
+// out per 16 tokens and sub-block (prepAMXK). Per token and sub-block the epilogue is
 //
-//	acc = fma(float(sumi)·dx, d·sc, acc)          (both types)
-//	acc = fma(-(dx·Σx), dmin·m, acc)             (Q4_K)
+//	acc = fma(float(sumi), d·sc, acc)            (both types)
+//	acc = fma(-Σx, dmin·m, acc)                  (Q4_K)
 //
-// in sub-block order, so a token's result does not depend on m: every m >= 2 runs these tiles
+// in sub-block order, and at each super-block's end total = fma(acc, dx, total), acc = 0; so
+// a token's result does not depend on m: every m >= 2 runs these tiles
 // (a last tile of at most 4 tokens the 4-token ones) and MatMulInvariant runs them for one
 // token too. Results differ from the VNNI kernels' within rounding (another sum order).
 package kernels
@@ -88,7 +89,7 @@ const (
 )
 
 // prepAMXK fills a's token layout for the Q4_K (Q6_K if q6) AMX tiles: per 16 tokens and
-// sub-block the tokens' dx (and for Q4_K then their dx·Σx of the sub-block), zero past m; and
+// sub-block the tokens' dx (and for Q4_K then their Σx of the sub-block), zero past m; and
 // when m is not a multiple of 16 the last tile's values with zero tokens after them.
 func (a *q8KActs) prepAMXK(q6 bool) {
 	m, k, nb := a.m, a.k, a.nb
@@ -115,7 +116,7 @@ func (a *q8KActs) prepAMXK(q6 bool) {
 			for s := 0; s < ns; s++ {
 				dx := a.d[t*nb+s/8]
 				dt[2*amxToks*s] = dx
-				dt[2*amxToks*s+amxToks] = dx * float32(a.bsum8[t*nb*8+s])
+				dt[2*amxToks*s+amxToks] = float32(a.bsum8[t*nb*8+s])
 			}
 		}
 	}
@@ -128,10 +129,10 @@ func (a *q8KActs) prepAMXK(q6 bool) {
 	}
 }
 
-// amxKScratch is one work item's scratch: the C tiles' sums, a partial tile's results, the
+// amxKScratch is one work item's scratch: the C tiles' sums and the tokens' totals, a partial tile's results, the
 // group unpacked, and a last partial group's rows padded with zero rows.
 type amxKScratch struct {
-	buf  [2 * 256]int32
+	buf  [3 * 256]int32
 	tail [amxToks * i16Rows]float32
 	grp  []byte
 	pad  []byte
@@ -154,7 +155,7 @@ func amxKItems(out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int) (int, 
 		rs, dt = nb*210, a.dt6
 	}
 	ns := k / sub
-	dts := ns * amxToks * 2 // dt floats per token tile: dx and dx·Σx per sub-block
+	dts := ns * amxToks * 2 // dt floats per token tile: dx and Σx per sub-block
 	if q6 {
 		dts = ns * amxToks // dx per sub-block
 	}
@@ -298,7 +299,7 @@ func refTileKAMXT(q6 bool, T int, w *byte, a *int8, astride int, dt *float32, ns
 			continue
 		}
 		for r := 0; r < i16Rows; r++ {
-			var acc float32
+			var acc, tot float32
 			for s := 0; s < ns; s++ {
 				o, x := ws[s*rec:(s+1)*rec], xs[t*astride+sub*s:]
 				var sumi int32
@@ -307,13 +308,16 @@ func refTileKAMXT(q6 bool, T int, w *byte, a *int8, astride int, dt *float32, ns
 				}
 				d := ds[(t/amxToks*ns+s)*dr:]
 				dsc := math.Float32frombits(le.Uint32(o[sub*16+4*r:]))
-				acc = fma32(float32(sumi)*d[t%amxToks], dsc, acc)
+				acc = fma32(float32(sumi), dsc, acc)
 				if !q6 {
 					dmm := math.Float32frombits(le.Uint32(o[576+4*r:]))
 					acc = fma32(-d[amxToks+t%amxToks], dmm, acc)
 				}
+				if (s+1)%(256/sub) == 0 { // the super-block's end
+					tot, acc = fma32(acc, d[t%amxToks], tot), 0
+				}
 			}
-			os[t*ostride+r] = acc
+			os[t*ostride+r] = tot
 		}
 	}
 }

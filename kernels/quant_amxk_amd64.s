@@ -6,69 +6,243 @@
 #include "textflag.h"
 #include "quant_amx_amd64.h"
 
-// One token's Q6_K epilogue (as q8TileAMX's): acc = fma(float(sumi)·dx, d·sc (Z16), acc);
-// sumi at off(buf), dx at doff(R11).
-#define EPI(buf, off, doff, tmp, acc) \
+// The epilogues sum a super-block's sub-blocks without the tokens' scale dx, per token in
+// Z0-Z15 (acc), and add that sum times dx to the token's total (at 2048(DX), 1 KiB) when the
+// super-block ends (FLUSH): per token and sub-block 2 vector ops (Q6_K) or 3 (Q4_K), not 3
+// and 4 with dx applied to every sub-block.
+
+// One token's sub-block: acc = fma(float(sumi), d·sc (Z16), acc); sumi at off(buf).
+#define EPIS(buf, off, tmp, acc) \
 	VCVTDQ2PS off(buf), tmp; \
-	VMULPS.BCST doff(R11), tmp, tmp; \
 	VFMADD231PS tmp, Z16, acc
 
-// One token's Q4_K epilogue: then acc -= dmin·m (Z25) · dx·Σx (at soff(R11)).
-#define EPIK4(buf, off, doff, soff, tmp, acc) \
-	EPI(buf, off, doff, tmp, acc); \
+// Q4_K: then acc -= dmin·m (Z25) · Σx (at soff(R11)).
+#define EPIK4(buf, off, soff, tmp, acc) \
+	EPIS(buf, off, tmp, acc); \
 	VFNMADD231PS.BCST soff(R11), Z25, acc
 
 #define EPILOGUE(buf) \
-	EPI(buf, 0, 0, Z17, Z0); \
-	EPI(buf, 64, 4, Z18, Z1); \
-	EPI(buf, 128, 8, Z19, Z2); \
-	EPI(buf, 192, 12, Z20, Z3); \
-	EPI(buf, 256, 16, Z21, Z4); \
-	EPI(buf, 320, 20, Z22, Z5); \
-	EPI(buf, 384, 24, Z23, Z6); \
-	EPI(buf, 448, 28, Z24, Z7); \
-	EPI(buf, 512, 32, Z17, Z8); \
-	EPI(buf, 576, 36, Z18, Z9); \
-	EPI(buf, 640, 40, Z19, Z10); \
-	EPI(buf, 704, 44, Z20, Z11); \
-	EPI(buf, 768, 48, Z21, Z12); \
-	EPI(buf, 832, 52, Z22, Z13); \
-	EPI(buf, 896, 56, Z23, Z14); \
-	EPI(buf, 960, 60, Z24, Z15); \
+	EPIS(buf, 0, Z17, Z0); \
+	EPIS(buf, 64, Z18, Z1); \
+	EPIS(buf, 128, Z19, Z2); \
+	EPIS(buf, 192, Z20, Z3); \
+	EPIS(buf, 256, Z21, Z4); \
+	EPIS(buf, 320, Z22, Z5); \
+	EPIS(buf, 384, Z23, Z6); \
+	EPIS(buf, 448, Z24, Z7); \
+	EPIS(buf, 512, Z17, Z8); \
+	EPIS(buf, 576, Z18, Z9); \
+	EPIS(buf, 640, Z19, Z10); \
+	EPIS(buf, 704, Z20, Z11); \
+	EPIS(buf, 768, Z21, Z12); \
+	EPIS(buf, 832, Z22, Z13); \
+	EPIS(buf, 896, Z23, Z14); \
+	EPIS(buf, 960, Z24, Z15); \
 	ADDQ $64, R11
 
 #define EPILOGUE4(buf) \
-	EPI(buf, 0, 0, Z17, Z0); \
-	EPI(buf, 64, 4, Z18, Z1); \
-	EPI(buf, 128, 8, Z19, Z2); \
-	EPI(buf, 192, 12, Z20, Z3); \
+	EPIS(buf, 0, Z17, Z0); \
+	EPIS(buf, 64, Z18, Z1); \
+	EPIS(buf, 128, Z19, Z2); \
+	EPIS(buf, 192, Z20, Z3); \
 	ADDQ $64, R11
 
 #define EPILOGUEK4(buf) \
-	EPIK4(buf, 0, 0, 64, Z17, Z0); \
-	EPIK4(buf, 64, 4, 68, Z18, Z1); \
-	EPIK4(buf, 128, 8, 72, Z19, Z2); \
-	EPIK4(buf, 192, 12, 76, Z20, Z3); \
-	EPIK4(buf, 256, 16, 80, Z21, Z4); \
-	EPIK4(buf, 320, 20, 84, Z22, Z5); \
-	EPIK4(buf, 384, 24, 88, Z23, Z6); \
-	EPIK4(buf, 448, 28, 92, Z24, Z7); \
-	EPIK4(buf, 512, 32, 96, Z17, Z8); \
-	EPIK4(buf, 576, 36, 100, Z18, Z9); \
-	EPIK4(buf, 640, 40, 104, Z19, Z10); \
-	EPIK4(buf, 704, 44, 108, Z20, Z11); \
-	EPIK4(buf, 768, 48, 112, Z21, Z12); \
-	EPIK4(buf, 832, 52, 116, Z22, Z13); \
-	EPIK4(buf, 896, 56, 120, Z23, Z14); \
-	EPIK4(buf, 960, 60, 124, Z24, Z15); \
+	EPIK4(buf, 0, 64, Z17, Z0); \
+	EPIK4(buf, 64, 68, Z18, Z1); \
+	EPIK4(buf, 128, 72, Z19, Z2); \
+	EPIK4(buf, 192, 76, Z20, Z3); \
+	EPIK4(buf, 256, 80, Z21, Z4); \
+	EPIK4(buf, 320, 84, Z22, Z5); \
+	EPIK4(buf, 384, 88, Z23, Z6); \
+	EPIK4(buf, 448, 92, Z24, Z7); \
+	EPIK4(buf, 512, 96, Z17, Z8); \
+	EPIK4(buf, 576, 100, Z18, Z9); \
+	EPIK4(buf, 640, 104, Z19, Z10); \
+	EPIK4(buf, 704, 108, Z20, Z11); \
+	EPIK4(buf, 768, 112, Z21, Z12); \
+	EPIK4(buf, 832, 116, Z22, Z13); \
+	EPIK4(buf, 896, 120, Z23, Z14); \
+	EPIK4(buf, 960, 124, Z24, Z15); \
 	ADDQ $128, R11
 
 #define EPILOGUEK4_4(buf) \
-	EPIK4(buf, 0, 0, 64, Z17, Z0); \
-	EPIK4(buf, 64, 4, 68, Z18, Z1); \
-	EPIK4(buf, 128, 8, 72, Z19, Z2); \
-	EPIK4(buf, 192, 12, 76, Z20, Z3); \
+	EPIK4(buf, 0, 64, Z17, Z0); \
+	EPIK4(buf, 64, 68, Z18, Z1); \
+	EPIK4(buf, 128, 72, Z19, Z2); \
+	EPIK4(buf, 192, 76, Z20, Z3); \
 	ADDQ $128, R11
+
+// FLUSH: total_t = fma(acc_t, dx_t, total_t), dx_t in the last sub-block's record (R11 has
+// moved past it); acc_t = 0.
+#define FLUSHK4 \
+	VMOVUPS 2048(DX), Z17; \
+	VFMADD231PS.BCST -128(R11), Z0, Z17; \
+	VMOVUPS Z17, 2048(DX); \
+	VPXORD Z0, Z0, Z0; \
+	VMOVUPS 2112(DX), Z18; \
+	VFMADD231PS.BCST -124(R11), Z1, Z18; \
+	VMOVUPS Z18, 2112(DX); \
+	VPXORD Z1, Z1, Z1; \
+	VMOVUPS 2176(DX), Z19; \
+	VFMADD231PS.BCST -120(R11), Z2, Z19; \
+	VMOVUPS Z19, 2176(DX); \
+	VPXORD Z2, Z2, Z2; \
+	VMOVUPS 2240(DX), Z20; \
+	VFMADD231PS.BCST -116(R11), Z3, Z20; \
+	VMOVUPS Z20, 2240(DX); \
+	VPXORD Z3, Z3, Z3; \
+	VMOVUPS 2304(DX), Z21; \
+	VFMADD231PS.BCST -112(R11), Z4, Z21; \
+	VMOVUPS Z21, 2304(DX); \
+	VPXORD Z4, Z4, Z4; \
+	VMOVUPS 2368(DX), Z22; \
+	VFMADD231PS.BCST -108(R11), Z5, Z22; \
+	VMOVUPS Z22, 2368(DX); \
+	VPXORD Z5, Z5, Z5; \
+	VMOVUPS 2432(DX), Z23; \
+	VFMADD231PS.BCST -104(R11), Z6, Z23; \
+	VMOVUPS Z23, 2432(DX); \
+	VPXORD Z6, Z6, Z6; \
+	VMOVUPS 2496(DX), Z24; \
+	VFMADD231PS.BCST -100(R11), Z7, Z24; \
+	VMOVUPS Z24, 2496(DX); \
+	VPXORD Z7, Z7, Z7; \
+	VMOVUPS 2560(DX), Z17; \
+	VFMADD231PS.BCST -96(R11), Z8, Z17; \
+	VMOVUPS Z17, 2560(DX); \
+	VPXORD Z8, Z8, Z8; \
+	VMOVUPS 2624(DX), Z18; \
+	VFMADD231PS.BCST -92(R11), Z9, Z18; \
+	VMOVUPS Z18, 2624(DX); \
+	VPXORD Z9, Z9, Z9; \
+	VMOVUPS 2688(DX), Z19; \
+	VFMADD231PS.BCST -88(R11), Z10, Z19; \
+	VMOVUPS Z19, 2688(DX); \
+	VPXORD Z10, Z10, Z10; \
+	VMOVUPS 2752(DX), Z20; \
+	VFMADD231PS.BCST -84(R11), Z11, Z20; \
+	VMOVUPS Z20, 2752(DX); \
+	VPXORD Z11, Z11, Z11; \
+	VMOVUPS 2816(DX), Z21; \
+	VFMADD231PS.BCST -80(R11), Z12, Z21; \
+	VMOVUPS Z21, 2816(DX); \
+	VPXORD Z12, Z12, Z12; \
+	VMOVUPS 2880(DX), Z22; \
+	VFMADD231PS.BCST -76(R11), Z13, Z22; \
+	VMOVUPS Z22, 2880(DX); \
+	VPXORD Z13, Z13, Z13; \
+	VMOVUPS 2944(DX), Z23; \
+	VFMADD231PS.BCST -72(R11), Z14, Z23; \
+	VMOVUPS Z23, 2944(DX); \
+	VPXORD Z14, Z14, Z14; \
+	VMOVUPS 3008(DX), Z24; \
+	VFMADD231PS.BCST -68(R11), Z15, Z24; \
+	VMOVUPS Z24, 3008(DX); \
+	VPXORD Z15, Z15, Z15
+
+#define FLUSHK4_4 \
+	VMOVUPS 2048(DX), Z17; \
+	VFMADD231PS.BCST -128(R11), Z0, Z17; \
+	VMOVUPS Z17, 2048(DX); \
+	VPXORD Z0, Z0, Z0; \
+	VMOVUPS 2112(DX), Z18; \
+	VFMADD231PS.BCST -124(R11), Z1, Z18; \
+	VMOVUPS Z18, 2112(DX); \
+	VPXORD Z1, Z1, Z1; \
+	VMOVUPS 2176(DX), Z19; \
+	VFMADD231PS.BCST -120(R11), Z2, Z19; \
+	VMOVUPS Z19, 2176(DX); \
+	VPXORD Z2, Z2, Z2; \
+	VMOVUPS 2240(DX), Z20; \
+	VFMADD231PS.BCST -116(R11), Z3, Z20; \
+	VMOVUPS Z20, 2240(DX); \
+	VPXORD Z3, Z3, Z3
+
+#define FLUSHK6 \
+	VMOVUPS 2048(DX), Z17; \
+	VFMADD231PS.BCST -64(R11), Z0, Z17; \
+	VMOVUPS Z17, 2048(DX); \
+	VPXORD Z0, Z0, Z0; \
+	VMOVUPS 2112(DX), Z18; \
+	VFMADD231PS.BCST -60(R11), Z1, Z18; \
+	VMOVUPS Z18, 2112(DX); \
+	VPXORD Z1, Z1, Z1; \
+	VMOVUPS 2176(DX), Z19; \
+	VFMADD231PS.BCST -56(R11), Z2, Z19; \
+	VMOVUPS Z19, 2176(DX); \
+	VPXORD Z2, Z2, Z2; \
+	VMOVUPS 2240(DX), Z20; \
+	VFMADD231PS.BCST -52(R11), Z3, Z20; \
+	VMOVUPS Z20, 2240(DX); \
+	VPXORD Z3, Z3, Z3; \
+	VMOVUPS 2304(DX), Z21; \
+	VFMADD231PS.BCST -48(R11), Z4, Z21; \
+	VMOVUPS Z21, 2304(DX); \
+	VPXORD Z4, Z4, Z4; \
+	VMOVUPS 2368(DX), Z22; \
+	VFMADD231PS.BCST -44(R11), Z5, Z22; \
+	VMOVUPS Z22, 2368(DX); \
+	VPXORD Z5, Z5, Z5; \
+	VMOVUPS 2432(DX), Z23; \
+	VFMADD231PS.BCST -40(R11), Z6, Z23; \
+	VMOVUPS Z23, 2432(DX); \
+	VPXORD Z6, Z6, Z6; \
+	VMOVUPS 2496(DX), Z24; \
+	VFMADD231PS.BCST -36(R11), Z7, Z24; \
+	VMOVUPS Z24, 2496(DX); \
+	VPXORD Z7, Z7, Z7; \
+	VMOVUPS 2560(DX), Z17; \
+	VFMADD231PS.BCST -32(R11), Z8, Z17; \
+	VMOVUPS Z17, 2560(DX); \
+	VPXORD Z8, Z8, Z8; \
+	VMOVUPS 2624(DX), Z18; \
+	VFMADD231PS.BCST -28(R11), Z9, Z18; \
+	VMOVUPS Z18, 2624(DX); \
+	VPXORD Z9, Z9, Z9; \
+	VMOVUPS 2688(DX), Z19; \
+	VFMADD231PS.BCST -24(R11), Z10, Z19; \
+	VMOVUPS Z19, 2688(DX); \
+	VPXORD Z10, Z10, Z10; \
+	VMOVUPS 2752(DX), Z20; \
+	VFMADD231PS.BCST -20(R11), Z11, Z20; \
+	VMOVUPS Z20, 2752(DX); \
+	VPXORD Z11, Z11, Z11; \
+	VMOVUPS 2816(DX), Z21; \
+	VFMADD231PS.BCST -16(R11), Z12, Z21; \
+	VMOVUPS Z21, 2816(DX); \
+	VPXORD Z12, Z12, Z12; \
+	VMOVUPS 2880(DX), Z22; \
+	VFMADD231PS.BCST -12(R11), Z13, Z22; \
+	VMOVUPS Z22, 2880(DX); \
+	VPXORD Z13, Z13, Z13; \
+	VMOVUPS 2944(DX), Z23; \
+	VFMADD231PS.BCST -8(R11), Z14, Z23; \
+	VMOVUPS Z23, 2944(DX); \
+	VPXORD Z14, Z14, Z14; \
+	VMOVUPS 3008(DX), Z24; \
+	VFMADD231PS.BCST -4(R11), Z15, Z24; \
+	VMOVUPS Z24, 3008(DX); \
+	VPXORD Z15, Z15, Z15
+
+#define FLUSHK6_4 \
+	VMOVUPS 2048(DX), Z17; \
+	VFMADD231PS.BCST -64(R11), Z0, Z17; \
+	VMOVUPS Z17, 2048(DX); \
+	VPXORD Z0, Z0, Z0; \
+	VMOVUPS 2112(DX), Z18; \
+	VFMADD231PS.BCST -60(R11), Z1, Z18; \
+	VMOVUPS Z18, 2112(DX); \
+	VPXORD Z1, Z1, Z1; \
+	VMOVUPS 2176(DX), Z19; \
+	VFMADD231PS.BCST -56(R11), Z2, Z19; \
+	VMOVUPS Z19, 2176(DX); \
+	VPXORD Z2, Z2, Z2; \
+	VMOVUPS 2240(DX), Z20; \
+	VFMADD231PS.BCST -52(R11), Z3, Z20; \
+	VMOVUPS Z20, 2240(DX); \
+	VPXORD Z3, Z3, Z3
+
 
 // LOADPa(off, X, Z): the 16 bytes at off of rows a, a+4, a+8, a+12 of the group (rows 0, 4,
 // 8, 12 at SI, R8, R9, R10, row stride BX, CX = 3·BX) into the four 128-bit lanes of Z.
@@ -127,8 +301,8 @@
 //
 // Q4_K: tiles token tiles of 16 x one unpacked 16-row group over nb sub-blocks of 32: the
 // group's sub-block s at w + 640s (B tile, 16 d·sc, 16 dmin·m); tile i's token t's values at
-// a + (16i+t)·astride + 32s, its tokens' dx and dx·Σx at dt + 128(i·nb+s); out[(16i+t)·ostride
-// + r] = the epilogue's sum over s in order. buf is 2 KiB of scratch. cfg: amxQ8Config.
+// a + (16i+t)·astride + 32s, its tokens' dx and Σx at dt + 128(i·nb+s); out[(16i+t)·ostride
+// + r] = the epilogue's sum over s in order. buf is 3 KiB of scratch. cfg: amxQ8Config.
 TEXT ·k4TileAMX(SB), NOSPLIT, $0-80
 	MOVQ cfg+0(FP), DI
 	LDTILECFG_DI
@@ -164,6 +338,22 @@ tile:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	VMOVUPS Z0, 2048(DX)
+	VMOVUPS Z0, 2112(DX)
+	VMOVUPS Z0, 2176(DX)
+	VMOVUPS Z0, 2240(DX)
+	VMOVUPS Z0, 2304(DX)
+	VMOVUPS Z0, 2368(DX)
+	VMOVUPS Z0, 2432(DX)
+	VMOVUPS Z0, 2496(DX)
+	VMOVUPS Z0, 2560(DX)
+	VMOVUPS Z0, 2624(DX)
+	VMOVUPS Z0, 2688(DX)
+	VMOVUPS Z0, 2752(DX)
+	VMOVUPS Z0, 2816(DX)
+	VMOVUPS Z0, 2880(DX)
+	VMOVUPS Z0, 2944(DX)
+	VMOVUPS Z0, 3008(DX)
 
 	// prologue: blocks 0-2 issued, block 0 stored
 	TESTQ R12, R12
@@ -224,6 +414,11 @@ sto0:
 	EPILOGUEK4(DX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl0
+	FLUSHK4
+fl0:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 1: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -246,6 +441,11 @@ sto1:
 	EPILOGUEK4(CX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl1
+	FLUSHK4
+fl1:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 2: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -268,6 +468,11 @@ sto2:
 	EPILOGUEK4(DX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl2
+	FLUSHK4
+fl2:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 3: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -290,6 +495,11 @@ sto3:
 	EPILOGUEK4(CX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl3
+	FLUSHK4
+fl3:
+	TESTQ R13, R13
 	JZ tiledone
 	JMP blocks
 
@@ -297,37 +507,53 @@ sto3:
 tiledone:
 	MOVQ ostride+64(FP), R9
 	SHLQ $2, R9
-	VMOVUPS Z0, (R10)
+	VMOVUPS 2048(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z1, (R10)
+	VMOVUPS 2112(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z2, (R10)
+	VMOVUPS 2176(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z3, (R10)
+	VMOVUPS 2240(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z4, (R10)
+	VMOVUPS 2304(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z5, (R10)
+	VMOVUPS 2368(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z6, (R10)
+	VMOVUPS 2432(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z7, (R10)
+	VMOVUPS 2496(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z8, (R10)
+	VMOVUPS 2560(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z9, (R10)
+	VMOVUPS 2624(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z10, (R10)
+	VMOVUPS 2688(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z11, (R10)
+	VMOVUPS 2752(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z12, (R10)
+	VMOVUPS 2816(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z13, (R10)
+	VMOVUPS 2880(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z14, (R10)
+	VMOVUPS 2944(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z15, (R10)
+	VMOVUPS 3008(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
 	// the next token tile: a += 16·astride (dt moved on with the epilogues)
 	MOVQ BX, R9
@@ -366,6 +592,10 @@ tile:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	VMOVUPS Z0, 2048(DX)
+	VMOVUPS Z0, 2112(DX)
+	VMOVUPS Z0, 2176(DX)
+	VMOVUPS Z0, 2240(DX)
 
 	// prologue: blocks 0-2 issued, block 0 stored
 	TESTQ R12, R12
@@ -426,6 +656,11 @@ sto0:
 	EPILOGUEK4_4(DX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl0
+	FLUSHK4_4
+fl0:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 1: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -448,6 +683,11 @@ sto1:
 	EPILOGUEK4_4(CX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl1
+	FLUSHK4_4
+fl1:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 2: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -470,6 +710,11 @@ sto2:
 	EPILOGUEK4_4(DX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl2
+	FLUSHK4_4
+fl2:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 3: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -492,6 +737,11 @@ sto3:
 	EPILOGUEK4_4(CX)
 	ADDQ $640, R8
 	DECQ R13
+	TESTQ $7, R13
+	JNZ fl3
+	FLUSHK4_4
+fl3:
+	TESTQ R13, R13
 	JZ tiledone
 	JMP blocks
 
@@ -499,13 +749,17 @@ sto3:
 tiledone:
 	MOVQ ostride+64(FP), R9
 	SHLQ $2, R9
-	VMOVUPS Z0, (R10)
+	VMOVUPS 2048(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z1, (R10)
+	VMOVUPS 2112(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z2, (R10)
+	VMOVUPS 2176(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z3, (R10)
+	VMOVUPS 2240(DX), Z17
+	VMOVUPS Z17, (R10)
 	IMULQ $13, R9
 	ADDQ R9, R10
 	// the next token tile: a += 16·astride (dt moved on with the epilogues)
@@ -559,6 +813,22 @@ tile:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	VMOVUPS Z0, 2048(DX)
+	VMOVUPS Z0, 2112(DX)
+	VMOVUPS Z0, 2176(DX)
+	VMOVUPS Z0, 2240(DX)
+	VMOVUPS Z0, 2304(DX)
+	VMOVUPS Z0, 2368(DX)
+	VMOVUPS Z0, 2432(DX)
+	VMOVUPS Z0, 2496(DX)
+	VMOVUPS Z0, 2560(DX)
+	VMOVUPS Z0, 2624(DX)
+	VMOVUPS Z0, 2688(DX)
+	VMOVUPS Z0, 2752(DX)
+	VMOVUPS Z0, 2816(DX)
+	VMOVUPS Z0, 2880(DX)
+	VMOVUPS Z0, 2944(DX)
+	VMOVUPS Z0, 3008(DX)
 
 	// prologue: blocks 0-2 issued, block 0 stored
 	TESTQ R12, R12
@@ -618,6 +888,11 @@ sto0:
 	EPILOGUE(DX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl0
+	FLUSHK6
+fl0:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 1: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -639,6 +914,11 @@ sto1:
 	EPILOGUE(CX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl1
+	FLUSHK6
+fl1:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 2: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -660,6 +940,11 @@ sto2:
 	EPILOGUE(DX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl2
+	FLUSHK6
+fl2:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 3: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -681,6 +966,11 @@ sto3:
 	EPILOGUE(CX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl3
+	FLUSHK6
+fl3:
+	TESTQ R13, R13
 	JZ tiledone
 	JMP blocks
 
@@ -688,37 +978,53 @@ sto3:
 tiledone:
 	MOVQ ostride+64(FP), R9
 	SHLQ $2, R9
-	VMOVUPS Z0, (R10)
+	VMOVUPS 2048(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z1, (R10)
+	VMOVUPS 2112(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z2, (R10)
+	VMOVUPS 2176(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z3, (R10)
+	VMOVUPS 2240(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z4, (R10)
+	VMOVUPS 2304(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z5, (R10)
+	VMOVUPS 2368(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z6, (R10)
+	VMOVUPS 2432(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z7, (R10)
+	VMOVUPS 2496(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z8, (R10)
+	VMOVUPS 2560(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z9, (R10)
+	VMOVUPS 2624(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z10, (R10)
+	VMOVUPS 2688(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z11, (R10)
+	VMOVUPS 2752(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z12, (R10)
+	VMOVUPS 2816(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z13, (R10)
+	VMOVUPS 2880(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z14, (R10)
+	VMOVUPS 2944(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z15, (R10)
+	VMOVUPS 3008(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
 	// the next token tile: a += 16·astride (dt moved on with the epilogues)
 	MOVQ BX, R9
@@ -757,6 +1063,10 @@ tile:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	VMOVUPS Z0, 2048(DX)
+	VMOVUPS Z0, 2112(DX)
+	VMOVUPS Z0, 2176(DX)
+	VMOVUPS Z0, 2240(DX)
 
 	// prologue: blocks 0-2 issued, block 0 stored
 	TESTQ R12, R12
@@ -816,6 +1126,11 @@ sto0:
 	EPILOGUE4(DX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl0
+	FLUSHK6_4
+fl0:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 1: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -837,6 +1152,11 @@ sto1:
 	EPILOGUE4(CX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl1
+	FLUSHK6_4
+fl1:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 2: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -858,6 +1178,11 @@ sto2:
 	EPILOGUE4(DX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl2
+	FLUSHK6_4
+fl2:
+	TESTQ R13, R13
 	JZ tiledone
 	// phase 3: issue block i+3, store i+1, epilogue of i
 	TESTQ R12, R12
@@ -879,6 +1204,11 @@ sto3:
 	EPILOGUE4(CX)
 	ADDQ $320, R8
 	DECQ R13
+	TESTQ $15, R13
+	JNZ fl3
+	FLUSHK6_4
+fl3:
+	TESTQ R13, R13
 	JZ tiledone
 	JMP blocks
 
@@ -886,13 +1216,17 @@ sto3:
 tiledone:
 	MOVQ ostride+64(FP), R9
 	SHLQ $2, R9
-	VMOVUPS Z0, (R10)
+	VMOVUPS 2048(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z1, (R10)
+	VMOVUPS 2112(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z2, (R10)
+	VMOVUPS 2176(DX), Z17
+	VMOVUPS Z17, (R10)
 	ADDQ R9, R10
-	VMOVUPS Z3, (R10)
+	VMOVUPS 2240(DX), Z17
+	VMOVUPS Z17, (R10)
 	IMULQ $13, R9
 	ADDQ R9, R10
 	// the next token tile: a += 16·astride (dt moved on with the epilogues)

@@ -76,7 +76,7 @@ func TestQuantTileKAMX(t *testing.T) {
 						}
 					}
 				}
-				var buf [512]int32
+				var buf [768]int32
 				want := make([]float32, m*os)
 				refTileKAMXT(q6, amxToks, &grp[0][0], &xv[0], xs, &dts[0], ns, &want[0], os, 2)
 				for tt := 0; tt < m; tt++ {
