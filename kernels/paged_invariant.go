@@ -5,14 +5,14 @@
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
 // AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones, or for a Q4_0 weight with a
 // 16-row pack the 16x1 tile of the pack, which sums like the 16x8 one and like the AMX tile;
-// for a Q8_0 weight with an AMX pack the AMX tile itself, the token padded to 16; for Q4_0 on AVX2 the 2x1 and
+// for a Q8_0 weight with an AMX pack the AMX tile itself, the token padded to 16; for Q4_K and
+// Q6_K on AMX the 4-token AMX tile, the token padded to 4; for Q4_0 on AVX2 the 2x1 and
 // 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
 // 4; for Q8_0 on AVX2 the 1x1 packed quad tile when the weight has a pack, else the 1x1 Q8_0
 // pair tile) and
 // the direct float GEMM with one activation row (an F16 weight with a pack, PrepackF16: the
 // broadcast kernels of the packs with one row). TestMatMulInvariant
-// checks the agreement for every dtype. Q4_K and Q6_K on AMX are the exception to "m >= 2 is
-// MatMul": MatMul runs the AMX tiles from 16 tokens (quant_amxk.go), so here every m does.
+// checks the agreement for every dtype.
 package kernels
 
 import "github.com/llmcloud/llmcloud/tensor"
@@ -20,18 +20,6 @@ import "github.com/llmcloud/llmcloud/tensor"
 // MatMulInvariant is MatMul (out = x · wᵀ; w [n, k], x [m, k], out [m, n]) with results per
 // row independent of m.
 func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error {
-	if isK(w.Type) && m >= 1 && !Reference && amxKOn() && len(w.Shape) == 2 && w.Shape[1]%256 == 0 {
-		// Q4_K / Q6_K on AMX: MatMul takes the VNNI kernels below 16 tokens; here every m runs
-		// the AMX tiles.
-		n, k := w.Shape[0], w.Shape[1]
-		if err := w.Check(); err == nil && len(x) >= m*k && len(out) >= m*n && n > 0 {
-			a := getQ8KActs(m, k)
-			defer q8KActPool.Put(a)
-			a.quantize(p, x)
-			matmulAMXK(p, out, a, w.Data, w.Type == tensor.Q6_K, m, n, k)
-			return nil
-		}
-	}
 	if m != 1 || Reference || len(w.Shape) != 2 {
 		return p.MatMul(out, x, w, m)
 	}
@@ -110,7 +98,9 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		a := getQ8KActs(1, k)
 		defer q8KActPool.Put(a)
 		a.quantize(p, x)
-		if quantVNNI {
+		if amxKOn() {
+			matmulAMXK(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's AMX tile, one token padded to 4
+		} else if quantVNNI {
 			matmulKZ(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's VNNI kernel, one token
 		} else {
 			matmulKA(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's AVX2 tiles, one token

@@ -19,9 +19,9 @@
 //	acc = fma(-Σx, dmin·m, acc)                  (Q4_K)
 //
 // in sub-block order, and at each super-block's end total = fma(acc, dx, total), acc = 0; so
-// a token's result does not depend on the other tokens: MatMul runs these tiles for m >= 16
-// (amxKMinM; a last tile of at most 4 tokens on the 4-token ones), MatMulInvariant for every
-// m. Results differ from the VNNI kernels' within rounding (another sum order).
+// a token's result does not depend on m: every m >= 2 runs these tiles
+// (a last tile of at most 4 tokens the 4-token ones) and MatMulInvariant runs them for one
+// token too. Results differ from the VNNI kernels' within rounding (another sum order).
 package kernels
 
 import (
@@ -72,12 +72,6 @@ var (
 
 // amxKOn reports whether Q4_K / Q6_K GEMMs with k a multiple of 256 run on the AMX tiles.
 func amxKOn() bool { return amxOn() && tileKAMX[0] != nil }
-
-// amxKMinM is the fewest tokens MatMul runs on the AMX tiles: with fewer, unpacking a group
-// for one token tile costs more than the VNNI kernels' whole work (BenchmarkQuantPrefillAMXK,
-// m 2-8: the AMX path 0.25-0.8x the VNNI one). MatMulInvariant runs the AMX tiles for every m,
-// so that its results do not depend on m.
-const amxKMinM = amxToks
 
 // amxKShape returns per type the values per sub-block, the record size and the configurations.
 func amxKShape(q6 bool) (sub, rec int, cfg, cfg4 *[64]byte) {
