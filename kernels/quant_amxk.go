@@ -70,6 +70,19 @@ var (
 	unpackKAMX [2]unpackKFunc
 )
 
+// kDotFunc computes the AMX tile's results for a few tokens without tiles (k4DotZ1..4): token
+// p's values at a + p·astride, its dt entries at dt + p, its 16 results at out + p·ostride.
+type kDotFunc func(w *byte, a *int8, astride int, dt *float32, ns int, out *float32, ostride int)
+
+// dotsK4Z[P] is the Q4_K kernel for P tokens (1..4) on AVX-512 VNNI, the same bits as the AMX
+// tile (the exact int32 sums of each sub-block, then the tile's float steps in its order): a
+// tile's last amxKDots or fewer tokens run on it, since a tile step costs about as much with
+// 4 tokens as with 16. nil without AMX-INT8 (the path is off).
+var dotsK4Z [5]kDotFunc
+
+// amxKDots is the most tokens of a Q4_K tile that run on dotsK4Z.
+var amxKDots = 8
+
 // amxKOn reports whether Q4_K / Q6_K GEMMs with k a multiple of 256 run on the AMX tiles.
 func amxKOn() bool { return amxOn() && tileKAMX[0] != nil }
 
@@ -190,7 +203,12 @@ func amxKItems(out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int) (int, 
 					x = &a.xa[0]
 				}
 				T := min(amxToks, t1-t)
-				if T <= 4 {
+				if !q6 && T <= amxKDots && dotsK4Z[1] != nil { // without tiles, 4 tokens a call
+					for i := 0; i < T; i += 4 {
+						P := min(4, T-i)
+						dotsK4Z[P](&s.grp[0], &a.qs[(t+i)*k], k, &dt[t/amxToks*dts+i], ns, &s.tail[i*i16Rows], i16Rows)
+					}
+				} else if T <= 4 {
 					tile4(&cfg4[0], &s.grp[0], x, k, &dt[t/amxToks*dts], ns, &s.buf[0], &s.tail[0], i16Rows, 1)
 				} else {
 					tile(&cfg[0], &s.grp[0], x, k, &dt[t/amxToks*dts], ns, &s.buf[0], &s.tail[0], i16Rows, 1)
@@ -291,7 +309,7 @@ func refTileKAMXT(q6 bool, T int, w *byte, a *int8, astride int, dt *float32, ns
 	last := (tiles-1)*amxToks + T - 1
 	ws := unsafe.Slice(w, ns*rec)
 	xs := unsafe.Slice(a, last*astride+ns*sub)
-	ds := unsafe.Slice(dt, tiles*ns*dr)
+	ds := unsafe.Slice(dt, (tiles*ns-1)*dr+dr-amxToks+T) // tile i's token t < T
 	os := unsafe.Slice(out, last*ostride+i16Rows)
 	le := binary.LittleEndian
 	for t := 0; t <= last; t++ {
@@ -319,5 +337,12 @@ func refTileKAMXT(q6 bool, T int, w *byte, a *int8, astride int, dt *float32, ns
 			}
 			os[t*ostride+r] = tot
 		}
+	}
+}
+
+// refDotK4Z returns the Go twin of k4DotZP: the twin tile on P tokens.
+func refDotK4Z(P int) kDotFunc {
+	return func(w *byte, a *int8, astride int, dt *float32, ns int, out *float32, ostride int) {
+		refTileKAMXT(false, P, w, a, astride, dt, ns, out, ostride, 1)
 	}
 }

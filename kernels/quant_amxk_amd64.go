@@ -37,3 +37,24 @@ func init() {
 		unpackKAMX = [2]unpackKFunc{unpackK4AMX, unpackK6AMX}
 	}
 }
+
+// k4DotZ1..k4DotZ4 compute the Q4_K AMX tile's results for 1-4 tokens on AVX-512 VNNI, bit
+// for bit (see kDotFunc).
+//
+//go:noescape
+func k4DotZ1(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+//go:noescape
+func k4DotZ2(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+//go:noescape
+func k4DotZ3(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+//go:noescape
+func k4DotZ4(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+func init() {
+	if useAMXInt8 {
+		dotsK4Z = [5]kDotFunc{nil, k4DotZ1, k4DotZ2, k4DotZ3, k4DotZ4}
+	}
+}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -99,6 +100,22 @@ func TestQuantTileKAMX(t *testing.T) {
 					}
 					sameBits(t, dt.String(), nb, n, i, one, want)
 					sameBits(t, dt.String()+" one tile a call", nb, n, i, each, want)
+				}
+				for P := 1; P <= 4 && !q6; P++ { // the VNNI dots: tokens i0..i0+P-1 of tile 1
+					dots := []kDotFunc{refDotK4Z(P)}
+					if dotsK4Z[P] != nil {
+						dots = append(dots, dotsK4Z[P])
+					}
+					for i, f := range dots {
+						for _, i0 := range []int{0, 3, 12} {
+							got := make([]float32, m*os)
+							t0 := amxToks + i0
+							f(&grp[0][0], &xv[t0*xs], xs, &dts[len(dts)/2+i0], ns, &got[t0*os], os)
+							want4 := make([]float32, len(want))
+							copy(want4[t0*os:(t0+P)*os], want[t0*os:(t0+P)*os])
+							sameBits(t, fmt.Sprintf("Q4_K %d-token VNNI dots at %d", P, i0), nb, n, i, got, want4)
+						}
+					}
 				}
 				for i, f := range tiles4 { // tokens 0-3 of each tile; the other rows untouched
 					got := make([]float32, m*os)
