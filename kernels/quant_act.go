@@ -125,10 +125,10 @@ type q8KActs struct {
 	bsum8    []int16   // [m][nb][8] bsums[2j]+bsums[2j+1] (sums of each 32 q's)
 	rec      []int8    // [m][nb][kRec] records of the VNNI Q4_K kernels (quant_vnni_k.go)
 	// The AMX tiles' layout (quant_amxk.go), per 16 tokens and sub-block: Q4_K dx then Σx,
-	// Q6_K dx; the last partial tile's values padded with zero tokens.
+	// Q6_K dx then 32·Σx (int32 bits); the last partial tile's values padded with zero tokens.
 	amx uint8     // layouts computed since the last quantize (readyAMXK4, ...)
 	dt4 []float32 // [m/16 rounded up][k/32][32]
-	dt6 []float32 // [m/16 rounded up][k/16][16]
+	dt6 []float32 // [m/16 rounded up][k/16][32]
 	xa  []int8    // [16][k], when m is not a multiple of 16
 }
 

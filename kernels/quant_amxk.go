@@ -74,13 +74,13 @@ var (
 // p's values at a + p·astride, its dt entries at dt + p, its 16 results at out + p·ostride.
 type kDotFunc func(w *byte, a *int8, astride int, dt *float32, ns int, out *float32, ostride int)
 
-// dotsK4Z[P] is the Q4_K kernel for P tokens (1..4) on AVX-512 VNNI, the same bits as the AMX
+// dotsKZ[q6][P] is the Q4_K (Q6_K) kernel for P tokens (1..4) on AVX-512 VNNI, the same bits as the AMX
 // tile (the exact int32 sums of each sub-block, then the tile's float steps in its order): a
 // tile's last amxKDots or fewer tokens run on it, since a tile step costs about as much with
 // 4 tokens as with 16. nil without AMX-INT8 (the path is off).
-var dotsK4Z [5]kDotFunc
+var dotsKZ [2][5]kDotFunc
 
-// amxKDots is the most tokens of a Q4_K tile that run on dotsK4Z.
+// amxKDots is the most tokens of a tile that run on dotsKZ.
 var amxKDots = 8
 
 // amxKOn reports whether Q4_K / Q6_K GEMMs with k a multiple of 256 run on the AMX tiles.
@@ -110,12 +110,14 @@ func (a *q8KActs) prepAMXK(q6 bool) {
 	if q6 && a.amx&readyAMXK6 == 0 {
 		a.amx |= readyAMXK6
 		ns := k / 16
-		a.dt6 = grow(a.dt6, nt*ns*amxToks)
+		a.dt6 = grow(a.dt6, nt*ns*2*amxToks)
 		clear(a.dt6)
 		for t := 0; t < m; t++ {
-			dt := a.dt6[t/amxToks*ns*amxToks+t%amxToks:]
+			dt := a.dt6[t/amxToks*ns*2*amxToks+t%amxToks:]
 			for s := 0; s < ns; s++ {
-				dt[s*amxToks] = a.d[t*nb+s/16]
+				dt[2*amxToks*s] = a.d[t*nb+s/16]
+				// 32·Σx as int32 bits: what the VNNI dots (dotsKZ) subtract for their values + 32
+				dt[2*amxToks*s+amxToks] = math.Float32frombits(uint32(32 * int32(a.bsums[t*nb*16+s])))
 			}
 		}
 	}
@@ -168,10 +170,7 @@ func amxKItems(out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int) (int, 
 		rs, dt = nb*210, a.dt6
 	}
 	ns := k / sub
-	dts := ns * amxToks * 2 // dt floats per token tile: dx and Σx per sub-block
-	if q6 {
-		dts = ns * amxToks // dx per sub-block
-	}
+	dts := ns * amxToks * 2 // dt floats per token tile: dx and Σx (Q6_K: 32·Σx) per sub-block
 	ng := (n + i16Rows - 1) / i16Rows
 	nit := (ng + amxGroups - 1) / amxGroups
 	tc := amxChunk(k)
@@ -203,10 +202,10 @@ func amxKItems(out []float32, a *q8KActs, w []byte, q6 bool, m, n, k int) (int, 
 					x = &a.xa[0]
 				}
 				T := min(amxToks, t1-t)
-				if !q6 && T <= amxKDots && dotsK4Z[1] != nil { // without tiles, 4 tokens a call
+				if T <= amxKDots && dotsKZ[qi][1] != nil { // without tiles, 4 tokens a call
 					for i := 0; i < T; i += 4 {
 						P := min(4, T-i)
-						dotsK4Z[P](&s.grp[0], &a.qs[(t+i)*k], k, &dt[t/amxToks*dts+i], ns, &s.tail[i*i16Rows], i16Rows)
+						dotsKZ[qi][P](&s.grp[0], &a.qs[(t+i)*k], k, &dt[t/amxToks*dts+i], ns, &s.tail[i*i16Rows], i16Rows)
 					}
 				} else if T <= 4 {
 					tile4(&cfg4[0], &s.grp[0], x, k, &dt[t/amxToks*dts], ns, &s.buf[0], &s.tail[0], i16Rows, 1)
@@ -303,9 +302,6 @@ func refTileK6AMX4(cfg *byte, w *byte, a *int8, astride int, dt *float32, ns int
 func refTileKAMXT(q6 bool, T int, w *byte, a *int8, astride int, dt *float32, ns int, out *float32, ostride int, tiles int) {
 	sub, rec, _, _ := amxKShape(q6)
 	dr := 2 * amxToks // dt floats per sub-block
-	if q6 {
-		dr = amxToks
-	}
 	last := (tiles-1)*amxToks + T - 1
 	ws := unsafe.Slice(w, ns*rec)
 	xs := unsafe.Slice(a, last*astride+ns*sub)
@@ -340,9 +336,9 @@ func refTileKAMXT(q6 bool, T int, w *byte, a *int8, astride int, dt *float32, ns
 	}
 }
 
-// refDotK4Z returns the Go twin of k4DotZP: the twin tile on P tokens.
-func refDotK4Z(P int) kDotFunc {
+// refDotKZ returns the Go twin of k4DotZP (k6DotZP if q6): the twin tile on P tokens.
+func refDotKZ(q6 bool, P int) kDotFunc {
 	return func(w *byte, a *int8, astride int, dt *float32, ns int, out *float32, ostride int) {
-		refTileKAMXT(false, P, w, a, astride, dt, ns, out, ostride, 1)
+		refTileKAMXT(q6, P, w, a, astride, dt, ns, out, ostride, 1)
 	}
 }

@@ -55,6 +55,20 @@ func k4DotZ4(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, o
 
 func init() {
 	if useAMXInt8 {
-		dotsK4Z = [5]kDotFunc{nil, k4DotZ1, k4DotZ2, k4DotZ3, k4DotZ4}
+		dotsKZ = [2][5]kDotFunc{{nil, k4DotZ1, k4DotZ2, k4DotZ3, k4DotZ4}, {nil, k6DotZ1, k6DotZ2, k6DotZ3, k6DotZ4}}
 	}
 }
+
+// k6DotZ1..k6DotZ4 are k4DotZ1..4 for Q6_K.
+//
+//go:noescape
+func k6DotZ1(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+//go:noescape
+func k6DotZ2(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+//go:noescape
+func k6DotZ3(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)
+
+//go:noescape
+func k6DotZ4(w *byte, a *int8, astride int, dt *float32, nb int, out *float32, ostride int)

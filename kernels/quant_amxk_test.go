@@ -101,10 +101,10 @@ func TestQuantTileKAMX(t *testing.T) {
 					sameBits(t, dt.String(), nb, n, i, one, want)
 					sameBits(t, dt.String()+" one tile a call", nb, n, i, each, want)
 				}
-				for P := 1; P <= 4 && !q6; P++ { // the VNNI dots: tokens i0..i0+P-1 of tile 1
-					dots := []kDotFunc{refDotK4Z(P)}
-					if dotsK4Z[P] != nil {
-						dots = append(dots, dotsK4Z[P])
+				for P := 1; P <= 4; P++ { // the VNNI dots: tokens i0..i0+P-1 of tile 1
+					dots := []kDotFunc{refDotKZ(q6, P)}
+					if f := dotsKZ[btoi(q6)][P]; f != nil {
+						dots = append(dots, f)
 					}
 					for i, f := range dots {
 						for _, i0 := range []int{0, 3, 12} {
@@ -113,7 +113,7 @@ func TestQuantTileKAMX(t *testing.T) {
 							f(&grp[0][0], &xv[t0*xs], xs, &dts[len(dts)/2+i0], ns, &got[t0*os], os)
 							want4 := make([]float32, len(want))
 							copy(want4[t0*os:(t0+P)*os], want[t0*os:(t0+P)*os])
-							sameBits(t, fmt.Sprintf("Q4_K %d-token VNNI dots at %d", P, i0), nb, n, i, got, want4)
+							sameBits(t, fmt.Sprintf("%v %d-token VNNI dots at %d", dt, P, i0), nb, n, i, got, want4)
 						}
 					}
 				}
