@@ -18,10 +18,12 @@
 //	acc = fma(float(sumi), d·sc, acc)            (both types)
 //	acc = fma(-Σx, dmin·m, acc)                  (Q4_K)
 //
-// in sub-block order, and at each super-block's end total = fma(acc, dx, total), acc = 0; so
-// a token's result does not depend on m: every m >= 2 runs these tiles
-// (a last tile of at most 4 tokens the 4-token ones) and MatMulInvariant runs them for one
-// token too. Results differ from the VNNI kernels' within rounding (another sum order).
+// in sub-block order, and at each super-block's end total = fma(acc, dx, total), acc = 0. A
+// tile's last 8 or fewer tokens run VNNI dots that compute the same exact sums and float steps
+// (dotsKZ): the same bits for less time. So a token's result does not depend on m: every
+// m >= 2 runs this path (graph/exec's Invariant mode relies on that for MatMulShared) and
+// MatMulInvariant runs it for one token too. Results differ from the VNNI kernels' within
+// rounding (another sum order).
 package kernels
 
 import (
