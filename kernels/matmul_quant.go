@@ -219,6 +219,10 @@ func matmulKActs(p *Pool, out []float32, a *q8KActs, w []byte, q6 bool, m, n, k 
 		bb = 210
 	}
 	rs := nb * bb
+	if amxKOn() && m > 1 { // every m >= 2, so that a token's result does not depend on m
+		matmulAMXK(p, out, a, w, q6, m, n, k)
+		return
+	}
 	if quantVNNI && m > 1 {
 		matmulKZ(p, out, a, w, q6, m, n, k)
 		return

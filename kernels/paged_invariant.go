@@ -5,7 +5,8 @@
 // instead: the 1x1 quantized tile (which sums a row exactly like the 2x4 and 2x2 tiles; with
 // AVX-512 VNNI the 4x1 VNNI tiles, which sum like the 4x4 ones, or for a Q4_0 weight with a
 // 16-row pack the 16x1 tile of the pack, which sums like the 16x8 one and like the AMX tile;
-// for a Q8_0 weight with an AMX pack the AMX tile itself, the token padded to 16; for Q4_0 on AVX2 the 2x1 and
+// for a Q8_0 weight with an AMX pack the AMX tile itself, the token padded to 16; for Q4_K and
+// Q6_K on AMX the AMX path's one-token VNNI dot, which sums like the tile; for Q4_0 on AVX2 the 2x1 and
 // 1x1 pair tiles, which sum like the 2x4 one, or the 1x1 quad tile when k/32 is a multiple of
 // 4; for Q8_0 on AVX2 the 1x1 packed quad tile when the weight has a pack, else the 1x1 Q8_0
 // pair tile) and
@@ -97,7 +98,9 @@ func (p *Pool) MatMulInvariant(out, x []float32, w *tensor.Tensor, m int) error 
 		a := getQ8KActs(1, k)
 		defer q8KActPool.Put(a)
 		a.quantize(p, x)
-		if quantVNNI {
+		if amxKOn() {
+			matmulAMXK(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's AMX path, one token (its VNNI dot: the tile's bits)
+		} else if quantVNNI {
 			matmulKZ(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's VNNI kernel, one token
 		} else {
 			matmulKA(p, out, a, w.Data, w.Type == tensor.Q6_K, 1, n, k) // the GEMM path's AVX2 tiles, one token

@@ -124,6 +124,12 @@ type q8KActs struct {
 	bsums    []int16   // [m][nb][16] sums of each 16 q's
 	bsum8    []int16   // [m][nb][8] bsums[2j]+bsums[2j+1] (sums of each 32 q's)
 	rec      []int8    // [m][nb][kRec] records of the VNNI Q4_K kernels (quant_vnni_k.go)
+	// The AMX tiles' layout (quant_amxk.go), per 16 tokens and sub-block: Q4_K dx then Σx,
+	// Q6_K dx then 32·Σx (int32 bits); the last partial tile's values padded with zero tokens.
+	amx uint8     // layouts computed since the last quantize (readyAMXK4, ...)
+	dt4 []float32 // [m/16 rounded up][k/32][32]
+	dt6 []float32 // [m/16 rounded up][k/16][32]
+	xa  []int8    // [16][k], when m is not a multiple of 16
 }
 
 var q8ActPool, q8KActPool sync.Pool
@@ -193,7 +199,7 @@ func (a *q8Acts) quantizeRow(x []float32, i int, corr bool) {
 // quantize fills a from x ([m][k]); rows are split across p when there are several.
 func (a *q8KActs) quantize(p *Pool, x []float32) {
 	k, nb := a.k, a.nb
-	a.recKind = 0
+	a.recKind, a.amx = 0, 0
 	row := func(i int) {
 		quantRowQ8K(x[i*k:(i+1)*k], a.qs[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb],
 			a.bsums[i*nb*16:(i+1)*nb*16], a.bsum8[i*nb*8:(i+1)*nb*8])

@@ -11,45 +11,7 @@
 // blocks after its TDPBSSD was issued and read back by the epilogue one block later: the tile
 // unit multiplies blocks i+1..i+3 while AVX-512 runs block i's epilogue.
 
-#define LDTILECFG_DI BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x07
-#define TILERELEASE BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
-// TILEZERO tmm0-3
-#define ZERO_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xc0
-#define ZERO_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xc8
-#define ZERO_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xd0
-#define ZERO_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xd8
-// TILELOADD tmm4, [AX+BX]
-#define LOAD_A0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x24; BYTE $0x18
-// TILELOADD tmm5, [AX+BX]
-#define LOAD_A1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x2c; BYTE $0x18
-// TILELOADD tmm6, [SI+DI+32]
-#define LOAD_B0 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x74; BYTE $0x3E; BYTE $0x20
-// TILELOADD tmm7, [SI+DI+32]
-#define LOAD_B1 BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x7c; BYTE $0x3E; BYTE $0x20
-// TDPBSSD tmm0, tmm4, tmm6
-#define DP_C0 BYTE $0xC4; BYTE $0xE2; BYTE $0x4b; BYTE $0x5E; BYTE $0xc4
-// TDPBSSD tmm1, tmm5, tmm7
-#define DP_C1 BYTE $0xC4; BYTE $0xE2; BYTE $0x43; BYTE $0x5E; BYTE $0xcd
-// TDPBSSD tmm2, tmm4, tmm6
-#define DP_C2 BYTE $0xC4; BYTE $0xE2; BYTE $0x4b; BYTE $0x5E; BYTE $0xd4
-// TDPBSSD tmm3, tmm5, tmm7
-#define DP_C3 BYTE $0xC4; BYTE $0xE2; BYTE $0x43; BYTE $0x5E; BYTE $0xdd
-// TILESTORED [DX+DI], tmm0
-#define STORE_C0_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x3a
-// TILESTORED [CX+DI], tmm0
-#define STORE_C0_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x39
-// TILESTORED [DX+DI], tmm1
-#define STORE_C1_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x0c; BYTE $0x3a
-// TILESTORED [CX+DI], tmm1
-#define STORE_C1_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x0c; BYTE $0x39
-// TILESTORED [DX+DI], tmm2
-#define STORE_C2_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x3a
-// TILESTORED [CX+DI], tmm2
-#define STORE_C2_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x39
-// TILESTORED [DX+DI], tmm3
-#define STORE_C3_DX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x1c; BYTE $0x3a
-// TILESTORED [CX+DI], tmm3
-#define STORE_C3_CX BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x1c; BYTE $0x39
+#include "quant_amx_amd64.h"
 
 // One token's epilogue: acc = fma(float(sumi)·dx, dw (Z16), acc); sumi at off(buf), dx at
 // doff(R11).

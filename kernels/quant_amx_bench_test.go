@@ -78,3 +78,32 @@ func BenchmarkAMXQ8Pack(b *testing.B) {
 	}
 	b.SetBytes(int64(len(w.Data)))
 }
+
+// BenchmarkQuantPrefillAMXK: Q4_K and Q6_K prefill on the TinyLlama shapes, as
+// BenchmarkQuantPrefillAMX: vnni = the AVX-512 VNNI kernels (quant_vnni_k.go), amx = the
+// AMX-INT8 tiles on groups unpacked per work item (quant_amxk.go), alternated over rounds.
+func BenchmarkQuantPrefillAMXK(b *testing.B) {
+	if !amxKOn() {
+		b.Skip("no AMX-INT8")
+	}
+	shapes := [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {768, 768}}
+	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
+		for _, m := range amxBenchMs {
+			for _, sh := range shapes {
+				n, k := sh[0], sh[1]
+				w := randQuantFast(b, dt, n, k)
+				x := qRandVec(rand.New(rand.NewPCG(2, 3)), m*k, 1)
+				out := make([]float32, m*n)
+				for _, th := range []int{1, 2} {
+					p := NewPool(th)
+					for round := 0; round < 2; round++ {
+						for _, mode := range []string{"vnni", "amx"} {
+							name := fmt.Sprintf("%s/%dx%d/m%d/t%d/%s/r%d", dt, n, k, m, th, mode, round)
+							b.Run(name, func(b *testing.B) { benchPrefillAMX(b, p, out, x, w, m, th, mode) })
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -242,6 +242,8 @@ func TestMatMulQuant(t *testing.T) { checkMatMulQuant(t) }
 func TestMatMulQuantGo(t *testing.T) {
 	tiles, q, k4, k6, q8r := quantTiles, quantRowQ8, dotQ4K, dotQ6K, q8Rows
 	tz, rz, tk := tilesZ, rowsZ, tilesKZ
+	useAMX = false // the VNNI twins (Q4_K / Q6_K prefill would take the AMX tiles; TestMatMulQuantAMXK runs their twins)
+	defer func() { useAMX = true }()
 	defer func() { quantTiles, quantRowQ8, dotQ4K, dotQ6K, q8Rows = tiles, q, k4, k6, q8r }()
 	defer func() { tilesZ, rowsZ, tilesKZ = tz, rz, tk }()
 	for t := 1; t <= 8; t++ {
