@@ -2,7 +2,9 @@
 // of pool_streams.go): four row pointers per kernel call (q8_0Rows4P, q4_0Rows4P), one row of
 // each quarter of a worker's share. On the Zen 5 host (BenchmarkQ8DecodeHuge, TinyLlama's Q8_0
 // shapes from DRAM) one thread streams 33-36 GB/s of weights this way against 24-29 GB/s for
-// four consecutive rows over 64-row chunks, two threads 62-71 against 46-55 GB/s.
+// four consecutive rows over 64-row chunks, two threads 62-71 against 46-55 GB/s. With
+// useStreams8 a share is cut into eight parts instead (q8_0Rows8P, q4_0Rows8P:
+// quant_streams8.go).
 package kernels
 
 import (

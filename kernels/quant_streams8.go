@@ -18,9 +18,12 @@ import (
 // result pointers.
 var rows8P, q4Rows8P = rows8PGo, q4Rows8PGo
 
-// useStreams8 selects the eight-stream kernels for VNNI Q8_0 and Q4_0 decode (set where the
-// assembly is installed; benchmarks and tests switch it).
-var useStreams8 = false
+// useStreams8[q4] selects the eight-stream kernel for VNNI Q8_0 (q4 = 0) and Q4_0 (q4 = 1)
+// decode; benchmarks and tests switch it. Where the assembly is installed Q4_0 reads eight
+// streams: per second of thread CPU time from DRAM q4_0Rows8P streamed 1.05-1.08x
+// q4_0Rows4P on the Sapphire Rapids VM (BenchmarkStreams8CPU), while q8_0Rows8P was within
+// 0.97-1.02x of q8_0Rows4P, so Q8_0 keeps four streams (docs/kernels-quant.md, "Eight streams").
+var useStreams8 [2]bool
 
 func rows8PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nu int, out **float32, oadv int) {
 	twinNP(8, w, adv, nrows, out, oadv, nu*68, func(row []byte, o []float32) {
@@ -35,10 +38,16 @@ func q4Rows8PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32
 }
 
 // streams8 reports whether gemvStreams reads segs (streamsEligible) as eight streams per
-// share: VNNI Q8_0 or Q4_0 rows without folded zeros, with useStreams8.
+// share: VNNI Q8_0 or Q4_0 rows without folded zeros, with useStreams8 for their type.
 func streams8(segs []gemvSeg) bool {
-	if !useStreams8 || !quantVNNI || segs[0].zc != nil {
+	if !quantVNNI || segs[0].zc != nil {
 		return false
 	}
-	return segs[0].dt == tensor.Q8_0 || segs[0].dt == tensor.Q4_0
+	switch segs[0].dt {
+	case tensor.Q8_0:
+		return useStreams8[0]
+	case tensor.Q4_0:
+		return useStreams8[1]
+	}
+	return false
 }

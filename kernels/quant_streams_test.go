@@ -124,7 +124,7 @@ func TestGemvStreams(t *testing.T) {
 		t.Skip("no VNNI or AVX2 kernels: gemvStreams is not used")
 	}
 	rng := rand.New(rand.NewPCG(25, 26))
-	defer func(v, v8 bool) { useStreams, useStreams8 = v, v8 }(useStreams, useStreams8)
+	defer func(v bool, v8 [2]bool) { useStreams, useStreams8 = v, v8 }(useStreams, useStreams8)
 	for _, eight := range []bool{false, true} {
 		for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 			for _, k := range []int{96, 128, 384, 2048} {
@@ -136,7 +136,7 @@ func TestGemvStreams(t *testing.T) {
 					x := qRandVec(rng, k, 1)
 					for _, workers := range []int{1, 2, 3} {
 						t.Run(fmt.Sprintf("eight=%v/%s/k%d/%v/t%d", eight, dt, k, shapes, workers), func(t *testing.T) {
-							useStreams8 = eight
+							useStreams8 = [2]bool{eight, eight}
 							p := NewPool(workers)
 							run := func(streams bool) [][]float32 {
 								useStreams = streams
