@@ -19,11 +19,16 @@ import (
 var rows8P, q4Rows8P = rows8PGo, q4Rows8PGo
 
 // useStreams8[q4] selects the eight-stream kernel for VNNI Q8_0 (q4 = 0) and Q4_0 (q4 = 1)
-// decode; benchmarks and tests switch it. Where the assembly is installed Q4_0 reads eight
-// streams: per second of thread CPU time from DRAM q4_0Rows8P streamed 1.05-1.08x
-// q4_0Rows4P on the Sapphire Rapids VM (BenchmarkStreams8CPU), while q8_0Rows8P was within
-// 0.97-1.02x of q8_0Rows4P, so Q8_0 keeps four streams (docs/kernels-quant.md, "Eight streams").
-var useStreams8 [2]bool
+// decode rows of at least streams8MinK columns; benchmarks and tests switch both. Where the
+// assembly is installed Q4_0 rows of k >= 4096 (TinyLlama's down projection) read eight
+// streams: per second of thread CPU time from DRAM q4_0Rows8P streamed 1.03-1.08x
+// q4_0Rows4P at k = 5632 on the Sapphire Rapids VM, but 0.98-1.01x at k = 2048
+// (BenchmarkStreams8CPU); q8_0Rows8P was within 0.97-1.02x of q8_0Rows4P at both, so Q8_0
+// keeps four streams (docs/kernels-quant.md, "Eight-stream Q8_0 and Q4_0 decode").
+var (
+	useStreams8  [2]bool
+	streams8MinK = 4096
+)
 
 func rows8PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nu int, out **float32, oadv int) {
 	twinNP(8, w, adv, nrows, out, oadv, nu*68, func(row []byte, o []float32) {
@@ -38,9 +43,10 @@ func q4Rows8PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32
 }
 
 // streams8 reports whether gemvStreams reads segs (streamsEligible) as eight streams per
-// share: VNNI Q8_0 or Q4_0 rows without folded zeros, with useStreams8 for their type.
+// share: VNNI Q8_0 or Q4_0 rows without folded zeros, with useStreams8 for their type and at
+// least streams8MinK columns (the segments of one call share the token, so its k).
 func streams8(segs []gemvSeg) bool {
-	if !quantVNNI || segs[0].zc != nil {
+	if !quantVNNI || segs[0].zc != nil || segs[0].k < streams8MinK {
 		return false
 	}
 	switch segs[0].dt {

@@ -43,7 +43,8 @@ func BenchmarkDecodeStreams8(b *testing.B) {
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
 				b.Run(fmt.Sprintf("%s/%dx%d/t%d", dt, n, k, th), func(b *testing.B) {
-					defer func(v [2]bool) { useStreams8 = v }(useStreams8)
+					defer func(v [2]bool, mk int) { useStreams8, streams8MinK = v, mk }(useStreams8, streams8MinK)
+					streams8MinK = 0
 					var secs [2][]float64
 					var ratios []float64
 					i := 0
@@ -74,8 +75,8 @@ func BenchmarkDecodeStreams8(b *testing.B) {
 // each call over a whole matrix cut into 4 or 8 streams, and reports GB of weights per second
 // of the thread's CPU time (CLOCK_THREAD_CPUTIME_ID: a descheduled thread accumulates none, so
 // other jobs on the host disturb it far less than wall time) and the median of the
-// per-round ratios, the kernels alternating. dram: 2048x5632 weights streamed from 256 MiB of
-// huge-page memory; l1: 16 rows of 2048 values called 200 times per round (in-core speed).
+// per-round ratios, the kernels alternating. dram: 2048x5632 weights (dram-k2048: 5632x2048)
+// streamed from 256 MiB of huge-page memory; l1: 16 rows of 2048 values called 200 times per round (in-core speed).
 //
 //	go test ./kernels -run X -bench Streams8CPU -benchtime 100x
 func BenchmarkStreams8CPU(b *testing.B) {
@@ -87,7 +88,7 @@ func BenchmarkStreams8CPU(b *testing.B) {
 			name         string
 			n, k, calls  int
 			copiesTarget int
-		}{{"dram", 2048, 5632, 1, 256 << 20}, {"l1", 16, 2048, 200, 0}} {
+		}{{"dram", 2048, 5632, 1, 256 << 20}, {"dram-k2048", 5632, 2048, 1, 256 << 20}, {"l1", 16, 2048, 200, 0}} {
 			b.Run(fmt.Sprintf("%s/%s", dt, c.name), func(b *testing.B) {
 				q4 := dt == tensor.Q4_0
 				n, k := c.n, c.k

@@ -124,7 +124,8 @@ func TestGemvStreams(t *testing.T) {
 		t.Skip("no VNNI or AVX2 kernels: gemvStreams is not used")
 	}
 	rng := rand.New(rand.NewPCG(25, 26))
-	defer func(v bool, v8 [2]bool) { useStreams, useStreams8 = v, v8 }(useStreams, useStreams8)
+	defer func(v bool, v8 [2]bool, mk int) { useStreams, useStreams8, streams8MinK = v, v8, mk }(useStreams, useStreams8, streams8MinK)
+	streams8MinK = 0
 	for _, eight := range []bool{false, true} {
 		for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 			for _, k := range []int{96, 128, 384, 2048} {
