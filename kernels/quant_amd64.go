@@ -89,6 +89,10 @@ func useQuantAsm() {
 		rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32){q8_0RowsZ, q4_0RowsZ}
 		rows4Z, rows4ZTail, rows4P, q4Rows4P = q8_0Rows4Z, q8_0Rows4ZTail, q8_0Rows4P, q4_0Rows4P
 		q4Rows4PZ = q4_0Rows4PZ
+		rows8P, q4Rows8P = q8_0Rows8P, q4_0Rows8P
+		useStreams8[1] = true
+		rows8P, q4Rows8P = q8_0Rows8P, q4_0Rows8P
+		useStreams8[1] = true
 		tilesKZ = [2][9]tileKFunc{
 			{nil, q4KTileZ1x1, q4KTileZ1x2, q4KTileZ1x3, q4KTileZ1x4, q4KTileZ1x5, q4KTileZ1x6, q4KTileZ1x7, q4KTileZ1x8},
 			{nil, q6KTileZ1x1, q6KTileZ1x2, q6KTileZ1x3, q6KTileZ1x4, q6KTileZ1x5, q6KTileZ1x6, q6KTileZ1x7, q6KTileZ1x8},

@@ -2,7 +2,9 @@
 // of pool_streams.go): four row pointers per kernel call (q8_0Rows4P, q4_0Rows4P), one row of
 // each quarter of a worker's share. On the Zen 5 host (BenchmarkQ8DecodeHuge, TinyLlama's Q8_0
 // shapes from DRAM) one thread streams 33-36 GB/s of weights this way against 24-29 GB/s for
-// four consecutive rows over 64-row chunks, two threads 62-71 against 46-55 GB/s.
+// four consecutive rows over 64-row chunks, two threads 62-71 against 46-55 GB/s. With
+// useStreams8 a share is cut into eight parts instead (q8_0Rows8P, q4_0Rows8P:
+// quant_streams8.go).
 package kernels
 
 import (
@@ -37,9 +39,14 @@ func q4Rows4PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32
 // twin4P walks a four-stream kernel's rows (rowBytes each) and results as the kernel does,
 // computing each row with one.
 func twin4P(w **byte, adv, nrows int, out **float32, oadv, rowBytes int, one func(row []byte, out []float32)) {
-	ws, outs := unsafe.Slice(w, 4), unsafe.Slice(out, 4)
+	twinNP(4, w, adv, nrows, out, oadv, rowBytes, one)
+}
+
+// twinNP is twin4P for a kernel of streams streams.
+func twinNP(streams int, w **byte, adv, nrows int, out **float32, oadv, rowBytes int, one func(row []byte, out []float32)) {
+	ws, outs := unsafe.Slice(w, streams), unsafe.Slice(out, streams)
 	for i := 0; i < nrows; i++ {
-		for j := 0; j < 4; j++ {
+		for j := 0; j < streams; j++ {
 			one(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(ws[j]), i*adv)), rowBytes),
 				unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(outs[j]), i*oadv)), 1))
 		}
@@ -76,13 +83,16 @@ type quantStreams struct {
 	a8   *q8Acts
 	ak   *q8KActs     // the token of Q4_K/Q6_K rows (AVX2, quant_krows.go)
 	ptrs []streamPtrs // the kernel's pointer arrays, one set per part
+	// streams per share: 4, or 8 for the VNNI Q8_0 and Q4_0 rows with useStreams8
+	// (q8_0Rows8P, q4_0Rows8P: quant_streams8.go).
+	streams int
 }
 
-// streamPtrs holds the four row and result pointers of one four-stream kernel call (kept with
-// the job: as arguments of a call through a function variable, local arrays would escape).
+// streamPtrs holds the row and result pointers of one four- or eight-stream kernel call (kept
+// with the job: as arguments of a call through a function variable, local arrays would escape).
 type streamPtrs struct {
-	ws   [4]*byte
-	outs [4]*float32
+	ws   [8]*byte
+	outs [8]*float32
 	zs   [4]*int8 // the streams' zero codes (Q4_0Z, matmul_zero_fused.go)
 }
 
@@ -92,7 +102,11 @@ var quantStreamsPool = sync.Pool{New: func() any { return &quantStreams{} }}
 func gemvStreams(p *Pool, segs []gemvSeg, a8 *q8Acts, ak *q8KActs, total int) {
 	q := quantStreamsPool.Get().(*quantStreams)
 	q.segs, q.a8, q.ak, q.ptrs = segs, a8, ak, grow(q.ptrs, p.Workers())
-	forStreams(p, total, q)
+	q.streams = 4
+	if streams8(segs) {
+		q.streams = 8
+	}
+	forStreamsN(p, total, q.streams, q)
 	q.segs, q.a8, q.ak = nil, nil, nil
 	quantStreamsPool.Put(q)
 }
@@ -103,7 +117,7 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 	rs, _ := segs[0].dt.RowBytes(segs[0].k)
 	for g0 < g1 {
 		n := g1 - g0
-		for j := 0; j < 4; j++ {
+		for j := 0; j < q.streams; j++ {
 			row := sh.lo + j*sh.s + g0
 			si, start := segOf(segs, row)
 			s := &segs[si]
@@ -117,6 +131,10 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 			q4Rows4PZ(&ps.ws[0], &ps.zs[0], n, &a8.zr[0], segs[0].k/128, &ps.outs[0], 4)
 		} else if !quantVNNI {
 			groupsAVX2(segs, a8, q.ak, ps, rs, n)
+		} else if q.streams == 8 && segs[0].dt == tensor.Q4_0 {
+			q4Rows8P(&ps.ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &ps.outs[0], 4)
+		} else if q.streams == 8 {
+			rows8P(&ps.ws[0], rs, n, &a8.qs[0], &a8.dz[0], &a8.fz[0], segs[0].k/64, &ps.outs[0], 4)
 		} else if segs[0].dt == tensor.Q4_0 {
 			q4Rows4P(&ps.ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &ps.outs[0], 4)
 		} else {

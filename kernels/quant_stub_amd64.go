@@ -357,6 +357,16 @@ func q8_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32
 //go:noescape
 func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
 
+// q8_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows8P).
+//
+//go:noescape
+func q8_0Rows8P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out **float32, oadv int)
+
+// q4_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows8P).
+//
+//go:noescape
+func q4_0Rows8P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
+
 // q4_0Rows4PZ computes nrows row groups of four Q4_0Z rows (stream j: rows from w[j], their zero codes from z[j], one row after another) against one token record rec with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4PZ).
 //
 //go:noescape

@@ -139,6 +139,8 @@ func main() {
 	genRows4Z(1)
 	genRows4P(false)
 	genRows4P(true)
+	genRows8P(false)
+	genRows8P(true)
 	genRows4PZ()
 	genRows4A(false)
 	genRows4A(true)
