@@ -65,6 +65,7 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud quantize IN OUT --type q4_0|q4_k|q4_k_m|q6_k|q8_0 [--method rtn|imatrix|awq|gptq]")
 		fmt.Fprintln(stderr, "       [--calibration TEXT] [--calib-tokens N] [--group-size N] [--imatrix-out FILE] [--imatrix FILE]")
+		fmt.Fprintln(stderr, "       [--tune-steps N]   (then fine-tune the blocks' scales towards IN's token distributions on TEXT)")
 		fmt.Fprintln(stderr, "       llmcloud quantize IN OUTDIR --format awq|gptq [--bits 4|8] [--group-size 128] [--desc-act]")
 		fmt.Fprintln(stderr, "       [--method rtn|awq|gptq] [--calibration TEXT]")
 		fmt.Fprintln(stderr, "OUT is GGUF (llama.cpp loads it); OUTDIR a Hugging Face AWQ/GPTQ checkpoint; see docs/quantization.md")
