@@ -189,8 +189,10 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	bar := progressbar.NewOptions(n2, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("quantize "+*method),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetWidth(30))
 	opts := convert.Options{Type: *typ, Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }}
+	loads := make([]func() (*tensor.Tensor, error), len(p.Tensors)) // without the bar, for --tune-steps' second write
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
+		loads[i] = t.Load
 		if len(t.Shape) == 2 {
 			load := t.Load
 			t.Load = func() (*tensor.Tensor, error) { bar.Add(1); return load() }
@@ -210,6 +212,9 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	bar.Finish()
 	fmt.Fprintln(stderr)
 	if tf.steps > 0 {
+		for i := range p.Tensors {
+			p.Tensors[i].Load = loads[i]
+		}
 		if err := tuneScales(b, p, opts, first, out, *calText, tf, stderr); err != nil {
 			return err
 		}

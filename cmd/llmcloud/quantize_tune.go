@@ -84,5 +84,6 @@ func tuneScales(b *loader.Bundle, p *convert.Plan, opts convert.Options, tmp, ou
 		}
 		return u.Data, nil
 	}
+	opts.Warn = nil // the first write gave them
 	return convert.WriteGGUF(out, p, opts)
 }

@@ -167,8 +167,10 @@ func Scales(cfg model.Config, teacher, student map[string][]float32, quant map[s
 		}
 		tnet.Forward(x, nil, o.Batch, o.Seq)
 		tl := tnet.Logits()
+		copy(soft, tl[:len(soft)])
 		for r := range o.Batch * o.Seq {
-			y[r] = softmax(tl[r*V:(r+1)*V], soft[r*V:(r+1)*V]) // the teacher's top token: Forward's reported loss
+			y[r] = argmax(soft[r*V : (r+1)*V]) // the teacher's top token: Forward's reported loss
+			kernels.Softmax(soft[r*V : (r+1)*V])
 		}
 		net.ZeroGrad()
 		loss := net.Forward(x, y, o.Batch, o.Seq)
@@ -297,23 +299,12 @@ func logSoftmax(x, out []float32) {
 	}
 }
 
-// softmax writes softmax(x) into out and returns the index of the largest value.
-func softmax(x, out []float32) int32 {
-	mx, arg := x[0], 0
+func argmax(x []float32) int32 {
+	arg := 0
 	for i, v := range x {
-		if v > mx {
-			mx, arg = v, i
+		if v > x[arg] {
+			arg = i
 		}
-	}
-	var sum float64
-	for i, v := range x {
-		e := math.Exp(float64(v - mx))
-		out[i] = float32(e)
-		sum += e
-	}
-	inv := float32(1 / sum)
-	for i := range out {
-		out[i] *= inv
 	}
 	return int32(arg)
 }
