@@ -18,7 +18,13 @@ func BenchmarkQuantPrefillAMX(b *testing.B) {
 		b.Skip("no AMX-INT8")
 	}
 	shapes := [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}}
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+	benchPrefillAMXSweep(b, []tensor.DType{tensor.Q8_0, tensor.Q4_0}, shapes)
+}
+
+// benchPrefillAMXSweep runs vnni and amx alternated over two rounds for every type, m of
+// amxBenchMs, shape and thread count.
+func benchPrefillAMXSweep(b *testing.B, dts []tensor.DType, shapes [][2]int) {
+	for _, dt := range dts {
 		for _, m := range amxBenchMs {
 			for _, sh := range shapes {
 				n, k := sh[0], sh[1]
@@ -87,23 +93,5 @@ func BenchmarkQuantPrefillAMXK(b *testing.B) {
 		b.Skip("no AMX-INT8")
 	}
 	shapes := [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {768, 768}}
-	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
-		for _, m := range amxBenchMs {
-			for _, sh := range shapes {
-				n, k := sh[0], sh[1]
-				w := randQuantFast(b, dt, n, k)
-				x := qRandVec(rand.New(rand.NewPCG(2, 3)), m*k, 1)
-				out := make([]float32, m*n)
-				for _, th := range []int{1, 2} {
-					p := NewPool(th)
-					for round := 0; round < 2; round++ {
-						for _, mode := range []string{"vnni", "amx"} {
-							name := fmt.Sprintf("%s/%dx%d/m%d/t%d/%s/r%d", dt, n, k, m, th, mode, round)
-							b.Run(name, func(b *testing.B) { benchPrefillAMX(b, p, out, x, w, m, th, mode) })
-						}
-					}
-				}
-			}
-		}
-	}
+	benchPrefillAMXSweep(b, []tensor.DType{tensor.Q4_K, tensor.Q6_K}, shapes)
 }
