@@ -22,6 +22,12 @@
 //	groups_used best are kept (a group's score: the sum of its group_top best (biased)
 //	group_top   scores; group_top 1 is V2's group_limited_greedy, 2 V3's noaux_tc), the
 //	            top experts_used chosen among their experts
+//
+// Expert parallelism (graph.ShardTPServing with TPOptions.ExpertParallel) gives a rank a block
+// of the experts: expert_lo is the first expert the stacked gate, up and down hold (their first
+// dimension is then the block's, the router's all of them). Every row is still routed over all
+// the experts; the op adds only the chosen experts it holds, so its result is this rank's part
+// of the sum, which an all-reduce completes.
 package graph
 
 import (
@@ -41,14 +47,16 @@ func init() {
 		Attrs: []AttrSpec{{"experts_used", AttrInt, true}, {"gating", AttrString, false},
 			{"norm", AttrInt, false}, {"scale", AttrFloat, false}, {"bias", AttrInt, false},
 			{"groups", AttrInt, false}, {"groups_used", AttrInt, false}, {"group_top", AttrInt, false},
-			{"expert_bias", AttrInt, false}, {"act", AttrString, false}, {"alpha", AttrFloat, false}, {"limit", AttrFloat, false}},
+			{"expert_bias", AttrInt, false}, {"act", AttrString, false}, {"alpha", AttrFloat, false}, {"limit", AttrFloat, false},
+			{"expert_lo", AttrInt, false}},
 		Doc: "mixture of experts: x f32[n,D], router [E,D], gate [E,F,D], up [E,F,D], down [E,D,F] (any weight dtypes) -> " +
 			"f32[n,D]: per row, scores = gating(x·routerᵀ) (softmax or sigmoid), the experts_used highest (ties: lower index), " +
 			"their scores (divided by their sum if norm=1, times scale) weighting down_e(silu(gate_e x) * up_e x); " +
 			"then, with shared gate [Fs,D], up [Fs,D], down [D,Fs] (and gate_inp [1,D]), plus (sigmoid(x·gate_inpᵀ) times) the shared expert's output; " +
 			"bias=1: a last argument f32[E] added to the scores for choosing; groups, groups_used, group_top: grouped top-k; " +
 			"expert_bias=1 (gpt-oss): four arguments before it, biases of the router f32[E], gate and up f32[E,F], down f32[E,D]; " +
-			"act swiglu_oai: the experts' activation is swiglu_oai(gate, up) (alpha, limit)",
+			"act swiglu_oai: the experts' activation is swiglu_oai(gate, up) (alpha, limit); " +
+			"expert_lo: gate, up and down hold experts [expert_lo, expert_lo+El) of the router's E, the result only their part of the sum",
 		Infer: moeType})
 }
 
@@ -69,15 +77,26 @@ func moeType(a []Type, at Attrs) ([]Type, error) {
 		return nil, err
 	}
 	a = a[:len(a)-MoETail(at)]
-	if err := want(len(gate.Shape) == 3 && gate.Shape[0] == e && gate.Shape[1].Known() && gate.Shape[1].N > 0 && gate.Shape[2] == d,
-		"gate must be [%v,F,%v], is %v", e, d, gate); err != nil {
+	held := e // the experts gate, up and down hold
+	if lo, ok := at["expert_lo"]; ok {
+		if err := want(len(gate.Shape) == 3 && gate.Shape[0].Known() && gate.Shape[0].N > 0 && lo.I >= 0 && lo.I+int64(gate.Shape[0].N) <= int64(e.N),
+			"expert_lo = %d with gate %v: the experts held must be a block of the router's %v", lo.I, gate, e); err != nil {
+			return nil, err
+		}
+		if err := want(!MoEExpertBiases(at), "expert_lo with expert_bias: the experts' biases are not split"); err != nil {
+			return nil, err
+		}
+		held = gate.Shape[0]
+	}
+	if err := want(len(gate.Shape) == 3 && gate.Shape[0] == held && gate.Shape[1].Known() && gate.Shape[1].N > 0 && gate.Shape[2] == d,
+		"gate must be [%v,F,%v], is %v", held, d, gate); err != nil {
 		return nil, err
 	}
 	f := gate.Shape[1]
 	if err := want(up.Shape.Equal(gate.Shape), "up must be %v like gate, is %v", gate.Shape, up); err != nil {
 		return nil, err
 	}
-	if err := want(down.Shape.Equal(Shape{e, d, f}), "down must be [%v,%v,%v], is %v", e, d, f, down); err != nil {
+	if err := want(down.Shape.Equal(Shape{held, d, f}), "down must be [%v,%v,%v], is %v", held, d, f, down); err != nil {
 		return nil, err
 	}
 	switch len(a) {
@@ -132,6 +151,7 @@ func moeCost(n *Node, env CostEnv) (Cost, error) {
 		return Cost{}, fmt.Errorf("the rows of %s %v are not bound", n.Args[0], x)
 	}
 	e, f, d := int64(gate.Shape[0].N), int64(gate.Shape[1].N), int64(gate.Shape[2].N)
+	all := int64(router.Shape[0].N) // e of them held (expert_lo: a block)
 	k := n.Attrs.Int("experts_used", 1)
 	reach := min(e, int64(rows)*k)
 	var b int64
@@ -150,8 +170,8 @@ func moeCost(n *Node, env CostEnv) (Cost, error) {
 		b += v / e * reach
 	}
 	r := int64(rows)
-	f64 := 2*r*e*d + 5*r*e + r*k*(6*f*d+6*f+2*d)
-	if len(n.Args)-MoETail(n.Attrs) >= 8 { // the shared expert (and its gate) over every row
+	f64 := 2*r*all*d + 5*r*all + r*k*e/all*(6*f*d+6*f+2*d) // the held experts' share of the rows' choices
+	if len(n.Args)-MoETail(n.Attrs) >= 8 {                 // the shared expert (and its gate) over every row
 		fs := int64(n.Args[5].Type.Shape[0].N)
 		for _, w := range n.Args[5:] {
 			v, ok := w.Type.Bytes(nil)

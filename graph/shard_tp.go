@@ -31,12 +31,57 @@ const (
 	tpReplicated tpSplit = iota // norms
 	tpRows                      // rank r holds rows [r·R/size, (r+1)·R/size)
 	tpCols                      // rank r holds columns [r·C/size, (r+1)·C/size) of every row
+	tpExpertRows                // stacked experts [E,R,C]: rows [r·R/size, (r+1)·R/size) of every expert
+	tpExperts                   // stacked experts [E,R,C]: experts [r·E/size, (r+1)·E/size)
 )
 
-// splitOf is the split of the Llama family's weight called name (GGUF names).
-func splitOf(name string) tpSplit {
+// tpMode is what a shard is for: training (the experts of a mixture whole on every rank), or
+// serving, with the experts split by their feed-forward width or, with expert parallelism,
+// by expert.
+type tpMode int
+
+const (
+	tpTrain tpMode = iota
+	tpServe
+	tpServeEP
+)
+
+// dim is the dimension s divides in a weight of rank dims.
+func (s tpSplit) dim(rank int) int {
+	switch s {
+	case tpCols:
+		return rank - 1
+	case tpExpertRows:
+		return 1
+	}
+	return 0
+}
+
+// splitOf is the split of the Llama family's weight called name (GGUF names) in mode. Serving
+// splits a mixture of experts' feed-forward as the dense one (each expert's gate and up by
+// rows, down by columns; the shared expert's the same) or, in tpServeEP, by expert; the router
+// and the shared expert's gate row stay whole.
+func splitOf(name string, mode tpMode) tpSplit {
 	if name == "token_embd.weight" || name == "output.weight" {
 		return tpRows
+	}
+	if mode != tpTrain {
+		switch {
+		case strings.HasSuffix(name, ".ffn_gate_exps.weight") || strings.HasSuffix(name, ".ffn_up_exps.weight"):
+			if mode == tpServeEP {
+				return tpExperts
+			}
+			return tpExpertRows
+		case strings.HasSuffix(name, ".ffn_down_exps.weight"):
+			if mode == tpServeEP {
+				return tpExperts
+			}
+			return tpCols
+		case strings.HasSuffix(name, ".ffn_gate_shexp.weight") || strings.HasSuffix(name, ".ffn_up_shexp.weight"):
+			return tpRows
+		case strings.HasSuffix(name, ".ffn_down_shexp.weight"):
+			return tpCols
+		}
 	}
 	for _, s := range []string{".attn_q.", ".attn_k.", ".attn_v.", ".ffn_gate.", ".ffn_up."} {
 		if strings.Contains(name, s) && (strings.HasSuffix(name, ".weight") || strings.HasSuffix(name, ".bias")) {
@@ -64,6 +109,10 @@ func tpCopyName(w string) string {
 // copy of g. It refuses a size that does not divide a split dimension or the heads, and a
 // split weight used by an op it does not know how to shard.
 func ShardTP(g *Graph, rank, size int) (*Graph, error) {
+	return shardTP(g, rank, size, tpTrain)
+}
+
+func shardTP(g *Graph, rank, size int, mode tpMode) (*Graph, error) {
 	if size < 1 || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("graph: tensor-parallel rank %d of %d", rank, size)
 	}
@@ -93,13 +142,13 @@ func ShardTP(g *Graph, rank, size int) (*Graph, error) {
 	split := map[*Value]tpSplit{}
 	lo := map[*Value]int64{} // a row-split weight's first row on this rank
 	for _, w := range cg.Weights {
-		s := splitOf(w.Name)
+		s := splitOf(w.Name, mode)
 		if s == tpReplicated {
 			continue
 		}
-		d := 0
-		if s == tpCols {
-			d = len(w.Type.Shape) - 1
+		d := s.dim(len(w.Type.Shape))
+		if (s == tpExperts || s == tpExpertRows) && len(w.Type.Shape) != 3 {
+			return nil, fmt.Errorf("graph: tensor-parallel shard: %s %v is not a stack of experts", w, w.Type)
 		}
 		if len(w.Type.Shape) == 0 || !w.Type.Shape[d].Known() || w.Type.Shape[d].N%size != 0 {
 			return nil, fmt.Errorf("graph: tensor-parallel size %d does not divide %s %v", size, w, w.Type)
@@ -187,6 +236,14 @@ func ShardTP(g *Graph, rank, size int) (*Graph, error) {
 				n.Args[1] = c
 			}
 			err = n.reinfer()
+		case "moe":
+			var part bool
+			if part, err = shardMoE(n, split, lo); err == nil {
+				err = n.reinfer()
+			}
+			if part && err == nil {
+				reduce(n, "moe")
+			}
 		case "cross_entropy":
 			if l, ok := vocabLo[n.Args[0]]; ok {
 				n.Op, n.Attrs = "cross_entropy_shard", Attrs{"lo": Int(l)}
@@ -211,6 +268,26 @@ func ShardTP(g *Graph, rank, size int) (*Graph, error) {
 		return nil, fmt.Errorf("graph: tensor-parallel shard: %w", err)
 	}
 	return cg, nil
+}
+
+// shardMoE sets expert_lo on the moe node n when its experts are split by expert, and reports
+// whether n's result is this rank's part of the sum (any of its weights split), which an
+// all-reduce completes. gpt-oss's expert biases are not split: such a node is refused.
+func shardMoE(n *Node, split map[*Value]tpSplit, lo map[*Value]int64) (part bool, err error) {
+	for _, a := range n.Args {
+		s, ok := split[a]
+		if !ok {
+			continue
+		}
+		part = true
+		if s == tpExperts {
+			n.Attrs["expert_lo"] = Int(lo[a])
+		}
+	}
+	if part && MoEExpertBiases(n.Attrs) {
+		return false, fmt.Errorf("tensor parallelism does not split the experts' biases (gpt-oss)")
+	}
+	return part, nil
 }
 
 // reinfer sets n's result types from its arguments' (after a shard changed them).

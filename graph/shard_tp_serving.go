@@ -2,19 +2,40 @@
 // training-only parts, and logits gathered whole on every rank.
 package graph
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
-// TPSplitDim is how ShardTP divides the Llama family's weight called name between ranks: the
-// dimension split into equal contiguous blocks (0: rows, 1: columns of a matrix, rank r holding
-// block r), or -1 when every rank holds all of it.
-func TPSplitDim(name string) int {
-	switch splitOf(name) {
-	case tpRows:
-		return 0
-	case tpCols:
-		return 1
+// TPOptions are the choices of a tensor-parallel serving shard.
+type TPOptions struct {
+	// ExpertParallel splits a mixture of experts by expert (vLLM's --enable-expert-parallel):
+	// rank r holds experts [r·E/size, (r+1)·E/size) whole. Without it every rank holds every
+	// expert's block of rows (gate, up) and columns (down), as a dense feed-forward's.
+	ExpertParallel bool
+}
+
+func (o TPOptions) mode() tpMode {
+	if o.ExpertParallel {
+		return tpServeEP
 	}
-	return -1
+	return tpServe
+}
+
+// TPSplitDim is how ShardTPServing (with o) divides the weight called name between ranks: the
+// dimension split into equal contiguous blocks, rank r holding block r (0: rows of a matrix or
+// the experts of a stack [E,R,C]; 1: its columns, or each expert's rows; 2: each expert's
+// columns), or -1 when every rank holds all of it.
+func TPSplitDim(name string, o TPOptions) int {
+	s := splitOf(name, o.mode())
+	if s == tpReplicated {
+		return -1
+	}
+	rank := 2
+	if strings.Contains(name, "_exps.") {
+		rank = 3
+	}
+	return s.dim(rank)
 }
 
 // ShardTPServing returns the serving graph of rank (of size ranks) for g, a model.BuildGraph
@@ -22,9 +43,10 @@ func TPSplitDim(name string) int {
 // nodes (identities forward, whose only job is the backward all-reduce) removed, and the
 // vocab-parallel logits followed by an all_gather_last, so every rank's output is the whole
 // [rows, vocab] logits (a stage ending before them outputs the residual stream, whole on
-// every rank). Size 1 gives a copy of g.
-func ShardTPServing(g *Graph, rank, size int) (*Graph, error) {
-	sg, err := ShardTP(g, rank, size)
+// every rank). A mixture of experts is split as o says, each moe's partial sum all-reduced.
+// Size 1 gives a copy of g.
+func ShardTPServing(g *Graph, rank, size int, o TPOptions) (*Graph, error) {
+	sg, err := shardTP(g, rank, size, o.mode())
 	if err != nil || size == 1 {
 		return sg, err
 	}
@@ -50,7 +72,7 @@ func ShardTPServing(g *Graph, rank, size int) (*Graph, error) {
 	if b, ok := alias[out]; ok {
 		out = b
 	}
-	if d := out.Def; d == nil || d.Op != "matmul" || TPSplitDim(d.Args[1].Name) != 0 {
+	if d := out.Def; d == nil || d.Op != "matmul" || TPSplitDim(d.Args[1].Name, o) != 0 {
 		// A pipeline stage before the last (graph.Cut): its output is the residual stream,
 		// whole on every rank after the all-reduces.
 		if err := Verify(sg); err != nil {

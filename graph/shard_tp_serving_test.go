@@ -25,7 +25,7 @@ func TestShardTPServing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, size := range []int{2, 4} {
-			sg, err := graph.ShardTPServing(g, size-1, size)
+			sg, err := graph.ShardTPServing(g, size-1, size, graph.TPOptions{})
 			if err != nil {
 				t.Fatalf("%s tied %v size %d: %v", cfg.Arch, cfg.Tied, size, err)
 			}
@@ -52,7 +52,7 @@ func TestShardTPServing(t *testing.T) {
 				t.Errorf("%s size %d: the shard lost fusions: %v", cfg.Arch, size, fused)
 			}
 		}
-		one, err := graph.ShardTPServing(g, 0, 1)
+		one, err := graph.ShardTPServing(g, 0, 1, graph.TPOptions{})
 		if err != nil || graph.String(one) != graph.String(g) {
 			t.Errorf("%s: size 1 is not a copy (%v)", cfg.Arch, err)
 		}
@@ -61,10 +61,19 @@ func TestShardTPServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := graph.ShardTPServing(g, 0, 3); err == nil || !strings.Contains(err.Error(), "size 3 does not divide") {
+	if _, err := graph.ShardTPServing(g, 0, 3, graph.TPOptions{}); err == nil || !strings.Contains(err.Error(), "size 3 does not divide") {
 		t.Errorf("size 3 of 8 heads: %v", err)
 	}
-	if got := []int{graph.TPSplitDim("blk.0.attn_q.weight"), graph.TPSplitDim("blk.0.ffn_down.weight"), graph.TPSplitDim("blk.0.attn_norm.weight")}; got[0] != 0 || got[1] != 1 || got[2] != -1 {
-		t.Errorf("TPSplitDim: %v", got)
+	tp, ep := graph.TPOptions{}, graph.TPOptions{ExpertParallel: true}
+	for _, c := range []struct {
+		name   string
+		tp, ep int
+	}{{"blk.0.attn_q.weight", 0, 0}, {"blk.0.ffn_down.weight", 1, 1}, {"blk.0.attn_norm.weight", -1, -1},
+		{"blk.1.ffn_gate_exps.weight", 1, 0}, {"blk.1.ffn_up_exps.weight", 1, 0}, {"blk.1.ffn_down_exps.weight", 2, 0},
+		{"blk.1.ffn_gate_inp.weight", -1, -1}, {"blk.1.ffn_up_shexp.weight", 0, 0}, {"blk.1.ffn_down_shexp.weight", 1, 1},
+		{"blk.1.ffn_gate_inp_shexp.weight", -1, -1}} {
+		if a, b := graph.TPSplitDim(c.name, tp), graph.TPSplitDim(c.name, ep); a != c.tp || b != c.ep {
+			t.Errorf("TPSplitDim(%s): %d, expert-parallel %d; want %d, %d", c.name, a, b, c.tp, c.ep)
+		}
 	}
 }

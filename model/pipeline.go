@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/graph/exec"
 	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
@@ -20,7 +21,12 @@ type Part struct {
 	// Stage of Stages pipeline stages (Stages 0 or 1: no pipeline); the layers are cut into
 	// Stages equal runs, stage s holding [s·L/Stages, (s+1)·L/Stages).
 	Stage, Stages int
+	// ExpertParallel splits a mixture of experts over TP by expert (graph.TPOptions).
+	ExpertParallel bool
 }
+
+// tpOptions are the graph's options for p's tensor-parallel shard.
+func (p Part) tpOptions() graph.TPOptions { return graph.TPOptions{ExpertParallel: p.ExpertParallel} }
 
 // CheckPipeline reports why cfg's layers cannot be cut into stages equal stages.
 func CheckPipeline(cfg *Config, stages int) error {
@@ -41,7 +47,7 @@ func LoadGGUFPart(f *gguf.File, p Part) (*Model, error) {
 		return nil, err
 	}
 	if p.TP != nil {
-		if err := CheckTP(&cfg, p.TP.Size()); err != nil {
+		if err := CheckTP(&cfg, p.TP.Size(), p.tpOptions()); err != nil {
 			return nil, fmt.Errorf("%s: model: %w", f.Path, err)
 		}
 	}

@@ -32,7 +32,7 @@ func (m *Model) prepareServing() error {
 		}
 	}
 	if m.tp != nil {
-		if g, err = graph.ShardTPServing(g, m.tp.Rank(), m.tp.Size()); err != nil {
+		if g, err = graph.ShardTPServing(g, m.tp.Rank(), m.tp.Size(), m.part.tpOptions()); err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
 	}
@@ -45,14 +45,14 @@ func (m *Model) prepareServing() error {
 		for _, v := range g.Weights {
 			names = append(names, v.Name)
 		}
-		if m.arena, err = newWeightArena(arenaSize(m.Weights, names, m.TPSize())); err != nil {
+		if m.arena, err = newWeightArena(arenaSize(m.Weights, names, m.TPSize(), m.part.tpOptions())); err != nil {
 			return err
 		}
 	}
 	for _, v := range g.Weights {
 		t := m.Weights[v.Name]
 		if m.tp != nil {
-			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.arena, false); err != nil {
+			if t, err = tpShard(t, m.tp.Rank(), m.tp.Size(), m.part.tpOptions(), m.arena, false); err != nil {
 				return err
 			}
 		} else {

@@ -13,13 +13,15 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// tpArchs are the families whose graph graph.ShardTP knows how to shard.
-var tpArchs = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true}
+// tpArchs are the families whose graph graph.ShardTP knows how to shard (Mixtral is llama
+// with experts).
+var tpArchs = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true, "qwen2moe": true, "qwen3moe": true}
 
-// CheckTP reports why cfg cannot be split over size tensor-parallel ranks: a family ShardTP
-// does not know, or a size that does not divide the query heads, KV heads, feed-forward width
-// or vocabulary (each named with its value). Size 1 is always fine.
-func CheckTP(cfg *Config, size int) error {
+// CheckTP reports why cfg cannot be split over size tensor-parallel ranks with o: a family
+// ShardTP does not know, or a size that does not divide the query heads, KV heads,
+// feed-forward width, vocabulary, or a mixture's experts (with o.ExpertParallel) or their
+// feed-forward widths (without), each named with its value. Size 1 is always fine.
+func CheckTP(cfg *Config, size int, o graph.TPOptions) error {
 	if size < 1 {
 		return fmt.Errorf("tensor-parallel size %d < 1", size)
 	}
@@ -28,14 +30,33 @@ func CheckTP(cfg *Config, size int) error {
 	}
 	switch {
 	case !tpArchs[cfg.Arch]:
-		return fmt.Errorf("tensor parallelism serves the llama, mistral, qwen2 and qwen3 families, not %s", cfg.Arch)
-	case cfg.Experts > 0 || cfg.KVLoraRank > 0 || cfg.SlidingWindow > 0 || cfg.LongRope != nil:
-		return fmt.Errorf("tensor parallelism does not serve mixtures of experts, latent attention, sliding windows or LongRoPE yet")
+		return fmt.Errorf("tensor parallelism serves the llama (and Mixtral), mistral, qwen2, qwen3, qwen2moe and qwen3moe families, not %s", cfg.Arch)
+	case cfg.KVLoraRank > 0 || cfg.SlidingWindow > 0 || cfg.LongRope != nil:
+		return fmt.Errorf("tensor parallelism does not serve latent attention, sliding windows or LongRoPE yet")
 	}
-	for _, d := range []struct {
+	type dim struct {
 		what string
 		n    int
-	}{{"attention heads", cfg.Heads}, {"KV heads", cfg.KVHeads}, {"feed-forward width", cfg.FFN}, {"vocabulary", cfg.Vocab}} {
+	}
+	dims := []dim{{"attention heads", cfg.Heads}, {"KV heads", cfg.KVHeads}, {"vocabulary", cfg.Vocab}}
+	if cfg.Experts == 0 || cfg.DenseLead > 0 {
+		dims = append(dims, dim{"feed-forward width", cfg.FFN})
+	}
+	if cfg.Experts > 0 {
+		if o.ExpertParallel {
+			dims = append(dims, dim{"experts", cfg.Experts})
+		} else {
+			f := cfg.ExpertFFN
+			if f == 0 {
+				f = cfg.FFN
+			}
+			dims = append(dims, dim{"experts' feed-forward width", f})
+		}
+		if cfg.SharedFFN > 0 {
+			dims = append(dims, dim{"shared expert's feed-forward width", cfg.SharedFFN})
+		}
+	}
+	for _, d := range dims {
 		if d.n%size != 0 {
 			return fmt.Errorf("tensor-parallel size %d does not divide the %s (%d)", size, d.what, d.n)
 		}
@@ -50,7 +71,7 @@ func CheckTP(cfg *Config, size int) error {
 // (ForwardBatch) in the same order: the graph's all-reduces and the logits' all-gather run
 // over tp. The model's KV caches hold this rank's KV heads.
 func NewTP(cfg Config, ws map[string]*tensor.Tensor, tp exec.Collective) (*Model, error) {
-	if err := CheckTP(&cfg, tp.Size()); err != nil {
+	if err := CheckTP(&cfg, tp.Size(), graph.TPOptions{}); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	return newModel(cfg, ws, Part{TP: tp}, nil)
@@ -102,23 +123,24 @@ func (m *Model) WeightBytes() int64 {
 	return n
 }
 
-// CheckTPTensor reports why t cannot be split over size tensor-parallel ranks (before any
-// rank loads it): a split dimension size does not divide, or a column block that is not whole
-// quantization blocks.
-func CheckTPTensor(t *tensor.Tensor, size int) error {
-	_, err := tpShard(t, 0, size, nil, true)
+// CheckTPTensor reports why t cannot be split over size tensor-parallel ranks with o (before
+// any rank loads it): a split dimension size does not divide, or a column block that is not
+// whole quantization blocks.
+func CheckTPTensor(t *tensor.Tensor, size int, o graph.TPOptions) error {
+	_, err := tpShard(t, 0, size, o, nil, true)
 	return err
 }
 
-// tpShard is this rank's block of the weight t (graph.TPSplitDim), t itself when replicated.
-// A column block is copied (into a when not nil); with an arena, a row block or a replicated
-// weight is copied into it too, else it is a view of t.
-func tpShard(t *tensor.Tensor, rank, size int, a *weightArena, checkOnly bool) (*tensor.Tensor, error) {
-	if t == nil || size == 1 || graph.TPSplitDim(t.Name) < 0 {
+// tpShard is this rank's block of the weight t (graph.TPSplitDim with o), t itself when
+// replicated. A block that is one contiguous run of t's bytes (rows of a matrix, a block of
+// experts) is a view of t, any other (columns; each expert's rows or columns) a copy; with an
+// arena every block and replicated weight is copied into it.
+func tpShard(t *tensor.Tensor, rank, size int, o graph.TPOptions, a *weightArena, checkOnly bool) (*tensor.Tensor, error) {
+	if t == nil || size == 1 || graph.TPSplitDim(t.Name, o) < 0 {
 		return a.copyOf(t), nil
 	}
-	d := graph.TPSplitDim(t.Name)
-	if t.Zero != nil || len(t.Shape) == 0 || len(t.Shape) > 2 {
+	d := graph.TPSplitDim(t.Name, o)
+	if t.Zero != nil || len(t.Shape) == 0 || len(t.Shape) > 3 || (len(t.Shape) > 1 && d >= len(t.Shape)) {
 		return nil, fmt.Errorf("model: tensor-parallel shard of %s (%s %v) is not supported", t.Name, t.Type, t.Shape)
 	}
 	if t.Shape[min(d, len(t.Shape)-1)]%size != 0 {
@@ -136,16 +158,38 @@ func tpShard(t *tensor.Tensor, rank, size int, a *weightArena, checkOnly bool) (
 		s.Data = t.Data[rank*b : (rank+1)*b]
 		return a.copyOf(&s), s.Check()
 	}
-	R, C := t.Shape[0], t.Shape[1]
+	last := len(t.Shape) - 1
+	C := t.Shape[last]
 	rb, err := t.Type.RowBytes(C)
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", t.Name, err)
 	}
-	if d == 0 { // rows: a view of this rank's block
-		k := R / size
-		s.Shape[0] = k
-		s.Data = t.Data[rank*k*rb : (rank+1)*k*rb]
-		return a.copyOf(&s), s.Check()
+	rows := len(t.Data) / rb // every row of every expert
+	if d < last {
+		// Within each of the outer indexes (the experts, for an expert's rows), this rank's
+		// block of dimension d: k units of unit bytes each.
+		outer, unit := 1, rb
+		for _, n := range t.Shape[:d] {
+			outer *= n
+		}
+		for _, n := range t.Shape[d+1 : last] {
+			unit *= n
+		}
+		k := t.Shape[d] / size
+		s.Shape[d] = k
+		if outer == 1 {
+			s.Data = t.Data[rank*k*unit : (rank+1)*k*unit]
+			return a.copyOf(&s), s.Check()
+		}
+		if checkOnly {
+			return t, nil
+		}
+		s.Data = a.allocOrMake(outer * k * unit)
+		for i := range outer {
+			src := t.Data[(i*t.Shape[d]+rank*k)*unit:]
+			copy(s.Data[i*k*unit:(i+1)*k*unit], src[:k*unit])
+		}
+		return &s, s.Check()
 	}
 	k := C / size // columns: this rank's part of every row, copied
 	kb, err := t.Type.RowBytes(k)
@@ -155,13 +199,9 @@ func tpShard(t *tensor.Tensor, rank, size int, a *weightArena, checkOnly bool) (
 	if checkOnly {
 		return t, nil
 	}
-	s.Shape[1] = k
-	if a != nil {
-		s.Data = a.alloc(R * kb)
-	} else {
-		s.Data = make([]byte, R*kb)
-	}
-	for r := range R {
+	s.Shape[last] = k
+	s.Data = a.allocOrMake(rows * kb)
+	for r := range rows {
 		copy(s.Data[r*kb:(r+1)*kb], t.Data[r*rb+rank*kb:r*rb+(rank+1)*kb])
 	}
 	return &s, s.Check()

@@ -48,6 +48,14 @@ func (a *weightArena) alloc(n int) []byte {
 	return a.buf[off : off+n : off+n]
 }
 
+// allocOrMake is alloc, or a Go slice without an arena (a nil a).
+func (a *weightArena) allocOrMake(n int) []byte {
+	if a == nil {
+		return make([]byte, n)
+	}
+	return a.alloc(n)
+}
+
 // copyOf is t with its Data copied into a (t itself when a is nil).
 func (a *weightArena) copyOf(t *tensor.Tensor) *tensor.Tensor {
 	if a == nil || t == nil {
@@ -61,7 +69,7 @@ func (a *weightArena) copyOf(t *tensor.Tensor) *tensor.Tensor {
 
 // arenaSize is an upper bound of the bytes the weights names (the serving graph's) of one
 // rank of tp take in an arena: 1/tp of a split weight, all of a replicated one.
-func arenaSize(ws map[string]*tensor.Tensor, names []string, tp int) int {
+func arenaSize(ws map[string]*tensor.Tensor, names []string, tp int, o graph.TPOptions) int {
 	n := 0
 	for _, name := range names {
 		t := ws[name]
@@ -69,7 +77,7 @@ func arenaSize(ws map[string]*tensor.Tensor, names []string, tp int) int {
 			continue
 		}
 		k := len(t.Data)
-		if tp > 1 && graph.TPSplitDim(name) >= 0 {
+		if tp > 1 && graph.TPSplitDim(name, o) >= 0 {
 			k /= tp
 		}
 		n += k + arenaAlign

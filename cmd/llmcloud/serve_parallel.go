@@ -31,6 +31,7 @@ import (
 	"github.com/llmcloud/llmcloud/engine"
 	"github.com/llmcloud/llmcloud/engine/dist"
 	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/loader"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/server"
@@ -40,6 +41,7 @@ import (
 // parallelFlags are serve's distributed flags (vLLM's names where vLLM has them).
 type parallelFlags struct {
 	tp, pp    int
+	ep        bool // --enable-expert-parallel
 	initAddr  string
 	rank      int
 	worldSize int
@@ -70,6 +72,7 @@ func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
 	for _, n := range []string{"pipeline-parallel-size", "pp"} {
 		fs.IntVar(&p.pp, n, 1, "pipeline-parallel stages: the layers cut into this many runs, each served by --tensor-parallel-size processes (started on this host unless --distributed-init)")
 	}
+	fs.BoolVar(&p.ep, "enable-expert-parallel", false, "with --tensor-parallel-size: split a mixture of experts by expert (each rank holds 1/T of the experts whole) instead of splitting every expert's feed-forward width")
 	fs.StringVar(&p.initAddr, "distributed-init", "", "HOST:PORT of rank 0's rendezvous: join a serving group as --rank of --world-size (rank 0 serves HTTP; the local launch uses 127.0.0.1 and a free port)")
 	fs.IntVar(&p.rank, "rank", 0, "with --distributed-init: this process's rank (0 runs the server and the engine)")
 	fs.IntVar(&p.worldSize, "world-size", 0, "with --distributed-init: the group's ranks (default: --tensor-parallel-size)")
@@ -85,6 +88,9 @@ func (p *parallelFlags) on() bool { return p.tp > 1 || p.pp > 1 || p.initAddr !=
 func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	if p.tp < 1 || p.pp < 1 {
 		return usagef("--tensor-parallel-size %d and --pipeline-parallel-size %d must be at least 1", p.tp, p.pp)
+	}
+	if p.ep && p.tp == 1 {
+		return usagef("--enable-expert-parallel splits the experts over --tensor-parallel-size ranks: give it a size above 1")
 	}
 	if !p.on() {
 		if p.rank != 0 || p.worldSize != 0 {
@@ -126,19 +132,25 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", mf.model, err)
 	}
-	if err := model.CheckTP(&cfg, p.tp); err != nil {
+	if p.ep && cfg.Experts == 0 {
+		return usagef("--enable-expert-parallel: %s is not a mixture of experts", mf.model)
+	}
+	if err := model.CheckTP(&cfg, p.tp, p.tpOptions()); err != nil {
 		return usagef("%s: %v", mf.model, err)
 	}
 	if err := model.CheckPipeline(&cfg, p.pp); err != nil {
 		return usagef("%s: %v", mf.model, err)
 	}
 	for i := range f.Tensors {
-		if err := model.CheckTPTensor(&f.Tensors[i], p.tp); err != nil {
+		if err := model.CheckTPTensor(&f.Tensors[i], p.tp, p.tpOptions()); err != nil {
 			return usagef("%s: %v", mf.model, err)
 		}
 	}
 	return nil
 }
+
+// tpOptions are the shard's options the flags give.
+func (p *parallelFlags) tpOptions() graph.TPOptions { return graph.TPOptions{ExpertParallel: p.ep} }
 
 // env is this process's place in the group (a local launch's rank 0 picks a free port).
 func (p *parallelFlags) env() (comm.Env, error) {
@@ -193,6 +205,7 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 			return false, j.err
 		}
 		p.ranks = j.r
+		p.ranks.ExpertParallel = p.ep
 	case e := <-p.exited:
 		return false, fmt.Errorf("rank %d exited while the group formed: %v", e.rank, e.err)
 	case <-ctx.Done():
@@ -200,7 +213,7 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	}
 	mf.part = p.ranks.Part()
 	if env.Rank == 0 {
-		log.Info("serving group formed", "ranks", env.WorldSize, "tensor_parallel", p.tp, "pipeline_parallel", p.pp, "rendezvous", net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort)))
+		log.Info("serving group formed", "ranks", env.WorldSize, "tensor_parallel", p.tp, "pipeline_parallel", p.pp, "expert_parallel", p.ep, "rendezvous", net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort)))
 		return false, nil
 	}
 	b, err := mf.open()

@@ -42,12 +42,15 @@ type Ranks struct {
 	World  *comm.Group
 	TP     *comm.Group // nil when Layout.TP is 1
 	Layout Layout
-	ctrl   *comm.Group
+	// ExpertParallel splits a mixture of experts by expert over each stage's tensor-parallel
+	// ranks (model.Part.ExpertParallel); every rank must agree (Setup checks it).
+	ExpertParallel bool
+	ctrl           *comm.Group
 }
 
 // Part is the model part this rank serves.
 func (r *Ranks) Part() model.Part {
-	p := model.Part{Stage: r.Layout.stage(r.World.Rank()), Stages: r.Layout.PP}
+	p := model.Part{Stage: r.Layout.stage(r.World.Rank()), Stages: r.Layout.PP, ExpertParallel: r.ExpertParallel}
 	if r.TP != nil {
 		p.TP = r.TP
 	}
@@ -120,15 +123,19 @@ type Setup struct {
 	NumBlocks, BlockSize int
 	KVDType              string
 	Invariant            bool // the engine's batch invariance (model.Batch.Invariant), every rank's
+	ExpertParallel       bool // rank 0's Ranks.ExpertParallel, which every rank's must equal
 	// Shape: layers, dim, heads, KV heads, head dim, feed-forward width, vocabulary.
 	Shape [7]int
 }
 
 func (s Setup) encode() []byte {
 	b := make([]byte, 0, 64)
-	inv := 0
+	inv := 0 // flags: 1 batch invariance, 2 expert parallelism
 	if s.Invariant {
 		inv = 1
+	}
+	if s.ExpertParallel {
+		inv |= 2
 	}
 	for _, v := range append([]int{s.NumBlocks, s.BlockSize, inv}, s.Shape[:]...) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
@@ -142,7 +149,7 @@ func decodeSetup(b []byte) (Setup, error) {
 		return s, fmt.Errorf("dist: setup message of %d bytes", len(b))
 	}
 	v := func(i int) int { return int(binary.LittleEndian.Uint64(b[8*i:])) }
-	s.NumBlocks, s.BlockSize, s.Invariant = v(0), v(1), v(2) != 0
+	s.NumBlocks, s.BlockSize, s.Invariant, s.ExpertParallel = v(0), v(1), v(2)&1 != 0, v(2)&2 != 0
 	for i := range s.Shape {
 		s.Shape[i] = v(3 + i)
 	}

@@ -19,13 +19,23 @@ import (
 	"github.com/llmcloud/llmcloud/comm"
 	"github.com/llmcloud/llmcloud/convert"
 	"github.com/llmcloud/llmcloud/format/gguf"
+	"github.com/llmcloud/llmcloud/graph"
 	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/synth"
 )
 
 func writeModel(t *testing.T, arch, typ string) string {
 	t.Helper()
+	return writeModelWith(t, arch, typ, nil)
+}
+
+// writeModelWith is writeModel with the options changed by edit (nil: none).
+func writeModelWith(t *testing.T, arch, typ string, edit func(*synth.Options)) string {
+	t.Helper()
 	o := synth.Options{Arch: arch, Dim: 64, Layers: 4, Heads: 8, KVHeads: 4, HeadDim: 8, FFN: 128, Vocab: 264, CtxLen: 64, Seed: 3, Std: 0.1}
+	if edit != nil {
+		edit(&o)
+	}
 	p, err := o.Plan()
 	if err != nil {
 		t.Fatal(err)
@@ -70,13 +80,31 @@ func batches() [][]model.BatchSeq {
 	}
 }
 
+// moe makes the model a mixture of experts: 4 experts, 2 per token, each 64 wide (a shared
+// expert 128 wide for qwen2moe), so TP=2 and TP=4 split them by width or by expert.
+func moe(o *synth.Options) {
+	o.Experts, o.ExpertsUsed = 4, 2
+	if o.Arch == "qwen2moe" {
+		o.ExpertFFN, o.SharedFFN = 64, 128
+	} else {
+		o.FFN = 64 // Mixtral's experts are FFN wide
+	}
+}
+
 func TestTensorParallelLogits(t *testing.T) {
 	for _, c := range []struct {
 		arch, typ string
 		layouts   []Layout
-	}{{"llama", "f32", []Layout{{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 4}}}, {"qwen3", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}},
-		{"qwen2", "f16", []Layout{{2, 1}}}, {"llama", "q8_0", []Layout{{2, 1}, {1, 2}}}} {
-		path := writeModel(t, c.arch, c.typ)
+		edit      func(*synth.Options)
+		ep        bool
+	}{{"llama", "f32", []Layout{{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 4}}, nil, false}, {"qwen3", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}, nil, false},
+		{"qwen2", "f16", []Layout{{2, 1}}, nil, false}, {"llama", "q8_0", []Layout{{2, 1}, {1, 2}}, nil, false},
+		// Mixtral (llama with experts) and Qwen2-MoE, the experts split by width, then by expert.
+		{"llama", "f32", []Layout{{2, 1}, {4, 1}}, moe, false}, {"qwen2moe", "f32", []Layout{{2, 1}, {2, 2}}, moe, false},
+		{"llama", "q8_0", []Layout{{2, 1}}, moe, false},
+		{"llama", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}, moe, true}, {"qwen2moe", "f16", []Layout{{2, 1}, {4, 1}}, moe, true},
+		{"qwen2moe", "q8_0", []Layout{{2, 1}}, moe, true}} {
+		path := writeModelWith(t, c.arch, c.typ, c.edit)
 		whole, err := model.OpenGGUF(path)
 		if err != nil {
 			t.Fatal(err)
@@ -99,13 +127,13 @@ func TestTensorParallelLogits(t *testing.T) {
 			if c.arch == "llama" && c.typ == "f32" && lay == (Layout{2, 2}) {
 				idle = PingInterval * 3 / 2
 			}
-			got, bytes, err := runGroup(t, path, lay, idle)
+			got, bytes, err := runGroup(t, path, lay, c.ep, idle)
 			if err != nil {
-				t.Fatalf("%s %s %+v: %v", c.arch, c.typ, lay, err)
+				t.Fatalf("%s %s %+v experts %v expert-parallel %v: %v", c.arch, c.typ, lay, c.edit != nil, c.ep, err)
 			}
 			for i := range want {
 				if d := maxDiff(got[i], want[i]); len(got[i]) != len(want[i]) || d > 2e-4 {
-					t.Errorf("%s %s %+v batch %d: %d logits, max difference %g from the whole model's", c.arch, c.typ, lay, i, len(got[i]), d)
+					t.Errorf("%s %s %+v experts %v expert-parallel %v batch %d: %d logits, max difference %g from the whole model's", c.arch, c.typ, lay, c.edit != nil, c.ep, i, len(got[i]), d)
 				}
 			}
 			var sum int64
@@ -125,7 +153,7 @@ func TestTensorParallelLogits(t *testing.T) {
 
 // runGroup runs batches() on size ranks of path (idle between the first two) and returns rank
 // 0's logits and every rank's weight bytes.
-func runGroup(t *testing.T, path string, lay Layout, idle time.Duration) ([][]float32, []int64, error) {
+func runGroup(t *testing.T, path string, lay Layout, ep bool, idle time.Duration) ([][]float32, []int64, error) {
 	size := lay.TP * lay.PP
 	port := freePort(t)
 	log := slog.New(slog.DiscardHandler)
@@ -143,6 +171,7 @@ func runGroup(t *testing.T, path string, lay Layout, idle time.Duration) ([][]fl
 					return err
 				}
 				defer rk.Close()
+				rk.ExpertParallel = ep
 				m, done, err := loadShard(path, rk)
 				if err != nil {
 					return err
@@ -212,15 +241,15 @@ func TestTensorParallelQuantBlocks(t *testing.T) {
 	defer f.Close()
 	var cerr error
 	for i := range f.Tensors {
-		cerr = errors.Join(cerr, model.CheckTPTensor(&f.Tensors[i], 4))
-		if err := model.CheckTPTensor(&f.Tensors[i], 2); err != nil {
+		cerr = errors.Join(cerr, model.CheckTPTensor(&f.Tensors[i], 4, graph.TPOptions{}))
+		if err := model.CheckTPTensor(&f.Tensors[i], 2, graph.TPOptions{}); err != nil {
 			t.Errorf("TP=2: %v", err)
 		}
 	}
 	if cerr == nil || !strings.Contains(cerr.Error(), "columns per rank are not whole Q8_0 blocks") {
 		t.Errorf("CheckTPTensor, TP=4 of 64-column Q8_0 attn_output: %v", cerr)
 	}
-	_, _, err = runGroup(t, path, Layout{4, 1}, 0)
+	_, _, err = runGroup(t, path, Layout{4, 1}, false, 0)
 	if err == nil || !strings.Contains(err.Error(), "columns per rank are not whole Q8_0 blocks") {
 		t.Errorf("TP=4 of 64-column Q8_0 attn_output: %v", err)
 	}

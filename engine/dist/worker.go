@@ -50,6 +50,9 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 	if got := shapeOf(m); got != setup.Shape {
 		return fmt.Errorf("rank %d: model shape %v (layers, dim, heads, KV heads, head dim, ffn, vocab), rank 0 serves %v", me, got, setup.Shape)
 	}
+	if setup.ExpertParallel != r.ExpertParallel {
+		return fmt.Errorf("rank %d: expert parallelism %v, rank 0's %v (start every rank with the same --enable-expert-parallel)", me, r.ExpertParallel, setup.ExpertParallel)
+	}
 	if got := m.KVCacheDType.String(); got != setup.KVDType {
 		return fmt.Errorf("rank %d: KV cache type %s, rank 0's is %s", me, got, setup.KVDType)
 	}

@@ -71,11 +71,15 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 	if o.router, err = p.weightArg(n, 1); err != nil {
 		return nil, err
 	}
+	// Expert parallelism: the stacks hold experts [lo, lo+held) of the router's; the others
+	// are nil slices, which run skips (their rows' share of the sum is another rank's).
+	lo, all := int(n.Attrs.Int("expert_lo", 0)), o.router.Shape[0]
 	for i, dst := range []*[]*tensor.Tensor{&o.gate, &o.up, &o.down} {
 		w := p.vals[p.ids[n.Args[2+i]]].weight
-		if w == nil || len(w.Shape) != 3 {
-			return nil, fmt.Errorf("argument %s: the experts must be a stacked [E,rows,cols] weight", n.Args[2+i])
+		if w == nil || len(w.Shape) != 3 || lo < 0 || lo+w.Shape[0] > all {
+			return nil, fmt.Errorf("argument %s: the experts must be a stacked [E,rows,cols] weight, the router's %d experts from expert_lo %d", n.Args[2+i], all, lo)
 		}
+		*dst = make([]*tensor.Tensor, lo, all)
 		for e := 0; e < w.Shape[0]; e++ {
 			s, err := w.Slice(e)
 			if err != nil {
@@ -86,8 +90,9 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 			}
 			*dst = append(*dst, s)
 		}
+		*dst = (*dst)[:all]
 	}
-	o.e, o.f, o.d = len(o.gate), o.gate[0].Shape[0], o.gate[0].Shape[1]
+	o.e, o.f, o.d = all, o.gate[lo].Shape[0], o.gate[lo].Shape[1]
 	nargs := len(n.Args) - graph.MoETail(n.Attrs)
 	if graph.MoEBiasArgs(n.Attrs) == 1 {
 		last := n.Args[len(n.Args)-1]
@@ -108,7 +113,7 @@ func (p *Program) compileMoE(n *graph.Node) (instr, error) {
 	}
 	o.groups, o.groupsUsed, o.groupTop = graph.MoEGroups(n.Attrs)
 	for _, w := range [][]*tensor.Tensor{o.gate, o.up, o.down} {
-		o.packed = o.packed || w[0].Type == tensor.Q8_0 || w[0].Type == tensor.Q4_0
+		o.packed = o.packed || w[lo].Type == tensor.Q8_0 || w[lo].Type == tensor.Q4_0
 	}
 	if nargs >= 8 {
 		if o.sGate, err = p.weightArg(n, 5); err != nil {
@@ -211,6 +216,9 @@ func (o *moeOp) run(p *Program) error {
 			continue
 		}
 		o.loads[e] += uint64(c)
+		if o.gate[e] == nil { // another rank's expert
+			continue
+		}
 		idx := o.order[o.start[e]:o.start[e+1]]
 		for i, sc := range idx {
 			r := sc / k

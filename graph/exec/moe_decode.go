@@ -36,9 +36,15 @@ func (o *moeOp) decode(p *Program, x, out []float32) error {
 			o.wts[j], o.wts[j-1] = o.wts[j-1], o.wts[j]
 		}
 	}
-	for _, e := range o.sel {
+	held := o.sel[:0] // the chosen experts this rank holds (all of them without expert parallelism)
+	for j, e := range o.sel {
 		o.loads[e]++
+		if o.gate[e] != nil {
+			o.wts[len(held)] = o.wts[j]
+			held = append(held, e)
+		}
 	}
+	o.sel, k = held, len(held)
 	o.g, o.u, o.ys = grow(o.g, k*F), grow(o.u, k*F), grow(o.ys, k*D)
 	outs, ws := o.outsBuf[:0], o.wsBuf[:0]
 	for j, e := range o.sel {
@@ -54,7 +60,10 @@ func (o *moeOp) decode(p *Program, x, out []float32) error {
 			outs, ws = append(outs, o.sl), append(ws, o.sInp)
 		}
 	}
-	err := p.pool.MatMulShared(outs, x, ws, 1)
+	var err error
+	if len(ws) > 0 {
+		err = p.pool.MatMulShared(outs, x, ws, 1)
+	}
 	clear(outs)
 	clear(ws)
 	outs, ws = outs[:0], ws[:0]
@@ -73,7 +82,9 @@ func (o *moeOp) decode(p *Program, x, out []float32) error {
 		kernels.SwiGLU(o.sg, o.sg, o.su)
 		xs, outs, ws = append(xs, o.sg), append(outs, o.sy), append(ws, o.sDown)
 	}
-	err = p.pool.MatMulEach(outs, xs, ws)
+	if len(ws) > 0 {
+		err = p.pool.MatMulEach(outs, xs, ws)
+	}
 	clear(xs)
 	clear(outs)
 	clear(ws)

@@ -36,8 +36,8 @@ func (o *moeOp) expertsParallel(p *Program, pairs int) bool {
 		return false
 	}
 	active, most := 0, 0
-	for _, c := range o.count {
-		if c > 0 {
+	for e, c := range o.count {
+		if c > 0 && o.gate[e] != nil {
 			active++
 			most = max(most, c)
 		}
@@ -57,8 +57,10 @@ func (o *moeOp) runParallel(p *Program, x, out []float32, n int) error {
 	o.byCount = o.byCount[:0]
 	for e := 0; e < E; e++ {
 		if o.count[e] > 0 {
-			o.byCount = append(o.byCount, e)
 			o.loads[e] += uint64(o.count[e])
+			if o.gate[e] != nil { // not another rank's expert
+				o.byCount = append(o.byCount, e)
+			}
 		}
 	}
 	slices.SortStableFunc(o.byCount, func(a, b int) int { return o.count[b] - o.count[a] })
@@ -97,6 +99,9 @@ func (o *moeOp) runParallel(p *Program, x, out []float32, n int) error {
 				}
 			}
 			prev = o.sel[best]
+			if o.gate[prev] == nil {
+				continue
+			}
 			w, src := o.wts[best], o.yAll[best*D:(best+1)*D]
 			for i, v := range src {
 				dst[i] += w * v

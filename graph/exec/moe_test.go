@@ -23,6 +23,7 @@ type moeCase struct {
 	gated         bool // with its sigmoid gate
 	bias          bool // with a selection bias (DeepSeek-V3; the attribute bias=1)
 	expertBias    bool // with gpt-oss's router and expert biases (expert_bias=1)
+	lo, held      int  // expert parallelism: the stacks hold experts [lo, lo+held) (held 0: all E)
 }
 
 // moeGraph is embedding -> moe -> gather_rows.
@@ -34,10 +35,14 @@ func moeGraph(t *testing.T, c moeCase, dt tensor.DType) *graph.Graph {
 	rows := b.Input(exec.InputLogitRows, graph.T(tensor.I32, graph.Sym("s")))
 	e := b.Weight("e", graph.T(tensor.F32, graph.D(c.V), graph.D(c.D)))
 	r := b.Weight("r", graph.T(tensor.F32, graph.D(c.E), graph.D(c.D)))
-	g := b.Weight("g", graph.T(dt, graph.D(c.E), graph.D(c.F), graph.D(c.D)))
-	u := b.Weight("u", graph.T(dt, graph.D(c.E), graph.D(c.F), graph.D(c.D)))
-	d := b.Weight("d", graph.T(dt, graph.D(c.E), graph.D(c.D), graph.D(c.F)))
+	held := c.E
 	a := graph.Attrs{"experts_used": graph.Int(int64(c.K))}
+	if c.held > 0 {
+		held, a["expert_lo"] = c.held, graph.Int(int64(c.lo))
+	}
+	g := b.Weight("g", graph.T(dt, graph.D(held), graph.D(c.F), graph.D(c.D)))
+	u := b.Weight("u", graph.T(dt, graph.D(held), graph.D(c.F), graph.D(c.D)))
+	d := b.Weight("d", graph.T(dt, graph.D(held), graph.D(c.D), graph.D(c.F)))
 	for k, v := range c.attrs {
 		a[k] = v
 	}
@@ -221,6 +226,89 @@ func TestMoEKernelMatchesReference(t *testing.T) {
 			}
 			t.Logf("max |kernel - ref| %.3g (largest |output| %.3g), expert loads %v", diff, big, loads)
 		})
+	}
+}
+
+// TestMoEExpertBlocks runs moe over blocks of the experts (expert_lo, as expert-parallel ranks
+// hold them): each block's result is the reference's sum over the chosen experts it holds (a
+// step of rows and rows alone), the blocks' results add up to the whole op's, and every block
+// counts every row's choices in its loads.
+func TestMoEExpertBlocks(t *testing.T) {
+	whole := moeCase{V: 13, D: 64, F: 96, E: 6, K: 2, attrs: graph.Attrs{"norm": graph.Int(1)}}
+	toks := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 3}
+	for _, tc := range []struct {
+		dt  tensor.DType
+		tol float64
+	}{{tensor.F32, 1e-5}, {tensor.Q8_0, 2e-2}} {
+		ws := moeWeights(t, whole, tc.dt, 4)
+		p, err := exec.Compile(moeGraph(t, whole, tc.dt), ws, exec.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := p.Run(moeStep(toks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append([]float32(nil), all...)
+		sum := make([]float64, len(all))
+		for lo := 0; lo < whole.E; lo += 2 {
+			c := whole
+			c.lo, c.held = lo, 2
+			g := moeGraph(t, c, tc.dt)
+			bw := map[string]*tensor.Tensor{}
+			for name, w := range ws {
+				if name == "g" || name == "u" || name == "d" {
+					per := len(w.Data) / w.Shape[0]
+					b := *w
+					b.Shape = append([]int{c.held}, w.Shape[1:]...)
+					b.Data = w.Data[lo*per : (lo+c.held)*per]
+					w = &b
+				}
+				bw[name] = w
+			}
+			bp, err := exec.Compile(g, bw, exec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := bp.Run(moeStep(toks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := moeRef(t, g, bw, toks)
+			big := 0.0
+			for _, w := range want {
+				big = math.Max(big, math.Abs(w))
+			}
+			for i, v := range got {
+				sum[i] += float64(v)
+				if d := math.Abs(float64(v) - want[i]); d > tc.tol*math.Max(big, 1e-3) {
+					t.Fatalf("%s experts [%d,%d) [%d]: kernel %v, ref %v", tc.dt, lo, lo+c.held, i, v, want[i])
+				}
+			}
+			for i, tok := range toks[:5] { // rows alone: the decode path
+				one, err := bp.Run(moeStep([]int{tok}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, v := range one {
+					if d := math.Abs(float64(v) - want[i*c.D+j]); d > tc.tol*math.Max(big, 1e-3) {
+						t.Fatalf("%s experts [%d,%d) row %d alone [%d]: kernel %v, ref %v", tc.dt, lo, lo+c.held, i, j, v, want[i*c.D+j])
+					}
+				}
+			}
+			var n uint64
+			for _, l := range bp.ExpertLoads()["r"] {
+				n += l
+			}
+			if n != uint64((len(toks)+5)*c.K) {
+				t.Errorf("%s experts [%d,%d): loads sum to %d, want every row's %d choices", tc.dt, lo, lo+c.held, n, (len(toks)+5)*c.K)
+			}
+		}
+		for i, v := range all {
+			if d := math.Abs(float64(v) - sum[i]); d > 1e-5*math.Max(1, math.Abs(float64(v))) {
+				t.Fatalf("%s [%d]: the blocks add up to %v, the whole op gives %v", tc.dt, i, sum[i], v)
+			}
+		}
 	}
 }
 

@@ -83,7 +83,10 @@ func MoERouteBias(logits, bias []float64, k int, a graph.Attrs) (experts []int, 
 func init() {
 	opFuncs["moe"] = func(_ *ctx, t []*Tensor, a graph.Attrs) ([]*Tensor, error) {
 		x, router, gate, up, down := t[0], t[1], t[2], t[3], t[4]
-		E, F, D := gate.Shape[0], gate.Shape[1], gate.Shape[2]
+		// With expert_lo (expert parallelism) the stacks hold experts [lo, lo+held) of the
+		// router's E; the chosen experts outside it add nothing.
+		E, held, F, D := router.Shape[0], gate.Shape[0], gate.Shape[1], gate.Shape[2]
+		lo := int(a.Int("expert_lo", 0))
 		k := int(a.Int("experts_used", 0))
 		n := x.Shape[0]
 		y := zerosF(x.Shape)
@@ -113,6 +116,10 @@ func init() {
 			}
 			experts, weights := MoERouteBias(logits, bias, k, a)
 			for i, e := range experts {
+				if e < lo || e >= lo+held {
+					continue
+				}
+				e -= lo
 				for j := 0; j < F; j++ {
 					g := dot(xr, gate.F[(e*F+j)*D:(e*F+j+1)*D]) + gb[e*F+j]
 					u := dot(xr, up.F[(e*F+j)*D:(e*F+j+1)*D]) + ub[e*F+j]
