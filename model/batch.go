@@ -66,6 +66,8 @@ type Batch struct {
 	progOf *Model // the model prog was compiled for
 	step   exec.Step
 	logits []float32 // [rows needing logits, Vocab] when the caller gives no buffer
+	piped  []float32 // a first pipeline stage's logits (forwardPipe), when the caller gives no buffer
+	micro  [][]BatchSeq
 	hidden hiddenRows
 }
 
@@ -122,9 +124,50 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	if err != nil {
 		return nil, err
 	}
+	if m.Pipe != nil && !m.LastStage() { // rank 0 of a pipeline (pipeline.go)
+		return m.forwardPipe(dst, fresh, b, kv, prog, seqs, nl)
+	}
+	if err := m.beginStep(b, kv, seqs); err != nil {
+		return nil, err
+	}
+	if !m.LastStage() { // the residual stream of every row goes to the next stage
+		return m.forwardStage(b, prog, n)
+	}
+	st := &b.step
+	switch {
+	case cap(dst) >= nl*cfg.Vocab:
+		st.Out = dst
+	case fresh && nl > 0:
+		st.Out = make([]float32, nl*cfg.Vocab)
+	default:
+		if len(b.logits) < nl*cfg.Vocab {
+			b.logits = make([]float32, nl*cfg.Vocab)
+		}
+		st.Out = b.logits
+	}
+	logits, err := prog.Run(st)
+	clear(st.Rows) // drop the callers' block tables
+	for g := range st.GroupRows {
+		clear(st.GroupRows[g])
+	}
+	st.KV, st.Out, st.LoRA, st.Hidden = exec.KV{}, nil, nil, nil
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if err := b.hidden.keep(b, cfg.Dim, nl); err != nil {
+		return nil, err
+	}
+	if nl == 0 {
+		return nil, nil
+	}
+	return logits[:nl*cfg.Vocab], nil
+}
+
+// beginStep calls OnForward with seqs (checked) and prepares b's step for them over kv.
+func (m *Model) beginStep(b *Batch, kv *PagedKV, seqs []BatchSeq) error {
 	if m.OnForward != nil {
 		if err := m.OnForward(seqs); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
+			return fmt.Errorf("model: %w", err)
 		}
 	}
 	st := &b.step
@@ -163,36 +206,7 @@ func (m *Model) forwardBatch(dst []float32, fresh bool, b *Batch, kv *PagedKV, s
 	}
 	st.KV = exec.KV{K: kv.K, V: kv.V, KQ: kv.KQ, VQ: kv.VQ, KFmt: kv.KFmt, VFmt: kv.VFmt, BlockSize: kv.BlockSize, Group: kv.Group}
 	st.Hidden = b.StageInput
-	if !m.LastStage() { // the residual stream of every row goes to the next stage
-		return m.forwardStage(b, prog, seqs, n)
-	}
-	switch {
-	case cap(dst) >= nl*cfg.Vocab:
-		st.Out = dst
-	case fresh && nl > 0:
-		st.Out = make([]float32, nl*cfg.Vocab)
-	default:
-		if len(b.logits) < nl*cfg.Vocab {
-			b.logits = make([]float32, nl*cfg.Vocab)
-		}
-		st.Out = b.logits
-	}
-	logits, err := prog.Run(st)
-	clear(st.Rows) // drop the callers' block tables
-	for g := range st.GroupRows {
-		clear(st.GroupRows[g])
-	}
-	st.KV, st.Out, st.LoRA, st.Hidden = exec.KV{}, nil, nil, nil
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if err := b.hidden.keep(b, cfg.Dim, nl); err != nil {
-		return nil, err
-	}
-	if nl == 0 {
-		return nil, nil
-	}
-	return logits[:nl*cfg.Vocab], nil
+	return nil
 }
 
 // groupTable is s's block table of KV group g.

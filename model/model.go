@@ -32,10 +32,13 @@ type Model struct {
 	// just before it runs; an error fails the forward. Tensor-parallel serving's rank 0 sends
 	// the batch to the other ranks there (package engine/dist), which run it too.
 	OnForward func(seqs []BatchSeq) error
-	// OnStageOutput, when set on a pipeline stage before the last (Part), gets the stage's
-	// output (the residual stream of every row) and returns the batch's logits, which
-	// ForwardBatch returns: rank 0 sends it down the pipeline and receives the logits there.
-	OnStageOutput func(out []float32, seqs []BatchSeq) ([]float32, error)
+	// Pipe, when set on a pipeline stage before the last (Part: rank 0's first stage),
+	// connects it to the rest of the pipeline: ForwardBatch sends the stage's output down it
+	// and returns the logits it receives (pipeline.go).
+	Pipe StagePipe
+	// MicroBatches is how many micro-batches of whole sequences ForwardBatch splits a batch
+	// into on a Pipe (0 or 1: none), so the stages work on several at once.
+	MicroBatches int
 
 	rope   *kernels.Rope
 	closer func() error

@@ -104,9 +104,20 @@ func (m *Model) stageCut() (in, out string) {
 	return in, out
 }
 
-// forwardStage runs the batch prepared in b.step through a stage before the last: its output
-// is the residual stream of all n rows, handed to OnStageOutput when set.
-func (m *Model) forwardStage(b *Batch, prog *exec.Program, seqs []BatchSeq, n int) ([]float32, error) {
+// StagePipe connects rank 0's first pipeline stage to the rest of the pipeline (package
+// engine/dist). Send and Recv run on different goroutines: Recv gets the logits of the
+// (micro-)batches in the order they were sent, while later ones are still being computed.
+type StagePipe interface {
+	// Send hands a (micro-)batch's stage output, the residual stream of its rows, to the next
+	// stage.
+	Send(out []float32, seqs []BatchSeq) error
+	// Recv fills dst, the (micro-)batch's logits ([rows asked for, Vocab]), from the last stage.
+	Recv(dst []float32, seqs []BatchSeq) error
+}
+
+// forwardStage runs the batch prepared in b.step (n rows) through a stage before the last:
+// its output is the residual stream of all n rows.
+func (m *Model) forwardStage(b *Batch, prog *exec.Program, n int) ([]float32, error) {
 	st := &b.step
 	if cap(b.logits) < n*m.Config.Dim {
 		b.logits = make([]float32, n*m.Config.Dim)
@@ -121,8 +132,119 @@ func (m *Model) forwardStage(b *Batch, prog *exec.Program, seqs []BatchSeq, n in
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if m.OnStageOutput != nil {
-		return m.OnStageOutput(out, seqs)
+	return out, nil
+}
+
+// forwardPipe runs seqs (checked; nl logits rows) through rank 0's first stage and the
+// pipeline behind m.Pipe: cut into up to MicroBatches micro-batches of whole sequences
+// (microBatches), each announced (OnForward: every rank runs it as a step of its own), run
+// through the stage and sent down the pipe as soon as it is done, while a second goroutine
+// receives the micro-batches' logits in order. So this stage computes micro-batch i+1 while
+// the next computes i: with P stages and M micro-batches a batch takes about (M+P-1)/M
+// stage-times instead of P (GPipe's schedule, forward only). The logits are in seqs order.
+func (m *Model) forwardPipe(dst []float32, fresh bool, b *Batch, kv *PagedKV, prog *exec.Program, seqs []BatchSeq, nl int) ([]float32, error) {
+	V := m.Config.Vocab
+	var out []float32
+	switch {
+	case cap(dst) >= nl*V:
+		out = dst[:nl*V]
+	case fresh:
+		out = make([]float32, nl*V)
+	default:
+		if cap(b.piped) < nl*V {
+			b.piped = make([]float32, nl*V)
+		}
+		out = b.piped[:nl*V]
+	}
+	b.micro = microBatches(b.micro[:0], seqs, m.MicroBatches)
+	type sentBatch struct {
+		seqs []BatchSeq
+		off  int
+	}
+	sent := make(chan sentBatch, len(b.micro))
+	recvd := make(chan error, 1)
+	go func() {
+		var err error
+		for s := range sent { // after a failure, drain without receiving
+			if err == nil {
+				k := logitRows(s.seqs) * V
+				err = m.Pipe.Recv(out[s.off:s.off+k], s.seqs)
+			}
+		}
+		recvd <- err
+	}()
+	var err error
+	off := 0
+	for _, g := range b.micro {
+		if err = m.beginStep(b, kv, g); err != nil {
+			break
+		}
+		n := 0
+		for _, s := range g {
+			n += len(s.Tokens)
+		}
+		var h []float32
+		if h, err = m.forwardStage(b, prog, n); err != nil {
+			break
+		}
+		if err = m.Pipe.Send(h, g); err != nil {
+			err = fmt.Errorf("model: %w", err)
+			break
+		}
+		sent <- sentBatch{g, off}
+		off += logitRows(g) * V
+	}
+	close(sent)
+	if rerr := <-recvd; err == nil && rerr != nil {
+		err = fmt.Errorf("model: %w", rerr)
+	}
+	clear(b.micro)
+	if err != nil {
+		return nil, err
+	}
+	if nl == 0 {
+		return nil, nil
 	}
 	return out, nil
+}
+
+// logitRows is the number of logits rows seqs ask for.
+func logitRows(seqs []BatchSeq) int {
+	n := 0
+	for _, s := range seqs {
+		switch {
+		case !s.NeedsLogits:
+		case s.allLogits:
+			n += len(s.Tokens)
+		default:
+			n += max(s.NumLogits, 1)
+		}
+	}
+	return n
+}
+
+// microBatches appends to dst seqs cut into at most m runs of whole sequences with about
+// equal tokens (seqs itself when m <= 1 or one sequence).
+func microBatches(dst [][]BatchSeq, seqs []BatchSeq, m int) [][]BatchSeq {
+	m = min(m, len(seqs))
+	if m <= 1 {
+		return append(dst, seqs)
+	}
+	total := 0
+	for _, s := range seqs {
+		total += len(s.Tokens)
+	}
+	start, acc, made := 0, 0, 0
+	for i, s := range seqs {
+		acc += len(s.Tokens)
+		left := len(seqs) - i - 1 // sequences after this one
+		cuts := m - made - 1      // cuts still to make
+		// Cut after this sequence when the run reached its share of the tokens, or when every
+		// sequence left must start a run of its own.
+		if cuts > 0 && left > 0 && (acc*m >= total*(made+1) || left == cuts) {
+			dst = append(dst, seqs[start:i+1])
+			start, made = i+1, made+1
+		}
+	}
+	return append(dst, seqs[start:])
 }

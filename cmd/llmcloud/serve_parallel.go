@@ -42,6 +42,7 @@ import (
 type parallelFlags struct {
 	tp, pp    int
 	ep        bool // --enable-expert-parallel
+	micro     int  // --pipeline-micro-batches (0: the pipeline-parallel size)
 	initAddr  string
 	rank      int
 	worldSize int
@@ -72,6 +73,7 @@ func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
 	for _, n := range []string{"pipeline-parallel-size", "pp"} {
 		fs.IntVar(&p.pp, n, 1, "pipeline-parallel stages: the layers cut into this many runs, each served by --tensor-parallel-size processes (started on this host unless --distributed-init)")
 	}
+	fs.IntVar(&p.micro, "pipeline-micro-batches", 0, "with --pipeline-parallel-size: cut each step's batch into up to this many micro-batches of whole sequences, so the stages work at once (default: the pipeline-parallel size; 1: one batch in the pipeline at a time)")
 	fs.BoolVar(&p.ep, "enable-expert-parallel", false, "with --tensor-parallel-size: split a mixture of experts by expert (each rank holds 1/T of the experts whole) instead of splitting every expert's feed-forward width")
 	fs.StringVar(&p.initAddr, "distributed-init", "", "HOST:PORT of rank 0's rendezvous: join a serving group as --rank of --world-size (rank 0 serves HTTP; the local launch uses 127.0.0.1 and a free port)")
 	fs.IntVar(&p.rank, "rank", 0, "with --distributed-init: this process's rank (0 runs the server and the engine)")
@@ -88,6 +90,12 @@ func (p *parallelFlags) on() bool { return p.tp > 1 || p.pp > 1 || p.initAddr !=
 func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	if p.tp < 1 || p.pp < 1 {
 		return usagef("--tensor-parallel-size %d and --pipeline-parallel-size %d must be at least 1", p.tp, p.pp)
+	}
+	if p.micro < 0 {
+		return usagef("--pipeline-micro-batches %d must be at least 1 (0: the pipeline-parallel size)", p.micro)
+	}
+	if p.micro == 0 {
+		p.micro = p.pp
 	}
 	if p.ep && p.tp == 1 {
 		return usagef("--enable-expert-parallel splits the experts over --tensor-parallel-size ranks: give it a size above 1")
@@ -213,7 +221,8 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 	}
 	mf.part = p.ranks.Part()
 	if env.Rank == 0 {
-		log.Info("serving group formed", "ranks", env.WorldSize, "tensor_parallel", p.tp, "pipeline_parallel", p.pp, "expert_parallel", p.ep, "rendezvous", net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort)))
+		log.Info("serving group formed", "ranks", env.WorldSize, "tensor_parallel", p.tp, "pipeline_parallel", p.pp,
+			"pipeline_micro_batches", p.micro, "expert_parallel", p.ep, "rendezvous", net.JoinHostPort(env.MasterAddr, strconv.Itoa(env.MasterPort)))
 		return false, nil
 	}
 	b, err := mf.open()
@@ -298,6 +307,7 @@ func (p *parallelFlags) attach(srv *server.Server, b *loader.Bundle, eng *engine
 	if err != nil {
 		return err
 	}
+	b.Model.MicroBatches = p.micro
 	p.leader.Store(l)
 	return srv.Registry().Register(&rankWeightsCollector{m: b.Model, ranks: l.Weights()})
 }

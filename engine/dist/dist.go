@@ -46,6 +46,10 @@ type Ranks struct {
 	// ranks (model.Part.ExpertParallel); every rank must agree (Setup checks it).
 	ExpertParallel bool
 	ctrl           *comm.Group
+	// back carries the logits from the last stage's first rank to rank 0 (with a pipeline;
+	// nil on the other ranks), a group of its own so rank 0 receives them while it sends the
+	// next micro-batch's activations on World.
+	back *comm.Group
 }
 
 // Part is the model part this rank serves.
@@ -108,11 +112,20 @@ func JoinWith(env comm.Env, l Layout, timeout time.Duration, log *slog.Logger, r
 			}
 		}
 	}
+	if l.PP > 1 {
+		if r.back, err = w.NewGroup([]int{0, (l.PP - 1) * l.TP}); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("rank %d of %d: the logits' group: %w", env.Rank, env.WorldSize, err)
+		}
+	}
 	return r, nil
 }
 
 // Close leaves the group (the control group first).
 func (r *Ranks) Close() error {
+	if r.back != nil {
+		r.back.Close()
+	}
 	r.ctrl.Close()
 	return r.World.Close()
 }

@@ -189,6 +189,7 @@ func runGroup(t *testing.T, path string, lay Layout, ep bool, idle time.Duration
 				if err != nil {
 					return err
 				}
+				m.MicroBatches = 2 // with a pipeline, the batches of two sequences go as two micro-batches
 				// Every rank's weights are its copies, measured resident, and none of the file.
 				if ws := l.Weights(); len(ws) != size {
 					t.Errorf("%+v: %d ranks reported their weights, want %d", lay, len(ws), size)

@@ -19,7 +19,6 @@ type Leader struct {
 	s      sender
 	log    *slog.Logger
 	buf    []byte
-	logits []float32
 	failed chan struct{}
 	once   sync.Once
 	err    error
@@ -48,7 +47,7 @@ func NewLeader(r *Ranks, m *model.Model, setup Setup, log *slog.Logger) (*Leader
 	}
 	m.OnForward = l.forward
 	if r.Layout.PP > 1 {
-		m.OnStageOutput = l.pipe
+		m.Pipe = stagePipe{l}
 	}
 	go l.pinger()
 	return l, nil
@@ -78,34 +77,32 @@ func (l *Leader) forward(seqs []model.BatchSeq) error {
 	return nil
 }
 
-// pipe is m.OnStageOutput: stage 0's output to stage 1, the logits back from the last stage.
-func (l *Leader) pipe(out []float32, seqs []model.BatchSeq) ([]float32, error) {
-	lay := l.r.Layout
-	if err := l.r.World.Send(comm.AsBytes(out), lay.TP); err != nil {
+// stagePipe is m.Pipe: rank 0's stage output to the next stage's rank 0 on World, the logits
+// back from the last stage's on their own group (Ranks.back), so the two run at once.
+type stagePipe struct{ l *Leader }
+
+func (p stagePipe) Send(out []float32, _ []model.BatchSeq) error {
+	l := p.l
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if err := l.r.World.Send(comm.AsBytes(out), l.r.Layout.TP); err != nil {
 		l.fail(err)
-		return nil, l.err
+		return l.err
 	}
-	n := logitRows(seqs) * l.m.Config.Vocab
-	if cap(l.logits) < n {
-		l.logits = make([]float32, n)
-	}
-	lg := l.logits[:n]
-	if err := l.r.World.Recv(comm.AsBytes(lg), (lay.PP-1)*lay.TP); err != nil {
-		l.fail(err)
-		return nil, l.err
-	}
-	return lg, nil
+	return nil
 }
 
-// logitRows is the number of logits rows a batch asks for.
-func logitRows(seqs []model.BatchSeq) int {
-	n := 0
-	for _, s := range seqs {
-		if s.NeedsLogits {
-			n += max(s.NumLogits, 1)
-		}
+func (p stagePipe) Recv(dst []float32, _ []model.BatchSeq) error {
+	l := p.l
+	if err := l.Err(); err != nil {
+		return err
 	}
-	return n
+	if err := l.r.back.Recv(comm.AsBytes(dst), 1); err != nil {
+		l.fail(err)
+		return l.err
+	}
+	return nil
 }
 
 // Weights are every rank's weight bytes as the ranks measured them at setup (index: rank).
@@ -167,7 +164,7 @@ func (l *Leader) pinger() {
 func (l *Leader) Close() error {
 	close(l.stop)
 	<-l.done
-	l.m.OnForward, l.m.OnStageOutput = nil, nil
+	l.m.OnForward, l.m.Pipe = nil, nil
 	if l.Err() != nil {
 		return l.Err()
 	}

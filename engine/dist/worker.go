@@ -114,7 +114,7 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 			case stage < lay.PP-1:
 				err = r.World.Send(comm.AsBytes(out), (stage+1)*lay.TP+t)
 			case lay.PP > 1 && t == 0: // the last stage: the logits to rank 0
-				err = r.World.Send(comm.AsBytes(out), 0)
+				err = r.back.Send(comm.AsBytes(out), 0)
 			}
 			if err != nil {
 				return fmt.Errorf("rank %d: step %d: sending stage %d's output: %w", me, step, stage, err)
