@@ -50,6 +50,13 @@ spec:
         - {{ $v.parallel.tensorParallelSize | quote }}
         - --pipeline-parallel-size
         - {{ $v.parallel.pipelineParallelSize | quote }}
+        {{- if $v.parallel.enableExpertParallel }}
+        - --enable-expert-parallel=true
+        {{- end }}
+        {{- if $v.parallel.pipelineMicroBatches }}
+        - --pipeline-micro-batches
+        - {{ $v.parallel.pipelineMicroBatches | quote }}
+        {{- end }}
         - --world-size
         - {{ include "llmcloud.worldSize" $root | quote }}
         - --distributed-init
