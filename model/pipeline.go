@@ -19,8 +19,12 @@ import (
 type Part struct {
 	TP exec.Collective // the tensor-parallel group (nil: every head)
 	// Stage of Stages pipeline stages (Stages 0 or 1: no pipeline); the layers are cut into
-	// Stages equal runs, stage s holding [s·L/Stages, (s+1)·L/Stages).
+	// Stages equal runs, stage s holding [s·L/Stages, (s+1)·L/Stages), or as Partition says.
 	Stage, Stages int
+	// Partition, when set, are the layers of each stage (Stages numbers adding up to the
+	// model's layers; vLLM's VLLM_PP_LAYER_PARTITION): the last stage, which also runs the
+	// output matmul, can take fewer.
+	Partition []int
 	// ExpertParallel splits a mixture of experts over TP by expert (graph.TPOptions).
 	ExpertParallel bool
 }
@@ -28,10 +32,25 @@ type Part struct {
 // tpOptions are the graph's options for p's tensor-parallel shard.
 func (p Part) tpOptions() graph.TPOptions { return graph.TPOptions{ExpertParallel: p.ExpertParallel} }
 
-// CheckPipeline reports why cfg's layers cannot be cut into stages equal stages.
-func CheckPipeline(cfg *Config, stages int) error {
+// CheckPipeline reports why cfg's layers cannot be cut into stages stages: equal ones, or
+// those of partition when it is not nil (one count of at least 1 per stage, adding up to the
+// layers).
+func CheckPipeline(cfg *Config, stages int, partition []int) error {
 	if stages < 1 {
 		return fmt.Errorf("pipeline-parallel size %d < 1", stages)
+	}
+	if partition != nil {
+		sum := 0
+		for _, n := range partition {
+			if n < 1 {
+				return fmt.Errorf("pipeline layer partition %v: every stage needs a layer", partition)
+			}
+			sum += n
+		}
+		if len(partition) != stages || sum != cfg.Layers {
+			return fmt.Errorf("pipeline layer partition %v: want %d stages adding up to the layers (%d)", partition, stages, cfg.Layers)
+		}
+		return nil
 	}
 	if cfg.Layers%stages != 0 {
 		return fmt.Errorf("pipeline-parallel size %d does not divide the layers (%d)", stages, cfg.Layers)
@@ -52,7 +71,7 @@ func LoadGGUFPart(f *gguf.File, p Part) (*Model, error) {
 		}
 	}
 	if p.Stages > 1 {
-		if err := CheckPipeline(&cfg, p.Stages); err != nil {
+		if err := CheckPipeline(&cfg, p.Stages, p.Partition); err != nil {
 			return nil, fmt.Errorf("%s: model: %w", f.Path, err)
 		}
 		if p.Stage < 0 || p.Stage >= p.Stages {
@@ -82,6 +101,12 @@ func (m *Model) Layers() (lo, hi int) {
 	L, s := m.Config.Layers, m.part.Stages
 	if s <= 1 {
 		return 0, L
+	}
+	if p := m.part.Partition; p != nil {
+		for _, n := range p[:m.part.Stage] {
+			lo += n
+		}
+		return lo, lo + p[m.part.Stage]
 	}
 	return m.part.Stage * L / s, (m.part.Stage + 1) * L / s
 }

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,8 +42,10 @@ import (
 // parallelFlags are serve's distributed flags (vLLM's names where vLLM has them).
 type parallelFlags struct {
 	tp, pp    int
-	ep        bool // --enable-expert-parallel
-	micro     int  // --pipeline-micro-batches (0: the pipeline-parallel size)
+	ep        bool   // --enable-expert-parallel
+	micro     int    // --pipeline-micro-batches (0: the pipeline-parallel size)
+	partition string // --pipeline-layer-partition
+	layers    []int  // its numbers (nil: equal stages)
 	initAddr  string
 	rank      int
 	worldSize int
@@ -74,6 +77,7 @@ func registerParallelFlags(fs *flag.FlagSet) *parallelFlags {
 		fs.IntVar(&p.pp, n, 1, "pipeline-parallel stages: the layers cut into this many runs, each served by --tensor-parallel-size processes (started on this host unless --distributed-init)")
 	}
 	fs.IntVar(&p.micro, "pipeline-micro-batches", 0, "with --pipeline-parallel-size: cut each step's batch into up to this many micro-batches of whole sequences, so the stages work at once (default: the pipeline-parallel size; 1: one batch in the pipeline at a time)")
+	fs.StringVar(&p.partition, "pipeline-layer-partition", "", "with --pipeline-parallel-size: the layers of each stage, comma-separated (e.g. 8,4: the last stage also runs the output matmul; default: equal stages)")
 	fs.BoolVar(&p.ep, "enable-expert-parallel", false, "with --tensor-parallel-size: split a mixture of experts by expert (each rank holds 1/T of the experts whole) instead of splitting every expert's feed-forward width")
 	fs.StringVar(&p.initAddr, "distributed-init", "", "HOST:PORT of rank 0's rendezvous: join a serving group as --rank of --world-size (rank 0 serves HTTP; the local launch uses 127.0.0.1 and a free port)")
 	fs.IntVar(&p.rank, "rank", 0, "with --distributed-init: this process's rank (0 runs the server and the engine)")
@@ -96,6 +100,18 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	}
 	if p.micro == 0 {
 		p.micro = p.pp
+	}
+	if p.partition != "" {
+		for _, f := range strings.Split(p.partition, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return usagef("--pipeline-layer-partition %q: want the layers of each stage, comma-separated", p.partition)
+			}
+			p.layers = append(p.layers, n)
+		}
+		if len(p.layers) != p.pp {
+			return usagef("--pipeline-layer-partition %q gives %d stages, --pipeline-parallel-size is %d", p.partition, len(p.layers), p.pp)
+		}
 	}
 	if p.ep && p.tp == 1 {
 		return usagef("--enable-expert-parallel splits the experts over --tensor-parallel-size ranks: give it a size above 1")
@@ -146,7 +162,7 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 	if err := model.CheckTP(&cfg, p.tp, p.tpOptions()); err != nil {
 		return usagef("%s: %v", mf.model, err)
 	}
-	if err := model.CheckPipeline(&cfg, p.pp); err != nil {
+	if err := model.CheckPipeline(&cfg, p.pp, p.layers); err != nil {
 		return usagef("%s: %v", mf.model, err)
 	}
 	for i := range f.Tensors {
@@ -213,7 +229,7 @@ func (p *parallelFlags) start(ctx context.Context, args []string, mf *modelFlags
 			return false, j.err
 		}
 		p.ranks = j.r
-		p.ranks.ExpertParallel = p.ep
+		p.ranks.ExpertParallel, p.ranks.Partition = p.ep, p.layers
 	case e := <-p.exited:
 		return false, fmt.Errorf("rank %d exited while the group formed: %v", e.rank, e.err)
 	case <-ctx.Done():

@@ -45,7 +45,10 @@ type Ranks struct {
 	// ExpertParallel splits a mixture of experts by expert over each stage's tensor-parallel
 	// ranks (model.Part.ExpertParallel); every rank must agree (Setup checks it).
 	ExpertParallel bool
-	ctrl           *comm.Group
+	// Partition are the layers of each pipeline stage (model.Part.Partition; nil: equal
+	// stages); every rank must agree (Setup checks it).
+	Partition []int
+	ctrl      *comm.Group
 	// back carries the logits from the last stage's first rank to rank 0 (with a pipeline;
 	// nil on the other ranks), a group of its own so rank 0 receives them while it sends the
 	// next micro-batch's activations on World.
@@ -54,7 +57,7 @@ type Ranks struct {
 
 // Part is the model part this rank serves.
 func (r *Ranks) Part() model.Part {
-	p := model.Part{Stage: r.Layout.stage(r.World.Rank()), Stages: r.Layout.PP, ExpertParallel: r.ExpertParallel}
+	p := model.Part{Stage: r.Layout.stage(r.World.Rank()), Stages: r.Layout.PP, ExpertParallel: r.ExpertParallel, Partition: r.Partition}
 	if r.TP != nil {
 		p.TP = r.TP
 	}
@@ -135,8 +138,9 @@ func (r *Ranks) Close() error {
 type Setup struct {
 	NumBlocks, BlockSize int
 	KVDType              string
-	Invariant            bool // the engine's batch invariance (model.Batch.Invariant), every rank's
-	ExpertParallel       bool // rank 0's Ranks.ExpertParallel, which every rank's must equal
+	Invariant            bool  // the engine's batch invariance (model.Batch.Invariant), every rank's
+	ExpertParallel       bool  // rank 0's Ranks.ExpertParallel, which every rank's must equal
+	Partition            []int // rank 0's Ranks.Partition, the same
 	// Shape: layers, dim, heads, KV heads, head dim, feed-forward width, vocabulary.
 	Shape [7]int
 }
@@ -153,12 +157,16 @@ func (s Setup) encode() []byte {
 	for _, v := range append([]int{s.NumBlocks, s.BlockSize, inv}, s.Shape[:]...) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(s.Partition)))
+	for _, n := range s.Partition {
+		b = binary.LittleEndian.AppendUint64(b, uint64(n))
+	}
 	return append(b, s.KVDType...)
 }
 
 func decodeSetup(b []byte) (Setup, error) {
 	var s Setup
-	if len(b) < 10*8 {
+	if len(b) < 11*8 {
 		return s, fmt.Errorf("dist: setup message of %d bytes", len(b))
 	}
 	v := func(i int) int { return int(binary.LittleEndian.Uint64(b[8*i:])) }
@@ -166,7 +174,14 @@ func decodeSetup(b []byte) (Setup, error) {
 	for i := range s.Shape {
 		s.Shape[i] = v(3 + i)
 	}
-	s.KVDType = string(b[10*8:])
+	n := v(10)
+	if n < 0 || n > (len(b)-11*8)/8 {
+		return s, fmt.Errorf("dist: setup message: a partition of %d stages in %d bytes", n, len(b))
+	}
+	for i := range n {
+		s.Partition = append(s.Partition, v(11+i))
+	}
+	s.KVDType = string(b[(11+n)*8:])
 	return s, nil
 }
 

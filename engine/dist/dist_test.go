@@ -97,13 +97,16 @@ func TestTensorParallelLogits(t *testing.T) {
 		layouts   []Layout
 		edit      func(*synth.Options)
 		ep        bool
-	}{{"llama", "f32", []Layout{{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 4}}, nil, false}, {"qwen3", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}, nil, false},
-		{"qwen2", "f16", []Layout{{2, 1}}, nil, false}, {"llama", "q8_0", []Layout{{2, 1}, {1, 2}}, nil, false},
+		partition []int
+	}{{"llama", "f32", []Layout{{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 4}}, nil, false, nil}, {"qwen3", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}, nil, false, nil},
+		{"qwen2", "f16", []Layout{{2, 1}}, nil, false, nil}, {"llama", "q8_0", []Layout{{2, 1}, {1, 2}}, nil, false, nil},
+		// Uneven stages: 3 layers and 1, 1 and 3.
+		{"llama", "f32", []Layout{{1, 2}, {2, 2}}, nil, false, []int{3, 1}}, {"qwen3", "f32", []Layout{{1, 2}}, nil, false, []int{1, 3}},
 		// Mixtral (llama with experts) and Qwen2-MoE, the experts split by width, then by expert.
-		{"llama", "f32", []Layout{{2, 1}, {4, 1}}, moe, false}, {"qwen2moe", "f32", []Layout{{2, 1}, {2, 2}}, moe, false},
-		{"llama", "q8_0", []Layout{{2, 1}}, moe, false},
-		{"llama", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}, moe, true}, {"qwen2moe", "f16", []Layout{{2, 1}, {4, 1}}, moe, true},
-		{"qwen2moe", "q8_0", []Layout{{2, 1}}, moe, true}} {
+		{"llama", "f32", []Layout{{2, 1}, {4, 1}}, moe, false, nil}, {"qwen2moe", "f32", []Layout{{2, 1}, {2, 2}}, moe, false, nil},
+		{"llama", "q8_0", []Layout{{2, 1}}, moe, false, nil},
+		{"llama", "f32", []Layout{{2, 1}, {4, 1}, {2, 2}}, moe, true, nil}, {"qwen2moe", "f16", []Layout{{2, 1}, {4, 1}}, moe, true, nil},
+		{"qwen2moe", "q8_0", []Layout{{2, 1}}, moe, true, nil}} {
 		path := writeModelWith(t, c.arch, c.typ, c.edit)
 		whole, err := model.OpenGGUF(path)
 		if err != nil {
@@ -127,9 +130,9 @@ func TestTensorParallelLogits(t *testing.T) {
 			if c.arch == "llama" && c.typ == "f32" && lay == (Layout{2, 2}) {
 				idle = PingInterval * 3 / 2
 			}
-			got, bytes, err := runGroup(t, path, lay, c.ep, idle)
+			got, bytes, err := runGroup(t, path, lay, groupOpts{c.ep, c.partition}, idle)
 			if err != nil {
-				t.Fatalf("%s %s %+v experts %v expert-parallel %v: %v", c.arch, c.typ, lay, c.edit != nil, c.ep, err)
+				t.Fatalf("%s %s %+v experts %v expert-parallel %v partition %v: %v", c.arch, c.typ, lay, c.edit != nil, c.ep, c.partition, err)
 			}
 			for i := range want {
 				if d := maxDiff(got[i], want[i]); len(got[i]) != len(want[i]) || d > 2e-4 {
@@ -153,7 +156,13 @@ func TestTensorParallelLogits(t *testing.T) {
 
 // runGroup runs batches() on size ranks of path (idle between the first two) and returns rank
 // 0's logits and every rank's weight bytes.
-func runGroup(t *testing.T, path string, lay Layout, ep bool, idle time.Duration) ([][]float32, []int64, error) {
+// groupOpts are a group's choices beyond its layout.
+type groupOpts struct {
+	ep        bool  // Ranks.ExpertParallel
+	partition []int // Ranks.Partition
+}
+
+func runGroup(t *testing.T, path string, lay Layout, o groupOpts, idle time.Duration) ([][]float32, []int64, error) {
 	size := lay.TP * lay.PP
 	port := freePort(t)
 	log := slog.New(slog.DiscardHandler)
@@ -171,7 +180,7 @@ func runGroup(t *testing.T, path string, lay Layout, ep bool, idle time.Duration
 					return err
 				}
 				defer rk.Close()
-				rk.ExpertParallel = ep
+				rk.ExpertParallel, rk.Partition = o.ep, o.partition
 				m, done, err := loadShard(path, rk)
 				if err != nil {
 					return err
@@ -250,7 +259,7 @@ func TestTensorParallelQuantBlocks(t *testing.T) {
 	if cerr == nil || !strings.Contains(cerr.Error(), "columns per rank are not whole Q8_0 blocks") {
 		t.Errorf("CheckTPTensor, TP=4 of 64-column Q8_0 attn_output: %v", cerr)
 	}
-	_, _, err = runGroup(t, path, Layout{4, 1}, false, 0)
+	_, _, err = runGroup(t, path, Layout{4, 1}, groupOpts{}, 0)
 	if err == nil || !strings.Contains(err.Error(), "columns per rank are not whole Q8_0 blocks") {
 		t.Errorf("TP=4 of 64-column Q8_0 attn_output: %v", err)
 	}
@@ -270,6 +279,24 @@ func TestPlanRoundTrip(t *testing.T) {
 	for _, cut := range []int{3, 10, len(b) - 1} {
 		if _, err := decodePlan(b[:cut], nil); err == nil {
 			t.Errorf("a message cut at %d bytes of %d decoded", cut, len(b))
+		}
+	}
+}
+
+func TestSetupRoundTrip(t *testing.T) {
+	for _, s := range []Setup{
+		{NumBlocks: 8, BlockSize: 16, KVDType: "f32", Shape: [7]int{1, 2, 3, 4, 5, 6, 7}},
+		{NumBlocks: 9, BlockSize: 4, KVDType: "q8_0", Invariant: true, ExpertParallel: true, Partition: []int{3, 1}},
+	} {
+		got, err := decodeSetup(s.encode())
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(s) {
+			t.Errorf("%+v became %+v (%v)", s, got, err)
+		}
+	}
+	b := Setup{Partition: []int{3, 1}, KVDType: "f16"}.encode()
+	for _, cut := range []int{3, 80, 88, 95} {
+		if _, err := decodeSetup(b[:cut]); err == nil {
+			t.Errorf("a setup cut at %d bytes of %d decoded", cut, len(b))
 		}
 	}
 }

@@ -37,7 +37,7 @@ func NewLeader(r *Ranks, m *model.Model, setup Setup, log *slog.Logger) (*Leader
 	l := &Leader{r: r, m: m, s: sender{ctrl: r.ctrl}, log: log, failed: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	setup.Shape = shapeOf(m)
-	setup.ExpertParallel = r.ExpertParallel
+	setup.ExpertParallel, setup.Partition = r.ExpertParallel, r.Partition
 	if err := l.s.send(msgHello, setup.encode()); err != nil {
 		return nil, fmt.Errorf("dist: setup: %w", err)
 	}

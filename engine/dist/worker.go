@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/llmcloud/llmcloud/comm"
@@ -52,6 +53,9 @@ func Work(r *Ranks, m *model.Model, log *slog.Logger) error {
 	}
 	if setup.ExpertParallel != r.ExpertParallel {
 		return fmt.Errorf("rank %d: expert parallelism %v, rank 0's %v (start every rank with the same --enable-expert-parallel)", me, r.ExpertParallel, setup.ExpertParallel)
+	}
+	if !slices.Equal(setup.Partition, r.Partition) {
+		return fmt.Errorf("rank %d: pipeline layer partition %v, rank 0's %v (start every rank with the same --pipeline-layer-partition)", me, r.Partition, setup.Partition)
 	}
 	if got := m.KVCacheDType.String(); got != setup.KVDType {
 		return fmt.Errorf("rank %d: KV cache type %s, rank 0's is %s", me, got, setup.KVDType)
