@@ -363,7 +363,7 @@ func testHelmParallel(t *testing.T) {
 		{"lws-4x1-worldSize", []string{"parallel.tensorParallelSize=4", "parallel.worldSize=4", "replica.extraArgs={--kv-cache-memory,1GiB}"}, 4,
 			map[string]int{"LeaderWorkerSet": 1, "Deployment": 1}},
 		{"lws-2x2-experts-micro", []string{"parallel.tensorParallelSize=2", "parallel.pipelineParallelSize=2",
-			"parallel.enableExpertParallel=true", "parallel.pipelineMicroBatches=4"}, 4,
+			"parallel.enableExpertParallel=true", "parallel.pipelineMicroBatches=4", "parallel.pipelineLayerPartition=3\\,1"}, 4,
 			map[string]int{"LeaderWorkerSet": 1, "Deployment": 1}},
 		{"statefulset-2x2", []string{"parallel.tensorParallelSize=2", "parallel.pipelineParallelSize=2", "parallel.kind=statefulset", "replica.replicas=1"}, 4,
 			map[string]int{"LeaderWorkerSet": 0, "StatefulSet": 2, "Deployment": 1}},

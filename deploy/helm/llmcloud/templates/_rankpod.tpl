@@ -53,6 +53,10 @@ spec:
         {{- if $v.parallel.enableExpertParallel }}
         - --enable-expert-parallel=true
         {{- end }}
+        {{- if $v.parallel.pipelineLayerPartition }}
+        - --pipeline-layer-partition
+        - {{ $v.parallel.pipelineLayerPartition | quote }}
+        {{- end }}
         {{- if $v.parallel.pipelineMicroBatches }}
         - --pipeline-micro-batches
         - {{ $v.parallel.pipelineMicroBatches | quote }}
