@@ -163,6 +163,9 @@ func (p *parallelFlags) check(mf *modelFlags, lf *loraFlags, spec bool) error {
 		return usagef("%s: %v", mf.model, err)
 	}
 	if err := model.CheckPipeline(&cfg, p.pp, p.layers); err != nil {
+		if p.layers == nil {
+			return usagef("%s: %v (--pipeline-layer-partition cuts uneven stages)", mf.model, err)
+		}
 		return usagef("%s: %v", mf.model, err)
 	}
 	for i := range f.Tensors {
