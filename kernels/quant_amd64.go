@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -14,9 +15,10 @@ import (
 var hasQuantAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // hasQuantVNNI reports whether the CPU can run the AVX-512 VNNI kernels (512-bit registers,
-// byte/word instructions, EVEX forms of the 128/256-bit ones, VPDPBUSD).
+// byte/word instructions, EVEX forms of the 128/256-bit ones, VPDPBUSD) and LLMCLOUD_NO_VNNI
+// is unset (it leaves the AVX2 kernels, to compare the two on one machine).
 var hasQuantVNNI = hasQuantAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
-	cpu.X86.HasAVX512VNNI
+	cpu.X86.HasAVX512VNNI && os.Getenv("LLMCLOUD_NO_VNNI") == ""
 
 // asmTilesZ[q4][R][T] are the generated VNNI tile kernels.
 var asmTilesZ = [2][5][5]tileFunc{
@@ -89,8 +91,6 @@ func useQuantAsm() {
 		rowsZ = [2]func(w *byte, rs int, nrows int, xs *int8, xd *float32, corr *int32, nu int, out *float32){q8_0RowsZ, q4_0RowsZ}
 		rows4Z, rows4ZTail, rows4P, q4Rows4P = q8_0Rows4Z, q8_0Rows4ZTail, q8_0Rows4P, q4_0Rows4P
 		q4Rows4PZ = q4_0Rows4PZ
-		rows8P, q4Rows8P = q8_0Rows8P, q4_0Rows8P
-		useStreams8[1] = true
 		rows8P, q4Rows8P = q8_0Rows8P, q4_0Rows8P
 		useStreams8[1] = true
 		tilesKZ = [2][9]tileKFunc{

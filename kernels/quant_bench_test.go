@@ -24,7 +24,8 @@ func randQuantFast(b *testing.B, dt tensor.DType, n, k int) *tensor.Tensor {
 var benchShapes = [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
 
 // BenchmarkQuantGEMV: decode (m=1), GB/s of weight bytes; ref = the dequantizing reference path,
-// avx2 = the AVX2 kernels on a CPU that has the VNNI ones.
+// avx2 = the AVX2 kernels on a CPU that has the VNNI ones, vnnitile = Q4_K/Q6_K on the VNNI
+// one-row tile instead of the AVX2 four-row kernels (useRowsK4 off).
 func BenchmarkQuantGEMV(b *testing.B) {
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_K, tensor.Q6_K} {
 		for _, sh := range benchShapes {
@@ -39,8 +40,9 @@ func BenchmarkQuantGEMV(b *testing.B) {
 			out := make([]float32, sh[0])
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
-				for _, mode := range []string{"", "avx2", "ref"} {
-					if mode == "ref" && (sh[0] != 2048 || sh[1] != 2048) || mode == "avx2" && !quantVNNI {
+				for _, mode := range []string{"", "avx2", "vnnitile", "ref"} {
+					if mode == "ref" && (sh[0] != 2048 || sh[1] != 2048) || mode == "avx2" && !quantVNNI ||
+						mode == "vnnitile" && (!quantVNNI || !isK(dt)) {
 						continue
 					}
 					name := fmt.Sprintf("%s/%dx%d/t%d", dt, sh[0], sh[1], th)
@@ -51,7 +53,8 @@ func BenchmarkQuantGEMV(b *testing.B) {
 						Reference = mode == "ref"
 						vnni := quantVNNI
 						quantVNNI = vnni && mode != "avx2"
-						defer func() { Reference, quantVNNI = false, vnni }()
+						useRowsK4 = mode != "vnnitile"
+						defer func() { Reference, quantVNNI, useRowsK4 = false, vnni, true }()
 						b.SetBytes(int64(len(w0.Data)))
 						i := 0
 						for b.Loop() {

@@ -50,7 +50,7 @@ func (s *gemvSeg) prep(p *Pool, a8 *q8Acts, ak *q8KActs) {
 		a8.pairLayout()
 	case s.dt == tensor.Q8_0 && nb%2 == 0:
 		a8.pairScales()
-	case (s.dt == tensor.Q4_K || s.dt == tensor.Q6_K) && quantVNNI:
+	case isK(s.dt) && quantVNNI && !useRowsK():
 		ak.recs(p)
 	}
 }

@@ -26,8 +26,12 @@ var rows4K = [2]rowsKFunc{q4KRows4AGo, q6KRows4AGo}
 // benchmarks against the one-row dots).
 var rowsKAsm, useRowsK4 = false, true
 
-// useRowsK reports whether K-quant decode rows run rows4K: the AVX2 kernels, without VNNI.
-func useRowsK() bool { return rowsKAsm && useRowsK4 && quantAsm && !quantVNNI }
+// useRowsK reports whether K-quant decode rows run rows4K: wherever the AVX2 kernels are
+// installed, VNNI or not. On the Sapphire Rapids VM (AVX-512 VNNI) they streamed 30-37% more
+// Q4_K and 17-21% more Q6_K bytes than the VNNI one-row tile (BenchmarkQuantGEMV, /vnnitile
+// rows), so the tile runs decode only in batch-invariant mode (MatMulInvariant), where a lone
+// row must sum as the batched tiles do.
+func useRowsK() bool { return rowsKAsm && useRowsK4 && quantAsm }
 
 func q4KRows4AGo(w **byte, adv int, nrows int, xq *int8, xd *float32, bs *int16, nb int, out **float32, oadv int) {
 	twin4P(w, adv, nrows, out, oadv, nb*144, func(row []byte, o []float32) {

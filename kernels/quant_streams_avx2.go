@@ -102,10 +102,11 @@ func rowsA(ps *streamPtrs, dt tensor.DType, w []byte, rs, lo, hi int, a8 *q8Acts
 	}
 }
 
-// streamsAVX2 reports whether gemvStreams runs segs on the AVX2 kernels: no VNNI, the AVX2
-// kernels installed, all Q8_0 or all Q4_0, with an even number of blocks per row.
+// streamsAVX2 reports whether gemvStreams runs segs on the AVX2 kernels: the AVX2 kernels
+// installed, and no VNNI (all Q8_0 or all Q4_0 with an even number of blocks per row) or, VNNI
+// or not, all Q4_K or all Q6_K with useRowsK.
 func streamsAVX2(segs []gemvSeg) bool {
-	if quantVNNI || !quantAsm {
+	if quantVNNI && !isK(segs[0].dt) || !quantAsm {
 		return false
 	}
 	for i := range segs {
