@@ -100,6 +100,7 @@ func useQuantAsm() {
 		tilesI16 = [i16Toks + 1]tileI16Func{nil, q4_0TileI16x1, q4_0TileI16x2, q4_0TileI16x3, q4_0TileI16x4,
 			q4_0TileI16x5, q4_0TileI16x6, q4_0TileI16x7, q4_0TileI16x8}
 		quantVNNI = true
+		useDecodeVNNI = os.Getenv("LLMCLOUD_DECODE_VNNI") != "0"
 	}
 }
 

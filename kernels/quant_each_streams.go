@@ -20,7 +20,7 @@ var useEachStreams = true
 // eachStreamsEligible reports whether segs (each with its own token) run as eachStreams: all
 // Q8_0 with an even number of blocks per row on the VNNI four-stream kernel.
 func eachStreamsEligible(segs []gemvSeg) bool {
-	if !useStreams || !useEachStreams || !quantVNNI || !useRows4 {
+	if !useStreams || !useEachStreams || !gemvVNNI() || !useRows4 {
 		return false
 	}
 	for i := range segs {

@@ -42,9 +42,9 @@ func (s *gemvSeg) prep(p *Pool, a8 *q8Acts, ak *q8KActs) {
 	switch {
 	case s.zc != nil:
 		a8.prepQuadZero()
-	case s.dt == tensor.Q8_0 && quantVNNI && nb%2 == 0:
+	case s.dt == tensor.Q8_0 && gemvVNNI() && nb%2 == 0:
 		a8.prepZ(p, false)
-	case s.dt == tensor.Q4_0 && quantVNNI && nb%4 == 0:
+	case s.dt == tensor.Q4_0 && gemvVNNI() && nb%4 == 0:
 		a8.prepQuad()
 	case s.dt == tensor.Q4_0 && nb%2 == 0:
 		a8.pairLayout()
@@ -79,7 +79,7 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	case tensor.Q8_0:
 		rs := nb * 34
 		switch {
-		case quantVNNI && nb%2 == 0 && useRows4:
+		case gemvVNNI() && nb%2 == 0 && useRows4:
 			// Groups of four rows, then the rest one by one with the same per-row math.
 			n4 := (hi - lo) &^ 3
 			if n4 > 0 {
@@ -88,7 +88,7 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 			if lo+n4 < hi {
 				rows4ZTail(&w[(lo+n4)*rs], rs, hi-lo-n4, &a8.qs[0], &a8.dz[0], &a8.fz[0], nb/2, &out[lo+n4])
 			}
-		case quantVNNI && nb%2 == 0:
+		case gemvVNNI() && nb%2 == 0:
 			rowsZ[0](&w[lo*rs], rs, hi-lo, &a8.qs[0], &a8.dz[0], &a8.cz[0], nb/2, &out[lo])
 		case nb%2 == 0:
 			ps := ptrsPool.Get().(*streamPtrs)
@@ -100,7 +100,7 @@ func (s *gemvSeg) rows(a8 *q8Acts, ak *q8KActs, lo, hi int) {
 	case tensor.Q4_0:
 		rs := nb * 18
 		switch {
-		case quantVNNI && nb%4 == 0:
+		case gemvVNNI() && nb%4 == 0:
 			rowsZ[1](&w[lo*rs], rs, hi-lo, &a8.x4[0], &a8.d4[0], &a8.c4[0], nb/4, &out[lo])
 		case nb%2 == 0:
 			ps := ptrsPool.Get().(*streamPtrs)

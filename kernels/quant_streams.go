@@ -60,7 +60,7 @@ func streamsEligible(segs []gemvSeg) bool {
 	if !useStreams {
 		return false
 	}
-	if !quantVNNI || isK(segs[0].dt) {
+	if !gemvVNNI() && segs[0].zc == nil || isK(segs[0].dt) {
 		return streamsAVX2(segs)
 	}
 	for i := range segs {
@@ -129,7 +129,7 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 		}
 		if segs[0].zc != nil {
 			q4Rows4PZ(&ps.ws[0], &ps.zs[0], n, &a8.zr[0], segs[0].k/128, &ps.outs[0], 4)
-		} else if !quantVNNI || isK(segs[0].dt) {
+		} else if !gemvVNNI() || isK(segs[0].dt) {
 			groupsAVX2(segs, a8, q.ak, ps, rs, n)
 		} else if q.streams == 8 && segs[0].dt == tensor.Q4_0 {
 			q4Rows8P(&ps.ws[0], rs, n, &a8.x4[0], &a8.d4[0], &a8.c4[0], segs[0].k/128, &ps.outs[0], 4)
@@ -149,7 +149,7 @@ func (q *quantStreams) groups(part int, sh streamShare, g0, g1 int) {
 func (q *quantStreams) rest(part, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		si, start := segOf(q.segs, r)
-		if s := &q.segs[si]; !quantVNNI || isK(s.dt) {
+		if s := &q.segs[si]; !gemvVNNI() && s.zc == nil || isK(s.dt) {
 			rs, _ := s.dt.RowBytes(s.k)
 			if isK(s.dt) {
 				rowsK(&q.ptrs[part], s.dt == tensor.Q6_K, s.w, rs, r-start, r-start+1, q.ak, s.k/256, s.out)

@@ -46,7 +46,7 @@ func q4Rows8PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32
 // share: VNNI Q8_0 or Q4_0 rows without folded zeros, with useStreams8 for their type and at
 // least streams8MinK columns (the segments of one call share the token, so its k).
 func streams8(segs []gemvSeg) bool {
-	if !quantVNNI || segs[0].zc != nil || segs[0].k < streams8MinK {
+	if !gemvVNNI() || segs[0].zc != nil || segs[0].k < streams8MinK {
 		return false
 	}
 	switch segs[0].dt {

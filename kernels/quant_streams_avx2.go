@@ -106,7 +106,7 @@ func rowsA(ps *streamPtrs, dt tensor.DType, w []byte, rs, lo, hi int, a8 *q8Acts
 // installed, and no VNNI (all Q8_0 or all Q4_0 with an even number of blocks per row) or, VNNI
 // or not, all Q4_K or all Q6_K with useRowsK.
 func streamsAVX2(segs []gemvSeg) bool {
-	if quantVNNI && !isK(segs[0].dt) || !quantAsm {
+	if gemvVNNI() && !isK(segs[0].dt) || !quantAsm {
 		return false
 	}
 	for i := range segs {

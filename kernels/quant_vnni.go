@@ -14,6 +14,18 @@ import (
 // quantVNNI reports whether the VNNI tile kernels are installed (tests may switch it off).
 var quantVNNI bool
 
+// useDecodeVNNI says whether Q8_0 and Q4_0 decode rows (one token: MatMul, MatMulShared and
+// MatMulEach with m == 1) run the VNNI row kernels where quantVNNI is set, or the AVX2 ones.
+// On by default; LLMCLOUD_DECODE_VNNI=0 (read at start-up, quant_amd64.go) turns it off, to
+// compare the two on one machine (docs/kernels-quant.md, "K-quant decode on VNNI CPUs too":
+// on the Sapphire Rapids VM the AVX2 rows streamed 5-21% more in BenchmarkQuantGEMV, but the
+// MoE decode, whose down matrices need the VNNI MatMulEach streams, lost 9-15%). Prefill is
+// not affected.
+var useDecodeVNNI = true
+
+// gemvVNNI reports whether Q8_0 and Q4_0 decode rows run the VNNI kernels.
+func gemvVNNI() bool { return quantVNNI && useDecodeVNNI }
+
 // tilesZ[q4][R][T] are the VNNI R-row x T-token tile kernels (R, T in 1..4), over block pairs.
 var tilesZ [2][5][5]tileFunc
 
