@@ -73,6 +73,7 @@ func w8PackOf(w *tensor.Tensor) *w8Pack {
 // w8Acts are activations quantized per token, in panels.
 type w8Acts struct {
 	m, k, nq, width, npan int
+	amx                   bool // one-token panels, rows padded to whole AMX tiles (w8a8_amx.go)
 	x                     []byte
 	dx                    []float32
 	cx                    []int32
@@ -80,22 +81,31 @@ type w8Acts struct {
 
 var w8ActPool sync.Pool
 
-// quantizeW8 quantizes x ([m, k]) per token into panels (width 8 when m >= w8Wide, else 1).
-func quantizeW8(p *Pool, x []float32, m, k int) *w8Acts {
+// quantizeW8 quantizes x ([m, k]) per token into panels (width 8 when m >= w8Wide, else 1);
+// with amx, one-token panels with the rows padded to a multiple of 16 tokens (zero values, zero
+// scales), the AMX tiles' A layout.
+func quantizeW8(p *Pool, x []float32, m, k int, amx bool) *w8Acts {
 	a, _ := w8ActPool.Get().(*w8Acts)
 	if a == nil {
 		a = new(w8Acts)
 	}
-	a.m, a.k, a.nq = m, k, (k+3)/4
+	a.m, a.k, a.nq, a.amx = m, k, (k+3)/4, amx
 	a.width = 1
-	if m >= w8Wide {
+	if m >= w8Wide && !amx {
 		a.width = w8Panel
 	}
 	a.npan = (m + a.width - 1) / a.width
 	mp := a.npan * a.width
+	if amx {
+		mp = (m + amxToks - 1) / amxToks * amxToks
+	}
 	a.x = grow(a.x, mp*a.nq*4)
 	a.dx, a.cx = grow(a.dx, mp), grow(a.cx, mp)
-	if mp > m { // padded tokens: zero values, zero scale
+	if amx {
+		clear(a.x[m*a.nq*4:])
+		clear(a.dx[m:])
+		clear(a.cx[m:])
+	} else if mp > m { // padded tokens: zero values, zero scale
 		clear(a.x[(a.npan-1)*a.width*a.nq*4:])
 		clear(a.dx[m:])
 		clear(a.cx[m:])
@@ -168,7 +178,7 @@ func matmulW8A8(p *Pool, out, x []float32, w *tensor.Tensor, m, n, k int) {
 	}
 	kn := w8Active
 	pk := w8PackOf(w)
-	a := quantizeW8(p, x, m, k)
+	a := quantizeW8(p, x, m, k, w8AMXOn(m, k))
 	defer w8ActPool.Put(a)
 	w8Run(p, kn, out, a, pk)
 }
@@ -201,7 +211,7 @@ func matmulW8A8Shared(p *Pool, outs [][]float32, x []float32, ws []*tensor.Tenso
 		return nil
 	}
 	kn := w8Active
-	a := quantizeW8(p, x, m, k)
+	a := quantizeW8(p, x, m, k, w8AMXOn(m, k))
 	defer w8ActPool.Put(a)
 	for _, i := range idx {
 		if ws[i].Shape[0] > 0 {
@@ -219,6 +229,10 @@ func w8Chunk(nq int) int { return max(1, (256<<10)/(nq*4*w8Panel)) }
 // taken dynamically; with fewer than w8Wide tokens, items of 4 groups (each group meeting
 // every token while in L1), stolen from the back.
 func w8Run(p *Pool, kn w8Kernels, out []float32, a *w8Acts, pk *w8Pack) {
+	if a.amx {
+		w8RunAMX(p, out, a, pk)
+		return
+	}
 	n, nq, gb := pk.n, pk.nq, pk.gbytes
 	pstride := a.width * nq * 4
 	if a.width == 1 {

@@ -11,8 +11,9 @@ import (
 
 // BenchmarkW8A8Prefill: the W8A8 int8 GEMM against the Q8_0 prefill path on TinyLlama's
 // shapes, in one run, modes alternated over three rounds: q8_0 = MatMul on a Q8_0 weight
-// (the default kernels of this CPU), w8a8 = the W8A8 kernels installed (VNNI here),
-// w8a8_avx2 = the AVX2 W8A8 kernels. GOP/s = 2·m·n·k per second; with 1 thread also per
+// (the default kernels of this CPU), w8a8 = the W8A8 kernels installed (AMX tiles where the
+// CPU has them, else VNNI or AVX2), w8a8_vnni = the VNNI W8A8 kernels with AMX off, w8a8_avx2 =
+// the AVX2 W8A8 kernels. GOP/s = 2·m·n·k per second; with 1 thread also per
 // second of the thread's CPU time (less disturbed by other jobs). Activation quantization is
 // included in every mode.
 func BenchmarkW8A8Prefill(b *testing.B) {
@@ -27,8 +28,8 @@ func BenchmarkW8A8Prefill(b *testing.B) {
 			for _, th := range []int{1, 2} {
 				p := NewPool(th)
 				for round := 0; round < 3; round++ {
-					for _, mode := range []string{"q8_0", "w8a8", "w8a8_avx2"} {
-						if mode == "w8a8_avx2" && w8AVX2.g1p8 == nil {
+					for _, mode := range []string{"q8_0", "w8a8", "w8a8_vnni", "w8a8_avx2"} {
+						if mode == "w8a8_avx2" && w8AVX2.g1p8 == nil || mode == "w8a8_vnni" && (w8AMX2 == nil || w8VNNI.g1p8 == nil) {
 							continue
 						}
 						w := q8
@@ -41,6 +42,10 @@ func BenchmarkW8A8Prefill(b *testing.B) {
 								old := w8Active
 								w8Active = w8AVX2
 								defer func() { w8Active = old }()
+							}
+							if mode == "w8a8_vnni" || mode == "w8a8_avx2" {
+								useAMX = false
+								defer func() { useAMX = true }()
 							}
 							benchW8(b, p, out, x, w, m, th)
 						})

@@ -64,7 +64,8 @@ func w8Sets() []w8Kernels {
 	return s
 }
 
-// TestW8A8Paths: every kernel set (Go, AVX2, VNNI) gives the same bits on every shape
+// TestW8A8Paths: every kernel set (Go, AVX2, VNNI, and the AMX tiles where k is a multiple of
+// 64) gives the same bits on every shape
 // (tails of groups, panels, k not a multiple of 4, one-token and wide panels), equal to the
 // float64 of the same quantized math within float32 rounding, and close to the unquantized
 // product.
@@ -77,13 +78,17 @@ func TestW8A8Paths(t *testing.T) {
 			for _, m := range []int{1, 3, 7, 8, 9, 17, 64} {
 				x := w8X(rng, m, k)
 				var first []float32
-				for _, kn := range w8Sets() {
+				sets := w8Sets()
+				if w8AMX2 != nil && k%64 == 0 {
+					sets = append(sets, w8Kernels{name: "amx"})
+				}
+				for _, kn := range sets {
 					out := make([]float32, m*n+3)
 					for i := range out {
 						out[i] = 7 // canary
 					}
 					pk := w8PackOf(w)
-					a := quantizeW8(pool, x, m, k)
+					a := quantizeW8(pool, x, m, k, kn.name == "amx")
 					w8Run(pool, kn, out[:m*n], a, pk)
 					// float64 of the quantized math
 					for tk := 0; tk < m; tk++ {
@@ -216,10 +221,10 @@ func TestW8QuantAsm(t *testing.T) {
 			}
 			fa, fq := w8AmaxFast, w8QuantFast
 			w8AmaxFast, w8QuantFast = nil, nil
-			g := quantizeW8(Serial, x, m, k)
+			g := quantizeW8(Serial, x, m, k, false)
 			w8AmaxFast, w8QuantFast = fa, fq
 			gx, gd, gc := append([]byte(nil), g.x...), append([]float32(nil), g.dx...), append([]int32(nil), g.cx...)
-			a := quantizeW8(Serial, x, m, k)
+			a := quantizeW8(Serial, x, m, k, false)
 			for i := range gx {
 				if gx[i] != a.x[i] {
 					t.Fatalf("k=%d m=%d: byte %d = %d, Go %d", k, m, i, int8(a.x[i]), int8(gx[i]))
