@@ -263,6 +263,8 @@ type Engine struct {
 
 	held      map[BlockHash]heldKV // under mu: HoldKV copies (kvtransfer_hold.go)
 	heldBytes int64
+	holding   map[BlockHash][]*reqState // under mu: live HoldKV requests (kvtransfer_stream.go)
+	kvWaiting map[BlockHash][]*KVStream // under mu: StreamKV calls waiting for a HoldKV request
 }
 
 type eventKind int
@@ -378,6 +380,9 @@ func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 	// Set before the loop can see st (it reads the inbox under mu); a context that is already
 	// done calls Abort from its own goroutine, after the request is live.
 	st.stopCtx = context.AfterFunc(ctx, func() { _ = e.Abort(r.ID) })
+	if r.HoldKV {
+		e.registerHold(st)
+	}
 	e.inbox = append(e.inbox, event{kind: evAdd, r: st})
 	e.mu.Unlock()
 	e.signal()
