@@ -383,6 +383,16 @@ func (e *Engine) finishHold(st *reqState, reason string) {
 		s.mu.Unlock()
 		s.push(blocks, false)
 	}
+	if reason != FinishAbort && s != nil {
+		// A second export of the same prompt that waits (the request had a stream already)
+		// gets a copy now rather than the prefix cache's after its wait.
+		e.mu.Lock()
+		waiting := len(e.kvWaiting[st.holdKey]) > 0
+		e.mu.Unlock()
+		if waiting {
+			e.holdKV(st)
+		}
+	}
 }
 
 // readBlocks copies the rows of blocks ids (step loop).

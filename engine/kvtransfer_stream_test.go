@@ -37,25 +37,29 @@ func readStream(t *testing.T, s *KVStream) ([][]byte, error) {
 	}
 }
 
-// waitStreamWaiting waits until a StreamKV call waits for a HoldKV request.
-func waitStreamWaiting(t *testing.T, e *Engine) {
+// waitStreamWaiting waits until n StreamKV calls wait for a HoldKV request.
+func waitStreamWaiting(t *testing.T, e *Engine, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		e.mu.Lock()
-		n := len(e.kvWaiting)
+		k := 0
+		for _, w := range e.kvWaiting {
+			k += len(w)
+		}
 		e.mu.Unlock()
-		if n > 0 {
+		if k == n {
 			return
 		}
 	}
-	t.Fatal("StreamKV is not waiting")
+	t.Fatalf("%d StreamKV calls are not waiting", n)
 }
 
 // TestKVStreamDuringPrefill: an export asked for before the HoldKV request exists waits for
 // it, then receives the prompt's blocks step by step while the prefill is still computing the
 // prompt (a 150-token prompt in 64-token chunks: the first blocks are copied before its last
-// chunk runs); the blocks equal the cache's rows, nothing is left held, and an engine
-// importing them continues to the lone engine's greedy tokens.
+// chunk runs); a second export waiting at the same time gets the finished request's copy; the
+// blocks equal the cache's rows, nothing is left held, and an engine importing them continues
+// to the lone engine's greedy tokens.
 func TestKVStreamDuringPrefill(t *testing.T) {
 	m := synthModel(t, synth.Options{Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128,
 		Vocab: 300, CtxLen: 256, Seed: 5, Std: 0.3})
@@ -68,34 +72,57 @@ func TestKVStreamDuringPrefill(t *testing.T) {
 		s   *KVStream
 		err error
 	}
-	got := make(chan res, 1)
-	go func() {
-		s, err := prod.StreamKV(context.Background(), prompt, "", 0, 5*time.Second)
-		got <- res{s, err}
-	}()
-	waitStreamWaiting(t, prod)
+	// Two exports wait for the prefill: one follows it, the other gets the request's copy
+	// when it finishes (not the prefix cache's after its 5 s wait).
+	got := make(chan res, 2)
+	for range 2 {
+		go func() {
+			s, err := prod.StreamKV(context.Background(), prompt, "", 0, 5*time.Second)
+			got <- res{s, err}
+		}()
+	}
+	waitStreamWaiting(t, prod, 2)
 	pr := greedy("p", prompt, 1)
 	pr.HoldKV = true
 	ch, err := prod.Add(context.Background(), pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := <-got
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	defer r.s.Close()
-	blocks, err := readStream(t, r.s)
-	if err != nil {
-		t.Fatal(err)
+	var streamed [2][][]byte
+	var early [2]int
+	t0 := time.Now()
+	for i := range 2 {
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		defer r.s.Close()
+		streamed[i], err = readStream(t, r.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var end time.Time
+		var ok bool
+		early[i], end, ok = r.s.Overlap()
+		if !ok || end.IsZero() {
+			t.Errorf("export %d: no prefill end (%v, %v)", i, end, ok)
+		}
+		if n := (len(prompt) - 1) / 16; len(streamed[i]) != n || r.s.Len() != n {
+			t.Fatalf("export %d: %d blocks (announced %d), want %d", i, len(streamed[i]), r.s.Len(), n)
+		}
 	}
 	collect(ch)
-	if n := (len(prompt) - 1) / 16; len(blocks) != n || r.s.Len() != n {
-		t.Fatalf("streamed %d blocks (announced %d), want %d", len(blocks), r.s.Len(), n)
+	if time.Since(t0) > 4*time.Second {
+		t.Errorf("the exports took %v: one waited for its timeout", time.Since(t0))
 	}
-	early, end, ok := r.s.Overlap()
-	if early == 0 || early == len(blocks) || !ok || end.IsZero() {
-		t.Errorf("overlap: %d of %d blocks before the prefill ended (%v, %v)", early, len(blocks), end, ok)
+	blocks := streamed[0]
+	for i := range blocks {
+		if !slices.Equal(streamed[1][i], blocks[i]) {
+			t.Fatalf("block %d differs between the two exports", i)
+		}
+	}
+	if min(early[0], early[1]) != 0 || max(early[0], early[1]) == 0 || max(early[0], early[1]) == len(blocks) {
+		t.Errorf("blocks copied before the prefill ended: %v of %d (want some for the follower, none for the copy)", early, len(blocks))
 	}
 	prod.mu.Lock()
 	held, holding, waiting := len(prod.held), len(prod.holding), len(prod.kvWaiting)
@@ -139,7 +166,7 @@ func TestKVStreamEnds(t *testing.T) {
 		}
 		got <- s
 	}()
-	waitStreamWaiting(t, prod)
+	waitStreamWaiting(t, prod, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pr := greedy("aborted", prompt, 1)
