@@ -346,6 +346,14 @@ func (e *Engine) Config() Config { return e.cfg }
 // Add validates r and queues it. The returned channel receives the request's Outputs and is
 // closed after the one with Finished set. Cancelling ctx aborts the request.
 func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
+	ch, err := e.add(ctx, r)
+	if err != nil && r.HoldKV {
+		e.refuseHold(r, err) // exports waiting for it need not wait longer
+	}
+	return ch, err
+}
+
+func (e *Engine) add(ctx context.Context, r Request) (<-chan Output, error) {
 	if err := e.validate(r); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -273,6 +274,22 @@ func (e *Engine) registerHold(st *reqState) {
 	e.holding[key] = append(e.holding[key], st)
 	if s := e.popWaiting(key); s != nil {
 		e.attachStream(key, s)
+	}
+}
+
+// refuseHold ends the exports waiting for r, a HoldKV request that Add refused.
+func (e *Engine) refuseHold(r Request, err error) {
+	key, ok := promptKey(r.Prompt, adapterSalt(r.CacheSalt, r.Adapter), e.cfg.BlockSizeTokens)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	w := e.kvWaiting[key]
+	delete(e.kvWaiting, key)
+	e.mu.Unlock()
+	for _, s := range w {
+		s.fail(fmt.Errorf("engine: the prefill of the exported prompt was refused: %w", err))
+		close(s.attached)
 	}
 }
 

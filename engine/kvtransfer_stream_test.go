@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,4 +249,37 @@ func mustAdd(t *testing.T, e *Engine, r Request) <-chan Output {
 		t.Fatal(err)
 	}
 	return ch
+}
+
+// TestKVStreamRefusedHold: an export waiting for a HoldKV request that Add refuses (a prompt
+// over the maximum model length) ends at once with an error naming the refusal, not after its
+// wait.
+func TestKVStreamRefusedHold(t *testing.T) {
+	m := synthModel(t, synth.Options{Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, FFN: 128,
+		Vocab: 300, CtxLen: 256, Seed: 8, Std: 0.3})
+	prod := kvTransferEngine(t, m, 64)
+	prompt := streamPrompt(300) // MaxModelLenTokens is 256
+	got := make(chan *KVStream, 1)
+	t0 := time.Now()
+	go func() {
+		s, err := prod.StreamKV(context.Background(), prompt, "", 0, 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s
+	}()
+	waitStreamWaiting(t, prod, 1)
+	pr := greedy("long", prompt, 1)
+	pr.HoldKV = true
+	if _, err := prod.Add(context.Background(), pr); err == nil {
+		t.Fatal("a prompt over the maximum model length was added")
+	}
+	s := <-got
+	defer s.Close()
+	if _, err := readStream(t, s); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("export of a refused prefill: %v", err)
+	}
+	if d := time.Since(t0); d > 4*time.Second {
+		t.Errorf("the export ended after %v", d)
+	}
 }
