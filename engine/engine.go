@@ -263,6 +263,8 @@ type Engine struct {
 
 	held      map[BlockHash]heldKV // under mu: HoldKV copies (kvtransfer_hold.go)
 	heldBytes int64
+	holding   map[BlockHash][]*reqState // under mu: live HoldKV requests (kvtransfer_stream.go)
+	kvWaiting map[BlockHash][]*KVStream // under mu: StreamKV calls waiting for a HoldKV request
 }
 
 type eventKind int
@@ -344,6 +346,14 @@ func (e *Engine) Config() Config { return e.cfg }
 // Add validates r and queues it. The returned channel receives the request's Outputs and is
 // closed after the one with Finished set. Cancelling ctx aborts the request.
 func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
+	ch, err := e.add(ctx, r)
+	if err != nil && r.HoldKV {
+		e.refuseHold(r, err) // exports waiting for it need not wait longer
+	}
+	return ch, err
+}
+
+func (e *Engine) add(ctx context.Context, r Request) (<-chan Output, error) {
 	if err := e.validate(r); err != nil {
 		return nil, err
 	}
@@ -378,6 +388,9 @@ func (e *Engine) Add(ctx context.Context, r Request) (<-chan Output, error) {
 	// Set before the loop can see st (it reads the inbox under mu); a context that is already
 	// done calls Abort from its own goroutine, after the request is live.
 	st.stopCtx = context.AfterFunc(ctx, func() { _ = e.Abort(r.ID) })
+	if r.HoldKV {
+		e.registerHold(st)
+	}
 	e.inbox = append(e.inbox, event{kind: evAdd, r: st})
 	e.mu.Unlock()
 	e.signal()

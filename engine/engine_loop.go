@@ -68,6 +68,7 @@ func (e *Engine) loop() {
 			continue
 		}
 		e.step(bySeq, samplerOf)
+		e.feedStreams()
 		e.publish()
 		// Let the goroutines this step's outputs woke (the HTTP handlers writing each stream's
 		// event) run before the next step. With few Ps (a replica pinned to one CPU has
@@ -312,8 +313,8 @@ func (e *Engine) finishWith(st *reqState, bySeq map[SeqID]*reqState, reason stri
 		return
 	}
 	st.finished = true
-	if st.req.HoldKV && reason != FinishAbort {
-		e.holdKV(st) // before the final Output: its client asks for the export next
+	if st.req.HoldKV {
+		e.finishHold(st, reason) // before the final Output: its client asks for the export next
 	}
 	if reason != FinishAbort {
 		text, stopped := st.stop.flush()

@@ -77,19 +77,7 @@ func (e *Engine) exportKV(x *exportReq) {
 // copyBlocks copies the rows of prompt's cached leading blocks under salt (step loop).
 func (e *Engine) copyBlocks(prompt []int, salt string) ([][]byte, error) {
 	ids, _ := e.sched.blocks.GetComputedBlocks(prompt, salt)
-	l, err := e.runner.kv.BlockLayout()
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, 0, len(ids))
-	for _, b := range ids {
-		buf, err := e.runner.kv.ReadBlock(make([]byte, 0, l.BlockBytes()), int(b))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, buf)
-	}
-	return out, nil
+	return e.readBlocks(ids)
 }
 
 // validateImport checks r.ImportKV against the pool's layout (Add).

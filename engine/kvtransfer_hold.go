@@ -8,6 +8,7 @@
 package engine
 
 import (
+	"errors"
 	"time"
 )
 
@@ -17,6 +18,7 @@ const holdFor = 60 * time.Second
 type heldKV struct {
 	blocks [][]byte
 	bytes  int64
+	at     time.Time // when the request finished
 	until  time.Time
 }
 
@@ -45,12 +47,27 @@ func (e *Engine) holdKV(st *reqState) {
 	if err != nil || len(blocks) == 0 {
 		return
 	}
-	h := heldKV{blocks: blocks, until: e.now().Add(holdFor)}
+	now := e.now()
+	h := heldKV{blocks: blocks, at: now, until: now.Add(holdFor)}
 	for _, b := range blocks {
 		h.bytes += int64(len(b))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if s := e.popWaiting(key); s != nil {
+		// An export came after the request had left e.holding and before this copy: it waits
+		// for the copy (kvtransfer_stream.go).
+		s.mu.Lock()
+		s.held, s.prefillEnd = true, now
+		s.mu.Unlock()
+		if len(blocks) == s.n {
+			s.push(blocks, false)
+		} else {
+			s.fail(errors.New("engine: the prompt's blocks left the cache before its export"))
+		}
+		close(s.attached)
+		return
+	}
 	e.expireHeld()
 	if old, dup := e.held[key]; dup {
 		e.heldBytes -= old.bytes
@@ -67,18 +84,24 @@ func (e *Engine) holdKV(st *reqState) {
 
 // takeHeld returns and forgets the copy of prompt's blocks, if one is held (e.mu held).
 func (e *Engine) takeHeld(prompt []int, salt string) ([][]byte, bool) {
-	e.expireHeld()
 	key, ok := promptKey(prompt, salt, e.cfg.BlockSizeTokens)
 	if !ok {
 		return nil, false
 	}
+	h, ok := e.takeHeldKey(key)
+	return h.blocks, ok
+}
+
+// takeHeldKey returns and forgets the copy held under key, if any (e.mu held).
+func (e *Engine) takeHeldKey(key BlockHash) (heldKV, bool) {
+	e.expireHeld()
 	h, ok := e.held[key]
 	if !ok {
-		return nil, false
+		return heldKV{}, false
 	}
 	delete(e.held, key)
 	e.heldBytes -= h.bytes
-	return h.blocks, true
+	return h, true
 }
 
 // expireHeld drops copies past their time (e.mu held).

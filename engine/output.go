@@ -20,6 +20,12 @@ type reqState struct {
 	stop    *stopText
 	stopCtx func() bool // stops the context watcher
 
+	// under Engine.mu: a HoldKV request's registration and the stream following it
+	// (kvtransfer_stream.go)
+	holdKey BlockHash
+	holding bool
+	kvs     *KVStream
+
 	// step loop only
 	metrics  RequestMetrics
 	started  bool

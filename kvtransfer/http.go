@@ -33,22 +33,84 @@ const HoldHeader = "X-KV-Transfer-Hold"
 // ContentType is the media type of a transfer.
 const ContentType = "application/vnd.llmcloud.kv"
 
+// PendingHeader, on a completion request to a consumer (with SourceHeader), says that the
+// producer's prefill of the prompt was sent at the same time and may not have finished, or
+// even started: the consumer's export asks the producer to wait for it and stream its blocks
+// as they are computed (ExportRequest.PrefillPending; set by the router's pd policy unless
+// --pd-sequential).
+const PendingHeader = "X-KV-Transfer-Pending"
+
 // ExportRequest is the body of POST ExportPath.
 type ExportRequest struct {
 	PromptTokenIDs []int  `json:"prompt_token_ids"`
 	CacheSalt      string `json:"cache_salt,omitempty"`
+	// PrefillPending: a held prefill of this prompt (HoldHeader) is on its way to the producer
+	// or under way; the producer waits for it (bounded by its --kv-transfer-timeout) and
+	// streams each block as soon as the step that computed it has finished.
+	PrefillPending bool `json:"prefill_pending,omitempty"`
 }
 
 // Exporter returns the KV rows of prompt's cached leading blocks (engine.Engine.ExportKV of the
 // base model).
 type Exporter func(ctx context.Context, prompt []int, cacheSalt string) ([][]byte, error)
 
+// Source is one export's blocks, possibly handed out as the producer computes them
+// (engine.KVStream).
+type Source interface {
+	// Len is the number of blocks (the header announces it).
+	Len() int
+	// Buffered is how many blocks Next returns without waiting.
+	Buffered() int
+	// Next returns the next block, waiting for it; io.EOF after the last.
+	Next(ctx context.Context) ([]byte, error)
+	// Close releases the source (the reader is done or gone).
+	Close()
+	// Overlap reports how many blocks were ready before the producer's prefill of the prompt
+	// had finished, and when it finished (ok false: no prefill followed, or it had not
+	// finished when the last block was taken).
+	Overlap() (early int, prefillEnd time.Time, ok bool)
+}
+
+// StreamExporter returns the source of an export.
+type StreamExporter func(ctx context.Context, req ExportRequest) (Source, error)
+
+// Blocks adapts an Exporter of known blocks.
+func Blocks(export Exporter) StreamExporter {
+	return func(ctx context.Context, req ExportRequest) (Source, error) {
+		b, err := export(ctx, req.PromptTokenIDs, req.CacheSalt)
+		if err != nil {
+			return nil, err
+		}
+		return &sliceSource{blocks: b, n: len(b)}, nil
+	}
+}
+
+type sliceSource struct {
+	blocks [][]byte
+	n      int
+}
+
+func (s *sliceSource) Len() int      { return s.n }
+func (s *sliceSource) Buffered() int { return len(s.blocks) }
+func (s *sliceSource) Close()        { s.blocks = nil }
+func (s *sliceSource) Overlap() (int, time.Time, bool) {
+	return 0, time.Time{}, false
+}
+func (s *sliceSource) Next(context.Context) ([]byte, error) {
+	if len(s.blocks) == 0 {
+		return nil, io.EOF
+	}
+	b := s.blocks[0]
+	s.blocks = s.blocks[1:]
+	return b, nil
+}
+
 // flushEvery is how many blocks are written between flushes: the consumer starts reading while
-// the rest is still being written.
+// the rest is still being written. A source that has no block ready is flushed before waiting.
 const flushEvery = 8
 
 // Handler answers POST ExportPath for blocks of layout l.
-func Handler(l Layout, export Exporter, m *Metrics) http.Handler {
+func Handler(l Layout, export StreamExporter, m *Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -61,16 +123,17 @@ func Handler(l Layout, export Exporter, m *Metrics) http.Handler {
 			return
 		}
 		start := time.Now()
-		blocks, err := export(r.Context(), req.PromptTokenIDs, req.CacheSalt)
+		src, err := export(r.Context(), req)
 		if err != nil {
 			m.fail(Sent)
 			http.Error(w, "kvtransfer: export: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		defer src.Close()
 		w.Header().Set("Content-Type", ContentType)
 		cw := &countingWriter{w: w}
 		flusher, _ := w.(http.Flusher)
-		err = writeAll(cw, l, blocks, func() {
+		err = writeAll(r.Context(), cw, l, src, func() {
 			if flusher != nil {
 				flusher.Flush()
 			}
@@ -79,25 +142,43 @@ func Handler(l Layout, export Exporter, m *Metrics) http.Handler {
 			m.fail(Sent)
 			return // the body is cut: the consumer sees a truncated stream
 		}
-		m.done(Sent, cw.n, len(blocks), time.Since(start))
+		m.done(Sent, cw.n, src.Len(), time.Since(start))
+		early, end, ok := src.Overlap()
+		m.overlap(early, end, ok)
 	})
 }
 
-// writeAll writes one transfer of blocks, calling flush every flushEvery blocks.
-func writeAll(w io.Writer, l Layout, blocks [][]byte, flush func()) error {
-	tw, err := NewWriter(w, l, len(blocks))
+// writeAll writes one transfer of src's blocks, calling flush every flushEvery blocks and
+// whenever src has no block ready.
+func writeAll(ctx context.Context, w io.Writer, l Layout, src Source, flush func()) error {
+	n := src.Len()
+	tw, err := NewWriter(w, l, n)
 	if err != nil {
 		return err
 	}
-	for i, b := range blocks {
+	dirty := true // the header
+	for i := range n {
+		if dirty && src.Buffered() == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			flush()
+			dirty = false
+		}
+		b, err := src.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("kvtransfer: block %d of %d: %w", i, n, err)
+		}
 		if err := tw.WriteBlock(b); err != nil {
 			return err
 		}
+		dirty = true
 		if (i+1)%flushEvery == 0 {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			flush()
+			dirty = false
 		}
 	}
 	return tw.Close()
@@ -114,12 +195,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Fetch asks the producer at base for prompt's KV blocks of layout want. apiKey, when set, is
+// Fetch asks the producer at base for the KV blocks of layout want of req's prompt. apiKey, when set, is
 // sent as a Bearer token. Any failure (no answer, an error status, a truncated or corrupt
 // stream, another layout) is an error and counted; the caller then computes the prompt itself.
-func Fetch(ctx context.Context, c *http.Client, base, apiKey string, prompt []int, cacheSalt string, want Layout, m *Metrics) ([][]byte, error) {
+func Fetch(ctx context.Context, c *http.Client, base, apiKey string, req ExportRequest, want Layout, m *Metrics) ([][]byte, error) {
 	start := time.Now()
-	blocks, n, err := fetch(ctx, c, base, apiKey, prompt, cacheSalt, want)
+	blocks, n, err := fetch(ctx, c, base, apiKey, req, want)
 	if err != nil {
 		m.fail(Received)
 		return nil, err
@@ -128,14 +209,14 @@ func Fetch(ctx context.Context, c *http.Client, base, apiKey string, prompt []in
 	return blocks, nil
 }
 
-func fetch(ctx context.Context, c *http.Client, base, apiKey string, prompt []int, cacheSalt string, want Layout) ([][]byte, int64, error) {
+func fetch(ctx context.Context, c *http.Client, base, apiKey string, er ExportRequest, want Layout) ([][]byte, int64, error) {
 	if c == nil {
 		c = http.DefaultClient
 	}
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, 0, fmt.Errorf("kvtransfer: source %q is not an http(s) URL", base)
 	}
-	body, err := json.Marshal(ExportRequest{PromptTokenIDs: prompt, CacheSalt: cacheSalt})
+	body, err := json.Marshal(er)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -3,11 +3,14 @@ package kvtransfer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -29,7 +32,7 @@ func TestFetchOverHTTP(t *testing.T) {
 		return blocks, nil
 	}
 	prodM := NewMetrics(prometheus.NewRegistry())
-	h := Handler(testLayout, exp, prodM)
+	h := Handler(testLayout, Blocks(exp), prodM)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != ExportPath {
 			http.NotFound(w, r)
@@ -48,7 +51,7 @@ func TestFetchOverHTTP(t *testing.T) {
 	defer srv.Close()
 	consM := NewMetrics(prometheus.NewRegistry())
 	ctx := context.Background()
-	got, err := Fetch(ctx, srv.Client(), srv.URL, "", []int{1, 2, 3}, "s", testLayout, consM)
+	got, err := Fetch(ctx, srv.Client(), srv.URL, "", ExportRequest{PromptTokenIDs: []int{1, 2, 3}, CacheSalt: "s"}, testLayout, consM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,18 +69,18 @@ func TestFetchOverHTTP(t *testing.T) {
 		t.Errorf("received blocks %v", n)
 	}
 
-	if _, err := Fetch(ctx, srv.Client(), srv.URL, "", []int{1}, "fail", testLayout, consM); err == nil || !strings.Contains(err.Error(), "no engine") {
+	if _, err := Fetch(ctx, srv.Client(), srv.URL, "", ExportRequest{PromptTokenIDs: []int{1}, CacheSalt: "fail"}, testLayout, consM); err == nil || !strings.Contains(err.Error(), "no engine") {
 		t.Errorf("exporter error: %v", err)
 	}
 	cut = true
-	if _, err := Fetch(ctx, srv.Client(), srv.URL, "", []int{1}, "", testLayout, consM); err == nil || !strings.Contains(err.Error(), "block") {
+	if _, err := Fetch(ctx, srv.Client(), srv.URL, "", ExportRequest{PromptTokenIDs: []int{1}, CacheSalt: ""}, testLayout, consM); err == nil || !strings.Contains(err.Error(), "block") {
 		t.Errorf("cut body: %v", err)
 	}
 	srv.Close()
-	if _, err := Fetch(ctx, srv.Client(), srv.URL, "", []int{1}, "", testLayout, consM); err == nil {
+	if _, err := Fetch(ctx, srv.Client(), srv.URL, "", ExportRequest{PromptTokenIDs: []int{1}, CacheSalt: ""}, testLayout, consM); err == nil {
 		t.Error("fetched from a closed server")
 	}
-	if _, err := Fetch(ctx, nil, "file:///etc/passwd", "", []int{1}, "", testLayout, consM); err == nil {
+	if _, err := Fetch(ctx, nil, "file:///etc/passwd", "", ExportRequest{PromptTokenIDs: []int{1}, CacheSalt: ""}, testLayout, consM); err == nil {
 		t.Error("fetched from a file URL")
 	}
 	if f := testutil.ToFloat64(consM.failures.WithLabelValues(Received)); f != 4 {
@@ -85,5 +88,97 @@ func TestFetchOverHTTP(t *testing.T) {
 	}
 	if f := testutil.ToFloat64(prodM.failures.WithLabelValues(Sent)); f != 1 {
 		t.Errorf("sent failures %v, want 1", f)
+	}
+}
+
+// chanSource hands out the blocks sent on ch; an error on fail ends it.
+type chanSource struct {
+	n      int
+	ch     chan []byte
+	fail   chan error
+	closed chan struct{}
+}
+
+func (s *chanSource) Len() int      { return s.n }
+func (s *chanSource) Buffered() int { return len(s.ch) }
+func (s *chanSource) Close()        { close(s.closed) }
+func (s *chanSource) Overlap() (int, time.Time, bool) {
+	return 2, time.Now().Add(-time.Second), true
+}
+func (s *chanSource) Next(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-s.ch:
+		return b, nil
+	case err := <-s.fail:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestHandlerStreams: over real HTTP, a block the source has ready reaches the consumer while
+// the source still withholds the next (the handler flushes before it waits), the request's
+// prefill_pending reaches the exporter, the overlap is counted, and a source that fails
+// mid-way cuts the stream (a consumer error naming the block) and is closed.
+func TestHandlerStreams(t *testing.T) {
+	blocks := testBlocks(3, 7)
+	var src *chanSource
+	var pending bool
+	m := NewMetrics(prometheus.NewRegistry())
+	h := Handler(testLayout, func(ctx context.Context, req ExportRequest) (Source, error) {
+		pending = req.PrefillPending
+		src = &chanSource{n: 3, ch: make(chan []byte, 3), fail: make(chan error, 1), closed: make(chan struct{})}
+		src.ch <- blocks[0]
+		return src, nil
+	}, m)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func() *Reader {
+		body, _ := json.Marshal(ExportRequest{PromptTokenIDs: []int{1}, PrefillPending: true})
+		resp, err := http.Post(srv.URL+ExportPath, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		rd, err := NewReader(resp.Body, testLayout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rd
+	}
+	rd := post()
+	b, err := rd.Next() // blocks 1 and 2 are not produced yet
+	if err != nil || !bytes.Equal(b, blocks[0]) || !pending {
+		t.Fatalf("first block before the rest: %v (pending %v)", err, pending)
+	}
+	src.ch <- blocks[1]
+	src.ch <- blocks[2]
+	for i := 1; i < 3; i++ {
+		if b, err := rd.Next(); err != nil || !bytes.Equal(b, blocks[i]) {
+			t.Fatalf("block %d: %v", i, err)
+		}
+	}
+	if _, err := rd.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last block: %v", err)
+	}
+	<-src.closed
+	if n := testutil.ToFloat64(m.early); n != 2 {
+		t.Errorf("overlapped blocks %v, want 2", n)
+	}
+	if n := testutil.CollectAndCount(m.afterPrefill); n != 1 {
+		t.Errorf("after-prefill histogram has %d series", n)
+	}
+
+	rd = post()
+	if _, err := rd.Next(); err != nil {
+		t.Fatal(err)
+	}
+	src.fail <- errors.New("aborted")
+	if _, err := rd.Next(); err == nil || !strings.Contains(err.Error(), "block 1 of 3") {
+		t.Errorf("failed source: %v", err)
+	}
+	<-src.closed
+	if f := testutil.ToFloat64(m.failures.WithLabelValues(Sent)); f != 1 {
+		t.Errorf("sent failures %v", f)
 	}
 }

@@ -22,6 +22,9 @@ type Metrics struct {
 	blocks   *prometheus.CounterVec
 	seconds  *prometheus.HistogramVec
 	failures *prometheus.CounterVec
+
+	early        prometheus.Counter   // producer: blocks ready before the prefill finished
+	afterPrefill prometheus.Histogram // producer: prefill's end to the export's last byte
 }
 
 // NewMetrics registers the metrics with reg.
@@ -37,12 +40,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmcloud:kv_transfer_failures_total",
 			Help: "KV transfers that failed (the consumer then recomputes the prompt), by direction."}, []string{"direction"}),
 	}
+	m.early = prometheus.NewCounter(prometheus.CounterOpts{Name: "llmcloud:kv_transfer_overlapped_blocks_total",
+		Help: "KV blocks a producer's exports had ready (copied from the pool) while the prefill of their prompt was still computing it: the transfer overlapped with the prefill."})
+	m.afterPrefill = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "llmcloud:kv_transfer_after_prefill_seconds",
+		Help:    "Producer: time from the end of a held prefill (X-KV-Transfer-Hold) to the last byte of its prompt's export (0 when the export had every block before the prefill ended).",
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}})
 	for _, d := range []string{Sent, Received} { // present at zero from the start
 		m.bytes.WithLabelValues(d)
 		m.blocks.WithLabelValues(d)
 		m.failures.WithLabelValues(d)
 	}
-	reg.MustRegister(m.bytes, m.blocks, m.seconds, m.failures)
+	reg.MustRegister(m.bytes, m.blocks, m.seconds, m.failures, m.early, m.afterPrefill)
 	return m
 }
 
@@ -58,5 +66,19 @@ func (m *Metrics) done(dir string, bytes int64, blocks int, d time.Duration) {
 func (m *Metrics) fail(dir string) {
 	if m != nil {
 		m.failures.WithLabelValues(dir).Inc()
+	}
+}
+
+// overlap records an export's overlap with the prefill it followed (Source.Overlap).
+func (m *Metrics) overlap(early int, prefillEnd time.Time, ok bool) {
+	if m == nil {
+		return
+	}
+	m.early.Add(float64(early))
+	switch {
+	case ok:
+		m.afterPrefill.Observe(max(0, time.Since(prefillEnd).Seconds()))
+	case early > 0:
+		m.afterPrefill.Observe(0) // every block was sent before the prefill's last step ended
 	}
 }

@@ -2,6 +2,7 @@ package kvtransfer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -26,7 +27,7 @@ func testBlocks(n int, seed uint64) [][]byte {
 func encode(t *testing.T, l Layout, blocks [][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := writeAll(&buf, l, blocks, func() {}); err != nil {
+	if err := writeAll(context.Background(), &buf, l, &sliceSource{blocks: blocks, n: len(blocks)}, func() {}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -1,10 +1,12 @@
 // Disaggregated prefill and decode (--policy pd). Each replica's GET /v1/models says its
 // kv_role (llmcloud serve --kv-role: producer, consumer, both; absent: none), polled with the
-// model lists (models.go). A completion or chat completion goes first to the least-loaded
-// healthy producer, rewritten to compute its prompt and one token (max_tokens 1, not
-// streamed), with X-KV-Transfer-Hold (the producer keeps the prompt's KV for the export); then the original request goes to the least-loaded healthy consumer other than
-// that producer, with X-KV-Transfer-Source naming the producer, and that consumer's answer
-// (SSE or not) is the client's. The consumer fetches the prompt's KV blocks from the producer
+// model lists (models.go). A completion or chat completion goes to the least-loaded healthy
+// producer, rewritten to compute its prompt and one token (max_tokens 1, not streamed), with
+// X-KV-Transfer-Hold (the producer's export can follow the prefill, or it keeps the prompt's KV
+// for the export); at the same time (after the producer's answer with Options.PDSequential)
+// the original request goes to the least-loaded healthy consumer other than that producer,
+// with X-KV-Transfer-Source naming the producer (and X-KV-Transfer-Pending when the prefill
+// may still run), and that consumer's answer (SSE or not) is the client's. The consumer fetches the prompt's KV blocks from the producer
 // (package kvtransfer) and decodes. When there is no producer or no consumer to pair, the request
 // goes to one replica, chosen least-loaded among all, as an ordinary request; when the prefill
 // fails, the consumer gets the request without the header and computes the prompt itself; when
@@ -93,22 +95,63 @@ func (r *Router) servePD(w http.ResponseWriter, req *http.Request, body []byte, 
 	}
 	outcome := pdDisaggregated
 	dreq := req.Clone(req.Context())
-	if len(in.Prompt) < r.opts.PDMinPromptBytes {
+	switch {
+	case len(in.Prompt) < r.opts.PDMinPromptBytes:
 		outcome = pdShort
-	} else if err := r.prefill(req, pbody, id, prod); err != nil {
-		r.log.Warn("router: prefill failed: the consumer computes the prompt", "producer", prod.url, "request_id", id, "err", err)
-		outcome = pdPrefillFailed
-	} else {
-		dreq.Header.Set(kvtransfer.SourceHeader, prod.url)
-	}
-	if req.Context().Err() != nil {
-		return true, nil // the client left during the prefill
+	case !r.opts.PDSequential:
+		return r.serveOverlapped(w, req, dreq, body, pbody, id, prod, cons, saved)
+	default:
+		if err := r.prefill(req, pbody, id, prod); err != nil {
+			r.log.Warn("router: prefill failed: the consumer computes the prompt", "producer", prod.url, "request_id", id, "err", err)
+			outcome = pdPrefillFailed
+		} else {
+			dreq.Header.Set(kvtransfer.SourceHeader, prod.url)
+		}
+		if req.Context().Err() != nil {
+			return true, nil // the client left during the prefill
+		}
 	}
 	if r.try(w, dreq, body, id, cons, saved) != tryDone {
 		r.pd.requests.WithLabelValues(pdDecodeFailed).Inc()
 		return false, cons
 	}
 	r.pd.requests.WithLabelValues(outcome).Inc()
+	return true, cons
+}
+
+// serveOverlapped sends the prefill to prod and the request to cons at once: cons's transfer
+// waits for the prefill on prod and streams the blocks as prod computes them (PendingHeader).
+// When the prefill fails, cons's transfer fails with it and cons computes the prompt.
+func (r *Router) serveOverlapped(w http.ResponseWriter, req, dreq *http.Request, body, pbody []byte, id string, prod, cons *backend, saved **savedResponse) (bool, *backend) {
+	// The prefill is cancelled if the client leaves before the consumer has answered; after
+	// that it runs to its end (its own timeout) and its outcome is counted then: it normally
+	// ends before the consumer's first token, but its answer may reach the router after the
+	// consumer's, and a client's answer is not held back for it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
+	stop := context.AfterFunc(req.Context(), cancel)
+	prefilled := make(chan error, 1)
+	preq := req.Clone(ctx) // before the handler can return
+	go func() { prefilled <- r.prefill(preq, pbody, id, prod) }()
+	dreq.Header.Set(kvtransfer.SourceHeader, prod.url)
+	dreq.Header.Set(kvtransfer.PendingHeader, "1")
+	res := r.try(w, dreq, body, id, cons, saved)
+	stop()
+	go func() {
+		defer cancel()
+		err := <-prefilled
+		switch {
+		case res != tryDone:
+		case err != nil:
+			r.log.Warn("router: prefill failed: the consumer computed the prompt", "producer", prod.url, "request_id", id, "err", err)
+			r.pd.requests.WithLabelValues(pdPrefillFailed).Inc()
+		default:
+			r.pd.requests.WithLabelValues(pdDisaggregated).Inc()
+		}
+	}()
+	if res != tryDone {
+		r.pd.requests.WithLabelValues(pdDecodeFailed).Inc()
+		return false, cons
+	}
 	return true, cons
 }
 

@@ -69,6 +69,7 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 	var saved *savedResponse
 	req.Header.Del(kvtransfer.SourceHeader) // only the pd policy names a producer (pd.go)
 	req.Header.Del(kvtransfer.HoldHeader)
+	req.Header.Del(kvtransfer.PendingHeader)
 	if r.pd != nil && pdRequest(req) {
 		done, d := r.servePD(w, req, body, id, in, &saved)
 		if done {

@@ -56,6 +56,11 @@ type Options struct {
 	// a consumer alone, which computes it itself (a short prompt gains nothing from a transfer);
 	// 0: every generation is disaggregated.
 	PDMinPromptBytes int
+	// PDSequential: under policy pd, the request goes to the consumer only after the producer
+	// has answered its prefill (the transfer then starts after the prefill). By default both
+	// are sent at once and the consumer's transfer streams the blocks as the producer computes
+	// them.
+	PDSequential bool
 	// UI serves the web console (package ui) at GET / and /ui/ instead of proxying those two
 	// paths; /console/api/* is served either way (console.go).
 	UI bool

@@ -86,6 +86,7 @@ run_pd() {
   workload pd http://127.0.0.1:18310
   curl -s http://127.0.0.1:18312/metrics | grep -E '^llmcloud:kv_transfer_(bytes_total|failures_total|seconds_(sum|count))' >"$out/pd-consumer-metrics.txt"
   curl -s http://127.0.0.1:18310/metrics | grep -E '^llmcloud_router_pd_requests_total' >>"$out/pd-consumer-metrics.txt"
+  curl -s http://127.0.0.1:18311/metrics | grep -E '^llmcloud:kv_transfer_(overlapped_blocks_total|after_prefill_seconds_(sum|count))' >>"$out/pd-consumer-metrics.txt"
   stop_all
 }
 : >"$out/summary.txt"

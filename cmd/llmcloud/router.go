@@ -46,6 +46,7 @@ type routerFlags struct {
 	outlierFactor             float64
 	retries                   int
 	pdMinPrompt               int
+	pdSequential              bool
 	http                      server.HTTPOptions
 	noUI                      bool
 	apiKey                    string
@@ -58,6 +59,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	fs.StringVar(&f.host, "host", "0.0.0.0", "address to listen on")
 	fs.IntVar(&f.port, "port", 8080, "port to listen on (0 = any free port)")
 	fs.StringVar(&f.policy, "policy", router.RoundRobin, "routing policy: round-robin, least-load, session, prefix or pd (disaggregated prefill/decode over the replicas' --kv-role; docs/disaggregated.md)")
+	fs.BoolVar(&f.pdSequential, "pd-sequential", false, "--policy pd: send the request to the consumer only after the producer has finished the prefill (the transfer then starts after it; for comparison with the default, where both are sent at once and the blocks stream as the prefill computes them)")
 	fs.IntVar(&f.pdMinPrompt, "pd-min-prompt-bytes", 0, "--policy pd: prompts (or rendered chat messages) shorter than this go to a consumer alone, which computes them (0: every generation is prefilled on a producer)")
 	fs.Var(&f.backends, "backend", "backend base URL, e.g. http://10.0.0.5:8000 (repeatable or comma-separated; static discovery)")
 	fs.StringVar(&f.discovery, "discovery", "static", "where backends come from: static (--backend) or kubernetes (EndpointSlices)")
@@ -130,6 +132,7 @@ func routerMain(ctx context.Context, args []string, stderr io.Writer, ready func
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts.Policy, opts.MaxRetries, opts.Logger, opts.Registerer = f.policy, retries, log, reg
 	opts.PDMinPromptBytes = f.pdMinPrompt
+	opts.PDSequential = f.pdSequential
 	opts.UI, opts.APIKey, opts.BackendKey = !f.noUI, f.apiKey, f.apiKey
 	rt, err := router.New(opts)
 	if err != nil {

@@ -4,9 +4,11 @@
 // X-KV-Transfer-Source header (set by `llmcloud router --policy pd`), fetches the prompt's
 // blocks from that producer and installs them in its prefix cache before the request runs. A
 // fetch that fails for any reason is logged and counted, and the consumer computes the prompt
-// itself. A producer's request with X-KV-Transfer-Hold (the router's prefill request) keeps a
-// copy of its prompt's KV when it finishes, so the export does not wait for the producer's next
-// step boundary. docs/disaggregated.md describes the whole.
+// itself. A producer's request with X-KV-Transfer-Hold (the router's prefill request) can be
+// followed by an export while it runs (each block sent after the step that computed it; an
+// export with X-KV-Transfer-Pending's prefill_pending waits for it to arrive), or keeps a copy
+// of its prompt's KV when it finishes, so the export does not wait for the producer's next step
+// boundary. docs/disaggregated.md describes the whole.
 package main
 
 import (
@@ -46,7 +48,7 @@ type pdFlags struct {
 func registerPDFlags(fs *flag.FlagSet) *pdFlags {
 	p := &pdFlags{}
 	fs.StringVar(&p.role, "kv-role", "", "disaggregated prefill/decode role (vLLM's kv_role): producer (prefills prompts and serves their KV blocks on POST /v1/kv/export), consumer (fetches a prompt's KV from the producer the router names), both; empty: neither")
-	fs.DurationVar(&p.timeout, "kv-transfer-timeout", 30*time.Second, "a consumer's limit on fetching one prompt's KV blocks (then it computes the prompt itself)")
+	fs.DurationVar(&p.timeout, "kv-transfer-timeout", 30*time.Second, "a consumer's limit on fetching one prompt's KV blocks (then it computes the prompt itself); a producer's limit on waiting for the prefill an overlapped export follows (then it exports what its prefix cache holds)")
 	return p
 }
 
@@ -107,7 +109,11 @@ func (p *pdFlags) handler(srv *server.Server) http.Handler {
 			return
 		}
 		if src := r.Header.Get(kvtransfer.SourceHeader); src != "" && p.consumes() {
-			r = r.WithContext(context.WithValue(r.Context(), kvSourceKey{}, src))
+			ctx := context.WithValue(r.Context(), kvSourceKey{}, src)
+			if r.Header.Get(kvtransfer.PendingHeader) != "" {
+				ctx = context.WithValue(ctx, kvPendingKey{}, true)
+			}
+			r = r.WithContext(ctx)
 		}
 		if r.Header.Get(kvtransfer.HoldHeader) != "" && p.produces() {
 			r = r.WithContext(context.WithValue(r.Context(), kvHoldKey{}, true))
@@ -117,8 +123,9 @@ func (p *pdFlags) handler(srv *server.Server) http.Handler {
 }
 
 type (
-	kvSourceKey struct{}
-	kvHoldKey   struct{}
+	kvSourceKey  struct{}
+	kvPendingKey struct{}
+	kvHoldKey    struct{}
 )
 
 // attach gives the hooks the engine once it is built.
@@ -153,8 +160,16 @@ func (p *pdFlags) serveExport(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	kvtransfer.Handler(l, func(ctx context.Context, prompt []int, salt string) ([][]byte, error) {
-		return eng.ExportKV(ctx, prompt, salt, 0)
+	kvtransfer.Handler(l, func(ctx context.Context, req kvtransfer.ExportRequest) (kvtransfer.Source, error) {
+		var wait time.Duration
+		if req.PrefillPending {
+			wait = p.timeout // the router sent the prefill at the same time: it may not be here yet
+		}
+		s, err := eng.StreamKV(ctx, req.PromptTokenIDs, req.CacheSalt, 0, wait)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}, p.metrics).ServeHTTP(w, r)
 }
 
@@ -174,7 +189,9 @@ func (p *pdFlags) fetch(ctx context.Context, prompt []int, salt string, adapter 
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	blocks, err := kvtransfer.Fetch(ctx, p.client, src, p.apiKey, prompt, salt, l, p.metrics)
+	pending := ctx.Value(kvPendingKey{}) != nil
+	req := kvtransfer.ExportRequest{PromptTokenIDs: prompt, CacheSalt: salt, PrefillPending: pending}
+	blocks, err := kvtransfer.Fetch(ctx, p.client, src, p.apiKey, req, l, p.metrics)
 	if err != nil {
 		p.log.Warn("KV transfer failed: computing the prompt here", "source", src, "prompt_tokens", len(prompt), "err", err)
 		return nil

@@ -112,6 +112,18 @@ func pdMetric(t *testing.T, url, series string) float64 {
 	return v
 }
 
+// pdWaitMetric waits up to 5 s for a series to reach at least min (the router counts an
+// overlapped prefill's outcome when the prefill's answer comes, which may be after the
+// consumer's) and returns its last value.
+func pdWaitMetric(t *testing.T, url, series string, min float64) float64 {
+	t.Helper()
+	v := pdMetric(t, url, series)
+	for deadline := time.Now().Add(5 * time.Second); v < min && time.Now().Before(deadline); v = pdMetric(t, url, series) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return v
+}
+
 // TestServePDTransfer: a consumer given the producer's address installs the prompt's KV (usage
 // counts the transferred tokens as cached) and answers the ordinary replica's greedy text; a
 // producer that is gone, or an address that is no producer, costs a logged, counted failure and
@@ -275,7 +287,7 @@ func TestRouterPD(t *testing.T) {
 	if h := pdMetric(t, cons, `vllm:prefix_cache_hits_total{model_name="synth-llama-3"}`) - hits0; h < 1000 {
 		t.Errorf("the consumer's prefix hits grew by %v tokens: the transfers were not used", h)
 	}
-	if d := pdMetric(t, rt, `llmcloud_router_pd_requests_total{outcome="disaggregated"}`); d < 3 {
+	if d := pdWaitMetric(t, rt, `llmcloud_router_pd_requests_total{outcome="disaggregated"}`, 3); d < 3 {
 		t.Errorf("disaggregated requests %v", d)
 	}
 	// Under --pd-min-prompt-bytes a short prompt goes to the consumer alone.
@@ -311,7 +323,9 @@ func TestRouterPDProducerDiesMidPrefill(t *testing.T) {
 	common := []string{path, "--threads", "1", "--batch-invariant"}
 	plain, _, _ := startServe(t, common...)
 	prod, _, _ := startServe(t, append(common, "--kv-role", "producer")...)
-	cons, _, _ := startServe(t, append(common, "--kv-role", "consumer")...)
+	// The export path still reaches the producer, which waits for a prefill that never comes:
+	// the consumer's transfer gives up after its --kv-transfer-timeout.
+	cons, _, _ := startServe(t, append(common, "--kv-role", "consumer", "--kv-transfer-timeout", "1s")...)
 	target, _ := url.Parse(prod)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	dying := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
