@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Single-stream MoE decode against llama.cpp, alternated in rounds (issue 20; docs/performance.md,
-# "Thirty more rounds, with confidence intervals"). Per round and file: `llama-bench -p 0 -n 64
+# "Forty more rounds, with confidence intervals"). Per round and file: `llama-bench -p 0 -n 64
 # -r 3 -t 2`, then `llmcloud bench latency -p 0 -n 64 -r 3 --threads 2 --no-bandwidth`. At the
 # end, per file: the per-round ratios' median and geometric mean with 95% bootstrap intervals
 # over the rounds. BATCHED=1 adds the 64-sequence pair (`bench throughput` against
