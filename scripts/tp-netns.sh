@@ -88,8 +88,14 @@ sleep 0.3
 for d in 0 "$DELAY"; do
 	bridge "$d"
 	echo "link, bridge delay $d:"
-	ip netns exec $A "$WORK/netdelay" probe -addr 10.77.0.2:9555 -n 200 | sed 's/^/  /'
+	ip netns exec $A "$WORK/netdelay" probe -addr 10.77.0.2:9555 -n 200 | tee "$WORK/probe-$d.txt" | sed 's/^/  /'
 done
+# Δ64K: what the delay adds to the 64 KiB logits message beyond a small one's latency (ms).
+rt() { awk -v s="$2" '$1 == "round" && $3 == s { print $5 }' "$WORK/probe-$1.txt"; }
+D64=$(awk -v a="$(rt "$DELAY" 65536)" -v b="$(rt "$DELAY" 2048)" -v c="$(rt 0 65536)" -v e="$(rt 0 2048)" \
+	'BEGIN { printf "%.3f", ((a - b) - (c - e)) / 2 }')
+# The model from the idle probes: 35 one-way trips of ΔL (half the 2 KiB round trips' difference) + Δ64K.
+MODEL_IDLE=$(awk -v a="$(rt "$DELAY" 2048)" -v b="$(rt 0 2048)" -v d64="$D64" 'BEGIN { printf "%.2f", 35 * (a - b) / 2 + d64 }')
 
 bridge 0
 ip netns exec $A "$WORK/llmcloud" serve "$MODEL" -tp 2 --distributed-init 10.77.0.1:29500 --rank 0 \
@@ -129,13 +135,26 @@ decode() {
 decode >/dev/null # warm: the prompt's prefix cached, the prefill packs made
 echo "decode step time, TP=2, $THREADS thread(s) per rank, $TOKENS tokens (load average $(cut -d' ' -f1-3 /proc/loadavg));"
 echo "then rank 0's collectives per step: op, count, ms spent in them"
-echo "| round | delay | step | collectives per step |"
-echo "| --- | --- | --- | --- |"
+echo "and the 2 KiB round trip measured while the decode runs (\`netdelay probe -paced 1s\`, one every"
+echo "5 ms from 0.2 s into the decode: the link as the collectives meet it, CPU waits included);"
+echo "model (idle) = 35 x ΔL + Δ64K from the probes above = $MODEL_IDLE ms; model (loaded) = 35 x (loaded"
+echo "round trip with the delay - without) / 2 + Δ64K ($D64 ms)"
+echo "| round | delay | step | loaded 2 KiB round trip | collectives per step |"
+echo "| --- | --- | --- | --- | --- |"
 for r in $(seq "$ROUNDS"); do
 	for d in 0 "$DELAY"; do
 		bridge "$d"
+		(sleep 0.2; ip netns exec $A "$WORK/netdelay" probe -addr 10.77.0.2:9555 -paced 1s -gap 5ms >"$WORK/paced.txt") &
+		probe=$!
 		read -r t rest <<<"$(decode)"
-		echo "| $r | $d | $t ms | $rest |"
+		wait "$probe" || true
+		p=$(awk '{ print $6 }' "$WORK/paced.txt")
+		echo "| $r | $d | $t ms | $p ms | $rest |"
+		if [ "$d" = 0 ]; then t0=$t; p0=$p; else
+			awk -v t0="$t0" -v t1="$t" -v p0="$p0" -v p1="$p" -v d64="$D64" -v mi="$MODEL_IDLE" 'BEGIN {
+				m = 35 * (p1 - p0) / 2 + d64; o = t1 - t0
+				printf "|   | overhead %.2f ms: / model (idle) %.2f = %.2f, / model (loaded) %.2f = %.2f | | |\n", o, mi, o / mi, m, o / m }'
+		fi
 	done
 done
 echo "(load average after: $(cut -d' ' -f1-3 /proc/loadavg))"

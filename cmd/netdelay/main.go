@@ -67,8 +67,19 @@ func run(args []string) error {
 	case "probe":
 		addr := fs.String("addr", "", "an echo server's HOST:PORT")
 		n := fs.Int("n", 200, "round trips per size")
+		paced := fs.Duration("paced", 0, "instead: round trips of -size bytes, one every -gap, for this long (the link while other work runs)")
+		size := fs.Int("size", 2048, "-paced: message size in bytes")
+		gap := fs.Duration("gap", 5*time.Millisecond, "-paced: pause between round trips")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *paced > 0 {
+			d, k, err := netdelay.PacedRoundTrip(*addr, *size, *gap, *paced)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("paced round trip %6d B: %8.3f ms (median of %d, one every %v)\n", *size, float64(d)/1e6, k, *gap)
+			return nil
 		}
 		var rtt time.Duration
 		for _, size := range []int{1, 2048, 64 << 10} {

@@ -88,6 +88,39 @@ func RoundTrip(addr string, size, n int) (time.Duration, error) {
 	return ts[len(ts)/2], nil
 }
 
+// PacedRoundTrip is the median time of round trips of size-byte messages to an Echo server at
+// addr, one every gap, for about d (at least 5): the link's latency while other work runs, as
+// the collectives of a decode meet it (RoundTrip measures it back to back on an idle host).
+func PacedRoundTrip(addr string, size int, gap, d time.Duration) (time.Duration, int, error) {
+	n := max(5, int(d/max(gap, time.Microsecond)))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	const warm = 5
+	if err := probeHeader(c, modeEcho, size, warm+n); err != nil {
+		return 0, 0, err
+	}
+	buf := make([]byte, size)
+	ts := make([]time.Duration, 0, n)
+	for i := range warm + n {
+		t0 := time.Now()
+		if _, err := c.Write(buf); err != nil {
+			return 0, 0, err
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return 0, 0, err
+		}
+		if i >= warm {
+			ts = append(ts, time.Since(t0))
+		}
+		time.Sleep(gap)
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], len(ts), nil
+}
+
 // Bandwidth is the rate in bytes per second of sending total bytes one way to an Echo server
 // at addr, counted from the first byte sent to the server's acknowledgement less rtt (the
 // acknowledgement's trip back and the first byte's trip there).
