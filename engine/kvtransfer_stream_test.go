@@ -39,6 +39,22 @@ func readStream(t *testing.T, s *KVStream) ([][]byte, error) {
 }
 
 // waitStreamWaiting waits until n StreamKV calls wait for a HoldKV request.
+// startWaitingStream starts an export of prompt on e that waits up to 5 s for its HoldKV
+// request, returns once it waits, and delivers the stream on the channel it returns.
+func startWaitingStream(t *testing.T, e *Engine, prompt []int) chan *KVStream {
+	t.Helper()
+	got := make(chan *KVStream, 1)
+	go func() {
+		s, err := e.StreamKV(context.Background(), prompt, "", 0, 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s
+	}()
+	waitStreamWaiting(t, e, 1)
+	return got
+}
+
 func waitStreamWaiting(t *testing.T, e *Engine, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -159,15 +175,7 @@ func TestKVStreamEnds(t *testing.T) {
 	prompt := streamPrompt(200)
 
 	// Aborted: the export waits for the request, whose context is done before it is added.
-	got := make(chan *KVStream, 1)
-	go func() {
-		s, err := prod.StreamKV(context.Background(), prompt, "", 0, 5*time.Second)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- s
-	}()
-	waitStreamWaiting(t, prod, 1)
+	got := startWaitingStream(t, prod, prompt)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	pr := greedy("aborted", prompt, 1)
@@ -259,16 +267,8 @@ func TestKVStreamRefusedHold(t *testing.T) {
 		Vocab: 300, CtxLen: 256, Seed: 8, Std: 0.3})
 	prod := kvTransferEngine(t, m, 64)
 	prompt := streamPrompt(300) // MaxModelLenTokens is 256
-	got := make(chan *KVStream, 1)
 	t0 := time.Now()
-	go func() {
-		s, err := prod.StreamKV(context.Background(), prompt, "", 0, 5*time.Second)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- s
-	}()
-	waitStreamWaiting(t, prod, 1)
+	got := startWaitingStream(t, prod, prompt)
 	pr := greedy("long", prompt, 1)
 	pr.HoldKV = true
 	if _, err := prod.Add(context.Background(), pr); err == nil {
