@@ -33,66 +33,102 @@ func PagedAttentionGroup(out, q []float32, g int, kc, vc []float32, table []int3
 // kc and vc are the f32 pools or the quantized ones (kvsrc.go), whose segments are dequantized
 // into a small scratch before the same kernels run on them.
 func pagedAttentionTile(out, q []float32, ldq, nt, g, pos0 int, kc, vc *kvSrc, table []int32, blockSize, stride, headDim int, scratch []float32) {
-	const B = AttnBlock
-	scale := float32(1 / math.Sqrt(float64(headDim)))
 	nr := nt * g // (token, head) pairs; pair t*g+j has scores s[(t*g+j)*B:]
-	s, mx, sum := scratch[:nr*B:nr*B], scratch[nr*B:nr*B+nr], scratch[nr*B+nr:nr*B+2*nr]
-	for i := range mx {
-		mx[i] = float32(math.Inf(-1))
-		sum[i] = 0
+	B := AttnBlock
+	t := attnTile{out: out, q: q, ldq: ldq, nt: nt, g: g, pos0: pos0, table: table,
+		blockSize: blockSize, stride: stride, headDim: headDim,
+		mx: scratch[nr*B : nr*B+nr], sum: scratch[nr*B+nr : nr*B+2*nr]}
+	t.begin()
+	for p0 := 0; p0 < pos0+nt; p0 += B {
+		t.chunk(p0, scratch[:nr*B:nr*B], kc, vc)
 	}
-	for t := 0; t < nt; t++ {
-		clear(out[t*ldq : t*ldq+g*headDim])
+	t.end()
+}
+
+// attnTile is one work item of paged attention (pagedAttentionTile's arguments) with its
+// online-softmax state, so that a worker can run several items chunk by chunk, interleaved
+// (pagedArgs.run): begin, then chunk for p0 = 0, AttnBlock, ... below pos0+nt, then end.
+// The K and V pools are chunk's arguments.
+type attnTile struct {
+	out, q                     []float32
+	ldq, nt, g, pos0           int
+	kc, vc                     *kvSrc
+	table                      []int32
+	blockSize, stride, headDim int
+	mx, sum                    []float32 // nt*g each: running maximum and sum
+}
+
+// begin resets the running maxima and sums and the output rows.
+func (a *attnTile) begin() {
+	for i := range a.mx {
+		a.mx[i] = float32(math.Inf(-1))
+		a.sum[i] = 0
 	}
+	for t := 0; t < a.nt; t++ {
+		clear(a.out[t*a.ldq : t*a.ldq+a.g*a.headDim])
+	}
+}
+
+// chunk runs positions p0..p0+AttnBlock-1 (those the tile sees) over the K and V pools kc,
+// vc: their scores into s (nt*g*AttnBlock values, free after the call), the online softmax
+// and the weighted values. (The pools are arguments, not fields, so that they stay on the
+// caller's stack: the kernels leak what a's slices point to.)
+func (a *attnTile) chunk(p0 int, s []float32, kc, vc *kvSrc) {
+	const B = AttnBlock
+	out, q, ldq, nt, g, pos0 := a.out, a.q, a.ldq, a.nt, a.g, a.pos0
+	table, blockSize, stride, headDim, mx, sum := a.table, a.blockSize, a.stride, a.headDim, a.mx, a.sum
+	scale := float32(1 / math.Sqrt(float64(headDim)))
 	fast := attnAsm && !Reference && headDim%8 == 0
 	nPos := pos0 + nt // positions the tile's last token sees
-	for p0 := 0; p0 < nPos; p0 += B {
-		nb := min(B, nPos-p0)
-		// Scores, page segment by page segment.
-		for i0 := 0; i0 < nb; {
-			p := p0 + i0
-			seg := min(nb-i0, blockSize-p%blockSize)
-			r0 := int(table[p/blockSize])*blockSize + p%blockSize
-			kp, ks := kc.seg(r0, seg, stride, headDim)
-			if g >= nt { // rows: the heads of one token
-				for t := 0; t < nt; t++ {
-					attnScores(s[t*g*B+i0:], B, q[t*ldq:], headDim, g, kp, ks, seg, headDim, scale)
-				}
-			} else { // rows: one head of every token
-				for j := 0; j < g; j++ {
-					attnScores(s[j*B+i0:], g*B, q[j*headDim:], ldq, nt, kp, ks, seg, headDim, scale)
-				}
+	nb := min(B, nPos-p0)
+	// Scores, page segment by page segment.
+	for i0 := 0; i0 < nb; {
+		p := p0 + i0
+		seg := min(nb-i0, blockSize-p%blockSize)
+		r0 := int(table[p/blockSize])*blockSize + p%blockSize
+		kp, ks := kc.seg(r0, seg, stride, headDim)
+		if g >= nt { // rows: the heads of one token
+			for t := 0; t < nt; t++ {
+				attnScores(s[t*g*B+i0:], B, q[t*ldq:], headDim, g, kp, ks, seg, headDim, scale)
 			}
-			i0 += seg
-		}
-		for t := 0; t < nt; t++ {
-			if nbt := min(nb, pos0+t+1-p0); nbt > 0 {
-				onlineSoftmax(s[t*g*B:], B, nbt, g, headDim, mx[t*g:], sum[t*g:], out[t*ldq:], fast)
+		} else { // rows: one head of every token
+			for j := 0; j < g; j++ {
+				attnScores(s[j*B+i0:], g*B, q[j*headDim:], ldq, nt, kp, ks, seg, headDim, scale)
 			}
 		}
-		// Weighted values, page segment by page segment.
-		for i0 := 0; i0 < nb; {
-			p := p0 + i0
-			seg := min(nb-i0, blockSize-p%blockSize)
-			r0 := int(table[p/blockSize])*blockSize + p%blockSize
-			vp, vs := vc.seg(r0, seg, stride, headDim)
-			n0 := pos0 + 1 - p0 - i0 // values token 0 sees in the segment (token t: n0+t)
-			if g >= nt {
-				for t := 0; t < nt; t++ {
-					attnPVRows(out[t*ldq:], headDim, s[t*g*B+i0:], B, g, vp, vs, headDim, seg, n0+t, 0, fast)
-				}
-			} else {
-				for j := 0; j < g; j++ {
-					attnPVRows(out[j*headDim:], ldq, s[j*B+i0:], g*B, nt, vp, vs, headDim, seg, n0, 1, fast)
-				}
-			}
-			i0 += seg
-		}
+		i0 += seg
 	}
 	for t := 0; t < nt; t++ {
-		for j := 0; j < g; j++ {
-			if sm := sum[t*g+j]; sm > 0 {
-				Scale(out[t*ldq+j*headDim:t*ldq+(j+1)*headDim], 1/sm)
+		if nbt := min(nb, pos0+t+1-p0); nbt > 0 {
+			onlineSoftmax(s[t*g*B:], B, nbt, g, headDim, mx[t*g:], sum[t*g:], out[t*ldq:], fast)
+		}
+	}
+	// Weighted values, page segment by page segment.
+	for i0 := 0; i0 < nb; {
+		p := p0 + i0
+		seg := min(nb-i0, blockSize-p%blockSize)
+		r0 := int(table[p/blockSize])*blockSize + p%blockSize
+		vp, vs := vc.seg(r0, seg, stride, headDim)
+		n0 := pos0 + 1 - p0 - i0 // values token 0 sees in the segment (token t: n0+t)
+		if g >= nt {
+			for t := 0; t < nt; t++ {
+				attnPVRows(out[t*ldq:], headDim, s[t*g*B+i0:], B, g, vp, vs, headDim, seg, n0+t, 0, fast)
+			}
+		} else {
+			for j := 0; j < g; j++ {
+				attnPVRows(out[j*headDim:], ldq, s[j*B+i0:], g*B, nt, vp, vs, headDim, seg, n0, 1, fast)
+			}
+		}
+		i0 += seg
+	}
+}
+
+// end divides each output row by its softmax sum.
+func (a *attnTile) end() {
+	for t := 0; t < a.nt; t++ {
+		for j := 0; j < a.g; j++ {
+			if sm := a.sum[t*a.g+j]; sm > 0 {
+				Scale(a.out[t*a.ldq+j*a.headDim:t*a.ldq+(j+1)*a.headDim], 1/sm)
 			}
 		}
 	}
@@ -273,10 +309,12 @@ func (a *pagedArgs) run(lo, hi int) {
 	defer attnScratch.Put(bp)
 	buf := bp
 	var ks, vs kvSrc // the K and V pools, with one segment's scratch when quantized
+	var qbuf []float32
 	if a.kv.quantized() {
 		sp := getKVScratch(min(AttnBlock, a.blockSize) * a.headDim)
 		defer kvScratch.Put(sp)
-		ks.buf, vs.buf = *sp, *sp // a K segment is used up before any V segment is loaded
+		qbuf = *sp
+		ks.buf, vs.buf = qbuf, qbuf // a K segment is used up before any V segment is loaded
 	}
 	perTile := a.kvHeads * a.nsub
 	n := len(a.tiles)
@@ -287,6 +325,11 @@ func (a *pagedArgs) run(lo, hi int) {
 		i := t / 2
 		if t%2 == 1 {
 			i = n - 1 - t/2
+		}
+		if m := a.decodeRun(it, hi); m > 0 {
+			a.runInterleaved(i, r, m, buf[:], qbuf)
+			it += m - 1
+			continue
 		}
 		kv, sub := r/a.nsub, r%a.nsub
 		h0 := kv*group + sub*a.sg

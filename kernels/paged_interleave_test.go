@@ -1,0 +1,58 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPagedDecodeInterleaved checks that decode rows, whose KV heads a worker runs
+// interleaved chunk by chunk (paged_interleave.go), give bit for bit what each KV head's
+// group gets run alone by pagedAttentionTile, for 1 to 3 workers, one row and a batch of rows,
+// contexts of one to several chunks, and with the prefetch on and off.
+func TestPagedDecodeInterleaved(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	defer func(v bool) { prefetchKV = v }(prefetchKV)
+	for _, c := range []struct{ heads, kvh, hd, bs int }{
+		{12, 12, 64, 16}, {32, 4, 64, 16}, {8, 2, 8, 5}, {4, 1, 32, 16}, {16, 1, 8, 3}, {6, 3, 16, 1},
+	} {
+		for _, nPos := range []int{1, 17, 64, 65, 200} {
+			f := newPagedFixture(r, nPos, c.bs, c.heads, c.kvh, c.hd)
+			qd, g := c.heads*c.hd, c.heads/c.kvh
+			// Rows: positions nPos-1, nPos/2 and 0 of the same cache (a batch of three
+			// sequences sharing blocks, as prefix caching makes them).
+			all := []PagedRow{{Pos: nPos - 1, Table: f.table}, {Pos: nPos / 2, Table: f.table}, {Pos: 0, Table: f.table}}
+			q := make([]float32, len(all)*qd)
+			for i := range q {
+				q[i] = r.Float32()*2 - 1
+			}
+			want := make([]float32, len(q))
+			scratch := make([]float32, AttentionScratch(g))
+			for i, row := range all {
+				for kv := 0; kv < c.kvh; kv++ {
+					o := i*qd + kv*g*c.hd
+					ks, vs := &kvSrc{f32: f.kc[kv*c.hd:]}, &kvSrc{f32: f.vc[kv*c.hd:]}
+					pagedAttentionTile(want[o:o+g*c.hd], q[o:o+g*c.hd], qd, 1, g, row.Pos, ks, vs, f.table, c.bs, f.kvd, c.hd, scratch)
+				}
+			}
+			for _, workers := range []int{1, 2, 3} {
+				p := NewPool(workers)
+				for _, pf := range []bool{true, false} {
+					prefetchKV = pf
+					for _, n := range []int{1, 3} {
+						rows := all[:n]
+						out := make([]float32, n*qd)
+						var pa PagedAttention
+						if err := pa.Run(p, out, q[:n*qd], f.kc, f.vc, rows, c.heads, c.kvh, c.hd, c.bs); err != nil {
+							t.Fatal(err)
+						}
+						for i := range out {
+							if out[i] != want[i] {
+								t.Fatalf("%+v nPos %d, %d workers, prefetch %v, %d rows: out[%d] = %g, alone %g", c, nPos, workers, pf, n, i, out[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
