@@ -214,9 +214,10 @@ type PagedRow struct {
 // values of every row's own position must already be in the pool. The zero value is ready; it
 // must not be used concurrently.
 type PagedAttention struct {
-	a   pagedArgs
-	fn  func(lo, hi int)
-	dyn dynItems // batches of several rows: items taken one at a time (pool_dynamic.go)
+	a     pagedArgs
+	fn    func(lo, hi int)
+	rowFn func(lo, hi int) // a.runRows, bound once
+	dyn   dynItems         // batches of several rows: items taken one at a time (pool_dynamic.go)
 }
 
 // pagedTile is rows [first, first+n) of a batch.
@@ -286,6 +287,12 @@ func (r *PagedAttention) run(p *Pool, out, q []float32, kv KVLayer, rows []Paged
 	switch {
 	case p.Workers() == 1 || work*heads*headDim < 1<<15:
 		r.a.run(0, items)
+	case len(rows) > 1 && decodeOnly(r.a.tiles) && len(r.a.tiles) >= p.Workers():
+		// A batch of decode rows: a row's items at a time, interleaved (runRows).
+		if r.rowFn == nil {
+			r.rowFn = r.a.runRows
+		}
+		r.dyn.For(p, len(r.a.tiles), r.rowFn)
 	case len(rows) > 1:
 		r.dyn.For(p, items, r.fn)
 	default:

@@ -20,6 +20,23 @@ var prefetchKV = os.Getenv("LLMCLOUD_KV_PREFETCH") != "0"
 // softmax state sits in the scratch after the scores.
 const attnInterleaveRows = attnMaxGroup
 
+// decodeOnly reports whether every tile is one row (a batch of decode rows).
+func decodeOnly(tiles []pagedTile) bool {
+	for _, t := range tiles {
+		if t.n != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// runRows runs the items of tiles lo..hi-1 (in run's order of tiles), so that each row's
+// items run interleaved.
+func (a *pagedArgs) runRows(lo, hi int) {
+	per := a.kvHeads * a.nsub
+	a.run(lo*per, hi*per)
+}
+
 // decodeRun is how many items from it (below hi) belong to the same one-token tile (a
 // decode row) and run interleaved: at least 1 for a decode row, 0 for a prefill tile.
 func (a *pagedArgs) decodeRun(it, hi int) int {
