@@ -10,12 +10,15 @@ import (
 )
 
 func init() {
-	register("data", "training data: prepare (tokenize text into token shards), distill (sample documents from a model)", runData)
+	register("data", "training data: prepare (tokenize text into token shards), distill (sample documents from a model), sft-tasks and retell (fine-tuning datasets)", runData)
 }
 
 func runData(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "sft-tasks" {
 		return runDataSFTTasks(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "retell" {
+		return runDataRetell(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "distill" {
 		return runDataDistill(args[1:], stdout, stderr)
@@ -24,13 +27,14 @@ func runData(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: llmcloud data prepare --tokenizer DIR|tokenizer.json --input FILE [--val-input FILE | --val-fraction F] -o DIR")
 		fmt.Fprintln(stderr, "       llmcloud data distill [--model FILE] --docs N -o FILE [--temperature T --top-p P --max-repeat R]")
 		fmt.Fprintln(stderr, "       llmcloud data sft-tasks -o DIR [--train N --test N --seed S]   (fine-tuning's demonstration dataset)")
+		fmt.Fprintln(stderr, "       llmcloud data retell --input STORIES --val-input STORIES -o DIR [--train N --val N --seed S]   (repeat-the-text dataset: a model that copies)")
 		if len(args) == 0 {
-			return usagef("which data command? (prepare, distill)")
+			return usagef("which data command? (prepare, distill, sft-tasks, retell)")
 		}
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			return nil
 		}
-		return usagef("unknown data command %q (want prepare or distill)", args[0])
+		return usagef("unknown data command %q (want prepare, distill, sft-tasks or retell)", args[0])
 	}
 	fs := newFlags("data prepare", stderr)
 	var o data.PrepareOptions
