@@ -6,7 +6,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/llmcloud/llmcloud/internal/atomicfile"
 	"github.com/llmcloud/llmcloud/train/sft"
 )
 
@@ -53,17 +51,7 @@ func runDataRetell(args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return err
 		}
-		err = atomicfile.Write(p, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetEscapeHTML(false)
-			for _, e := range ex {
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := writeJSONL(p, ex); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d examples from %d documents of %s\n", p, len(ex), len(docs), f.src)

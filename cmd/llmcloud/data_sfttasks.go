@@ -38,20 +38,24 @@ func runDataSFTTasks(args []string, stdout, stderr io.Writer) error {
 		ex   []sft.TaskExample
 	}{{"train.jsonl", tr}, {"test.jsonl", te}} {
 		p := filepath.Join(*out, f.name)
-		err := atomicfile.Write(p, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetEscapeHTML(false)
-			for _, e := range f.ex {
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := writeJSONL(p, f.ex); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d examples (%v)\n", p, len(f.ex), sft.Tasks)
 	}
 	return nil
+}
+
+// writeJSONL writes one JSON line per item to path (atomically), HTML characters unescaped.
+func writeJSONL[T any](path string, items []T) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, e := range items {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
