@@ -7,6 +7,8 @@
 #   scripts/simulate-fidelity.sh                  all 9 points, then the table
 #   scripts/simulate-fidelity.sh chat 3 [N]       one point (chat|long|prefix RATE)
 #   scripts/simulate-fidelity.sh table            the table of the points in $OUT
+#   scripts/simulate-fidelity.sh real-vs-real DIR the same table of $OUT's real runs against
+#                                                 DIR's (two runs of the script): the noise floor
 #
 # LLMCLOUD names the binary (default: llmcloud on PATH); OUT the directory for the JSON files
 # and logs (default .); N (or NUM_PROMPTS) the requests per point (200); CPUS the cores the
@@ -135,6 +137,7 @@ table() {
 			local rate=${r##*/real-$w-}
 			rate=${rate%.json}
 			local s="$OUT/sim-$w-$rate.json"
+			[ -z "${CMP:-}" ] || s="$CMP/real-$w-$rate.json"
 			[ -f "$s" ] || continue
 			jq -rn --slurpfile r "$r" --slurpfile s "$s" --arg name "$w $rate/s ($(cat "$OUT/load-$w-$rate" 2>/dev/null || echo ?))" '
 				def cell(k; bound): ($r[0][k]) as $a | ($s[0][k]) as $b |
@@ -151,6 +154,11 @@ table() {
 
 case ${1:-all} in
 table) table ;;
+real-vs-real)
+	CMP=${2:?the directory of the other run}
+	echo "(real / real: the points of $OUT against those of $CMP)"
+	table
+	;;
 all)
 	profile
 	for w in chat long prefix; do
