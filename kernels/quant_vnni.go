@@ -7,6 +7,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"os"
 	"sync/atomic"
 	"unsafe"
 )
@@ -128,9 +129,23 @@ func zItems(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) (
 	np, tc := k/64, tokenChunkZ(k)
 	const rowsPer = 16
 	nrb := (n + rowsPer - 1) / rowsPer
+	// With a few tokens the tiles stream the weights faster than the hardware prefetchers
+	// bring them: each item prefetches the rows of the item its worker is likely to take
+	// next (the workers take items in turn), and the first items their own.
+	ahead := p.Workers()
+	pf := m <= smallMPrefetch && prefetchW
 	return nrb * ((m + tc - 1) / tc), func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
+		if pf {
+			if c < ahead {
+				prefetchRows(&w[r0*rs], 0, 1, (r1-r0)*rs)
+			}
+			if c2 := c + ahead; c2 < nrb*((m+tc-1)/tc) {
+				q0 := c2 % nrb * rowsPer
+				prefetchRows(&w[q0*rs], 0, 1, (min(q0+rowsPer, n)-q0)*rs)
+			}
+		}
 		for r := r0; r < r1; r += 4 {
 			R := min(4, r1-r)
 			for t := t0; t < t1; t += 4 {
@@ -139,6 +154,12 @@ func zItems(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) (
 		}
 	}
 }
+
+// smallMPrefetch is the most tokens for which matmulZ prefetches the weights (prefetchW: not
+// with LLMCLOUD_W_PREFETCH=0).
+const smallMPrefetch = 8
+
+var prefetchW = os.Getenv("LLMCLOUD_W_PREFETCH") != "0"
 
 // forDynamic calls fn(c) for every c in [0, n) on p's workers, each worker taking the next
 // index from a shared counter, so a worker slowed down (by other processes on the host, or a
