@@ -57,9 +57,9 @@ func (a *pagedArgs) decodeRun(it, hi int) int {
 	return m
 }
 
-// runInterleaved runs items r..r+m-1 of tile i (one token), chunk by chunk: for each chunk,
-// the K rows of the next chunk and the V rows of this one are prefetched over the items'
-// heads, then every item runs the chunk. scratch holds the scores of one item and the
+// runInterleaved runs items r..r+m-1 of tile i (one token), chunk by chunk: before each
+// chunk, the K and V rows of the next one are prefetched over the items' heads (of the first
+// chunk too, before it), then every item runs the chunk. scratch holds the scores of one item and the
 // softmax state of all (AttentionScratch(attnInterleaveRows) values at least).
 func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 	const B = AttnBlock
