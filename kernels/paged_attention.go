@@ -324,16 +324,12 @@ func (a *pagedArgs) run(lo, hi int) {
 		ks.buf, vs.buf = qbuf, qbuf // a K segment is used up before any V segment is loaded
 	}
 	perTile := a.kvHeads * a.nsub
-	n := len(a.tiles)
 	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim
 	group := a.heads / a.kvHeads
 	for it := lo; it < hi; it++ {
 		t, r := it/perTile, it%perTile
-		i := t / 2
-		if t%2 == 1 {
-			i = n - 1 - t/2
-		}
-		if m := a.decodeRun(it, hi); m > 0 {
+		i := a.tileAt(t)
+		if m := a.decodeRun(i, it, hi); m > 0 {
 			a.runInterleaved(i, r, m, buf[:], qbuf)
 			it += m - 1
 			continue

@@ -37,16 +37,20 @@ func (a *pagedArgs) runRows(lo, hi int) {
 	a.run(lo*per, hi*per)
 }
 
-// decodeRun is how many items from it (below hi) belong to the same one-token tile (a
-// decode row) and run interleaved: at least 1 for a decode row, 0 for a prefill tile.
-func (a *pagedArgs) decodeRun(it, hi int) int {
+// tileAt is the tile of the t-th tile's items: from both ends in turn (the first tile, the
+// last, the second, ...), so that long and short tiles alternate.
+func (a *pagedArgs) tileAt(t int) int {
+	if t%2 == 1 {
+		return len(a.tiles) - 1 - t/2
+	}
+	return t / 2
+}
+
+// decodeRun is how many items from it (below hi), of tile i, belong to that tile when it is one
+// token (a decode row) and run interleaved: at least 1 for a decode row, 0 for a prefill tile.
+func (a *pagedArgs) decodeRun(i, it, hi int) int {
 	perTile := a.kvHeads * a.nsub
 	t := it / perTile
-	n := len(a.tiles)
-	i := t / 2
-	if t%2 == 1 {
-		i = n - 1 - t/2
-	}
 	if a.tiles[i].n != 1 {
 		return 0
 	}
