@@ -132,18 +132,21 @@ func zItems(p *Pool, out []float32, a *q8Acts, w []byte, q4 bool, m, n, k int) (
 	// With a few tokens the tiles stream the weights faster than the hardware prefetchers
 	// bring them: each item prefetches the rows of the item its worker is likely to take
 	// next (the workers take items in turn), and the first items their own.
-	ahead := p.Workers()
+	items, ahead := nrb*((m+tc-1)/tc), p.Workers()
 	pf := m <= smallMPrefetch && prefetchW
-	return nrb * ((m + tc - 1) / tc), func(c int) {
+	prefetch := func(c int) { // item c's weight rows, one contiguous span
+		q0 := c % nrb * rowsPer
+		prefetchRows(&w[q0*rs], 0, 1, (min(q0+rowsPer, n)-q0)*rs)
+	}
+	return items, func(c int) {
 		t0, r0 := c/nrb*tc, c%nrb*rowsPer
 		t1, r1 := min(t0+tc, m), min(r0+rowsPer, n)
 		if pf {
 			if c < ahead {
-				prefetchRows(&w[r0*rs], 0, 1, (r1-r0)*rs)
+				prefetch(c)
 			}
-			if c2 := c + ahead; c2 < nrb*((m+tc-1)/tc) {
-				q0 := c2 % nrb * rowsPer
-				prefetchRows(&w[q0*rs], 0, 1, (min(q0+rowsPer, n)-q0)*rs)
+			if c+ahead < items {
+				prefetch(c + ahead)
 			}
 		}
 		for r := r0; r < r1; r += 4 {
