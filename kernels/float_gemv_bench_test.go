@@ -47,14 +47,14 @@ func BenchmarkGemvModel(b *testing.B) {
 		out := make([]float32, max(s.dim, s.ffn))
 		for _, th := range []int{1, 2} {
 			for _, mode := range []string{"8streams", "4streams", "4interleaved", "sequential"} {
-				if mode == "8streams" && !useF16x8 {
+				if mode == "8streams" && !hasF16x8 {
 					continue
 				}
 				p := NewPool(th)
 				b.Run(fmt.Sprintf("%s/t=%d/rows=%s", s.name, th, mode), func(b *testing.B) {
 					defer func(v, st, e bool) { gemvOneRow, useFloatStreams, useF16x8 = v, st, e }(gemvOneRow, useFloatStreams, useF16x8)
 					gemvOneRow, useFloatStreams = mode == "sequential", strings.HasSuffix(mode, "streams")
-					useF16x8 = useF16x8 && mode == "8streams"
+					useF16x8 = mode == "8streams"
 					b.SetBytes(int64(bytes))
 					for b.Loop() {
 						for _, w := range ws {

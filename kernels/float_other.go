@@ -11,6 +11,9 @@ var useAVX512 = false
 // useF16x8 is false where no assembly exists.
 var useF16x8 = false
 
+// hasF16x8 is false where no assembly exists.
+const hasF16x8 = false
+
 func gemvF32x4(w *float32, ldw int, x *float32, k int, out *float32) { panic("no asm") }
 func gemvF16x4(w *uint16, ldw int, x *float32, k int, out *float32)  { panic("no asm") }
 func gemvF16x8(w *uint16, ldw int, x *float32, k int, out *float32)  { panic("no asm") }

@@ -22,7 +22,7 @@ func TestGemvFloatStreams(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	defer func(st, e bool) { useFloatStreams, useF16x8 = st, e }(useFloatStreams, useF16x8)
 	eights := []bool{false}
-	if useF16x8 {
+	if hasF16x8 {
 		eights = append(eights, true)
 	}
 	for _, eight := range eights {
@@ -80,8 +80,8 @@ func testGemvFloatStreams(t *testing.T, r *rand.Rand, eight bool) {
 // row: rows at a stride of a few rows (the streams of a share), column counts covering the
 // 32-, 16- and 8-column steps.
 func TestGemvF16x8(t *testing.T) {
-	if !useF16x8 {
-		t.Skip("no AVX-512: gemvF16x8 is not used")
+	if !hasF16x8 {
+		t.Skip("no AVX-512: gemvF16x8 cannot run")
 	}
 	r := rand.New(rand.NewSource(8))
 	for _, k := range []int{0, 8, 16, 24, 32, 40, 56, 64, 776, 2048, 5632} {

@@ -92,7 +92,7 @@ func useQuantAsm() {
 		rows4Z, rows4ZTail, rows4P, q4Rows4P = q8_0Rows4Z, q8_0Rows4ZTail, q8_0Rows4P, q4_0Rows4P
 		q4Rows4PZ = q4_0Rows4PZ
 		rows8P, q4Rows8P = q8_0Rows8P, q4_0Rows8P
-		useStreams8[1] = true
+		useStreams8[1] = streams8Default()
 		tilesKZ = [2][9]tileKFunc{
 			{nil, q4KTileZ1x1, q4KTileZ1x2, q4KTileZ1x3, q4KTileZ1x4, q4KTileZ1x5, q4KTileZ1x6, q4KTileZ1x7, q4KTileZ1x8},
 			{nil, q6KTileZ1x1, q6KTileZ1x2, q6KTileZ1x3, q6KTileZ1x4, q6KTileZ1x5, q6KTileZ1x6, q6KTileZ1x7, q6KTileZ1x8},

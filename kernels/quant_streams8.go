@@ -8,8 +8,10 @@
 package kernels
 
 import (
+	"os"
 	"unsafe"
 
+	"github.com/llmcloud/llmcloud/internal/cpuid"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -29,6 +31,23 @@ var (
 	useStreams8  [2]bool
 	streams8MinK = 4096
 )
+
+// streams8Default is the installed useStreams8[1] and useF16x8: eight streams on Intel CPUs
+// only, where they were measured faster (above; the F16 rows: docs/kernels-float.md). On the
+// AMD Zen 5 VM four streams win: Q4_0 at every TinyLlama shape (BenchmarkDecodeStreams8, two
+// threads from DRAM, eight over four 0.88-0.94x; BenchmarkStreams8CPU at k = 5632 0.80x per
+// CPU-second) and F16 (BenchmarkGemvModel, two threads: stories110M 30.5-33.2 GB/s against
+// 39.0-41.6, TinyLlama 28.6-30.8 against 31.5-33.2). LLMCLOUD_DECODE_STREAMS8=1 or 0
+// overrides the choice.
+func streams8Default() bool {
+	switch os.Getenv("LLMCLOUD_DECODE_STREAMS8") {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	return !cpuid.IsAMD()
+}
 
 func rows8PGo(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nu int, out **float32, oadv int) {
 	twinNP(8, w, adv, nrows, out, oadv, nu*68, func(row []byte, o []float32) {

@@ -1,5 +1,7 @@
 package perf
 
+import "github.com/llmcloud/llmcloud/internal/cpuid"
+
 //go:noescape
 func sumAVX2(p *float32, n int) float32
 
@@ -9,22 +11,18 @@ func sum4AVX2(p *float32, stride int, n int) float32
 //go:noescape
 func sum8AVX2(p *float32, stride int, n int) float32
 
-func cpuid(eax, ecx uint32) (a, b, c, d uint32)
-
-func xgetbv() uint32
-
 // hasAVX2 reports AVX2 with the OS saving YMM state.
 var hasAVX2 = func() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
+	maxLeaf, _, _, _ := cpuid.CPUID(0, 0)
 	if maxLeaf < 7 {
 		return false
 	}
-	_, _, c1, _ := cpuid(1, 0)
+	_, _, c1, _ := cpuid.CPUID(1, 0)
 	const osxsave, avx = 1 << 27, 1 << 28
-	if c1&osxsave == 0 || c1&avx == 0 || xgetbv()&6 != 6 {
+	if c1&osxsave == 0 || c1&avx == 0 || cpuid.XGETBV()&6 != 6 {
 		return false
 	}
-	_, b7, _, _ := cpuid(7, 0)
+	_, b7, _, _ := cpuid.CPUID(7, 0)
 	return b7&(1<<5) != 0
 }()
 
