@@ -352,17 +352,17 @@ func q8_0Rows4ZTail(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float
 //go:noescape
 func q8_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out **float32, oadv int)
 
-// q4_0Rows4P computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).
+// q4_0Rows4P computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRowsRP).
 //
 //go:noescape
 func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
 
-// q8_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows8P).
+// q8_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRowsRP).
 //
 //go:noescape
 func q8_0Rows8P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, nunits int, out **float32, oadv int)
 
-// q4_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows8P).
+// q4_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRowsRP).
 //
 //go:noescape
 func q4_0Rows8P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)

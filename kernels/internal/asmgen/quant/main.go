@@ -137,8 +137,8 @@ func main() {
 	}
 	genRows4Z(4)
 	genRows4Z(1)
-	genRows4P(false)
-	genRows4P(true)
+	genRows4P()
+	genQ4Rows4P()
 	genRows8P(false)
 	genRows8P(true)
 	genRows4PZ()

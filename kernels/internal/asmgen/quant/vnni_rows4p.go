@@ -1,12 +1,12 @@
-// This file generates q8_0Rows4P and q4_0Rows4P, the Q8_0 and Q4_0 decode kernels that read
+// This file generates q8_0Rows4P, the Q8_0 decode kernel that reads
 // four weight streams: row group i is rows w[j] + i·adv (j = 0..3), each against one token,
 // results stored at out[j] + i·oadv bytes. With adv one row and the four w[j] a quarter of a worker's share apart,
 // every stream is one long sequential read that the hardware prefetcher follows on its own;
 // the four interleaved short streams of four consecutive rows (q8_0Rows4Z) make it re-learn
 // three streams every group, and cap a core near two thirds of its streaming bandwidth (see
-// docs/kernels-quant.md, "Four streams"). The per-row math is genRows4Z's (Q8_0) or genRowsZ's
-// (Q4_0), unit for unit, so a row's result does not depend on which kernel or grouping
-// computed it.
+// docs/kernels-quant.md, "Four streams"). The per-row math is genRows4Z's, unit for unit, so a
+// row's result does not depend on which kernel or grouping computed it. Its Q4_0 twin
+// q4_0Rows4P is genRowsRP's (vnni_rows8p.go), which holds the token's unit in registers.
 package main
 
 import (
@@ -15,14 +15,10 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genRows4P emits q8_0Rows4P (the per-row math of q8_0Rows4Z: rows4Unit) or, with q4,
-// q4_0Rows4P (that of q4_0RowsZ: zUnit, each row on its own).
-func genRows4P(q4 bool) {
-	const R = 4
+// genRows4P emits q8_0Rows4P (the per-row math of q8_0Rows4Z: rows4Unit).
+func genRows4P() {
+	const R, q4 = 4, false
 	name, ub, xb, corr, corrType := "q8_0Rows4P", 68, 64, "fz", "*float32"
-	if q4 {
-		name, ub, xb, corr, corrType = "q4_0Rows4P", 72, 128, "corr", "*int32"
-	}
 	TEXT(name, NOSPLIT, "func(w **byte, adv int, nrows int, xs *int8, xd *float32, "+corr+" "+corrType+", nunits int, out **float32, oadv int)")
 	Doc(name + " computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows4P).")
 	Pragma("noescape")
@@ -50,15 +46,7 @@ func genRows4P(q4 bool) {
 	}
 	rowMem := func(r, disp int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} }
 	unitPairs(name, n, off, xp, dp, cp, ub, xb, func(disp, e int) {
-		if !q4 {
-			rows4Unit(R, e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
-			return
-		}
-		for r := 0; r < R; r++ {
-			t := 16 + 4*r
-			zUnit(true, rowMem(r, disp), Mem{Base: xp, Disp: xb * e}, Mem{Base: dp, Disp: 64 * e}, Mem{Base: cp, Disp: 64 * e},
-				c, pidx, zreg(2*r+e), zreg(t), zreg(t+1), zreg(t+2), zreg(t+3))
-		}
+		rows4Unit(R, e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
 	}, func() {})
 	oa := Load(Param("out"), xp)
 	for r := 0; r < R; r++ {

@@ -1,5 +1,5 @@
 // This file generates q8_0Rows8P and q4_0Rows8P, the eight-stream twins of q8_0Rows4P and
-// q4_0Rows4P: row group i is rows w[j] + i·adv for j = 0..7, so that a decode worker reads
+// q4_0Rows4P (and q4_0Rows4P itself, the same code for four rows): row group i is rows w[j] + i·adv for j = 0..7, so that a decode worker reads
 // eight weight streams side by side. On the Sapphire Rapids class VM one core streams more the
 // more streams it reads at once (a plain sum: 8.2 GB/s from one stream, 10.7 from four, 12.0
 // from eight; docs/kernels-float.md), and the four-stream kernels stop at four.
@@ -22,18 +22,27 @@ import (
 )
 
 // genRows8P emits q8_0Rows8P (rows4Unit's per-row math) or, with q4, q4_0Rows8P (zUnit's).
-func genRows8P(q4 bool) {
-	const R = 8
-	name, ub, xb, corr, corrType := "q8_0Rows8P", 68, 64, "fz", "*float32"
+func genRows8P(q4 bool) { genRowsRP(q4, 8, "Rows8P", "eight") }
+
+// genQ4Rows4P emits q4_0Rows4P, the four-stream Q4_0 kernel, as genRowsRP's: the token's unit
+// loaded once into registers for the four rows (until 4 Dec 2026 it was loaded again for every
+// row; per CPU-second on the AMD Zen 5 VM the register version is 1.13x in L1 and 1.02-1.03x
+// from DRAM, with the same sums bit for bit). q8_0Rows4P keeps genRows4P's body: its
+// register version measured 0.995-1.01x.
+func genQ4Rows4P() { genRowsRP(true, 4, "Rows4P", "four") }
+
+// genRowsRP emits the R-stream kernel (R = 4 or 8) named q8_0+suffix, or q4_0+suffix with q4.
+func genRowsRP(q4 bool, R int, suffix, count string) {
+	name, ub, xb, corr, corrType := "q8_0"+suffix, 68, 64, "fz", "*float32"
 	if q4 {
-		name, ub, xb, corr, corrType = "q4_0Rows8P", 72, 128, "corr", "*int32"
+		name, ub, xb, corr, corrType = "q4_0"+suffix, 72, 128, "corr", "*int32"
 	}
 	TEXT(name, NOSPLIT, "func(w **byte, adv int, nrows int, xs *int8, xd *float32, "+corr+" "+corrType+", nunits int, out **float32, oadv int)")
-	Doc(name + " computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRows8P).")
+	Doc(name + " computes nrows row groups of " + count + " rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRowsRP).")
 	Pragma("noescape")
 	oslot := AllocLocal(8)
 	wa := Load(Param("w"), GP64())
-	var bases [R]GPVirtual
+	bases := make([]GPVirtual, R)
 	for j := range bases {
 		bases[j] = GP64()
 		MOVQ(Mem{Base: wa, Disp: 8 * j}, bases[j])
@@ -54,10 +63,10 @@ func genRows8P(q4 bool) {
 	rowMem := func(r, disp int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} }
 	unitPairs(name, n, off, xp, dp, cp, ub, xb, func(disp, e int) {
 		if q4 {
-			rows8UnitQ4(e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp, Disp: xb * e}, Mem{Base: dp, Disp: 64 * e}, Mem{Base: cp, Disp: 64 * e}, c, pidx)
+			rows8UnitQ4(R, e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp, Disp: xb * e}, Mem{Base: dp, Disp: 64 * e}, Mem{Base: cp, Disp: 64 * e}, c, pidx)
 			return
 		}
-		rows8UnitQ8(e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
+		rows8UnitQ8(R, e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
 	}, func() {})
 	// The token pointers are free until the next group: xp holds the result pointers, dp the
 	// results' offset, cp one result's address.
@@ -85,12 +94,12 @@ func genRows8P(q4 bool) {
 // rows8UnitQ8 is rows4Unit for eight rows: the token unit e (values, float corrections, lane
 // scales at xm, cm, dm + 64·e) in Z18+3e..Z20+3e, row r's temporaries Z24+3(r%2)..Z26+3(r%2),
 // accumulators Z(2r+e). The per-row instructions and their order are rows4Unit's.
-func rows8UnitQ8(e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhysical) {
+func rows8UnitQ8(R, e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhysical) {
 	xv, cv, dv := zreg(18+3*e), zreg(19+3*e), zreg(20+3*e)
 	VMOVDQU64(xm.Offset(64*e), xv)
 	VMOVDQU64(cm.Offset(64*e), cv)
 	VMOVDQU64(dm.Offset(64*e), dv)
-	for r := 0; r < 8; r++ {
+	for r := 0; r < R; r++ {
 		t := 24 + 3*(r%2)
 		wv, p, s := zreg(t), zreg(t+1), zreg(t+2)
 		wm := rowMem(r)
@@ -110,13 +119,13 @@ func rows8UnitQ8(e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhysi
 // rows8UnitQ4 is zUnit (Q4_0) for eight rows with the token unit in registers: low and high
 // values, lane scales and corrections in Z18..Z21, row r's temporaries Z22+4(r%2)..Z25+4(r%2),
 // accumulators Z(2r+e). The per-row operations and their order are zUnit's, so the sums are.
-func rows8UnitQ4(e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhysical) {
+func rows8UnitQ4(R, e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPhysical) {
 	xlo, xhi, dv, cv := Z18, Z19, Z20, Z21
 	VMOVDQU64(xm, xlo)
 	VMOVDQU64(xm.Offset(64), xhi)
 	VMOVDQU64(dm, dv)
 	VMOVDQU64(cm, cv)
-	for r := 0; r < 8; r++ {
+	for r := 0; r < R; r++ {
 		t := 22 + 4*(r%2)
 		t0, t1, p, t3 := zreg(t), zreg(t+1), zreg(t+2), zreg(t+3)
 		wm := rowMem(r)
