@@ -101,9 +101,26 @@ func i16Items(p *Pool, out []float32, a *q8Acts, pk []byte, m, n, k int) (int, f
 	nit := (ng + i16Groups - 1) / i16Groups
 	tc := i16Chunk(k)
 	xs := nb * i16Rec
-	return nit * ((m + tc - 1) / tc), func(c int) {
+	// As matmulZ's items (zItems): with a few tokens each item prefetches the packed groups of
+	// the item its worker is likely to take next, and the first items their own.
+	items, ahead := nit*((m+tc-1)/tc), p.Workers()
+	pf := m <= smallMPrefetch && prefetchW
+	prefetch := func(c int) {
+		g0 := c % nit * i16Groups
+		g1 := min(g0+i16Groups, ng)
+		prefetchRows(&pk[g0*nb*i16Block], 0, 1, (g1-g0)*nb*i16Block)
+	}
+	return items, func(c int) {
 		t0, g0 := c/nit*tc, c%nit*i16Groups
 		t1, g1 := min(t0+tc, m), min(g0+i16Groups, ng)
+		if pf {
+			if c < ahead {
+				prefetch(c)
+			}
+			if c+ahead < items {
+				prefetch(c + ahead)
+			}
+		}
 		var tail [i16Toks * i16Rows]float32
 		for g := g0; g < g1; g++ {
 			w := &pk[g*nb*i16Block]
