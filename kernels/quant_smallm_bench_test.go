@@ -10,7 +10,7 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// BenchmarkSmallMPrefetch times Pool.MatMul with a few tokens (m = 2, 4, 8: a small decode
+// BenchmarkSmallMPrefetch times Pool.MatMul with a few tokens (m = 2, 4, 6, 8: a small decode
 // batch, a speculative verification) on Q8_0 and Q4_0 weights streamed from 2 MiB-aligned
 // MADV_HUGEPAGE memory (128 MiB of copies, so every call reads from DRAM), the weight prefetch
 // of the small-m tiles on and off (prefetchW) alternating call by call, next to the one-token
@@ -18,6 +18,9 @@ import (
 //
 //	go test ./kernels -run X -bench SmallMPrefetch -benchtime 100x
 func BenchmarkSmallMPrefetch(b *testing.B) {
+	// As a model's weights (registered at load: PrepackQ8), so that Q4_0 runs its 16-row packs.
+	packAllQ8 = true
+	defer func() { packAllQ8 = false; q8Packs.Clear() }()
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
 		for _, sh := range [][2]int{{32000, 768}, {2048, 768}, {5632, 2048}} {
 			n, k := sh[0], sh[1]
@@ -42,7 +45,7 @@ func BenchmarkSmallMPrefetch(b *testing.B) {
 					m  int
 					pf bool
 				}
-				runs := []run{{1, true}, {2, false}, {2, true}, {4, false}, {4, true}, {8, false}, {8, true}}
+				runs := []run{{1, true}, {2, false}, {2, true}, {4, false}, {4, true}, {6, false}, {6, true}, {8, false}, {8, true}}
 				secs := make([][]float64, len(runs))
 				i := 0
 				for b.Loop() {

@@ -101,10 +101,12 @@ func i16Items(p *Pool, out []float32, a *q8Acts, pk []byte, m, n, k int) (int, f
 	nit := (ng + i16Groups - 1) / i16Groups
 	tc := i16Chunk(k)
 	xs := nb * i16Rec
-	// As matmulZ's items (zItems): with a few tokens each item prefetches the packed groups of
-	// the item its worker is likely to take next, and the first items their own.
+	// As matmulZ's items (zItems): with 5-8 tokens each item prefetches the packed groups of
+	// the item its worker is likely to take next, and the first items their own. With 2-4
+	// tokens it did not pay (BenchmarkSmallMPrefetch on the Zen 5 VM: 0.90-1.05x at m = 2 on
+	// 2048x768 and 5632x2048, 1.05-1.35x on 32000x768; m = 6 and 8 1.04-1.35x everywhere).
 	items, ahead := nit*((m+tc-1)/tc), p.Workers()
-	pf := m <= smallMPrefetch && prefetchW
+	pf := m >= i16PrefetchMin && m <= smallMPrefetch && prefetchW
 	prefetch := func(c int) {
 		g0 := c % nit * i16Groups
 		g1 := min(g0+i16Groups, ng)
@@ -139,6 +141,9 @@ func i16Items(p *Pool, out []float32, a *q8Acts, pk []byte, m, n, k int) (int, f
 		}
 	}
 }
+
+// i16PrefetchMin is the fewest tokens for which i16Items prefetches the packs.
+const i16PrefetchMin = 5
 
 // i16Groups is the number of 16-row groups per work item.
 var i16Groups = 2
