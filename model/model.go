@@ -129,9 +129,10 @@ func newModel(cfg Config, ws map[string]*tensor.Tensor, part Part, image []byte)
 // touch of each folio costs 0.1-3 ms even when the file is in the page cache (internal/mmap:
 // Populate): TinyLlama Q4_0 decode spent 0.45-0.8 ms a step in the embedding op on the tokens
 // it had not seen, a prompt as much per new 2 MiB of rows. A tied embedding is the output
-// matrix, read whole by every step.
+// matrix, read whole by every step. A distributed rank's part (m.arena) runs on copies and has
+// released the file's pages, which stay released.
 func (m *Model) populateEmbedding() {
-	if t := m.Weights["token_embd.weight"]; t != nil && !m.Config.Tied {
+	if t := m.Weights["token_embd.weight"]; t != nil && !m.Config.Tied && m.arena == nil {
 		mmap.Populate(t.Data)
 	}
 }
