@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -19,6 +20,24 @@ func randQuantFast(b *testing.B, dt tensor.DType, n, k int) *tensor.Tensor {
 		copy(data[r*rb:], base.Data[(r%8)*rb:(r%8+1)*rb])
 	}
 	return &tensor.Tensor{Name: "w", Type: dt, Shape: []int{n, k}, Data: data}
+}
+
+// hugeCopies returns copies of w0 (at least minCopies, and enough to fill target bytes) in
+// 2 MiB-aligned MADV_HUGEPAGE memory, as decode reads its mmapped model file
+// (internal/mmap), so that a benchmark walking them reads from DRAM; release frees them.
+func hugeCopies(b *testing.B, w0 *tensor.Tensor, minCopies, target int) (ws []*tensor.Tensor, release func() error) {
+	copies := max(minCopies, target/len(w0.Data))
+	mem, release, err := mmap.AnonHuge(copies * len(w0.Data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws = make([]*tensor.Tensor, copies)
+	for i := range ws {
+		d := mem[i*len(w0.Data) : (i+1)*len(w0.Data)]
+		copy(d, w0.Data)
+		ws[i] = &tensor.Tensor{Name: w0.Name, Type: w0.Type, Shape: w0.Shape, Data: d}
+	}
+	return ws, release
 }
 
 var benchShapes = [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}

@@ -42,17 +42,8 @@ func BenchmarkQ8DecodeHuge(b *testing.B) {
 	for _, sh := range [][2]int{{5632, 2048}, {2048, 5632}, {2048, 2048}} {
 		n, k := sh[0], sh[1]
 		w0 := randQuantFast(b, tensor.Q8_0, n, k)
-		copies := max(len(configs), (256<<20)/len(w0.Data))
-		mem, release, err := mmap.AnonHuge(copies * len(w0.Data))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ws := make([]*tensor.Tensor, copies)
-		for i := range ws {
-			d := mem[i*len(w0.Data) : (i+1)*len(w0.Data)]
-			copy(d, w0.Data)
-			ws[i] = &tensor.Tensor{Name: "w", Type: tensor.Q8_0, Shape: w0.Shape, Data: d}
-		}
+		ws, release := hugeCopies(b, w0, len(configs), 256<<20)
+		copies := len(ws)
 		x := qRandVec(rand.New(rand.NewPCG(2, 3)), k, 1)
 		out := make([]float32, n)
 		for _, th := range []int{1, 2} {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -25,17 +24,8 @@ func BenchmarkSmallMPrefetch(b *testing.B) {
 		for _, sh := range [][2]int{{32000, 768}, {2048, 768}, {5632, 2048}} {
 			n, k := sh[0], sh[1]
 			w0 := randQuantFast(b, dt, n, k)
-			copies := max(4, (128<<20)/len(w0.Data))
-			mem, release, err := mmap.AnonHuge(copies * len(w0.Data))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ws := make([]*tensor.Tensor, copies)
-			for i := range ws {
-				d := mem[i*len(w0.Data) : (i+1)*len(w0.Data)]
-				copy(d, w0.Data)
-				ws[i] = &tensor.Tensor{Name: "w", Type: dt, Shape: w0.Shape, Data: d}
-			}
+			ws, release := hugeCopies(b, w0, 4, 128<<20)
+			copies := len(ws)
 			x := qRandVec(rand.New(rand.NewPCG(2, 3)), 8*k, 1)
 			out := make([]float32, 8*n)
 			p := NewPool(2)
