@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/llmcloud/llmcloud/graph"
+	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -42,10 +43,16 @@ func (o *matmulOp) run(p *Program) error {
 		p.observe(x, m, o.k, o.names)
 	}
 	var err error
-	if p.invariant {
-		err = p.pool.MatMulInvariant(p.f32(o.out), x, o.w, m)
-	} else {
-		err = p.pool.MatMul(p.f32(o.out), x, o.w, m)
+	switch out := p.f32(o.out); {
+	case p.invariant:
+		err = p.pool.MatMulInvariant(out, x, o.w, m)
+	case kernels.PerTokenFaster(o.w, m): // a few tokens as one-token decodes (kernels/quant_pertoken.go)
+		n := o.w.Shape[0]
+		for t := 0; t < m && err == nil; t++ {
+			err = p.pool.MatMul(out[t*n:(t+1)*n], x[t*o.k:(t+1)*o.k], o.w, 1)
+		}
+	default:
+		err = p.pool.MatMul(out, x, o.w, m)
 	}
 	if err != nil {
 		return err
@@ -90,6 +97,18 @@ func (o *matmulMultiOp) run(p *Program) error {
 				return err
 			}
 		}
+	} else if o.perToken(m) {
+		for t := 0; t < m; t++ {
+			for i, id := range o.outs {
+				n := o.ws[i].Shape[0]
+				o.bufs[i] = p.f32(id)[t*n : (t+1)*n]
+			}
+			err := p.pool.MatMulShared(o.bufs, x[t*o.k:(t+1)*o.k], o.ws, 1)
+			clear(o.bufs)
+			if err != nil {
+				return err
+			}
+		}
 	} else {
 		for i, id := range o.outs {
 			o.bufs[i] = p.f32(id)
@@ -106,4 +125,15 @@ func (o *matmulMultiOp) run(p *Program) error {
 		}
 	}
 	return nil
+}
+
+// perToken reports whether every weight of the op runs m tokens faster as one-token decodes
+// (kernels.PerTokenFaster), so that the op runs MatMulShared once per token.
+func (o *matmulMultiOp) perToken(m int) bool {
+	for _, w := range o.ws {
+		if !kernels.PerTokenFaster(w, m) {
+			return false
+		}
+	}
+	return true
 }
