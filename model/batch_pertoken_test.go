@@ -21,16 +21,20 @@ func TestDecodePairPerToken(t *testing.T) {
 		}
 	}
 	for _, lens := range [][]int{{5, 9}, {17, 2}} {
-		checkDecodesPerToken(t, m, lens)
+		for _, invariant := range []bool{false, true} {
+			checkDecodesPerToken(t, m, lens, invariant)
+		}
 	}
 }
 
-func checkDecodesPerToken(t *testing.T, m *Model, lens []int) {
+// checkDecodesPerToken decodes sequences of the given prompt lengths alone and side by side
+// (in Invariant mode or not) and compares their logits bit for bit.
+func checkDecodesPerToken(t *testing.T, m *Model, lens []int, invariant bool) {
 	prompts := randPrompts(m, lens, 7)
 	const decodes = 6
 	alone := make([][][]float32, len(prompts))
 	for i, p := range prompts {
-		s := newPagedSim(t, m, 1, 20, 4, uint64(i), false)
+		s := newPagedSim(t, m, 1, 20, 4, uint64(i), invariant)
 		s.toks[0] = append([]int(nil), p...)
 		s.step(t, []int{len(p)})
 		for range decodes {
@@ -38,7 +42,7 @@ func checkDecodesPerToken(t *testing.T, m *Model, lens []int) {
 		}
 		alone[i] = s.logits[0]
 	}
-	s := newPagedSim(t, m, len(prompts), 40, 4, 11, false)
+	s := newPagedSim(t, m, len(prompts), 40, 4, 11, invariant)
 	for i, p := range prompts {
 		s.toks[i] = append([]int(nil), p...)
 		n := make([]int, len(prompts))
@@ -56,7 +60,7 @@ func checkDecodesPerToken(t *testing.T, m *Model, lens []int) {
 		for k := range alone[i] {
 			for v := range alone[i][k] {
 				if alone[i][k][v] != s.logits[i][k][v] {
-					t.Fatalf("%d sequences: seq %d logits %d token %d: alone %v, beside the others %v", len(lens), i, k, v, alone[i][k][v], s.logits[i][k][v])
+					t.Fatalf("%d sequences (invariant %v): seq %d logits %d token %d: alone %v, beside the others %v", len(lens), invariant, i, k, v, alone[i][k][v], s.logits[i][k][v])
 				}
 			}
 		}

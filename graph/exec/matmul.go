@@ -97,7 +97,7 @@ func (o *matmulMultiOp) run(p *Program) error {
 				return err
 			}
 		}
-	} else if o.perToken(m) {
+	} else if !p.invariant && o.perToken(m) {
 		for t := 0; t < m; t++ {
 			for i, id := range o.outs {
 				n := o.ws[i].Shape[0]
