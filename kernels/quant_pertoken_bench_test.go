@@ -9,10 +9,10 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// BenchmarkTwoTokens compares the two ways to run a Q8_0 or Q4_0 matmul of a few tokens
-// (PerTokenFaster's choice): one GEMM of m tokens on the tiles (m2-gemm, m3-gemm), and m
-// one-token decodes back to back on the same weight (m2-decodes, m3-decodes), next to one
-// token (m1). Weights registered as a model's (so Q4_0 runs its 16-row packs), 128 MiB of
+// BenchmarkTwoTokens compares the ways to run a Q8_0 or Q4_0 matmul of a few tokens
+// (PerTokenFaster's choice): one GEMM of m tokens on the tiles (m2-gemm, m3-gemm), m one-token
+// decodes back to back on the same weight (m2-decodes, m3-decodes), and two tokens' decodes in
+// one pass over the weight (m2-onepass: MatMulDecodes), next to one token (m1). Weights registered as a model's (so Q4_0 runs its 16-row packs), 128 MiB of
 // copies in huge pages, two workers, the variants alternating; median µs per matmul:
 //
 //	go test ./kernels -run X -bench TwoTokens -benchtime 100x
@@ -33,7 +33,7 @@ func BenchmarkTwoTokens(b *testing.B) {
 				}
 			}
 			b.Run(fmt.Sprintf("%s/%dx%d", dt, n, k), func(b *testing.B) {
-				names := []string{"m1", "m2-gemm", "m2-decodes", "m3-gemm", "m3-decodes"}
+				names := []string{"m1", "m2-gemm", "m2-decodes", "m2-onepass", "m3-gemm", "m3-decodes"}
 				secs := make([][]float64, len(names))
 				i := 0
 				for b.Loop() {
@@ -42,14 +42,16 @@ func BenchmarkTwoTokens(b *testing.B) {
 						i++
 						t0 := time.Now()
 						var err error
-						switch v {
-						case 0:
+						switch names[v] {
+						case "m1":
 							err = p.MatMul(out[:n], x[:k], w, 1)
-						case 1, 3:
-							m := 2 + v/3
+						case "m2-gemm", "m3-gemm":
+							m := int(names[v][1] - '0')
 							err = p.MatMul(out[:m*n], x[:m*k], w, m)
+						case "m2-onepass":
+							err = p.MatMulDecodes(out[:2*n], x[:2*k], w, 2)
 						default:
-							for t := 0; t < 2+v/4 && err == nil; t++ {
+							for t := 0; t < int(names[v][1]-'0') && err == nil; t++ {
 								err = p.MatMul(out[t*n:(t+1)*n], x[t*k:(t+1)*k], w, 1)
 							}
 						}

@@ -357,6 +357,16 @@ func q8_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32
 //go:noescape
 func q4_0Rows4P(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, nunits int, out **float32, oadv int)
 
+// q8_0Rows4T2 computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against two tokens with AVX-512 VNNI (token 1's values at xs + tstride, its scales and corrections at xd and fz + tstride (Q8_0) or tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows4T2).
+//
+//go:noescape
+func q8_0Rows4T2(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nunits int, out **float32, oadv int, ostride int)
+
+// q4_0Rows4T2 computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against two tokens with AVX-512 VNNI (token 1's values at xs + tstride, its scales and corrections at xd and corr + tstride (Q8_0) or tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows4T2).
+//
+//go:noescape
+func q4_0Rows4T2(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nunits int, out **float32, oadv int, ostride int)
+
 // q8_0Rows8P computes nrows row groups of eight rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRowsRP).
 //
 //go:noescape

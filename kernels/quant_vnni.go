@@ -339,36 +339,45 @@ func rows4ZGo(w *byte, rs int, nrows int, xs *int8, xd *float32, fz *float32, nu
 		unsafe.Slice(xd, nu*16), unsafe.Slice(fz, nu*16), nu, unsafe.Slice(out, nrows))
 }
 
-// prepQuad fills the Q4_0 decode layout of token 0 (nb a multiple of 4): x4 in quad order, d4
-// and c4 with the lane scales and corrections (-8·Σx of block b+i in lane 4i).
+// prepQuad fills the Q4_0 decode layout of the first quadTokens tokens (nb a multiple of 4),
+// token t's at t·k values of x4 and t·k/8 of d4 and c4: x4 in quad order, d4 and c4 with the
+// lane scales and corrections (-8·Σx of block b+i in lane 4i).
 func (a *q8Acts) prepQuad() {
 	if a.ready&readyQuad != 0 {
 		return
 	}
 	a.ready |= readyQuad
 	nq := a.nb / 4
-	a.x4 = grow(a.x4, nq*128)
-	a.d4 = grow(a.d4, nq*16)
-	a.c4 = grow(a.c4, nq*16)
-	for q := 0; q < nq; q++ {
-		x, d, c := a.x4[128*q:128*q+128], a.d4[16*q:16*q+16], a.c4[16*q:16*q+16]
-		clear(c)
-		for i := 0; i < 4; i++ {
-			b := 4*q + i
-			qs := a.qs[32*b : 32*b+32]
-			copy(x[16*i:16*i+16], qs[:16])
-			copy(x[64+16*i:64+16*i+16], qs[16:])
-			var s int32
-			for _, v := range qs {
-				s += int32(v)
-			}
-			c[4*i] = -8 * s
-			for l := 4 * i; l < 4*i+4; l++ {
-				d[l] = a.d[b]
+	toks := min(a.m, quadTokens)
+	a.x4 = grow(a.x4, toks*nq*128)
+	a.d4 = grow(a.d4, toks*nq*16)
+	a.c4 = grow(a.c4, toks*nq*16)
+	for t := 0; t < toks; t++ {
+		x4, d4, c4 := a.x4[t*nq*128:], a.d4[t*nq*16:], a.c4[t*nq*16:]
+		qt, dt := a.qs[t*a.k:], a.d[t*a.nb:]
+		for q := 0; q < nq; q++ {
+			x, d, c := x4[128*q:128*q+128], d4[16*q:16*q+16], c4[16*q:16*q+16]
+			clear(c)
+			for i := 0; i < 4; i++ {
+				b := 4*q + i
+				qs := qt[32*b : 32*b+32]
+				copy(x[16*i:16*i+16], qs[:16])
+				copy(x[64+16*i:64+16*i+16], qs[16:])
+				var s int32
+				for _, v := range qs {
+					s += int32(v)
+				}
+				c[4*i] = -8 * s
+				for l := 4 * i; l < 4*i+4; l++ {
+					d[l] = dt[b]
+				}
 			}
 		}
 	}
 }
+
+// quadTokens is how many tokens prepQuad lays out (the two-token decode kernels read two).
+const quadTokens = 2
 
 // refTileZ returns the Go twin of the VNNI R x T tile kernel.
 func refTileZ(q4 bool, R, T int) tileFunc {

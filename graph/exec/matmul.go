@@ -46,11 +46,8 @@ func (o *matmulOp) run(p *Program) error {
 	switch out := p.f32(o.out); {
 	case p.invariant:
 		err = p.pool.MatMulInvariant(out, x, o.w, m)
-	case kernels.PerTokenFaster(o.w, m): // a few tokens as one-token decodes (kernels/quant_pertoken.go)
-		n := o.w.Shape[0]
-		for t := 0; t < m && err == nil; t++ {
-			err = p.pool.MatMul(out[t*n:(t+1)*n], x[t*o.k:(t+1)*o.k], o.w, 1)
-		}
+	case kernels.PerTokenFaster(o.w, m): // two tokens as decodes in one pass (kernels/quant_decode2.go)
+		err = p.pool.MatMulDecodes(out, x, o.w, m)
 	default:
 		err = p.pool.MatMul(out, x, o.w, m)
 	}
@@ -98,14 +95,8 @@ func (o *matmulMultiOp) run(p *Program) error {
 			}
 		}
 	} else if !p.invariant && o.perToken(m) {
-		for t := 0; t < m; t++ {
-			for i, id := range o.outs {
-				n := o.ws[i].Shape[0]
-				o.bufs[i] = p.f32(id)[t*n : (t+1)*n]
-			}
-			err := p.pool.MatMulShared(o.bufs, x[t*o.k:(t+1)*o.k], o.ws, 1)
-			clear(o.bufs)
-			if err != nil {
+		for i, w := range o.ws {
+			if err := p.pool.MatMulDecodes(p.f32(o.outs[i]), x, w, m); err != nil {
 				return err
 			}
 		}
@@ -128,7 +119,7 @@ func (o *matmulMultiOp) run(p *Program) error {
 }
 
 // perToken reports whether every weight of the op runs m tokens faster as one-token decodes
-// (kernels.PerTokenFaster), so that the op runs MatMulShared once per token.
+// (kernels.PerTokenFaster), so that the op runs MatMulDecodes on each weight.
 func (o *matmulMultiOp) perToken(m int) bool {
 	for _, w := range o.ws {
 		if !kernels.PerTokenFaster(w, m) {

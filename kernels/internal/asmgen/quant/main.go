@@ -139,6 +139,8 @@ func main() {
 	genRows4Z(1)
 	genRows4P()
 	genQ4Rows4P()
+	genRows4T2(false)
+	genRows4T2(true)
 	genRows8P(false)
 	genRows8P(true)
 	genRows4PZ()

@@ -1,0 +1,117 @@
+// This file runs a Q8_0 or Q4_0 matmul of two tokens as two one-token decodes in one pass over
+// the weight (Pool.MatMulDecodes): the four-stream split of the one-token decode (forStreams)
+// with the two-token kernels q8_0Rows4T2 and q4_0Rows4T2, which read each weight row once for
+// both tokens and give each (row, token) the one-token kernel's sum bit for bit. Rows outside a
+// share's four quarters go through the one-row kernels of the same math, token by token.
+package kernels
+
+import (
+	"sync"
+
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// rows4T2 and q4Rows4T2 are the two-token four-stream kernels (q8_0Rows4T2, q4_0Rows4T2 where
+// installed: decode2Eligible is false elsewhere).
+var (
+	rows4T2   func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nu int, out **float32, oadv int, ostride int)
+	q4Rows4T2 func(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nu int, out **float32, oadv int, ostride int)
+)
+
+// MatMulDecodes computes out = x · wᵀ for m tokens (x [m, k], out [m, n]) as m one-token
+// matmuls: token t's row of out is bit for bit what MatMul with m = 1 gives for x's row t. With
+// two tokens on a Q8_0 or Q4_0 weight on the VNNI decode kernels both tokens run in one pass
+// over the weight; otherwise one MatMul per token.
+func (p *Pool) MatMulDecodes(out, x []float32, w *tensor.Tensor, m int) error {
+	if m == 2 && decode2Eligible(w) && rows4T2 != nil && w.Check() == nil && len(x) >= 2*w.Shape[1] && len(out) >= 2*w.Shape[0] {
+		matmulDecode2(p, out, x, w)
+		return nil
+	}
+	if len(w.Shape) != 2 {
+		return p.MatMul(out, x, w, m)
+	}
+	n, k := w.Shape[0], w.Shape[1]
+	if m < 0 || len(x) < m*k || len(out) < m*n {
+		return p.MatMul(out, x, w, m) // let MatMul report the problem
+	}
+	for t := 0; t < m; t++ {
+		if err := p.MatMul(out[t*n:(t+1)*n], x[t*k:(t+1)*k], w, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decode2 is the streamWork of two tokens on one weight.
+type decode2 struct {
+	w     []byte
+	rs, k int
+	n     int // rows: token t's results at out[t*n:]
+	q4    bool
+	a     *q8Acts
+	out   []float32
+	ptrs  []streamPtrs
+}
+
+var decode2Pool = sync.Pool{New: func() any { return &decode2{} }}
+
+// decode2Eligible reports whether matmulDecode2 runs w ([n, k]) here: VNNI decode kernels, Q8_0
+// rows of an even number of blocks or Q4_0 rows of a multiple of 4.
+func decode2Eligible(w *tensor.Tensor) bool {
+	if !gemvVNNI() || Reference || len(w.Shape) != 2 {
+		return false
+	}
+	switch nb := w.Shape[1] / 32; w.Type {
+	case tensor.Q8_0:
+		return w.Shape[1]%64 == 0 && nb > 0 && useRows4
+	case tensor.Q4_0:
+		return w.Shape[1]%128 == 0 && nb > 0
+	}
+	return false
+}
+
+// matmulDecode2 computes out ([2][n]) = x ([2][k]) · wᵀ for a decode2Eligible weight.
+func matmulDecode2(p *Pool, out, x []float32, w *tensor.Tensor) {
+	n, k := w.Shape[0], w.Shape[1]
+	q4 := w.Type == tensor.Q4_0
+	a := getQ8Acts(2, k, q4)
+	defer q8ActPool.Put(a)
+	a.quantize(p, x, q4)
+	if q4 {
+		a.prepQuad()
+	} else {
+		a.prepZ(p, false)
+	}
+	rs, _ := w.Type.RowBytes(k)
+	d := decode2Pool.Get().(*decode2)
+	*d = decode2{w: w.Data, rs: rs, k: k, n: n, q4: q4, a: a, out: out, ptrs: grow(d.ptrs, p.Workers())}
+	forStreams(p, n, d)
+	*d = decode2{ptrs: d.ptrs}
+	decode2Pool.Put(d)
+}
+
+// groups computes row groups [g0, g1) of share sh for both tokens.
+func (d *decode2) groups(part int, sh streamShare, g0, g1 int) {
+	ps, a, k := &d.ptrs[part], d.a, d.k
+	for j := 0; j < 4; j++ {
+		row := sh.lo + j*sh.s + g0
+		ps.ws[j], ps.outs[j] = &d.w[row*d.rs], &d.out[row]
+	}
+	if d.q4 {
+		q4Rows4T2(&ps.ws[0], d.rs, g1-g0, &a.x4[0], &a.d4[0], &a.c4[0], k, k/128, &ps.outs[0], 4, 4*d.n)
+		return
+	}
+	rows4T2(&ps.ws[0], d.rs, g1-g0, &a.qs[0], &a.dz[0], &a.fz[0], k, k/64, &ps.outs[0], 4, 4*d.n)
+}
+
+// rest computes rows [lo, hi) with the one-row kernels, token by token.
+func (d *decode2) rest(_, lo, hi int) {
+	a, k := d.a, d.k
+	for t := 0; t < 2; t++ {
+		if d.q4 {
+			rowsZ[1](&d.w[lo*d.rs], d.rs, hi-lo, &a.x4[t*k], &a.d4[t*k/8], &a.c4[t*k/8], k/128, &d.out[t*d.n+lo])
+			continue
+		}
+		rows4ZTail(&d.w[lo*d.rs], d.rs, hi-lo, &a.qs[t*k], &a.dz[t*k/4], &a.fz[t*k/4], k/64, &d.out[t*d.n+lo])
+	}
+}
