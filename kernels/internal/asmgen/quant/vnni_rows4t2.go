@@ -30,21 +30,12 @@ func genRows4T2(q4 bool) {
 	TEXT(name, NOSPLIT, "func(w **byte, adv int, nrows int, xs *int8, xd *float32, "+corr+" "+corrType+", tstride int, nunits int, out **float32, oadv int, ostride int)")
 	Doc(name + " computes nrows row groups of four rows, row j of group i at w[j] + i·adv, against two tokens with AVX-512 VNNI (token 1's values at xs + tstride, its scales and corrections at xd and " + corr + " + tstride (Q8_0) or tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows4T2).")
 	Pragma("noescape")
-	oslot := AllocLocal(8)
-	wa := Load(Param("w"), GP64())
-	bases := make([]GPVirtual, R)
-	for j := range bases {
-		bases[j] = GP64()
-		MOVQ(Mem{Base: wa, Disp: 8 * j}, bases[j])
-	}
-	nr := Load(Param("nrows"), GP64())
-	MOVQ(U32(0), oslot)
+	oslot, bases, nr, off := streamsPrologue(R)
 	c, pidx := Z16, Z17
 	zConsts(q4, c, pidx)
 	TESTQ(nr, nr)
 	JZ(LabelRef(name + "_done"))
 	Label(name + "_rows")
-	off := GP64()
 	XORQ(off, off)
 	xp, dp, cp := Load(Param("xs"), GP64()), Load(Param("xd"), GP64()), Load(Param(corr), GP64())
 	xp1, dp1, cp1 := Load(Param("tstride"), GP64()), GP64(), GP64()

@@ -40,21 +40,12 @@ func genRowsRP(q4 bool, R int, suffix, count string) {
 	TEXT(name, NOSPLIT, "func(w **byte, adv int, nrows int, xs *int8, xd *float32, "+corr+" "+corrType+", nunits int, out **float32, oadv int)")
 	Doc(name + " computes nrows row groups of " + count + " rows, row j of group i at w[j] + i·adv, against one token with AVX-512 VNNI, storing row j's result at out[j] + i·oadv bytes (see genRowsRP).")
 	Pragma("noescape")
-	oslot := AllocLocal(8)
-	wa := Load(Param("w"), GP64())
-	bases := make([]GPVirtual, R)
-	for j := range bases {
-		bases[j] = GP64()
-		MOVQ(Mem{Base: wa, Disp: 8 * j}, bases[j])
-	}
-	nr := Load(Param("nrows"), GP64())
-	MOVQ(U32(0), oslot)
+	oslot, bases, nr, off := streamsPrologue(R)
 	c, pidx := Z16, Z17
 	zConsts(q4, c, pidx)
 	TESTQ(nr, nr)
 	JZ(LabelRef(name + "_done"))
 	Label(name + "_rows")
-	off := GP64()
 	XORQ(off, off)
 	xp, dp, cp, n := Load(Param("xs"), GP64()), Load(Param("xd"), GP64()), Load(Param(corr), GP64()), Load(Param("nunits"), GP64())
 	for i := 0; i < 2*R; i++ {
@@ -145,4 +136,20 @@ func rows8UnitQ4(R, e int, rowMem func(r int) Mem, xm, dm, cm Mem, c, pidx VecPh
 		VMULPS(t3, p, p)
 		VFMADD231PS(dv, p, zreg(2*r+e))
 	}
+}
+
+// streamsPrologue starts a multi-stream kernel with the w, nrows parameters of
+// genRowsRP: an 8-byte stack slot for the results' offset (zeroed), the R row pointers loaded
+// from w, the group count, and the register of the unit offset.
+func streamsPrologue(R int) (oslot Mem, bases []GPVirtual, nr, off Register) {
+	oslot = AllocLocal(8)
+	wa := Load(Param("w"), GP64())
+	bases = make([]GPVirtual, R)
+	for j := range bases {
+		bases[j] = GP64()
+		MOVQ(Mem{Base: wa, Disp: 8 * j}, bases[j])
+	}
+	nr = Load(Param("nrows"), GP64())
+	MOVQ(U32(0), oslot)
+	return oslot, bases, nr, GP64()
 }
