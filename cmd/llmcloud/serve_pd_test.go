@@ -194,8 +194,15 @@ func TestServePDCutTransfer(t *testing.T) {
 	if f := pdMetric(t, cons, `llmcloud:kv_transfer_failures_total{direction="received"}`); f != 1 {
 		t.Errorf("failures %v, want 1", f)
 	}
-	if u := pdMetric(t, cons, `vllm:kv_cache_usage_perc{model_name="synth-llama-3"}`); u != 0 {
-		t.Errorf("KV usage %v after the requests", u)
+	// The engine frees a request's blocks in its loop after the answer is sent: wait for it (a
+	// held block stays held, so the wait ends at the deadline with usage above 0).
+	usage := `vllm:kv_cache_usage_perc{model_name="synth-llama-3"}`
+	u := pdMetric(t, cons, usage)
+	for deadline := time.Now().Add(5 * time.Second); u != 0 && time.Now().Before(deadline); u = pdMetric(t, cons, usage) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u != 0 {
+		t.Errorf("KV usage %v 5 s after the requests", u)
 	}
 }
 
