@@ -11,20 +11,29 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// rows4T2 and q4Rows4T2 are the two-token four-stream kernels (q8_0Rows4T2, q4_0Rows4T2 where
-// installed: decode2Eligible is false elsewhere).
+// rowsT[T] and q4RowsT[T] are the T-token decode kernels (T = 2: four streams, q8_0Rows4T2 and
+// q4_0Rows4T2; T = 3, 4: two streams, q8_0Rows2T3 ... q4_0Rows2T4), where installed:
+// decode2Eligible is false elsewhere.
 var (
-	rows4T2   func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nu int, out **float32, oadv int, ostride int)
-	q4Rows4T2 func(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nu int, out **float32, oadv int, ostride int)
+	rowsT   [5]func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nu int, out **float32, oadv int, ostride int)
+	q4RowsT [5]func(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nu int, out **float32, oadv int, ostride int)
 )
+
+// tokenStreams is the weight streams per worker of the T-token kernels.
+func tokenStreams(T int) int {
+	if T == 2 {
+		return 4
+	}
+	return 2
+}
 
 // MatMulDecodes computes out = x · wᵀ for m tokens (x [m, k], out [m, n]) as m one-token
 // matmuls: token t's row of out is bit for bit what MatMul with m = 1 gives for x's row t. With
-// two tokens on a Q8_0 or Q4_0 weight on the VNNI decode kernels both tokens run in one pass
-// over the weight; otherwise one MatMul per token.
+// two to four tokens on a Q8_0 or Q4_0 weight on the VNNI decode kernels the tokens run in one
+// pass over the weight; otherwise one MatMul per token.
 func (p *Pool) MatMulDecodes(out, x []float32, w *tensor.Tensor, m int) error {
-	if m == 2 && decode2Eligible(w) && rows4T2 != nil && w.Check() == nil && len(x) >= 2*w.Shape[1] && len(out) >= 2*w.Shape[0] {
-		matmulDecode2(p, out, x, w)
+	if m >= 2 && m <= 4 && rowsT[m] != nil && decode2Eligible(w) && w.Check() == nil && len(x) >= m*w.Shape[1] && len(out) >= m*w.Shape[0] {
+		matmulDecodeT(p, out, x, w, m)
 		return nil
 	}
 	if len(w.Shape) != 2 {
@@ -42,11 +51,12 @@ func (p *Pool) MatMulDecodes(out, x []float32, w *tensor.Tensor, m int) error {
 	return nil
 }
 
-// decode2 is the streamWork of two tokens on one weight.
+// decode2 is the streamWork of T tokens on one weight.
 type decode2 struct {
 	w     []byte
 	rs, k int
 	n     int // rows: token t's results at out[t*n:]
+	T     int // tokens
 	q4    bool
 	a     *q8Acts
 	out   []float32
@@ -55,7 +65,7 @@ type decode2 struct {
 
 var decode2Pool = sync.Pool{New: func() any { return &decode2{} }}
 
-// decode2Eligible reports whether matmulDecode2 runs w ([n, k]) here: VNNI decode kernels, Q8_0
+// decode2Eligible reports whether matmulDecodeT runs w ([n, k]) here: VNNI decode kernels, Q8_0
 // rows of an even number of blocks or Q4_0 rows of a multiple of 4.
 func decode2Eligible(w *tensor.Tensor) bool {
 	if !gemvVNNI() || Reference || len(w.Shape) != 2 {
@@ -70,11 +80,11 @@ func decode2Eligible(w *tensor.Tensor) bool {
 	return false
 }
 
-// matmulDecode2 computes out ([2][n]) = x ([2][k]) · wᵀ for a decode2Eligible weight.
-func matmulDecode2(p *Pool, out, x []float32, w *tensor.Tensor) {
+// matmulDecodeT computes out ([T][n]) = x ([T][k]) · wᵀ for a decode2Eligible weight.
+func matmulDecodeT(p *Pool, out, x []float32, w *tensor.Tensor, T int) {
 	n, k := w.Shape[0], w.Shape[1]
 	q4 := w.Type == tensor.Q4_0
-	a := getQ8Acts(2, k, q4)
+	a := getQ8Acts(T, k, q4)
 	defer q8ActPool.Put(a)
 	a.quantize(p, x, q4)
 	if q4 {
@@ -84,30 +94,30 @@ func matmulDecode2(p *Pool, out, x []float32, w *tensor.Tensor) {
 	}
 	rs, _ := w.Type.RowBytes(k)
 	d := decode2Pool.Get().(*decode2)
-	*d = decode2{w: w.Data, rs: rs, k: k, n: n, q4: q4, a: a, out: out, ptrs: grow(d.ptrs, p.Workers())}
-	forStreams(p, n, d)
+	*d = decode2{w: w.Data, rs: rs, k: k, n: n, T: T, q4: q4, a: a, out: out, ptrs: grow(d.ptrs, p.Workers())}
+	forStreamsN(p, n, tokenStreams(T), d)
 	*d = decode2{ptrs: d.ptrs}
 	decode2Pool.Put(d)
 }
 
-// groups computes row groups [g0, g1) of share sh for both tokens.
+// groups computes row groups [g0, g1) of share sh for every token.
 func (d *decode2) groups(part int, sh streamShare, g0, g1 int) {
 	ps, a, k := &d.ptrs[part], d.a, d.k
-	for j := 0; j < 4; j++ {
+	for j := 0; j < tokenStreams(d.T); j++ {
 		row := sh.lo + j*sh.s + g0
 		ps.ws[j], ps.outs[j] = &d.w[row*d.rs], &d.out[row]
 	}
 	if d.q4 {
-		q4Rows4T2(&ps.ws[0], d.rs, g1-g0, &a.x4[0], &a.d4[0], &a.c4[0], k, k/128, &ps.outs[0], 4, 4*d.n)
+		q4RowsT[d.T](&ps.ws[0], d.rs, g1-g0, &a.x4[0], &a.d4[0], &a.c4[0], k, k/128, &ps.outs[0], 4, 4*d.n)
 		return
 	}
-	rows4T2(&ps.ws[0], d.rs, g1-g0, &a.qs[0], &a.dz[0], &a.fz[0], k, k/64, &ps.outs[0], 4, 4*d.n)
+	rowsT[d.T](&ps.ws[0], d.rs, g1-g0, &a.qs[0], &a.dz[0], &a.fz[0], k, k/64, &ps.outs[0], 4, 4*d.n)
 }
 
 // rest computes rows [lo, hi) with the one-row kernels, token by token.
 func (d *decode2) rest(_, lo, hi int) {
 	a, k := d.a, d.k
-	for t := 0; t < 2; t++ {
+	for t := 0; t < d.T; t++ {
 		if d.q4 {
 			rowsZ[1](&d.w[lo*d.rs], d.rs, hi-lo, &a.x4[t*k], &a.d4[t*k/8], &a.c4[t*k/8], k/128, &d.out[t*d.n+lo])
 			continue

@@ -10,8 +10,9 @@ import (
 
 // TestMatMulDecodes checks that MatMulDecodes gives each token what MatMul with one token
 // gives it, bit for bit: Q8_0 and Q4_0 weights (and F32, which runs one MatMul per token), row
-// counts that leave rows outside the streams' quarters, one to three workers, two and three
-// tokens. On the VNNI decode kernels two tokens run q8_0Rows4T2 / q4_0Rows4T2.
+// counts that leave rows outside the streams' parts, one to three workers, two to five tokens.
+// On the VNNI decode kernels two to four tokens run the T-token kernels (q8_0Rows4T2,
+// q4_0Rows2T4, ...), five one MatMul each.
 func TestMatMulDecodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 28))
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F32} {
@@ -23,7 +24,7 @@ func TestMatMulDecodes(t *testing.T) {
 				} else {
 					w = randQuant(t, rng, dt, n, k)
 				}
-				for _, m := range []int{2, 3} {
+				for _, m := range []int{2, 3, 4, 5} {
 					x := qRandVec(rng, m*k, 1)
 					for _, workers := range []int{1, 2, 3} {
 						p := NewPool(workers)

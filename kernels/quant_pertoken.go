@@ -1,9 +1,9 @@
 // This file decides when a matmul of a few tokens runs faster as one-token decodes
-// (MatMulDecodes) than as one GEMM on the tiles: two tokens on the AVX-512 VNNI decode
-// kernels without AMX, Q8_0 or Q4_0 weights. MatMulDecodes then reads the weight once for both
-// tokens with the four-stream two-token kernels (quant_decode2.go), in about one token's time,
-// where the two-token tiles take 1.3-2.1x that (BenchmarkTwoTokens; docs/kernels-quant.md,
-// "Two tokens in one decode pass").
+// (MatMulDecodes) than as one GEMM on the tiles: two to four tokens on the AVX-512 VNNI decode
+// kernels without AMX, Q8_0 or Q4_0 weights. MatMulDecodes then reads the weight once for all
+// the tokens with the T-token kernels (quant_decode2.go), in 0.9-1.55x one token's time, where
+// the tiles take 1.3-2.6x (BenchmarkTwoTokens; docs/kernels-quant.md, "Two tokens in one decode
+// pass").
 package kernels
 
 import (
@@ -20,5 +20,5 @@ var usePerToken = os.Getenv("LLMCLOUD_PER_TOKEN") != "0"
 // with MatMul. MatMulDecodes gives each token its one-token results, which the GEMM's differ
 // from in the last bits, so a batch-invariant caller must not switch.
 func PerTokenFaster(w *tensor.Tensor, m int) bool {
-	return m == 2 && usePerToken && !amxOn() && rows4T2 != nil && decode2Eligible(w)
+	return m >= 2 && m <= 4 && usePerToken && !amxOn() && rowsT[m] != nil && decode2Eligible(w)
 }

@@ -10,9 +10,9 @@ import (
 )
 
 // BenchmarkTwoTokens compares the ways to run a Q8_0 or Q4_0 matmul of a few tokens
-// (PerTokenFaster's choice): one GEMM of m tokens on the tiles (m2-gemm, m3-gemm), m one-token
-// decodes back to back on the same weight (m2-decodes, m3-decodes), and two tokens' decodes in
-// one pass over the weight (m2-onepass: MatMulDecodes), next to one token (m1). Weights registered as a model's (so Q4_0 runs its 16-row packs), 128 MiB of
+// (PerTokenFaster's choice): one GEMM of m tokens on the tiles (m2-gemm ... m4-gemm), two
+// one-token decodes back to back on the same weight (m2-decodes), and m tokens' decodes in one
+// pass over the weight (m2-onepass ... m4-onepass: MatMulDecodes), next to one token (m1). Weights registered as a model's (so Q4_0 runs its 16-row packs), 128 MiB of
 // copies in huge pages, two workers, the variants alternating; median µs per matmul:
 //
 //	go test ./kernels -run X -bench TwoTokens -benchtime 100x
@@ -24,8 +24,8 @@ func BenchmarkTwoTokens(b *testing.B) {
 			n, k := sh[0], sh[1]
 			w0 := randQuantFast(b, dt, n, k)
 			ws, release := hugeCopies(b, w0, 4, 128<<20)
-			x := qRandVec(rand.New(rand.NewPCG(2, 3)), 3*k, 1)
-			out := make([]float32, 3*n)
+			x := qRandVec(rand.New(rand.NewPCG(2, 3)), 4*k, 1)
+			out := make([]float32, 4*n)
 			p := NewPool(2)
 			for _, w := range ws { // make the Q4_0 packs outside the timing
 				if err := p.MatMul(out[:2*n], x[:2*k], w, 2); err != nil {
@@ -33,7 +33,7 @@ func BenchmarkTwoTokens(b *testing.B) {
 				}
 			}
 			b.Run(fmt.Sprintf("%s/%dx%d", dt, n, k), func(b *testing.B) {
-				names := []string{"m1", "m2-gemm", "m2-decodes", "m2-onepass", "m3-gemm", "m3-decodes"}
+				names := []string{"m1", "m2-gemm", "m2-decodes", "m2-onepass", "m3-gemm", "m3-onepass", "m4-gemm", "m4-onepass"}
 				secs := make([][]float64, len(names))
 				i := 0
 				for b.Loop() {
@@ -45,11 +45,12 @@ func BenchmarkTwoTokens(b *testing.B) {
 						switch names[v] {
 						case "m1":
 							err = p.MatMul(out[:n], x[:k], w, 1)
-						case "m2-gemm", "m3-gemm":
+						case "m2-gemm", "m3-gemm", "m4-gemm":
 							m := int(names[v][1] - '0')
 							err = p.MatMul(out[:m*n], x[:m*k], w, m)
-						case "m2-onepass":
-							err = p.MatMulDecodes(out[:2*n], x[:2*k], w, 2)
+						case "m2-onepass", "m3-onepass", "m4-onepass":
+							m := int(names[v][1] - '0')
+							err = p.MatMulDecodes(out[:m*n], x[:m*k], w, m)
 						default:
 							for t := 0; t < int(names[v][1]-'0') && err == nil; t++ {
 								err = p.MatMul(out[t*n:(t+1)*n], x[t*k:(t+1)*k], w, 1)

@@ -6,10 +6,10 @@ import (
 	"github.com/llmcloud/llmcloud/kernels"
 )
 
-// TestDecodePairPerToken runs two sequences' decodes side by side (batches of two decode rows,
-// outside Invariant mode) on a Q8_0 model: where the kernels run two tokens as one-token
-// decodes (kernels.PerTokenFaster, graph/exec's matmul ops), each sequence's logits must be
-// bit for bit those of the sequence decoded alone.
+// TestDecodePairPerToken runs two to four sequences' decodes side by side (batches of two to
+// four decode rows, in Invariant mode and outside it) on a Q8_0 model: where the kernels run
+// such tokens as one-token decodes (kernels.PerTokenFaster, graph/exec's matmul ops), each
+// sequence's logits must be bit for bit those of the sequence decoded alone.
 func TestDecodePairPerToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens rand3M")
@@ -20,7 +20,7 @@ func TestDecodePairPerToken(t *testing.T) {
 			t.Skipf("%s (%v %v) runs two tokens on the GEMM kernels here", name, w.Type, w.Shape)
 		}
 	}
-	for _, lens := range [][]int{{5, 9}, {17, 2}} {
+	for _, lens := range [][]int{{5, 9}, {17, 2}, {5, 9, 3}, {4, 1, 7, 12}} {
 		for _, invariant := range []bool{false, true} {
 			checkDecodesPerToken(t, m, lens, invariant)
 		}

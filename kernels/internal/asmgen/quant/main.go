@@ -141,6 +141,10 @@ func main() {
 	genQ4Rows4P()
 	genRows4T2(false)
 	genRows4T2(true)
+	for _, t := range []int{3, 4} {
+		genRows2T(false, t)
+		genRows2T(true, t)
+	}
 	genRows8P(false)
 	genRows8P(true)
 	genRows4PZ()
