@@ -1,8 +1,9 @@
-// This file runs a Q8_0 or Q4_0 matmul of two tokens as two one-token decodes in one pass over
-// the weight (Pool.MatMulDecodes): the four-stream split of the one-token decode (forStreams)
-// with the two-token kernels q8_0Rows4T2 and q4_0Rows4T2, which read each weight row once for
-// both tokens and give each (row, token) the one-token kernel's sum bit for bit. Rows outside a
-// share's four quarters go through the one-row kernels of the same math, token by token.
+// This file runs a Q8_0 or Q4_0 matmul of two to four tokens as one-token decodes in one pass
+// over the weight (Pool.MatMulDecodes): the stream split of the one-token decode (forStreamsN)
+// with the T-token kernels (two tokens: q8_0Rows4T2 and q4_0Rows4T2 over four streams; three
+// and four: q8_0Rows2T3 ... q4_0Rows2T4 over two), which read each weight row once for all the
+// tokens and give each (row, token) the one-token kernel's sum bit for bit. Rows outside a
+// share's streams go through the one-row kernels of the same math, token by token.
 package kernels
 
 import (
