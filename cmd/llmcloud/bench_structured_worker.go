@@ -157,6 +157,7 @@ func (w *structuredWorker) run(path string) (*schemaResult, error) {
 		}
 	}
 	name := filepath.Base(path)
+	t0 := time.Now()
 	if _, err := fmt.Fprintln(w.in, path); err != nil {
 		w.stop()
 		return &schemaResult{File: name, Status: "crash", Error: "worker gone: " + w.stderr.String()}, nil
@@ -165,6 +166,11 @@ func (w *structuredWorker) run(path string) (*schemaResult, error) {
 	defer timer.Stop()
 	select {
 	case line, ok := <-w.lines:
+		if ok && time.Since(t0) > w.timeout {
+			// The answer came after the limit: the timer and the answer were both ready when
+			// select chose (a loaded host), and the limit decides, not select's random choice.
+			return &schemaResult{File: name, Status: "timeout", Error: fmt.Sprintf("over %s", w.timeout)}, nil
+		}
 		var l workerLine
 		if ok && json.Unmarshal(line, &l) == nil && l.Result != nil {
 			l.Result.maskNS = l.MaskNS
