@@ -11308,7 +11308,7 @@ q8_0Rows2T3_loop:
 	VFMADD213PS  64(R8)(R10*2), Z23, Z28
 	VFMADD231PS  Z25, Z28, Z11
 	ADDQ         $0x00000088, BX
-	ADDQ         $0x00000080, SI
+	ADDQ         $0x80, SI
 	ADDQ         $0x80, DI
 	ADDQ         $0x80, R8
 	SUBQ         $0x02, R11
@@ -11921,7 +11921,7 @@ q8_0Rows2T4_loop:
 	VFMADD213PS  64(R8)(R12*1), Z25, Z31
 	VFMADD231PS  Z27, Z31, Z15
 	ADDQ         $0x00000088, BX
-	ADDQ         $0x00000080, SI
+	ADDQ         $0x80, SI
 	ADDQ         $0x80, DI
 	ADDQ         $0x80, R8
 	SUBQ         $0x02, R13

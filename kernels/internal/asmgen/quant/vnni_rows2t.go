@@ -124,49 +124,6 @@ func genRows2T(q4 bool, T int) {
 			}
 		}
 	}
-	CMPQ(n, Imm(2))
-	JL(LabelRef(name + "_tail"))
-	Label(name + "_loop")
-	unit(0, 0)
-	unit(ub, 1)
-	ADDQ(U32(2*ub), off)
-	ADDQ(U32(2*xb), xp)
-	ADDQ(Imm(128), dp)
-	ADDQ(Imm(128), cp)
-	SUBQ(Imm(2), n)
-	CMPQ(n, Imm(2))
-	JGE(LabelRef(name + "_loop"))
-	Label(name + "_tail")
-	TESTQ(n, n)
-	JZ(LabelRef(name + "_end"))
-	unit(0, 0)
-	Label(name + "_end")
-	// The token pointers are free until the next group: xp holds the result pointers, dp the
-	// results' offset, cp one result's address, ts the token stride of the results.
-	oa := Load(Param("out"), xp)
-	MOVQ(oslot, dp)
-	Load(Param("ostride"), ts)
-	for r := 0; r < R; r++ {
-		MOVQ(Mem{Base: oa, Disp: 8 * r}, cp)
-		ADDQ(dp, cp)
-		for t := 0; t < T; t++ {
-			a := acc(r, t, 0)
-			VADDPS(acc(r, t, 1), a, a)
-			hsum16(a, zreg(free))
-			VMOVSS(a.AsX(), Mem{Base: cp})
-			if t+1 < T {
-				ADDQ(ts, cp)
-			}
-		}
-	}
-	ADDQ(paramAddr("oadv"), dp)
-	MOVQ(dp, oslot)
-	for r := 0; r < R; r++ {
-		ADDQ(paramAddr("adv"), bases[r])
-	}
-	DECQ(nr)
-	JNZ(LabelRef(name + "_rows"))
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	unitPairs(name, n, off, xp, dp, cp, ub, xb, unit, func() {})
+	tokensEpilogue(name, R, T, oslot, bases, nr, xp, dp, cp, ts, acc, func(int) VecPhysical { return zreg(free) })
 }

@@ -79,21 +79,29 @@ func genRows4T2(q4 bool) {
 	JZ(LabelRef(name + "_end"))
 	unit(0, 0)
 	Label(name + "_end")
-	// The token pointers are free until the next group: xp holds the result pointers, dp the
-	// results' offset, cp one result's address, xp1 the token stride of the results.
+	tokensEpilogue(name, R, T, oslot, bases, nr, xp, dp, cp, xp1,
+		func(r, t, e int) VecPhysical { return zreg(4*r + 2*t + e) }, func(t int) VecPhysical { return zreg(22 + t) })
+}
+
+// tokensEpilogue ends a group of a multi-token kernel and the kernel: each row's and token's two
+// accumulators (acc) added, summed horizontally (with the temporary tmp(t)) and stored at
+// out[r] + the results' offset (oslot) + t·ostride; the offset advanced by oadv and the row
+// bases by adv; the next group, or the end. The token pointers xp, dp, cp, ts are free here:
+// xp holds the result pointers, dp the results' offset, cp one result's address, ts ostride.
+func tokensEpilogue(name string, R, T int, oslot Mem, bases []GPVirtual, nr, xp, dp, cp, ts Register, acc func(r, t, e int) VecPhysical, tmp func(t int) VecPhysical) {
 	oa := Load(Param("out"), xp)
 	MOVQ(oslot, dp)
-	Load(Param("ostride"), xp1)
+	Load(Param("ostride"), ts)
 	for r := 0; r < R; r++ {
 		MOVQ(Mem{Base: oa, Disp: 8 * r}, cp)
 		ADDQ(dp, cp)
 		for t := 0; t < T; t++ {
-			a := zreg(4*r + 2*t)
-			VADDPS(zreg(4*r+2*t+1), a, a)
-			hsum16(a, zreg(22+t))
+			a := acc(r, t, 0)
+			VADDPS(acc(r, t, 1), a, a)
+			hsum16(a, tmp(t))
 			VMOVSS(a.AsX(), Mem{Base: cp})
 			if t+1 < T {
-				ADDQ(xp1, cp)
+				ADDQ(ts, cp)
 			}
 		}
 	}
