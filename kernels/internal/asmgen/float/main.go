@@ -60,6 +60,11 @@ func main() {
 	for rows := 1; rows <= 6; rows++ {
 		attnPVZ(rows)
 	}
+	attnQKRows(64)
+	attnQKRows(128)
+	for nb := 1; nb <= 6; nb++ {
+		attnPVRows(nb)
+	}
 	cvt("F16", 0)
 	cvt("BF16", 0)
 	roundF16()

@@ -1,0 +1,103 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+)
+
+// BenchmarkPagedDecodeCold runs one decode row's paged attention over the K/V of twelve
+// layers whose pools the caches no longer hold, as in a decode step, where the weights'
+// stream evicts each layer's K/V before the next step reads it again: a 64 MiB buffer is read
+// before each pass over the layers (untimed). The ways of reading a chunk take turns pass by
+// pass, so that they see the same host, each reported as µs per layer: "default" (what runs:
+// chunkRowsZ's kernels where rowsZ holds, else segments), "segments" (chunkRowMajor),
+// "items" (item after item, with and without the software prefetch), and "stream", the same
+// K/V bytes summed in address order, one contiguous share per worker: what memory gives.
+// Shapes: stories110M (12 heads of 64, no GQA), TinyLlama (32 heads over 4 KV heads),
+// Qwen3-0.6B (16 over 8, head dim 128), Llama 3 8B (32 over 8, 128); blocks of 16 positions,
+// numbered in order as a fresh sequence gets them.
+func BenchmarkPagedDecodeCold(b *testing.B) {
+	const layers, bs = 12, 16
+	flush := make([]float32, 16<<20)
+	for i := range flush {
+		flush[i] = float32(i & 7)
+	}
+	var sink float32
+	modes := []struct {
+		name            string
+		z, rows, prefet bool
+	}{{"default", true, true, true}, {"segments", false, true, true}, {"items", false, false, true}, {"items-nopf", false, false, false}, {"stream", false, false, false}}
+	for _, sh := range []struct {
+		name           string
+		heads, kvh, hd int
+	}{{"stories110M", 12, 12, 64}, {"tinyllama", 32, 4, 64}, {"qwen3-0.6B", 16, 8, 128}, {"llama3-8B", 32, 8, 128}} {
+		for _, nPos := range []int{64, 256, 1024} {
+			r := rand.New(rand.NewPCG(1, 2))
+			kvd, qd := sh.kvh*sh.hd, sh.heads*sh.hd
+			nb := (nPos + bs - 1) / bs
+			table := make([]int32, nb)
+			for i := range table {
+				table[i] = int32(i)
+			}
+			kc, vc := make([][]float32, layers), make([][]float32, layers)
+			for l := range kc {
+				kc[l], vc[l] = make([]float32, nb*bs*kvd), make([]float32, nb*bs*kvd)
+				for i := range kc[l] {
+					kc[l][i], vc[l][i] = r.Float32()*2-1, r.Float32()*2-1
+				}
+			}
+			q := make([]float32, qd)
+			for i := range q {
+				q[i] = r.Float32()*2 - 1
+			}
+			out := make([]float32, qd)
+			rows := []PagedRow{{Pos: nPos - 1, Table: table}}
+			for _, th := range []int{1, 2} {
+				p := NewPool(th)
+				b.Run(fmt.Sprintf("%s/pos=%d/t=%d", sh.name, nPos, th), func(b *testing.B) {
+					defer func(z, r, pf bool) { useRowsZ, useRowMajor, prefetchKV = z, r, pf }(useRowsZ, useRowMajor, prefetchKV)
+					var pa PagedAttention
+					total := make([]time.Duration, len(modes))
+					for b.Loop() {
+						for mi, m := range modes {
+							useRowsZ, useRowMajor, prefetchKV = m.z, m.rows, m.prefet
+							b.StopTimer()
+							var s float32
+							for i := 0; i < len(flush) && !benchWarm; i += 16 {
+								s += flush[i]
+							}
+							sink += s
+							b.StartTimer()
+							t0 := time.Now()
+							for l := range layers {
+								if m.name == "stream" && useFloatAsm { // the same bytes read in order: what memory gives
+									kl, vl := kc[l], vc[l]
+									p.For(th, 1, func(lo, hi int) {
+										for w := lo; w < hi; w++ {
+											a, e := w*len(kl)/th&^7, (w+1)*len(kl)/th&^7
+											sink += float32(sumSqF64(&kl[a], e-a) + sumSqF64(&vl[a], e-a))
+										}
+									})
+									continue
+								}
+								if err := pa.Run(p, out, q, kc[l], vc[l], rows, sh.heads, sh.kvh, sh.hd, bs); err != nil {
+									b.Fatal(err)
+								}
+							}
+							total[mi] += time.Since(t0)
+						}
+					}
+					for mi, m := range modes {
+						b.ReportMetric(float64(total[mi].Nanoseconds())/float64(b.N*layers)/1e3, "µs/layer-"+m.name)
+					}
+				})
+			}
+		}
+	}
+	_ = sink
+}
+
+var benchWarm = os.Getenv("WARM") == "1"
