@@ -94,6 +94,8 @@ func useQuantAsm() {
 		rows8P, q4Rows8P = q8_0Rows8P, q4_0Rows8P
 		rowsT[2], rowsT[3], rowsT[4] = q8_0Rows4T2, q8_0Rows2T3, q8_0Rows2T4
 		q4RowsT[2], q4RowsT[3], q4RowsT[4] = q4_0Rows4T2, q4_0Rows2T3, q4_0Rows2T4
+		rows2T = [5]rowsTFn{1: q8_0Rows2T1, 2: q8_0Rows2T2, 3: q8_0Rows2T3, 4: q8_0Rows2T4}
+		q4Rows2T = [5]q4RowsTFn{1: q4_0Rows2T1, 2: q4_0Rows2T2, 3: q4_0Rows2T3, 4: q4_0Rows2T4}
 		useStreams8[1] = streams8Default()
 		tilesKZ = [2][9]tileKFunc{
 			{nil, q4KTileZ1x1, q4KTileZ1x2, q4KTileZ1x3, q4KTileZ1x4, q4KTileZ1x5, q4KTileZ1x6, q4KTileZ1x7, q4KTileZ1x8},

@@ -16,9 +16,25 @@ import (
 // q4_0Rows4T2; T = 3, 4: two streams, q8_0Rows2T3 ... q4_0Rows2T4), where installed:
 // decode2Eligible is false elsewhere.
 var (
-	rowsT   [5]func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nu int, out **float32, oadv int, ostride int)
-	q4RowsT [5]func(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nu int, out **float32, oadv int, ostride int)
+	rowsT   [5]rowsTFn
+	q4RowsT [5]q4RowsTFn
+	// rows2T[T] and q4Rows2T[T] are the two-stream kernels of one to four tokens, which run
+	// five to eight tokens as four plus the rest (decode2.groupsSplit).
+	rows2T   [5]rowsTFn
+	q4Rows2T [5]q4RowsTFn
 )
+
+type (
+	rowsTFn   = func(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nu int, out **float32, oadv int, ostride int)
+	q4RowsTFn = func(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nu int, out **float32, oadv int, ostride int)
+)
+
+// maxDecodeTokens is the most tokens MatMulDecodes runs in one pass over the weight.
+const maxDecodeTokens = 8
+
+// splitChunk is how many row groups (two rows each) the two halves of a five-to-eight-token
+// pass run in turn: the second half finds the rows in L1 or L2.
+var splitChunk = 64
 
 // tokenStreams is the weight streams per worker of the T-token kernels.
 func tokenStreams(T int) int {
@@ -28,12 +44,20 @@ func tokenStreams(T int) int {
 	return 2
 }
 
+// decodeTKernels reports whether the kernels for T tokens are installed.
+func decodeTKernels(T int) bool {
+	if T >= 2 && T <= 4 {
+		return rowsT[T] != nil
+	}
+	return T > 4 && T <= maxDecodeTokens && rows2T[4] != nil
+}
+
 // MatMulDecodes computes out = x · wᵀ for m tokens (x [m, k], out [m, n]) as m one-token
 // matmuls: token t's row of out is bit for bit what MatMul with m = 1 gives for x's row t. With
 // two to four tokens on a Q8_0 or Q4_0 weight on the VNNI decode kernels the tokens run in one
 // pass over the weight; otherwise one MatMul per token.
 func (p *Pool) MatMulDecodes(out, x []float32, w *tensor.Tensor, m int) error {
-	if m >= 2 && m <= 4 && rowsT[m] != nil && decode2Eligible(w) && w.Check() == nil && len(x) >= m*w.Shape[1] && len(out) >= m*w.Shape[0] {
+	if decodeTKernels(m) && decode2Eligible(w) && w.Check() == nil && len(x) >= m*w.Shape[1] && len(out) >= m*w.Shape[0] {
 		matmulDecodeT(p, out, x, w, m)
 		return nil
 	}
@@ -103,6 +127,10 @@ func matmulDecodeT(p *Pool, out, x []float32, w *tensor.Tensor, T int) {
 
 // groups computes row groups [g0, g1) of share sh for every token.
 func (d *decode2) groups(part int, sh streamShare, g0, g1 int) {
+	if d.T > 4 {
+		d.groupsSplit(part, sh, g0, g1)
+		return
+	}
 	ps, a, k := &d.ptrs[part], d.a, d.k
 	for j := 0; j < tokenStreams(d.T); j++ {
 		row := sh.lo + j*sh.s + g0
@@ -113,6 +141,27 @@ func (d *decode2) groups(part int, sh streamShare, g0, g1 int) {
 		return
 	}
 	rowsT[d.T](&ps.ws[0], d.rs, g1-g0, &a.qs[0], &a.dz[0], &a.fz[0], k, k/64, &ps.outs[0], 4, 4*d.n)
+}
+
+// groupsSplit computes row groups [g0, g1) of share sh for five to eight tokens: per chunk of
+// splitChunk groups, tokens 0-3 with the four-token kernel, then tokens 4.. with the kernel of
+// the rest, which reads the chunk's rows from the caches.
+func (d *decode2) groupsSplit(part int, sh streamShare, g0, g1 int) {
+	ps, a, k, n := &d.ptrs[part], d.a, d.k, d.n
+	for c0 := g0; c0 < g1; c0 += splitChunk {
+		c1 := min(c0+splitChunk, g1)
+		for _, h := range [2]struct{ t0, T int }{{0, 4}, {4, d.T - 4}} {
+			for j := 0; j < 2; j++ {
+				row := sh.lo + j*sh.s + c0
+				ps.ws[j], ps.outs[j] = &d.w[row*d.rs], &d.out[h.t0*n+row]
+			}
+			if d.q4 {
+				q4Rows2T[h.T](&ps.ws[0], d.rs, c1-c0, &a.x4[h.t0*k], &a.d4[h.t0*k/8], &a.c4[h.t0*k/8], k, k/128, &ps.outs[0], 4, 4*n)
+				continue
+			}
+			rows2T[h.T](&ps.ws[0], d.rs, c1-c0, &a.qs[h.t0*k], &a.dz[h.t0*k/4], &a.fz[h.t0*k/4], k, k/64, &ps.outs[0], 4, 4*n)
+		}
+	}
 }
 
 // rest computes rows [lo, hi) with the one-row kernels, token by token.

@@ -3,7 +3,9 @@
 // kernels without AMX, Q8_0 or Q4_0 weights. MatMulDecodes then reads the weight once for all
 // the tokens with the T-token kernels (quant_decode2.go), in 0.9-1.55x one token's time, where
 // the tiles take 1.3-2.6x (BenchmarkTwoTokens; docs/kernels-quant.md, "Two to four tokens in one
-// decode pass").
+// decode pass"). Five to eight tokens (four plus the rest, chunk by chunk) are faster than the
+// tiles on Q8_0 weights (1.25-1.75x) and on Q4_0 rows of 2048 values or more (1.05-1.2x); on
+// shorter Q4_0 rows the Q4_0 pack tiles are as fast or faster (BenchmarkManyTokens).
 package kernels
 
 import (
@@ -20,5 +22,8 @@ var usePerToken = os.Getenv("LLMCLOUD_PER_TOKEN") != "0"
 // with MatMul. MatMulDecodes gives each token its one-token results, which the GEMM's differ
 // from in the last bits, so a batch-invariant caller must not switch.
 func PerTokenFaster(w *tensor.Tensor, m int) bool {
-	return m >= 2 && m <= 4 && usePerToken && !amxOn() && rowsT[m] != nil && decode2Eligible(w)
+	if !usePerToken || amxOn() || !decodeTKernels(m) || !decode2Eligible(w) {
+		return false
+	}
+	return m <= 4 || w.Type == tensor.Q8_0 || w.Shape[1] >= 2048
 }

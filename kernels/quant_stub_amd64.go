@@ -367,6 +367,26 @@ func q8_0Rows4T2(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float3
 //go:noescape
 func q4_0Rows4T2(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nunits int, out **float32, oadv int, ostride int)
 
+// q8_0Rows2T1 computes nrows row groups of two rows, row j of group i at w[j] + i·adv, against 1 tokens with AVX-512 VNNI (token t's values at xs + t·tstride, its scales and corrections at xd and fz + t·tstride (Q8_0) or t·tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows2T).
+//
+//go:noescape
+func q8_0Rows2T1(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nunits int, out **float32, oadv int, ostride int)
+
+// q4_0Rows2T1 computes nrows row groups of two rows, row j of group i at w[j] + i·adv, against 1 tokens with AVX-512 VNNI (token t's values at xs + t·tstride, its scales and corrections at xd and corr + t·tstride (Q8_0) or t·tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows2T).
+//
+//go:noescape
+func q4_0Rows2T1(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nunits int, out **float32, oadv int, ostride int)
+
+// q8_0Rows2T2 computes nrows row groups of two rows, row j of group i at w[j] + i·adv, against 2 tokens with AVX-512 VNNI (token t's values at xs + t·tstride, its scales and corrections at xd and fz + t·tstride (Q8_0) or t·tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows2T).
+//
+//go:noescape
+func q8_0Rows2T2(w **byte, adv int, nrows int, xs *int8, xd *float32, fz *float32, tstride int, nunits int, out **float32, oadv int, ostride int)
+
+// q4_0Rows2T2 computes nrows row groups of two rows, row j of group i at w[j] + i·adv, against 2 tokens with AVX-512 VNNI (token t's values at xs + t·tstride, its scales and corrections at xd and corr + t·tstride (Q8_0) or t·tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows2T).
+//
+//go:noescape
+func q4_0Rows2T2(w **byte, adv int, nrows int, xs *int8, xd *float32, corr *int32, tstride int, nunits int, out **float32, oadv int, ostride int)
+
 // q8_0Rows2T3 computes nrows row groups of two rows, row j of group i at w[j] + i·adv, against 3 tokens with AVX-512 VNNI (token t's values at xs + t·tstride, its scales and corrections at xd and fz + t·tstride (Q8_0) or t·tstride/2 (Q4_0) bytes), storing row j's result for token t at out[j] + i·oadv + t·ostride bytes (see genRows2T).
 //
 //go:noescape

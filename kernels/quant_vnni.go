@@ -376,8 +376,8 @@ func (a *q8Acts) prepQuad() {
 	}
 }
 
-// quadTokens is how many tokens prepQuad lays out (the decode kernels of up to four tokens).
-const quadTokens = 4
+// quadTokens is how many tokens prepQuad lays out (the decode kernels of up to eight tokens).
+const quadTokens = maxDecodeTokens
 
 // refTileZ returns the Go twin of the VNNI R x T tile kernel.
 func refTileZ(q4 bool, R, T int) tileFunc {

@@ -6,8 +6,8 @@ import (
 	"github.com/llmcloud/llmcloud/kernels"
 )
 
-// TestDecodePairPerToken runs two to four sequences' decodes side by side (batches of two to
-// four decode rows, in Invariant mode and outside it) on a Q8_0 model: where the kernels run
+// TestDecodePairPerToken runs two to eight sequences' decodes side by side (batches of two to
+// eight decode rows, in Invariant mode and outside it) on a Q8_0 model: where the kernels run
 // such tokens as one-token decodes (kernels.PerTokenFaster, graph/exec's matmul ops), each
 // sequence's logits must be bit for bit those of the sequence decoded alone.
 func TestDecodePairPerToken(t *testing.T) {
@@ -16,11 +16,11 @@ func TestDecodePairPerToken(t *testing.T) {
 	}
 	m := openRef(t, []string{"models", "rand3M", "rand3M-q8_0.gguf"})
 	for name, w := range m.Weights {
-		if len(w.Shape) == 2 && name != "token_embd.weight" && !kernels.PerTokenFaster(w, 2) {
+		if len(w.Shape) == 2 && name != "token_embd.weight" && !(kernels.PerTokenFaster(w, 2) && kernels.PerTokenFaster(w, 8)) {
 			t.Skipf("%s (%v %v) runs two tokens on the GEMM kernels here", name, w.Type, w.Shape)
 		}
 	}
-	for _, lens := range [][]int{{5, 9}, {17, 2}, {5, 9, 3}, {4, 1, 7, 12}} {
+	for _, lens := range [][]int{{5, 9}, {17, 2}, {5, 9, 3}, {4, 1, 7, 12}, {3, 8, 1, 5, 2}, {6, 2, 9, 1, 4, 7, 3, 5}} {
 		for _, invariant := range []bool{false, true} {
 			checkDecodesPerToken(t, m, lens, invariant)
 		}

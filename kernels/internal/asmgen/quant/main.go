@@ -141,7 +141,7 @@ func main() {
 	genQ4Rows4P()
 	genRows4T2(false)
 	genRows4T2(true)
-	for _, t := range []int{3, 4} {
+	for _, t := range []int{1, 2, 3, 4} {
 		genRows2T(false, t)
 		genRows2T(true, t)
 	}

@@ -1,7 +1,8 @@
-// This file generates q8_0Rows2T3, q8_0Rows2T4, q4_0Rows2T3 and q4_0Rows2T4: genRows4T2's
-// kernels for three and four tokens, over two weight streams (the registers of four rows x
-// four tokens x two parities do not fit). Each (row, token) sum is the one-token kernel's bit
-// for bit, as in genRows4T2.
+// This file generates q8_0Rows2T1 ... q8_0Rows2T4 and q4_0Rows2T1 ... q4_0Rows2T4: genRows4T2's
+// kernels for one to four tokens over two weight streams (the registers of four rows x four
+// tokens x two parities do not fit four streams). Three and four tokens run alone; five to
+// eight run as four plus one to four on the same rows, chunk by chunk (kernels/quant_decode2.go).
+// Each (row, token) sum is the one-token kernel's bit for bit, as in genRows4T2.
 //
 // Registers: the accumulators of row r, token t, parity e in Z(2Tr+2t+e); the byte constant
 // and the VPERMW index Z16, Z17; token t's values (Q4_0: low and high; Q8_0: values and lane
@@ -18,7 +19,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// genRows2T emits q8_0Rows2T<T>, or q4_0Rows2T<T> with q4 (T = 3 or 4).
+// genRows2T emits q8_0Rows2T<T>, or q4_0Rows2T<T> with q4 (1 <= T <= 4).
 func genRows2T(q4 bool, T int) {
 	const R = 2
 	name, ub, xb, corr, corrType := fmt.Sprintf("q8_0Rows2T%d", T), 68, 64, "fz", "*float32"
