@@ -1,5 +1,6 @@
-// The step-time model: a step's time is linear in five features of its shape, fitted by
-// least squares weighted for relative error.
+// The step-time model: a step's time is linear in five features of its shape, plus a hinge on
+// the decodes' KV rows (each row past a threshold costs more: the K/V no longer stays in the
+// caches), fitted by least squares weighted for relative error (fit_cold.go picks the hinge).
 
 package sim
 
@@ -22,8 +23,20 @@ const (
 	numFeatures
 )
 
-// FeatureNames name the coefficients in the profile JSON.
+// FeatureNames name the features' coefficients in the profile JSON.
 var FeatureNames = [numFeatures]string{"const_s", "prefill_token_s", "prefill_attn_pair_s", "decode_seq_s", "decode_kv_token_s"}
+
+// The hinge's two coefficients follow the features' in Coefficients.
+const (
+	cDecodeKVCold     = numFeatures + iota // seconds per decode KV row past the threshold
+	cDecodeKVColdFrom                      // the threshold: decode KV rows in the step
+	numCoefs
+)
+
+// CoefNames name every coefficient in the profile JSON: the features', then the hinge's
+// (optional in a profile: without them there is no hinge).
+var CoefNames = [numCoefs]string{"const_s", "prefill_token_s", "prefill_attn_pair_s", "decode_seq_s", "decode_kv_token_s",
+	"decode_kv_cold_token_s", "decode_kv_cold_from_tokens"}
 
 // Features are a step's inputs to the model.
 type Features [numFeatures]float64
@@ -62,16 +75,18 @@ func PlanFeatures(p *engine.StepPlan) Features {
 	return f
 }
 
-// Coefficients are the model's seconds per unit of each feature.
-type Coefficients [numFeatures]float64
+// Coefficients are the model's seconds per unit of each feature, then the hinge: seconds per
+// decode KV row past the threshold, and the threshold (zero seconds: no hinge).
+type Coefficients [numCoefs]float64
 
 // Seconds predicts a step's time; never below a microsecond (a fit may go negative far from
 // its points).
 func (c Coefficients) Seconds(f Features) float64 {
 	t := 0.0
-	for i := range c {
+	for i := range numFeatures {
 		t += c[i] * f[i]
 	}
+	t += c[cDecodeKVCold] * max(0, f[fDecodeKV]-c[cDecodeKVColdFrom])
 	return max(t, 1e-6)
 }
 
@@ -94,47 +109,86 @@ func phaseOf(s engine.StepShape) string {
 }
 
 // Fit solves the least-squares problem min sum ((pred-t)/t)^2 over pts: relative error, so a
-// 1 ms decode step weighs as much as a 100 ms prefill.
+// 1 ms decode step weighs as much as a 100 ms prefill. The hinge on the decodes' KV rows is
+// kept when some threshold lowers the weighted error by a tenth or more (fitCold).
 func Fit(pts []Point) (Coefficients, error) {
 	var c Coefficients
 	if len(pts) < numFeatures {
 		return c, fmt.Errorf("sim: fit: %d points for %d coefficients", len(pts), numFeatures)
 	}
-	// Normal equations A^T W A x = A^T W t, with W = 1/t^2.
-	var ata [numFeatures][numFeatures + 1]float64
 	for _, p := range pts {
 		if p.Seconds <= 0 {
 			return c, fmt.Errorf("sim: fit: a point of %v s", p.Seconds)
 		}
-		f := ShapeFeatures(p.Shape)
-		w := 1 / (p.Seconds * p.Seconds)
-		for i := range numFeatures {
-			for j := range numFeatures {
-				ata[i][j] += w * f[i] * f[j]
-			}
-			ata[i][numFeatures] += w * f[i] * p.Seconds
-		}
 	}
-	// A feature no point exercises (all zero) gets coefficient 0: pin its row.
-	for i := range numFeatures {
-		if ata[i][i] == 0 {
-			ata[i][i] = 1
-		}
-	}
-	x, err := solve(ata)
+	x, sse, err := fitLinear(pts, -1)
 	if err != nil {
 		return c, err
 	}
-	copy(c[:], x[:])
+	copy(c[:], x)
+	if cold, ok := fitCold(pts, sse); ok {
+		c = cold
+	}
 	return c, nil
 }
 
-// solve runs Gaussian elimination with partial pivoting on the augmented matrix m.
-func solve(m [numFeatures][numFeatures + 1]float64) ([numFeatures]float64, error) {
-	const n = numFeatures
-	var x [n]float64
+// fitLinear fits the features (and, with from >= 0, the hinge past from KV rows) to pts by
+// weighted least squares, returning the coefficients and the weighted squared error.
+func fitLinear(pts []Point, from float64) ([]float64, float64, error) {
+	n := numFeatures
+	if from >= 0 {
+		n++
+	}
+	row := func(p Point) []float64 {
+		f := ShapeFeatures(p.Shape)
+		if from < 0 {
+			return f[:]
+		}
+		return append(f[:], max(0, f[fDecodeKV]-from))
+	}
+	// Normal equations A^T W A x = A^T W t, with W = 1/t^2.
+	m := make([][]float64, n)
+	for i := range m {
+		m[i] = make([]float64, n+1)
+	}
+	for _, p := range pts {
+		f := row(p)
+		w := 1 / (p.Seconds * p.Seconds)
+		for i := range n {
+			for j := range n {
+				m[i][j] += w * f[i] * f[j]
+			}
+			m[i][n] += w * f[i] * p.Seconds
+		}
+	}
+	// A feature no point exercises (all zero) gets coefficient 0: pin its row.
+	for i := range n {
+		if m[i][i] == 0 {
+			m[i][i] = 1
+		}
+	}
+	x, err := solve(m)
+	if err != nil {
+		return nil, 0, err
+	}
+	sse := 0.0
+	for _, p := range pts {
+		f, pred := row(p), 0.0
+		for i := range n {
+			pred += x[i] * f[i]
+		}
+		sse += (pred - p.Seconds) * (pred - p.Seconds) / (p.Seconds * p.Seconds)
+	}
+	return x, sse, nil
+}
+
+// solve runs Gaussian elimination with partial pivoting on the augmented n x (n+1) matrix m
+// (modified in place).
+func solve(m [][]float64) ([]float64, error) {
+	n := len(m)
+	x := make([]float64, n)
 	// Scale columns so the pivots are comparable (features span 1 to 1e6).
-	var scale [n]float64
+	scale := make([]float64, n)
 	for j := range n {
 		scale[j] = math.Sqrt(m[j][j])
 	}

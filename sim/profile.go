@@ -132,7 +132,7 @@ type Profile struct {
 	CPU          CPU                   `json:"cpu"`
 	Threads      int                   `json:"threads"`
 	Engine       EngineConfig          `json:"engine"`
-	Coefficients map[string]float64    `json:"coefficients"` // FeatureNames -> seconds per unit
+	Coefficients map[string]float64    `json:"coefficients"` // CoefNames -> seconds per unit (the hinge's threshold: KV rows)
 	HeldOut      map[string]ErrorStats `json:"held_out_error"`
 	Train        map[string]ErrorStats `json:"train_error"`
 	Reps         int                   `json:"repetitions"`
@@ -144,7 +144,7 @@ type Profile struct {
 func (p *Profile) SetCoefficients(c Coefficients) {
 	p.coef = c
 	p.Coefficients = map[string]float64{}
-	for i, n := range FeatureNames {
+	for i, n := range CoefNames {
 		p.Coefficients[n] = c[i]
 	}
 }
@@ -179,9 +179,9 @@ func LoadProfile(path string) (*Profile, error) {
 	if p.Version != ProfileVersion {
 		return nil, fmt.Errorf("profile %s: version %d, want %d (remeasure with llmcloud profile --engine)", path, p.Version, ProfileVersion)
 	}
-	for i, n := range FeatureNames {
+	for i, n := range CoefNames {
 		v, ok := p.Coefficients[n]
-		if !ok {
+		if !ok && i < numFeatures { // a profile without the hinge's coefficients has none
 			return nil, fmt.Errorf("profile %s: no coefficient %q", path, n)
 		}
 		p.coef[i] = v

@@ -126,8 +126,9 @@ func runProfileEngine(args []string, stdout, stderr io.Writer) error {
 // printProfileFit prints the coefficients and the fit's error per phase.
 func printProfileFit(w io.Writer, p *sim.Profile) {
 	fmt.Fprintln(w, "step time = const + prefill_token*P + prefill_attn_pair*sum(chunk*(ctx+chunk/2)) + decode_seq*D + decode_kv_token*sum(ctx)")
-	for _, n := range sim.FeatureNames {
-		fmt.Fprintf(w, "  %-22s %.4g\n", n, p.Coefficients[n])
+	fmt.Fprintln(w, "            + decode_kv_cold_token*max(0, sum(ctx) - decode_kv_cold_from)   (KV rows past the caches; 0: none)")
+	for _, n := range sim.CoefNames {
+		fmt.Fprintf(w, "  %-26s %.4g\n", n, p.Coefficients[n])
 	}
 	fmt.Fprintf(w, "%-8s %14s %14s %14s\n", "phase", "points fit/held", "held mean err", "held max err")
 	for _, ph := range []string{"decode", "prefill", "mixed", "all"} {
