@@ -99,7 +99,7 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 	var pl *rowsPlan
 	if a.rowsZ() {
 		pl = rowsPlanPool.Get().(*rowsPlan)
-		defer rowsPlanPool.Put(pl)
+		defer func() { pl.qp = nil; rowsPlanPool.Put(pl) }() // the pool keeps no activations alive
 		h0 := r * a.sg // items r.. cover query heads h0.. in order
 		pl.plan(a.q[tl.first*qd+h0*hd:], h0, m*a.sg, group, hd)
 	}
