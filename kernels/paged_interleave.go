@@ -99,7 +99,8 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 	var pl *rowsPlan
 	if a.rowsZ() {
 		pl = rowsPlanPool.Get().(*rowsPlan)
-		defer func() { pl.qp = nil; rowsPlanPool.Put(pl) }() // the pool keeps no activations alive
+		// The plan goes back to its pool without its pointer to the activations.
+		defer func() { pl.qp = nil; rowsPlanPool.Put(pl) }()
 		h0 := r * a.sg // items r.. cover query heads h0.. in order
 		pl.plan(a.q[tl.first*qd+h0*hd:], h0, m*a.sg, group, hd)
 	}
