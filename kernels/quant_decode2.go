@@ -1,9 +1,10 @@
-// This file runs a Q8_0 or Q4_0 matmul of two to four tokens as one-token decodes in one pass
+// This file runs a Q8_0 or Q4_0 matmul of two to eight tokens as one-token decodes in one pass
 // over the weight (Pool.MatMulDecodes): the stream split of the one-token decode (forStreamsN)
 // with the T-token kernels (two tokens: q8_0Rows4T2 and q4_0Rows4T2 over four streams; three
-// and four: q8_0Rows2T3 ... q4_0Rows2T4 over two), which read each weight row once for all the
-// tokens and give each (row, token) the one-token kernel's sum bit for bit. Rows outside a
-// share's streams go through the one-row kernels of the same math, token by token.
+// and four: q8_0Rows2T3 ... q4_0Rows2T4 over two; five to eight: four, then the rest, on the
+// same rows chunk by chunk), which read each weight row once for all the tokens and give each
+// (row, token) the one-token kernel's sum bit for bit. Rows outside a share's streams go
+// through the one-row kernels of the same math, token by token.
 package kernels
 
 import (
@@ -54,7 +55,7 @@ func decodeTKernels(T int) bool {
 
 // MatMulDecodes computes out = x · wᵀ for m tokens (x [m, k], out [m, n]) as m one-token
 // matmuls: token t's row of out is bit for bit what MatMul with m = 1 gives for x's row t. With
-// two to four tokens on a Q8_0 or Q4_0 weight on the VNNI decode kernels the tokens run in one
+// two to eight tokens on a Q8_0 or Q4_0 weight on the VNNI decode kernels the tokens run in one
 // pass over the weight; otherwise one MatMul per token.
 func (p *Pool) MatMulDecodes(out, x []float32, w *tensor.Tensor, m int) error {
 	if decodeTKernels(m) && decode2Eligible(w) && w.Check() == nil && len(x) >= m*w.Shape[1] && len(out) >= m*w.Shape[0] {

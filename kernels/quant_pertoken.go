@@ -1,6 +1,6 @@
 // This file decides when a matmul of a few tokens runs faster as one-token decodes
-// (MatMulDecodes) than as one GEMM on the tiles: two to four tokens on the AVX-512 VNNI decode
-// kernels without AMX, Q8_0 or Q4_0 weights. MatMulDecodes then reads the weight once for all
+// (MatMulDecodes) than as one GEMM on the tiles: two to eight tokens on the AVX-512 VNNI decode
+// kernels without AMX, Q8_0 or Q4_0 weights (five to eight: see below). MatMulDecodes then reads the weight once for all
 // the tokens with the T-token kernels (quant_decode2.go), in 0.9-1.55x one token's time, where
 // the tiles take 1.3-2.6x (BenchmarkTwoTokens; docs/kernels-quant.md, "Two to four tokens in one
 // decode pass"). Five to eight tokens (four plus the rest, chunk by chunk) are faster than the
