@@ -46,7 +46,7 @@ func (o *matmulOp) run(p *Program) error {
 	switch out := p.f32(o.out); {
 	case p.invariant:
 		err = p.pool.MatMulInvariant(out, x, o.w, m)
-	case kernels.PerTokenFaster(o.w, m): // two tokens as decodes in one pass (kernels/quant_decode2.go)
+	case kernels.PerTokenFaster(o.w, m): // two to eight tokens as decodes in one pass (kernels/quant_decode2.go)
 		err = p.pool.MatMulDecodes(out, x, o.w, m)
 	default:
 		err = p.pool.MatMul(out, x, o.w, m)
