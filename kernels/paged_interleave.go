@@ -61,10 +61,11 @@ func (a *pagedArgs) decodeRun(i, it, hi int) int {
 	return m
 }
 
-// runInterleaved runs items r..r+m-1 of tile i (one token), chunk by chunk: before each
-// chunk, the K and V rows of the next one are prefetched over the items' heads (of the first
-// chunk too, before it), then every item runs the chunk. scratch holds the scores of one item and the
-// softmax state of all (AttentionScratch(attnInterleaveRows) values at least).
+// runInterleaved runs items r..r+m-1 of tile i (one token), chunk by chunk, reading each chunk
+// in position order (paged_rowmajor.go: chunkRowsZ's kernels, else every item per page
+// segment); for chunkRowMajor on f32 pools the K and V rows of the next chunk are prefetched
+// over the items' heads first (of the first chunk too, before it). scratch holds the scores
+// of every item and then the softmax state of all (AttentionScratch(attnInterleaveRows)).
 func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 	const B = AttnBlock
 	qd, kvd, hd := a.heads*a.headDim, a.kvHeads*a.headDim, a.headDim
@@ -73,10 +74,7 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 	row := a.rows[tl.first]
 	var items [attnInterleaveRows]attnTile
 	var srcs [2 * attnInterleaveRows]kvSrc
-	state := scratch[a.sg*B:]
-	if useRowMajor && !a.kv.quantized() { // every item's scores, then the state
-		state = scratch[attnMaxGroup*B:]
-	}
+	state := scratch[attnMaxGroup*B:] // after every item's scores
 	for j := 0; j < m; j++ {
 		kv, sub := (r+j)/a.nsub, (r+j)%a.nsub
 		h0 := kv*group + sub*a.sg
@@ -95,7 +93,6 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 	// The items' columns: KV heads r/nsub .. (r+m-1)/nsub.
 	c0, c1 := (r/a.nsub)*hd, ((r+m-1)/a.nsub+1)*hd
 	nPos := row.Pos + 1
-	rowMajor := useRowMajor && !a.kv.quantized()
 	var pl *rowsPlan
 	if a.rowsZ() {
 		pl = rowsPlanPool.Get().(*rowsPlan)
@@ -104,8 +101,9 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 		h0 := r * a.sg // items r.. cover query heads h0.. in order
 		pl.plan(a.q[tl.first*qd+h0*hd:], h0, m*a.sg, group, hd)
 	}
-	// The software prefetch helps the item-major and segment-major chunks; chunkRowsZ's
-	// in-order reads go 3-8% faster without it (BenchmarkPagedDecodeCold).
+	// The software prefetch helps the segment-major chunks (and helped the item-major ones
+	// before them); chunkRowsZ's in-order reads go 3-8% faster without it
+	// (BenchmarkPagedDecodeCold).
 	pf := !a.kv.quantized() && prefetchKV && pl == nil
 	if pf {
 		a.prefetch(a.kv.K, row.Table, 0, min(B, nPos), c0, c1)
@@ -121,13 +119,7 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 			chunkRowsZ(items[:m], pl, p0, scratch[:attnMaxGroup*B:attnMaxGroup*B], a.out[tl.first*qd+h0*hd:], a.kv.K, a.kv.V)
 			continue
 		}
-		if rowMajor {
-			chunkRowMajor(items[:m], p0, scratch[:attnMaxGroup*B:attnMaxGroup*B], srcs[:2*m])
-			continue
-		}
-		for j := 0; j < m; j++ {
-			items[j].chunk(p0, scratch[:a.sg*B:a.sg*B], &srcs[2*j], &srcs[2*j+1])
-		}
+		chunkRowMajor(items[:m], p0, scratch[:attnMaxGroup*B:attnMaxGroup*B], srcs[:2*m])
 	}
 	for j := 0; j < m; j++ {
 		items[j].end()

@@ -8,9 +8,8 @@ import (
 // TestPagedDecodeInterleaved checks that decode rows, whose KV heads a worker runs
 // interleaved chunk by chunk (paged_interleave.go), give bit for bit what each KV head's
 // group gets run alone by pagedAttentionTile, for 1 to 3 workers, one row and a batch of rows,
-// contexts of one to several chunks, with the prefetch on and off, and with each chunk's page
-// segments read by every item in turn (chunkRowsZ's kernels where the CPU has them, or
-// chunkRowMajor) or item after item.
+// contexts of one to several chunks, with the prefetch on and off, and with chunkRowsZ's
+// kernels (where the CPU has them) on and off (chunkRowMajor).
 func TestPagedDecodeInterleaved(t *testing.T) {
 	defer func(v bool) { useAVX512 = v }(useAVX512)
 	for _, z := range avx512Modes() {
@@ -21,7 +20,7 @@ func TestPagedDecodeInterleaved(t *testing.T) {
 
 func testPagedDecodeInterleaved(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	defer func(v, rm, z bool) { prefetchKV, useRowMajor, useRowsZ = v, rm, z }(prefetchKV, useRowMajor, useRowsZ)
+	defer func(v, z bool) { prefetchKV, useRowsZ = v, z }(prefetchKV, useRowsZ)
 	for _, c := range []struct{ heads, kvh, hd, bs int }{
 		{12, 12, 64, 16}, {32, 4, 64, 16}, {8, 2, 8, 5}, {4, 1, 32, 16}, {16, 1, 8, 3}, {6, 3, 16, 1},
 		{6, 6, 128, 16}, {16, 2, 128, 7}, {5, 5, 64, 4}, {24, 3, 64, 16}, {16, 8, 128, 16}, {6, 3, 64, 5},
@@ -47,9 +46,9 @@ func testPagedDecodeInterleaved(t *testing.T) {
 			}
 			for _, workers := range []int{1, 2, 3} {
 				p := NewPool(workers)
-				for mode := range 6 {
+				for mode := range 4 {
 					pf := mode&1 == 0
-					prefetchKV, useRowMajor, useRowsZ = pf, mode < 4, mode < 2
+					prefetchKV, useRowsZ = pf, mode < 2
 					for _, n := range []int{1, 3} {
 						rows := all[:n]
 						out := make([]float32, n*qd)
@@ -59,7 +58,7 @@ func testPagedDecodeInterleaved(t *testing.T) {
 						}
 						for i := range out {
 							if out[i] != want[i] {
-								t.Fatalf("AVX-512 %v, %+v nPos %d, %d workers, prefetch %v, position-major %v (kernels %v), %d rows: out[%d] = %g, alone %g", useAVX512, c, nPos, workers, pf, useRowMajor, useRowsZ, n, i, out[i], want[i])
+								t.Fatalf("AVX-512 %v, %+v nPos %d, %d workers, prefetch %v, position-major kernels %v, %d rows: out[%d] = %g, alone %g", useAVX512, c, nPos, workers, pf, useRowsZ, n, i, out[i], want[i])
 							}
 						}
 					}

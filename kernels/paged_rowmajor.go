@@ -1,8 +1,12 @@
-// This file runs a decode row's interleaved items (paged_interleave.go) segment-major: each
-// page segment of a chunk is read by every item before the next segment, for the scores and
-// again for the weighted values, so that the worker walks the K and V rows of the chunk in
-// position order. Each item's scores, softmax and value sums are the same kernel calls in the
-// same order per item, so results are bit for bit those of runInterleaved's item-major loop.
+// This file runs a decode row's interleaved items (paged_interleave.go) in position order.
+// Segment-major (chunkRowMajor): each page segment of a chunk is read by every item before the
+// next segment, for the scores and again for the weighted values, with the same kernel calls
+// per item as an item run alone (pagedAttentionTile). Position-major (chunkRowsZ, one or two
+// query heads per KV head on AVX-512): kernels that compute every head's scores key row by key
+// row and add every head's weighted values value row by value row, with the tile kernels'
+// arithmetic. Either way each item's results are bit for bit those of its prefill tile. An
+// item after item loop, which walked one head's columns of every row (a strided walk, at
+// 40-62% of a stream's rate), was replaced by these (docs/kernels-float.md).
 package kernels
 
 import (
@@ -11,16 +15,13 @@ import (
 	"sync"
 )
 
-// useRowMajor selects chunkRowMajor for f32 pools (benchmarks compare it with the item-major
-// chunks).
-var useRowMajor = true
-
 // useRowsZ selects chunkRowsZ's kernels where they run (rowsZ); off, chunkRowMajor runs.
 var useRowsZ = true
 
 // chunkRowMajor runs positions p0..p0+AttnBlock-1 of items (one decode row's KV heads or
-// sub-groups, m*sg score rows at most attnMaxGroup) over f32 pools kc, vc (the items' srcs);
-// s holds m*sg*AttnBlock scores.
+// sub-groups, m*sg score rows at most attnMaxGroup) over their K and V pools srcs (f32, or
+// quantized: each segment dequantized into the srcs' scratch and used up at once); s holds
+// m*sg*AttnBlock scores.
 func chunkRowMajor(items []attnTile, p0 int, s []float32, srcs []kvSrc) {
 	const B = AttnBlock
 	a := &items[0]
@@ -72,7 +73,7 @@ var rowsPlanPool = sync.Pool{New: func() any { return new(rowsPlan) }}
 // and the segment-major chunks were faster (TinyLlama's 8 and Llama 3's 4 heads per KV head
 // in BenchmarkPagedDecodeCold).
 func (a *pagedArgs) rowsZ() bool {
-	return useRowMajor && useRowsZ && useAVX512 && attnAsm && !Reference && !a.kv.quantized() &&
+	return useRowsZ && useAVX512 && attnAsm && !Reference && !a.kv.quantized() &&
 		(a.headDim == 64 || a.headDim == 128) && a.heads <= 2*a.kvHeads
 }
 
