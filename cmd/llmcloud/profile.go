@@ -36,8 +36,10 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	tracePath := fs.String("trace", "", "write the Chrome trace-event JSON into FILE (open it in https://ui.perfetto.dev)")
 	threads := fs.Int("threads", runtime.NumCPU(), "compute threads (worker pool size)")
 	fs.IntVar(threads, "t", runtime.NumCPU(), "shorthand for --threads")
+	var kvDType string
+	registerKVDType(fs, &kvDType)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmcloud profile [MODEL] [-p N] [-n N] [--trace FILE.json] [--threads T]")
+		fmt.Fprintln(stderr, "usage: llmcloud profile [MODEL] [-p N] [-n N] [--trace FILE.json] [--threads T] [--kv-cache-dtype T]")
 		fmt.Fprintln(stderr, "MODEL: a GGUF file, a Hugging Face directory or a llama2.c .bin (default: the built-in default model)")
 		fs.PrintDefaults()
 	}
@@ -58,12 +60,15 @@ func runProfile(args []string, stdout, stderr io.Writer) error {
 	defer b.Close()
 	m := b.Model
 	m.Pool = kernels.NewPool(*threads)
+	if err := setKVDType(m, kvDType); err != nil {
+		return err
+	}
 	c := m.Config
 	if *prompt+*gen > c.CtxLen && c.CtxLen > 0 {
 		return usagef("-p %d plus -n %d exceed the model's context of %d", *prompt, *gen, c.CtxLen)
 	}
-	fmt.Fprintf(stdout, "%s: %s, dim %d, %d layers, ffn %d, vocab %d; %d threads; prefill %d tokens, %d decode steps\n",
-		b.Path, c.Arch, c.Dim, c.Layers, c.FFN, c.Vocab, *threads, *prompt, *gen)
+	fmt.Fprintf(stdout, "%s: %s, dim %d, %d layers, ffn %d, vocab %d; %d threads; KV %s; prefill %d tokens, %d decode steps\n",
+		b.Path, c.Arch, c.Dim, c.Layers, c.FFN, c.Vocab, *threads, m.KVCacheDType, *prompt, *gen)
 
 	run, err := newProfileRun(m, *prompt+*gen)
 	if err != nil {

@@ -78,6 +78,19 @@ func TestProfileCommand(t *testing.T) {
 // model, 192 prompt tokens: since prefill runs on AMX tiles, 64 tokens take ~4 ms and the
 // executor's fixed time between ops came close to the 5%), the ops' self times add up to the
 // measured prefill step time within 5%.
+// TestProfileKVDType: --kv-cache-dtype profiles attention over a quantized cache (the header
+// names it), and a type that does not exist is a usage error.
+func TestProfileKVDType(t *testing.T) {
+	model := fixture.Path(t, "models", "stories260K", "stories260K.bin")
+	out, errs, code := runCmd(t, "profile", model, "-p", "8", "-n", "2", "--threads", "2", "--kv-cache-dtype", "q8_0")
+	if code != 0 || !strings.Contains(out, "KV q8_0;") || !regexp.MustCompile(`(?m)^\s+attention\s+10\s`).MatchString(out) {
+		t.Fatalf("exit %d, no q8_0 header or decode attention row:\n%s %s", code, out, errs)
+	}
+	if _, errs, code := runCmd(t, "profile", model, "--kv-cache-dtype", "int3"); code == 0 || !strings.Contains(errs, "--kv-cache-dtype") {
+		t.Fatalf("--kv-cache-dtype int3: exit %d, %s", code, errs)
+	}
+}
+
 func TestProfileCoverage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and runs a 15M-parameter model")
