@@ -374,29 +374,77 @@ func attnPVZ_5(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, 
 // attnPVZ_6 sets out[r*ldo/4+c] += Σ_i p[r*ldp/4+i] * v[i*ldv/4+c] for r < 6, c < 64, i < nb (keys in order); strides in bytes. AVX-512F.
 func attnPVZ_6(out *float32, ldo int, p *float32, ldp int, v *float32, ldv int, nb int)
 
-// attnQKRowsZ_64 sets s[u*lds/4+i] = scale * Σ_c q[u*64+c] * k[(i*ldk+koff[u])/4+c] for u < 4*n4, i < nk, c < 64, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
+// attnQKRowsZ_64 sets s[u*lds/4+i] = scale * Σ_c q[u*64+c] * k_i[c] for u < 4*n4, i < nk, c < 64, key i's values (F32) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
 func attnQKRowsZ_64(q *float32, k *float32, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)
 
-// attnQKRowsZ_128 sets s[u*lds/4+i] = scale * Σ_c q[u*128+c] * k[(i*ldk+koff[u])/4+c] for u < 4*n4, i < nk, c < 128, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
+// attnQKRowsZ_128 sets s[u*lds/4+i] = scale * Σ_c q[u*128+c] * k_i[c] for u < 4*n4, i < nk, c < 128, key i's values (F32) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
 func attnQKRowsZ_128(q *float32, k *float32, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)
 
-// attnPVRowsZ_1 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < 1, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+// attnPVRowsZ_1 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 1, c < 64, i < nk, value row i's block b (F32) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
 func attnPVRowsZ_1(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)
 
-// attnPVRowsZ_2 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < 2, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+// attnPVRowsZ_2 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 2, c < 64, i < nk, value row i's block b (F32) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
 func attnPVRowsZ_2(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)
 
-// attnPVRowsZ_3 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < 3, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+// attnPVRowsZ_3 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 3, c < 64, i < nk, value row i's block b (F32) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
 func attnPVRowsZ_3(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)
 
-// attnPVRowsZ_4 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < 4, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+// attnPVRowsZ_4 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 4, c < 64, i < nk, value row i's block b (F32) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
 func attnPVRowsZ_4(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)
 
-// attnPVRowsZ_5 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < 5, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+// attnPVRowsZ_5 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 5, c < 64, i < nk, value row i's block b (F32) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
 func attnPVRowsZ_5(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)
 
-// attnPVRowsZ_6 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < 6, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+// attnPVRowsZ_6 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 6, c < 64, i < nk, value row i's block b (F32) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
 func attnPVRowsZ_6(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)
+
+// attnQKRowsZF16_64 sets s[u*lds/4+i] = scale * Σ_c q[u*64+c] * k_i[c] for u < 4*n4, i < nk, c < 64, key i's values (F16) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
+func attnQKRowsZF16_64(q *float32, k *uint16, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)
+
+// attnQKRowsZF16_128 sets s[u*lds/4+i] = scale * Σ_c q[u*128+c] * k_i[c] for u < 4*n4, i < nk, c < 128, key i's values (F16) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
+func attnQKRowsZF16_128(q *float32, k *uint16, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)
+
+// attnPVRowsZF16_1 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 1, c < 64, i < nk, value row i's block b (F16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZF16_1(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZF16_2 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 2, c < 64, i < nk, value row i's block b (F16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZF16_2(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZF16_3 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 3, c < 64, i < nk, value row i's block b (F16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZF16_3(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZF16_4 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 4, c < 64, i < nk, value row i's block b (F16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZF16_4(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZF16_5 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 5, c < 64, i < nk, value row i's block b (F16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZF16_5(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZF16_6 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 6, c < 64, i < nk, value row i's block b (F16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZF16_6(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnQKRowsZBF16_64 sets s[u*lds/4+i] = scale * Σ_c q[u*64+c] * k_i[c] for u < 4*n4, i < nk, c < 64, key i's values (BF16) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
+func attnQKRowsZBF16_64(q *float32, k *uint16, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)
+
+// attnQKRowsZBF16_128 sets s[u*lds/4+i] = scale * Σ_c q[u*128+c] * k_i[c] for u < 4*n4, i < nk, c < 128, key i's values (BF16) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.
+func attnQKRowsZBF16_128(q *float32, k *uint16, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)
+
+// attnPVRowsZBF16_1 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 1, c < 64, i < nk, value row i's block b (BF16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZBF16_1(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZBF16_2 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 2, c < 64, i < nk, value row i's block b (BF16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZBF16_2(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZBF16_3 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 3, c < 64, i < nk, value row i's block b (BF16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZBF16_3(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZBF16_4 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 4, c < 64, i < nk, value row i's block b (BF16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZBF16_4(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZBF16_5 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 5, c < 64, i < nk, value row i's block b (BF16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZBF16_5(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
+
+// attnPVRowsZBF16_6 sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < 6, c < 64, i < nk, value row i's block b (BF16) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.
+func attnPVRowsZBF16_6(out *float32, ooff *int, p *float32, poff *int, v *uint16, ldv int, voff *int, nk int)
 
 // cvtF16 converts n (multiple of 8) F16 values to f32.
 func cvtF16(dst *float32, src *uint16, n int)

@@ -143,7 +143,9 @@ func TestPagedAttentionKV(t *testing.T) {
 	pool := NewPool(2)
 	kvPaths(t, func(t *testing.T) {
 		for _, typ := range kvTypes {
-			for _, sh := range [][3]int{{8, 2, 64}, {8, 4, 8}, {4, 4, 32}, {6, 2, 128}} {
+			// {6, 6, 64} and {4, 2, 128}: one and two heads per KV head, whose decode rows run
+			// the position-major kernels on f16 and bf16 pools directly (paged_rowmajor.go).
+			for _, sh := range [][3]int{{8, 2, 64}, {8, 4, 8}, {4, 4, 32}, {6, 2, 128}, {6, 6, 64}, {4, 2, 128}} {
 				heads, kvh, hd := sh[0], sh[1], sh[2]
 				for _, bs := range []int{16, 7} {
 					const nPos = 150
@@ -179,6 +181,23 @@ func TestPagedAttentionKV(t *testing.T) {
 						tol := map[KVDType]float64{KVF16: 2e-3, KVBF16: 2e-2, KVQ8: 3e-2, KVFP8: 0.15}[typ] // one value is read alone at position 0
 						if e := maxAbsDiff(got, exact); e > tol {
 							t.Errorf("%s: max |quantized - f32| = %g > %g", name, e, tol)
+						}
+					}
+					// A lone decode row (a decode step of one sequence): each worker runs several
+					// KV heads of it interleaved (paged_interleave.go), which the batch above,
+					// handed out an item at a time, does not.
+					last := []PagedRow{{Pos: nPos - 1, Table: f.table}}
+					got, want := make([]float32, qd), make([]float32, qd)
+					var a PagedAttention
+					if err := a.RunLayer(pool, got, x[:qd], q, last, heads, kvh, hd, bs, AttnOpts{}); err != nil {
+						t.Fatal(err)
+					}
+					if err := a.RunLayer(pool, want, x[:qd], d, last, heads, kvh, hd, bs, AttnOpts{}); err != nil {
+						t.Fatal(err)
+					}
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v h%d/%d hd%d bs%d, a lone decode row: output %d: %g, f32 kernels on the dequantized pool %g", typ, heads, kvh, hd, bs, i, got[i], want[i])
 						}
 					}
 				}

@@ -285,7 +285,7 @@ func (r *PagedAttention) run(p *Pool, out, q []float32, kv KVLayer, rows []Paged
 	}
 	items := len(r.a.tiles) * kvHeads * nsub
 	switch {
-	case p.Workers() == 1 || work*heads*headDim < 1<<15:
+	case p.Workers() == 1 || work*heads*headDim < 1<<15 || len(rows) == 1 && r.a.narrowRowsZ():
 		r.a.run(0, items)
 	case len(rows) > 1 && decodeOnly(r.a.tiles) && len(r.a.tiles) >= p.Workers():
 		// A batch of decode rows: a row's items at a time, interleaved (runRows).

@@ -104,3 +104,77 @@ func BenchmarkPagedDecodeCold(b *testing.B) {
 // benchWarm skips the flush (LLMCLOUD_BENCH_WARM=1): the K/V stays in whatever cache holds it,
 // which separates the kernels' compute from their memory stalls.
 var benchWarm = os.Getenv("LLMCLOUD_BENCH_WARM") == "1"
+
+// BenchmarkPagedDecodeColdKV is BenchmarkPagedDecodeCold's stories110M shape over f16, bf16 and
+// q8_0 caches: what runs ("default": chunkRowsZ's kernels on f16 and bf16 pools, one worker
+// for their narrow rows) against the segment-major chunks, alternated pass by pass.
+func BenchmarkPagedDecodeColdKV(b *testing.B) {
+	const layers, bs, heads, kvh, hd = 12, 16, 12, 12, 64
+	flush := make([]float32, 16<<20)
+	var sink float32
+	for _, typ := range []KVDType{KVF16, KVBF16, KVQ8} {
+		for _, nPos := range []int{256, 1024} {
+			r := rand.New(rand.NewPCG(1, 2))
+			kvd := kvh * hd
+			fm, err := NewKVFormat(typ, kvd, hd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			nb := (nPos + bs - 1) / bs
+			table := make([]int32, nb)
+			for i := range table {
+				table[i] = int32(i)
+			}
+			kv := make([]KVLayer, layers)
+			row := make([]float32, kvd)
+			for l := range kv {
+				kv[l] = KVLayer{KQ: make([]byte, nb*bs*fm.RowBytes), VQ: make([]byte, nb*bs*fm.RowBytes), Fmt: fm}
+				for i := range nb * bs {
+					for j := range row {
+						row[j] = r.Float32()*2 - 1
+					}
+					fm.StoreRow(kv[l].KQ, i, row)
+					fm.StoreRow(kv[l].VQ, i, row)
+				}
+			}
+			q := make([]float32, heads*hd)
+			for i := range q {
+				q[i] = r.Float32()*2 - 1
+			}
+			out := make([]float32, heads*hd)
+			rows := []PagedRow{{Pos: nPos - 1, Table: table}}
+			for _, th := range []int{1, 2} {
+				p := NewPool(th)
+				b.Run(fmt.Sprintf("%v/pos=%d/t=%d", typ, nPos, th), func(b *testing.B) {
+					defer func(v bool) { useRowsZ = v }(useRowsZ)
+					modes := []string{"default", "segments"}
+					total := make([]time.Duration, len(modes))
+					var pa PagedAttention
+					for b.Loop() {
+						for mi := range modes {
+							useRowsZ = mi == 0
+							b.StopTimer()
+							var s float32
+							for i := 0; i < len(flush) && !benchWarm; i += 16 {
+								s += flush[i]
+							}
+							sink += s
+							b.StartTimer()
+							t0 := time.Now()
+							for l := range layers {
+								if err := pa.RunLayer(p, out, q, kv[l], rows, heads, kvh, hd, bs, AttnOpts{}); err != nil {
+									b.Fatal(err)
+								}
+							}
+							total[mi] += time.Since(t0)
+						}
+					}
+					for mi, m := range modes {
+						b.ReportMetric(float64(total[mi].Nanoseconds())/float64(b.N*layers)/1e3, "µs/layer-"+m)
+					}
+				})
+			}
+		}
+	}
+	_ = sink
+}

@@ -99,7 +99,11 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 		// The plan goes back to its pool without its pointer to the activations.
 		defer func() { pl.qp = nil; rowsPlanPool.Put(pl) }()
 		h0 := r * a.sg // items r.. cover query heads h0.. in order
-		pl.plan(a.q[tl.first*qd+h0*hd:], h0, m*a.sg, group, hd)
+		esize := 4
+		if a.kv.quantized() { // f16 or bf16 (rowsZ)
+			esize = a.kv.Fmt.RowBytes / kvd
+		}
+		pl.plan(a.q[tl.first*qd+h0*hd:], h0, m*a.sg, group, hd, esize)
 	}
 	// The software prefetch helps the segment-major chunks (and helped the item-major ones
 	// before them); chunkRowsZ's in-order reads go 3-8% faster without it
@@ -116,7 +120,7 @@ func (a *pagedArgs) runInterleaved(i, r, m int, scratch, qbuf []float32) {
 		}
 		if pl != nil {
 			h0 := r * a.sg
-			chunkRowsZ(items[:m], pl, p0, scratch[:attnMaxGroup*B:attnMaxGroup*B], a.out[tl.first*qd+h0*hd:], a.kv.K, a.kv.V)
+			chunkRowsZ(items[:m], pl, p0, scratch[:attnMaxGroup*B:attnMaxGroup*B], a.out[tl.first*qd+h0*hd:], &a.kv)
 			continue
 		}
 		chunkRowMajor(items[:m], p0, scratch[:attnMaxGroup*B:attnMaxGroup*B], srcs[:2*m])

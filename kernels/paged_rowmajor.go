@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // useRowsZ selects chunkRowsZ's kernels where they run (rowsZ); off, chunkRowMajor runs.
@@ -67,21 +68,45 @@ type rowsPlan struct {
 
 var rowsPlanPool = sync.Pool{New: func() any { return new(rowsPlan) }}
 
-// rowsZ reports whether chunkRowsZ runs a's decode rows: AVX-512, f32 pools, head dims 64
-// and 128, and at most two query heads per KV head. With more, the tile kernels' scores,
+// rowsZ reports whether chunkRowsZ runs a's decode rows: AVX-512, f32, f16 or bf16 pools
+// (the last two converted in the kernels' registers), head dims 64 and 128, and at most two query heads per KV head. With more, the tile kernels' scores,
 // which load each key once for up to four heads, do less work per byte than attnQKRowsZ,
 // and the segment-major chunks were faster (TinyLlama's 8 and Llama 3's 4 heads per KV head
 // in BenchmarkPagedDecodeCold).
 func (a *pagedArgs) rowsZ() bool {
-	return useRowsZ && useAVX512 && attnAsm && !Reference && !a.kv.quantized() &&
+	t := a.kv.Fmt.Type
+	return useRowsZ && useAVX512 && attnAsm && !Reference && (t == KVF32 || t == KVF16 || t == KVBF16) &&
 		(a.headDim == 64 || a.headDim == 128) && a.heads <= 2*a.kvHeads
+}
+
+// narrowRowsZ reports whether a's decode rows run chunkRowsZ over pool rows of 2 KiB or less.
+// Split between workers by heads, each would read part of every row, and each core's
+// prefetcher fetches the whole rows: on the Zen 5 VM a lone decode row over 1.5 KiB f16 rows
+// (stories110M's heads) took 145 µs a layer on one worker and 250 on two
+// (BenchmarkPagedDecodeColdKV), where f32 rows of 3 KiB took 260 and 219. So such a row
+// runs on one worker.
+func (a *pagedArgs) narrowRowsZ() bool {
+	if !a.rowsZ() {
+		return false
+	}
+	_, _, rb := a.kv.rowBase(a.kvHeads * a.headDim)
+	return rb <= 2048
+}
+
+// rowBase returns the K and V pools' first rows and the bytes from one pool row to the next,
+// for the position-major kernels (f32, f16 or bf16 pools; kvd values a row).
+func (kv *KVLayer) rowBase(kvd int) (k, v unsafe.Pointer, rowBytes int) {
+	if !kv.quantized() {
+		return unsafe.Pointer(unsafe.SliceData(kv.K)), unsafe.Pointer(unsafe.SliceData(kv.V)), 4 * kvd
+	}
+	return unsafe.Pointer(unsafe.SliceData(kv.KQ)), unsafe.Pointer(unsafe.SliceData(kv.VQ)), kv.Fmt.RowBytes
 }
 
 // plan fills pl for the query heads h0..h0+n-1 of a decode row whose q starts at q (h0's).
 // The P·V blocks are ordered by how many earlier blocks read the same K/V columns, then by
 // those columns, so that each pass of up to six blocks reads the worker's columns of every
 // row in address order (the heads of one KV head share its columns).
-func (pl *rowsPlan) plan(q []float32, h0, n, group, hd int) {
+func (pl *rowsPlan) plan(q []float32, h0, n, group, hd, esize int) {
 	const B = AttnBlock
 	pl.hd, pl.n4 = hd, (n+3)/4
 	pl.qp = &q[0]
@@ -91,14 +116,14 @@ func (pl *rowsPlan) plan(q []float32, h0, n, group, hd int) {
 		pl.qp = &pl.q[0]
 	}
 	for u := range 4 * pl.n4 {
-		pl.koff[u] = ((h0 + min(u, n-1)) / group) * hd * 4
+		pl.koff[u] = ((h0 + min(u, n-1)) / group) * hd * esize
 	}
 	type blk struct{ rank, o, p, v int }
 	var bs [2 * attnMaxGroup]blk
 	nb := 0
 	for u := range n {
 		for c := 0; c < hd; c += 64 {
-			b := blk{o: (u*hd + c) * 4, p: u * B * 4, v: pl.koff[u] + c*4}
+			b := blk{o: (u*hd + c) * 4, p: u * B * 4, v: pl.koff[u] + c*esize}
 			for _, e := range bs[:nb] {
 				if e.v == b.v {
 					b.rank++
@@ -123,18 +148,19 @@ func (pl *rowsPlan) plan(q []float32, h0, n, group, hd int) {
 // chunkRowsZ is chunkRowMajor on the position-major AVX-512 kernels (a.rowsZ()): per page
 // segment, one attnQKRowsZ call gives every head's scores key row by key row, and the P·V
 // passes add every head's weighted values value row by value row. out is the items' output
-// (head h0's row), kc and vc the f32 pools.
-func chunkRowsZ(items []attnTile, pl *rowsPlan, p0 int, s, out, kc, vc []float32) {
+// (head h0's row), kv the layer's pools (f32, f16 or bf16).
+func chunkRowsZ(items []attnTile, pl *rowsPlan, p0 int, s, out []float32, kv *KVLayer) {
 	const B = AttnBlock
 	a := &items[0]
-	table, blockSize, stride, headDim, pos0 := a.table, a.blockSize, a.stride, a.headDim, a.pos0
+	table, blockSize, headDim, pos0 := a.table, a.blockSize, a.headDim, a.pos0
+	kp, vp, rb := kv.rowBase(a.stride)
 	g := a.g
 	scale := float32(1 / math.Sqrt(float64(headDim)))
 	nb := min(B, pos0+1-p0)
 	for i0, seg := 0, 0; i0 < nb; i0 += seg {
 		var r0 int
 		seg, r0 = pageSeg(table, blockSize, p0+i0, nb-i0)
-		qkRowsZ(headDim, pl.qp, &kc[r0*stride], 4*stride, &pl.koff[0], pl.n4, &s[i0], 4*B, seg, scale)
+		qkRowsZ(headDim, kv.Fmt.Type, pl.qp, unsafe.Add(kp, r0*rb), rb, &pl.koff[0], pl.n4, &s[i0], 4*B, seg, scale)
 	}
 	for j := range items {
 		it := &items[j]
@@ -144,7 +170,7 @@ func chunkRowsZ(items []attnTile, pl *rowsPlan, p0 int, s, out, kc, vc []float32
 		var r0 int
 		seg, r0 = pageSeg(table, blockSize, p0+i0, nb-i0)
 		for b0 := 0; b0 < pl.nblk; b0 += 6 {
-			pvRowsZ(min(6, pl.nblk-b0), &out[0], &pl.ooff[b0], &s[i0], &pl.poff[b0], &vc[r0*stride], 4*stride, &pl.voff[b0], seg)
+			pvRowsZ(min(6, pl.nblk-b0), kv.Fmt.Type, &out[0], &pl.ooff[b0], &s[i0], &pl.poff[b0], unsafe.Add(vp, r0*rb), rb, &pl.voff[b0], seg)
 		}
 	}
 }

@@ -18,10 +18,13 @@ import (
 // attnQKRows generates attnQKRowsZ_{hd}: for key rows i < nk (ldk bytes apart from k) and
 // output rows u < 4*n4, s[u*lds/4 + i] = scale * (q_u · k_i[koff[u]/4 :]) with q_u the hd values
 // at q + u*hd*4.
-func attnQKRows(hd int) {
-	name := fmt.Sprintf("attnQKRowsZ_%d", hd)
-	TEXT(name, NOSPLIT, "func(q *float32, k *float32, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)")
-	Doc(fmt.Sprintf("%s sets s[u*lds/4+i] = scale * Σ_c q[u*%d+c] * k[(i*ldk+koff[u])/4+c] for u < 4*n4, i < nk, c < %d, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.", name, hd, hd))
+//
+// With w F16 or BF16 the keys are a pool of that type, converted in registers (VCVTPH2PS, or
+// widened and shifted): the sums are those over the pool's f32 values, bit for bit.
+func attnQKRows(hd int, w wtype) {
+	name := fmt.Sprintf("attnQKRowsZ%s_%d", typeSuffix(w), hd)
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(q *float32, k *%s, ldk int, koff *int, n4 int, s *float32, lds int, nk int, scale float32)", w.ctype))
+	Doc(fmt.Sprintf("%s sets s[u*lds/4+i] = scale * Σ_c q[u*%d+c] * k_i[c] for u < 4*n4, i < nk, c < %d, key i's values (%s) at byte i*ldk+koff[u] of k, each sum as gemmZF32 forms it; strides and offsets in bytes. AVX-512F.", name, hd, hd, w.name))
 	kp := Load(Param("k"), GP64())
 	ldk := Load(Param("ldk"), GP64())
 	sp := Load(Param("s"), GP64())
@@ -52,7 +55,7 @@ func attnQKRows(hd int) {
 	for c := 0; c < hd/16; c++ {
 		for u := range kr {
 			kv := ZMM()
-			VMOVUPS(Mem{Base: kr[u], Disp: 64 * c}, kv)
+			w.load16(Mem{Base: kr[u], Disp: 16 * w.size * c}, kv)
 			VFMADD231PS(Mem{Base: qg, Disp: 4*hd*u + 64*c}, kv, acc[u])
 		}
 	}
@@ -81,10 +84,11 @@ func attnQKRows(hd int) {
 // attnPVRows generates attnPVRowsZ_{nb}: for nb <= 6 blocks of 64 output columns (block b at
 // out + ooff[b], its weights at p + poff[b], its values at v + voff[b] in every row),
 // out_b[c] += Σ_i p_b[i] * v_i[c] over key rows i < nk (ldv bytes apart), keys in order.
-func attnPVRows(nb int) {
-	name := fmt.Sprintf("attnPVRowsZ_%d", nb)
-	TEXT(name, NOSPLIT, "func(out *float32, ooff *int, p *float32, poff *int, v *float32, ldv int, voff *int, nk int)")
-	Doc(fmt.Sprintf("%s sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v[(i*ldv+voff[b])/4+c] for b < %d, c < 64, i < nk (keys in order, row by row); offsets and strides in bytes. AVX-512F.", name, nb))
+// With w F16 or BF16 the values are a pool of that type, converted in registers.
+func attnPVRows(nb int, w wtype) {
+	name := fmt.Sprintf("attnPVRowsZ%s_%d", typeSuffix(w), nb)
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(out *float32, ooff *int, p *float32, poff *int, v *%s, ldv int, voff *int, nk int)", w.ctype))
+	Doc(fmt.Sprintf("%s sets out[(ooff[b]/4)+c] += Σ_i p[(poff[b]+4*i)/4] * v_i[c] for b < %d, c < 64, i < nk, value row i's block b (%s) at byte i*ldv+voff[b] of v (keys in order, row by row); offsets and strides in bytes. AVX-512F.", name, nb, w.name))
 	o := Load(Param("out"), GP64())
 	otab := Load(Param("ooff"), GP64())
 	t := GP64()
@@ -115,7 +119,7 @@ func attnPVRows(nb int) {
 		MOVQ(Mem{Base: vtab, Disp: 8 * b}, t)
 		MOVQ(Mem{Base: ptab, Disp: 8 * b}, t2)
 		for c := range vv {
-			VMOVUPS(Mem{Base: vp, Index: t, Scale: 1, Disp: 64 * c}, vv[c])
+			w.load16(Mem{Base: vp, Index: t, Scale: 1, Disp: 16 * w.size * c}, vv[c])
 		}
 		VBROADCASTSS(Mem{Base: pp, Index: t2, Scale: 1}, bc)
 		for c := range vv {
@@ -137,4 +141,12 @@ func attnPVRows(nb int) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// typeSuffix names the pool type in a kernel's name: none for F32 (the first kernels' names).
+func typeSuffix(w wtype) string {
+	if w.name == "F32" {
+		return ""
+	}
+	return w.name
 }

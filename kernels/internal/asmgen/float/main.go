@@ -60,10 +60,12 @@ func main() {
 	for rows := 1; rows <= 6; rows++ {
 		attnPVZ(rows)
 	}
-	attnQKRows(64)
-	attnQKRows(128)
-	for nb := 1; nb <= 6; nb++ {
-		attnPVRows(nb)
+	for _, w := range wtypes {
+		attnQKRows(64, w)
+		attnQKRows(128, w)
+		for nb := 1; nb <= 6; nb++ {
+			attnPVRows(nb, w)
+		}
 	}
 	cvt("F16", 0)
 	cvt("BF16", 0)
