@@ -15,13 +15,17 @@
 # simulation shares between the replicas (default: nproc); PORT the router's port.
 #
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
-# time (bench --max-concurrency 1, seed 2: other prompts than the measured points') against
-# the cloud, and the same requests simulated one at a time: the step overhead is the real
-# median TPOT minus the simulated one; then, with that step overhead, each request's real TTFT
-# and TPOT minus its simulated ones (overheads-W: simulate --request-overheads, a draw per
-# request), and their medians' difference (overhead-W: the constant --request-overhead, used
-# instead with OVERHEADS=constant). Each point runs on a fresh cloud (empty prefix caches, as
-# the simulation starts).
+# time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
+# 2: other prompts than the measured points') against the cloud, and the same requests
+# simulated one at a time: the step overhead is the real median TPOT minus the simulated one;
+# then, with that step overhead, each request's real TTFT and TPOT minus its simulated ones
+# (overheads-W: simulate --request-overheads, a draw per request), and their medians'
+# difference (overhead-W: the constant --request-overhead, used instead with
+# OVERHEADS=constant). The arrivals leave each replica idle between its requests, as at the
+# measured points: back to back, the real prefills ran 10-17% faster and the decode steps
+# slower than after a pause (docs/simulate.md, "Calibrating with pauses"), which showed as
+# TTFT under-predicted and TPOT over-predicted at the low rates. Each point runs on a fresh
+# cloud (empty prefix caches, as the simulation starts).
 set -eu
 B=${LLMCLOUD:-llmcloud}
 OUT=${OUT:-.}
@@ -29,6 +33,7 @@ PORT=${PORT:-18473}
 CPUS=${CPUS:-$(nproc)}
 N=${NUM_PROMPTS:-200}
 CAL_N=${CAL_N:-100}
+CAL_RATE=${CAL_RATE:-1}
 OVERHEADS=${OVERHEADS:-measured}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
@@ -84,7 +89,7 @@ calibrate() {
 	local w=$1 A
 	A=$(args $w)
 	up_start
-	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --num-prompts $CAL_N --seed 2 \
+	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $CAL_N --seed 2 \
 		--disable-tqdm --save-result --result-dir "$OUT" --result-filename cal-real-$w.json >"$OUT/cal-$w.log" 2>&1
 	up_stop
 	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --request-rate 0.01 --num-prompts $CAL_N --seed 2 --cpus $CPUS"
