@@ -103,6 +103,8 @@ func main() {
 	flag.IntVar(&prefetchAhead, "prefetch", prefetchAhead, "Q8_0 decode prefetch distance in bytes (0: none)")
 	flag.IntVar(&prefetchAheadQ4, "prefetch-q4", prefetchAheadQ4, "Q4_0 decode prefetch distance in bytes (0: none)")
 	flag.IntVar(&prefetchNext, "prefetch-next", prefetchNext, "q8_0Rows4Z: 1 prefetch the next rows into L1, -1 into L2, 0 none")
+	flag.IntVar(&prefetch4P, "prefetch-4p", prefetch4P, "q8_0Rows4P: prefetch distance in bytes ahead of each stream (0: none)")
+	flag.StringVar(&prefetch4PInstr, "prefetch-4p-instr", prefetch4PInstr, "q8_0Rows4P: PREFETCHT0, PREFETCHT1 or PREFETCHNTA")
 	flag.IntVar(&prefetchGroups, "prefetch-groups", prefetchGroups, "q8_0Rows4Z: how many row groups ahead to prefetch")
 	flag.Parse()
 	consts()
