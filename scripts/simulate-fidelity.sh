@@ -17,7 +17,7 @@
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
 # time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
 # 2: other prompts than the measured points') against the cloud, and the same requests
-# simulated one at a time: the step overhead is the real median TPOT minus the simulated one;
+# simulated the same way (simulate --max-concurrency 1 --request-rate 1): the step overhead is the real median TPOT minus the simulated one;
 # then, with that step overhead, each request's real TTFT and TPOT minus its simulated ones
 # (overheads-W: simulate --request-overheads, a draw per request), and their medians'
 # difference (overhead-W: the constant --request-overhead, used instead with
@@ -92,7 +92,7 @@ calibrate() {
 	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $CAL_N --seed 2 \
 		--disable-tqdm --save-result --result-dir "$OUT" --result-filename cal-real-$w.json >"$OUT/cal-$w.log" 2>&1
 	up_stop
-	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --request-rate 0.01 --num-prompts $CAL_N --seed 2 --cpus $CPUS"
+	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $CAL_N --seed 2 --cpus $CPUS"
 	$sim --json "$OUT/cal-sim0-$w.json" >>"$OUT/cal-$w.log" 2>&1
 	local step req
 	step=$(jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim0-$w.json" \

@@ -31,6 +31,7 @@ type shard struct {
 
 	policy router.Policy
 	cands  []router.Candidate // cands[:ready] are routable
+	closed *closedLoop        // the client's --max-concurrency slots (sim/closed.go); nil: none
 	hits   map[string]int64
 	ready  int
 
@@ -82,6 +83,9 @@ func (sh *shard) topAt() int64 {
 // result.
 func (sh *shard) run() error {
 	if sh.order == nil {
+		if sh.closed != nil {
+			return sh.loopClosed()
+		}
 		return sh.loop(nil, nil)
 	}
 	for a := 0; a < len(sh.order); {
@@ -283,6 +287,9 @@ func (sh *shard) finishStep(k int, t int64) error {
 			sh.end = max(sh.end, t)
 			if sh.cands != nil {
 				sh.cands[k].Inflight--
+			}
+			if sh.closed != nil {
+				sh.closed.finished(sh, i)
 			}
 		}
 	}

@@ -60,6 +60,11 @@ type Options struct {
 	// gap (sim/jitter.go).
 	Overheads    []Overhead
 	OverheadSeed uint64
+	// MaxConcurrency, if positive, caps the requests in flight as bench serve
+	// --max-concurrency does (sim/closed.go): a request arriving while that many are in
+	// flight is sent when one ends as the client sees it (overhead included). Outcome.Requests
+	// is then a copy whose At is each request's send time, from which its TTFT and E2E count.
+	MaxConcurrency int
 }
 
 // Outcome is what happened to each request, and the run's totals.
@@ -106,6 +111,8 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		return nil, errors.New("sim: no requests")
 	case o.CPUs < 0 || math.IsNaN(o.CPUs) || math.IsInf(o.CPUs, 0):
 		return nil, fmt.Errorf("sim: %v CPUs: want a positive count (or 0: every replica has its own)", o.CPUs)
+	case o.MaxConcurrency < 0:
+		return nil, fmt.Errorf("sim: max concurrency %d: want a positive cap (or 0: none)", o.MaxConcurrency)
 	case o.StepOverhead < 0 || o.RequestOverhead < 0:
 		return nil, fmt.Errorf("sim: negative overhead (step %v, request %v)", o.StepOverhead, o.RequestOverhead)
 	}
@@ -121,6 +128,9 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		return nil, err
 	}
 	cfg := o.Profile.Engine.Scheduler()
+	if o.MaxConcurrency > 0 {
+		reqs = slices.Clone(reqs) // the send times replace the arrivals
+	}
 	n := len(reqs)
 	out := &Outcome{Requests: reqs, Replica: make([]int32, n), TTFT: make([]int64, n), E2E: make([]int64, n),
 		NumOut: make([]int32, n), Errors: make([]string, n), ITLHist: map[int64]int64{}, RouterHits: map[string]int64{}}
@@ -154,8 +164,9 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		return sh, nil
 	}
 
+	var closed *closedLoop
 	workers := min(runtime.GOMAXPROCS(0), o.Replicas)
-	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil && o.Autoscale == nil && !shared {
+	if policy.Name() == router.RoundRobin && workers > 1 && o.OnStep == nil && o.Autoscale == nil && !shared && o.MaxConcurrency == 0 {
 		shards := make([]*shard, workers)
 		for w := range shards {
 			var ids []int
@@ -211,6 +222,8 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		}
 		sh.hits = out.RouterHits
 		sh.ready = o.Replicas
+		sh.closed = newClosedLoop(&o, n)
+		closed = sh.closed
 		if o.Autoscale != nil {
 			if err := sh.startAutoscale(); err != nil {
 				return nil, err
@@ -237,7 +250,11 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 		out.End += d
 	}
 	if len(o.Overheads) > 0 {
-		applyOverheads(out, o.Overheads, o.OverheadSeed)
+		if closed != nil {
+			applyDrawn(out, closed.drawn)
+		} else {
+			applyOverheads(out, o.Overheads, o.OverheadSeed)
+		}
 		if !o.Detailed {
 			out.ITLs = nil
 		}

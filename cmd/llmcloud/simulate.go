@@ -28,7 +28,7 @@ func init() {
 
 type simFlags struct {
 	profile, model, workload, routerName, rate, jsonOut, label string
-	replicas, numPrompts                                       int
+	replicas, numPrompts, maxConcurrency                       int
 	force, search, detailed                                    bool
 	burstiness                                                 float64
 	seed                                                       uint64
@@ -72,6 +72,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.rate, "request-rate", "inf", "requests/s (Poisson or gamma arrivals, as bench serve), or inf")
 	fs.StringVar(&f.rate, "rate", "inf", "alias of --request-rate")
 	fs.Float64Var(&f.burstiness, "burstiness", 1, "arrival burstiness: 1 Poisson, <1 burstier (gamma shape)")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "at most this many requests in flight, as bench serve: a request arriving while they are waits for one to end (0: no cap)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (dataset and arrivals, as bench serve)")
 	fs.Func("goodput", "service level objectives METRIC:MS (ttft, tpot, e2el), as bench serve", func(s string) error {
 		f.goodput = append(f.goodput, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
@@ -233,6 +234,7 @@ type simRun struct {
 	stepOverhead, requestOverhead time.Duration
 	overheads                     []sim.Overhead
 	overheadsFile                 string
+	maxConcurrency                int
 }
 
 func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
@@ -245,6 +247,8 @@ func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
 		return nil, usagef("--num-prompts must be at least 1")
 	case f.burstiness <= 0:
 		return nil, usagef("--burstiness must be positive")
+	case f.maxConcurrency < 0:
+		return nil, usagef("--max-concurrency must be positive (or 0: no cap)")
 	}
 	name := f.ds.Name
 	var reqs []sim.Request
@@ -276,13 +280,16 @@ func (f *simFlags) prepare(prof *sim.Profile) (*simRun, error) {
 		}
 	}
 	r := &simRun{prof: prof, reqs: reqs, goodput: goodput, pcts: pcts, router: f.routerName,
-		detailed: f.detailed || len(reqs) < 10000}
+		detailed: f.detailed || len(reqs) < 10000, maxConcurrency: f.maxConcurrency}
 	r.res = bench.Result{Backend: "sim", Label: f.label, ModelID: prof.Model.File, TokenizerID: "sim",
 		DatasetName: name, NumPrompts: len(reqs), RequestRate: rate, Burstiness: f.burstiness, Seed: f.seed,
 		IgnoreEOS: true, PercentileMetrics: metrics, MetricPercentiles: pcts, Params: params,
 		Metadata: map[string]string{"simulated": "true", "profile": f.profile, "router": f.routerName, "replicas": strconv.Itoa(f.replicas)}}
 	if len(goodput) > 0 {
 		r.res.Goodput = goodput
+	}
+	if f.maxConcurrency > 0 {
+		r.res.MaxConcurrency = &f.maxConcurrency
 	}
 	return r, nil
 }
@@ -292,7 +299,7 @@ func (r *simRun) simulate(n int) (*bench.Result, *sim.Outcome, error) {
 	out, err := sim.Simulate(sim.Options{Profile: r.prof, Replicas: n, Router: r.router, Detailed: r.detailed,
 		Autoscale: r.autoscale, AutoscaleInterval: r.asInterval, StartDelay: r.startDelay,
 		CPUs: r.cpus, StepOverhead: r.stepOverhead, RequestOverhead: r.requestOverhead,
-		Overheads: r.overheads, OverheadSeed: r.res.Seed}, r.reqs)
+		Overheads: r.overheads, OverheadSeed: r.res.Seed, MaxConcurrency: r.maxConcurrency}, r.reqs)
 	if err != nil {
 		return nil, nil, err
 	}

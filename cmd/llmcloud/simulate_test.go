@@ -107,6 +107,17 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 		}
 	}
 
+	// A client with --max-concurrency 2: bench serve's line, and never more than two in flight.
+	capped := filepath.Join(dir, "capped.json")
+	out, errs, code = runCmd(t, "simulate", "--profile", prof, "--replicas", "2", "--max-concurrency", "2",
+		"--random-input-len", "100", "--random-output-len", "20", "--num-prompts", "50", "--json", capped)
+	if code != 0 || !strings.Contains(out, "Maximum request concurrency:             2") {
+		t.Fatalf("simulate --max-concurrency: exit %d: %s %s", code, out, errs)
+	}
+	if rc, err := bench.LoadResult(capped); err != nil || rc.MaxConcurrency == nil || *rc.MaxConcurrency != 2 || rc.MaxConcurrentRequests > 2 || rc.Completed != 50 {
+		t.Fatalf("capped result %+v (err %v): want max_concurrency 2, at most 2 in flight, 50 done", rc, err)
+	}
+
 	// Bad input.
 	bad := func(name string, want []string, args ...string) {
 		t.Helper()
@@ -148,5 +159,6 @@ func TestProfileEngineAndSimulate(t *testing.T) {
 	bad("no profile", []string{"--profile"}, "simulate")
 	bad("autoscale", []string{"MIN:MAX"}, "simulate", "--profile", prof, "--autoscale", "4")
 	bad("cpus", []string{"--cpus"}, "simulate", "--profile", prof, "--cpus", "-1")
+	bad("max concurrency", []string{"--max-concurrency"}, "simulate", "--profile", prof, "--max-concurrency", "-2")
 	bad("missing profile", []string{"nope.json"}, "simulate", "--profile", filepath.Join(dir, "nope.json"))
 }
