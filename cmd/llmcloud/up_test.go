@@ -144,20 +144,22 @@ func TestUpAutoscales(t *testing.T) {
 		"--", "--max-model-len", "512", "--threads", "1", "--max-num-seqs", "1", "--disable-log-requests")
 	waitFleet(t, url, "1 ready replica", 60*time.Second, func(v fleetView) bool { return readyCount(v) == 1 })
 
-	reqs, err := bench.RandomRequests(bench.Words{}, bench.RandomOptions{InputLen: 16, OutputLen: 200}, 160, 2)
+	reqs, err := bench.RandomRequests(bench.Words{}, bench.RandomOptions{InputLen: 16, OutputLen: 400}, 160, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := &bench.Client{URL: url + "/v1/completions", Model: "stories260K", IgnoreEOS: true, HTTP: bench.NewHTTPClient(time.Minute)}
-	// The burst: 40 requests/s, far more than one replica running one sequence at a time
-	// serves, until the added replicas are ready and have taken a share (their start time
-	// depends on how busy the machine is), or 60 s.
+	// The burst: 100 requests/s of 400 tokens, more than three replicas running one sequence
+	// at a time serve (stories260K decodes about 13,000 tokens/s a thread on the Zen 5 VM: at
+	// 40 requests/s of 200 tokens two replicas kept up there and the fleet never reached 3),
+	// until the added replicas are ready and have taken a share (their start time depends on
+	// how busy the machine is), or 60 s.
 	var peak fleetView // the status with the most ready replicas seen during the burst
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed, sent := 0, 0
 	var firstErr string
-	tick := time.NewTicker(25 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		<-tick.C
 		r, id := reqs[sent%len(reqs)], sent
