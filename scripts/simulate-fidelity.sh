@@ -12,7 +12,8 @@
 #
 # LLMCLOUD names the binary (default: llmcloud on PATH); OUT the directory for the JSON files
 # and logs (default .); N (or NUM_PROMPTS) the requests per point (200); CPUS the cores the
-# simulation shares between the replicas (default: nproc); PORT the router's port.
+# simulation shares between the replicas (default: nproc); PORT the router's port; CAL_N and
+# CAL_RATE the calibration's requests (100) and their rate (1 a second, one at a time).
 #
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
 # time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
