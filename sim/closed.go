@@ -40,7 +40,7 @@ func newClosedLoop(o *Options, n int) *closedLoop {
 }
 
 // clientE2E is request i's E2E as the client sees it: the engine's, plus its overhead (the
-// constant, or its drawn one applied as applyDrawn will).
+// constant, or its drawn one as applyEach will apply it).
 func (c *closedLoop) clientE2E(out *Outcome, i int, constant int64) int64 {
 	if c.drawn == nil {
 		return out.E2E[i] + constant
@@ -51,29 +51,6 @@ func (c *closedLoop) clientE2E(out *Outcome, i int, constant int64) int64 {
 		e += max(g+int64(v.TPOT), 0)
 	}
 	return e + constant
-}
-
-// applyDrawn is applyOverheads with the overheads drawn before the run (closedLoop.drawn).
-func applyDrawn(out *Outcome, drawn []Overhead) {
-	clear(out.ITLHist)
-	var end int64
-	for i := range out.Requests {
-		if out.Errors[i] != "" {
-			continue
-		}
-		v := drawn[i]
-		ttft := max(out.TTFT[i]+int64(v.TTFT), 0)
-		e2e := ttft
-		for k, g := range out.ITLs[i] {
-			g = max(g+int64(v.TPOT), 0)
-			out.ITLs[i][k] = g
-			out.ITLHist[g]++
-			e2e += g
-		}
-		out.TTFT[i], out.E2E[i] = ttft, e2e
-		end = max(end, out.Requests[i].At+e2e)
-	}
-	out.End = max(out.End, end)
 }
 
 // loopClosed is loop for every request (routed by the policy) through the client's semaphore.

@@ -46,16 +46,23 @@ func checkOverheads(o *Options) error {
 }
 
 // applyOverheads adds a drawn Overhead to every successful request of out (whose ITLs are
-// kept), rebuilds the gap histogram, and moves out.End to the last request's new end.
+// kept), in request order, rebuilds the gap histogram, and moves out.End to the last
+// request's new end.
 func applyOverheads(out *Outcome, ovs []Overhead, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc908))
+	applyEach(out, func(int) Overhead { return ovs[rng.IntN(len(ovs))] })
+}
+
+// applyEach is applyOverheads with request i's overhead given by at(i), called once for each
+// successful request in order.
+func applyEach(out *Outcome, at func(i int) Overhead) {
 	clear(out.ITLHist)
 	var end int64
 	for i := range out.Requests {
 		if out.Errors[i] != "" {
 			continue
 		}
-		v := ovs[rng.IntN(len(ovs))]
+		v := at(i)
 		ttft := max(out.TTFT[i]+int64(v.TTFT), 0)
 		e2e := ttft
 		for k, g := range out.ITLs[i] {

@@ -251,7 +251,7 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	}
 	if len(o.Overheads) > 0 {
 		if closed != nil {
-			applyDrawn(out, closed.drawn)
+			applyEach(out, func(i int) Overhead { return closed.drawn[i] })
 		} else {
 			applyOverheads(out, o.Overheads, o.OverheadSeed)
 		}
