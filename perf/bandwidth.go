@@ -8,10 +8,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"time"
-	"unsafe"
-
-	"github.com/llmcloud/llmcloud/internal/mmap"
 )
 
 // BandwidthBytes is the buffer size ReadBandwidth streams over (well beyond any cache).
@@ -63,67 +59,10 @@ func ReadBandwidth() Bandwidth {
 // 64 to 128 bytes of loads per iteration) where the CPU has AVX2, so they are bound by memory
 // rather than by instruction throughput; pages are written before timing.
 func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
-	threads = max(threads, 1)
 	passes = max(passes, 1)
-	n := size / 4
-	var buf []float32
-	pages := "Go heap"
-	if kind == Huge {
-		if b, release, err := mmap.AnonHuge(n * 4); err == nil {
-			defer release()
-			buf = unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
-			pages = "2 MiB-aligned MADV_HUGEPAGE"
-		}
-	}
-	if buf == nil {
-		buf = make([]float32, n)
-	}
-	// Distinct content on every page (identical pages could be merged by the host, which
-	// would turn the stream into cache hits).
-	x := uint32(2463534242)
-	for i := range buf {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		buf[i] = float32(x >> 20)
-	}
-	huge, _ := mmap.HugeBytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), n*4))
-	var sink float32
-	sums := make([]float32, threads)
-	// pass reads every share once, as one stream, four or eight (its quarters or eighths side
-	// by side: four is the pattern decode's kernels read, which a core streams faster on some
-	// CPUs; eight is faster still on some).
-	pass := func(streams int) float64 {
-		var wg sync.WaitGroup
-		var start sync.WaitGroup
-		start.Add(1)
-		wg.Add(threads)
-		for t := 0; t < threads; t++ {
-			go func(t int) {
-				defer wg.Done()
-				start.Wait()
-				lo, hi := (t*n/threads)&^31, ((t+1)*n/threads)&^31
-				if t == threads-1 {
-					hi = n
-				}
-				switch streams {
-				case 8:
-					sums[t] = sum8(buf[lo:hi])
-				case 4:
-					sums[t] = sum4(buf[lo:hi])
-				default:
-					sums[t] = sum(buf[lo:hi])
-				}
-			}(t)
-		}
-		t0 := time.Now()
-		start.Done()
-		wg.Wait()
-		for _, s := range sums {
-			sink += s
-		}
-		return float64(n*4) / time.Since(t0).Seconds()
-	}
+	pr := NewProber(threads, size, kind)
+	defer pr.Close()
+	pass := pr.Pass
 	// The first round warms up (goroutines started, TLB, frequency); then the patterns take
 	// turns, so all see the same host.
 	patterns := [3]int{1, 4, 8}
@@ -149,14 +88,13 @@ func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
 	if !hasAVX2 {
 		method = "Go 8-accumulator sum"
 	}
-	_ = sink
 	return Bandwidth{
-		BytesPerSec: best[len(best)-1], Median: median(best), Threads: threads,
-		Bytes: n * 4, Passes: passes, Streams: streams,
+		BytesPerSec: best[len(best)-1], Median: median(best), Threads: pr.threads,
+		Bytes: len(pr.buf) * 4, Passes: passes, Streams: streams,
 		OneStream: median(rates[0]), FourStreams: median(rates[1]), EightStreams: median(rates[2]),
 		Method: fmt.Sprintf("%s, one contiguous share per goroutine read as %d stream%s (the fastest of 1, 4 and 8 streams: medians %.2f, %.2f and %.2f GB/s)",
 			method, streams, map[bool]string{true: "s"}[streams > 1], median(rates[0])/1e9, median(rates[1])/1e9, median(rates[2])/1e9),
-		Pages: pages, HugeBytes: huge,
+		Pages: pr.pages, HugeBytes: pr.huge,
 	}
 }
 

@@ -18,6 +18,21 @@ type LatencyOptions struct {
 	// Depth (llama-bench's -d) runs both tests after a context of Depth tokens, prefilled
 	// once untimed: pp then processes positions Depth.., tg decodes from position Depth.
 	Depth int
+	// Probe, when set, is called during the timed tg runs: before each run's first step,
+	// after every ProbeEvery steps and after its last, with its time left out of the steps'
+	// and the run's; it returns the memory read bandwidth at that moment (bytes/s: a Prober
+	// pass). TGWindows pairs each window of steps with the probes around it, so a decode's
+	// share of the bandwidth is taken against what the host gave at the same time.
+	Probe      func() float64
+	ProbeEvery int
+}
+
+// ProbeWindow is a run of consecutive decode steps and the read bandwidth probed just before
+// and just after it.
+type ProbeWindow struct {
+	Steps         int
+	Time          time.Duration // the steps' time (the probes excluded)
+	Before, After float64       // bytes/s
 }
 
 // LatencyResult holds tokens/s of every timed repetition.
@@ -34,6 +49,8 @@ type LatencyResult struct {
 	// ticks, so a step's value is good to about a tick (4 ms at HZ=250): a step ending just
 	// before a tick shows too little and the next too much.
 	TGCPU []time.Duration
+	// TGWindows holds the tg runs' windows between probes (LatencyOptions.Probe), in order.
+	TGWindows []ProbeWindow
 }
 
 // Latency runs the pp and tg tests on m (with m.Pool) as llama-bench does: token ids are
@@ -78,24 +95,44 @@ func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 	}
 	if o.Gen > 0 {
 		tok := []int{1 % m.Config.Vocab}
+		every := o.ProbeEvery
+		if every < 1 {
+			every = o.Gen
+		}
 		for r := 0; r <= reps; r++ {
+			probing := r > 0 && o.Probe != nil
+			var bw float64
+			if probing {
+				bw = o.Probe()
+			}
 			t0 := time.Now()
 			prev, prevCPU := t0, processCPU()
+			win, winSteps := t0, 0
+			var paused time.Duration
 			for i := 0; i < o.Gen; i++ {
 				var err error
 				if logits, err = m.ForwardTo(logits, c, tok, d+i, false); err != nil {
 					return res, fmt.Errorf("tg%d: %w", o.Gen, err)
 				}
 				tok[0] = argmax(logits)
-				if r > 0 {
-					now, cpu := time.Now(), processCPU()
-					res.TGSteps = append(res.TGSteps, now.Sub(prev))
-					res.TGCPU = append(res.TGCPU, cpu-prevCPU)
-					prev, prevCPU = now, cpu
+				if r == 0 {
+					continue
+				}
+				now, cpu := time.Now(), processCPU()
+				res.TGSteps = append(res.TGSteps, now.Sub(prev))
+				res.TGCPU = append(res.TGCPU, cpu-prevCPU)
+				prev, prevCPU = now, cpu
+				if winSteps++; probing && (winSteps == every || i == o.Gen-1) {
+					after := o.Probe()
+					res.TGWindows = append(res.TGWindows, ProbeWindow{Steps: winSteps, Time: now.Sub(win), Before: bw, After: after})
+					bw, winSteps = after, 0
+					prev, prevCPU = time.Now(), processCPU()
+					paused += prev.Sub(now)
+					win = prev
 				}
 			}
 			if r > 0 {
-				res.TG = append(res.TG, float64(o.Gen)/time.Since(t0).Seconds())
+				res.TG = append(res.TG, float64(o.Gen)/(time.Since(t0)-paused).Seconds())
 			}
 		}
 	}
@@ -110,6 +147,34 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// PairedShare is the share of the read bandwidth a decode reading bytesPerStep a step used,
+// window by window (ws: LatencyResult.TGWindows): each window's read rate over the mean of
+// the probes before and after it. It returns the median window's share and the whole run's
+// (all windows' bytes over their time, over the windows' probe means weighted by their time);
+// zeros without windows.
+func PairedShare(ws []ProbeWindow, bytesPerStep float64) (median, overall float64) {
+	if len(ws) == 0 {
+		return 0, 0
+	}
+	shares := make([]float64, 0, len(ws))
+	var bytes, probeSecs float64
+	for _, w := range ws {
+		t := w.Time.Seconds()
+		if t <= 0 || w.Before+w.After <= 0 {
+			continue
+		}
+		ref := (w.Before + w.After) / 2
+		shares = append(shares, bytesPerStep*float64(w.Steps)/t/ref)
+		bytes += bytesPerStep * float64(w.Steps)
+		probeSecs += ref * t
+	}
+	if len(shares) == 0 {
+		return 0, 0
+	}
+	slices.Sort(shares)
+	return shares[len(shares)/2], bytes / probeSecs
 }
 
 // StepPercentiles returns the given percentiles (0 to 100) of steps, nearest rank; zeros for

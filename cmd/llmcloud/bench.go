@@ -54,6 +54,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("repetitions", 5, "timed runs of each test (after one warm-up)")
 	fs.IntVar(reps, "r", 5, "shorthand for --repetitions")
 	noBW := fs.Bool("no-bandwidth", false, "skip the memory bandwidth measurement")
+	probeEvery := fs.Int("probe-every", 16, "tg test: probe the read bandwidth (a 256 MiB pass, not timed) after every this many decode steps, to take the decode's share of it against the host's bandwidth at the same time (0 = only before and after the tests)")
 	var w8 w8a8Flags
 	w8.register(fs)
 	outType := registerOutputType(fs)
@@ -76,6 +77,8 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 		return usagef("-p and -n must be >= 0 and not both 0")
 	case *threads < 1 || *reps < 1:
 		return usagef("--threads and --repetitions must be at least 1")
+	case *probeEvery < 0:
+		return usagef("--probe-every must be >= 0")
 	}
 	if path == "" {
 		if path, err = defaultModel(textLog(stderr)); err != nil {
@@ -116,12 +119,19 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 	if *gen > 0 && !*noBW {
 		bwBefore = perf.ReadBandwidth()
 	}
+	lo := perf.LatencyOptions{Prompt: *prompt, Gen: *gen, Repetitions: *reps, Depth: *depth}
+	if *gen > 0 && !*noBW && *probeEvery > 0 {
+		pr := perf.NewProber(bwBefore.Threads, pairedProbeBytes, perf.Huge)
+		defer pr.Close()
+		lo.Probe = func() float64 { return pr.Pass(bwBefore.Streams) }
+		lo.ProbeEvery = *probeEvery
+	}
 	var runs []perf.LatencyResult
 	for _, s := range kvTypes {
 		if err := setKVDType(m, s); err != nil {
 			return err
 		}
-		res, err := perf.Latency(m, perf.LatencyOptions{Prompt: *prompt, Gen: *gen, Repetitions: *reps, Depth: *depth})
+		res, err := perf.Latency(m, lo)
 		if err != nil {
 			return err
 		}
@@ -186,9 +196,34 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 				bwBefore.Median/1e9, after.Median/1e9)
 			fmt.Fprintf(stdout, "(bandwidth: median of %d passes over %d MiB of %s memory (%.0f%% on huge pages), %d threads, %s; best pass %.2f GB/s = %.0f%%)\n",
 				bw.Passes, bw.Bytes>>20, bw.Pages, 100*float64(bw.HugeBytes)/float64(bw.Bytes), bw.Threads, bw.Method, bw.BytesPerSec/1e9, 100*used/bw.BytesPerSec)
+			printPairedShare(stdout, res.TGWindows, float64(st.DecodeBytes), bwBefore.Streams)
 		}
 	}
 	return nil
+}
+
+// pairedProbeBytes is the size of bench latency's probes between decode steps: a pass takes
+// 3-5 ms at this VM's 50-90 GB/s.
+const pairedProbeBytes = 256 << 20
+
+// printPairedShare prints the decode's share of the bandwidth probed between its steps
+// (perf.PairedShare), window by window.
+func printPairedShare(w io.Writer, ws []perf.ProbeWindow, bytesPerStep float64, streams int) {
+	if len(ws) == 0 {
+		return
+	}
+	med, all := perf.PairedShare(ws, bytesPerStep)
+	probes := make([]float64, 0, len(ws)+1)
+	for i, x := range ws {
+		if i == 0 || x.Before != ws[i-1].After {
+			probes = append(probes, x.Before)
+		}
+		probes = append(probes, x.After)
+	}
+	sort.Float64s(probes)
+	q := func(f float64) float64 { return probes[int(f*float64(len(probes)-1))] / 1e9 }
+	fmt.Fprintf(w, "decode read %.0f%% of the bandwidth probed between its steps (the median of %d windows of up to %d steps, each window's read rate over the mean of the probes before and after it; over all the windows %.0f%%; %d probes of %d MiB, %d streams a thread: min %.1f, median %.1f, max %.1f GB/s)\n",
+		100*med, len(ws), ws[0].Steps, 100*all, len(probes), pairedProbeBytes>>20, streams, q(0), q(0.5), q(1))
 }
 
 // shortParams is a size label like "110M" or "1.1B".

@@ -17,8 +17,22 @@ func TestBenchLatency(t *testing.T) {
 	}
 }
 
+// TestBenchLatencyProbes: with the bandwidth measured, the tg test probes it between its steps
+// and prints the decode's share of it window by window.
+func TestBenchLatencyProbes(t *testing.T) {
+	m := fixture.Path(t, "models", "rand3M", "rand3M-q8_0.gguf")
+	out, _ := run(t, "bench", "latency", "-m", m, "-p", "0", "-n", "8", "--threads", "2", "-r", "1", "--probe-every", "3")
+	for _, want := range []string{"of the measured read bandwidth", "bandwidth probed before and after the tests",
+		"of the bandwidth probed between its steps (the median of 3 windows of up to 3 steps", "; 4 probes of 256 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
-	for _, args := range [][]string{{"bench"}, {"bench", "nope"}, {"bench", "latency", "extra"}, {"bench", "latency", "-m", "x", "-p", "0", "-n", "0"}} {
+	for _, args := range [][]string{{"bench"}, {"bench", "nope"}, {"bench", "latency", "extra"}, {"bench", "latency", "-m", "x", "-p", "0", "-n", "0"},
+		{"bench", "latency", "-m", "x", "--probe-every", "-1"}} {
 		if code := runMain(args, &strings.Builder{}, &strings.Builder{}); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}

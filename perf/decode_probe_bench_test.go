@@ -1,0 +1,91 @@
+package perf
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/llmcloud/llmcloud/internal/mmap"
+	"github.com/llmcloud/llmcloud/kernels"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// BenchmarkDecodeVsProbe compares the Q8_0 decode matmul with the bandwidth probe's read on the
+// same memory at the same moments: 512 MiB of MADV_HUGEPAGE memory holding TinyLlama-FFN-shaped
+// Q8_0 matrices (5632 x 2048), read in turns by the one-token matmul over every matrix (two
+// workers) and by the probe's four-stream sum (two goroutines). It reports each one's median
+// GB/s and the median of the per-turn ratios (matmul over probe):
+//
+//	go test ./perf -run X -bench DecodeVsProbe -benchtime 20x
+func BenchmarkDecodeVsProbe(b *testing.B) {
+	const n, k = 5632, 2048
+	rowBytes := k / 32 * 34
+	mat := n * rowBytes
+	mem, release, err := mmap.AnonHuge(BandwidthBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release()
+	count := len(mem) / mat
+	mem = mem[:count*mat]
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range mem {
+		mem[i] = byte(r.Uint32())
+	}
+	for blk := 0; blk < len(mem); blk += 34 { // a scale of 2^-10 per block
+		binary.LittleEndian.PutUint16(mem[blk:], 0x1400)
+	}
+	ws := make([]*tensor.Tensor, count)
+	for i := range ws {
+		ws[i] = &tensor.Tensor{Name: "w", Type: tensor.Q8_0, Shape: []int{n, k}, Data: mem[i*mat : (i+1)*mat]}
+	}
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = r.Float32() - 0.5
+	}
+	out := make([]float32, n)
+	p := kernels.NewPool(2)
+	fl := unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), len(mem)/4)
+	probe := func() float64 {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for t := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lo, hi := (t*len(fl)/2)&^31, ((t+1)*len(fl)/2)&^31
+				sum4(fl[lo:hi])
+			}()
+		}
+		wg.Wait()
+		return float64(len(mem)) / time.Since(t0).Seconds() / 1e9
+	}
+	decode := func() float64 {
+		t0 := time.Now()
+		for _, w := range ws {
+			if err := p.MatMul(out, x, w, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(len(mem)) / time.Since(t0).Seconds() / 1e9
+	}
+	probe()
+	decode()
+	var pr, de, ratio []float64
+	for b.Loop() {
+		a, d := probe(), decode()
+		pr, de, ratio = append(pr, a), append(de, d), append(ratio, d/a)
+	}
+	med := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		return s[len(s)/2]
+	}
+	b.ReportMetric(med(pr), "probe-GB/s")
+	b.ReportMetric(med(de), "decode-GB/s")
+	b.ReportMetric(med(ratio), "decode/probe")
+}
