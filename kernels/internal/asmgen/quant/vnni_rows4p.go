@@ -15,13 +15,15 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// prefetch4P is how far ahead (bytes) of each stream q8_0Rows4P prefetches (0: none, the
-// default), with prefetch4PInstr. Measured on the Zen 5 VM (BenchmarkQ8DecodeHuge, TinyLlama's
-// 5632x2048 and 2048x5632 from DRAM, each build's four-stream GB/s over the one-row kernel's in
-// the same run, three alternated rounds): PREFETCHT0 2048 bytes ahead lifted one thread 5-12%
-// (ratio 1.22-1.33 -> 1.32-1.40) and cost two threads, the decode's case, 2-6% (1.22-1.29 ->
-// 1.16-1.23); 1024 and 4096 were no better. Two threads already read what the memory gives.
-var prefetch4P, prefetch4PInstr = 0, "PREFETCHT0"
+// prefetch4P is how far ahead (bytes) of each stream q8_0Rows4P prefetches (0: none), with
+// prefetch4PInstr. Measured on the Zen 5 VM (BenchmarkQ8DecodeModes: two threads, 512 MiB of
+// 5632x2048 matrices from DRAM, each variant's GB/s over a plain read of the same memory in the
+// same turn, split by the two bandwidth modes the host switches between; eight runs, 5 Dec
+// 2026): PREFETCHNTA 2048 bytes ahead read 8.6-9.6% more than no prefetch when the host gave
+// 73-75 GB/s and 0.3-3.4% more at 50-53 GB/s; PREFETCHT0 2048 ahead gained as much at 73-75
+// but lost 1-3% at 50-53 (what an earlier session saw as "two threads lose 2-6%"), NTA 1024
+// gained 0-1% at 73-75 and NTA 4096 lost 1-4% in both modes, PREFETCHT1 2048 lost 3-4% at 50.
+var prefetch4P, prefetch4PInstr = 2048, "PREFETCHNTA"
 
 // genRows4P emits q8_0Rows4P (the per-row math of q8_0Rows4Z: rows4Unit).
 func genRows4P() {

@@ -1,0 +1,169 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/llmcloud/llmcloud/internal/mmap"
+	"github.com/llmcloud/llmcloud/tensor"
+)
+
+// BenchmarkDecodeGap measures what the gaps between a decode step's matmuls cost, and whether
+// prefetching the next matmul's first rows during a gap wins it back: the one-token matmuls of
+// eight TinyLlama Q8_0 layers as the forward calls them (q/k/v and gate/up each one
+// MatMulShared, o and down alone), from MADV_HUGEPAGE memory, on two workers. Each iteration
+// runs the variants back to back: no gap; a gap of gapWork on the caller after every matmul
+// (the norms and attention of a real step); the same gap with the worker prefetching the
+// start of each of the next matmul's streams meanwhile (pf bytes each).
+//
+//	go test ./kernels -run X -bench DecodeGap -benchtime 40x
+func BenchmarkDecodeGap(b *testing.B) {
+	if !useAVX512 || !quantVNNI {
+		b.Skip("no AVX-512 VNNI")
+	}
+	const dim, ffn, kv, layers = 2048, 5632, 256, 8
+	r := rand.New(rand.NewPCG(1, 2))
+	type op struct{ ws []*tensor.Tensor }
+	var ops []op
+	var all []*tensor.Tensor
+	for range layers {
+		for _, shapes := range [][][2]int{{{dim, dim}, {kv, dim}, {kv, dim}}, {{dim, dim}}, {{ffn, dim}, {ffn, dim}}, {{dim, ffn}}} {
+			var o op
+			for _, sh := range shapes {
+				w := randQuantFast(b, tensor.Q8_0, sh[0], sh[1])
+				o.ws = append(o.ws, w)
+				all = append(all, w)
+			}
+			ops = append(ops, o)
+		}
+	}
+	bytes := 0
+	for _, w := range all {
+		bytes += len(w.Data)
+	}
+	mem, release, err := mmap.AnonHuge(bytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release()
+	off := 0
+	for _, w := range all {
+		off += copy(mem[off:], w.Data)
+		w.Data = mem[off-len(w.Data) : off]
+	}
+	x := qRandVec(r, ffn, 1)
+	outs := make([][]float32, 3)
+	for i := range outs {
+		outs[i] = make([]float32, ffn)
+	}
+	p := NewPool(2)
+	// starts[i] are the first bytes of each stream of op i's rows on p (forStreamsN's split).
+	starts := make([][][]byte, len(ops))
+	for i, o := range ops {
+		var segs []gemvSeg
+		total := 0
+		for _, w := range o.ws {
+			segs = append(segs, gemvSeg{w: w.Data, dt: w.Type, n: w.Shape[0], k: w.Shape[1]})
+			total += w.Shape[0]
+		}
+		streams := 4
+		if streams8(segs) {
+			streams = 8
+		}
+		parts := min(p.Workers(), max(1, total/(streams*streamStep)))
+		rs, _ := segs[0].dt.RowBytes(segs[0].k)
+		for s := range parts {
+			lo, hi := s*total/parts, (s+1)*total/parts
+			for j := range streams {
+				row := lo + j*((hi-lo)/streams)
+				si, st := segOf(segs, row)
+				starts[i] = append(starts[i], segs[si].w[(row-st)*rs:])
+			}
+		}
+	}
+	gap := func(d time.Duration) {
+		for t0 := time.Now(); time.Since(t0) < d; {
+		}
+	}
+	for _, gapWork := range []time.Duration{5 * time.Microsecond, 15 * time.Microsecond} {
+		for _, pf := range []int{4 << 10, 16 << 10} {
+			b.Run(fmt.Sprintf("gap%v/pf%dK", gapWork, pf>>10), func(b *testing.B) {
+				run := func(variant int) float64 {
+					t0 := time.Now()
+					for i, o := range ops {
+						var err error
+						if len(o.ws) == 1 {
+							err = p.MatMul(outs[0][:o.ws[0].Shape[0]], x[:o.ws[0].Shape[1]], o.ws[0], 1)
+						} else {
+							bufs := make([][]float32, len(o.ws))
+							for j, w := range o.ws {
+								bufs[j] = outs[j][:w.Shape[0]]
+							}
+							err = p.MatMulShared(bufs, x[:o.ws[0].Shape[1]], o.ws, 1)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						next := starts[(i+1)%len(ops)]
+						switch variant {
+						case 1: // the same job as the prefetching variants, the worker idle
+							p.For(2, 1, func(lo, hi int) {
+								if lo == 0 {
+									gap(gapWork)
+								}
+							})
+						case 2:
+							p.For(2, 1, func(lo, hi int) {
+								if lo == 0 {
+									gap(gapWork)
+									return
+								}
+								for _, s := range next {
+									prefetchRows(&s[0], 0, 1, min(pf, len(s)))
+								}
+							})
+						case 3: // the worker prefetches its own streams only
+							p.For(2, 1, func(lo, hi int) {
+								if lo == 0 {
+									gap(gapWork)
+									return
+								}
+								for _, s := range next[len(next)/2:] {
+									prefetchRows(&s[0], 0, 1, min(pf, len(s)))
+								}
+							})
+						case 4: // the caller prefetches its own streams first, the worker its own
+							p.For(2, 1, func(lo, hi int) {
+								half := next[lo*len(next)/2 : (lo+1)*len(next)/2]
+								for _, s := range half {
+									prefetchRows(&s[0], 0, 1, min(pf, len(s)))
+								}
+								if lo == 0 {
+									gap(gapWork)
+								}
+							})
+						}
+					}
+					return time.Since(t0).Seconds()
+				}
+				secs := make([][]float64, 5)
+				for b.Loop() {
+					for v := range secs {
+						secs[v] = append(secs[v], run(v))
+					}
+				}
+				gaps := float64(len(ops)) * gapWork.Seconds()
+				for v, name := range []string{"nogap", "gap", "gap+wpf", "gap+wpfown", "gap+bothpf"} {
+					s := median(secs[v])
+					b.ReportMetric(float64(bytes)/s/1e9, name+"-GB/s")
+					if v > 0 {
+						// the step's time beyond the no-gap step and the gaps themselves, per gap
+						b.ReportMetric((s-median(secs[0])-gaps)/float64(len(ops))*1e6, name+"-extra-µs/gap")
+					}
+				}
+			})
+		}
+	}
+}
