@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -11,25 +10,46 @@ import (
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// BenchmarkQ8DecodeModes compares decode configurations of the Q8_0 one-token matmul against
-// a plain read of the same memory at the same moments, in both of the bandwidth modes the Zen 5
-// VM switches between (about 50-55 and 75-90 GB/s for two threads): 512 MiB of huge-page
-// 5632 x 2048 Q8_0 matrices, and each turn a read (two goroutines, the f32 Dot of each half
-// with itself) followed by one pass of every configuration over all the matrices. Each
+// BenchmarkDecodeModes compares decode configurations of the one-token matmul against a plain
+// read of the same memory at the same moments, in both of the bandwidth modes the Zen 5 VM
+// switches between (about 50-55 and 70-90 GB/s for two threads): 512 MiB of huge-page
+// 5632 x 2048 matrices (Q8_0, F16), and each turn a read (two goroutines, the f32 Dot of each
+// half with itself) followed by one pass of every configuration over all the matrices. Each
 // configuration's GB/s over the read's of its turn is reported as the median over the turns
-// whose read was above 65 GB/s ("hi") and over the others ("lo"):
+// whose read was above 65 GB/s ("hi") and over the others ("lo"). The configurations are four
+// and eight streams a worker; a kernel variant to compare (the generators' prefetch choices,
+// asmgen/quant and asmgen/float) joins them the same way:
 //
-//	go test ./kernels -run X -bench Q8DecodeModes -benchtime 60x
-func BenchmarkQ8DecodeModes(b *testing.B) {
+//	go test ./kernels -run X -bench DecodeModes -benchtime 40x
+func BenchmarkDecodeModes(b *testing.B) {
 	if !quantVNNI {
 		b.Skip("no VNNI")
 	}
-	w0 := randQuantFast(b, tensor.Q8_0, 5632, 2048)
+	defer func(s8, f8 bool) { useStreams8[0], useF16x8 = s8, f8 }(useStreams8[0], useF16x8)
+	r := rand.New(rand.NewPCG(1, 2))
+	f16, _ := tensor.Convert(f32Tensor("w", []int{5632, 2048}, qRandVec(r, 5632*2048, 0.1)), tensor.F16)
+	for _, c := range []struct {
+		w0      *tensor.Tensor
+		streams func(eight bool)
+	}{
+		{randQuantFast(b, tensor.Q8_0, 5632, 2048), func(eight bool) { useStreams8[0] = eight }},
+		{f16, func(eight bool) { useF16x8 = eight && hasF16x8 }},
+	} {
+		b.Run(c.w0.Type.String(), func(b *testing.B) {
+			decodeModes(b, c.w0, map[string]func(){"s4": func() { c.streams(false) }, "s8": func() { c.streams(true) }})
+		})
+	}
+}
+
+// decodeModes runs BenchmarkDecodeModes on copies of w0 for the configurations set up by
+// configs' functions.
+func decodeModes(b *testing.B, w0 *tensor.Tensor, configs map[string]func()) {
 	ws, release := hugeCopies(b, w0, 1, 512<<20)
 	defer release()
 	region := unsafe.Slice((*float32)(unsafe.Pointer(&ws[0].Data[0])), len(ws)*len(w0.Data)/4)
-	x := qRandVec(rand.New(rand.NewPCG(2, 3)), 2048, 1)
-	out := make([]float32, 5632)
+	n, k := w0.Shape[0], w0.Shape[1]
+	x := qRandVec(rand.New(rand.NewPCG(2, 3)), k, 1)
+	out := make([]float32, n)
 	p := NewPool(2)
 	read := func() float64 {
 		var wg sync.WaitGroup
@@ -45,15 +65,6 @@ func BenchmarkQ8DecodeModes(b *testing.B) {
 		wg.Wait()
 		return float64(len(region)*4) / time.Since(t0).Seconds() / 1e9
 	}
-	type config struct {
-		name string
-		set  func()
-	}
-	defer func(s8 bool) { useStreams8[0] = s8 }(useStreams8[0])
-	configs := []config{ // a kernel variant to compare joins here (the generator's variants: asmgen/quant)
-		{"s4", func() { useStreams8[0] = false }},
-		{"s8", func() { useStreams8[0] = true }},
-	}
 	pass := func() float64 {
 		t0 := time.Now()
 		for _, w := range ws {
@@ -64,28 +75,31 @@ func BenchmarkQ8DecodeModes(b *testing.B) {
 		return float64(len(ws)*len(w0.Data)) / time.Since(t0).Seconds() / 1e9
 	}
 	read()
-	ratios := make([][2][]float64, len(configs))
+	ratios := map[string]*[2][]float64{}
+	for name := range configs {
+		ratios[name] = new([2][]float64)
+	}
 	var reads [2][]float64
 	for b.Loop() {
-		r := read()
+		rd := read()
 		mode := 0
-		if r > 65 {
+		if rd > 65 {
 			mode = 1
 		}
-		reads[mode] = append(reads[mode], r)
-		for i, c := range configs {
-			c.set()
-			ratios[i][mode] = append(ratios[i][mode], pass()/r)
+		reads[mode] = append(reads[mode], rd)
+		for name, set := range configs {
+			set()
+			ratios[name][mode] = append(ratios[name][mode], pass()/rd)
 		}
 	}
-	for mode, name := range []string{"lo", "hi"} {
+	for mode, m := range []string{"lo", "hi"} {
 		if len(reads[mode]) == 0 {
 			continue
 		}
-		b.ReportMetric(float64(len(reads[mode])), name+"-turns")
-		b.ReportMetric(median(append([]float64(nil), reads[mode]...)), name+"-read-GB/s")
-		for i, c := range configs {
-			b.ReportMetric(median(append([]float64(nil), ratios[i][mode]...)), fmt.Sprintf("%s-%s/read", name, c.name))
+		b.ReportMetric(float64(len(reads[mode])), m+"-turns")
+		b.ReportMetric(median(reads[mode]), m+"-read-GB/s")
+		for name := range configs {
+			b.ReportMetric(median(ratios[name][mode]), m+"-"+name+"/read")
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // prefetch4P is how far ahead (bytes) of each stream q8_0Rows4P prefetches (0: none), with
-// prefetch4PInstr. Measured on the Zen 5 VM (BenchmarkQ8DecodeModes: two threads, 512 MiB of
+// prefetch4PInstr. Measured on the Zen 5 VM (BenchmarkDecodeModes: two threads, 512 MiB of
 // 5632x2048 matrices from DRAM, each variant's GB/s over a plain read of the same memory in the
 // same turn, split by the two bandwidth modes the host switches between; eight runs, 5 Dec
 // 2026): PREFETCHNTA 2048 bytes ahead read 8.6-9.6% more than no prefetch when the host gave
