@@ -13,7 +13,9 @@
 # LLMCLOUD names the binary (default: llmcloud on PATH); OUT the directory for the JSON files
 # and logs (default .); N (or NUM_PROMPTS) the requests per point (200); CPUS the cores the
 # simulation shares between the replicas (default: nproc); PORT the router's port; CAL_N and
-# CAL_RATE the calibration's requests (100) and their rate (1 a second, one at a time).
+# CAL_RATE the calibration's requests (100) and their rate (1 a second, one at a time);
+# CAL_EACH=1 calibrates right before every point instead of once per workload (tried against
+# the host's drift; with CAL_N=60 it did worse: docs/simulate.md).
 #
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
 # time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
@@ -36,6 +38,7 @@ N=${NUM_PROMPTS:-200}
 CAL_N=${CAL_N:-100}
 CAL_RATE=${CAL_RATE:-1}
 OVERHEADS=${OVERHEADS:-measured}
+CAL_EACH=${CAL_EACH:-0}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
 if [ -z "$M" ] && [ "${1:-all}" != table ]; then
@@ -85,10 +88,12 @@ profile() {
 
 j() { jq -r "$1" "$2"; }
 
-# calibrate W: writes $OUT/overhead-W (STEP_NS REQUEST_NS).
+# calibrate W [TAG]: writes $OUT/overhead-TAG (STEP_NS REQUEST_NS) and $OUT/overheads-TAG; TAG
+# is W unless given.
 calibrate() {
 	local w=$1 A
 	A=$(args $w)
+	w=${2:-$w}
 	up_start
 	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $CAL_N --seed 2 \
 		--disable-tqdm --save-result --result-dir "$OUT" --result-filename cal-real-$w.json >"$OUT/cal-$w.log" 2>&1
@@ -115,10 +120,15 @@ calibrate() {
 point() {
 	local w=$1 rate=$2 A step req
 	A=$(args $w)
-	[ -f "$OUT/overhead-$w" ] || calibrate $w
-	read -r step req <"$OUT/overhead-$w"
+	local cal=$w
+	if [ "$CAL_EACH" = 1 ]; then
+		cal=$w-$rate
+		calibrate $w $cal
+	fi
+	[ -f "$OUT/overhead-$cal" ] || calibrate $w
+	read -r step req <"$OUT/overhead-$cal"
 	local ov="--request-overhead ${req}ns"
-	[ "$OVERHEADS" = constant ] || ov="--request-overheads $OUT/overheads-$w"
+	[ "$OVERHEADS" = constant ] || ov="--request-overheads $OUT/overheads-$cal"
 	up_start
 	local l0 l1
 	l0=$(cut -d' ' -f1 /proc/loadavg)
