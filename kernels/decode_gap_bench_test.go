@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -45,20 +44,8 @@ func BenchmarkDecodeGap(b *testing.B) {
 			ops = append(ops, o)
 		}
 	}
-	bytes := 0
-	for _, w := range all {
-		bytes += len(w.Data)
-	}
-	mem, release, err := mmap.AnonHuge(bytes)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bytes, release := intoHuge(b, all)
 	defer release()
-	off := 0
-	for _, w := range all {
-		off += copy(mem[off:], w.Data)
-		w.Data = mem[off-len(w.Data) : off]
-	}
 	x := qRandVec(r, ffn, 1)
 	for i := range ops {
 		for _, w := range ops[i].ws {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -38,19 +37,7 @@ func BenchmarkDecodeModelStreams8(b *testing.B) {
 				}
 			}
 		}
-		bytes := 0
-		for _, w := range ws {
-			bytes += len(w.Data)
-		}
-		mem, release, err := mmap.AnonHuge(bytes)
-		if err != nil {
-			b.Fatal(err)
-		}
-		off := 0
-		for _, w := range ws {
-			off += copy(mem[off:], w.Data)
-			w.Data = mem[off-len(w.Data) : off]
-		}
+		bytes, release := intoHuge(b, ws)
 		x := qRandVec(r, ffn, 1)
 		out := make([]float32, ffn)
 		p := NewPool(2)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
@@ -29,20 +28,8 @@ func BenchmarkGemvModel(b *testing.B) {
 			}
 		}
 		// Weights live in 2 MiB-aligned MADV_HUGEPAGE memory, as decode reads its mmapped file.
-		var bytes int
-		for _, w := range ws {
-			bytes += len(w.Data)
-		}
-		mem, release, err := mmap.AnonHuge(bytes)
-		if err != nil {
-			b.Fatal(err)
-		}
+		bytes, release := intoHuge(b, ws)
 		defer release()
-		off := 0
-		for _, w := range ws {
-			off += copy(mem[off:], w.Data)
-			w.Data = mem[off-len(w.Data) : off]
-		}
 		x := randVec(r, max(s.dim, s.ffn), 1)
 		out := make([]float32, max(s.dim, s.ffn))
 		for _, th := range []int{1, 2} {

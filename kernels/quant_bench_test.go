@@ -40,6 +40,25 @@ func hugeCopies(b *testing.B, w0 *tensor.Tensor, minCopies, target int) (ws []*t
 	return ws, release
 }
 
+// intoHuge moves the data of ws into one 2 MiB-aligned MADV_HUGEPAGE region, one after
+// another, as decode reads its mmapped model file, and returns the bytes moved and the
+// region's release.
+func intoHuge(b *testing.B, ws []*tensor.Tensor) (bytes int, release func() error) {
+	for _, w := range ws {
+		bytes += len(w.Data)
+	}
+	mem, release, err := mmap.AnonHuge(bytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	off := 0
+	for _, w := range ws {
+		off += copy(mem[off:], w.Data)
+		w.Data = mem[off-len(w.Data) : off]
+	}
+	return bytes, release
+}
+
 var benchShapes = [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}}
 
 // BenchmarkQuantGEMV: decode (m=1), GB/s of weight bytes; ref = the dequantizing reference path,
