@@ -222,8 +222,12 @@ func printPairedShare(w io.Writer, ws []perf.ProbeWindow, bytesPerStep float64, 
 	}
 	sort.Float64s(probes)
 	q := func(f float64) float64 { return probes[int(f*float64(len(probes)-1))] / 1e9 }
-	fmt.Fprintf(w, "decode read %.0f%% of the bandwidth probed between its steps (the median of %d windows of up to %d steps, each window's read rate over the mean of the probes before and after it; over all the windows %.0f%%; %d probes of %d MiB, %d streams a thread: min %.1f, median %.1f, max %.1f GB/s)\n",
-		100*med, len(ws), ws[0].Steps, 100*all, len(probes), pairedProbeBytes>>20, streams, q(0), q(0.5), q(1))
+	plural := map[bool]string{true: "s"}[streams != 1]
+	fmt.Fprintf(w, "decode read %.0f%% of the bandwidth probed between its steps (the median of %d windows of up to %d steps, each window's read rate over the mean of the probes before and after it; over all the windows %.0f%%; %d probes of %d MiB, %d stream%s a thread: min %.1f, median %.1f, max %.1f GB/s)\n",
+		100*med, len(ws), ws[0].Steps, 100*all, len(probes), pairedProbeBytes>>20, streams, plural, q(0), q(0.5), q(1))
+	if med > 1 {
+		fmt.Fprintln(w, "(above 100%: the caches hold some of the weights; the share measures memory only for a model much larger than the last-level cache)")
+	}
 }
 
 // shortParams is a size label like "110M" or "1.1B".

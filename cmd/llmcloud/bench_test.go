@@ -23,7 +23,7 @@ func TestBenchLatencyProbes(t *testing.T) {
 	m := fixture.Path(t, "models", "rand3M", "rand3M-q8_0.gguf")
 	out, _ := run(t, "bench", "latency", "-m", m, "-p", "0", "-n", "8", "--threads", "2", "-r", "1", "--probe-every", "3")
 	for _, want := range []string{"of the measured read bandwidth", "bandwidth probed before and after the tests",
-		"of the bandwidth probed between its steps (the median of 3 windows of up to 3 steps", "; 4 probes of 256 MiB"} {
+		"of the bandwidth probed between its steps (the median of 3 windows of up to 3 steps", "; 4 probes of 256 MiB", "a thread: min "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
