@@ -13,7 +13,7 @@ import (
 // BenchmarkDecodeModes compares decode configurations of the one-token matmul against a plain
 // read of the same memory at the same moments, in both of the bandwidth modes the Zen 5 VM
 // switches between (about 50-55 and 70-90 GB/s for two threads): 512 MiB of huge-page
-// 5632 x 2048 matrices (Q8_0, F16), and each turn a read (two goroutines, the f32 Dot of each
+// 5632 x 2048 matrices (Q8_0, Q4_0, F16), and each turn a read (two goroutines, the f32 Dot of each
 // half with itself) followed by one pass of every configuration over all the matrices. Each
 // configuration's GB/s over the read's of its turn is reported as the median over the turns
 // whose read was above 65 GB/s ("hi") and over the others ("lo"). The configurations are four
@@ -25,7 +25,7 @@ func BenchmarkDecodeModes(b *testing.B) {
 	if !quantVNNI {
 		b.Skip("no VNNI")
 	}
-	defer func(s8, f8 bool) { useStreams8[0], useF16x8 = s8, f8 }(useStreams8[0], useF16x8)
+	defer func(s8, s8q4, f8 bool) { useStreams8[0], useStreams8[1], useF16x8 = s8, s8q4, f8 }(useStreams8[0], useStreams8[1], useF16x8)
 	r := rand.New(rand.NewPCG(1, 2))
 	f16, _ := tensor.Convert(f32Tensor("w", []int{5632, 2048}, qRandVec(r, 5632*2048, 0.1)), tensor.F16)
 	for _, c := range []struct {
@@ -33,6 +33,7 @@ func BenchmarkDecodeModes(b *testing.B) {
 		streams func(eight bool)
 	}{
 		{randQuantFast(b, tensor.Q8_0, 5632, 2048), func(eight bool) { useStreams8[0] = eight }},
+		{randQuantFast(b, tensor.Q4_0, 5632, 2048), func(eight bool) { useStreams8[1] = eight }},
 		{f16, func(eight bool) { useF16x8 = eight && hasF16x8 }},
 	} {
 		b.Run(c.w0.Type.String(), func(b *testing.B) {

@@ -57,23 +57,7 @@ func genRows4P() {
 	rowMem := func(r, disp int) Mem { return Mem{Base: bases[r], Index: off, Scale: 1, Disp: disp} }
 	unitPairs(name, n, off, xp, dp, cp, ub, xb, func(disp, e int) {
 		rows4Unit(R, e, func(r int) Mem { return rowMem(r, disp) }, Mem{Base: xp}, Mem{Base: dp}, Mem{Base: cp}, c, pidx)
-	}, func() {
-		if prefetch4P <= 0 {
-			return
-		}
-		for r := 0; r < R; r++ {
-			for d := 0; d < 2*ub; d += 64 {
-				switch prefetch4PInstr {
-				case "PREFETCHT1":
-					PREFETCHT1(rowMem(r, prefetch4P+d))
-				case "PREFETCHNTA":
-					PREFETCHNTA(rowMem(r, prefetch4P+d))
-				default:
-					PREFETCHT0(rowMem(r, prefetch4P+d))
-				}
-			}
-		}
-	})
+	}, func() { streamsPrefetch(R, rowMem, prefetch4P, prefetch4PInstr, 2*ub) })
 	oa := Load(Param("out"), xp)
 	for r := 0; r < R; r++ {
 		a := zreg(2 * r)
@@ -91,6 +75,28 @@ func genRows4P() {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// streamsPrefetch emits the prefetches of a streams kernel's unit pair: for each of its R
+// rows, the span bytes at ahead bytes past the pair (rowMem(r, disp): row r's address of the
+// pair plus disp), one per 64-byte line, with instr (PREFETCHT0, PREFETCHT1 or PREFETCHNTA);
+// nothing when ahead is 0.
+func streamsPrefetch(R int, rowMem func(r, disp int) Mem, ahead int, instr string, span int) {
+	if ahead <= 0 {
+		return
+	}
+	for r := 0; r < R; r++ {
+		for d := 0; d < span; d += 64 {
+			switch m := rowMem(r, ahead+d); instr {
+			case "PREFETCHT1":
+				PREFETCHT1(m)
+			case "PREFETCHNTA":
+				PREFETCHNTA(m)
+			default:
+				PREFETCHT0(m)
+			}
+		}
+	}
 }
 
 // paramAddr is the stack address of the named scalar parameter, for a memory operand.
