@@ -13,7 +13,7 @@ import (
 // BenchmarkDecodeModes compares decode configurations of the one-token matmul against a plain
 // read of the same memory at the same moments, in both of the bandwidth modes the Zen 5 VM
 // switches between (about 50-55 and 70-90 GB/s for two threads): 512 MiB of huge-page
-// 5632 x 2048 matrices (Q8_0, Q4_0, F16, Q4_K, Q6_K), and each turn a read (two goroutines, the f32 Dot of each
+// 5632 x 2048 matrices (Q8_0, Q4_0, F16, BF16, Q4_K, Q6_K), and each turn a read (two goroutines, the f32 Dot of each
 // half with itself) followed by one pass of every configuration over all the matrices. Each
 // configuration's GB/s over the read's of its turn is reported as the median over the turns
 // whose read was above 65 GB/s ("hi") and over the others ("lo"). The configurations are four
@@ -27,7 +27,9 @@ func BenchmarkDecodeModes(b *testing.B) {
 	}
 	defer func(s8, s8q4, f8 bool) { useStreams8[0], useStreams8[1], useF16x8 = s8, s8q4, f8 }(useStreams8[0], useStreams8[1], useF16x8)
 	r := rand.New(rand.NewPCG(1, 2))
-	f16, _ := tensor.Convert(f32Tensor("w", []int{5632, 2048}, qRandVec(r, 5632*2048, 0.1)), tensor.F16)
+	f32 := f32Tensor("w", []int{5632, 2048}, qRandVec(r, 5632*2048, 0.1))
+	f16, _ := tensor.Convert(f32, tensor.F16)
+	bf16, _ := tensor.Convert(f32, tensor.BF16)
 	for _, c := range []struct {
 		w0      *tensor.Tensor
 		streams func(eight bool)
@@ -35,7 +37,8 @@ func BenchmarkDecodeModes(b *testing.B) {
 		{randQuantFast(b, tensor.Q8_0, 5632, 2048), func(eight bool) { useStreams8[0] = eight }},
 		{randQuantFast(b, tensor.Q4_0, 5632, 2048), func(eight bool) { useStreams8[1] = eight }},
 		{f16, func(eight bool) { useF16x8 = eight && hasF16x8 }},
-		{randQuantFast(b, tensor.Q4_K, 5632, 2048), nil}, // four streams only
+		{bf16, nil}, // four streams only
+		{randQuantFast(b, tensor.Q4_K, 5632, 2048), nil},
 		{randQuantFast(b, tensor.Q6_K, 5632, 2048), nil},
 	} {
 		b.Run(c.w0.Type.String(), func(b *testing.B) {

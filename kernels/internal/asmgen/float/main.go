@@ -103,15 +103,17 @@ func hsum1(a VecVirtual) VecVirtual {
 	return hi
 }
 
-// gemv4PrefetchF16 is how far ahead (bytes) of each row gemvF16x4 prefetches (PREFETCHNTA,
-// every 32 bytes of a row). The decode reads each worker's share as four streams, a row of each
-// per call, so the prefetch runs into the stream's next row near the end of one. Measured on
-// the Zen 5 VM (two threads, 512 MiB of 5632x2048 F16 matrices from DRAM, each variant's GB/s
-// over a plain read of the same memory in the same turn, split by the host's two bandwidth
-// modes, above and below 65 GB/s; ten runs, three of them mostly above, 5 Dec 2026): NTA 2048
-// ahead read 9-10% more than no prefetch above and 2-3% more below; PREFETCHT0 2048 gained
-// 12-14% above but 0-1% below; NTA 1024 gained 3-5% below and lost 4% above.
-const gemv4PrefetchF16 = 2048
+// gemv4Prefetch is how far ahead (bytes) of each row gemvF32x4, gemvF16x4 and gemvBF16x4
+// prefetch (PREFETCHNTA, once per 32 bytes of F16/BF16 rows, 64 of F32 rows). The decode reads
+// each worker's share as four streams, a row of each per call, so the prefetch runs into the
+// stream's next row near the end of one. Measured on the Zen 5 VM (two threads, 512 MiB of
+// 5632x2048 matrices from DRAM (F32: 2816x2048), each variant's GB/s over a plain read of the
+// same memory in the same turn, split by the host's two bandwidth modes, above and below 65
+// GB/s; 5 Dec 2026): F16 (ten runs, three of them mostly above): NTA 2048 ahead read 9-10%
+// more than no prefetch above and 2-3% more below; PREFETCHT0 2048 gained 12-14% above but
+// 0-1% below; NTA 1024 gained 3-5% below and lost 4% above. BF16 (nine runs, all below): NTA
+// 2048 +5-9%. F32 (nine runs, one with turns above): +0-4% below, +9.5% above.
+const gemv4Prefetch = 2048
 
 // gemv4 computes out[0..3] = dot(w row r, x) for four weight rows at stride ldw bytes.
 func gemv4(t wtype) {
@@ -152,9 +154,7 @@ func gemv4(t wtype) {
 			t.load8(rows(8 * t.size * u)[r], wv[u])
 			VFMADD231PS(xv[u], wv[u], acc[u][r])
 		}
-		if t.name == "F16" {
-			PREFETCHNTA(rows(gemv4PrefetchF16)[r])
-		}
+		PREFETCHNTA(rows(gemv4Prefetch)[r])
 	}
 	ADDQ(U8(64), x)
 	ADDQ(U8(16*t.size), p0)
