@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/loader"
+	"github.com/llmcloud/llmcloud/model"
 	"github.com/llmcloud/llmcloud/perf"
 )
 
@@ -120,22 +121,18 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 		bwBefore = perf.ReadBandwidth()
 	}
 	lo := perf.LatencyOptions{Prompt: *prompt, Gen: *gen, Repetitions: *reps, Depth: *depth}
+	var pr *perf.Prober
 	if *gen > 0 && !*noBW && *probeEvery > 0 {
-		pr := perf.NewProber(bwBefore.Threads, pairedProbeBytes, perf.Huge)
-		defer pr.Close()
+		pr = perf.NewProber(bwBefore.Threads, pairedProbeBytes, perf.Huge)
 		lo.Probe = func() float64 { return pr.Pass(bwBefore.Streams) }
 		lo.ProbeEvery = *probeEvery
 	}
-	var runs []perf.LatencyResult
-	for _, s := range kvTypes {
-		if err := setKVDType(m, s); err != nil {
-			return err
-		}
-		res, err := perf.Latency(m, lo)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, res)
+	runs, err := latencyRuns(m, lo, kvTypes)
+	if pr != nil {
+		pr.Close() // before the probe after the tests maps its own buffer
+	}
+	if err != nil {
+		return err
 	}
 	res := runs[len(runs)-1]
 	st := perf.Stats(m)
@@ -200,6 +197,22 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// latencyRuns runs perf.Latency once per KV cache type.
+func latencyRuns(m *model.Model, lo perf.LatencyOptions, kvTypes []string) ([]perf.LatencyResult, error) {
+	var runs []perf.LatencyResult
+	for _, s := range kvTypes {
+		if err := setKVDType(m, s); err != nil {
+			return nil, err
+		}
+		res, err := perf.Latency(m, lo)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, res)
+	}
+	return runs, nil
 }
 
 // pairedProbeBytes is the size of bench latency's probes between decode steps: a pass takes
