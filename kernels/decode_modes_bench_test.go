@@ -22,9 +22,6 @@ import (
 //
 //	go test ./kernels -run X -bench DecodeModes -benchtime 40x
 func BenchmarkDecodeModes(b *testing.B) {
-	if !quantVNNI {
-		b.Skip("no VNNI")
-	}
 	defer func(s8, s8q4, f8 bool) { useStreams8[0], useStreams8[1], useF16x8 = s8, s8q4, f8 }(useStreams8[0], useStreams8[1], useF16x8)
 	r := rand.New(rand.NewPCG(1, 2))
 	f32 := f32Tensor("w", []int{5632, 2048}, qRandVec(r, 5632*2048, 0.1))
