@@ -4,21 +4,19 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"sort"
-	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/llmcloud/llmcloud/internal/mmap"
 	"github.com/llmcloud/llmcloud/kernels"
 	"github.com/llmcloud/llmcloud/tensor"
 )
 
-// BenchmarkDecodeVsProbe compares the Q8_0 decode matmul with the bandwidth probe's read on the
-// same memory at the same moments: 512 MiB of MADV_HUGEPAGE memory holding TinyLlama-FFN-shaped
-// Q8_0 matrices (5632 x 2048), read in turns by the one-token matmul over every matrix (two
-// workers) and by the probe's four-stream sum (two goroutines). It reports each one's median
-// GB/s and the median of the per-turn ratios (matmul over probe):
+// BenchmarkDecodeVsProbe compares the Q8_0 decode matmul with the bandwidth probe at the same
+// moments: 512 MiB of MADV_HUGEPAGE memory holding TinyLlama-FFN-shaped Q8_0 matrices (5632 x
+// 2048) read by the one-token matmul over every matrix (two workers), in turns with a pass of
+// bench latency's probe between decode steps (a Prober: four streams, two goroutines). It
+// reports each one's median GB/s and the median of the per-turn ratios (matmul over probe):
 //
 //	go test ./perf -run X -bench DecodeVsProbe -benchtime 20x
 func BenchmarkDecodeVsProbe(b *testing.B) {
@@ -49,21 +47,9 @@ func BenchmarkDecodeVsProbe(b *testing.B) {
 	}
 	out := make([]float32, n)
 	p := kernels.NewPool(2)
-	fl := unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), len(mem)/4)
-	probe := func() float64 {
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for t := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lo, hi := (t*len(fl)/2)&^31, ((t+1)*len(fl)/2)&^31
-				sum4(fl[lo:hi])
-			}()
-		}
-		wg.Wait()
-		return float64(len(mem)) / time.Since(t0).Seconds() / 1e9
-	}
+	prober := NewProber(2, 256<<20, Huge) // bench latency's probe between decode steps
+	defer prober.Close()
+	probe := func() float64 { return prober.Pass(4) / 1e9 }
 	decode := func() float64 {
 		t0 := time.Now()
 		for _, w := range ws {
