@@ -62,17 +62,16 @@ func MeasureReadBandwidth(threads, size, passes, kind int) Bandwidth {
 	passes = max(passes, 1)
 	pr := NewProber(threads, size, kind)
 	defer pr.Close()
-	pass := pr.Pass
 	// The first round warms up (goroutines started, TLB, frequency); then the patterns take
 	// turns, so all see the same host.
 	patterns := [3]int{1, 4, 8}
 	for _, s := range patterns {
-		pass(s)
+		pr.Pass(s)
 	}
 	var rates [3][]float64
 	for range passes {
 		for i, s := range patterns {
-			rates[i] = append(rates[i], pass(s))
+			rates[i] = append(rates[i], pr.Pass(s))
 		}
 	}
 	for i := range rates {

@@ -49,8 +49,10 @@ type LatencyResult struct {
 	// ticks, so a step's value is good to about a tick (4 ms at HZ=250): a step ending just
 	// before a tick shows too little and the next too much.
 	TGCPU []time.Duration
-	// TGWindows holds the tg runs' windows between probes (LatencyOptions.Probe), in order.
+	// TGWindows holds the tg runs' windows between probes (LatencyOptions.Probe), in order;
+	// TGProbes every probe's result, in order.
 	TGWindows []ProbeWindow
+	TGProbes  []float64
 }
 
 // Latency runs the pp and tg tests on m (with m.Pool) as llama-bench does: token ids are
@@ -104,6 +106,7 @@ func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 			var bw float64
 			if probing {
 				bw = o.Probe()
+				res.TGProbes = append(res.TGProbes, bw)
 			}
 			t0 := time.Now()
 			prev, prevCPU := t0, processCPU()
@@ -124,6 +127,7 @@ func Latency(m *model.Model, o LatencyOptions) (LatencyResult, error) {
 				prev, prevCPU = now, cpu
 				if winSteps++; probing && (winSteps == every || i == o.Gen-1) {
 					after := o.Probe()
+					res.TGProbes = append(res.TGProbes, after)
 					res.TGWindows = append(res.TGWindows, ProbeWindow{Steps: winSteps, Time: now.Sub(win), Before: bw, After: after})
 					bw, winSteps = after, 0
 					prev, prevCPU = time.Now(), processCPU()

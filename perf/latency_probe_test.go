@@ -34,8 +34,8 @@ func TestLatencyProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 8 { // per timed run: before, after steps 4 and 8, after step 10
-		t.Errorf("%d probes, want 8", calls)
+	if calls != 8 || len(res.TGProbes) != 8 || res.TGProbes[7] != 8 { // per timed run: before, after steps 4 and 8, after step 10
+		t.Errorf("%d probes, results %v, want 8: 1..8", calls, res.TGProbes)
 	}
 	if len(res.TGWindows) != 6 {
 		t.Fatalf("%d windows, want 6: %+v", len(res.TGWindows), res.TGWindows)

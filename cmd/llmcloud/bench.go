@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -193,7 +194,7 @@ func runBenchLatency(args []string, stdout, stderr io.Writer) error {
 				bwBefore.Median/1e9, after.Median/1e9)
 			fmt.Fprintf(stdout, "(bandwidth: median of %d passes over %d MiB of %s memory (%.0f%% on huge pages), %d threads, %s; best pass %.2f GB/s = %.0f%%)\n",
 				bw.Passes, bw.Bytes>>20, bw.Pages, 100*float64(bw.HugeBytes)/float64(bw.Bytes), bw.Threads, bw.Method, bw.BytesPerSec/1e9, 100*used/bw.BytesPerSec)
-			printPairedShare(stdout, res.TGWindows, float64(st.DecodeBytes), bwBefore.Streams)
+			printPairedShare(stdout, res, float64(st.DecodeBytes), bwBefore.Streams)
 		}
 	}
 	return nil
@@ -221,19 +222,14 @@ const pairedProbeBytes = 256 << 20
 
 // printPairedShare prints the decode's share of the bandwidth probed between its steps
 // (perf.PairedShare), window by window.
-func printPairedShare(w io.Writer, ws []perf.ProbeWindow, bytesPerStep float64, streams int) {
+func printPairedShare(w io.Writer, res perf.LatencyResult, bytesPerStep float64, streams int) {
+	ws := res.TGWindows
 	if len(ws) == 0 {
 		return
 	}
 	med, all := perf.PairedShare(ws, bytesPerStep)
-	probes := make([]float64, 0, len(ws)+1)
-	for i, x := range ws {
-		if i == 0 || x.Before != ws[i-1].After {
-			probes = append(probes, x.Before)
-		}
-		probes = append(probes, x.After)
-	}
-	sort.Float64s(probes)
+	probes := slices.Clone(res.TGProbes)
+	slices.Sort(probes)
 	q := func(f float64) float64 { return probes[int(f*float64(len(probes)-1))] / 1e9 }
 	plural := map[bool]string{true: "s"}[streams != 1]
 	fmt.Fprintf(w, "decode read %.0f%% of the bandwidth probed between its steps (the median of %d windows of up to %d steps, each window's read rate over the mean of the probes before and after it; over all the windows %.0f%%; %d probes of %d MiB, %d stream%s a thread: min %.1f, median %.1f, max %.1f GB/s)\n",
