@@ -7,6 +7,7 @@
 #   scripts/simulate-fidelity.sh                  all 9 points, then the table
 #   scripts/simulate-fidelity.sh chat 3 [N]       one point (chat|long|prefix RATE)
 #   scripts/simulate-fidelity.sh table            the table of the points in $OUT
+#   scripts/simulate-fidelity.sh rounds W         one workload's points in $ROUNDS rounds
 #   scripts/simulate-fidelity.sh real-vs-real DIR the same table of $OUT's real runs against
 #                                                 DIR's (two runs of the script): the noise floor
 #
@@ -15,7 +16,11 @@
 # simulation shares between the replicas (default: nproc); PORT the router's port; CAL_N and
 # CAL_RATE the calibration's requests (100) and their rate (1 a second, one at a time);
 # CAL_EACH=1 calibrates right before every point instead of once per workload (tried against
-# the host's drift; with CAL_N=60 it did worse: docs/simulate.md).
+# the host's drift; with CAL_N=60 it did worse: docs/simulate.md). ROUNDS=K (with the
+# whole run) measures each workload in K rounds instead: each round its calibration's
+# CAL_N/K requests and N/K at each rate, so that the calibration and the points sample the
+# same stretches of the host's drift; each point's rounds are then pooled (all their requests,
+# percentiles recomputed) into the files the table reads, the rounds' own files in OUT/rK/.
 #
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
 # time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
@@ -39,6 +44,7 @@ CAL_N=${CAL_N:-100}
 CAL_RATE=${CAL_RATE:-1}
 OVERHEADS=${OVERHEADS:-measured}
 CAL_EACH=${CAL_EACH:-0}
+ROUNDS=${ROUNDS:-1}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
 if [ -z "$M" ] && [ "${1:-all}" != table ]; then
@@ -63,6 +69,7 @@ args() {
 
 UP=
 up_start() {
+	local n
 	$B up --replicas 3 --port $PORT --policy round-robin --status-interval 0 --log-file "$OUT/up.log" -- --threads 1 >"$OUT/up.out" 2>&1 &
 	UP=$!
 	for _ in $(seq 1 240); do
@@ -91,35 +98,86 @@ j() { jq -r "$1" "$2"; }
 # calibrate W [TAG]: writes $OUT/overhead-TAG (STEP_NS REQUEST_NS) and $OUT/overheads-TAG; TAG
 # is W unless given.
 calibrate() {
-	local w=$1 A
-	A=$(args $w)
-	w=${2:-$w}
+	local w=$1
+	local tag=${2:-$1}
+	cal_real $w "$OUT" $tag 2 $CAL_N
+	cal_fit $w $tag $CAL_N "$OUT/cal-real-$tag.json:2"
+}
+
+# cal_real W DIR TAG SEED NUM: NUM calibration requests one at a time against a fresh cloud,
+# into DIR/cal-real-TAG.json.
+cal_real() {
+	local A
+	A=$(args $1)
 	up_start
-	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $CAL_N --seed 2 \
-		--disable-tqdm --save-result --result-dir "$OUT" --result-filename cal-real-$w.json >"$OUT/cal-$w.log" 2>&1
+	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $5 --seed $4 \
+		--disable-tqdm --save-result --result-dir "$2" --result-filename cal-real-$3.json >"$2/cal-$3.log" 2>&1
 	up_stop
-	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $CAL_N --seed 2 --cpus $CPUS"
-	$sim --json "$OUT/cal-sim0-$w.json" >>"$OUT/cal-$w.log" 2>&1
-	local step req
-	step=$(jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim0-$w.json" \
+}
+
+# cal_fit W TAG NUM REAL:SEED...: the overheads from one or more calibration runs of NUM
+# requests (each REAL file, run with SEED, simulated the same way beside it: cal-sim0-*,
+# cal-sim1-*), pooled: the step overhead from all their requests' median TPOT, the request
+# overheads from every request's difference.
+cal_fit() {
+	local w=$1 tag=$2 n=$3 A c f seed step req
+	shift 3
+	A=$(args $w)
+	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $n --cpus $CPUS"
+	local reals=() sim0s=() sim1s=()
+	for c in "$@"; do
+		f=${c%:*}
+		seed=${c##*:}
+		reals+=("$f")
+		sim0s+=("${f/cal-real-/cal-sim0-}")
+		$sim --seed $seed --json "${f/cal-real-/cal-sim0-}" >>"$OUT/cal-$tag.log" 2>&1
+	done
+	pool "$OUT/cal-real-$tag.pooled" "${reals[@]}"
+	pool "$OUT/cal-sim0-$tag.pooled" "${sim0s[@]}"
+	step=$(jq -rn --slurpfile r "$OUT/cal-real-$tag.pooled" --slurpfile s "$OUT/cal-sim0-$tag.pooled" \
 		'[0, ($r[0].median_tpot_ms - $s[0].median_tpot_ms) * 1e6] | max | floor')
-	$sim --step-overhead ${step}ns --json "$OUT/cal-sim1-$w.json" >>"$OUT/cal-$w.log" 2>&1
-	req=$(jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim1-$w.json" \
-		'[0, ($r[0].median_ttft_ms - $s[0].median_ttft_ms) * 1e6] | max | floor')
-	echo "$step $req" >"$OUT/overhead-$w"
-	# Per request (the same order in both files: one at a time, the same seed): real minus
+	for c in "$@"; do
+		f=${c%:*}
+		seed=${c##*:}
+		sim1s+=("${f/cal-real-/cal-sim1-}")
+		$sim --seed $seed --step-overhead ${step}ns --json "${f/cal-real-/cal-sim1-}" >>"$OUT/cal-$tag.log" 2>&1
+	done
+	local real=$OUT/cal-real-$tag.pooled sim1=$OUT/cal-sim1-$tag.pooled
+	pool "$sim1" "${sim1s[@]}"
+	req=$(jq -rn --slurpfile r "$real" --slurpfile s "$sim1" '[0, ($r[0].median_ttft_ms - $s[0].median_ttft_ms) * 1e6] | max | floor')
+	echo "$step $req" >"$OUT/overhead-$tag"
+	# Per request (the same order in both: one at a time, the same seeds): real minus
 	# simulated TTFT and TPOT, in ns.
-	jq -rn --slurpfile r "$OUT/cal-real-$w.json" --slurpfile s "$OUT/cal-sim1-$w.json" '
+	jq -rn --slurpfile r "$real" --slurpfile s "$sim1" '$r[0] as $r | $s[0] as $s |
 		"# TTFT TPOT: real minus simulated, per calibration request",
-		(range(0; $r[0].ttfts | length) as $i |
-			select(($r[0].errors[$i] // "") == "" and ($s[0].errors[$i] // "") == "") |
-			"\((($r[0].ttfts[$i] - $s[0].ttfts[$i]) * 1e9) | floor)ns \((($r[0].tpots[$i] - $s[0].tpots[$i]) * 1e9) | floor)ns")' >"$OUT/overheads-$w"
-	echo "$w: step overhead $step ns, request overhead $req ns (real TTFT $(j .median_ttft_ms "$OUT/cal-real-$w.json") ms, TPOT $(j .median_tpot_ms "$OUT/cal-real-$w.json") ms one at a time)"
+		(range(0; $r.ttfts | length) as $i |
+			select(($r.errors[$i] // "") == "" and ($s.errors[$i] // "") == "") |
+			"\((($r.ttfts[$i] - $s.ttfts[$i]) * 1e9) | floor)ns \((($r.tpots[$i] - $s.tpots[$i]) * 1e9) | floor)ns")' >"$OUT/overheads-$tag"
+	echo "$w: step overhead $step ns, request overhead $req ns (real TTFT $(j .median_ttft_ms "$real") ms, TPOT $(j .median_tpot_ms "$real") ms one at a time)"
+}
+
+# pool OUT FILE...: bench serve's (or simulate's) results of several runs as one, into OUT:
+# their requests in order, the medians and p50/p99 of TTFT and TPOT recomputed over all of
+# them as bench computes them (numpy's linear interpolation; TTFT over the successful
+# requests, TPOT over those with more than one output token), the throughput their
+# completions over their summed durations.
+pool() {
+	jq -s -c '
+		def pct(p): sort as $s | ($s | length) as $n |
+			if $n == 0 then 0 else (p / 100 * ($n - 1)) as $r | ($r | floor) as $lo |
+				([$lo + 1, $n - 1] | min) as $hi | $s[$lo] + ($r - $lo) * ($s[$hi] - $s[$lo]) end;
+		{ttfts: [.[].ttfts[]], tpots: [.[].tpots[]], errors: [.[] | .errors as $e | .ttfts | keys[] | ($e[.] // "")],
+		 output_lens: [.[].output_lens[]], completed: (map(.completed) | add), failed: (map(.failed) | add),
+		 duration: (map(.duration) | add), rounds: length} |
+		[range(0; .ttfts | length) as $i | select(.errors[$i] == "") | .ttfts[$i]] as $t |
+		[range(0; .ttfts | length) as $i | select(.errors[$i] == "" and .output_lens[$i] > 1) | .tpots[$i]] as $p |
+		. + {request_throughput: (if .duration > 0 then .completed / .duration else 0 end),
+		     median_ttft_ms: ($t | pct(50) * 1000), p50_ttft_ms: ($t | pct(50) * 1000), p99_ttft_ms: ($t | pct(99) * 1000),
+		     median_tpot_ms: ($p | pct(50) * 1000), p50_tpot_ms: ($p | pct(50) * 1000), p99_tpot_ms: ($p | pct(99) * 1000)}' "${@:2}" >"$1"
 }
 
 point() {
-	local w=$1 rate=$2 A step req
-	A=$(args $w)
+	local w=$1 rate=$2 step req
 	local cal=$w
 	if [ "$CAL_EACH" = 1 ]; then
 		cal=$w-$rate
@@ -129,18 +187,72 @@ point() {
 	read -r step req <"$OUT/overhead-$cal"
 	local ov="--request-overhead ${req}ns"
 	[ "$OVERHEADS" = constant ] || ov="--request-overheads $OUT/overheads-$cal"
+	real_point $w $rate "$OUT" 1 $N
+	sim_point $w $rate "$OUT" 1 $N $step "$ov"
+	echo "$w $rate done (load average $(cat "$OUT/load-$w-$rate"))"
+}
+
+# real_point W RATE DIR SEED NUM: bench serve against a fresh cloud into DIR/real-W-RATE.json,
+# the load average before and after into DIR/load-W-RATE.
+real_point() {
+	local w=$1 rate=$2 d=$3 A l0 l1
+	A=$(args $w)
 	up_start
-	local l0 l1
 	l0=$(cut -d' ' -f1 /proc/loadavg)
-	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --request-rate $rate --num-prompts $N --seed 1 \
-		--metric-percentiles 50,99 --disable-tqdm --save-result --result-dir "$OUT" --result-filename real-$w-$rate.json >"$OUT/$w-$rate.log" 2>&1
+	$B bench serve --port $PORT --tokenizer "$M" $A --ignore-eos --request-rate $rate --num-prompts $5 --seed $4 \
+		--metric-percentiles 50,99 --disable-tqdm --save-result --result-dir "$d" --result-filename real-$w-$rate.json >"$d/$w-$rate.log" 2>&1
 	l1=$(cut -d' ' -f1 /proc/loadavg)
 	up_stop
-	echo "$l0-$l1" >"$OUT/load-$w-$rate"
+	echo "$l0-$l1" >"$d/load-$w-$rate"
+}
+
+# sim_point W RATE DIR SEED NUM STEP_NS OVERHEAD_FLAGS: the same point simulated into
+# DIR/sim-W-RATE.json.
+sim_point() {
+	local w=$1 rate=$2 d=$3 A
+	A=$(args $w)
 	$B simulate --profile "$OUT/prof-t1.json" --replicas 3 --router round-robin --tokenizer "$M" $A --request-rate $rate \
-		--num-prompts $N --seed 1 --metric-percentiles 50,99 --cpus $CPUS --step-overhead ${step}ns $ov \
-		--json "$OUT/sim-$w-$rate.json" >>"$OUT/$w-$rate.log" 2>&1
-	echo "$w $rate done (load average $l0-$l1)"
+		--num-prompts $5 --seed $4 --metric-percentiles 50,99 --cpus $CPUS --step-overhead ${6}ns $7 \
+		--json "$d/sim-$w-$rate.json" >>"$d/$w-$rate.log" 2>&1
+}
+
+# rounds W: the workload in ROUNDS rounds, each on fresh clouds: CAL_N/ROUNDS calibration
+# requests (seed 1000+k), then N/ROUNDS requests at each rate (seed k), into $OUT/rK/. The
+# calibration is then fitted over all rounds' requests, every round's points simulated with
+# it, and each point's rounds pooled into $OUT/real-W-RATE.json and sim-W-RATE.json (all their
+# requests; percentiles recomputed), so that the calibration and the points sample the same
+# stretches of the host's drift.
+rounds() {
+	local w=$1 k rate d step req l0 l1
+	local rates=RATES_$w per=$((N / ROUNDS)) cn=$((CAL_N / ROUNDS)) cals=()
+	for k in $(seq 1 $ROUNDS); do
+		d=$OUT/r$k
+		mkdir -p "$d"
+		cal_real $w "$d" $w $((1000 + k)) $cn
+		cals+=("$d/cal-real-$w.json:$((1000 + k))")
+		for rate in ${!rates}; do
+			real_point $w $rate "$d" $k $per
+		done
+		echo "$w round $k of $ROUNDS done (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+	done
+	cal_fit $w $w $cn "${cals[@]}"
+	read -r step req <"$OUT/overhead-$w"
+	local ov="--request-overhead ${req}ns"
+	[ "$OVERHEADS" = constant ] || ov="--request-overheads $OUT/overheads-$w"
+	for rate in ${!rates}; do
+		local reals=() sims=()
+		for k in $(seq 1 $ROUNDS); do
+			d=$OUT/r$k
+			sim_point $w $rate "$d" $k $per $step "$ov"
+			reals+=("$d/real-$w-$rate.json")
+			sims+=("$d/sim-$w-$rate.json")
+		done
+		pool "$OUT/real-$w-$rate.json" "${reals[@]}"
+		pool "$OUT/sim-$w-$rate.json" "${sims[@]}"
+		l0=$(cut -d- -f1 "$OUT/r1/load-$w-$rate")
+		l1=$(cut -d- -f2 "$OUT/r$ROUNDS/load-$w-$rate")
+		echo "$l0-$l1" >"$OUT/load-$w-$rate"
+	done
 }
 
 # table: one row per point found in $OUT: real / simulated (ratio), and whether the ratio is
@@ -170,6 +282,13 @@ table() {
 
 case ${1:-all} in
 table) table ;;
+rounds)
+	W=${2:?a workload (chat, long, prefix)}
+	args $W >/dev/null
+	profile
+	rounds $W
+	table
+	;;
 real-vs-real)
 	CMP=${2:?the directory of the other run}
 	echo "(real / real: the points of $OUT against those of $CMP)"
@@ -178,6 +297,10 @@ real-vs-real)
 all)
 	profile
 	for w in chat long prefix; do
+		if [ "$ROUNDS" -gt 1 ]; then
+			rounds $w
+			continue
+		fi
 		rates=RATES_$w
 		for rate in ${!rates}; do point $w $rate; done
 	done
