@@ -14,13 +14,14 @@
 # LLMCLOUD names the binary (default: llmcloud on PATH); OUT the directory for the JSON files
 # and logs (default .); N (or NUM_PROMPTS) the requests per point (200); CPUS the cores the
 # simulation shares between the replicas (default: nproc); PORT the router's port; CAL_N and
-# CAL_RATE the calibration's requests (100) and their rate (1 a second, one at a time);
+# CAL_RATE the calibration's requests (100; N with ROUNDS) and their rate (1 a second, one at a time);
 # CAL_EACH=1 calibrates right before every point instead of once per workload (tried against
 # the host's drift; with CAL_N=60 it did worse: docs/simulate.md). ROUNDS=K (with the
 # whole run) measures each workload in K rounds instead: each round its calibration's
 # CAL_N/K requests and N/K at each rate, so that the calibration and the points sample the
-# same stretches of the host's drift; each point's rounds are then pooled (all their requests,
-# percentiles recomputed) into the files the table reads, the rounds' own files in OUT/rK/.
+# same stretches of the host's drift (CAL_N defaults to N then); each point's rounds are then
+# pooled (all their requests, percentiles recomputed) into the files the table reads, the
+# rounds' own files in OUT/rK/.
 #
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
 # time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
@@ -40,11 +41,16 @@ OUT=${OUT:-.}
 PORT=${PORT:-18473}
 CPUS=${CPUS:-$(nproc)}
 N=${NUM_PROMPTS:-200}
+ROUNDS=${ROUNDS:-1}
+# In rounds the calibration's cloud of each round gets as many requests as each point's
+# (unless CAL_N says otherwise), so that its lone requests find the prefix cache as the
+# points' do: rounds of 50 calibration requests against 150 a point missed it three times as
+# often (the prefix workload's five prefixes meet each replica once per cloud).
+if [ "$ROUNDS" -gt 1 ]; then CAL_N=${CAL_N:-$N}; fi
 CAL_N=${CAL_N:-100}
 CAL_RATE=${CAL_RATE:-1}
 OVERHEADS=${OVERHEADS:-measured}
 CAL_EACH=${CAL_EACH:-0}
-ROUNDS=${ROUNDS:-1}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
 if [ -z "$M" ] && [ "${1:-all}" != table ]; then
