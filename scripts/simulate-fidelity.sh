@@ -126,30 +126,15 @@ cal_real() {
 # cal-sim1-*), pooled: the step overhead from all their requests' median TPOT, the request
 # overheads from every request's difference.
 cal_fit() {
-	local w=$1 tag=$2 n=$3 A c f seed step req
+	local w=$1 tag=$2 n=$3 c step req
 	shift 3
-	A=$(args $w)
-	local sim="$B simulate --profile $OUT/prof-t1.json --replicas 3 --router round-robin --tokenizer $M $A --max-concurrency 1 --request-rate $CAL_RATE --num-prompts $n --cpus $CPUS"
-	local reals=() sim0s=() sim1s=()
-	for c in "$@"; do
-		f=${c%:*}
-		seed=${c##*:}
-		reals+=("$f")
-		sim0s+=("${f/cal-real-/cal-sim0-}")
-		$sim --seed $seed --json "${f/cal-real-/cal-sim0-}" >>"$OUT/cal-$tag.log" 2>&1
-	done
-	pool "$OUT/cal-real-$tag.pooled" "${reals[@]}"
-	pool "$OUT/cal-sim0-$tag.pooled" "${sim0s[@]}"
-	step=$(jq -rn --slurpfile r "$OUT/cal-real-$tag.pooled" --slurpfile s "$OUT/cal-sim0-$tag.pooled" \
-		'[0, ($r[0].median_tpot_ms - $s[0].median_tpot_ms) * 1e6] | max | floor')
-	for c in "$@"; do
-		f=${c%:*}
-		seed=${c##*:}
-		sim1s+=("${f/cal-real-/cal-sim1-}")
-		$sim --seed $seed --step-overhead ${step}ns --json "${f/cal-real-/cal-sim1-}" >>"$OUT/cal-$tag.log" 2>&1
-	done
-	local real=$OUT/cal-real-$tag.pooled sim1=$OUT/cal-sim1-$tag.pooled
-	pool "$sim1" "${sim1s[@]}"
+	local reals=()
+	for c in "$@"; do reals+=("${c%:*}"); done
+	local real=$OUT/cal-real-$tag.pooled sim0=$OUT/cal-sim0-$tag.pooled sim1=$OUT/cal-sim1-$tag.pooled
+	pool "$real" "${reals[@]}"
+	cal_sims $w $tag $n sim0 0 "$@"
+	step=$(jq -rn --slurpfile r "$real" --slurpfile s "$sim0" '[0, ($r[0].median_tpot_ms - $s[0].median_tpot_ms) * 1e6] | max | floor')
+	cal_sims $w $tag $n sim1 $step "$@"
 	req=$(jq -rn --slurpfile r "$real" --slurpfile s "$sim1" '[0, ($r[0].median_ttft_ms - $s[0].median_ttft_ms) * 1e6] | max | floor')
 	echo "$step $req" >"$OUT/overhead-$tag"
 	# Per request (the same order in both: one at a time, the same seeds): real minus
@@ -160,6 +145,24 @@ cal_fit() {
 			select(($r.errors[$i] // "") == "" and ($s.errors[$i] // "") == "") |
 			"\((($r.ttfts[$i] - $s.ttfts[$i]) * 1e9) | floor)ns \((($r.tpots[$i] - $s.tpots[$i]) * 1e9) | floor)ns")' >"$OUT/overheads-$tag"
 	echo "$w: step overhead $step ns, request overhead $req ns (real TTFT $(j .median_ttft_ms "$real") ms, TPOT $(j .median_tpot_ms "$real") ms one at a time)"
+}
+
+# cal_sims W TAG NUM KIND STEP_NS REAL:SEED...: each calibration run simulated as it ran, with
+# STEP_NS a step, beside its REAL file (cal-KIND-*), and all of them pooled into
+# $OUT/cal-KIND-TAG.pooled.
+cal_sims() {
+	local w=$1 tag=$2 n=$3 kind=$4 step=$5 A c f sims=()
+	shift 5
+	A=$(args $w)
+	for c in "$@"; do
+		f=${c%:*}
+		f=${f/cal-real-/cal-$kind-}
+		sims+=("$f")
+		$B simulate --profile "$OUT/prof-t1.json" --replicas 3 --router round-robin --tokenizer "$M" $A --max-concurrency 1 \
+			--request-rate $CAL_RATE --num-prompts $n --cpus $CPUS --seed ${c##*:} --step-overhead ${step}ns \
+			--json "$f" >>"$OUT/cal-$tag.log" 2>&1
+	done
+	pool "$OUT/cal-$kind-$tag.pooled" "${sims[@]}"
 }
 
 # pool OUT FILE...: bench serve's (or simulate's) results of several runs as one, into OUT:
