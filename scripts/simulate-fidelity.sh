@@ -8,6 +8,8 @@
 #   scripts/simulate-fidelity.sh chat 3 [N]       one point (chat|long|prefix RATE)
 #   scripts/simulate-fidelity.sh table            the table of the points in $OUT
 #   scripts/simulate-fidelity.sh rounds W         one workload's points in $ROUNDS rounds
+#   scripts/simulate-fidelity.sh drift            per round of a run in rounds, each median
+#                                                 real / simulated: where the host moved
 #   scripts/simulate-fidelity.sh real-vs-real DIR the same table of $OUT's real runs against
 #                                                 DIR's (two runs of the script): the noise floor
 #
@@ -289,8 +291,41 @@ table() {
 	done
 }
 
+# drift: for a run in rounds, each round's median TTFT and TPOT in ms, real / simulated, of the
+# calibration (simulated with the fitted step overhead, before the request overheads) and of
+# each point: how far the host moved between the rounds and between a calibration and the
+# points right after it.
+drift() {
+	local w k rate f rates
+	for w in chat long prefix; do
+		[ -f "$OUT/r1/cal-real-$w.json" ] || continue
+		rates=RATES_$w
+		local head="| $w round | calibration TTFT | TPOT |" rule="| --- | ---: | ---: |"
+		for rate in ${!rates}; do
+			head+=" $rate/s TTFT | TPOT |"
+			rule+=" ---: | ---: |"
+		done
+		echo "$head"
+		echo "$rule"
+		for ((k = 1; ; k++)); do
+			[ -d "$OUT/r$k" ] || break
+			local row="| $k |" pairs=("cal-real-$w cal-sim1-$w")
+			for rate in ${!rates}; do pairs+=("real-$w-$rate sim-$w-$rate"); done
+			for f in "${pairs[@]}"; do
+				set -- $f
+				[ -f "$OUT/r$k/$1.json" ] && [ -f "$OUT/r$k/$2.json" ] || { row+=" | |"; continue; }
+				row+=$(jq -rn --slurpfile r "$OUT/r$k/$1.json" --slurpfile s "$OUT/r$k/$2.json" \
+					'def f: . * 100 | round / 100; " \($r[0].median_ttft_ms | f) / \($s[0].median_ttft_ms | f) | \($r[0].median_tpot_ms * 1000 | round / 1000) / \($s[0].median_tpot_ms * 1000 | round / 1000) |"')
+			done
+			echo "$row"
+		done
+		echo
+	done
+}
+
 case ${1:-all} in
 table) table ;;
+drift) drift ;;
 rounds)
 	W=${2:?a workload (chat, long, prefix)}
 	args $W >/dev/null
