@@ -26,6 +26,7 @@ type Output struct {
 	PromptTokens  int // from the dataset
 	OutputTokens  int // from the usage chunk, else counted (see Client.Count)
 	UsageTokens   bool
+	CachedTokens  int // prompt tokens the server's prefix cache supplied (its usage chunk; 0 if none said)
 	GeneratedText string
 	Scheduled     time.Time       // when the arrival process wanted it sent
 	Start         time.Time       // when it was sent
@@ -135,7 +136,10 @@ type sseChunk struct {
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *struct {
-		CompletionTokens int `json:"completion_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
@@ -296,6 +300,9 @@ func (c *Client) read(body io.Reader, out *Output) error {
 		if ch.Usage != nil {
 			out.OutputTokens = ch.Usage.CompletionTokens
 			out.UsageTokens = true
+			if d := ch.Usage.PromptTokensDetails; d != nil {
+				out.CachedTokens = d.CachedTokens
+			}
 		}
 		if err == io.EOF {
 			return errors.New("stream ended before [DONE]")

@@ -91,13 +91,14 @@ func Compute(r *Result, outs []Output, start time.Time, duration time.Duration, 
 	secs := duration.Seconds()
 	r.Duration = secs
 	r.Completed, r.Failed, r.TotalInputTokens, r.TotalOutputTokens = 0, 0, 0, 0
-	r.InputLens, r.OutputLens = nil, nil
+	r.InputLens, r.OutputLens, r.CachedTokens = nil, nil, nil
 	r.TTFTs, r.TPOTs, r.E2ELs, r.ITLs = []float64{}, []float64{}, []float64{}, [][]float64{}
 	r.GeneratedTexts, r.Errors = []string{}, []string{}
 	var allITL, tpots, lags []float64
 	good := 0
 	for _, o := range outs {
 		r.InputLens = append(r.InputLens, o.PromptTokens)
+		r.CachedTokens = append(r.CachedTokens, o.CachedTokens)
 		r.Errors = append(r.Errors, o.Error)
 		r.GeneratedTexts = append(r.GeneratedTexts, o.GeneratedText)
 		if !o.Start.IsZero() && !o.Scheduled.IsZero() {

@@ -96,6 +96,9 @@ type Result struct {
 	ITLs           [][]float64 `json:"itls"`
 	GeneratedTexts []string    `json:"generated_texts"`
 	Errors         []string    `json:"errors"`
+	// CachedTokens is each request's prompt tokens served from the prefix cache, as the
+	// server's usage reported them (0 where it did not): which requests hit the cache.
+	CachedTokens []int `json:"cached_tokens"`
 
 	// FailureReasons are Errors grouped (see FailureReasons); absent when nothing failed.
 	FailureReasons []FailureReason `json:"failure_reasons,omitempty"`

@@ -23,7 +23,10 @@
 # CAL_N/K requests and N/K at each rate, so that the calibration and the points sample the
 # same stretches of the host's drift (CAL_N defaults to N then); each point's rounds are then
 # pooled (all their requests, percentiles recomputed) into the files the table reads, the
-# rounds' own files in OUT/rK/.
+# rounds' own files in OUT/rK/. ROUND_SECS=S (with ROUNDS) sizes each round's runs by time
+# instead: S seconds of requests at each rate and of calibration (RATE x S requests; N and
+# CAL_N unused), so that every point samples as much of the host's time as the calibration
+# (with N a round, the 6/s point's 10 s could fall wholly in a slow stretch).
 #
 # Per workload, the overheads are measured first (calibrate): CAL_N (100) requests one at a
 # time, arriving at CAL_RATE (1) requests/s (bench --max-concurrency 1 --request-rate 1, seed
@@ -53,6 +56,7 @@ CAL_N=${CAL_N:-100}
 CAL_RATE=${CAL_RATE:-1}
 OVERHEADS=${OVERHEADS:-measured}
 CAL_EACH=${CAL_EACH:-0}
+ROUND_SECS=${ROUND_SECS:-}
 mkdir -p "$OUT"
 M=$(ls ~/.cache/llmcloud/default-*.gguf 2>/dev/null | head -1)
 if [ -z "$M" ] && [ "${1:-all}" != table ]; then
@@ -140,12 +144,15 @@ cal_fit() {
 	req=$(jq -rn --slurpfile r "$real" --slurpfile s "$sim1" '[0, ($r[0].median_ttft_ms - $s[0].median_ttft_ms) * 1e6] | max | floor')
 	echo "$step $req" >"$OUT/overhead-$tag"
 	# Per request (the same order in both: one at a time, the same seeds): real minus
-	# simulated TTFT and TPOT, in ns.
+	# simulated TTFT and TPOT, in ns, and the prompt tokens the real server's prefix cache
+	# supplied (its usage; a binary whose bench does not record them gives two columns), so
+	# that simulated hits and misses draw from the measured ones of their kind.
 	jq -rn --slurpfile r "$real" --slurpfile s "$sim1" '$r[0] as $r | $s[0] as $s |
-		"# TTFT TPOT: real minus simulated, per calibration request",
+		"# TTFT TPOT [cached prompt tokens]: real minus simulated, per calibration request",
 		(range(0; $r.ttfts | length) as $i |
 			select(($r.errors[$i] // "") == "" and ($s.errors[$i] // "") == "") |
-			"\((($r.ttfts[$i] - $s.ttfts[$i]) * 1e9) | floor)ns \((($r.tpots[$i] - $s.tpots[$i]) * 1e9) | floor)ns")' >"$OUT/overheads-$tag"
+			"\((($r.ttfts[$i] - $s.ttfts[$i]) * 1e9) | floor)ns \((($r.tpots[$i] - $s.tpots[$i]) * 1e9) | floor)ns" +
+			(if $r.cached_tokens then " \($r.cached_tokens[$i])" else "" end))' >"$OUT/overheads-$tag"
 	echo "$w: step overhead $step ns, request overhead $req ns (real TTFT $(j .median_ttft_ms "$real") ms, TPOT $(j .median_tpot_ms "$real") ms one at a time)"
 }
 
@@ -178,6 +185,7 @@ pool() {
 			if $n == 0 then 0 else (p / 100 * ($n - 1)) as $r | ($r | floor) as $lo |
 				([$lo + 1, $n - 1] | min) as $hi | $s[$lo] + ($r - $lo) * ($s[$hi] - $s[$lo]) end;
 		{ttfts: [.[].ttfts[]], tpots: [.[].tpots[]], errors: [.[] | .errors as $e | .ttfts | keys[] | ($e[.] // "")],
+		 cached_tokens: (if all(.[]; .cached_tokens != null) then [.[].cached_tokens[]] else null end),
 		 output_lens: [.[].output_lens[]], completed: (map(.completed) | add), failed: (map(.failed) | add),
 		 duration: (map(.duration) | add), rounds: length} |
 		[range(0; .ttfts | length) as $i | select(.errors[$i] == "") | .ttfts[$i]] as $t |
@@ -227,6 +235,16 @@ sim_point() {
 		--json "$d/sim-$w-$rate.json" >>"$d/$w-$rate.log" 2>&1
 }
 
+# per_round RATE TOTAL: the requests a round sends at RATE: RATE x ROUND_SECS with
+# ROUND_SECS, else TOTAL/ROUNDS.
+per_round() {
+	if [ -n "$ROUND_SECS" ]; then
+		awk -v r="$1" -v s="$ROUND_SECS" 'BEGIN { printf "%d\n", r * s + 0.5 }'
+	else
+		echo $(($2 / ROUNDS))
+	fi
+}
+
 # rounds W: the workload in ROUNDS rounds, each on fresh clouds: CAL_N/ROUNDS calibration
 # requests (seed 1000+k), then N/ROUNDS requests at each rate (seed k), into $OUT/rK/. The
 # calibration is then fitted over all rounds' requests, every round's points simulated with
@@ -235,14 +253,15 @@ sim_point() {
 # stretches of the host's drift.
 rounds() {
 	local w=$1 k rate d step req l0 l1
-	local rates=RATES_$w per=$((N / ROUNDS)) cn=$((CAL_N / ROUNDS)) cals=()
+	local rates=RATES_$w cn cals=()
+	cn=$(per_round $CAL_RATE $CAL_N)
 	for k in $(seq 1 $ROUNDS); do
 		d=$OUT/r$k
 		mkdir -p "$d"
 		cal_real $w "$d" $w $((1000 + k)) $cn
 		cals+=("$d/cal-real-$w.json:$((1000 + k))")
 		for rate in ${!rates}; do
-			real_point $w $rate "$d" $k $per
+			real_point $w $rate "$d" $k "$(per_round $rate $N)"
 		done
 		echo "$w round $k of $ROUNDS done (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	done
@@ -254,7 +273,7 @@ rounds() {
 		local reals=() sims=()
 		for k in $(seq 1 $ROUNDS); do
 			d=$OUT/r$k
-			sim_point $w $rate "$d" $k $per $step "$ov"
+			sim_point $w $rate "$d" $k "$(per_round $rate $N)" $step "$ov"
 			reals+=("$d/real-$w-$rate.json")
 			sims+=("$d/sim-$w-$rate.json")
 		done

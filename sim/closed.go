@@ -9,7 +9,6 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
-	"math/rand/v2"
 )
 
 // closedLoop is the client's semaphore in a shard's event loop.
@@ -18,8 +17,10 @@ type closedLoop struct {
 	inflight int
 	queue    []int32 // arrived, waiting for a slot, in arrival order
 	releases endHeap // client-side ends of the requests in flight (ns)
-	// drawn is each request's measured overhead (Options.Overheads), drawn up front in request
-	// order: a slot frees when the client has the last token, overhead included.
+	// drawn is each request's measured overhead (Options.Overheads), drawn when its engine run
+	// ends (its prefix-cache outcome known): a slot frees when the client has the last token,
+	// overhead included.
+	draw  *drawer
 	drawn []Overhead
 }
 
@@ -30,22 +31,19 @@ func newClosedLoop(o *Options, n int) *closedLoop {
 	}
 	c := &closedLoop{max: o.MaxConcurrency}
 	if len(o.Overheads) > 0 {
-		rng := rand.New(rand.NewPCG(o.OverheadSeed, 0x6a09e667f3bcc908))
-		c.drawn = make([]Overhead, n)
-		for i := range c.drawn {
-			c.drawn[i] = o.Overheads[rng.IntN(len(o.Overheads))]
-		}
+		c.draw, c.drawn = newDrawer(o.Overheads, o.OverheadSeed), make([]Overhead, n)
 	}
 	return c
 }
 
 // clientE2E is request i's E2E as the client sees it: the engine's, plus its overhead (the
-// constant, or its drawn one as applyEach will apply it).
+// constant, or one drawn now and kept for applyEach to apply).
 func (c *closedLoop) clientE2E(out *Outcome, i int, constant int64) int64 {
 	if c.drawn == nil {
 		return out.E2E[i] + constant
 	}
-	v := c.drawn[i]
+	v := c.draw.draw(i, out.Cached[i])
+	c.drawn[i] = v
 	e := max(out.TTFT[i]+int64(v.TTFT), 0)
 	for _, g := range out.ITLs[i] {
 		e += max(g+int64(v.TPOT), 0)

@@ -11,23 +11,42 @@
 // Like RequestOverhead the draws are added to each request's times after its engine schedule
 // is simulated: the time is spent outside the engine, so it does not occupy a replica. A
 // request's TPOT draw is added to each of its inter-token gaps.
+//
+// Measured requests that hit the prefix cache and those that missed it are not alike (on the
+// Zen 5 VM the misses' real-minus-simulated TTFT was 9.0 ms at the median, the hits' 7.1), and
+// a calibration's lone requests need not hit it as often as a measured point's. When every
+// measured overhead says whether its request hit (Overhead.Cache), a simulated request draws
+// from those of its own outcome: the prompt tokens the prefix cache supplied when it was first
+// scheduled (Outcome.Cached), none being a miss.
 
 package sim
 
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Overhead is one measured request's time outside the engine: added to its TTFT, and to each
 // of its inter-token gaps. Either may be negative (a request that went faster than the
-// simulation's median one); the sums are kept at zero or more.
+// simulation's median one); the sums are kept at zero or more. Cache says whether the
+// measured request hit the prefix cache (CacheUnknown: not said).
 type Overhead struct {
 	TTFT, TPOT time.Duration
+	Cache      CacheOutcome
 }
+
+// CacheOutcome is whether a request's prompt found any of its tokens in the prefix cache.
+type CacheOutcome uint8
+
+const (
+	CacheUnknown CacheOutcome = iota
+	CacheMiss
+	CacheHit
+)
 
 // checkOverheads validates o's overhead options.
 func checkOverheads(o *Options) error {
@@ -37,20 +56,69 @@ func checkOverheads(o *Options) error {
 	if o.RequestOverhead != 0 {
 		return errors.New("sim: a constant request overhead and measured overheads together: give one")
 	}
+	known := 0
 	for i, v := range o.Overheads {
 		if v.TTFT < -time.Hour || v.TTFT > time.Hour || v.TPOT < -time.Hour || v.TPOT > time.Hour {
 			return fmt.Errorf("sim: measured overhead %d (TTFT %v, TPOT %v) is not a request's overhead", i, v.TTFT, v.TPOT)
 		}
+		if v.Cache > CacheHit {
+			return fmt.Errorf("sim: measured overhead %d: cache outcome %d", i, v.Cache)
+		}
+		if v.Cache != CacheUnknown {
+			known++
+		}
+	}
+	if known != 0 && known != len(o.Overheads) {
+		return fmt.Errorf("sim: %d of %d measured overheads say whether their request hit the prefix cache: give it for all or none", known, len(o.Overheads))
 	}
 	return nil
+}
+
+// drawer draws each request's overhead: from the measured requests of its own prefix-cache
+// outcome when the overheads give theirs (from all of them if its outcome has none), else
+// from all. Request i's draw depends only on the seed, i and its outcome, not on the order of
+// the draws, so that the closed loop (drawing as requests end) and the open one agree.
+type drawer struct {
+	all, hit, miss []Overhead
+	seed           uint64
+}
+
+func newDrawer(ovs []Overhead, seed uint64) *drawer {
+	d := &drawer{all: ovs, seed: seed}
+	for _, v := range ovs {
+		switch v.Cache {
+		case CacheHit:
+			d.hit = append(d.hit, v)
+		case CacheMiss:
+			d.miss = append(d.miss, v)
+		}
+	}
+	return d
+}
+
+// draw is request i's overhead; cached is the prompt tokens the prefix cache supplied it.
+func (d *drawer) draw(i int, cached int32) Overhead {
+	pool := d.all
+	if cached > 0 && len(d.hit) > 0 {
+		pool = d.hit
+	} else if cached <= 0 && len(d.miss) > 0 {
+		pool = d.miss
+	}
+	// splitmix64 of (seed, i): a uniform index whatever order requests are drawn in.
+	z := d.seed*0x9e3779b97f4a7c15 + uint64(i+1)*0xbf58476d1ce4e5b9
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	hi, _ := bits.Mul64(z, uint64(len(pool))) // z scaled to [0, len): Lemire's reduction
+	return pool[hi]
 }
 
 // applyOverheads adds a drawn Overhead to every successful request of out (whose ITLs are
 // kept), in request order, rebuilds the gap histogram, and moves out.End to the last
 // request's new end.
 func applyOverheads(out *Outcome, ovs []Overhead, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc908))
-	applyEach(out, func(int) Overhead { return ovs[rng.IntN(len(ovs))] })
+	d := newDrawer(ovs, seed)
+	applyEach(out, func(i int) Overhead { return d.draw(i, out.Cached[i]) })
 }
 
 // applyEach is applyOverheads with request i's overhead given by at(i), called once for each
@@ -78,8 +146,10 @@ func applyEach(out *Outcome, at func(i int) Overhead) {
 }
 
 // ParseOverheads reads measured overheads, one request per line: its TTFT and TPOT parts as
-// two Go durations ("4.2ms 0.03ms"; negative allowed); blank lines and lines starting with #
-// are skipped. scripts/simulate-fidelity.sh writes them from a calibration run.
+// two Go durations ("4.2ms 0.03ms"; negative allowed), and optionally, on every line or on
+// none, the prompt tokens the prefix cache supplied that request ("4.2ms 0.03ms 256"; 0: a
+// miss); blank lines and lines starting with # are skipped. scripts/simulate-fidelity.sh
+// writes them from a calibration run.
 func ParseOverheads(text string) ([]Overhead, error) {
 	var ovs []Overhead
 	for n, line := range strings.Split(text, "\n") {
@@ -88,18 +158,29 @@ func ParseOverheads(text string) ([]Overhead, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) != 2 {
-			return nil, fmt.Errorf("overheads line %d: %q: want two durations, TTFT and TPOT (e.g. 4.2ms 0.03ms)", n+1, line)
+		if len(f) != 2 && len(f) != 3 {
+			return nil, fmt.Errorf("overheads line %d: %q: want two durations, TTFT and TPOT, and optionally the prompt tokens the prefix cache supplied (e.g. 4.2ms 0.03ms 256)", n+1, line)
 		}
 		var v [2]time.Duration
-		for k, s := range f {
+		for k, s := range f[:2] {
 			d, err := time.ParseDuration(s)
 			if err != nil {
 				return nil, fmt.Errorf("overheads line %d: %v", n+1, err)
 			}
 			v[k] = d
 		}
-		ovs = append(ovs, Overhead{TTFT: v[0], TPOT: v[1]})
+		ov := Overhead{TTFT: v[0], TPOT: v[1]}
+		if len(f) == 3 {
+			c, err := strconv.Atoi(f[2])
+			if err != nil || c < 0 {
+				return nil, fmt.Errorf("overheads line %d: %q: the cached prompt tokens must be a count (0 or more)", n+1, f[2])
+			}
+			ov.Cache = CacheMiss
+			if c > 0 {
+				ov.Cache = CacheHit
+			}
+		}
+		ovs = append(ovs, ov)
 	}
 	if len(ovs) == 0 {
 		return nil, errors.New("overheads: no lines (want one per measured request: TTFT TPOT)")

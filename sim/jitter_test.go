@@ -10,9 +10,7 @@ import (
 // plus the TPOT part on every gap; several are drawn per request, the same for the same seed;
 // negative ones never make a time negative; bad options are refused.
 func TestOverheads(t *testing.T) {
-	p := testProfile()
-	p.Threads = 1
-	p.SetCoefficients(Coefficients{0.01, 0, 0, 0, 0}) // every step 10 ms
+	p := tenMsProfile()
 	ms := int64(time.Millisecond)
 	var reqs []Request
 	for i := range 40 {
@@ -80,15 +78,80 @@ func TestOverheads(t *testing.T) {
 	}
 }
 
+// tenMsProfile is a one-thread profile whose every step takes 10 ms.
+func tenMsProfile() *Profile {
+	p := testProfile()
+	p.Threads = 1
+	p.SetCoefficients(Coefficients{0.01, 0, 0, 0, 0})
+	return p
+}
+
 func TestParseOverheads(t *testing.T) {
 	ovs, err := ParseOverheads("# ttft tpot\n4.2ms 0.03ms\n\n  -1ms 0s  \n")
-	if err != nil || len(ovs) != 2 || ovs[0] != (Overhead{4200 * time.Microsecond, 30 * time.Microsecond}) || ovs[1].TTFT != -time.Millisecond {
+	if err != nil || len(ovs) != 2 || ovs[0] != (Overhead{TTFT: 4200 * time.Microsecond, TPOT: 30 * time.Microsecond}) || ovs[1].TTFT != -time.Millisecond {
 		t.Fatalf("got %v, %v", ovs, err)
 	}
-	for _, bad := range []string{"", "# only\n", "4ms\n", "4ms 1ms 2ms\n", "4 1ms\n", "2h 0s\n"} {
+	ovs, err = ParseOverheads("4ms 1ms 0\n-2ms 0s 256\n")
+	if err != nil || len(ovs) != 2 || ovs[0].Cache != CacheMiss || ovs[1] != (Overhead{TTFT: -2 * time.Millisecond, Cache: CacheHit}) {
+		t.Fatalf("with cached tokens: got %v, %v", ovs, err)
+	}
+	for _, bad := range []string{"", "# only\n", "4ms\n", "4ms 1ms 2ms\n", "4 1ms\n", "2h 0s\n",
+		"4ms 1ms -1\n", "4ms 1ms 3 4\n", "4ms 1ms 16\n4ms 1ms\n"} {
 		if _, err := ParseOverheads(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestOverheadsByCacheOutcome: overheads that say whether their request hit the prefix cache
+// are drawn by the simulated request's own outcome, in the open loop and the closed one; a
+// class with no measured request falls back to all of them.
+func TestOverheadsByCacheOutcome(t *testing.T) {
+	p := tenMsProfile()
+	ms := int64(time.Millisecond)
+	var reqs []Request
+	for i := range 30 { // one group: on one replica the first misses, the rest hit 64 tokens
+		reqs = append(reqs, Request{At: int64(i) * 100 * ms, PromptLen: 80, Output: 3, Group: 0, PrefixLen: 64})
+	}
+	run := func(o Options) *Outcome {
+		t.Helper()
+		o.Profile, o.Replicas, o.OverheadSeed = p, 1, 3
+		out, err := Simulate(o, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	base := run(Options{})
+	for i, c := range base.Cached {
+		if want := int32(min(i, 1) * 64); c != want {
+			t.Fatalf("request %d: %d cached prompt tokens, want %d", i, c, want)
+		}
+	}
+	ovs := []Overhead{{TTFT: 30 * time.Millisecond, Cache: CacheMiss}, {TTFT: time.Millisecond, Cache: CacheHit},
+		{TTFT: 2 * time.Millisecond, Cache: CacheHit}}
+	for _, mc := range []int{0, 1} {
+		got := run(Options{Overheads: ovs, MaxConcurrency: mc})
+		seen := map[int64]bool{}
+		for i := range reqs {
+			d := got.TTFT[i] - base.TTFT[i]
+			if i == 0 && d != 30*ms || i > 0 && d != ms && d != 2*ms {
+				t.Fatalf("max concurrency %d: request %d (cached %d) drew %v", mc, i, got.Cached[i], time.Duration(d))
+			}
+			seen[d] = true
+		}
+		if len(seen) != 3 {
+			t.Errorf("max concurrency %d: the hits drew one value: %v", mc, seen)
+		}
+	}
+	// Only hits measured: the miss draws from them.
+	got := run(Options{Overheads: ovs[1:]})
+	if d := got.TTFT[0] - base.TTFT[0]; d != ms && d != 2*ms {
+		t.Errorf("a miss with no measured misses drew %v", time.Duration(d))
+	}
+	mixed := []Overhead{{TTFT: time.Millisecond, Cache: CacheHit}, {TTFT: time.Millisecond}}
+	if _, err := Simulate(Options{Profile: p, Replicas: 1, Overheads: mixed}, reqs); err == nil {
+		t.Error("overheads with and without a cache outcome: no error")
 	}
 }
 

@@ -19,7 +19,7 @@ func (o *Outcome) Fill(res *bench.Result, goodput bench.Goodput, pcts []float64)
 	secs := float64(o.End) / 1e9
 	res.Duration = secs
 	res.Completed, res.Failed, res.TotalInputTokens, res.TotalOutputTokens = 0, 0, 0, 0
-	res.InputLens, res.OutputLens = make([]int, n), make([]int, n)
+	res.InputLens, res.OutputLens, res.CachedTokens = make([]int, n), make([]int, n), make([]int, n)
 	res.TTFTs, res.TPOTs, res.E2ELs = make([]float64, n), make([]float64, n), make([]float64, n)
 	res.ITLs, res.GeneratedTexts, res.Errors = make([][]float64, n), make([]string, n), make([]string, n)
 	var ttfts, tpots, e2els []float64
@@ -27,6 +27,9 @@ func (o *Outcome) Fill(res *bench.Result, goodput bench.Goodput, pcts []float64)
 	for i := range n {
 		r := &o.Requests[i]
 		res.InputLens[i] = int(r.PromptLen)
+		if o.Cached != nil {
+			res.CachedTokens[i] = max(int(o.Cached[i]), 0)
+		}
 		res.Errors[i] = o.Errors[i]
 		res.ITLs[i] = []float64{}
 		if o.ITLs != nil {

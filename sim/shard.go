@@ -227,6 +227,11 @@ func (sh *shard) start(k int, t int64) error {
 		return err
 	}
 	rp.plan, rp.busy = plan, true
+	for i := range plan.Seqs {
+		if s := &plan.Seqs[i]; s.Prefill && sh.out.Cached[s.ID] < 0 {
+			sh.out.Cached[s.ID] = int32(s.StartPos) // a first chunk starts after the cached prefix
+		}
+	}
 	sh.steps++
 	sh.pre += int64(len(plan.Preempted))
 	work := int64(sh.coef.Seconds(PlanFeatures(plan))*1e9) + sh.extra

@@ -56,8 +56,8 @@ type Options struct {
 	// afterwards is exact.
 	RequestOverhead time.Duration
 	// Overheads, if set, replaces RequestOverhead with a measured distribution: each request
-	// gets one of them (drawn with OverheadSeed) added to its TTFT and to each inter-token
-	// gap (sim/jitter.go).
+	// gets one of them (drawn with OverheadSeed; of its own prefix-cache outcome when they
+	// give theirs) added to its TTFT and to each inter-token gap (sim/jitter.go).
 	Overheads    []Overhead
 	OverheadSeed uint64
 	// MaxConcurrency, if positive, caps the requests in flight as bench serve
@@ -73,6 +73,7 @@ type Outcome struct {
 	Replica     []int32 // where each request went
 	TTFT, E2E   []int64 // ns; -1 for a failed request
 	NumOut      []int32 // output tokens produced
+	Cached      []int32 // prompt tokens the prefix cache supplied when first scheduled; -1: never scheduled
 	ITLs        [][]int64
 	ITLHist     map[int64]int64 // every inter-token gap (ns) -> how many
 	Errors      []string        // "" for a request that succeeded
@@ -133,12 +134,13 @@ func Simulate(o Options, reqs []Request) (*Outcome, error) {
 	}
 	n := len(reqs)
 	out := &Outcome{Requests: reqs, Replica: make([]int32, n), TTFT: make([]int64, n), E2E: make([]int64, n),
-		NumOut: make([]int32, n), Errors: make([]string, n), ITLHist: map[int64]int64{}, RouterHits: map[string]int64{}}
+		NumOut: make([]int32, n), Cached: make([]int32, n), Errors: make([]string, n), ITLHist: map[int64]int64{},
+		RouterHits: map[string]int64{}}
 	if o.Detailed || len(o.Overheads) > 0 {
 		out.ITLs = make([][]int64, n)
 	}
 	for i := range out.E2E {
-		out.TTFT[i], out.E2E[i] = -1, -1
+		out.TTFT[i], out.E2E[i], out.Cached[i] = -1, -1, -1
 	}
 	last := make([]int64, n) // the time of each request's latest token
 	total := o.Replicas

@@ -90,7 +90,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&f.cpus, "cpus", 0, "cores all the replicas share, as llmcloud up on this host would (e.g. $(nproc)): concurrent steps slow each other down when their threads outnumber them; 0: every replica has the profile's threads to itself")
 	fs.DurationVar(&f.stepOverhead, "step-overhead", 0, "added to every engine step: the step loop's work outside the forward pass (measured: docs/simulate.md)")
 	fs.DurationVar(&f.requestOverhead, "request-overhead", 0, "added to every request's TTFT and E2EL: client, router, HTTP, tokenization (measured: docs/simulate.md)")
-	fs.StringVar(&f.overheadsFile, "request-overheads", "", "instead of --request-overhead: a file of measured per-request overheads, a line \"TTFT TPOT\" per request (Go durations); each simulated request gets one, drawn with --seed, added to its TTFT and to each inter-token gap (docs/simulate.md)")
+	fs.StringVar(&f.overheadsFile, "request-overheads", "", "instead of --request-overhead: a file of measured per-request overheads, a line \"TTFT TPOT\" per request (Go durations), or \"TTFT TPOT CACHED\" with the prompt tokens the prefix cache supplied it (0: a miss); each simulated request gets one (of its own cache outcome if given), drawn with --seed, added to its TTFT and to each inter-token gap (docs/simulate.md)")
 	fs.DurationVar(&f.startDelay, "replica-start-time", 2*time.Second, "--autoscale: how long a new replica takes to become ready")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: llmcloud simulate --profile P [--replicas N] [--workload TRACE.jsonl | bench serve's dataset flags] [--router POLICY] [--request-rate R] [--json OUT] [--search --slo 'ttft_p99<1s']")
