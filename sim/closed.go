@@ -17,9 +17,9 @@ type closedLoop struct {
 	inflight int
 	queue    []int32 // arrived, waiting for a slot, in arrival order
 	releases endHeap // client-side ends of the requests in flight (ns)
-	// drawn is each request's measured overhead (Options.Overheads), drawn when its engine run
-	// ends (its prefix-cache outcome known): a slot frees when the client has the last token,
-	// overhead included.
+	// drawn is each request's measured overhead (Options.Overheads), drawn by draw when its
+	// engine run ends (its prefix-cache outcome known): a slot frees when the client has the
+	// last token, overhead included.
 	draw  *drawer
 	drawn []Overhead
 }
