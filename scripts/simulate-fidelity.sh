@@ -18,7 +18,7 @@
 # simulation shares between the replicas (default: nproc); PORT the router's port; CAL_N and
 # CAL_RATE the calibration's requests (100; N with ROUNDS) and their rate (1 a second, one at a time);
 # CAL_EACH=1 calibrates right before every point instead of once per workload (tried against
-# the host's drift; with CAL_N=60 it did worse: docs/simulate.md). ROUNDS=K (with the
+# the host's drift; with CAL_N=60 it did worse: docs/simulate-fidelity.md). ROUNDS=K (with the
 # whole run) measures each workload in K rounds instead: each round its calibration's
 # CAL_N/K requests and N/K at each rate, so that the calibration and the points sample the
 # same stretches of the host's drift (CAL_N defaults to N then); each point's rounds are then
@@ -37,7 +37,7 @@
 # difference (overhead-W: the constant --request-overhead, used instead with
 # OVERHEADS=constant). The arrivals leave each replica idle between its requests, as at the
 # measured points: back to back, the real prefills ran 10-17% faster and the decode steps
-# slower than after a pause (docs/simulate.md, "Calibrating with pauses"), which showed as
+# slower than after a pause (docs/simulate-fidelity.md, "Calibrating with pauses"), which showed as
 # TTFT under-predicted and TPOT over-predicted at the low rates. Each point runs on a fresh
 # cloud (empty prefix caches, as the simulation starts).
 set -eu
