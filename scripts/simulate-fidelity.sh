@@ -8,6 +8,8 @@
 #   scripts/simulate-fidelity.sh chat 3 [N]       one point (chat|long|prefix RATE)
 #   scripts/simulate-fidelity.sh table            the table of the points in $OUT
 #   scripts/simulate-fidelity.sh rounds W         one workload's points in $ROUNDS rounds
+#   scripts/simulate-fidelity.sh resim [W]       a run in rounds simulated again (a new simulator),
+#                                                 its real files kept
 #   scripts/simulate-fidelity.sh drift            per round of a run in rounds, each median
 #                                                 real / simulated: where the host moved
 #   scripts/simulate-fidelity.sh real-vs-real DIR the same table of $OUT's real runs against
@@ -252,19 +254,28 @@ per_round() {
 # requests; percentiles recomputed), so that the calibration and the points sample the same
 # stretches of the host's drift.
 rounds() {
-	local w=$1 k rate d step req l0 l1
-	local rates=RATES_$w cn cals=()
+	local w=$1 k rate d
+	local rates=RATES_$w cn
 	cn=$(per_round $CAL_RATE $CAL_N)
 	for k in $(seq 1 $ROUNDS); do
 		d=$OUT/r$k
 		mkdir -p "$d"
 		cal_real $w "$d" $w $((1000 + k)) $cn
-		cals+=("$d/cal-real-$w.json:$((1000 + k))")
 		for rate in ${!rates}; do
 			real_point $w $rate "$d" $k "$(per_round $rate $N)"
 		done
 		echo "$w round $k of $ROUNDS done (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	done
+	rounds_sim $w
+}
+
+# rounds_sim W: the simulated half of rounds W, from the real files of its ROUNDS rounds in
+# $OUT (resim: again, with another binary, the real files kept).
+rounds_sim() {
+	local w=$1 k rate d step req l0 l1
+	local rates=RATES_$w cn cals=()
+	cn=$(per_round $CAL_RATE $CAL_N)
+	for k in $(seq 1 $ROUNDS); do cals+=("$OUT/r$k/cal-real-$w.json:$((1000 + k))"); done
 	cal_fit $w $w $cn "${cals[@]}"
 	read -r step req <"$OUT/overhead-$w"
 	local ov="--request-overhead ${req}ns"
@@ -350,6 +361,16 @@ rounds)
 	args $W >/dev/null
 	profile
 	rounds $W
+	table
+	;;
+resim)
+	# The simulations of a run in rounds again (after a change to the simulator; LLMCLOUD the
+	# new binary, ROUNDS and ROUND_SECS as the run had them), the real files and profile kept.
+	[ "$ROUNDS" -gt 1 ] || { echo "resim: give the run's ROUNDS (and ROUND_SECS)" >&2; exit 2; }
+	for w in ${2:-chat long prefix}; do
+		args $w >/dev/null
+		[ -f "$OUT/r$ROUNDS/cal-real-$w.json" ] && rounds_sim $w
+	done
 	table
 	;;
 real-vs-real)

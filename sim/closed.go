@@ -22,6 +22,13 @@ type closedLoop struct {
 	// last token, overhead included.
 	draw  *drawer
 	drawn []Overhead
+	// sends counts the requests sent so far, running those whose engine run has not ended;
+	// sentAs[i] is request i's place in that count, and shared[i] whether another was running
+	// when it was sent: a request the client served alone (not shared, and none sent after it
+	// before its engine run ended) gets its drawn TPOT part (jitter.go).
+	sends, running int
+	sentAs         []int
+	shared         []bool
 }
 
 // newClosedLoop returns the semaphore of o.MaxConcurrency slots for n requests (nil: no cap).
@@ -32,6 +39,7 @@ func newClosedLoop(o *Options, n int) *closedLoop {
 	c := &closedLoop{max: o.MaxConcurrency}
 	if len(o.Overheads) > 0 {
 		c.draw, c.drawn = newDrawer(o.Overheads, o.OverheadSeed), make([]Overhead, n)
+		c.sentAs, c.shared = make([]int, n), make([]bool, n)
 	}
 	return c
 }
@@ -43,6 +51,10 @@ func (c *closedLoop) clientE2E(out *Outcome, i int, constant int64) int64 {
 		return out.E2E[i] + constant
 	}
 	v := c.draw.draw(i, out.Cached[i])
+	c.running--
+	if c.shared[i] || c.sends > c.sentAs[i] {
+		v.TPOT -= c.draw.lone // another stream shared the client: the server's pace
+	}
 	c.drawn[i] = v
 	e := max(out.TTFT[i]+int64(v.TTFT), 0)
 	for _, g := range out.ITLs[i] {
@@ -110,12 +122,21 @@ func (sh *shard) loopClosed() error {
 // request refused at once (no replica, too long) gives its slot back at once.
 func (sh *shard) send(i int) error {
 	c := sh.closed
+	if c.sentAs != nil {
+		c.shared[i] = c.running > 0
+		c.sends++
+		c.running++
+		c.sentAs[i] = c.sends
+	}
 	c.inflight++
 	if err := sh.arrive(i, sh.route(i)); err != nil {
 		return err
 	}
 	if sh.out.Errors[i] != "" {
 		heap.Push(&c.releases, sh.reqs[i].At)
+		if c.sentAs != nil {
+			c.running-- // refused: no engine run
+		}
 	}
 	return nil
 }
